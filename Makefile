@@ -1,0 +1,43 @@
+# Cloud Application Delivery Service API v2.
+# Everything needs only Go (modules come from the Go module proxy).
+
+FUNCTIONS := $(notdir $(wildcard functions/*))
+BUILD     := .build
+GO        ?= go
+
+.PHONY: run test build clean vet fuzz bench help
+
+help: ## list targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+run: ## the whole platform on 127.0.0.1 (API on :3000, API_ADDR overrides)
+	$(GO) run ./infra/cmd/local
+
+test: ## every test, with the race detector, against in-process DynamoDB and SQS servers
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+build: $(FUNCTIONS:%=$(BUILD)/%.zip) ## one Lambda zip per function (provided.al2023, arm64)
+
+$(BUILD)/%.zip: FORCE
+	@mkdir -p $(BUILD)/$*
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $(BUILD)/$*/bootstrap ./functions/$*
+	$(GO) run ./infra/cmd/pack $(BUILD)/$*/bootstrap $@
+	@ls -l $@
+
+FUZZTIME ?= 10s
+fuzz: ## each fuzz target for FUZZTIME (default 10s)
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalizePattern$$' -fuzztime $(FUZZTIME) ./shared/authz
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckPath$$' -fuzztime $(FUZZTIME) ./shared/authz
+
+bench: ## Go benchmarks (see docs/performance.md)
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BUILD)
+
+.PHONY: FORCE
+FORCE:

@@ -1,0 +1,126 @@
+// Package apispec lists every endpoint of the API: those of spec section 4
+// and those the project adds (DECISIONS.md section 2, the policy simulator).
+// The template test checks template.yaml against it; the bypass corpus and
+// the docs read it too. Paths use API Gateway's rule of one parameter name
+// per level (docs/local-platform.md), so they differ from the spec's
+// documentation names (`{app_id}` is `{id}` here).
+package apispec
+
+// Endpoint is one method and path of the API.
+type Endpoint struct {
+	Method string
+	Path   string
+	// Issue is the work item that delivers it; Spec says whether spec
+	// section 4 names it (false: a project addition).
+	Issue int
+	Spec  bool
+}
+
+// Endpoints is the whole API.
+var Endpoints = []Endpoint{
+	// 4.1 accounts
+	{"GET", "/v2/accounts", 4, true},
+	{"POST", "/v2/accounts", 4, true},
+	{"GET", "/v2/accounts/{id}", 4, true},
+	{"PATCH", "/v2/accounts/{id}", 4, true},
+	{"DELETE", "/v2/accounts/{id}", 4, true},
+	{"GET", "/v2/accounts/{id}/billing", 4, true},
+	// 4.2 entitlements
+	{"GET", "/v2/accounts/{id}/entitlements", 4, true},
+	{"POST", "/v2/accounts/{id}/entitlements", 4, true},
+	{"GET", "/v2/accounts/{id}/entitlements/{entitlement_id}", 4, true},
+	{"PATCH", "/v2/accounts/{id}/entitlements/{entitlement_id}", 4, true},
+	{"DELETE", "/v2/accounts/{id}/entitlements/{entitlement_id}", 4, true},
+	// 4.3 roles, invitations, groups, group invitations
+	{"GET", "/v2/accounts/{id}/roles", 5, true},
+	{"POST", "/v2/accounts/{id}/roles", 5, true},
+	{"GET", "/v2/accounts/{id}/roles/{role_id}", 5, true},
+	{"PATCH", "/v2/accounts/{id}/roles/{role_id}", 5, true},
+	{"DELETE", "/v2/accounts/{id}/roles/{role_id}", 5, true},
+	{"GET", "/v2/accounts/{id}/invitations", 5, true},
+	{"POST", "/v2/accounts/{id}/invitations", 5, true},
+	{"GET", "/v2/accounts/{id}/invitations/{invitation_id}", 5, true},
+	{"PATCH", "/v2/accounts/{id}/invitations/{invitation_id}", 5, true},
+	{"DELETE", "/v2/accounts/{id}/invitations/{invitation_id}", 5, true},
+	{"GET", "/v2/accounts/{id}/groups", 5, true},
+	{"POST", "/v2/accounts/{id}/groups", 5, true},
+	{"GET", "/v2/accounts/{id}/groups/{group_id}", 5, true},
+	{"PATCH", "/v2/accounts/{id}/groups/{group_id}", 5, true},
+	{"DELETE", "/v2/accounts/{id}/groups/{group_id}", 5, true},
+	{"GET", "/v2/accounts/{id}/group-invitations", 5, true},
+	{"POST", "/v2/accounts/{id}/group-invitations", 5, true},
+	{"GET", "/v2/accounts/{id}/group-invitations/{invitation_id}", 5, true},
+	{"PATCH", "/v2/accounts/{id}/group-invitations/{invitation_id}", 5, true},
+	{"DELETE", "/v2/accounts/{id}/group-invitations/{invitation_id}", 5, true},
+	// 4.4 service users
+	{"GET", "/v2/accounts/{id}/service-users", 5, true},
+	{"POST", "/v2/accounts/{id}/service-users", 5, true},
+	{"GET", "/v2/accounts/{id}/service-users/{service_user_id}", 5, true},
+	{"PATCH", "/v2/accounts/{id}/service-users/{service_user_id}", 5, true},
+	{"DELETE", "/v2/accounts/{id}/service-users/{service_user_id}", 5, true},
+	// 4.5 address sets
+	{"GET", "/v2/address-sets", 7, true},
+	{"POST", "/v2/address-sets", 7, true},
+	{"GET", "/v2/address-sets/{id}", 7, true},
+	{"PATCH", "/v2/address-sets/{id}", 7, true},
+	{"DELETE", "/v2/address-sets/{id}", 7, true},
+	{"GET", "/v2/address-sets/{id}/addresses", 7, true},
+	{"GET", "/v2/address-sets/{id}/metrics", 7, true},
+	{"GET", "/v2/address-sets/metrics", 7, true},
+	// 4.6 application tests
+	{"GET", "/v2/tests", 9, true},
+	{"POST", "/v2/tests", 9, true},
+	{"GET", "/v2/tests/{id}", 9, true},
+	{"PUT", "/v2/tests/{id}", 9, true},
+	{"PATCH", "/v2/tests/{id}", 9, true},
+	{"DELETE", "/v2/tests/{id}", 9, true},
+	// 4.7 applications
+	{"GET", "/v2/applications", 6, true},
+	{"POST", "/v2/applications", 6, true},
+	{"GET", "/v2/applications/{id}", 6, true},
+	{"PATCH", "/v2/applications/{id}", 6, true},
+	{"DELETE", "/v2/applications/{id}", 6, true},
+	{"GET", "/v2/applications/{id}/actions", 6, true},
+	{"POST", "/v2/applications/{id}/actions", 6, true},
+	{"GET", "/v2/applications/{id}/actions/{action_id}", 6, true},
+	{"PATCH", "/v2/applications/{id}/actions/{action_id}", 6, true},
+	{"DELETE", "/v2/applications/{id}/actions/{action_id}", 6, true},
+	{"GET", "/v2/applications/{id}/pagecontrols", 6, false},
+	{"POST", "/v2/applications/{id}/pagecontrols", 6, false},
+	{"GET", "/v2/applications/{id}/pagecontrols/{pagecontrol_id}", 6, false},
+	{"PATCH", "/v2/applications/{id}/pagecontrols/{pagecontrol_id}", 6, false},
+	{"DELETE", "/v2/applications/{id}/pagecontrols/{pagecontrol_id}", 6, false},
+	{"GET", "/v2/applications/{id}/logs", 8, true},
+	{"POST", "/v2/applications/{id}/logs", 8, true},
+	{"GET", "/v2/applications/{id}/metrics", 7, true},
+	// 4.8 endpoints referenced by access control
+	{"POST", "/v2/tasks", 6, true},
+	{"GET", "/v2/tasks", 6, false},
+	{"GET", "/v2/tasks/{id}", 6, false},
+	{"GET", "/v2/users/self/authorization", 3, true},
+	// DECISIONS.md section 2: identities, keys, self-service
+	{"POST", "/v2/users/self/authorization", 3, false},
+	{"GET", "/v2/users", 3, false},
+	{"POST", "/v2/users", 3, false},
+	{"GET", "/v2/users/{id}", 3, false},
+	{"PATCH", "/v2/users/{id}", 3, false},
+	{"GET", "/v2/users/{id}/access-keys", 3, false},
+	{"POST", "/v2/users/{id}/access-keys", 3, false},
+	{"GET", "/v2/users/{id}/access-keys/{key_id}", 3, false},
+	{"DELETE", "/v2/users/{id}/access-keys/{key_id}", 3, false},
+	{"GET", "/v2/users/{id}/invitations", 5, false},
+	{"GET", "/v2/users/{id}/invitations/{invitation_id}", 5, false},
+	{"PATCH", "/v2/users/{id}/invitations/{invitation_id}", 5, false},
+	{"GET", "/v2/users/{id}/group-invitations", 5, false},
+	{"GET", "/v2/users/{id}/group-invitations/{invitation_id}", 5, false},
+	{"PATCH", "/v2/users/{id}/group-invitations/{invitation_id}", 5, false},
+	{"GET", "/v2/users/{id}/roles", 5, false},
+	{"DELETE", "/v2/users/{id}/roles/{role_id}", 5, false},
+	{"GET", "/v2/users/{id}/groups", 5, false},
+	{"DELETE", "/v2/users/{id}/groups/{group_id}", 5, false},
+}
+
+// Delivered says which work items have landed: their endpoints must be
+// routed, the others must not be (a route without its function would be a
+// stub). Each issue that lands adds itself here.
+var Delivered = map[int]bool{2: true, 3: true}

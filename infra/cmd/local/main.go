@@ -1,0 +1,46 @@
+// Command local runs the whole platform on loopback (make run).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"cads/infra/local"
+	"cads/shared/logging"
+)
+
+func main() {
+	log := logging.New(os.Stderr, os.Getenv("LOG_LEVEL"))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	began := time.Now()
+	p, err := local.Start(ctx, local.Options{
+		APIAddr:        os.Getenv("API_ADDR"),
+		TableName:      os.Getenv("TABLE_NAME"),
+		DynamoEndpoint: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"),
+		SQSEndpoint:    os.Getenv("AWS_ENDPOINT_URL_SQS"),
+		OperatorEmail:  os.Getenv("OPERATOR_EMAIL"),
+		Log:            log,
+	})
+	if err != nil {
+		log.Error("start failed", "error", err.Error())
+		os.Exit(1)
+	}
+	log.Info("ready", "api", p.URL, "startup_ms", time.Since(began).Milliseconds())
+	if p.Bootstrap.Created {
+		fmt.Fprintf(os.Stderr, "\nOperator access key (shown once, also in %s):\n  %s\n\n", p.KeyFile, p.Bootstrap.Secret)
+	}
+	fmt.Fprintf(os.Stderr, "Try:\n  curl -s -H \"Authorization: Bearer $(cat %s)\" %s/v2/users/self/authorization\n\n", p.KeyFile, p.URL)
+	<-ctx.Done()
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Close(sctx); err != nil {
+		log.Error("shutdown", "error", err.Error())
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,322 @@
+// Package local runs the whole platform in one process on loopback: an
+// embedded DynamoDB server (or the one AWS_ENDPOINT_URL_DYNAMODB names), an
+// embedded SQS server (or AWS_ENDPOINT_URL_SQS), the table and queues
+// declared by template.yaml, the bootstrap, a local API Gateway serving the
+// template's routes through the REQUEST authorizer, and an SQS event source
+// per SQS event of the template. Every function runs in-process with the
+// same constructor as its Lambda main.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"cads/infra/gateway"
+	"cads/infra/localaws"
+	"cads/infra/sam"
+	"cads/infra/sqssource"
+	"cads/shared/bootstrap"
+	"cads/shared/ddb"
+	"cads/shared/wire"
+)
+
+// Options configure a platform. Zero values mean the embedded defaults.
+type Options struct {
+	Template       string // path of template.yaml
+	APIAddr        string // default 127.0.0.1:3000; "127.0.0.1:0" picks a port
+	StateDir       string // where operator.key goes; default .local
+	TableName      string // default "cads-local"
+	DynamoEndpoint string // "" = embedded minidyn
+	SQSEndpoint    string // "" = embedded goaws
+	OperatorEmail  string // default operator@localhost
+	Log            *slog.Logger
+	// DynamoOptions are added to the DynamoDB client (tests install the
+	// round-trip counter here).
+	DynamoOptions []func(*dynamodb.Options)
+}
+
+// Platform is a running local platform.
+type Platform struct {
+	URL       string // base URL of the API, e.g. http://127.0.0.1:3000
+	Bootstrap bootstrap.Result
+	KeyFile   string
+	Deps      wire.Deps
+	Queues    map[string]localaws.QueueInfo
+	SQS       *sqs.Client
+
+	stop []func(context.Context) error
+	wg   sync.WaitGroup
+}
+
+// Start brings the platform up and returns once it serves.
+func Start(ctx context.Context, o Options) (*Platform, error) {
+	o.defaults()
+	p := &Platform{}
+	if err := p.start(ctx, o); err != nil {
+		_ = p.Close(context.Background())
+		return nil, err
+	}
+	return p, nil
+}
+
+func (o *Options) defaults() {
+	if o.Template == "" {
+		o.Template = "template.yaml"
+	}
+	if o.APIAddr == "" {
+		o.APIAddr = "127.0.0.1:3000"
+	}
+	if o.StateDir == "" {
+		o.StateDir = ".local"
+	}
+	if o.TableName == "" {
+		o.TableName = "cads-local"
+	}
+	if o.OperatorEmail == "" {
+		o.OperatorEmail = "operator@localhost"
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+}
+
+func (p *Platform) start(ctx context.Context, o Options) error {
+	log := o.Log
+	tpl, err := sam.Load(o.Template)
+	if err != nil {
+		return err
+	}
+	table, err := onlyTable(tpl)
+	if err != nil {
+		return err
+	}
+
+	// DynamoDB: the embedded server unless an endpoint was given.
+	var db *dynamodb.Client
+	if o.DynamoEndpoint == "" {
+		endpoint, stop, err := localaws.StartDynamo(ctx, "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("start DynamoDB server: %w", err)
+		}
+		p.stop = append(p.stop, stop)
+		db, err = localaws.DynamoClient(ctx, endpoint, o.DynamoOptions...)
+		if err != nil {
+			return err
+		}
+		log.Info("dynamodb: embedded minidyn", "endpoint", endpoint)
+	} else {
+		db, err = ddb.NewClient(ctx, append([]func(*dynamodb.Options){func(op *dynamodb.Options) { op.BaseEndpoint = &o.DynamoEndpoint }}, o.DynamoOptions...)...)
+		if err != nil {
+			return err
+		}
+		log.Info("dynamodb: external", "endpoint", o.DynamoEndpoint)
+	}
+	if err := localaws.EnsureTable(ctx, db, o.TableName, table); err != nil {
+		return err
+	}
+
+	// SQS: the same, and only when the template declares queues.
+	if len(tpl.Queues) > 0 {
+		endpoint := o.SQSEndpoint
+		if endpoint == "" {
+			var stop func(context.Context) error
+			endpoint, stop, err = localaws.StartSQS(ctx, "127.0.0.1:0")
+			if err != nil {
+				return fmt.Errorf("start SQS server: %w", err)
+			}
+			p.stop = append(p.stop, stop)
+		}
+		if p.SQS, err = localaws.SQSClient(ctx, endpoint); err != nil {
+			return err
+		}
+		p.Queues, err = localaws.EnsureQueues(ctx, p.SQS, tpl.Queues, func(id string) string { return "cads-local-" + strings.ToLower(id) })
+		if err != nil {
+			return err
+		}
+		log.Info("sqs: ready", "endpoint", endpoint, "queues", len(p.Queues))
+	}
+
+	p.Deps = wire.New(log, db, o.TableName)
+	if err := p.runBootstrap(ctx, o); err != nil {
+		return err
+	}
+
+	cfg, err := gatewayConfig(tpl, p.Deps, log)
+	if err != nil {
+		return err
+	}
+	gw, err := gateway.New(cfg)
+	if err != nil {
+		return fmt.Errorf("local API gateway: %w", err)
+	}
+	if err := p.startSources(ctx, tpl, log); err != nil {
+		return err
+	}
+	return p.serve(o.APIAddr, gw, log)
+}
+
+func onlyTable(t *sam.Template) (sam.Table, error) {
+	if len(t.Tables) != 1 {
+		return sam.Table{}, fmt.Errorf("template.yaml must declare exactly one table (single-table design), found %d", len(t.Tables))
+	}
+	for _, tb := range t.Tables {
+		return tb, nil
+	}
+	panic("unreachable")
+}
+
+// runBootstrap creates the installation on first start and keeps the
+// operator key in StateDir; later starts against the same data change
+// nothing.
+func (p *Platform) runBootstrap(ctx context.Context, o Options) error {
+	res, err := bootstrap.Run(ctx, p.Deps.Store, o.OperatorEmail)
+	if err != nil {
+		return err
+	}
+	p.Bootstrap = res
+	p.KeyFile = filepath.Join(o.StateDir, "operator.key")
+	if !res.Created {
+		o.Log.Info("bootstrap: installation exists; operator key unchanged", "root_account", res.RootAccount, "key_file", p.KeyFile)
+		return nil
+	}
+	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	if err := os.WriteFile(p.KeyFile, []byte(res.Secret+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write operator key: %w", err)
+	}
+	o.Log.Info("bootstrap: created installation", "root_account", res.RootAccount, "operator", res.Operator, "key_file", p.KeyFile)
+	return nil
+}
+
+// gatewayConfig turns the template's API into the local gateway's config.
+func gatewayConfig(t *sam.Template, d wire.Deps, log *slog.Logger) (gateway.Config, error) {
+	if len(t.Apis) != 1 {
+		return gateway.Config{}, fmt.Errorf("template.yaml must declare exactly one Api, found %d", len(t.Apis))
+	}
+	var api sam.Api
+	for _, a := range t.Apis {
+		api = a
+	}
+	cfg := gateway.Config{
+		Functions:        map[string]gateway.ProxyHandler{},
+		BinaryMediaTypes: api.BinaryMediaTypes,
+		Responses:        map[string]gateway.Response{},
+		Stage:            api.StageName,
+		Logger:           log,
+	}
+	for typ, r := range api.GatewayResponses {
+		tmpl := r.Templates["application/json"]
+		cfg.Responses[typ] = gateway.Response{Status: r.StatusCode, Headers: r.Headers, Template: tmpl}
+	}
+	if api.DefaultAuthorizer != "" {
+		az, ok := api.Authorizers[api.DefaultAuthorizer]
+		if !ok {
+			return cfg, fmt.Errorf("default authorizer %s is not declared", api.DefaultAuthorizer)
+		}
+		fn, ok := t.Functions[az.FunctionLogicalID]
+		if !ok {
+			return cfg, fmt.Errorf("authorizer %s: no function %s", api.DefaultAuthorizer, az.FunctionLogicalID)
+		}
+		c, ok := Functions[fn.CodeURI]
+		if !ok || c.Authorizer == nil {
+			return cfg, fmt.Errorf("authorizer function %s (%s) has no local constructor", fn.LogicalID, fn.CodeURI)
+		}
+		cfg.Authorizer = c.Authorizer(d)
+	}
+	for _, r := range t.Routes() {
+		fn := t.Functions[r.Function]
+		c, ok := Functions[fn.CodeURI]
+		if !ok || c.API == nil {
+			return cfg, fmt.Errorf("function %s (%s) has no local constructor", fn.LogicalID, fn.CodeURI)
+		}
+		if _, done := cfg.Functions[r.Function]; !done {
+			cfg.Functions[r.Function] = c.API(d)
+		}
+		cfg.Routes = append(cfg.Routes, gateway.Route{Method: r.Method, Path: r.Path, Function: r.Function, Authorized: r.Authorizer != ""})
+	}
+	return cfg, nil
+}
+
+// startSources runs an SQS event source for every SQS event.
+func (p *Platform) startSources(ctx context.Context, t *sam.Template, log *slog.Logger) error {
+	ids := make([]string, 0, len(t.Functions))
+	for id := range t.Functions {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	srcCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p.stop = append(p.stop, func(context.Context) error { cancel(); p.wg.Wait(); return nil })
+	for _, id := range ids {
+		fn := t.Functions[id]
+		for _, ev := range fn.Events {
+			if ev.SQS == nil {
+				continue
+			}
+			c, ok := Functions[fn.CodeURI]
+			if !ok || c.Queue == nil {
+				return fmt.Errorf("queue function %s (%s) has no local constructor", id, fn.CodeURI)
+			}
+			q, ok := p.Queues[ev.SQS.Queue]
+			if !ok {
+				return fmt.Errorf("function %s: queue %s was not created", id, ev.SQS.Queue)
+			}
+			src := &sqssource.Source{Client: p.SQS, QueueURL: q.URL, QueueARN: q.ARN, BatchSize: ev.SQS.BatchSize,
+				MaxBatchingWindow: time.Duration(ev.SQS.MaximumBatchingWindowInSeconds) * time.Second,
+				WaitTime:          time.Second, ReportBatchItemFailures: ev.SQS.ReportsBatchItemFailures(),
+				Timeout: time.Duration(fn.Timeout) * time.Second, Handler: c.Queue(p.Deps), Logger: log.With("function", id)}
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				if err := src.Run(srcCtx); err != nil {
+					log.Error("sqs event source stopped", "function", id, "error", err.Error())
+				}
+			}()
+		}
+	}
+	return nil
+}
+
+func (p *Platform) serve(addr string, h http.Handler, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("API listener: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	p.URL = "http://" + ln.Addr().String()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("API server stopped", "error", err.Error())
+		}
+	}()
+	// Shut the API down first, then the event sources and the servers.
+	p.stop = append([]func(context.Context) error{srv.Shutdown}, p.stop...)
+	return nil
+}
+
+// Close stops everything, API first.
+func (p *Platform) Close(ctx context.Context) error {
+	var errs []error
+	for _, s := range p.stop {
+		if err := s(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	p.stop = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,102 @@
+// Package localaws runs in-process stand-ins for DynamoDB (minidyn) and SQS
+// (goaws) on the loopback interface, creates the template's tables and
+// queues in them, and builds SDK clients pointed at them.
+//
+// Neither server persists anything: state lives in memory until the process
+// exits. See /work/shared/notes/local-aws.md for what each one supports.
+package localaws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/truora/minidyn/server"
+)
+
+// StartDynamo serves minidyn's DynamoDB wire protocol on addr (default
+// "127.0.0.1:0", a free port) and returns its endpoint URL and a stop
+// function (safe to call more than once). Every call gets its own, empty
+// set of tables. ctx bounds only the start; the server runs until stop.
+func StartDynamo(ctx context.Context, addr string) (endpoint string, stop func(context.Context) error, err error) {
+	return serve(ctx, "dynamodb", addr, server.NewServer(), nil)
+}
+
+// serve listens on a loopback address and serves h until stop. Request
+// contexts derive from a context that stop cancels first, so handlers that
+// wait on their request context (goaws' long polls) return at once instead
+// of holding Shutdown for up to 20 seconds.
+// onListen, if set, runs once the port is known and before the first
+// request can be served.
+func serve(ctx context.Context, what, addr string, h http.Handler, onListen func(*net.TCPAddr)) (string, func(context.Context) error, error) {
+	addr, err := loopback(addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("local %s: %w", what, err)
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("local %s: listen: %w", what, err)
+	}
+	if onListen != nil {
+		onListen(ln.Addr().(*net.TCPAddr))
+	}
+	base, cancel := context.WithCancel(context.Background())
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	endpoint := "http://" + ln.Addr().String()
+	slog.Debug("local AWS service listening", "service", what, "endpoint", endpoint)
+
+	var (
+		once    sync.Once
+		stopErr error
+	)
+	stop := func(ctx context.Context) error {
+		once.Do(func() {
+			cancel()
+			err := srv.Shutdown(ctx)
+			if serr := <-done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+				err = serr
+			}
+			if err != nil {
+				stopErr = fmt.Errorf("stop local %s: %w", what, err)
+			}
+		})
+		return stopErr
+	}
+	return endpoint, stop, nil
+}
+
+// loopback fills in 127.0.0.1 and refuses addresses that would expose the
+// unauthenticated stand-ins beyond this machine.
+func loopback(addr string) (string, error) {
+	if addr == "" {
+		return "127.0.0.1:0", nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("address %q: %w", addr, err)
+	}
+	if host == "" {
+		return net.JoinHostPort("127.0.0.1", port), nil
+	}
+	if host == "localhost" {
+		return addr, nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return "", fmt.Errorf("address %q: only loopback addresses are allowed", addr)
+	}
+	return addr, nil
+}

@@ -1,0 +1,360 @@
+package sam
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+type rawFunction struct {
+	CodeUri       json.RawMessage
+	Handler       string
+	Runtime       string
+	Architectures []string
+	Timeout       flexInt
+	MemorySize    flexInt
+	Environment   struct {
+		Variables map[string]flexString
+	}
+	Events map[string]struct {
+		Type       string
+		Properties json.RawMessage
+	}
+}
+
+type rawApiEvent struct {
+	Path      string
+	Method    string
+	RestApiId string
+	Auth      struct {
+		Authorizer string
+	}
+}
+
+type rawSQSEvent struct {
+	Queue                          string
+	BatchSize                      flexInt
+	MaximumBatchingWindowInSeconds flexInt
+	FunctionResponseTypes          []string
+}
+
+func decodeFunction(id string, props map[string]any) (Function, error) {
+	var r rawFunction
+	if err := decodeInto(props, &r); err != nil {
+		return Function{}, err
+	}
+	f := Function{
+		LogicalID:     id,
+		CodeURI:       codeURI(r.CodeUri),
+		Handler:       r.Handler,
+		Runtime:       r.Runtime,
+		Architectures: r.Architectures,
+		Timeout:       r.Timeout.or(3),
+		MemorySize:    r.MemorySize.or(128),
+		Environment:   map[string]string{},
+	}
+	if len(f.Architectures) == 0 {
+		f.Architectures = []string{"x86_64"}
+	}
+	for k, v := range r.Environment.Variables {
+		f.Environment[k] = string(v)
+	}
+	for _, name := range sortedKeys(r.Events) {
+		re := r.Events[name]
+		if len(re.Properties) == 0 {
+			re.Properties = json.RawMessage("{}")
+		}
+		ev := Event{Name: name, Type: re.Type}
+		switch re.Type {
+		case "Api":
+			var a rawApiEvent
+			if err := json.Unmarshal(re.Properties, &a); err != nil {
+				return f, fmt.Errorf("event %s: %w", name, err)
+			}
+			restAPI := a.RestApiId
+			if restAPI == "" {
+				restAPI = implicitApi
+			}
+			ev.Api = &ApiEvent{
+				Path:       normalisePath(a.Path),
+				Method:     strings.ToUpper(a.Method),
+				RestAPI:    restAPI,
+				Authorizer: a.Auth.Authorizer,
+			}
+		case "SQS":
+			var s rawSQSEvent
+			if err := json.Unmarshal(re.Properties, &s); err != nil {
+				return f, fmt.Errorf("event %s: %w", name, err)
+			}
+			ev.SQS = &SQSEvent{
+				Queue:                          refTarget(s.Queue, "Arn"),
+				BatchSize:                      s.BatchSize.or(10),
+				MaximumBatchingWindowInSeconds: s.MaximumBatchingWindowInSeconds.or(0),
+				FunctionResponseTypes:          s.FunctionResponseTypes,
+			}
+		}
+		f.Events = append(f.Events, ev)
+	}
+	return f, nil
+}
+
+// codeURI flattens CodeUri, which is either a path or {Bucket, Key}.
+func codeURI(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var loc struct{ Bucket, Key string }
+	if json.Unmarshal(raw, &loc) == nil && loc.Bucket != "" {
+		return "s3://" + loc.Bucket + "/" + loc.Key
+	}
+	return ""
+}
+
+type rawApi struct {
+	StageName        string
+	BinaryMediaTypes []string
+	Auth             struct {
+		DefaultAuthorizer string
+		Authorizers       map[string]struct {
+			FunctionArn         string
+			FunctionPayloadType string
+			Identity            struct {
+				Header           string
+				Headers          []string
+				QueryStrings     []string
+				ReauthorizeEvery flexInt
+			}
+		}
+	}
+	GatewayResponses map[string]struct {
+		StatusCode         flexInt
+		ResponseParameters struct {
+			Headers map[string]string
+		}
+		ResponseTemplates map[string]string
+	}
+}
+
+func decodeApi(id string, props map[string]any) (Api, error) {
+	var r rawApi
+	if err := decodeInto(props, &r); err != nil {
+		return Api{}, err
+	}
+	a := Api{
+		LogicalID:         id,
+		StageName:         r.StageName,
+		DefaultAuthorizer: r.Auth.DefaultAuthorizer,
+		Authorizers:       map[string]Authorizer{},
+		GatewayResponses:  map[string]GatewayResponse{},
+	}
+	for _, t := range r.BinaryMediaTypes {
+		// SAM writes "/" as "~1" (JSON pointer escaping) in BinaryMediaTypes.
+		a.BinaryMediaTypes = append(a.BinaryMediaTypes, strings.ReplaceAll(t, "~1", "/"))
+	}
+	for name, ra := range r.Auth.Authorizers {
+		au := Authorizer{
+			FunctionLogicalID:    refTarget(ra.FunctionArn, "Arn"),
+			PayloadType:          strings.ToUpper(ra.FunctionPayloadType),
+			IdentityHeaders:      ra.Identity.Headers,
+			IdentityQueryStrings: ra.Identity.QueryStrings,
+		}
+		if au.PayloadType == "" {
+			au.PayloadType = "TOKEN" // SAM's default
+		}
+		if au.PayloadType == "TOKEN" {
+			h := ra.Identity.Header
+			if h == "" {
+				h = "Authorization"
+			}
+			au.IdentityHeaders = []string{h}
+		}
+		if ra.Identity.ReauthorizeEvery.set {
+			v := ra.Identity.ReauthorizeEvery.v
+			au.ReauthorizeEvery = &v
+		}
+		a.Authorizers[name] = au
+	}
+	for typ, rg := range r.GatewayResponses {
+		g := GatewayResponse{
+			StatusCode: rg.StatusCode.or(0),
+			Headers:    map[string]string{},
+			Templates:  map[string]string{},
+		}
+		for k, v := range rg.ResponseParameters.Headers {
+			// Header values are mapping expressions: 'literal' in quotes.
+			g.Headers[k] = strings.TrimSuffix(strings.TrimPrefix(v, "'"), "'")
+		}
+		for k, v := range rg.ResponseTemplates {
+			g.Templates[k] = v
+		}
+		a.GatewayResponses[typ] = g
+	}
+	return a, nil
+}
+
+type rawKey struct {
+	AttributeName string
+	KeyType       string
+}
+
+type rawIndex struct {
+	IndexName  string
+	KeySchema  []rawKey
+	Projection struct {
+		ProjectionType   string
+		NonKeyAttributes []string
+	}
+}
+
+type rawTable struct {
+	TableName             string
+	BillingMode           string
+	ProvisionedThroughput json.RawMessage
+	AttributeDefinitions  []struct {
+		AttributeName string
+		AttributeType string
+	}
+	KeySchema               []rawKey
+	GlobalSecondaryIndexes  []rawIndex
+	LocalSecondaryIndexes   []rawIndex
+	TimeToLiveSpecification struct {
+		AttributeName string
+		Enabled       flexBool
+	}
+}
+
+func decodeTable(id string, props map[string]any) (Table, error) {
+	var r rawTable
+	if err := decodeInto(props, &r); err != nil {
+		return Table{}, err
+	}
+	t := Table{
+		LogicalID:   id,
+		TableName:   r.TableName,
+		BillingMode: r.BillingMode,
+	}
+	if t.BillingMode == "" {
+		t.BillingMode = "PROVISIONED" // CloudFormation's default
+	}
+	for _, d := range r.AttributeDefinitions {
+		t.AttributeDefinitions = append(t.AttributeDefinitions, AttributeDefinition(d))
+	}
+	t.KeySchema = keys(r.KeySchema)
+	for _, i := range r.GlobalSecondaryIndexes {
+		t.GlobalSecondaryIndexes = append(t.GlobalSecondaryIndexes, index(i))
+	}
+	for _, i := range r.LocalSecondaryIndexes {
+		t.LocalSecondaryIndexes = append(t.LocalSecondaryIndexes, index(i))
+	}
+	if r.TimeToLiveSpecification.Enabled {
+		t.TTLAttribute = r.TimeToLiveSpecification.AttributeName
+	}
+	return t, nil
+}
+
+func keys(rk []rawKey) []KeyElement {
+	var ks []KeyElement
+	for _, k := range rk {
+		ks = append(ks, KeyElement{AttributeName: k.AttributeName, KeyType: strings.ToUpper(k.KeyType)})
+	}
+	return ks
+}
+
+func index(r rawIndex) Index {
+	return Index{
+		IndexName: r.IndexName,
+		KeySchema: keys(r.KeySchema),
+		Projection: Projection{
+			ProjectionType:   r.Projection.ProjectionType,
+			NonKeyAttributes: r.Projection.NonKeyAttributes,
+		},
+	}
+}
+
+// decodeSimpleTable expands AWS::Serverless::SimpleTable the way SAM does:
+// a hash key only (default "id" of type String), on-demand unless
+// ProvisionedThroughput is given.
+func decodeSimpleTable(id string, props map[string]any) (Table, error) {
+	var r struct {
+		TableName  string
+		PrimaryKey struct {
+			Name string
+			Type string
+		}
+		ProvisionedThroughput json.RawMessage
+	}
+	if err := decodeInto(props, &r); err != nil {
+		return Table{}, err
+	}
+	name, typ := r.PrimaryKey.Name, r.PrimaryKey.Type
+	if name == "" {
+		name, typ = "id", "String"
+	}
+	short := map[string]string{"String": "S", "Number": "N", "Binary": "B"}[typ]
+	if short == "" {
+		return Table{}, fmt.Errorf("PrimaryKey.Type %q: want String, Number or Binary", typ)
+	}
+	billing := "PAY_PER_REQUEST"
+	if len(r.ProvisionedThroughput) > 0 && string(r.ProvisionedThroughput) != "null" {
+		billing = "PROVISIONED"
+	}
+	return Table{
+		LogicalID:            id,
+		TableName:            r.TableName,
+		AttributeDefinitions: []AttributeDefinition{{AttributeName: name, AttributeType: short}},
+		KeySchema:            []KeyElement{{AttributeName: name, KeyType: "HASH"}},
+		BillingMode:          billing,
+	}, nil
+}
+
+type rawQueue struct {
+	QueueName                     string
+	FifoQueue                     flexBool
+	VisibilityTimeout             flexInt
+	MessageRetentionPeriod        flexInt
+	ReceiveMessageWaitTimeSeconds flexInt
+	DelaySeconds                  flexInt
+	MaximumMessageSize            flexInt
+	RedrivePolicy                 json.RawMessage
+}
+
+func decodeQueue(id string, props map[string]any) (Queue, error) {
+	var r rawQueue
+	if err := decodeInto(props, &r); err != nil {
+		return Queue{}, err
+	}
+	q := Queue{
+		LogicalID:                     id,
+		QueueName:                     r.QueueName,
+		FIFO:                          bool(r.FifoQueue),
+		VisibilityTimeout:             r.VisibilityTimeout.or(30),
+		MessageRetentionPeriod:        r.MessageRetentionPeriod.or(345600),
+		ReceiveMessageWaitTimeSeconds: r.ReceiveMessageWaitTimeSeconds.or(0),
+		DelaySeconds:                  r.DelaySeconds.or(0),
+		MaximumMessageSize:            r.MaximumMessageSize.or(262144),
+	}
+	if len(r.RedrivePolicy) > 0 && string(r.RedrivePolicy) != "null" {
+		raw := r.RedrivePolicy
+		// CloudFormation takes the policy as an object or as a JSON string.
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			raw = json.RawMessage(s)
+		}
+		var rp struct {
+			DeadLetterTargetArn string  `json:"deadLetterTargetArn"`
+			MaxReceiveCount     flexInt `json:"maxReceiveCount"`
+		}
+		if err := json.Unmarshal(raw, &rp); err != nil {
+			return q, fmt.Errorf("RedrivePolicy: %w", err)
+		}
+		q.RedrivePolicy = &RedrivePolicy{
+			DeadLetterQueue: refTarget(rp.DeadLetterTargetArn, "Arn"),
+			MaxReceiveCount: rp.MaxReceiveCount.or(0),
+		}
+	}
+	return q, nil
+}

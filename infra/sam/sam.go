@@ -1,0 +1,494 @@
+// Package sam reads the project's AWS SAM template into plain structs that
+// the local platform (gateway, tables, queues, event sources) is built from.
+//
+// goformation's typed structs are deliberately not used: they drop SQS events
+// carrying FunctionResponseTypes or MaximumBatchingWindowInSeconds, do not
+// merge Globals and resolve references to resources to empty values. Instead
+// the YAML goes through goformation's intrinsic processor with handlers that
+// keep references as logical ids, and the resulting JSON is decoded here.
+//
+// Loading also refuses what CloudFormation, SAM or API Gateway would refuse
+// at deploy time (sibling path parameters with different names, duplicate
+// routes, dangling queue references, ...), so a template that works locally
+// does not fail on its first deployment.
+package sam
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Template is the part of a SAM template the local platform needs.
+type Template struct {
+	Parameters map[string]string   // name -> Default ("" when it has none)
+	Functions  map[string]Function // by logical id
+	Tables     map[string]Table
+	Queues     map[string]Queue
+	Apis       map[string]Api
+}
+
+// Function is an AWS::Serverless::Function with Globals.Function merged in.
+// Absent properties carry Lambda's defaults (Timeout 3, MemorySize 128,
+// Architectures [x86_64]). Environment values that were `!Ref Resource` hold
+// the resource's logical id; mapping them to local names is the caller's job.
+type Function struct {
+	LogicalID     string
+	CodeURI       string
+	Handler       string
+	Runtime       string
+	Architectures []string
+	Timeout       int // seconds
+	MemorySize    int // MB
+	Environment   map[string]string
+	Events        []Event // sorted by Name
+}
+
+// Event is one entry of a function's Events. Type is "Api" or "SQS" with the
+// matching pointer set; other types are kept with both pointers nil.
+type Event struct {
+	Name string
+	Type string
+	Api  *ApiEvent
+	SQS  *SQSEvent
+}
+
+// ApiEvent is an Api event source.
+type ApiEvent struct {
+	Path       string
+	Method     string // upper case; "ANY" for any
+	RestAPI    string // logical id of the AWS::Serverless::Api ("ServerlessRestApi" when implicit)
+	Authorizer string // "" = the API's default, "NONE" = none
+}
+
+// SQSEvent is an SQS event source mapping.
+type SQSEvent struct {
+	Queue                          string // logical id, from !GetAtt Q.Arn
+	BatchSize                      int    // Lambda's default 10 when absent
+	MaximumBatchingWindowInSeconds int
+	FunctionResponseTypes          []string
+}
+
+// ReportsBatchItemFailures tells whether the handler's partial-batch
+// response is honoured for this event source.
+func (e SQSEvent) ReportsBatchItemFailures() bool {
+	return slices.Contains(e.FunctionResponseTypes, "ReportBatchItemFailures")
+}
+
+// Table is an AWS::DynamoDB::Table (or AWS::Serverless::SimpleTable).
+type Table struct {
+	LogicalID              string
+	TableName              string // "" when the template lets CloudFormation name it
+	AttributeDefinitions   []AttributeDefinition
+	KeySchema              []KeyElement
+	GlobalSecondaryIndexes []GSI
+	LocalSecondaryIndexes  []Index
+	TTLAttribute           string // "" when TTL is not enabled
+	BillingMode            string // PAY_PER_REQUEST or PROVISIONED
+}
+
+// AttributeDefinition declares a key attribute's type (S, N or B).
+type AttributeDefinition struct {
+	AttributeName string
+	AttributeType string
+}
+
+// KeyElement is one part of a key schema (KeyType HASH or RANGE).
+type KeyElement struct {
+	AttributeName string
+	KeyType       string
+}
+
+// Index is a secondary index; global and local ones share the shape.
+type Index struct {
+	IndexName  string
+	KeySchema  []KeyElement
+	Projection Projection
+}
+
+// GSI is a global secondary index.
+type GSI = Index
+
+// Projection selects the attributes copied into an index.
+type Projection struct {
+	ProjectionType   string // ALL, KEYS_ONLY or INCLUDE
+	NonKeyAttributes []string
+}
+
+// Queue is an AWS::SQS::Queue. Absent properties carry SQS's defaults
+// (VisibilityTimeout 30, MessageRetentionPeriod 345600,
+// MaximumMessageSize 262144).
+type Queue struct {
+	LogicalID                     string
+	QueueName                     string // "" when CloudFormation names it
+	FIFO                          bool
+	VisibilityTimeout             int // seconds
+	MessageRetentionPeriod        int // seconds
+	ReceiveMessageWaitTimeSeconds int
+	DelaySeconds                  int
+	MaximumMessageSize            int // bytes
+	RedrivePolicy                 *RedrivePolicy
+}
+
+// RedrivePolicy sends a message to DeadLetterQueue after MaxReceiveCount
+// receives.
+type RedrivePolicy struct {
+	DeadLetterQueue string // logical id
+	MaxReceiveCount int
+}
+
+// Api is an AWS::Serverless::Api with Globals.Api merged in.
+type Api struct {
+	LogicalID         string
+	StageName         string
+	BinaryMediaTypes  []string // with SAM's "~1" decoded to "/"
+	DefaultAuthorizer string
+	Authorizers       map[string]Authorizer
+	GatewayResponses  map[string]GatewayResponse // by response type, e.g. ACCESS_DENIED
+}
+
+// Authorizer is a Lambda authorizer of an Api.
+type Authorizer struct {
+	// FunctionLogicalID names the authorizer function when FunctionArn is
+	// !GetAtt F.Arn; otherwise it holds FunctionArn as written.
+	FunctionLogicalID string
+	PayloadType       string // TOKEN or REQUEST
+	// ReauthorizeEvery is the policy cache TTL in seconds; nil = absent
+	// (API Gateway's default, 300).
+	ReauthorizeEvery     *int
+	IdentityHeaders      []string // for TOKEN: the one token header (Authorization by default)
+	IdentityQueryStrings []string
+}
+
+// GatewayResponse customises a response API Gateway produces itself.
+type GatewayResponse struct {
+	StatusCode int               // 0 = AWS default for the type
+	Headers    map[string]string // values with the template's single quotes stripped
+	Templates  map[string]string // content type -> body template
+}
+
+// Route is one method and path of an Api, with the authorizer that guards it.
+type Route struct {
+	Method     string
+	Path       string
+	Function   string // logical id
+	Authorizer string // "" = none
+	Api        string // logical id of the Api
+}
+
+// Load reads and parses the template at path.
+func Load(path string) (*Template, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read SAM template: %w", err)
+	}
+	t, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// Parse parses a SAM template given as YAML (JSON is YAML too).
+func Parse(yaml []byte) (*Template, error) {
+	doc, err := resolve(yaml)
+	if err != nil {
+		return nil, err
+	}
+	t, err := build(doc)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.validate(); err != nil {
+		return nil, fmt.Errorf("invalid SAM template: %w", err)
+	}
+	return t, nil
+}
+
+// Routes lists every Api event as a route, sorted by path, method and API.
+// The authorizer is resolved: "" means the route is not guarded.
+func (t *Template) Routes() []Route {
+	var rs []Route
+	for _, f := range t.Functions {
+		for _, ev := range f.Events {
+			if ev.Api == nil {
+				continue
+			}
+			rs = append(rs, Route{
+				Method:     ev.Api.Method,
+				Path:       ev.Api.Path,
+				Function:   f.LogicalID,
+				Authorizer: t.effectiveAuthorizer(*ev.Api),
+				Api:        ev.Api.RestAPI,
+			})
+		}
+	}
+	slices.SortFunc(rs, func(a, b Route) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Method, b.Method), cmp.Compare(a.Api, b.Api))
+	})
+	return rs
+}
+
+func (t *Template) effectiveAuthorizer(ev ApiEvent) string {
+	switch ev.Authorizer {
+	case "NONE":
+		return ""
+	case "":
+		return t.Apis[ev.RestAPI].DefaultAuthorizer
+	default:
+		return ev.Authorizer
+	}
+}
+
+// rawDoc is the template after intrinsic processing; resources stay raw so
+// Globals can be merged before decoding into typed structs.
+type rawDoc struct {
+	Parameters map[string]struct {
+		Default any
+	}
+	Globals struct {
+		Function map[string]any
+		Api      map[string]any
+	}
+	Resources map[string]struct {
+		Type       string
+		Properties map[string]any
+	}
+}
+
+const implicitApi = "ServerlessRestApi"
+
+func build(j []byte) (*Template, error) {
+	var doc rawDoc
+	if err := json.Unmarshal(j, &doc); err != nil {
+		return nil, fmt.Errorf("decode processed template: %w", err)
+	}
+	t := &Template{
+		Parameters: map[string]string{},
+		Functions:  map[string]Function{},
+		Tables:     map[string]Table{},
+		Queues:     map[string]Queue{},
+		Apis:       map[string]Api{},
+	}
+	for name, p := range doc.Parameters {
+		t.Parameters[name] = scalarString(p.Default)
+	}
+	var errs []error
+	for _, id := range sortedKeys(doc.Resources) {
+		r := doc.Resources[id]
+		var err error
+		switch r.Type {
+		case "AWS::Serverless::Function":
+			var f Function
+			f, err = decodeFunction(id, mergeGlobals(doc.Globals.Function, r.Properties))
+			t.Functions[id] = f
+		case "AWS::Serverless::Api":
+			var a Api
+			a, err = decodeApi(id, mergeGlobals(doc.Globals.Api, r.Properties))
+			t.Apis[id] = a
+		case "AWS::DynamoDB::Table":
+			var tb Table
+			tb, err = decodeTable(id, r.Properties)
+			t.Tables[id] = tb
+		case "AWS::Serverless::SimpleTable":
+			var tb Table
+			tb, err = decodeSimpleTable(id, r.Properties)
+			t.Tables[id] = tb
+		case "AWS::SQS::Queue":
+			var q Queue
+			q, err = decodeQueue(id, r.Properties)
+			t.Queues[id] = q
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("resource %s (%s): %w", id, r.Type, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	// SAM creates ServerlessRestApi (stage "Prod") for Api events without
+	// RestApiId; it takes Globals.Api like any other Api.
+	if _, ok := t.Apis[implicitApi]; !ok && t.usesApi(implicitApi) {
+		a, err := decodeApi(implicitApi, mergeGlobals(doc.Globals.Api, map[string]any{"StageName": "Prod"}))
+		if err != nil {
+			return nil, fmt.Errorf("implicit API %s: %w", implicitApi, err)
+		}
+		t.Apis[implicitApi] = a
+	}
+	t.link()
+	return t, nil
+}
+
+func (t *Template) usesApi(id string) bool {
+	for _, f := range t.Functions {
+		for _, ev := range f.Events {
+			if ev.Api != nil && ev.Api.RestAPI == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mergeGlobals applies SAM's Globals rules: maps merge key by key, lists
+// are concatenated (Globals first), anything else in the resource wins.
+func mergeGlobals(global, local map[string]any) map[string]any {
+	if len(global) == 0 {
+		return local
+	}
+	m, _ := mergeValue(global, local).(map[string]any)
+	return m
+}
+
+func mergeValue(global, local any) any {
+	switch g := global.(type) {
+	case map[string]any:
+		l, ok := local.(map[string]any)
+		if !ok {
+			break
+		}
+		out := make(map[string]any, len(g)+len(l))
+		for k, v := range g {
+			out[k] = v
+		}
+		for k, v := range l {
+			if gv, ok := out[k]; ok {
+				out[k] = mergeValue(gv, v)
+			} else {
+				out[k] = v
+			}
+		}
+		return out
+	case []any:
+		if l, ok := local.([]any); ok {
+			return append(slices.Clone(g), l...)
+		}
+	}
+	if local == nil {
+		return global
+	}
+	return local
+}
+
+// decodeInto re-encodes a raw property map into a typed raw struct.
+func decodeInto(props map[string]any, v any) error {
+	b, err := json.Marshal(props)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("properties: %w", err)
+	}
+	return nil
+}
+
+// flexInt accepts 10 and "10": CloudFormation takes both.
+type flexInt struct {
+	set bool
+	v   int
+}
+
+func (f *flexInt) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var n json.Number
+	if b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		n = json.Number(strings.TrimSpace(s))
+	} else if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	i, err := n.Int64()
+	if err != nil {
+		return fmt.Errorf("want an integer, got %s", b)
+	}
+	f.set, f.v = true, int(i)
+	return nil
+}
+
+func (f flexInt) or(def int) int {
+	if f.set {
+		return f.v
+	}
+	return def
+}
+
+// flexBool accepts true and "true".
+type flexBool bool
+
+func (f *flexBool) UnmarshalJSON(b []byte) error {
+	switch strings.ToLower(strings.Trim(string(b), `"`)) {
+	case "true":
+		*f = true
+	case "false", "null", "":
+		*f = false
+	default:
+		return fmt.Errorf("want a boolean, got %s", b)
+	}
+	return nil
+}
+
+// flexString accepts any scalar, since YAML turns `X: 10` into a number.
+type flexString string
+
+func (f *flexString) UnmarshalJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch v.(type) {
+	case map[string]any, []any:
+		return fmt.Errorf("want a scalar, got %s", b)
+	}
+	*f = flexString(scalarString(v))
+	return nil
+}
+
+func scalarString(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		if x {
+			return "true"
+		}
+		return "false"
+	case []any:
+		// CommaDelimitedList defaults may be written as lists.
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = scalarString(e)
+		}
+		return strings.Join(parts, ",")
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
+
+// refTarget turns "X.Arn" (what !GetAtt X.Arn resolves to here) into "X".
+func refTarget(s, attr string) string {
+	return strings.TrimSuffix(s, "."+attr)
+}
+
+func sortedKeys[M ~map[string]V, V any](m M) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}

@@ -1,0 +1,187 @@
+package access
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"cads/shared/apigw"
+	"cads/shared/authz"
+	"cads/shared/store"
+)
+
+// Store is what access reads.
+type Store interface {
+	LoadCredential(ctx context.Context, principal, keyID, target string) (store.Credential, error)
+	RolesOf(ctx context.Context, accounts []string) ([]store.Role, error)
+	Grants(ctx context.Context, principal string) ([]store.Grant, error)
+	GetAccount(ctx context.Context, id string) (store.Account, error)
+	TouchKey(ctx context.Context, principal, id string, now time.Time) error
+}
+
+// ErrUnauthenticated means no valid credential: unknown, malformed,
+// expired or revoked key. It never says which, to give guessers nothing.
+var ErrUnauthenticated = errors.New("unauthenticated")
+
+// Service authenticates and decides.
+type Service struct {
+	store    Store
+	log      *slog.Logger
+	now      func() time.Time
+	compiled *compileCache
+}
+
+// New returns a Service over st.
+func New(st Store, log *slog.Logger) *Service {
+	return &Service{store: st, log: log, now: func() time.Time { return time.Now().UTC() }, compiled: newCompileCache(4096)}
+}
+
+// Result is an authenticated request's decision.
+type Result struct {
+	Principal apigw.Principal
+	Decision  authz.Decision
+}
+
+// Authorize authenticates secret and decides method+path for its principal
+// in two sequential DynamoDB round trips whatever the depth of the account
+// tree or the number of roles: (1) principal, key, path account and grants
+// in parallel; (2) the roles of the accounts that matter, in parallel.
+func (s *Service) Authorize(ctx context.Context, secret, method, path string) (Result, error) {
+	principalID, keyID, ok := ParseSecret(secret)
+	if !ok {
+		return Result{}, ErrUnauthenticated
+	}
+	target := ""
+	if authz.CheckPath(path) == nil {
+		if id, fromPath := authz.Target(method, path, ""); fromPath {
+			target = id
+		}
+	}
+	cred, err := s.store.LoadCredential(ctx, principalID, keyID, target)
+	if errors.Is(err, store.ErrNotFound) {
+		return Result{}, ErrUnauthenticated
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("authorize: %w", err)
+	}
+	now := s.now()
+	if !secretMatches(secret, cred.Key.SecretHash) || cred.Key.Expired(now) {
+		return Result{}, ErrUnauthenticated
+	}
+	p := apigw.Principal{ID: cred.Principal.ID, Kind: cred.Principal.Kind, Email: cred.Principal.Email, AccountID: cred.Key.Account, KeyID: cred.Key.ID}
+
+	in := authz.Input{Method: method, Path: path, PrincipalID: p.ID, KeyAccount: p.AccountID, Target: p.AccountID, TargetAncestors: cred.Key.AccountAncestors}
+	if target != "" {
+		in.Target = target
+		in.TargetAncestors = nil
+		if cred.Target != nil {
+			in.TargetAncestors = cred.Target.Ancestors
+		}
+	}
+	var (
+		wg       sync.WaitGroup
+		touchErr error
+	)
+	wg.Add(1)
+	go func() { defer wg.Done(); touchErr = s.store.TouchKey(ctx, p.ID, p.KeyID, now) }()
+	in.Held, err = s.heldRoles(ctx, cred.Grants, append([]string{in.Target}, in.TargetAncestors...))
+	wg.Wait()
+	if touchErr != nil {
+		s.log.WarnContext(ctx, "could not record key use", "key", p.KeyID, "error", touchErr.Error())
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("authorize: %w", err)
+	}
+	if target != "" && cred.Target == nil {
+		// The engine would deny anyway (nothing applies to an unknown
+		// account); say why without telling whether it exists.
+		in.Held = nil
+	}
+	return Result{Principal: p, Decision: authz.Evaluate(in)}, nil
+}
+
+// heldRoles returns the compiled roles the grants name, read from the
+// accounts of the grants that are among `relevant` (the target and its
+// ancestors): roles elsewhere can never apply (spec 5.2.7), so they are not
+// even read.
+func (s *Service) heldRoles(ctx context.Context, grants []store.Grant, relevant []string) ([]*authz.CompiledRole, error) {
+	rel := make(map[string]bool, len(relevant))
+	for _, a := range relevant {
+		if a != "" {
+			rel[a] = true
+		}
+	}
+	held := map[[2]string]bool{}
+	var accounts []string
+	seen := map[string]bool{}
+	for _, g := range grants {
+		if !rel[g.AccountID] {
+			continue
+		}
+		held[[2]string{g.AccountID, g.RoleID}] = true
+		if !seen[g.AccountID] {
+			seen[g.AccountID] = true
+			accounts = append(accounts, g.AccountID)
+		}
+	}
+	if len(accounts) == 0 {
+		return nil, nil
+	}
+	roles, err := s.store.RolesOf(ctx, accounts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*authz.CompiledRole, 0, len(held))
+	for _, r := range roles {
+		if !held[[2]string{r.AccountID, r.ID}] {
+			continue
+		}
+		c, err := s.compiled.get(r)
+		if err != nil {
+			// A stored role always validated when written; skip a corrupt
+			// one rather than fail every request of its holders.
+			s.log.ErrorContext(ctx, "stored role does not compile", "role", r.AccountID+"/"+r.ID, "error", err.Error())
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// compileCache keeps compiled roles keyed by role and last update, so a
+// warm function compiles each role version once. It caches no decisions
+// and no role data: roles are read on every request, so a change applies
+// to the very next request.
+type compileCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]*authz.CompiledRole
+}
+
+func newCompileCache(max int) *compileCache {
+	return &compileCache{max: max, m: map[string]*authz.CompiledRole{}}
+}
+
+func (c *compileCache) get(r store.Role) (*authz.CompiledRole, error) {
+	k := fmt.Sprintf("%s/%s@%d", r.AccountID, r.ID, r.Version)
+	c.mu.Lock()
+	cr, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return cr, nil
+	}
+	cr, err := authz.Compile(r.AuthzRole())
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if len(c.m) >= c.max {
+		c.m = map[string]*authz.CompiledRole{} // bounded memory; recompiling is cheap
+	}
+	c.m[k] = cr
+	c.mu.Unlock()
+	return cr, nil
+}

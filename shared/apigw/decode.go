@@ -1,0 +1,123 @@
+package apigw
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// MaxJSONBody bounds JSON request bodies; larger ones are 413.
+const MaxJSONBody = 1 << 20
+
+// DecodeJSON reads a required JSON body into v strictly: the content type
+// must be application/json (415), the body at most MaxJSONBody (413), one
+// JSON value with no unknown fields and no trailing data (400, naming the
+// field or offset). It never yields a 5xx for bad input.
+func DecodeJSON(r *http.Request, v any) error {
+	if err := requireContentType(r, "application/json"); err != nil {
+		return err
+	}
+	body, err := readBody(r, MaxJSONBody)
+	if err != nil {
+		return err
+	}
+	return UnmarshalStrict(body, v)
+}
+
+// UnmarshalStrict is DecodeJSON's parser for bodies already read (JSON Patch
+// results, for instance).
+func UnmarshalStrict(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return BadRequest("a JSON request body is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return BadRequest("invalid JSON body: %s", describeJSONError(err))
+	}
+	if dec.More() {
+		return BadRequest("invalid JSON body: unexpected data after the JSON value")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return BadRequest("invalid JSON body: unexpected data after the JSON value")
+	}
+	return nil
+}
+
+// MediaType returns the request's media type, lower-cased, without parameters.
+func MediaType(r *http.Request) string {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return ""
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return strings.ToLower(strings.TrimSpace(ct))
+	}
+	return mt
+}
+
+func requireContentType(r *http.Request, allowed ...string) error {
+	mt := MediaType(r)
+	for _, a := range allowed {
+		if mt == a {
+			return nil
+		}
+	}
+	if mt == "" {
+		return UnsupportedMediaType("missing Content-Type; send %s", strings.Join(allowed, " or "))
+	}
+	return UnsupportedMediaType("Content-Type %q is not accepted here; send %s", mt, strings.Join(allowed, " or "))
+}
+
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, BadRequest("could not read the request body")
+	}
+	if int64(len(b)) > limit {
+		return nil, PayloadTooLarge("request body exceeds %d bytes", limit)
+	}
+	return b, nil
+}
+
+func describeJSONError(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("syntax error at byte %d: %s", syn.Offset, syn.Error())
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "(body)"
+		}
+		return fmt.Sprintf("field %q must be %s, not %s", field, jsonKind(typ.Type.Kind().String()), typ.Value)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the body ends before the JSON value does"
+	}
+	// encoding/json reports unknown fields as `json: unknown field "x"`.
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct", "ptr":
+		return "an object"
+	}
+	return "a number"
+}

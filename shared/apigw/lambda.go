@@ -1,0 +1,61 @@
+package apigw
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+
+	"cads/shared/authz"
+)
+
+// ProxyHandler is the signature of an API Gateway proxy Lambda; it is what
+// lambda.Start, the local gateway and the tests call.
+type ProxyHandler func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error)
+
+// Lambda runs h as an API Gateway proxy function. Before h sees anything it
+// re-checks that the path is canonical (the authorizer already refused such
+// paths; this keeps a misconfigured route from reaching a handler with one),
+// and it turns a panic into the API's 500 body so no request ever gets a
+// gateway-made 502 or a stack trace.
+func Lambda(log *slog.Logger, h http.Handler) ProxyHandler {
+	adapter := httpadapter.New(h)
+	return func(ctx context.Context, req events.APIGatewayProxyRequest) (resp events.APIGatewayProxyResponse, err error) {
+		if perr := authz.CheckPath(req.Path); perr != nil {
+			return errorResponse(BadRequest("%s", perr.Error())), nil
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				log.ErrorContext(ctx, "handler panic", "panic", r, "path", req.Path, "request_id", req.RequestContext.RequestID, "stack", string(debug.Stack()))
+				resp, err = errorResponse(internal), nil
+			}
+		}()
+		resp, err = adapter.ProxyWithContext(ctx, req)
+		if err != nil {
+			log.ErrorContext(ctx, "proxy adapter failed", "error", err.Error(), "path", req.Path, "request_id", req.RequestContext.RequestID)
+			return errorResponse(internal), nil
+		}
+		return resp, nil
+	}
+}
+
+func errorResponse(e *Error) events.APIGatewayProxyResponse {
+	return events.APIGatewayProxyResponse{
+		StatusCode: e.Status,
+		Headers:    map[string]string{"Content-Type": "application/json"},
+		Body:       string(mustBody(e)),
+	}
+}
+
+// NewMux returns a ServeMux whose unmatched requests get the API's 404 body
+// instead of net/http's plain-text one.
+func NewMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, http.StatusNotFound, Body{Status: http.StatusNotFound, Error: BodyError{Type: "not_found", Message: "no such route: " + r.Method + " " + r.URL.Path}})
+	})
+	return mux
+}

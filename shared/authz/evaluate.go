@@ -1,0 +1,74 @@
+package authz
+
+// Input is one request to decide, with what the caller loaded for it.
+type Input struct {
+	Method, Path string
+	PrincipalID  string // the caller's user or service-user id
+	KeyAccount   string // the account the access key is authenticated into; "" = none
+	// Target and TargetAncestors are what the caller resolved with Target:
+	// for most paths Target == KeyAccount and TargetAncestors are the key
+	// account's ancestors; for /v2/accounts/{id}[/...] they are {id} and its
+	// ancestors. Ancestors are root first, excluding the account itself.
+	// An empty Target on a path that does not name an account means
+	// KeyAccount.
+	Target          string
+	TargetAncestors []string
+	Held            []*CompiledRole // roles of the principal's accepted invitations, direct or via groups
+}
+
+// Evaluate is the whole decision in the one order both the authorizer and
+// the functions use:
+//
+//  1. CheckPath: a non-canonical path is refused (Status 400);
+//  2. SelfService: allowed without a role;
+//  3. a key authenticated into no account is refused (403);
+//  4. ScopeFor: the target account must be the key's account or below it,
+//     except plain GET /v2/accounts/{id} (403 with the reason otherwise);
+//  5. Applicable, then Decide.
+//
+// Reason is always filled.
+func Evaluate(in Input) Decision {
+	d := Decision{Status: 403, Method: in.Method, Path: in.Path, why: whyRefused}
+	if err := CheckPath(in.Path); err != nil {
+		d.Status, d.Reason = 400, err.Error()
+		return d
+	}
+	if SelfService(in.Method, in.Path, in.PrincipalID) {
+		d.Allowed, d.Status, d.why = true, 200, whySelfService
+		d.Reason = d.Explain()
+		return d
+	}
+	if in.KeyAccount == "" {
+		d.Reason = msgNoAccount
+		return d
+	}
+	target := in.Target
+	if _, fromPath := Target(in.Method, in.Path, in.KeyAccount); target == "" && !fromPath {
+		target = in.KeyAccount
+	}
+	scope, err := ScopeFor(in.Method, in.Path, in.KeyAccount, target, in.TargetAncestors)
+	if err != nil {
+		d.Reason = err.Error()
+		return d
+	}
+	d = Decide(Applicable(in.Held, target, in.TargetAncestors, scope), in.Method, in.Path)
+	d.Reason = d.Explain() + " (decided in account " + target + ", " + scope.String() + " scope)"
+	return d
+}
+
+// CanSwitch decides whether the holder of held may switch into account
+// (POST /v2/users/self/authorization, DECISIONS 2 and spec 5.1): it needs
+// GET /v2/accounts/{account} decided as if authenticated into account. It
+// does not depend on the key's current account, so a key authenticated into
+// no account can switch. ancestors are account's, root first.
+func CanSwitch(held []*CompiledRole, account string, ancestors []string) Decision {
+	path := accountsPrefix + account
+	if id, plain := accountInPath(path); account == "" || id != account || !plain {
+		d := Decision{Status: 400, Method: "GET", Path: path, why: whyRefused}
+		d.Reason = "account id " + quoteShort(account) + " is not a path segment"
+		return d
+	}
+	d := Decide(Applicable(held, account, ancestors, ScopeSwitch), "GET", path)
+	d.Reason = d.Explain() + " (decided in account " + account + ", " + ScopeSwitch.String() + " scope)"
+	return d
+}

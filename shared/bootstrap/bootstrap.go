@@ -1,0 +1,92 @@
+// Package bootstrap creates a fresh installation (DECISIONS.md section 2):
+// the platform operator's root account with its control roles and the
+// entitlement administrator roles, an operator user holding the Account
+// owner role and both entitlement administrator roles, and one persistent
+// operator access key. Running it again changes nothing.
+package bootstrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cads/shared/access"
+	"cads/shared/builtin"
+	"cads/shared/ids"
+	"cads/shared/store"
+)
+
+// Result says what Run did. Secret is set only when this run created the
+// installation: it is shown once and never stored.
+type Result struct {
+	Created     bool
+	RootAccount string
+	Operator    string
+	Secret      string
+}
+
+// RootAccountName is the operator's root account.
+const RootAccountName = "Platform operator"
+
+// Run bootstraps st unless it already is.
+func Run(ctx context.Context, st *store.Store, operatorEmail string) (Result, error) {
+	if in, err := st.GetInstallation(ctx); err == nil {
+		return Result{RootAccount: in.RootAccount, Operator: in.Operator}, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return Result{}, fmt.Errorf("bootstrap: %w", err)
+	}
+	plan, secret, err := Plan(st.Now, operatorEmail)
+	if err != nil {
+		return Result{}, err
+	}
+	err = st.Install(ctx, plan)
+	if errors.Is(err, store.ErrInstalled) {
+		// Lost a race with another bootstrap: theirs stands.
+		in, gerr := st.GetInstallation(ctx)
+		if gerr != nil {
+			return Result{}, fmt.Errorf("bootstrap: %w", gerr)
+		}
+		return Result{RootAccount: in.RootAccount, Operator: in.Operator}, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("bootstrap: %w", err)
+	}
+	return Result{Created: true, RootAccount: plan.Root.ID, Operator: plan.Operator.ID, Secret: secret}, nil
+}
+
+// Plan builds a fresh installation and its operator secret.
+func Plan(clock func() time.Time, operatorEmail string) (store.InstallPlan, string, error) {
+	now := clock()
+	root := store.Account{ID: ids.New(), Name: RootAccountName, Keyword: store.Keyword(RootAccountName), Ancestors: []string{}, Created: now, Updated: now}
+	control, err := builtin.ControlRoles(root.ID)
+	if err != nil {
+		return store.InstallPlan{}, "", err
+	}
+	admin, err := builtin.EntitlementAdministrator(root.ID)
+	if err != nil {
+		return store.InstallPlan{}, "", err
+	}
+	op := store.Principal{ID: ids.New(), Kind: store.KindUser, Email: operatorEmail, Name: "Platform operator", Created: now, Updated: now}
+	root.Owner = op.ID
+	plan := store.InstallPlan{
+		Installation: store.Installation{RootAccount: root.ID, Operator: op.ID, Created: now},
+		Root:         root,
+		Operator:     op,
+	}
+	for i, d := range append(control, admin...) {
+		r := store.Role{AccountID: root.ID, ID: ids.New(), Name: d.Name, Description: d.Description, Inheritable: d.Inheritable,
+			Control: d.Control, Permissions: d.Permissions, Version: 1, Created: now, Updated: now}
+		plan.Roles = append(plan.Roles, r)
+		// The operator holds the Account owner role (the first control
+		// role) and both entitlement administrator roles.
+		if i == 0 || i >= len(control) {
+			plan.Grants = append(plan.Grants, store.Grant{PrincipalID: op.ID, AccountID: root.ID, RoleID: r.ID, Via: "bootstrap", Created: now})
+		}
+	}
+	plan.Key = store.AccessKey{ID: ids.New(), PrincipalID: op.ID, Type: "bearer", Durability: store.DurabilityPersistent,
+		Account: root.ID, AccountAncestors: []string{}, Created: now}
+	secret := access.NewSecret(op.ID, plan.Key.ID)
+	plan.Key.SecretHash = access.HashSecret(secret)
+	return plan, secret, nil
+}

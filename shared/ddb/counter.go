@@ -1,0 +1,273 @@
+package ddb
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// Call is one logical DynamoDB API call observed by a Counter.
+type Call struct {
+	Operation string    // API operation name, e.g. "GetItem", "BatchGetItem"
+	Start     time.Time // when the call entered the middleware (before any delay)
+	End       time.Time // when the call returned (after all retry attempts)
+	Err       error     // final error, nil on success
+	// Consumed capacity reported by the response, summed over all entries;
+	// zero unless the request set ReturnConsumedCapacity (and the server
+	// honours it; minidyn does not). When a response reports only
+	// CapacityUnits, it is attributed to RCU for read operations (GetItem,
+	// Query, Scan, BatchGetItem, TransactGetItems) and to WCU otherwise.
+	ConsumedRCU, ConsumedWCU float64
+	// Attempts is the number of HTTP attempts the SDK's retryer made for
+	// this call (1 without retries; 0 if the call failed before sending).
+	Attempts int
+}
+
+// Counter records every DynamoDB API call made by the clients it is installed
+// on. It is safe for concurrent use.
+//
+// The middleware sits in the Initialize step, outside the SDK's retry loop,
+// so each logical API call is counted once however many attempts it took
+// (Call.Attempts has the attempt count). Calls rejected by the SDK's own
+// client-side input validation are not counted: they never reach the
+// middleware and make no round trip.
+type Counter struct {
+	mu    sync.Mutex
+	calls []Call
+	delay atomic.Int64 // time.Duration
+	id    string
+}
+
+// NewCounter returns an empty Counter.
+func NewCounter() *Counter {
+	c := &Counter{}
+	c.id = fmt.Sprintf("cads/ddb.Counter/%p", c)
+	return c
+}
+
+// Option returns a client option that installs the counting middleware, for
+// dynamodb.New/NewFromConfig/NewClient or per operation. Installing the same
+// Counter twice on one client counts each call once.
+func (c *Counter) Option() func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) {
+		o.APIOptions = append(slices.Clip(o.APIOptions), c.addMiddleware)
+	}
+}
+
+func (c *Counter) addMiddleware(stack *middleware.Stack) error {
+	if _, ok := stack.Initialize.Get(c.id); ok {
+		return nil
+	}
+	op := stack.ID()
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc(c.id,
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (
+			middleware.InitializeOutput, middleware.Metadata, error,
+		) {
+			call := Call{Operation: op, Start: time.Now()}
+			var (
+				out middleware.InitializeOutput
+				md  middleware.Metadata
+				err error
+			)
+			if d := time.Duration(c.delay.Load()); d > 0 {
+				t := time.NewTimer(d)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					err = ctx.Err()
+				}
+			}
+			if err == nil {
+				out, md, err = next.HandleInitialize(ctx, in)
+			}
+			call.End = time.Now()
+			call.Err = err
+			if ar, ok := retry.GetAttemptResults(md); ok {
+				call.Attempts = len(ar.Results)
+			}
+			if err == nil {
+				call.ConsumedRCU, call.ConsumedWCU = consumedUnits(op, out.Result)
+			}
+			c.mu.Lock()
+			c.calls = append(c.calls, call)
+			c.mu.Unlock()
+			return out, md, err
+		}), middleware.After)
+}
+
+// SetDelay sets a delay that is added to every call while it is in flight
+// (between Call.Start and the request being sent), so that calls made in
+// parallel overlap reliably and Sequential() is deterministic in tests. Zero
+// (the default, and the only sensible production value) disables it. The
+// delay honours context cancellation.
+func (c *Counter) SetDelay(d time.Duration) { c.delay.Store(int64(d)) }
+
+// Calls returns a copy of the recorded calls, ordered by Start.
+func (c *Counter) Calls() []Call {
+	c.mu.Lock()
+	calls := slices.Clone(c.calls)
+	c.mu.Unlock()
+	slices.SortStableFunc(calls, func(a, b Call) int { return a.Start.Compare(b.Start) })
+	return calls
+}
+
+// Total is the number of calls recorded.
+func (c *Counter) Total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.calls)
+}
+
+// ByOperation returns the number of calls per operation name.
+func (c *Counter) ByOperation() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := make(map[string]int)
+	for _, call := range c.calls {
+		m[call.Operation]++
+	}
+	return m
+}
+
+// Sequential returns the length of the longest chain of recorded calls in
+// which each call started at or after the previous one ended: the number of
+// sequential round trips, i.e. the latency a request pays in DynamoDB
+// latencies. Calls still in flight are not recorded yet and not counted.
+func (c *Counter) Sequential() int {
+	c.mu.Lock()
+	spans := make([]span, len(c.calls))
+	if len(c.calls) > 0 {
+		base := c.calls[0].Start
+		for i, call := range c.calls {
+			spans[i] = span{start: call.Start.Sub(base), end: call.End.Sub(base)}
+		}
+	}
+	c.mu.Unlock()
+	return longestChain(spans)
+}
+
+// Reset forgets all recorded calls (the delay is kept).
+func (c *Counter) Reset() {
+	c.mu.Lock()
+	c.calls = nil
+	c.mu.Unlock()
+}
+
+type span struct{ start, end time.Duration }
+
+// longestChain computes the longest chain of spans where each starts at or
+// after the previous one's end, in O(n log n).
+func longestChain(spans []span) int {
+	n := len(spans)
+	if n == 0 {
+		return 0
+	}
+	// Order by (start, end), so that a zero-length span precedes a span
+	// starting at the same instant that may chain after it.
+	slices.SortFunc(spans, func(a, b span) int {
+		if a.start != b.start {
+			return cmp.Compare(a.start, b.start)
+		}
+		return cmp.Compare(a.end, b.end)
+	})
+	byEnd := make([]int, n)
+	for i := range byEnd {
+		byEnd[i] = i
+	}
+	// Ties on end are broken by start rank, so a span never becomes a
+	// predecessor before it has been processed itself.
+	slices.SortFunc(byEnd, func(a, b int) int {
+		if spans[a].end != spans[b].end {
+			return cmp.Compare(spans[a].end, spans[b].end)
+		}
+		return a - b
+	})
+	chain := make([]int, n)
+	best, finished, j := 0, 0, 0
+	for i := range spans {
+		// Every span ending by spans[i].start started no later, so it has
+		// been processed already (or is i itself, zero-length).
+		for j < n && spans[byEnd[j]].end <= spans[i].start && byEnd[j] < i {
+			finished = max(finished, chain[byEnd[j]])
+			j++
+		}
+		chain[i] = finished + 1
+		best = max(best, chain[i])
+	}
+	return best
+}
+
+func isReadOperation(op string) bool {
+	switch op {
+	case "GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems":
+		return true
+	}
+	return false
+}
+
+// consumedUnits sums the consumed capacity reported in an operation output.
+func consumedUnits(op string, result any) (rcu, wcu float64) {
+	var ccs []types.ConsumedCapacity
+	switch out := result.(type) {
+	case *dynamodb.GetItemOutput:
+		ccs = one(out.ConsumedCapacity)
+	case *dynamodb.PutItemOutput:
+		ccs = one(out.ConsumedCapacity)
+	case *dynamodb.UpdateItemOutput:
+		ccs = one(out.ConsumedCapacity)
+	case *dynamodb.DeleteItemOutput:
+		ccs = one(out.ConsumedCapacity)
+	case *dynamodb.QueryOutput:
+		ccs = one(out.ConsumedCapacity)
+	case *dynamodb.ScanOutput:
+		ccs = one(out.ConsumedCapacity)
+	case *dynamodb.ExecuteStatementOutput:
+		ccs = one(out.ConsumedCapacity)
+	case *dynamodb.BatchGetItemOutput:
+		ccs = out.ConsumedCapacity
+	case *dynamodb.BatchWriteItemOutput:
+		ccs = out.ConsumedCapacity
+	case *dynamodb.TransactGetItemsOutput:
+		ccs = out.ConsumedCapacity
+	case *dynamodb.TransactWriteItemsOutput:
+		ccs = out.ConsumedCapacity
+	case *dynamodb.BatchExecuteStatementOutput:
+		ccs = out.ConsumedCapacity
+	case *dynamodb.ExecuteTransactionOutput:
+		ccs = out.ConsumedCapacity
+	}
+	read := isReadOperation(op)
+	for _, cc := range ccs {
+		switch {
+		case cc.ReadCapacityUnits != nil || cc.WriteCapacityUnits != nil:
+			if cc.ReadCapacityUnits != nil {
+				rcu += *cc.ReadCapacityUnits
+			}
+			if cc.WriteCapacityUnits != nil {
+				wcu += *cc.WriteCapacityUnits
+			}
+		case cc.CapacityUnits != nil && read:
+			rcu += *cc.CapacityUnits
+		case cc.CapacityUnits != nil:
+			wcu += *cc.CapacityUnits
+		}
+	}
+	return rcu, wcu
+}
+
+func one(cc *types.ConsumedCapacity) []types.ConsumedCapacity {
+	if cc == nil {
+		return nil
+	}
+	return []types.ConsumedCapacity{*cc}
+}

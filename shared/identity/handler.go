@@ -1,0 +1,265 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/mail"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/ids"
+	"cads/shared/store"
+)
+
+// Store is what the users function reads and writes.
+type Store interface {
+	Now() time.Time
+	CreatePrincipal(ctx context.Context, p store.Principal) error
+	GetPrincipal(ctx context.Context, id string) (store.Principal, error)
+	ListUsers(ctx context.Context) ([]store.Principal, error)
+	UpdatePrincipalName(ctx context.Context, id, name string) (store.Principal, error)
+	CreateKey(ctx context.Context, k store.AccessKey) error
+	GetKey(ctx context.Context, principal, id string) (store.AccessKey, error)
+	ListKeys(ctx context.Context, principal string) ([]store.AccessKey, error)
+	DeleteKey(ctx context.Context, principal, id string) (store.AccessKey, error)
+	GetAccount(ctx context.Context, id string) (store.Account, error)
+}
+
+// Deciders makes second decisions with the authorizer's engine.
+type Deciders interface {
+	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+}
+
+// SessionKeyLifetime bounds keys made by POST /v2/users/self/authorization.
+const SessionKeyLifetime = 12 * time.Hour
+
+// Limits of user fields.
+const (
+	maxNameLen  = 100
+	maxEmailLen = 254
+)
+
+type handler struct {
+	st  Store
+	dec Deciders
+	log *slog.Logger
+}
+
+// New returns the users function's HTTP handler.
+func New(st Store, dec Deciders, log *slog.Logger) http.Handler {
+	h := &handler{st: st, dec: dec, log: log}
+	mux := apigw.NewMux()
+	mux.HandleFunc("GET /v2/users", h.wrap(h.listUsers))
+	mux.HandleFunc("POST /v2/users", h.wrap(h.createUser))
+	mux.HandleFunc("GET /v2/users/{id}", h.wrap(h.getUser))
+	mux.HandleFunc("PATCH /v2/users/{id}", h.wrap(h.patchUser))
+	mux.HandleFunc("GET /v2/users/{id}/access-keys", h.wrap(h.listKeys))
+	mux.HandleFunc("POST /v2/users/{id}/access-keys", h.wrap(h.createKey))
+	mux.HandleFunc("GET /v2/users/{id}/access-keys/{key_id}", h.wrap(h.getKey))
+	mux.HandleFunc("DELETE /v2/users/{id}/access-keys/{key_id}", h.wrap(h.deleteKey))
+	mux.HandleFunc("GET /v2/users/self/authorization", h.wrap(h.getAuthorization))
+	mux.HandleFunc("POST /v2/users/self/authorization", h.wrap(h.switchAccount))
+	return mux
+}
+
+// endpoint is a handler that returns its status and body, or an error that
+// apigw renders in the API's error body.
+type endpoint func(r *http.Request, p apigw.Principal) (int, any, error)
+
+func (h *handler) wrap(e endpoint) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := apigw.PrincipalFrom(r.Context())
+		if err != nil {
+			// Only a route deployed without the authorizer gets here.
+			apigw.WriteError(r.Context(), h.log, w, apigw.Unauthorized("no authenticated principal"))
+			return
+		}
+		status, body, err := e(r, p)
+		if err != nil {
+			apigw.WriteError(r.Context(), h.log, w, err)
+			return
+		}
+		apigw.WriteJSON(w, status, body)
+	}
+}
+
+// userID resolves {id}: "self" and the caller's own id are the same user.
+func userID(r *http.Request, p apigw.Principal) (string, error) {
+	id := r.PathValue("id")
+	if id == "self" {
+		return p.ID, nil
+	}
+	if !ids.Valid(id) {
+		return "", apigw.NotFound("no user %q", id)
+	}
+	return id, nil
+}
+
+func notFound(err error, format string, args ...any) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return apigw.NotFound(format, args...)
+	}
+	return err
+}
+
+// ---------------------------------------------------------------- users
+
+type userPost struct {
+	Email *string `json:"email"`
+	Name  *string `json:"name"`
+}
+
+func (h *handler) createUser(r *http.Request, _ apigw.Principal) (int, any, error) {
+	var in userPost
+	if err := apigw.DecodeJSON(r, &in); err != nil {
+		return 0, nil, err
+	}
+	if in.Email == nil {
+		return 0, nil, apigw.BadRequest("email is required")
+	}
+	email, err := validEmail(*in.Email)
+	if err != nil {
+		return 0, nil, err
+	}
+	name := ""
+	if in.Name != nil {
+		if name, err = validName(*in.Name); err != nil {
+			return 0, nil, err
+		}
+	}
+	now := h.st.Now()
+	u := store.Principal{ID: ids.New(), Kind: store.KindUser, Email: email, Name: name, Created: now, Updated: now}
+	if err := h.st.CreatePrincipal(r.Context(), u); err != nil {
+		var c *store.ConflictError
+		if errors.As(err, &c) {
+			return 0, nil, apigw.Conflict("%s", c.Msg)
+		}
+		return 0, nil, err
+	}
+	return http.StatusOK, userOut(u), nil
+}
+
+func (h *handler) listUsers(r *http.Request, p apigw.Principal) (int, any, error) {
+	page, err := apigw.ParsePage(r.URL.Query(), "email", "name", "created")
+	if err != nil {
+		return 0, nil, err
+	}
+	users, err := h.st.ListUsers(r.Context())
+	if err != nil {
+		return 0, nil, err
+	}
+	// Spec 5.4.3: a collection shows only the members the caller may GET.
+	d, err := h.dec.Decider(r.Context(), p)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := make([]User, 0, len(users))
+	for _, u := range users {
+		if u.ID == p.ID || d.Decide(http.MethodGet, userHref(u.ID)).Allowed {
+			out = append(out, userOut(u))
+		}
+	}
+	sortUsers(out, page.Order)
+	return http.StatusOK, apigw.Window(out, page), nil
+}
+
+func sortUsers(us []User, order []apigw.OrderKey) {
+	if len(order) == 0 {
+		order = []apigw.OrderKey{{Field: "created"}}
+	}
+	sort.SliceStable(us, func(i, j int) bool {
+		for _, k := range order {
+			var c int
+			switch k.Field {
+			case "email":
+				c = strings.Compare(us[i].Email, us[j].Email)
+			case "name":
+				c = strings.Compare(us[i].Name, us[j].Name)
+			case "created":
+				c = us[i].Created.Compare(us[j].Created)
+			}
+			if k.Desc {
+				c = -c
+			}
+			if c != 0 {
+				return c < 0
+			}
+		}
+		return us[i].ID < us[j].ID
+	})
+}
+
+func (h *handler) getUser(r *http.Request, p apigw.Principal) (int, any, error) {
+	id, err := userID(r, p)
+	if err != nil {
+		return 0, nil, err
+	}
+	u, err := h.st.GetPrincipal(r.Context(), id)
+	if err != nil || u.Kind != store.KindUser {
+		return 0, nil, notFound(orNotFound(err), "no user %q", id)
+	}
+	return http.StatusOK, userOut(u), nil
+}
+
+func orNotFound(err error) error {
+	if err == nil {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+type userPatch struct {
+	Name *string `json:"name"`
+}
+
+func (h *handler) patchUser(r *http.Request, p apigw.Principal) (int, any, error) {
+	id, err := userID(r, p)
+	if err != nil {
+		return 0, nil, err
+	}
+	var in userPatch
+	if err := apigw.DecodeJSON(r, &in); err != nil {
+		return 0, nil, err
+	}
+	if in.Name == nil {
+		return 0, nil, apigw.BadRequest("nothing to change: the body may set name")
+	}
+	name, err := validName(*in.Name)
+	if err != nil {
+		return 0, nil, err
+	}
+	u, err := h.st.UpdatePrincipalName(r.Context(), id, name)
+	if err != nil {
+		return 0, nil, notFound(err, "no user %q", id)
+	}
+	return http.StatusOK, userOut(u), nil
+}
+
+func validEmail(s string) (string, error) {
+	a, err := mail.ParseAddress(s)
+	if err != nil || a.Address != s || len(s) > maxEmailLen || !strings.Contains(s[strings.LastIndexByte(s, '@')+1:], ".") && !strings.HasSuffix(s, "@localhost") {
+		return "", apigw.BadRequest("email %q is not a valid address (like name@example.com)", s)
+	}
+	return strings.ToLower(s), nil
+}
+
+func validName(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxNameLen {
+		return "", apigw.BadRequest("name must be valid UTF-8 of at most %d characters", maxNameLen)
+	}
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f {
+			return "", apigw.BadRequest("name must not contain control characters")
+		}
+	}
+	return s, nil
+}
+
+func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

@@ -1,0 +1,225 @@
+package identity
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/authz"
+	"cads/shared/ids"
+	"cads/shared/store"
+)
+
+type keyPost struct {
+	Type    *string    `json:"type"`
+	Account *string    `json:"account"`
+	Expiry  *time.Time `json:"expiry"`
+}
+
+// createKey makes a persistent key for a user. Binding it to an account
+// needs the same right as switching into that account (spec 5.1): the
+// caller must be allowed GET /v2/accounts/{id} there.
+func (h *handler) createKey(r *http.Request, p apigw.Principal) (int, any, error) {
+	uid, err := userID(r, p)
+	if err != nil {
+		return 0, nil, err
+	}
+	var in keyPost
+	if err := apigw.DecodeJSON(r, &in); err != nil {
+		return 0, nil, err
+	}
+	if in.Type == nil {
+		return 0, nil, apigw.BadRequest("type is required; the only type is \"bearer\"")
+	}
+	if *in.Type != "bearer" {
+		return 0, nil, apigw.BadRequest("type %q is not supported; the only type is \"bearer\"", *in.Type)
+	}
+	now := h.st.Now()
+	if in.Expiry != nil && !in.Expiry.After(now) {
+		return 0, nil, apigw.BadRequest("expiry must be in the future")
+	}
+	k := store.AccessKey{ID: ids.New(), PrincipalID: uid, Type: "bearer", Durability: store.DurabilityPersistent, Created: now}
+	if in.Expiry != nil {
+		e := in.Expiry.UTC()
+		k.Expiry = &e
+	}
+	if in.Account != nil {
+		acct, err := h.switchable(r, p, *in.Account)
+		if err != nil {
+			return 0, nil, err
+		}
+		k.Account, k.AccountAncestors = acct.ID, acct.Ancestors
+	}
+	return h.issue(r, k)
+}
+
+// issue stores k with a new secret and returns the secret once.
+func (h *handler) issue(r *http.Request, k store.AccessKey) (int, any, error) {
+	secret := access.NewSecret(k.PrincipalID, k.ID)
+	k.SecretHash = access.HashSecret(secret)
+	if err := h.st.CreateKey(r.Context(), k); err != nil {
+		return 0, nil, notFound(err, "no user %q", k.PrincipalID)
+	}
+	return http.StatusOK, AccessKeySecret{AccessKey: keyOut(k), SecretKey: secret}, nil
+}
+
+// switchable resolves an account href the caller may authenticate into.
+func (h *handler) switchable(r *http.Request, p apigw.Principal, href string) (store.Account, error) {
+	id, ok := strings.CutPrefix(href, "/v2/accounts/")
+	if !ok || !ids.Valid(id) {
+		return store.Account{}, apigw.BadRequest("account must be an account href like /v2/accounts/<id>, not %q", href)
+	}
+	acct, err := h.st.GetAccount(r.Context(), id)
+	if err != nil {
+		// Unknown and forbidden look the same: no probing for account ids.
+		return store.Account{}, notFound(err, "no account %s that you may access", href)
+	}
+	d, err := h.dec.Decider(r.Context(), p)
+	if err != nil {
+		return store.Account{}, err
+	}
+	if dec := d.DecideFor(http.MethodGet, href, acct); !dec.Allowed {
+		return store.Account{}, apigw.NotFound("no account %s that you may access", href)
+	}
+	return acct, nil
+}
+
+func (h *handler) listKeys(r *http.Request, p apigw.Principal) (int, any, error) {
+	uid, err := userID(r, p)
+	if err != nil {
+		return 0, nil, err
+	}
+	page, err := apigw.ParsePage(r.URL.Query())
+	if err != nil {
+		return 0, nil, err
+	}
+	keys, err := h.st.ListKeys(r.Context(), uid)
+	if err != nil {
+		return 0, nil, err
+	}
+	now := h.st.Now()
+	out := make([]AccessKey, 0, len(keys))
+	for _, k := range keys {
+		if !k.Expired(now) {
+			out = append(out, keyOut(k))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return http.StatusOK, apigw.Window(out, page), nil
+}
+
+func (h *handler) getKey(r *http.Request, p apigw.Principal) (int, any, error) {
+	uid, err := userID(r, p)
+	if err != nil {
+		return 0, nil, err
+	}
+	kid := r.PathValue("key_id")
+	if !ids.Valid(kid) {
+		return 0, nil, apigw.NotFound("no access key %q", kid)
+	}
+	k, err := h.st.GetKey(r.Context(), uid, kid)
+	if err != nil {
+		return 0, nil, notFound(err, "no access key %q", kid)
+	}
+	return http.StatusOK, keyOut(k), nil
+}
+
+func (h *handler) deleteKey(r *http.Request, p apigw.Principal) (int, any, error) {
+	uid, err := userID(r, p)
+	if err != nil {
+		return 0, nil, err
+	}
+	kid := r.PathValue("key_id")
+	if !ids.Valid(kid) {
+		return 0, nil, apigw.NotFound("no access key %q", kid)
+	}
+	k, err := h.st.DeleteKey(r.Context(), uid, kid)
+	if err != nil {
+		return 0, nil, notFound(err, "no access key %q", kid)
+	}
+	return http.StatusOK, keyOut(k), nil
+}
+
+// ---------------------------------------------------------------- self authorization
+
+func (h *handler) getAuthorization(r *http.Request, p apigw.Principal) (int, any, error) {
+	q := r.URL.Query()
+	method, path := q.Get("method"), q.Get("path")
+	if (method == "") != (path == "") {
+		return 0, nil, apigw.BadRequest("method and path go together: give both to simulate a request, or neither")
+	}
+	k, err := h.st.GetKey(r.Context(), p.ID, p.KeyID)
+	if err != nil {
+		// The authorizer just read this key; it was deleted in between.
+		return 0, nil, apigw.Unauthorized("the access key was revoked")
+	}
+	out := Authorization{AccessKey: keyOut(k), Principal: userHref(p.ID)}
+	if method != "" {
+		dec, err := h.simulate(r, p, strings.ToUpper(method), path)
+		if err != nil {
+			return 0, nil, err
+		}
+		out.Decision = dec
+	}
+	return http.StatusOK, out, nil
+}
+
+var methods = map[string]bool{"GET": true, "POST": true, "PATCH": true, "PUT": true, "DELETE": true}
+
+// simulate answers "would my key be allowed METHOD PATH?" with the same
+// engine, data and explanation as the authorizer.
+func (h *handler) simulate(r *http.Request, p apigw.Principal, method, path string) (*Decision, error) {
+	if !methods[method] {
+		return nil, apigw.BadRequest("method must be one of GET, POST, PATCH, PUT, DELETE")
+	}
+	d, err := h.dec.Decider(r.Context(), p)
+	if err != nil {
+		return nil, err
+	}
+	var dec authz.Decision
+	if id, fromPath := authz.Target(method, path, p.AccountID); fromPath && authz.CheckPath(path) == nil {
+		acct, err := h.st.GetAccount(r.Context(), id)
+		if err != nil && !isNotFound(err) {
+			return nil, err
+		}
+		if acct.ID == "" {
+			acct.ID = id // unknown account: nothing applies there
+		}
+		dec = d.DecideFor(method, path, acct)
+	} else {
+		dec = d.Decide(method, path)
+	}
+	out := &Decision{Method: method, Path: path, Allowed: dec.Allowed, Role: dec.Role, RoleName: dec.RoleName, Reason: dec.Reason}
+	if dec.Permission != nil {
+		out.Permission = &Grant{Index: dec.Permission.Permission, Method: dec.Permission.Method, Spec: dec.Permission.Pattern, Effect: dec.Permission.Effect}
+	}
+	return out, nil
+}
+
+type switchPost struct {
+	Account *string `json:"account"`
+}
+
+// switchAccount returns a session key authenticated into another account
+// (spec 5.1, DECISIONS.md section 2).
+func (h *handler) switchAccount(r *http.Request, p apigw.Principal) (int, any, error) {
+	var in switchPost
+	if err := apigw.DecodeJSON(r, &in); err != nil {
+		return 0, nil, err
+	}
+	if in.Account == nil {
+		return 0, nil, apigw.BadRequest("account is required: the href of the account to authenticate into")
+	}
+	acct, err := h.switchable(r, p, *in.Account)
+	if err != nil {
+		return 0, nil, err
+	}
+	now := h.st.Now()
+	exp := now.Add(SessionKeyLifetime)
+	k := store.AccessKey{ID: ids.New(), PrincipalID: p.ID, Type: "bearer", Durability: store.DurabilitySession,
+		Account: acct.ID, AccountAncestors: acct.Ancestors, Expiry: &exp, Created: now}
+	return h.issue(r, k)
+}

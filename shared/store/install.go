@@ -1,0 +1,64 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"cads/shared/ddb"
+)
+
+// InstallPlan is everything a fresh installation starts with.
+type InstallPlan struct {
+	Installation Installation
+	Root         Account
+	Roles        []Role
+	Operator     Principal
+	Grants       []Grant
+	Key          AccessKey
+}
+
+// ErrInstalled means the table was bootstrapped already.
+var ErrInstalled = errors.New("already installed")
+
+// GetInstallation reads the installation marker (ErrNotFound before the
+// first bootstrap).
+func (s *Store) GetInstallation(ctx context.Context) (Installation, error) {
+	var in Installation
+	err := s.getItem(ctx, "get installation", pkInstallation, pkInstallation, &in)
+	return in, err
+}
+
+// Install writes the plan in one transaction guarded by the installation
+// marker: either everything exists afterwards or nothing was written, and a
+// second bootstrap (or two racing ones) finds ErrInstalled.
+func (s *Store) Install(ctx context.Context, p InstallPlan) error {
+	kvs := []keyAttrsValue{{keyAttrs{PK: pkInstallation, SK: pkInstallation, Entity: "installation"}, p.Installation}}
+	kvs = append(kvs, s.accountWrites(p.Root)...)
+	for _, r := range p.Roles {
+		kvs = append(kvs, keyAttrsValue{roleKey(r), r})
+	}
+	kvs = append(kvs, s.principalWrites(p.Operator)...)
+	for _, g := range p.Grants {
+		kvs = append(kvs, keyAttrsValue{grantKey(g), g})
+	}
+	kvs = append(kvs, keyAttrsValue{accessKeyKey(p.Key), p.Key})
+	items, err := s.puts(kvs)
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, "install", items)
+	if errors.Is(err, ddb.ErrConditionFailed) {
+		var tx *ddb.TxCanceledError
+		if errors.As(err, &tx) {
+			for _, r := range tx.Reasons {
+				// Item 0 is the marker: the installation exists. Anything
+				// else colliding is a real conflict.
+				if r.Index == 0 && r.Code == ddb.ReasonConditionalCheckFailed {
+					return ErrInstalled
+				}
+			}
+		}
+		return &ConflictError{Msg: "installation collides with existing data"}
+	}
+	return err
+}

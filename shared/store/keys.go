@@ -1,0 +1,46 @@
+// Package store is the single-table access layer: every entity of the API
+// lives in one DynamoDB table whose key schema is declared in template.yaml
+// (a test checks the names below against it). docs/data-model.md lists the
+// entities, their keys and which request uses which access pattern.
+package store
+
+import "strings"
+
+// Key attribute and index names, as declared by the Table resource of
+// template.yaml.
+const (
+	AttrPK     = "PK"
+	AttrSK     = "SK"
+	AttrGSI1PK = "GSI1PK"
+	AttrGSI1SK = "GSI1SK"
+	IndexGSI1  = "GSI1"
+	AttrTTL    = "ttl"
+)
+
+// Item key shapes. Ids never contain '#' (they match ^[a-z0-9]+$), so the
+// separator cannot be forged through an id.
+func accountPK(id string) string        { return "ACCOUNT#" + id }
+func childrenGSI(parent string) string  { return "CHILDREN#" + parent }
+func accountNamePK(name string) string  { return "ACCOUNTNAME#" + strings.ToLower(name) }
+func rbacPK(account string) string      { return "RBAC#" + account }
+func roleSK(id string) string           { return "ROLE#" + id }
+func principalPK(id string) string      { return "PRINCIPAL#" + id }
+func emailPK(email string) string       { return "EMAIL#" + strings.ToLower(email) }
+func keySK(id string) string            { return "KEY#" + id }
+func accountKeysGSI(acct string) string { return "ACCOUNTKEYS#" + acct }
+func grantSK(acct, role string) string  { return "GRANT#" + acct + "#" + role }
+func roleHoldersGSI(acct, role string) string {
+	return "HOLDERS#" + acct + "#" + role
+}
+
+const (
+	skAccount      = "ACCOUNT"
+	skAccountName  = "ACCOUNTNAME"
+	skPrincipal    = "PRINCIPAL"
+	skEmail        = "EMAIL"
+	gsiUsers       = "USERS"
+	pkInstallation = "INSTALLATION"
+	prefixGrant    = "GRANT#"
+	prefixKey      = "KEY#"
+	prefixRole     = "ROLE#"
+)

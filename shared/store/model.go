@@ -1,0 +1,107 @@
+package store
+
+import (
+	"time"
+
+	"cads/shared/authz"
+)
+
+// Account is one node of the account tree. Ancestors (root first) is stored
+// on the item so that any request is decided with one read of it, whatever
+// the depth; an account never moves, so the list never goes stale.
+type Account struct {
+	ID        string    `dynamodbav:"id"`
+	Name      string    `dynamodbav:"name"`
+	Keyword   string    `dynamodbav:"keyword"`
+	Parent    string    `dynamodbav:"parent,omitempty"`
+	Ancestors []string  `dynamodbav:"ancestors"`
+	Owner     string    `dynamodbav:"owner,omitempty"`
+	Created   time.Time `dynamodbav:"created"`
+	Updated   time.Time `dynamodbav:"updated"`
+}
+
+// Role is an RBAC role of an account.
+type Role struct {
+	AccountID      string             `dynamodbav:"account"`
+	ID             string             `dynamodbav:"id"`
+	Name           string             `dynamodbav:"name"`
+	Description    string             `dynamodbav:"description,omitempty"`
+	Inheritable    bool               `dynamodbav:"inheritable"`
+	Control        bool               `dynamodbav:"control"`
+	MFARequired    bool               `dynamodbav:"mfa_required"`
+	MaxAuthAgeSecs int                `dynamodbav:"maximum_auth_age_secs,omitempty"`
+	Permissions    []authz.Permission `dynamodbav:"permissions"`
+	// Version grows by one on every change, so compiled copies are keyed
+	// by it and never outlive an edit.
+	Version int       `dynamodbav:"version"`
+	Created time.Time `dynamodbav:"created"`
+	Updated time.Time `dynamodbav:"updated"`
+}
+
+// AuthzRole is the engine's view of r.
+func (r Role) AuthzRole() authz.Role {
+	return authz.Role{ID: r.ID, AccountID: r.AccountID, Name: r.Name, Inheritable: r.Inheritable, Permissions: r.Permissions}
+}
+
+// Principal kinds.
+const (
+	KindUser        = "user"
+	KindServiceUser = "service_user"
+)
+
+// Principal is a user or a service user.
+type Principal struct {
+	ID      string    `dynamodbav:"id"`
+	Kind    string    `dynamodbav:"kind"`
+	Email   string    `dynamodbav:"email"`
+	Name    string    `dynamodbav:"name,omitempty"`
+	Account string    `dynamodbav:"account,omitempty"` // service users belong to one account
+	Created time.Time `dynamodbav:"created"`
+	Updated time.Time `dynamodbav:"updated"`
+}
+
+// Key durabilities.
+const (
+	DurabilityPersistent = "persistent"
+	DurabilitySession    = "session"
+)
+
+// AccessKey is a bearer credential. Only the SHA-256 of the secret is kept.
+type AccessKey struct {
+	ID          string `dynamodbav:"id"`
+	PrincipalID string `dynamodbav:"principal"`
+	Type        string `dynamodbav:"type"`
+	Durability  string `dynamodbav:"durability"`
+	Account     string `dynamodbav:"account,omitempty"`
+	// AccountAncestors copies the bound account's ancestors so the
+	// authorizer needs no read of the account item for the common case.
+	AccountAncestors []string   `dynamodbav:"account_ancestors,omitempty"`
+	SecretHash       string     `dynamodbav:"secret_hash"`
+	Expiry           *time.Time `dynamodbav:"expiry,omitempty"`
+	LastUsed         *time.Time `dynamodbav:"last_used,omitempty"`
+	Created          time.Time  `dynamodbav:"created"`
+	// TTL (epoch seconds) lets DynamoDB delete expired keys a day after
+	// they expire; the authorizer refuses them from the expiry on.
+	TTL int64 `dynamodbav:"ttl,omitempty"`
+}
+
+// Expired reports whether the key can no longer be used at now.
+func (k AccessKey) Expired(now time.Time) bool { return k.Expiry != nil && !now.Before(*k.Expiry) }
+
+// Grant records that a principal holds a role: an accepted invitation (or
+// the bootstrap). It lives in the principal's partition so the authorizer
+// reads all of a principal's grants with one Query.
+type Grant struct {
+	PrincipalID string    `dynamodbav:"principal"`
+	AccountID   string    `dynamodbav:"role_account"`
+	RoleID      string    `dynamodbav:"role"`
+	Via         string    `dynamodbav:"via"` // href of the invitation, or "bootstrap"
+	Created     time.Time `dynamodbav:"created"`
+}
+
+// Installation marks a bootstrapped table.
+type Installation struct {
+	RootAccount string    `dynamodbav:"root_account"`
+	Operator    string    `dynamodbav:"operator"`
+	Created     time.Time `dynamodbav:"created"`
+}

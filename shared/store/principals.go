@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"cads/shared/ddb"
+)
+
+func (s *Store) principalWrites(p Principal) []keyAttrsValue {
+	k := keyAttrs{PK: principalPK(p.ID), SK: skPrincipal, Entity: "principal"}
+	if p.Kind == KindUser {
+		k.GSI1PK, k.GSI1SK = gsiUsers, principalPK(p.ID)
+	}
+	return []keyAttrsValue{
+		{k, p},
+		{keyAttrs{PK: emailPK(p.Email), SK: skEmail, Entity: "email"}, struct {
+			Principal string `dynamodbav:"principal"`
+		}{p.ID}},
+	}
+}
+
+// CreatePrincipal writes a principal and reserves its email in one
+// transaction; a taken email is a *ConflictError.
+func (s *Store) CreatePrincipal(ctx context.Context, p Principal) error {
+	items, err := s.puts(s.principalWrites(p))
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, "create principal", items)
+	if errors.Is(err, ddb.ErrConditionFailed) {
+		return &ConflictError{Msg: "a user with email " + p.Email + " already exists"}
+	}
+	return err
+}
+
+// GetPrincipal reads a user or service user.
+func (s *Store) GetPrincipal(ctx context.Context, id string) (Principal, error) {
+	var p Principal
+	err := s.getItem(ctx, "get principal", principalPK(id), skPrincipal, &p)
+	return p, err
+}
+
+// ListUsers returns every user (not service users), oldest id order.
+func (s *Store) ListUsers(ctx context.Context) ([]Principal, error) {
+	items, err := s.query(ctx, "list users", &dynamodb.QueryInput{
+		IndexName:              aws.String(IndexGSI1),
+		KeyConditionExpression: aws.String("GSI1PK = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: gsiUsers},
+		},
+	}, 0)
+	if err != nil {
+		return nil, err
+	}
+	return unmarshalAll[Principal](items)
+}
+
+// UpdatePrincipalName sets a principal's display name.
+func (s *Store) UpdatePrincipalName(ctx context.Context, id, name string) (Principal, error) {
+	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      key(principalPK(id), skPrincipal),
+		UpdateExpression:         aws.String("SET #n = :n, updated = :u"),
+		ConditionExpression:      aws.String("attribute_exists(PK)"),
+		ExpressionAttributeNames: map[string]string{"#n": "name"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":n": &types.AttributeValueMemberS{Value: name},
+			":u": &types.AttributeValueMemberS{Value: s.now().Format(timeLayout)},
+		},
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if ddb.IsConditionFailed(err) {
+		return Principal{}, ErrNotFound
+	}
+	if err != nil {
+		return Principal{}, wrap("update principal", err)
+	}
+	var p Principal
+	return p, attributevalue.UnmarshalMap(res.Attributes, &p)
+}
+
+// timeLayout is a fixed-width RFC 3339 form (UTC, milliseconds) for times
+// written by update expressions: fixed width keeps string comparison in
+// conditions equal to time order, which RFC3339Nano's trimmed zeros break.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+func (s *Store) puts(kvs []keyAttrsValue) ([]types.TransactWriteItem, error) {
+	out := make([]types.TransactWriteItem, 0, len(kvs))
+	for _, kv := range kvs {
+		p, err := s.put(kv.k, kv.v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

@@ -1,0 +1,163 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"cads/shared/apigw"
+	"cads/shared/ddb"
+)
+
+// ErrNotFound is returned when an item does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ConflictError is a uniqueness or state violation detected by a
+// conditional write; its message is fit for a 409 body.
+type ConflictError struct{ Msg string }
+
+func (e *ConflictError) Error() string { return e.Msg }
+
+// Store is the table. It is safe for concurrent use.
+type Store struct {
+	db    *dynamodb.Client
+	table string
+	now   func() time.Time
+}
+
+// New returns a Store over the named table.
+func New(db *dynamodb.Client, table string) *Store {
+	return &Store{db: db, table: table, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+}
+
+// Now is the store's clock (UTC, millisecond precision, as stored).
+func (s *Store) Now() time.Time { return s.now() }
+
+// Table is the table's name.
+func (s *Store) Table() string { return s.table }
+
+type keyAttrs struct {
+	PK     string `dynamodbav:"PK"`
+	SK     string `dynamodbav:"SK"`
+	GSI1PK string `dynamodbav:"GSI1PK,omitempty"`
+	GSI1SK string `dynamodbav:"GSI1SK,omitempty"`
+	Entity string `dynamodbav:"entity"`
+}
+
+func key(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		AttrPK: &types.AttributeValueMemberS{Value: pk},
+		AttrSK: &types.AttributeValueMemberS{Value: sk},
+	}
+}
+
+// item marshals v and adds the key attributes; it refuses items over
+// DynamoDB's 400 KB limit, which local servers do not enforce.
+func item(k keyAttrs, v any) (map[string]types.AttributeValue, error) {
+	m, err := attributevalue.MarshalMap(v)
+	if err != nil {
+		return nil, fmt.Errorf("marshal %s: %w", k.Entity, err)
+	}
+	km, err := attributevalue.MarshalMap(k)
+	if err != nil {
+		return nil, fmt.Errorf("marshal %s key: %w", k.Entity, err)
+	}
+	for a, val := range km {
+		m[a] = val
+	}
+	dropEmpty(m)
+	if err := ddb.CheckItem(m); err != nil {
+		return nil, fmt.Errorf("%s %s/%s: %w", k.Entity, k.PK, k.SK, err)
+	}
+	return m, nil
+}
+
+// wrap adds context to a DynamoDB error and marks throttling so that the
+// HTTP layer answers 429 instead of 500.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ddb.IsThrottled(err) {
+		return &apigw.ThrottledError{Err: fmt.Errorf("%s: %w", op, err)}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func (s *Store) put(k keyAttrs, v any) (types.TransactWriteItem, error) {
+	m, err := item(k, v)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName:           aws.String(s.table),
+		Item:                m,
+		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+	}}, nil
+}
+
+func (s *Store) getItem(ctx context.Context, op, pk, sk string, out any) error {
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(pk, sk)})
+	if err != nil {
+		return wrap(op, err)
+	}
+	if res.Item == nil {
+		return ErrNotFound
+	}
+	if err := attributevalue.UnmarshalMap(res.Item, out); err != nil {
+		return fmt.Errorf("%s: unmarshal: %w", op, err)
+	}
+	return nil
+}
+
+func (s *Store) transact(ctx context.Context, op string, items []types.TransactWriteItem) error {
+	return wrap(op, ddb.TransactWrite(ctx, s.db, &dynamodb.TransactWriteItemsInput{TransactItems: items}))
+}
+
+func (s *Store) query(ctx context.Context, op string, in *dynamodb.QueryInput, max int) ([]map[string]types.AttributeValue, error) {
+	in.TableName = aws.String(s.table)
+	items, err := ddb.QueryAll(ctx, s.db, in, max)
+	return items, wrap(op, err)
+}
+
+func unmarshalAll[T any](items []map[string]types.AttributeValue) ([]T, error) {
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		var v T
+		if err := attributevalue.UnmarshalMap(it, &v); err != nil {
+			return nil, fmt.Errorf("unmarshal: %w", err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// dropEmpty removes empty lists, maps and sets: DynamoDB refuses empty sets,
+// minidyn returns an empty list as a copy of another attribute, and a
+// missing attribute unmarshals to the same nil slice or map anyway.
+func dropEmpty(m map[string]types.AttributeValue) {
+	for a, v := range m {
+		empty := false
+		switch v := v.(type) {
+		case *types.AttributeValueMemberL:
+			empty = len(v.Value) == 0
+		case *types.AttributeValueMemberM:
+			empty = len(v.Value) == 0
+		case *types.AttributeValueMemberSS:
+			empty = len(v.Value) == 0
+		case *types.AttributeValueMemberNS:
+			empty = len(v.Value) == 0
+		case *types.AttributeValueMemberBS:
+			empty = len(v.Value) == 0
+		}
+		if empty {
+			delete(m, a)
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"cads/infra/testenv"
+	"cads/shared/store"
+)
+
+func newStore(t *testing.T) (*store.Store, testenv.Dynamo) {
+	t.Helper()
+	d := testenv.NewDynamo(t)
+	return store.New(d.Client, d.Table), d
+}
+
+func TestKeyNamesMatchTemplate(t *testing.T) {
+	tpl := testenv.Template(t)
+	var tb = tpl.Tables["Table"]
+	if len(tb.KeySchema) != 2 || tb.KeySchema[0].AttributeName != store.AttrPK || tb.KeySchema[1].AttributeName != store.AttrSK {
+		t.Fatalf("table key schema %+v does not match store's %s/%s", tb.KeySchema, store.AttrPK, store.AttrSK)
+	}
+	if len(tb.GlobalSecondaryIndexes) != 1 {
+		t.Fatalf("want one GSI, got %+v", tb.GlobalSecondaryIndexes)
+	}
+	g := tb.GlobalSecondaryIndexes[0]
+	if g.IndexName != store.IndexGSI1 || g.KeySchema[0].AttributeName != store.AttrGSI1PK || g.KeySchema[1].AttributeName != store.AttrGSI1SK {
+		t.Fatalf("GSI %+v does not match store's %s(%s,%s)", g, store.IndexGSI1, store.AttrGSI1PK, store.AttrGSI1SK)
+	}
+	if tb.TTLAttribute != store.AttrTTL {
+		t.Fatalf("TTL attribute %q, store writes %q", tb.TTLAttribute, store.AttrTTL)
+	}
+}
+
+func TestPrincipalEmailIsUnique(t *testing.T) {
+	st, _ := newStore(t)
+	ctx := context.Background()
+	now := st.Now()
+	a := store.Principal{ID: "u1", Kind: store.KindUser, Email: "ann@example.com", Created: now, Updated: now}
+	if err := st.CreatePrincipal(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	b := a
+	b.ID, b.Email = "u2", "ANN@example.com"
+	var c *store.ConflictError
+	if err := st.CreatePrincipal(ctx, b); !errors.As(err, &c) {
+		t.Fatalf("second principal with the same email (other case): %v, want a conflict", err)
+	}
+	if _, err := st.GetPrincipal(ctx, "u2"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the refused principal was half-written: %v", err)
+	}
+	users, err := st.ListUsers(ctx)
+	if err != nil || len(users) != 1 || users[0].ID != "u1" {
+		t.Fatalf("ListUsers = %+v, %v", users, err)
+	}
+	p, err := st.UpdatePrincipalName(ctx, "u1", "Ann")
+	if err != nil || p.Name != "Ann" || p.Email != a.Email {
+		t.Fatalf("UpdatePrincipalName = %+v, %v", p, err)
+	}
+	if _, err := st.UpdatePrincipalName(ctx, "nobody", "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("update of a missing principal: %v", err)
+	}
+}
+
+func TestAccessKeys(t *testing.T) {
+	st, d := newStore(t)
+	ctx := context.Background()
+	now := st.Now()
+	if err := st.CreateKey(ctx, store.AccessKey{ID: "k0", PrincipalID: "ghost", SecretHash: "h"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("key for a missing principal: %v", err)
+	}
+	if err := st.CreatePrincipal(ctx, store.Principal{ID: "u1", Kind: store.KindUser, Email: "u@example.com", Created: now}); err != nil {
+		t.Fatal(err)
+	}
+	exp := now.Add(time.Hour)
+	k := store.AccessKey{ID: "k1", PrincipalID: "u1", Type: "bearer", Durability: store.DurabilitySession, Account: "a1", AccountAncestors: []string{"root"}, SecretHash: "h1", Expiry: &exp, Created: now}
+	if err := st.CreateKey(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.GetKey(ctx, "u1", "k1")
+	if err != nil || got.SecretHash != "h1" || got.Account != "a1" || got.TTL != exp.Add(24*time.Hour).Unix() {
+		t.Fatalf("GetKey = %+v, %v", got, err)
+	}
+	// last_used is written at most once a minute.
+	d.Counter.Reset()
+	if err := st.TouchKey(ctx, "u1", "k1", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.TouchKey(ctx, "u1", "k1", now.Add(30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.GetKey(ctx, "u1", "k1"); got.LastUsed == nil || !got.LastUsed.Equal(now) {
+		t.Fatalf("last_used = %v, want %v (the second touch is inside the minute)", got.LastUsed, now)
+	}
+	if err := st.TouchKey(ctx, "u1", "k1", now.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.GetKey(ctx, "u1", "k1"); !got.LastUsed.Equal(now.Add(2 * time.Minute)) {
+		t.Fatalf("last_used = %v after a touch two minutes later", got.LastUsed)
+	}
+	if err := st.TouchKey(ctx, "u1", "gone", now); err != nil {
+		t.Fatalf("touching a deleted key must not fail a request: %v", err)
+	}
+	keys, err := st.ListKeys(ctx, "u1")
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("ListKeys = %+v, %v", keys, err)
+	}
+	if _, err := st.DeleteKey(ctx, "u1", "k1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DeleteKey(ctx, "u1", "k1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+}
+
+// Empty lists are not stored (minidyn would return another attribute in
+// their place); they read back as nil.
+func TestEmptyListsReadBackEmpty(t *testing.T) {
+	st, _ := newStore(t)
+	ctx := context.Background()
+	if err := st.CreatePrincipal(ctx, store.Principal{ID: "u1", Kind: store.KindUser, Email: "a@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateKey(ctx, store.AccessKey{ID: "k1", PrincipalID: "u1", Account: "root", AccountAncestors: []string{}, SecretHash: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	k, err := st.LoadCredential(ctx, "u1", "k1", "")
+	if err != nil || k.Key.Account != "root" || len(k.Key.AccountAncestors) != 0 {
+		t.Fatalf("LoadCredential = %+v, %v", k.Key, err)
+	}
+}
