@@ -21,6 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -57,8 +59,11 @@ type Platform struct {
 	Queues    map[string]localaws.QueueInfo
 	SQS       *sqs.Client
 
-	stop []func(context.Context) error
-	wg   sync.WaitGroup
+	// Stopped in this order by Close: the API, the event sources, then the
+	// servers they use.
+	stopAPI, stopSources func(context.Context) error
+	stopServers          []func(context.Context) error
+	wg                   sync.WaitGroup
 }
 
 // Start brings the platform up and returns once it serves.
@@ -111,7 +116,7 @@ func (p *Platform) start(ctx context.Context, o Options) error {
 		if err != nil {
 			return fmt.Errorf("start DynamoDB server: %w", err)
 		}
-		p.stop = append(p.stop, stop)
+		p.stopServers = append(p.stopServers, stop)
 		db, err = localaws.DynamoClient(ctx, endpoint, o.DynamoOptions...)
 		if err != nil {
 			return err
@@ -137,10 +142,18 @@ func (p *Platform) start(ctx context.Context, o Options) error {
 			if err != nil {
 				return fmt.Errorf("start SQS server: %w", err)
 			}
-			p.stop = append(p.stop, stop)
+			p.stopServers = append(p.stopServers, stop)
+			p.SQS, err = localaws.SQSClient(ctx, endpoint)
+		} else {
+			// A given endpoint may be real AWS: use the SDK's own
+			// configuration (credentials, region) as the functions do.
+			var cfg aws.Config
+			if cfg, err = config.LoadDefaultConfig(ctx); err == nil {
+				p.SQS = sqs.NewFromConfig(cfg, func(op *sqs.Options) { op.BaseEndpoint = &endpoint })
+			}
 		}
-		if p.SQS, err = localaws.SQSClient(ctx, endpoint); err != nil {
-			return err
+		if err != nil {
+			return fmt.Errorf("SQS client: %w", err)
 		}
 		p.Queues, err = localaws.EnsureQueues(ctx, p.SQS, tpl.Queues, func(id string) string { return "cads-local-" + strings.ToLower(id) })
 		if err != nil {
@@ -216,6 +229,8 @@ func gatewayConfig(t *sam.Template, d wire.Deps, log *slog.Logger) (gateway.Conf
 		BinaryMediaTypes: api.BinaryMediaTypes,
 		Responses:        map[string]gateway.Response{},
 		Stage:            api.StageName,
+		AccountID:        localaws.AccountID,
+		Region:           localaws.Region,
 		Logger:           log,
 	}
 	for typ, r := range api.GatewayResponses {
@@ -259,7 +274,8 @@ func (p *Platform) startSources(ctx context.Context, t *sam.Template, log *slog.
 	}
 	sort.Strings(ids)
 	srcCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p.stop = append(p.stop, func(context.Context) error { cancel(); p.wg.Wait(); return nil })
+	var sources sync.WaitGroup
+	p.stopSources = func(context.Context) error { cancel(); sources.Wait(); return nil }
 	for _, id := range ids {
 		fn := t.Functions[id]
 		for _, ev := range fn.Events {
@@ -278,9 +294,9 @@ func (p *Platform) startSources(ctx context.Context, t *sam.Template, log *slog.
 				MaxBatchingWindow: time.Duration(ev.SQS.MaximumBatchingWindowInSeconds) * time.Second,
 				WaitTime:          time.Second, ReportBatchItemFailures: ev.SQS.ReportsBatchItemFailures(),
 				Timeout: time.Duration(fn.Timeout) * time.Second, Handler: c.Queue(p.Deps), Logger: log.With("function", id)}
-			p.wg.Add(1)
+			sources.Add(1)
 			go func() {
-				defer p.wg.Done()
+				defer sources.Done()
 				if err := src.Run(srcCtx); err != nil {
 					log.Error("sqs event source stopped", "function", id, "error", err.Error())
 				}
@@ -304,19 +320,27 @@ func (p *Platform) serve(addr string, h http.Handler, log *slog.Logger) error {
 			log.Error("API server stopped", "error", err.Error())
 		}
 	}()
-	// Shut the API down first, then the event sources and the servers.
-	p.stop = append([]func(context.Context) error{srv.Shutdown}, p.stop...)
+	p.stopAPI = func(ctx context.Context) error { err := srv.Shutdown(ctx); p.wg.Wait(); return err }
 	return nil
 }
 
-// Close stops everything, API first.
+// Close stops everything: the API first (in-flight requests finish), then
+// the event sources (a batch in progress finishes and deletes its
+// messages), then the servers.
 func (p *Platform) Close(ctx context.Context) error {
+	stops := []func(context.Context) error{p.stopAPI, p.stopSources}
+	for i := len(p.stopServers) - 1; i >= 0; i-- {
+		stops = append(stops, p.stopServers[i])
+	}
 	var errs []error
-	for _, s := range p.stop {
+	for _, s := range stops {
+		if s == nil {
+			continue
+		}
 		if err := s(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	p.stop = nil
+	p.stopAPI, p.stopSources, p.stopServers = nil, nil, nil
 	return errors.Join(errs...)
 }

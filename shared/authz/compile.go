@@ -11,26 +11,60 @@ import (
 // indexed for Decide. It is immutable after Compile and safe for concurrent
 // use; build it once per role version and share it.
 type CompiledRole struct {
+	// permit and deny index entries by method (see methodNum). They come
+	// first: they are what Decide reads of every role.
+	permit, deny [numMethods]methodIndex
+	entries      []entry // all of them, grouped by index span: one allocation
+
 	role    Role // deep copy, permissions normalised
 	href    string
 	matches []Match // one per (permission, spec entry), in role order
-
-	// permit and deny index the entries by method; see methodNum.
-	permit, deny [numMethods]methodIndex
 }
 
-// methodIndex holds the entries of one role, one method and one effect.
+// methodIndex locates the entries of one role, one method and one effect.
 //
 // Why an index: a linear scan costs about 4 ns per pattern (matching.md),
 // ~4 µs at 1,000 permissions. Most patterns start with a literal segment
 // after /v2 ("/v2/applications/*"); such a pattern can only match paths whose
-// first segment is that literal, so it is filed under it. Patterns whose
-// first segment has a wildcard ("/v2/**", "/v2/applications**") go to any,
-// which is always scanned. Both lists keep role order, so the first match
-// Decide reports is the same one a plain scan would find.
+// first segment is that literal, so it is filed in that segment's bucket.
+// Patterns whose first segment has a wildcard ("/v2/**", "/v2/applications**")
+// go to the catch-all span, which is always scanned. Spans keep role order,
+// so the first match Decide reports is the one a plain scan would find.
+//
+// Why this layout rather than a map per role: a role has a handful of
+// buckets, and comparing them with the first 8 bytes of the segment inline
+// costs less than hashing the segment once per role. A role's entries are
+// one contiguous slice. A bucket's span also holds the catch-all entries,
+// merged in role order, so one span is scanned and its first match is the
+// earliest - unless the catch-all list is long (maxMerged), where copying it
+// into every bucket would cost memory quadratic in the role's size; then it
+// is scanned after the bucket.
 type methodIndex struct {
-	bySeg map[string][]entry // nil when empty; read-only after Compile
-	any   []entry
+	buckets []bucket
+	any     span
+}
+
+type span struct{ lo, hi int32 } // entries[lo:hi]
+
+type bucket struct {
+	key    uint64 // segKey(seg)
+	size   int32  // len(seg)
+	merged bool   // span includes the catch-all entries
+	span
+	seg string
+}
+
+// maxMerged is the longest catch-all list copied into every bucket.
+const maxMerged = 16
+
+// segKey packs the first 8 bytes of a segment, to compare segments without
+// dereferencing their bytes in the common case.
+func segKey(seg string) uint64 {
+	var k uint64
+	for i := 0; i < len(seg) && i < 8; i++ {
+		k |= uint64(seg[i]) << (8 * i)
+	}
+	return k
 }
 
 type matchKind uint8
@@ -38,76 +72,116 @@ type matchKind uint8
 const (
 	kindLiteral matchKind = iota // no wildcard: path == text
 	kindPrefix                   // only a trailing "**": path has prefix text
-	kindGlob                     // has a "*" segment: text prefix, then gobwas
+	kindGlob                     // has a "*" segment: checks below, then gobwas
 )
 
 type entry struct {
-	kind  matchKind
-	text  string        // the pattern, or its literal part before the first '*'
-	g     *glob.Pattern // kindGlob only
-	m     *Match        // the reported match, points into CompiledRole.matches
-	order int           // index of m in CompiledRole.matches
+	tail    uint64 // tail8(text, len(text)), kept inline: see scan
+	kind    matchKind
+	rest    bool          // kindGlob: the pattern ends with "**"
+	slashes int32         // kindGlob: '/' in the pattern without its trailing "**"
+	order   int32         // index in CompiledRole.matches
+	text    string        // the pattern, or its literal part before the first '*'
+	suffix  string        // kindGlob without "**": literal text after the last '*'
+	g       *glob.Pattern // kindGlob
 }
 
-// match reports whether the entry matches a canonical path. The literal and
-// prefix kinds are exact shortcuts of what gobwas would answer for those
-// patterns (checked by TestIndexedEqualsNaive); the literal prefix check
-// before gobwas is sound because every match starts with that text.
-func (e *entry) match(path string) bool {
+// match reports whether the entry matches a canonical path that has
+// slashes '/' characters. The literal and prefix kinds are exact shortcuts
+// of what gobwas answers for those patterns; for the glob kind, gobwas has
+// the last word after checks that every match must pass: the literal text
+// before the first '*' and after the last one, and the number of '/' (each
+// '/' of the pattern is literal, "*" never matches one, only "**" may add
+// some). TestIndexedEqualsNaive compares all of it with plain gobwas.
+func (e *entry) match(path string, slashes int) bool {
 	switch e.kind {
 	case kindLiteral:
 		return path == e.text
 	case kindPrefix:
 		return strings.HasPrefix(path, e.text)
 	}
+	if e.rest {
+		if slashes < int(e.slashes) {
+			return false
+		}
+	} else if slashes != int(e.slashes) || !strings.HasSuffix(path, e.suffix) {
+		return false
+	}
 	return strings.HasPrefix(path, e.text) && e.g.Match(path)
 }
 
-// first returns the earliest (in role order) entry matching path, whose
-// first segment after /v2/ is seg, or nil.
-func (ix *methodIndex) first(path, seg string) *Match {
-	var best *entry
-	if ix.bySeg != nil && seg != "" {
-		if es, ok := ix.bySeg[seg]; ok {
-			for i := range es {
-				if es[i].match(path) {
-					best = &es[i]
-					break
+// tail8 packs the last 8 bytes of s, little-endian; 0 when s is shorter
+// (those patterns, e.g. "/v2" or "/v2/", skip the check in scan).
+func tail8(s string) uint64 {
+	if len(s) < 8 {
+		return 0
+	}
+	var k uint64
+	for i := 0; i < 8; i++ {
+		k |= uint64(s[len(s)-8+i]) << (8 * i)
+	}
+	return k
+}
+
+// request is what Decide computes once per request for the index.
+type request struct {
+	path    string
+	seg     string // first segment after /v2/, "" when none
+	key     uint64 // segKey(seg)
+	slashes int
+}
+
+// first returns the order of the earliest (in role order) entry of ix
+// matching the request, or -1. A bucket's span already holds the catch-all
+// entries merged in role order, so one span is scanned either way and its
+// first match is the earliest.
+func (ix *methodIndex) first(entries []entry, q *request) int32 {
+	if q.seg != "" {
+		for i := range ix.buckets {
+			if b := &ix.buckets[i]; b.key == q.key && int(b.size) == len(q.seg) && b.seg == q.seg {
+				best := scan(entries[b.lo:b.hi], q, -1)
+				if !b.merged {
+					best = scan(entries[ix.any.lo:ix.any.hi], q, best)
 				}
+				return best
 			}
 		}
 	}
-	for i := range ix.any {
-		e := &ix.any[i]
-		if best != nil && e.order > best.order {
-			break // the rest come later in role order than best
-		}
-		if e.match(path) {
-			best = e
-			break
-		}
-	}
-	if best == nil {
-		return nil
-	}
-	return best.m
+	return scan(entries[ix.any.lo:ix.any.hi], q, -1)
 }
 
-func (ix *methodIndex) add(e entry) {
-	seg := patternFirstSegment(e.m.Pattern)
-	if seg == "" {
-		ix.any = append(ix.any, e)
-		return
+// scan returns the order of the first entry of es (in role order) that
+// matches and comes before before (-1: no bound), else before.
+func scan(es []entry, q *request, before int32) int32 {
+	for i := range es {
+		e := &es[i]
+		if before >= 0 && e.order > before {
+			break
+		}
+		// Cheap reject: the last 8 bytes of the literal text, kept in the
+		// entry, are usually where patterns of one collection differ (the
+		// ids), and comparing them does not touch the pattern's bytes.
+		n := len(e.text)
+		if len(q.path) < n {
+			continue
+		}
+		if n >= 8 {
+			b := q.path[n-8 : n] // tail8, inlined by hand: this is the hot loop
+			if uint64(b[0])|uint64(b[1])<<8|uint64(b[2])<<16|uint64(b[3])<<24|
+				uint64(b[4])<<32|uint64(b[5])<<40|uint64(b[6])<<48|uint64(b[7])<<56 != e.tail {
+				continue
+			}
+		}
+		if e.match(q.path, q.slashes) {
+			return e.order
+		}
 	}
-	if ix.bySeg == nil {
-		ix.bySeg = make(map[string][]entry)
-	}
-	ix.bySeg[seg] = append(ix.bySeg[seg], e)
+	return before
 }
 
 // patternFirstSegment returns the first segment after "/v2/" of a normalised
 // pattern when it is all literal, else "" (the pattern goes to the catch-all
-// list). A literal first segment S means the pattern starts with the literal
+// span). A literal first segment S means the pattern starts with the literal
 // text "/v2/S" followed by "/" or its end, so every path it matches has S as
 // its first segment.
 func patternFirstSegment(p string) string {
@@ -135,18 +209,20 @@ func Compile(r Role) (*CompiledRole, error) {
 	cr.role = r
 	cr.role.Permissions = perms
 
-	n := 0
-	for _, p := range perms {
-		n += len(p.Spec)
+	// Entries are collected per (effect, method, segment) in role order,
+	// then laid out contiguously, bucket by bucket.
+	type group struct {
+		seg     string
+		entries []entry
 	}
-	cr.matches = make([]Match, 0, n) // never grows past n: the pointers below stay valid
+	var groups [2][numMethods][]group // [0] permit, [1] deny; group 0 = catch-all
 	for i, p := range perms {
 		for j, pat := range p.Spec {
+			e := entry{order: int32(len(cr.matches))}
 			cr.matches = append(cr.matches, Match{
 				Role: href, RoleName: r.Name, Permission: i, Spec: j,
 				Method: p.Method, Pattern: pat, Effect: p.Effect,
 			})
-			e := entry{m: &cr.matches[len(cr.matches)-1], order: len(cr.matches) - 1}
 			switch star := strings.IndexByte(pat, '*'); {
 			case star < 0:
 				e.kind, e.text = kindLiteral, pat
@@ -157,16 +233,72 @@ func Compile(r Role) (*CompiledRole, error) {
 				if err != nil {
 					return nil, fmt.Errorf("authz: compile role %s: permissions[%d].spec[%d] %s: %w", quoteShort(href), i, j, quoteShort(pat), err)
 				}
+				head, rest := strings.CutSuffix(pat, "**")
 				e.kind, e.text, e.g = kindGlob, pat[:star], g
+				e.slashes, e.rest = int32(strings.Count(head, "/")), rest
+				if !rest {
+					e.suffix = pat[strings.LastIndexByte(pat, '*')+1:]
+				}
 			}
-			ix := &cr.permit[methodNum(p.Method)]
+			e.tail = tail8(e.text)
+
+			eff := 0
 			if p.Effect == EffectDeny {
-				ix = &cr.deny[methodNum(p.Method)]
+				eff = 1
 			}
-			ix.add(e)
+			gs := &groups[eff][methodNum(p.Method)]
+			if len(*gs) == 0 {
+				*gs = append(*gs, group{}) // the catch-all
+			}
+			k := 0 // the catch-all, unless the first segment is literal
+			if seg := patternFirstSegment(pat); seg != "" {
+				for k = 1; k < len(*gs) && (*gs)[k].seg != seg; k++ {
+				}
+				if k == len(*gs) {
+					*gs = append(*gs, group{seg: seg})
+				}
+			}
+			(*gs)[k].entries = append((*gs)[k].entries, e)
+		}
+	}
+	// Layout: per effect and method, the catch-all span, then one span per
+	// bucket holding its entries and the catch-all ones merged in role order.
+	for eff, ixs := range []*[numMethods]methodIndex{&cr.permit, &cr.deny} {
+		for m := range ixs {
+			gs := groups[eff][m]
+			if len(gs) == 0 {
+				continue
+			}
+			catchAll := gs[0].entries
+			ixs[m].any = cr.appendSpan(catchAll, nil)
+			merge := len(catchAll) <= maxMerged
+			for _, g := range gs[1:] {
+				b := bucket{key: segKey(g.seg), size: int32(len(g.seg)), seg: g.seg, merged: merge}
+				if merge {
+					b.span = cr.appendSpan(g.entries, catchAll)
+				} else {
+					b.span = cr.appendSpan(g.entries, nil)
+				}
+				ixs[m].buckets = append(ixs[m].buckets, b)
+			}
 		}
 	}
 	return cr, nil
+}
+
+// appendSpan appends a and b, both in role order, merged in role order,
+// to c.entries and returns where they are.
+func (c *CompiledRole) appendSpan(a, b []entry) span {
+	sp := span{lo: int32(len(c.entries))}
+	for len(a) > 0 || len(b) > 0 {
+		if len(b) == 0 || len(a) > 0 && a[0].order < b[0].order {
+			c.entries, a = append(c.entries, a[0]), a[1:]
+		} else {
+			c.entries, b = append(c.entries, b[0]), b[1:]
+		}
+	}
+	sp.hi = int32(len(c.entries))
+	return sp
 }
 
 // Href returns /v2/accounts/{account}/roles/{id}.

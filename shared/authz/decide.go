@@ -132,7 +132,8 @@ func Decide(roles []*CompiledRole, method, path string) Decision {
 		return d
 	}
 	mi := methodNum(method)
-	seg := firstSegment(path)
+	q := request{path: path, seg: firstSegment(path), slashes: strings.Count(path, "/")}
+	q.key = segKey(q.seg)
 	for _, r := range roles {
 		if r == nil {
 			continue
@@ -141,16 +142,16 @@ func Decide(roles []*CompiledRole, method, path string) Decision {
 		if mi < 0 {
 			continue
 		}
-		p := r.permit[mi].first(path, seg)
-		if p == nil {
+		p := r.permit[mi].first(r.entries, &q)
+		if p < 0 {
 			continue
 		}
-		if dn := r.deny[mi].first(path, seg); dn != nil {
-			d.Denied = append(d.Denied, *dn)
+		if dn := r.deny[mi].first(r.entries, &q); dn >= 0 {
+			d.Denied = append(d.Denied, r.matches[dn])
 			continue
 		}
 		d.Allowed, d.Status, d.why = true, 200, whyGranted
-		d.Role, d.RoleName, d.Permission = r.href, r.role.Name, p
+		d.Role, d.RoleName, d.Permission = r.href, r.role.Name, &r.matches[p]
 		return d
 	}
 	return d

@@ -22,7 +22,7 @@ func TestWildcardTable(t *testing.T) {
 		{"/v2/applications**", "/v2/application", false},
 		{"/v2/applications/**", "/v2/applications/a1/logs", true},
 		{"/v2/applications/**", "/v2/applications", false}, // the "/" is literal
-		{"/applications/*", "/v2/applications/a1", true},  // missing /v2 added
+		{"/applications/*", "/v2/applications/a1", true},   // missing /v2 added
 		{"/v2/applications/*/logs", "/v2/applications/a1/logs", true},
 		{"/v2/applications/*/logs", "/v2/applications/a1/metrics", false},
 		{"/v2/applications/*/logs", "/v2/applications/a1/b/logs", false},

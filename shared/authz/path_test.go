@@ -59,3 +59,18 @@ func TestCheckPath(t *testing.T) {
 		t.Errorf("unquoted message %q", msg)
 	}
 }
+
+func TestPathCharTable(t *testing.T) {
+	ref := func(c byte) bool {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+			return true
+		}
+		return strings.IndexByte("-._~!$&'()+,=:@", c) >= 0
+	}
+	for c := 0; c < 256; c++ {
+		if pathChar(byte(c)) != ref(byte(c)) {
+			t.Errorf("pathChar(%q) = %v", byte(c), pathChar(byte(c)))
+		}
+	}
+}

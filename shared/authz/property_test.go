@@ -18,10 +18,14 @@ const (
 )
 
 func randRoles(t testing.TB, rng *rand.Rand, denyRate float64) []Role {
-	roles := make([]Role, 1+rng.Intn(8))
+	return randRolesN(t, rng, denyRate, 8, 13)
+}
+
+func randRolesN(t testing.TB, rng *rand.Rand, denyRate float64, maxRoles, maxPerms int) []Role {
+	roles := make([]Role, 1+rng.Intn(maxRoles))
 	for i := range roles {
 		r := Role{ID: "r" + strconv.Itoa(i), AccountID: "a1", Name: "role" + strconv.Itoa(i)}
-		for n := rng.Intn(13); n > 0; n-- {
+		for n := rng.Intn(maxPerms); n > 0; n-- {
 			p := Permission{Method: pick(rng, methods), Effect: EffectPermit}
 			if rng.Float64() < denyRate {
 				p.Effect = EffectDeny
@@ -134,7 +138,12 @@ func TestIndexedEqualsNaive(t *testing.T) {
 	ref := &naive{globs: map[string]*glob.Pattern{}}
 	allowed, blocked := 0, 0
 	for i := 0; i < propSets; i++ {
-		compiled := compileAll(t, randRoles(t, rng, 0.3))
+		raw := randRoles(t, rng, 0.3)
+		if i%10 == 0 {
+			// Big roles: catch-all lists longer than maxMerged.
+			raw = randRolesN(t, rng, 0.3, 3, 200)
+		}
+		compiled := compileAll(t, raw)
 		roles := normalised(compiled)
 		for j := 0; j < propRequests; j++ {
 			m, p := randRequest(rng)
@@ -282,4 +291,22 @@ func TestConcurrentUse(t *testing.T) {
 			t.Errorf("concurrent decision differs for %s", s)
 		}
 	}
+}
+
+// The generator must reach the unmerged layout (catch-all lists longer than
+// maxMerged), or TestIndexedEqualsNaive would not cover it.
+func TestGeneratorReachesUnmergedBuckets(t *testing.T) {
+	rng := rand.New(rand.NewSource(42))
+	for i := 0; i < 50; i++ {
+		for _, c := range compileAll(t, randRolesN(t, rng, 0.3, 3, 200)) {
+			for _, ix := range c.permit {
+				for _, b := range ix.buckets {
+					if !b.merged {
+						return
+					}
+				}
+			}
+		}
+	}
+	t.Fatal("no unmerged bucket generated")
 }

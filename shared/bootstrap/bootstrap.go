@@ -23,6 +23,7 @@ type Result struct {
 	Created     bool
 	RootAccount string
 	Operator    string
+	KeyID       string // the operator key made by this run
 	Secret      string
 }
 
@@ -52,7 +53,7 @@ func Run(ctx context.Context, st *store.Store, operatorEmail string) (Result, er
 	if err != nil {
 		return Result{}, fmt.Errorf("bootstrap: %w", err)
 	}
-	return Result{Created: true, RootAccount: plan.Root.ID, Operator: plan.Operator.ID, Secret: secret}, nil
+	return Result{Created: true, RootAccount: plan.Root.ID, Operator: plan.Operator.ID, KeyID: plan.Key.ID, Secret: secret}, nil
 }
 
 // Plan builds a fresh installation and its operator secret.

@@ -1,0 +1,171 @@
+package apispec_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"cads/infra/apispec"
+	"cads/infra/local"
+	"cads/infra/testenv"
+)
+
+func key(method, path string) string { return method + " " + path }
+
+// Every endpoint of a delivered work item has exactly one route, no other
+// route exists, and every route goes through the REQUEST authorizer.
+func TestTemplateRoutesMatchTheAPI(t *testing.T) {
+	tpl := testenv.Template(t)
+	routes := map[string]int{}
+	for _, r := range tpl.Routes() {
+		routes[key(r.Method, r.Path)]++
+		if r.Authorizer != "RbacAuthorizer" {
+			t.Errorf("%s %s is not guarded by RbacAuthorizer (authorizer %q)", r.Method, r.Path, r.Authorizer)
+		}
+	}
+	known := map[string]bool{}
+	for _, e := range apispec.Endpoints {
+		k := key(e.Method, e.Path)
+		if known[k] {
+			t.Errorf("endpoint %s listed twice", k)
+		}
+		known[k] = true
+		switch n := routes[k]; {
+		case apispec.Delivered[e.Issue] && n != 1:
+			t.Errorf("%s: %d routes, want exactly 1", k, n)
+		case !apispec.Delivered[e.Issue] && n != 0:
+			t.Errorf("%s is routed but issue %d is not marked delivered in apispec.Delivered", k, e.Issue)
+		}
+	}
+	for k := range routes {
+		if !known[k] {
+			t.Errorf("route %s is not in apispec.Endpoints", k)
+		}
+	}
+}
+
+func TestAuthorizerIsUncachedRequestAuthorizer(t *testing.T) {
+	tpl := testenv.Template(t)
+	api := tpl.Apis["Api"]
+	az, ok := api.Authorizers[api.DefaultAuthorizer]
+	if !ok || api.DefaultAuthorizer != "RbacAuthorizer" {
+		t.Fatalf("default authorizer %q not declared", api.DefaultAuthorizer)
+	}
+	if az.PayloadType != "REQUEST" {
+		t.Errorf("authorizer payload %q, want REQUEST", az.PayloadType)
+	}
+	// A cached policy would serve one route's decision to another.
+	if az.ReauthorizeEvery == nil || *az.ReauthorizeEvery != 0 {
+		t.Errorf("authorizer caching must be off (ReauthorizeEvery 0), got %v", az.ReauthorizeEvery)
+	}
+	if f := tpl.Functions[az.FunctionLogicalID]; f.CodeURI != "functions/authorizer" {
+		t.Errorf("authorizer function %s has code %q", az.FunctionLogicalID, f.CodeURI)
+	}
+}
+
+func TestBinaryMediaTypes(t *testing.T) {
+	api := testenv.Template(t).Apis["Api"]
+	have := map[string]bool{}
+	for _, m := range api.BinaryMediaTypes {
+		have[m] = true
+	}
+	// multipart uploads and the archive types of spec 4.6.
+	for _, m := range []string{"multipart/form-data", "application/x-tar", "application/zip", "application/x-tar+gzip", "application/x-tar+x-bzip2", "application/x-bzip2", "application/x-gzip"} {
+		if !have[m] {
+			t.Errorf("BinaryMediaTypes lacks %s", m)
+		}
+	}
+}
+
+// Gateway-made errors use the API's error body.
+func TestGatewayResponsesUseTheErrorBody(t *testing.T) {
+	api := testenv.Template(t).Apis["Api"]
+	for _, typ := range []string{"UNAUTHORIZED", "ACCESS_DENIED", "AUTHORIZER_FAILURE", "MISSING_AUTHENTICATION_TOKEN", "REQUEST_TOO_LARGE", "THROTTLED", "DEFAULT_4XX", "DEFAULT_5XX"} {
+		if _, ok := api.GatewayResponses[typ]; !ok {
+			t.Errorf("no gateway response %s", typ)
+		}
+	}
+	for typ, r := range api.GatewayResponses {
+		if r.StatusCode == 0 {
+			t.Errorf("%s: no StatusCode, so the body's status could disagree with the response's", typ)
+		}
+		if r.Headers["Content-Type"] != "application/json" {
+			t.Errorf("%s: Content-Type %q", typ, r.Headers["Content-Type"])
+		}
+		// Substitute the variables API Gateway would, then parse.
+		body := r.Templates["application/json"]
+		for _, v := range []string{"$context.authorizer.message", "$context.error.message"} {
+			body = strings.ReplaceAll(body, v, "some text")
+		}
+		var b struct {
+			Status int `json:"status"`
+			Error  struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(body), &b); err != nil {
+			t.Errorf("%s: template is not JSON: %v", typ, err)
+			continue
+		}
+		if b.Error.Type == "" || b.Error.Message == "" || b.Status != r.StatusCode {
+			t.Errorf("%s: body %+v does not match status %d", typ, b, r.StatusCode)
+		}
+	}
+}
+
+// Every function's folder exists, builds as a Lambda bootstrap, and has a
+// local constructor; every folder under functions/ is in the template.
+func TestFunctionsBuildAndAreWired(t *testing.T) {
+	root := testenv.Root(t)
+	tpl := testenv.Template(t)
+	seen := map[string]bool{}
+	out := t.TempDir()
+	for id, f := range tpl.Functions {
+		seen[f.CodeURI] = true
+		if f.Runtime != "provided.al2023" || f.Handler != "bootstrap" || len(f.Architectures) != 1 || f.Architectures[0] != "arm64" {
+			t.Errorf("%s: runtime %s handler %s arch %v; want provided.al2023, bootstrap, arm64", id, f.Runtime, f.Handler, f.Architectures)
+		}
+		if f.Environment["TABLE_NAME"] != "Table" {
+			t.Errorf("%s: TABLE_NAME is %q, want !Ref Table", id, f.Environment["TABLE_NAME"])
+		}
+		if _, ok := local.Functions[f.CodeURI]; !ok {
+			t.Errorf("%s: no local constructor for %s in infra/local.Functions", id, f.CodeURI)
+		}
+		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", filepath.Join(out, id), "./"+f.CodeURI)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s (%s) does not build: %v\n%s", id, f.CodeURI, err, b)
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(root, "functions", "*"))
+	for _, d := range dirs {
+		if rel := "functions/" + filepath.Base(d); !seen[rel] {
+			t.Errorf("%s is not a function of template.yaml", rel)
+		}
+	}
+}
+
+// Queue-triggered functions must not lose messages: each queue has a
+// dead-letter queue and the function reports partial batch failures.
+func TestQueueFunctionsHaveDLQAndPartialFailures(t *testing.T) {
+	tpl := testenv.Template(t)
+	for id, f := range tpl.Functions {
+		for _, ev := range f.Events {
+			if ev.SQS == nil {
+				continue
+			}
+			if !ev.SQS.ReportsBatchItemFailures() {
+				t.Errorf("%s/%s does not report batch item failures", id, ev.Name)
+			}
+			q := tpl.Queues[ev.SQS.Queue]
+			if q.RedrivePolicy == nil || q.RedrivePolicy.DeadLetterQueue == "" {
+				t.Errorf("%s/%s: queue %s has no dead-letter queue", id, ev.Name, ev.SQS.Queue)
+			}
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package access_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"cads/infra/testenv"
+	"cads/shared/access"
+	"cads/shared/authz"
+	"cads/shared/store"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// tree makes a chain root -> a1 -> ... -> a<depth>. Deep chains store
+// only the root and the last two accounts: the authorizer reads no account
+// between them (that is the point of the ancestor list), and writing a
+// thousand growing items through minidyn's transactions costs minutes.
+func tree(t testing.TB, st *store.Store, depth int) []store.Account {
+	t.Helper()
+	ctx := context.Background()
+	chain := []store.Account{{ID: "root", Name: "root", Ancestors: nil}}
+	for i := 1; i <= depth; i++ {
+		parent := chain[i-1]
+		anc := append(append([]string{}, parent.Ancestors...), parent.ID)
+		chain = append(chain, store.Account{ID: fmt.Sprintf("a%d", i), Name: fmt.Sprintf("account %d", i), Parent: parent.ID, Ancestors: anc})
+	}
+	for i, a := range chain {
+		if depth > 10 && i > 0 && i < depth-1 {
+			continue
+		}
+		if err := st.CreateAccount(ctx, a, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return chain
+}
+
+// roles creates n roles of 20 permissions in account acct.
+func roles(t testing.TB, st *store.Store, acct string, n int, inheritable bool) []store.Role {
+	t.Helper()
+	var out []store.Role
+	for i := 0; i < n; i++ {
+		var ps []authz.Permission
+		for j := 0; j < 19; j++ {
+			ps = append(ps, authz.Permission{Method: "GET", Effect: "permit", Spec: []string{fmt.Sprintf("/v2/thing%d/*", j)}})
+		}
+		ps = append(ps, authz.Permission{Method: "GET", Effect: "permit", Spec: []string{"/v2/applications/**"}})
+		r := store.Role{AccountID: acct, ID: fmt.Sprintf("r%s%v%d", acct, inheritable, i), Name: fmt.Sprintf("role %d", i), Inheritable: inheritable, Permissions: ps, Version: 1}
+		if err := st.CreateRole(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func principalWithKey(t testing.TB, st *store.Store, account store.Account, held []store.Role) string {
+	t.Helper()
+	ctx := context.Background()
+	if err := st.CreatePrincipal(ctx, store.Principal{ID: "u1", Kind: store.KindUser, Email: "u1@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	secret := access.NewSecret("u1", "k1")
+	if err := st.CreateKey(ctx, store.AccessKey{ID: "k1", PrincipalID: "u1", Type: "bearer", Account: account.ID, AccountAncestors: account.Ancestors, SecretHash: access.HashSecret(secret)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range held {
+		if err := st.PutGrant(ctx, store.Grant{PrincipalID: "u1", AccountID: r.AccountID, RoleID: r.ID, Via: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return secret
+}
+
+// The authorizer's budget: 2 sequential DynamoDB round trips per decision,
+// the same at depth 1 and 1000 and with 1 or 50 roles.
+func TestAuthorizeRoundTripsDoNotGrowWithDepthOrRoles(t *testing.T) {
+	for _, depth := range []int{1, 10, 100, 1000} {
+		for _, n := range []int{1, 50} {
+			if testing.Short() && depth > 100 {
+				continue
+			}
+			t.Run(fmt.Sprintf("depth%d/roles%d", depth, n), func(t *testing.T) {
+				d := testenv.NewDynamo(t)
+				st := store.New(d.Client, d.Table)
+				chain := tree(t, st, depth)
+				leaf := chain[len(chain)-1]
+				held := append(roles(t, st, leaf.ID, n, false), roles(t, st, "root", 1, true)...)
+				secret := principalWithKey(t, st, leaf, held)
+				svc := access.New(st, quiet)
+
+				// The delay makes parallel calls overlap even on a loaded machine
+				// under -race, so Sequential() counts waves, not scheduling luck.
+				d.Counter.SetDelay(25 * time.Millisecond)
+				d.Counter.Reset()
+				res, err := svc.Authorize(context.Background(), secret, "GET", "/v2/applications/app1/logs")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !res.Decision.Allowed {
+					t.Fatalf("denied: %s", res.Decision.Reason)
+				}
+				if got := d.Counter.Sequential(); got != 2 {
+					t.Errorf("sequential round trips = %d, want 2 (calls %v)", got, d.Counter.ByOperation())
+				}
+				// BatchGet + grants Query, then the two accounts' role
+				// Queries and the last_used update.
+				if got := d.Counter.Total(); got != 5 {
+					t.Errorf("total round trips = %d, want 5 (calls %v)", got, d.Counter.ByOperation())
+				}
+
+				// A /v2/accounts/{id} path reads the named account in the
+				// same first round trip.
+				d.Counter.Reset()
+				res, err = svc.Authorize(context.Background(), secret, "GET", "/v2/accounts/"+leaf.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := d.Counter.Sequential(); got != 2 {
+					t.Errorf("account path: sequential round trips = %d, want 2", got)
+				}
+			})
+		}
+	}
+}
+
+func TestAuthorizeRefusesBadKeys(t *testing.T) {
+	d := testenv.NewDynamo(t)
+	st := store.New(d.Client, d.Table)
+	chain := tree(t, st, 1)
+	held := roles(t, st, chain[1].ID, 1, false)
+	secret := principalWithKey(t, st, chain[1], held)
+	svc := access.New(st, quiet)
+	ctx := context.Background()
+
+	if _, err := svc.Authorize(ctx, secret, "GET", "/v2/applications"); err != nil {
+		t.Fatalf("good key refused: %v", err)
+	}
+	for _, bad := range []string{"", "garbage", access.NewSecret("u1", "k1"), access.NewSecret("u2", "k1"), secret[:len(secret)-1] + "a"} {
+		if _, err := svc.Authorize(ctx, bad, "GET", "/v2/applications"); !errors.Is(err, access.ErrUnauthenticated) {
+			t.Errorf("secret %q: %v, want ErrUnauthenticated", bad, err)
+		}
+	}
+	// An expired key is refused from its expiry on.
+	past := time.Now().Add(-time.Second)
+	exp := access.NewSecret("u1", "k2")
+	if err := st.CreateKey(ctx, store.AccessKey{ID: "k2", PrincipalID: "u1", Account: chain[1].ID, SecretHash: access.HashSecret(exp), Expiry: &past}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Authorize(ctx, exp, "GET", "/v2/applications"); !errors.Is(err, access.ErrUnauthenticated) {
+		t.Errorf("expired key: %v", err)
+	}
+	// Revocation applies to the very next request: nothing is cached.
+	if _, err := st.DeleteKey(ctx, "u1", "k1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Authorize(ctx, secret, "GET", "/v2/applications"); !errors.Is(err, access.ErrUnauthenticated) {
+		t.Errorf("revoked key: %v", err)
+	}
+}
+
+// A role's change applies to the holder's next request, and roles of
+// accounts outside the request's hierarchy never apply (spec 5.2.7).
+func TestDecisionsFollowStoredRoles(t *testing.T) {
+	d := testenv.NewDynamo(t)
+	st := store.New(d.Client, d.Table)
+	chain := tree(t, st, 2) // root -> a1 -> a2
+	ctx := context.Background()
+	if err := st.CreateAccount(ctx, store.Account{ID: "other", Name: "other", Ancestors: []string{"root"}, Parent: "root"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	inh := roles(t, st, "a1", 1, true)[0]  // applies in a2, not in a1
+	own := roles(t, st, "a1", 1, false)[0] // applies in a1 only
+	foreign := roles(t, st, "other", 1, false)[0]
+	secret := principalWithKey(t, st, chain[2], []store.Role{inh, own, foreign})
+	svc := access.New(st, quiet)
+
+	res, err := svc.Authorize(ctx, secret, "GET", "/v2/applications/x")
+	if err != nil || !res.Decision.Allowed || res.Decision.Role != inh.AuthzRole().Href() {
+		t.Fatalf("inheritable role from the parent: %+v, %v", res.Decision, err)
+	}
+	// Deny in the only granting role: refused.
+	inh.Permissions = append(inh.Permissions, authz.Permission{Method: "GET", Effect: "deny", Spec: []string{"/v2/applications/x"}})
+	inh.Version++
+	if err := st.PutRole(ctx, inh); err != nil {
+		t.Fatal(err)
+	}
+	res, err = svc.Authorize(ctx, secret, "GET", "/v2/applications/x")
+	if err != nil || res.Decision.Allowed {
+		t.Fatalf("after adding a deny: %+v, %v", res.Decision, err)
+	}
+}
