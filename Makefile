@@ -11,7 +11,8 @@ help: ## list targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 run: ## the whole platform on 127.0.0.1 (API on :3000, API_ADDR overrides)
-	$(GO) run ./infra/cmd/local
+	$(GO) build -o $(BUILD)/local ./infra/cmd/local
+	exec $(BUILD)/local
 
 test: ## every test, with the race detector, against in-process DynamoDB and SQS servers
 	$(GO) vet ./...
