@@ -14,7 +14,7 @@ type CompiledRole struct {
 	// permit and deny index entries by method (see methodNum). They come
 	// first: they are what Decide reads of every role.
 	permit, deny [numMethods]methodIndex
-	entries      []entry // all of them, grouped by index span: one allocation
+	entries      []entry // all of them, contiguous, addressed by spans
 
 	role    Role // deep copy, permissions normalised
 	href    string
@@ -72,55 +72,82 @@ type matchKind uint8
 const (
 	kindLiteral matchKind = iota // no wildcard: path == text
 	kindPrefix                   // only a trailing "**": path has prefix text
-	kindGlob                     // has a "*" segment: checks below, then gobwas
+	kindGlob                     // has a "*" segment: gobwas
 )
 
 type entry struct {
-	tail    uint64 // tail8(text, len(text)), kept inline: see scan
-	kind    matchKind
-	rest    bool          // kindGlob: the pattern ends with "**"
-	slashes int32         // kindGlob: '/' in the pattern without its trailing "**"
-	order   int32         // index in CompiledRole.matches
-	text    string        // the pattern, or its literal part before the first '*'
-	suffix  string        // kindGlob without "**": literal text after the last '*'
-	g       *glob.Pattern // kindGlob
+	// Necessary conditions of a match, checked inline by scan so that most
+	// entries are rejected without a call and without touching the
+	// pattern's bytes. All kinds fill them; see prefilter.
+	tail    uint64 // tail8(text): the path's 8 bytes ending at len(text) must equal it (when len(text) >= 8)
+	endTail uint64 // the path's last 8 bytes, masked by endMask, must equal it
+	endMask uint64 // 0 when the pattern has no fixed end (it ends with "**")
+	slashes int32  // '/' in the pattern without a trailing "**": the path has exactly that many...
+	rest    bool   // ...or, when the pattern ends with "**", at least that many
+
+	kind  matchKind
+	order int32         // index in CompiledRole.matches
+	text  string        // the pattern, or its literal part before the first '*'
+	end   string        // kindGlob without "**": literal text after the last '*'
+	g     *glob.Pattern // kindGlob
 }
 
-// match reports whether the entry matches a canonical path that has
-// slashes '/' characters. The literal and prefix kinds are exact shortcuts
-// of what gobwas answers for those patterns; for the glob kind, gobwas has
-// the last word after checks that every match must pass: the literal text
-// before the first '*' and after the last one, and the number of '/' (each
-// '/' of the pattern is literal, "*" never matches one, only "**" may add
-// some). TestIndexedEqualsNaive compares all of it with plain gobwas.
-func (e *entry) match(path string, slashes int) bool {
+// newEntry builds the entry of a normalised pattern.
+func newEntry(pat string, order int) (entry, error) {
+	e := entry{order: int32(order)}
+	head, rest := strings.CutSuffix(pat, "**")
+	e.rest = rest
+	// Every '/' of a pattern is literal, "*" never matches one, only a
+	// trailing "**" may add some.
+	e.slashes = int32(strings.Count(head, "/"))
+	star := strings.IndexByte(pat, '*')
+	switch {
+	case star < 0:
+		e.kind, e.text, e.end = kindLiteral, pat, pat
+	case star == len(head): // NormalizePattern allows "**" only at the end
+		e.kind, e.text = kindPrefix, head
+	default:
+		g, err := glob.Compile(pat, '/')
+		if err != nil {
+			return e, err
+		}
+		e.kind, e.text, e.g = kindGlob, pat[:star], g
+		if !rest {
+			e.end = pat[strings.LastIndexByte(pat, '*')+1:]
+		}
+	}
+	e.tail = tail8(e.text)
+	if n := min(len(e.end), 8); n > 0 {
+		e.endMask = ^uint64(0) << (8 * (8 - n))
+		e.endTail = tail8(e.end) & e.endMask
+	}
+	return e, nil
+}
+
+// tail8 packs the last 8 bytes of s little-endian (the last byte in the top
+// bits); a shorter s is padded with zero bytes at the bottom.
+func tail8(s string) uint64 {
+	var k uint64
+	for i := 0; i < 8; i++ {
+		if j := len(s) - 8 + i; j >= 0 {
+			k |= uint64(s[j]) << (8 * i)
+		}
+	}
+	return k
+}
+
+// match reports whether the entry matches a canonical path, exactly: the
+// literal and prefix kinds are shortcuts of what gobwas answers for those
+// patterns, the glob kind asks gobwas after two cheap literal checks.
+// TestIndexedEqualsNaive compares all of it with plain gobwas.
+func (e *entry) match(path string) bool {
 	switch e.kind {
 	case kindLiteral:
 		return path == e.text
 	case kindPrefix:
 		return strings.HasPrefix(path, e.text)
 	}
-	if e.rest {
-		if slashes < int(e.slashes) {
-			return false
-		}
-	} else if slashes != int(e.slashes) || !strings.HasSuffix(path, e.suffix) {
-		return false
-	}
-	return strings.HasPrefix(path, e.text) && e.g.Match(path)
-}
-
-// tail8 packs the last 8 bytes of s, little-endian; 0 when s is shorter
-// (those patterns, e.g. "/v2" or "/v2/", skip the check in scan).
-func tail8(s string) uint64 {
-	if len(s) < 8 {
-		return 0
-	}
-	var k uint64
-	for i := 0; i < 8; i++ {
-		k |= uint64(s[len(s)-8+i]) << (8 * i)
-	}
-	return k
+	return strings.HasPrefix(path, e.text) && strings.HasSuffix(path, e.end) && e.g.Match(path)
 }
 
 // request is what Decide computes once per request for the index.
@@ -128,13 +155,13 @@ type request struct {
 	path    string
 	seg     string // first segment after /v2/, "" when none
 	key     uint64 // segKey(seg)
-	slashes int
+	end     uint64 // tail8(path)
+	slashes int32
 }
 
 // first returns the order of the earliest (in role order) entry of ix
-// matching the request, or -1. A bucket's span already holds the catch-all
-// entries merged in role order, so one span is scanned either way and its
-// first match is the earliest.
+// matching the request, or -1. A merged bucket's span already holds the
+// catch-all entries in role order, so its first match is the earliest.
 func (ix *methodIndex) first(entries []entry, q *request) int32 {
 	if q.seg != "" {
 		for i := range ix.buckets {
@@ -158,21 +185,20 @@ func scan(es []entry, q *request, before int32) int32 {
 		if before >= 0 && e.order > before {
 			break
 		}
-		// Cheap reject: the last 8 bytes of the literal text, kept in the
-		// entry, are usually where patterns of one collection differ (the
-		// ids), and comparing them does not touch the pattern's bytes.
+		// The prefilter: necessary conditions only, exactness is match's.
 		n := len(e.text)
-		if len(q.path) < n {
+		if len(q.path) < n || q.end&e.endMask != e.endTail ||
+			q.slashes != e.slashes && (!e.rest || q.slashes < e.slashes) {
 			continue
 		}
 		if n >= 8 {
-			b := q.path[n-8 : n] // tail8, inlined by hand: this is the hot loop
+			b := q.path[n-8 : n] // tail8, unrolled: this is the hot loop
 			if uint64(b[0])|uint64(b[1])<<8|uint64(b[2])<<16|uint64(b[3])<<24|
 				uint64(b[4])<<32|uint64(b[5])<<40|uint64(b[6])<<48|uint64(b[7])<<56 != e.tail {
 				continue
 			}
 		}
-		if e.match(q.path, q.slashes) {
+		if e.match(q.path) {
 			return e.order
 		}
 	}
@@ -218,29 +244,14 @@ func Compile(r Role) (*CompiledRole, error) {
 	var groups [2][numMethods][]group // [0] permit, [1] deny; group 0 = catch-all
 	for i, p := range perms {
 		for j, pat := range p.Spec {
-			e := entry{order: int32(len(cr.matches))}
+			e, err := newEntry(pat, len(cr.matches))
+			if err != nil {
+				return nil, fmt.Errorf("authz: compile role %s: permissions[%d].spec[%d] %s: %w", quoteShort(href), i, j, quoteShort(pat), err)
+			}
 			cr.matches = append(cr.matches, Match{
 				Role: href, RoleName: r.Name, Permission: i, Spec: j,
 				Method: p.Method, Pattern: pat, Effect: p.Effect,
 			})
-			switch star := strings.IndexByte(pat, '*'); {
-			case star < 0:
-				e.kind, e.text = kindLiteral, pat
-			case star == len(pat)-2: // NormalizePattern allows "**" only at the end
-				e.kind, e.text = kindPrefix, pat[:star]
-			default:
-				g, err := glob.Compile(pat, '/')
-				if err != nil {
-					return nil, fmt.Errorf("authz: compile role %s: permissions[%d].spec[%d] %s: %w", quoteShort(href), i, j, quoteShort(pat), err)
-				}
-				head, rest := strings.CutSuffix(pat, "**")
-				e.kind, e.text, e.g = kindGlob, pat[:star], g
-				e.slashes, e.rest = int32(strings.Count(head, "/")), rest
-				if !rest {
-					e.suffix = pat[strings.LastIndexByte(pat, '*')+1:]
-				}
-			}
-			e.tail = tail8(e.text)
 
 			eff := 0
 			if p.Effect == EffectDeny {
@@ -301,23 +312,52 @@ func (c *CompiledRole) appendSpan(a, b []entry) span {
 	return sp
 }
 
-// Href returns /v2/accounts/{account}/roles/{id}.
-func (c *CompiledRole) Href() string { return c.href }
+// Href returns /v2/accounts/{account}/roles/{id}. The accessors return
+// zero values on a nil role.
+func (c *CompiledRole) Href() string {
+	if c == nil {
+		return ""
+	}
+	return c.href
+}
 
 // ID returns the role id.
-func (c *CompiledRole) ID() string { return c.role.ID }
+func (c *CompiledRole) ID() string {
+	if c == nil {
+		return ""
+	}
+	return c.role.ID
+}
 
 // AccountID returns the id of the account the role is defined in.
-func (c *CompiledRole) AccountID() string { return c.role.AccountID }
+func (c *CompiledRole) AccountID() string {
+	if c == nil {
+		return ""
+	}
+	return c.role.AccountID
+}
 
 // Name returns the role name.
-func (c *CompiledRole) Name() string { return c.role.Name }
+func (c *CompiledRole) Name() string {
+	if c == nil {
+		return ""
+	}
+	return c.role.Name
+}
 
 // Inheritable reports whether the role applies only in sub-accounts.
-func (c *CompiledRole) Inheritable() bool { return c.role.Inheritable }
+func (c *CompiledRole) Inheritable() bool {
+	if c == nil {
+		return false
+	}
+	return c.role.Inheritable
+}
 
 // Role returns a deep copy of the role with its normalised permissions.
 func (c *CompiledRole) Role() Role {
+	if c == nil {
+		return Role{}
+	}
 	r := c.role
 	r.Permissions = make([]Permission, len(c.role.Permissions))
 	for i, p := range c.role.Permissions {

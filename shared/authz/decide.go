@@ -69,7 +69,7 @@ func (d Decision) Explain() string {
 	if d.Reason != "" {
 		return d.Reason
 	}
-	req := d.Method + " " + d.Path
+	req := printableMethod(d.Method) + " " + d.Path // the path is canonical in every case that prints it
 	switch d.why {
 	case whyGranted:
 		if d.Permission == nil {
@@ -107,6 +107,17 @@ func (d Decision) Explain() string {
 	return b.String()
 }
 
+// printableMethod returns the method as is when it is a plain token, else
+// quoted, so that no request can put control characters into a log line.
+func printableMethod(m string) string {
+	for i := 0; i < len(m); i++ {
+		if c := m[i]; c < 'A' || c > 'Z' {
+			return quoteShort(m)
+		}
+	}
+	return m
+}
+
 func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
@@ -132,7 +143,7 @@ func Decide(roles []*CompiledRole, method, path string) Decision {
 		return d
 	}
 	mi := methodNum(method)
-	q := request{path: path, seg: firstSegment(path), slashes: strings.Count(path, "/")}
+	q := request{path: path, seg: firstSegment(path), slashes: int32(strings.Count(path, "/")), end: tail8(path)}
 	q.key = segKey(q.seg)
 	for _, r := range roles {
 		if r == nil {

@@ -177,3 +177,17 @@ func TestCompile(t *testing.T) {
 		t.Errorf("accessors: %+v", c.Role())
 	}
 }
+
+func TestExplainIsOneSafeLine(t *testing.T) {
+	r := mustCompile(t, Role{ID: "r1", AccountID: "a1", Name: "R", Permissions: []Permission{perm("GET", "permit", "/v2/x")}})
+	for _, d := range []Decision{
+		Decide([]*CompiledRole{r}, "GET\nX-Forged: 1", "/v2/x"),
+		Decide([]*CompiledRole{r}, "GET", "/v2/x\n/../y"),
+		Decide(nil, "", ""),
+		{},
+	} {
+		if e := d.Explain(); e == "" || strings.ContainsAny(e, "\n\r\x00") {
+			t.Errorf("Explain() = %q", e)
+		}
+	}
+}

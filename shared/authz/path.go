@@ -45,18 +45,13 @@ func quoteShort(s string) string {
 // Everything else - controls, space, non-ASCII look-alikes, '\\', '?', '#',
 // quotes, brackets - is refused.
 func pathChar(c byte) bool {
-	// A bit set per allowed byte: this runs for every byte of every request
-	// path, and a table lookup is several times faster than comparisons.
-	// TestPathCharTable checks the constants against the list above.
-	const (
-		below64 = 0x27ff7bd200000000 // ! $ & ' ( ) + , - . 0-9 : =
-		from64  = 0x47fffffe87ffffff // @ A-Z _ a-z ~
-	)
 	switch {
-	case c < 64:
-		return below64&(1<<c) != 0
-	case c < 128:
-		return from64&(1<<(c-64)) != 0
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	switch c {
+	case '-', '.', '_', '~', '!', '$', '&', '\'', '(', ')', '+', ',', '=', ':', '@':
+		return true
 	}
 	return false
 }

@@ -44,3 +44,10 @@ const (
 	prefixKey      = "KEY#"
 	prefixRole     = "ROLE#"
 )
+
+// Keys shared between resource families: an account's deletion must find
+// what is left in it (issue "accounts"), and the families that own these
+// items write them. Applications and address sets are listed per account
+// through GSI1.
+func appsGSI(account string) string        { return "APPS#" + account }
+func addressSetsGSI(account string) string { return "ADDRSETS#" + account }
