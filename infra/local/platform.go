@@ -163,6 +163,13 @@ func (p *Platform) start(ctx context.Context, o Options) error {
 	}
 
 	p.Deps = wire.New(log, db, o.TableName)
+	if p.SQS != nil {
+		// In-process functions get what FromEnv reads from QUEUE_URL_* on AWS.
+		p.Deps.SQS, p.Deps.QueueURLs = p.SQS, map[string]string{}
+		for id, q := range p.Queues {
+			p.Deps.QueueURLs[id] = q.URL
+		}
+	}
 	if err := p.runBootstrap(ctx, o); err != nil {
 		return err
 	}

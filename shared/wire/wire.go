@@ -10,8 +10,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
@@ -26,7 +29,16 @@ import (
 type Deps struct {
 	Log   *slog.Logger
 	Store *store.Store
+	// SQS and QueueURLs (by the queue's logical id in template.yaml) are set
+	// for functions that send to queues.
+	SQS       *sqs.Client
+	QueueURLs map[string]string
 }
+
+// queueEnvPrefix names the environment variables that carry queue URLs:
+// QUEUE_URL_<logical id>: !Ref <logical id> in template.yaml (on AWS, Ref
+// of a queue is its URL).
+const queueEnvPrefix = "QUEUE_URL_"
 
 // FromEnv reads TABLE_NAME and LOG_LEVEL and builds the DynamoDB client
 // from the SDK's default configuration (AWS_ENDPOINT_URL_DYNAMODB points it
@@ -41,7 +53,25 @@ func FromEnv(ctx context.Context) (Deps, error) {
 	if err != nil {
 		return Deps{}, fmt.Errorf("dynamodb client: %w", err)
 	}
-	return New(log, db, table), nil
+	d := New(log, db, table)
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if id, ok := strings.CutPrefix(k, queueEnvPrefix); ok && v != "" {
+			if d.QueueURLs == nil {
+				d.QueueURLs = map[string]string{}
+			}
+			d.QueueURLs[id] = v
+		}
+	}
+	if len(d.QueueURLs) > 0 {
+		// AWS_ENDPOINT_URL_SQS points this at a local server.
+		cfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return Deps{}, fmt.Errorf("sqs client: %w", err)
+		}
+		d.SQS = sqs.NewFromConfig(cfg)
+	}
+	return d, nil
 }
 
 // New builds Deps from a client.
