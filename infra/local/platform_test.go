@@ -216,4 +216,7 @@ func TestUsersKeysAndDecisions(t *testing.T) {
 // testLog shows the platform's log lines with the test's output (-v or on failure).
 type testLog struct{ t *testing.T }
 
-func (l testLog) Write(b []byte) (int, error) { l.t.Log(strings.TrimSpace(string(b))); return len(b), nil }
+func (l testLog) Write(b []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
