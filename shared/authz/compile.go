@@ -86,11 +86,17 @@ type entry struct {
 	rest    bool   // ...or, when the pattern ends with "**", at least that many
 
 	kind  matchKind
-	order int32         // index in CompiledRole.matches
-	text  string        // the pattern, or its literal part before the first '*'
-	end   string        // kindGlob without "**": literal text after the last '*'
-	g     *glob.Pattern // kindGlob
+	order int32   // index in CompiledRole.matches
+	text  string  // the pattern, or its literal part before the first '*'
+	end   string  // kindGlob without "**": literal text after the last '*'
+	g     matcher // kindGlob
 }
+
+// matcher is what entries need of a compiled gobwas pattern. An interface
+// rather than *glob.Pattern so that the package also builds against
+// gobwas/glob v0.2.x, whose Compile returns glob.Glob (the OPA comparison
+// module in compare/ must pin that version for OPA).
+type matcher interface{ Match(string) bool }
 
 // newEntry builds the entry of a normalised pattern.
 func newEntry(pat string, order int) (entry, error) {

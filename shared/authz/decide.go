@@ -69,7 +69,11 @@ func (d Decision) Explain() string {
 	if d.Reason != "" {
 		return d.Reason
 	}
-	req := printableMethod(d.Method) + " " + d.Path // the path is canonical in every case that prints it
+	path := d.Path // canonical whenever Decide or Evaluate got this far; quoted otherwise
+	if !canonical(path) {
+		path = quoteShort(path)
+	}
+	req := printableMethod(d.Method) + " " + path
 	switch d.why {
 	case whyGranted:
 		if d.Permission == nil {

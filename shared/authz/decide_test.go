@@ -191,3 +191,10 @@ func TestExplainIsOneSafeLine(t *testing.T) {
 		}
 	}
 }
+
+func TestExplainQuotesUntrustedText(t *testing.T) {
+	d := Decision{Method: "GET", Path: "/v2/x\n/y"}
+	if e := d.Explain(); strings.ContainsAny(e, "\n") || !strings.Contains(e, `"/v2/x\n/y"`) {
+		t.Errorf("Explain() = %q", e)
+	}
+}
