@@ -66,3 +66,33 @@ func (d *Decider) DecideFor(method, path string, target store.Account) authz.Dec
 	return authz.Evaluate(authz.Input{Method: method, Path: path, PrincipalID: d.p.ID, KeyAccount: d.p.AccountID,
 		Target: target.ID, TargetAncestors: target.Ancestors, Held: d.held})
 }
+
+// ApplicableFor returns the roles that apply to a request whose path names
+// account target (the /v2/accounts/{id} cases), as the engine selects them
+// for the decision: the same scope rules, the same held roles. It is for
+// rules that depend on which role applies, not only on what it permits
+// (spec 4.3: only account owners may invite). A request the engine refuses
+// before looking at roles (bad path, no account, out of scope) has none.
+func (d *Decider) ApplicableFor(method, path string, target store.Account) []authz.Role {
+	if authz.CheckPath(path) != nil || d.p.AccountID == "" {
+		return nil
+	}
+	scope, err := authz.ScopeFor(method, path, d.p.AccountID, target.ID, target.Ancestors)
+	if err != nil {
+		return nil
+	}
+	app := authz.Applicable(d.held, target.ID, target.Ancestors, scope)
+	out := make([]authz.Role, 0, len(app))
+	for _, c := range app {
+		// Identity only: callers ask which role applies, not what it permits.
+		out = append(out, authz.Role{ID: c.ID(), AccountID: c.AccountID(), Name: c.Name(), Inheritable: c.Inheritable()})
+	}
+	return out
+}
+
+// CanSwitch decides whether the principal may authenticate into account
+// (spec 5.1): GET /v2/accounts/{id} decided as if authenticated there,
+// whatever account (or none) the current key is in.
+func (d *Decider) CanSwitch(account store.Account) authz.Decision {
+	return authz.CanSwitch(d.held, account.ID, account.Ancestors)
+}

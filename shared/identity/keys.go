@@ -81,7 +81,7 @@ func (h *handler) switchable(r *http.Request, p apigw.Principal, href string) (s
 	if err != nil {
 		return store.Account{}, err
 	}
-	if dec := d.DecideFor(http.MethodGet, href, acct); !dec.Allowed {
+	if dec := d.CanSwitch(acct); !dec.Allowed {
 		return store.Account{}, apigw.NotFound("no account %s that you may access", href)
 	}
 	return acct, nil
