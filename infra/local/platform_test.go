@@ -75,13 +75,16 @@ func start(t *testing.T) (*local.Platform, client) {
 		Template: filepath.Join(testenv.Root(t), "template.yaml"),
 		APIAddr:  "127.0.0.1:0",
 		StateDir: t.TempDir(),
-		Log:      slog.New(slog.NewJSONHandler(io.MultiWriter(&logs, testLog{t}), &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Log:      slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		t.Fatalf("start: %v\n%s", err, logs.String())
 	}
 	t.Cleanup(func() {
 		_ = p.Close(context.Background())
+		if t.Failed() {
+			t.Log("platform log:\n" + logs.String())
+		}
 		// No secret may appear in any log line.
 		if p.Bootstrap.Secret != "" && strings.Contains(logs.String(), p.Bootstrap.Secret) {
 			t.Errorf("the operator secret appears in the logs")
