@@ -142,7 +142,7 @@ func TestAuthorizeRefusesBadKeys(t *testing.T) {
 	if _, err := svc.Authorize(ctx, secret, "GET", "/v2/applications"); err != nil {
 		t.Fatalf("good key refused: %v", err)
 	}
-	for _, bad := range []string{"", "garbage", access.NewSecret("u1", "k1"), access.NewSecret("u2", "k1"), secret[:len(secret)-1] + "a"} {
+	for _, bad := range []string{"", "garbage", access.NewSecret("u1", "k1"), access.NewSecret("u2", "k1"), tampered(secret)} {
 		if _, err := svc.Authorize(ctx, bad, "GET", "/v2/applications"); !errors.Is(err, access.ErrUnauthenticated) {
 			t.Errorf("secret %q: %v, want ErrUnauthenticated", bad, err)
 		}
@@ -195,4 +195,14 @@ func TestDecisionsFollowStoredRoles(t *testing.T) {
 	if err != nil || res.Decision.Allowed {
 		t.Fatalf("after adding a deny: %+v, %v", res.Decision, err)
 	}
+}
+
+// tampered changes the secret's last character (to a different one: a
+// plain replacement would be a no-op one time in 32).
+func tampered(secret string) string {
+	last := byte('a')
+	if secret[len(secret)-1] == 'a' {
+		last = 'b'
+	}
+	return secret[:len(secret)-1] + string(last)
 }

@@ -165,3 +165,21 @@ func TestAuthorizationRoundTrips(t *testing.T) {
 		t.Fatalf("GET /v2/users/self/authorization made %d DynamoDB calls, want 1 (%v)", got, e.d.Counter.ByOperation())
 	}
 }
+
+// Service users stay bound to their account: no key from the users
+// endpoints, no switching.
+func TestServiceUsersStayInTheirAccount(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	su := store.Principal{ID: "svc1", Kind: store.KindServiceUser, Email: "svc1@service-users.x.invalid", Account: e.boot.RootAccount}
+	if err := e.deps.Store.CreatePrincipal(ctx, su); err != nil {
+		t.Fatal(err)
+	}
+	if st, body := e.call(e.operator(), "POST", "/v2/users/{id}/access-keys", "/v2/users/svc1/access-keys", map[string]string{"id": "svc1"}, nil, map[string]any{"type": "bearer"}); st != 404 {
+		t.Fatalf("key for a service user through /v2/users: %d %v", st, body)
+	}
+	p := apigw.Principal{ID: "svc1", Kind: store.KindServiceUser, AccountID: e.boot.RootAccount, KeyID: "k"}
+	if st, body := e.call(p, "POST", "/v2/users/self/authorization", "/v2/users/self/authorization", nil, nil, map[string]any{"account": "/v2/accounts/" + e.boot.RootAccount}); st != 403 {
+		t.Fatalf("service user switching: %d %v", st, body)
+	}
+}

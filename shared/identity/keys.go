@@ -41,6 +41,11 @@ func (h *handler) createKey(r *http.Request, p apigw.Principal) (int, any, error
 	if in.Expiry != nil && !in.Expiry.After(now) {
 		return 0, nil, apigw.BadRequest("expiry must be in the future")
 	}
+	// Service users get keys from their account's service-users endpoint,
+	// bound to that account; here only users do.
+	if u, err := h.st.GetPrincipal(r.Context(), uid); err != nil || u.Kind != store.KindUser {
+		return 0, nil, notFound(orNotFound(err), "no user %q", uid)
+	}
 	k := store.AccessKey{ID: ids.New(), PrincipalID: uid, Type: "bearer", Durability: store.DurabilityPersistent, Created: now}
 	if in.Expiry != nil {
 		e := in.Expiry.UTC()
@@ -212,6 +217,9 @@ func (h *handler) switchAccount(r *http.Request, p apigw.Principal) (int, any, e
 	}
 	if in.Account == nil {
 		return 0, nil, apigw.BadRequest("account is required: the href of the account to authenticate into")
+	}
+	if p.Kind != store.KindUser {
+		return 0, nil, apigw.Forbidden("service users are bound to their account and cannot switch to another")
 	}
 	acct, err := h.switchable(r, p, *in.Account)
 	if err != nil {
