@@ -14,6 +14,12 @@ run: ## the whole platform on 127.0.0.1 (API on :3000, API_ADDR overrides)
 	$(GO) build -o $(BUILD)/local ./infra/cmd/local
 	exec $(BUILD)/local
 
+RATE ?= 25
+.PHONY: traffic
+traffic: ## make run plus a stand-in edge: a demo application and address set with live metrics (RATE requests/s, default 25)
+	$(GO) build -o $(BUILD)/traffic ./infra/cmd/traffic
+	exec $(BUILD)/traffic -rate $(RATE)
+
 test: ## every test, with the race detector, against in-process DynamoDB and SQS servers
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...

@@ -14,9 +14,13 @@ require (
 	github.com/aws/smithy-go v1.28.8
 	github.com/awslabs/aws-lambda-go-api-proxy v0.16.2
 	github.com/awslabs/goformation/v7 v7.14.9
+	github.com/dsnet/compress v0.0.2-0.20230904184137-39efe44ab707
+	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/gobwas/glob v1.1.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/sirupsen/logrus v1.9.4
 	github.com/truora/minidyn v0.8.2
+	github.com/valyala/fastjson v1.6.4
 	golang.org/x/text v0.31.0
 )
 

@@ -19,4 +19,21 @@ type Function struct {
 var Functions = map[string]Function{
 	"functions/authorizer": {Authorizer: func(d wire.Deps) gateway.AuthorizerHandler { return gateway.AuthorizerHandler(wire.Authorizer(d)) }},
 	"functions/users":      {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Users(d)) }},
+	"functions/accounts":   {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Accounts(d)) }},
+	"functions/roles":      {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Roles(d)) }},
+	"functions/notifier":   {Queue: func(d wire.Deps) sqssource.Handler { return sqssource.Handler(wire.Notifier(d)) }},
+
+	// Applications and tasks (issue 6). Locally, run-action may call loopback only.
+	"functions/applications": {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Applications(d)) }},
+	"functions/tasks":        {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Tasks(d)) }},
+	"functions/task-worker":  {Queue: func(d wire.Deps) sqssource.Handler { return sqssource.Handler(wire.LocalTaskWorker(d)) }},
+
+	// Application tests (issue 9). The runner's load generator sends to loopback only.
+	"functions/tests":       {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Tests(d)) }},
+	"functions/test-runner": {Queue: func(d wire.Deps) sqssource.Handler { return sqssource.Handler(wire.TestRunner(d)) }},
+
+	// Address sets and the metrics pipeline (issue 7).
+	"functions/address-sets": {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.AddressSets(d)) }},
+	"functions/metrics":      {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Metrics(d)) }},
+	"functions/aggregator":   {Queue: func(d wire.Deps) sqssource.Handler { return sqssource.Handler(wire.Aggregator(d)) }},
 }

@@ -16,7 +16,7 @@ import (
 // Store is what access reads.
 type Store interface {
 	LoadCredential(ctx context.Context, principal, keyID, target string) (store.Credential, error)
-	RolesOf(ctx context.Context, accounts []string) ([]store.Role, error)
+	RBACOf(ctx context.Context, accounts []string) ([]store.Role, []store.Group, error)
 	Grants(ctx context.Context, principal string) ([]store.Grant, error)
 	GetAccount(ctx context.Context, id string) (store.Account, error)
 	TouchKey(ctx context.Context, principal, id string, now time.Time) error
@@ -82,15 +82,29 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 		}
 	}
 	var (
-		wg       sync.WaitGroup
-		touchErr error
+		wg                sync.WaitGroup
+		touchErr, acctErr error
 	)
 	wg.Add(1)
 	go func() { defer wg.Done(); touchErr = s.store.TouchKey(ctx, p.ID, p.KeyID, now) }()
+	// The key's account must still exist: deleting an account sweeps its
+	// keys, but a session key minted by a switch racing that deletion could
+	// land after the sweep. Reading the account in this second round trip
+	// (in parallel) closes that without adding a sequential one.
+	if p.AccountID != "" && (cred.Target == nil || cred.Target.ID != p.AccountID) {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, acctErr = s.store.GetAccount(ctx, p.AccountID) }()
+	}
 	in.Held, err = s.heldRoles(ctx, cred.Grants, append([]string{in.Target}, in.TargetAncestors...))
 	wg.Wait()
 	if touchErr != nil {
 		s.log.WarnContext(ctx, "could not record key use", "key", p.KeyID, "error", touchErr.Error())
+	}
+	if errors.Is(acctErr, store.ErrNotFound) {
+		return Result{}, ErrUnauthenticated
+	}
+	if acctErr != nil {
+		return Result{}, fmt.Errorf("authorize: key account: %w", acctErr)
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("authorize: %w", err)
@@ -103,10 +117,14 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 	return Result{Principal: p, Decision: authz.Evaluate(in)}, nil
 }
 
-// heldRoles returns the compiled roles the grants name, read from the
-// accounts of the grants that are among `relevant` (the target and its
-// ancestors): roles elsewhere can never apply (spec 5.2.7), so they are not
-// even read.
+// heldRoles returns the compiled roles the grants name, directly or through
+// a group membership, read from the accounts of the grants that are among
+// `relevant` (the target and its ancestors): roles elsewhere can never apply
+// (spec 5.2.7), so they are not even read. A group lists roles of its own
+// account, and roles and groups share the account's partition, so one
+// Query per account resolves both (the authorizer's second round trip).
+// A group's roles are read at every decision: a role added to or removed
+// from it applies to its members' very next request.
 func (s *Service) heldRoles(ctx context.Context, grants []store.Grant, relevant []string) ([]*authz.CompiledRole, error) {
 	rel := make(map[string]bool, len(relevant))
 	for _, a := range relevant {
@@ -115,13 +133,18 @@ func (s *Service) heldRoles(ctx context.Context, grants []store.Grant, relevant 
 		}
 	}
 	held := map[[2]string]bool{}
+	groups := map[[2]string]bool{}
 	var accounts []string
 	seen := map[string]bool{}
 	for _, g := range grants {
 		if !rel[g.AccountID] {
 			continue
 		}
-		held[[2]string{g.AccountID, g.RoleID}] = true
+		if g.Group != "" {
+			groups[[2]string{g.AccountID, g.Group}] = true
+		} else {
+			held[[2]string{g.AccountID, g.RoleID}] = true
+		}
 		if !seen[g.AccountID] {
 			seen[g.AccountID] = true
 			accounts = append(accounts, g.AccountID)
@@ -130,9 +153,16 @@ func (s *Service) heldRoles(ctx context.Context, grants []store.Grant, relevant 
 	if len(accounts) == 0 {
 		return nil, nil
 	}
-	roles, err := s.store.RolesOf(ctx, accounts)
+	roles, gs, err := s.store.RBACOf(ctx, accounts)
 	if err != nil {
 		return nil, err
+	}
+	for _, g := range gs {
+		if groups[[2]string{g.AccountID, g.ID}] {
+			for _, r := range g.Roles {
+				held[[2]string{g.AccountID, r}] = true
+			}
+		}
 	}
 	out := make([]*authz.CompiledRole, 0, len(held))
 	for _, r := range roles {

@@ -110,9 +110,9 @@ func TestAuthorizeRoundTripsDoNotGrowWithDepthOrRoles(t *testing.T) {
 					t.Errorf("sequential round trips = %d, want 2 (calls %v)", got, d.Counter.ByOperation())
 				}
 				// BatchGet + grants Query, then the two accounts' role
-				// Queries and the last_used update.
-				if got := d.Counter.Total(); got != 5 {
-					t.Errorf("total round trips = %d, want 5 (calls %v)", got, d.Counter.ByOperation())
+				// Queries, the key account's GetItem and the last_used update.
+				if got := d.Counter.Total(); got != 6 {
+					t.Errorf("total round trips = %d, want 6 (calls %v)", got, d.Counter.ByOperation())
 				}
 
 				// A /v2/accounts/{id} path reads the named account in the
@@ -124,6 +124,10 @@ func TestAuthorizeRoundTripsDoNotGrowWithDepthOrRoles(t *testing.T) {
 				}
 				if got := d.Counter.Sequential(); got != 2 {
 					t.Errorf("account path: sequential round trips = %d, want 2", got)
+				}
+				// The named account is the key's: it was read already.
+				if got := d.Counter.Total(); got != 5 {
+					t.Errorf("account path: total round trips = %d, want 5 (calls %v)", got, d.Counter.ByOperation())
 				}
 			})
 		}
@@ -155,6 +159,14 @@ func TestAuthorizeRefusesBadKeys(t *testing.T) {
 	}
 	if _, err := svc.Authorize(ctx, exp, "GET", "/v2/applications"); !errors.Is(err, access.ErrUnauthenticated) {
 		t.Errorf("expired key: %v", err)
+	}
+	// A key whose account is gone is dead, even if the sweep missed it.
+	orphan := access.NewSecret("u1", "k3")
+	if err := st.CreateKey(ctx, store.AccessKey{ID: "k3", PrincipalID: "u1", Account: "gone", AccountAncestors: []string{"root"}, SecretHash: access.HashSecret(orphan)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Authorize(ctx, orphan, "GET", "/v2/applications"); !errors.Is(err, access.ErrUnauthenticated) {
+		t.Errorf("key of a deleted account: %v", err)
 	}
 	// Revocation applies to the very next request: nothing is cached.
 	if _, err := st.DeleteKey(ctx, "u1", "k1"); err != nil {

@@ -3,10 +3,18 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"golang.org/x/text/unicode/norm"
 
 	"cads/shared/ddb"
@@ -73,4 +81,549 @@ func (s *Store) CreateAccount(ctx context.Context, a Account, roles []Role) erro
 		return &ConflictError{Msg: "an account named " + strconv.Quote(a.Name) + " already exists; choose another name"}
 	}
 	return err
+}
+
+// AccountRecord is the whole account item: the Account that the authorizer
+// and the other families read, plus what only the accounts function uses.
+// Embedding keeps one item shape, so readers of Account are unaffected.
+type AccountRecord struct {
+	Account
+	LogRetention []LogRetention `dynamodbav:"log_retention,omitempty"`
+	// Deleting is set while DELETE /v2/accounts/{id} runs: it refuses new
+	// sub-accounts, entitlements and edits, so nothing is added to an
+	// account between the check that it is empty and its removal.
+	Deleting *time.Time `dynamodbav:"deleting,omitempty"`
+}
+
+// LogRetention is the retention of an account's non-application logs
+// (field names from the reference document).
+type LogRetention struct {
+	Type                  string `dynamodbav:"type"`
+	OnlineDays            int    `dynamodbav:"online_days,omitempty"`
+	ArchiveDays           int    `dynamodbav:"archive_days,omitempty"`
+	OnlineSpaceAllowance  int    `dynamodbav:"online_space_allowance,omitempty"`
+	ArchiveSpaceAllowance int    `dynamodbav:"archive_space_allowance,omitempty"`
+}
+
+// Limits of account fields that size the account item; the accounts
+// function validates against them and MaxAccountDepth assumes them.
+const (
+	AccountNameMaxRunes    = 100
+	AccountKeywordMaxBytes = 100
+	accountItemHeadroom    = 1024 // bytes kept free for attributes added later
+	generatedIDLen         = 16   // ids.New()
+)
+
+func accountKey(a Account) keyAttrs {
+	return keyAttrs{PK: accountPK(a.ID), SK: skAccount, GSI1PK: childrenGSI(a.Parent), GSI1SK: accountPK(a.ID), Entity: "account"}
+}
+
+// MaxAccountDepth is the deepest an account can be (the root is at depth
+// 0; depth = number of ancestors). The limit is DynamoDB's 400 KB item
+// size: the account item and every access key bound to the account copy
+// the ancestor list, and both must fit with the largest allowed names and
+// 1 KiB to spare. With generated 16-character ids (17 bytes per ancestor
+// stored) it is 23,979. Nothing else in the design depends on depth.
+func MaxAccountDepth() int { return maxAccountDepth() }
+
+var maxAccountDepth = sync.OnceValue(func() int {
+	id := strings.Repeat("a", generatedIDLen)
+	// Nine fractional digits: user-given times (key expiry) are not
+	// truncated, and RFC 3339 with nanoseconds is their longest form.
+	ts := time.Date(2000, 1, 1, 0, 0, 0, 123456789, time.UTC)
+	size := func(n int) int {
+		anc := make([]string, n)
+		for i := range anc {
+			anc[i] = id
+		}
+		acct := AccountRecord{
+			Account: Account{ID: id, Name: strings.Repeat("\U0010FFFF", AccountNameMaxRunes), Keyword: strings.Repeat("k", AccountKeywordMaxBytes),
+				Parent: id, Ancestors: anc, Owner: id, Created: ts, Updated: ts},
+			LogRetention: []LogRetention{{Type: "events", OnlineDays: 1 << 30, ArchiveDays: 1 << 30, OnlineSpaceAllowance: 1 << 30, ArchiveSpaceAllowance: 1 << 30}},
+			Deleting:     &ts,
+		}
+		key := AccessKey{ID: id, PrincipalID: id, Type: "bearer", Durability: DurabilityPersistent, Account: id, AccountAncestors: anc,
+			SecretHash: strings.Repeat("f", 64), Expiry: &ts, LastUsed: &ts, Created: ts, TTL: 1 << 40}
+		worst := 0
+		for _, kv := range []keyAttrsValue{{accountKey(acct.Account), acct}, {accessKeyKey(key), key}} {
+			m, err := attributevalue.MarshalMap(kv.v)
+			if err != nil {
+				panic(err) // fixed, valid values: cannot happen
+			}
+			km, _ := attributevalue.MarshalMap(kv.k)
+			for a, v := range km {
+				m[a] = v
+			}
+			worst = max(worst, ddb.ItemSize(m))
+		}
+		return worst
+	}
+	per := size(2) - size(1)
+	base := size(1) - per
+	return (ddb.MaxItemBytes - accountItemHeadroom - base) / per
+})
+
+// GetAccountRecord reads one account with all its fields.
+func (s *Store) GetAccountRecord(ctx context.Context, id string) (AccountRecord, error) {
+	var a AccountRecord
+	err := s.getItem(ctx, "get account", accountPK(id), skAccount, &a)
+	return a, err
+}
+
+// GetAccountRecords reads many accounts in one BatchGetItem (per 100);
+// accounts that do not exist are left out.
+func (s *Store) GetAccountRecords(ctx context.Context, ids []string) ([]AccountRecord, error) {
+	keys := make([]map[string]types.AttributeValue, 0, len(ids))
+	for _, id := range ids {
+		keys = append(keys, key(accountPK(id), skAccount))
+	}
+	items, err := ddb.BatchGet(ctx, s.db, s.table, keys)
+	if err != nil {
+		return nil, wrap("get accounts", err)
+	}
+	return unmarshalAll[AccountRecord](items)
+}
+
+// ChildAccounts returns at most max (<= 0: all) direct sub-accounts of
+// parent, from GSI1 CHILDREN#<parent>.
+func (s *Store) ChildAccounts(ctx context.Context, parent string, max int) ([]AccountRecord, error) {
+	items, err := s.query(ctx, "query child accounts", gsiQuery(childrenGSI(parent)), max)
+	if err != nil {
+		return nil, err
+	}
+	return unmarshalAll[AccountRecord](items)
+}
+
+func gsiQuery(pk string) *dynamodb.QueryInput {
+	return &dynamodb.QueryInput{
+		IndexName:                 aws.String(IndexGSI1),
+		KeyConditionExpression:    aws.String("GSI1PK = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}},
+	}
+}
+
+// CreateSubAccount writes a sub-account, its name reservation and its
+// roles in one transaction that also checks that the parent exists and is
+// not being deleted. A taken name is a *ConflictError (also when two
+// creates race); so are a parent that is going away and a depth beyond
+// MaxAccountDepth.
+func (s *Store) CreateSubAccount(ctx context.Context, a AccountRecord, roles []Role) error {
+	if a.Parent == "" || len(a.Ancestors) == 0 || a.Ancestors[len(a.Ancestors)-1] != a.Parent {
+		return fmt.Errorf("create sub-account %s: parent %q and ancestors %v disagree", a.ID, a.Parent, a.Ancestors)
+	}
+	if d := len(a.Ancestors); d > MaxAccountDepth() {
+		return &ConflictError{Msg: fmt.Sprintf("account %s is at depth %d, the deepest an account can be (%d): an account item holds the ids of all its ancestors and DynamoDB items are limited to 400 KB; create the sub-account higher in the tree", a.Parent, d-1, MaxAccountDepth())}
+	}
+	kvs := []keyAttrsValue{
+		{accountKey(a.Account), a},
+		{keyAttrs{PK: accountNamePK(a.Name), SK: skAccountName, Entity: "account_name"}, accountName{a.ID}},
+	}
+	for _, r := range roles {
+		kvs = append(kvs, keyAttrsValue{roleKey(r), r})
+	}
+	items, err := s.puts(kvs)
+	if err != nil {
+		return err
+	}
+	parentCheck := len(items)
+	items = append(items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName:           aws.String(s.table),
+		Key:                 key(accountPK(a.Parent), skAccount),
+		ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(deleting)"),
+	}})
+	err = s.transactRetry(ctx, "create account", items)
+	var tx *ddb.TxCanceledError
+	if errors.As(err, &tx) {
+		for _, r := range tx.Reasons {
+			if r.Code != ddb.ReasonConditionalCheckFailed {
+				continue
+			}
+			switch r.Index {
+			case 1:
+				return duplicateName(a.Name)
+			case parentCheck:
+				return &ConflictError{Msg: "account " + a.Parent + " is being deleted or no longer exists: no sub-account can be created in it"}
+			}
+		}
+	}
+	return err
+}
+
+type accountName struct {
+	Account string `dynamodbav:"account"`
+}
+
+func duplicateName(name string) *ConflictError {
+	return &ConflictError{Msg: "an account named " + strconv.Quote(name) + " already exists; choose another name"}
+}
+
+// transactRetry is transact, retried a few times when DynamoDB cancels the
+// transaction only because another transaction held one of its items (for
+// instance two creates reserving the same name at the same instant): the
+// retry then fails on the condition, which is the answer the caller needs.
+func (s *Store) transactRetry(ctx context.Context, op string, items []types.TransactWriteItem) error {
+	for attempt := 0; ; attempt++ {
+		err := s.transact(ctx, op, items)
+		var tx *ddb.TxCanceledError
+		if attempt >= 4 || !errors.As(err, &tx) || !tx.HasReason(ddb.ReasonTransactionConflict) || tx.HasReason(ddb.ReasonConditionalCheckFailed) {
+			return err
+		}
+		d := time.Duration(10<<attempt)*time.Millisecond + rand.N(10*time.Millisecond)
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+	}
+}
+
+// UpdateAccount replaces the account item with next, only if the stored
+// account is still prev (same `updated`) and is not being deleted. A rename
+// moves the name reservation in the same transaction; a taken name is a
+// *ConflictError. The item is written whole (AccountRecord is its complete
+// shape) rather than with SET/REMOVE: minidyn ignores REMOVE, and clearing
+// owner or log_retention needs it.
+func (s *Store) UpdateAccount(ctx context.Context, prev, next AccountRecord) error {
+	prevUpdated, err := attributevalue.Marshal(prev.Updated)
+	if err != nil {
+		return fmt.Errorf("update account: %w", err)
+	}
+	next.ID, next.Parent, next.Ancestors, next.Deleting = prev.ID, prev.Parent, prev.Ancestors, nil
+	m, err := item(accountKey(next.Account), next)
+	if err != nil {
+		return err
+	}
+	items := []types.TransactWriteItem{{Put: &types.Put{
+		TableName:                 aws.String(s.table),
+		Item:                      m,
+		ConditionExpression:       aws.String("attribute_exists(PK) AND attribute_not_exists(deleting) AND updated = :prev"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":prev": prevUpdated},
+	}}}
+	if accountNamePK(next.Name) != accountNamePK(prev.Name) {
+		put, err := s.put(keyAttrs{PK: accountNamePK(next.Name), SK: skAccountName, Entity: "account_name"}, accountName{prev.ID})
+		if err != nil {
+			return err
+		}
+		items = append(items, put, types.TransactWriteItem{Delete: &types.Delete{
+			TableName:                 aws.String(s.table),
+			Key:                       key(accountNamePK(prev.Name), skAccountName),
+			ConditionExpression:       aws.String("attribute_not_exists(PK) OR account = :id"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": &types.AttributeValueMemberS{Value: prev.ID}},
+		}})
+	}
+	err = s.transactRetry(ctx, "update account", items)
+	var tx *ddb.TxCanceledError
+	if errors.As(err, &tx) {
+		for _, r := range tx.Reasons {
+			if r.Code != ddb.ReasonConditionalCheckFailed {
+				continue
+			}
+			if r.Index == 1 {
+				return duplicateName(next.Name)
+			}
+			if r.Index == 0 {
+				return &ConflictError{Msg: "account " + prev.ID + " changed meanwhile or is being deleted; read it again and retry"}
+			}
+		}
+	}
+	return err
+}
+
+// Leftovers is what keeps an account from being deleted.
+type Leftovers struct{ SubAccounts, Applications, AddressSets, Tests bool }
+
+func (l Leftovers) any() bool { return l.SubAccounts || l.Applications || l.AddressSets || l.Tests }
+
+func (l Leftovers) String() string {
+	var parts []string
+	if l.SubAccounts {
+		parts = append(parts, "sub-accounts")
+	}
+	if l.Applications {
+		parts = append(parts, "applications")
+	}
+	if l.AddressSets {
+		parts = append(parts, "address sets")
+	}
+	if l.Tests {
+		parts = append(parts, "application tests")
+	}
+	switch len(parts) {
+	case 0:
+		return "nothing"
+	case 1:
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// AccountLeftovers tells whether an account still has sub-accounts,
+// applications, address sets or application tests: four Limit-1 GSI
+// queries in parallel.
+func (s *Store) AccountLeftovers(ctx context.Context, id string) (Leftovers, error) {
+	var (
+		l    Leftovers
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for pk, found := range map[string]*bool{childrenGSI(id): &l.SubAccounts, appsGSI(id): &l.Applications, addressSetsGSI(id): &l.AddressSets, appTestsGSI(id): &l.Tests} {
+		wg.Go(func() {
+			items, err := s.query(ctx, "query "+pk, gsiQuery(pk), 1)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			*found = len(items) > 0
+		})
+	}
+	wg.Wait()
+	return l, errors.Join(errs...)
+}
+
+// DeleteAccount deletes an empty account and revokes all access to it. In
+// order:
+//
+//  1. mark the account `deleting` (new sub-accounts, entitlements and edits
+//     are refused from here on) and read it;
+//  2. refuse with a *ConflictError naming what is left if the account has
+//     sub-accounts, applications, address sets or application tests (and
+//     unmark it);
+//  3. delete every access key bound to the account and everything that
+//     exists for it elsewhere: its roles and groups, their grants and
+//     memberships, its invitations and its service users;
+//  4. delete the account and its name reservation in one transaction;
+//  5. delete keys bound to it that a concurrent switch wrote after step 3,
+//     and the rest of its partition (entitlements, invoices, payments).
+//
+// Access therefore ends before the account disappears: by the time DELETE
+// answers, no key and no grant refers to it. If a step up to 4 fails, the
+// account stays marked and a retried DELETE finishes the job; a failure in
+// step 5 is a *CleanupError (the account is deleted).
+func (s *Store) DeleteAccount(ctx context.Context, id string) (AccountRecord, error) {
+	mark := s.now()
+	a, err := s.markDeleting(ctx, id, mark)
+	if err != nil {
+		return a, err
+	}
+	var left Leftovers
+	if a.Parent == "" {
+		err = &ConflictError{Msg: "account " + id + " is the root of the account tree (the platform operator's); it cannot be deleted"}
+	} else if left, err = s.AccountLeftovers(ctx, id); err == nil && left.any() {
+		err = &ConflictError{Msg: "account " + id + " still has " + left.String() + "; delete them first"}
+	}
+	if err != nil {
+		if uerr := s.unmarkDeleting(ctx, a, mark); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+		return a, err
+	}
+	if err := s.revokeAccountAccess(ctx, id); err != nil {
+		return a, err
+	}
+	err = s.transact(ctx, "delete account", []types.TransactWriteItem{
+		{Delete: &types.Delete{
+			TableName:           aws.String(s.table),
+			Key:                 key(accountPK(id), skAccount),
+			ConditionExpression: aws.String("attribute_exists(PK)"),
+		}},
+		{Delete: &types.Delete{
+			TableName:                 aws.String(s.table),
+			Key:                       key(accountNamePK(a.Name), skAccountName),
+			ConditionExpression:       aws.String("attribute_not_exists(PK) OR account = :id"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": &types.AttributeValueMemberS{Value: id}},
+		}},
+	})
+	var tx *ddb.TxCanceledError
+	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
+		for _, r := range tx.Reasons {
+			if r.Index == 0 {
+				return a, ErrNotFound // a concurrent DELETE finished first
+			}
+		}
+	}
+	if err != nil {
+		return a, err
+	}
+	var (
+		wg                      sync.WaitGroup
+		keys, rest, tasks, ca   []map[string]types.AttributeValue
+		kErr, rErr, tErr, caErr error
+	)
+	wg.Go(func() { keys, kErr = s.keyAttrsOf(ctx, "query account keys", gsiQuery(accountKeysGSI(id))) })
+	wg.Go(func() { rest, rErr = s.keyAttrsOf(ctx, "query account partition", partitionQuery(accountPK(id))) })
+	// The account's task history and certificate authority live only for it.
+	wg.Go(func() { tasks, tErr = s.keyAttrsOf(ctx, "query account tasks", gsiQuery(tasksGSI(id))) })
+	wg.Go(func() { ca, caErr = s.keyAttrsOf(ctx, "query account CA", partitionQuery(caPK(id))) })
+	wg.Wait()
+	err = errors.Join(kErr, rErr, tErr, caErr)
+	if err == nil {
+		err = s.deleteKeys(ctx, "delete account leftovers", append(append(append(keys, rest...), tasks...), ca...))
+	}
+	if err != nil {
+		// The account is gone: the caller reports success and logs this.
+		return a, &CleanupError{Err: err}
+	}
+	return a, nil
+}
+
+func (s *Store) markDeleting(ctx context.Context, id string, mark time.Time) (AccountRecord, error) {
+	m, err := attributevalue.Marshal(mark)
+	if err != nil {
+		return AccountRecord{}, fmt.Errorf("mark account: %w", err)
+	}
+	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(accountPK(id), skAccount),
+		UpdateExpression:          aws.String("SET deleting = :m"),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":m": m},
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if ddb.IsConditionFailed(err) {
+		return AccountRecord{}, ErrNotFound
+	}
+	if err != nil {
+		return AccountRecord{}, wrap("mark account", err)
+	}
+	var a AccountRecord
+	if err := attributevalue.UnmarshalMap(res.Attributes, &a); err != nil {
+		return a, fmt.Errorf("mark account: unmarshal: %w", err)
+	}
+	return a, nil
+}
+
+// unmarkDeleting removes this DELETE's mark, unless another DELETE has
+// marked the account since. It writes the item whole (a is the item as
+// marked), since minidyn ignores REMOVE.
+func (s *Store) unmarkDeleting(ctx context.Context, a AccountRecord, mark time.Time) error {
+	m, err := attributevalue.Marshal(mark)
+	if err != nil {
+		return fmt.Errorf("unmark account: %w", err)
+	}
+	a.Deleting = nil
+	it, err := item(accountKey(a.Account), a)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 aws.String(s.table),
+		Item:                      it,
+		ConditionExpression:       aws.String("deleting = :m"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":m": m},
+	})
+	if ddb.IsConditionFailed(err) {
+		return nil
+	}
+	return wrap("unmark account", err)
+}
+
+// revokeAccountAccess removes everything that gives access to the account
+// or lives only for it: every key bound to it, its RBAC partition (roles,
+// groups), the grants of its roles and the memberships of its groups, its
+// invitations, and its service users (principal partition and email
+// reservation). Two rounds of parallel queries, then batched deletes.
+func (s *Store) revokeAccountAccess(ctx context.Context, id string) error {
+	var (
+		wg                     sync.WaitGroup
+		keys, rbac, invs       []map[string]types.AttributeValue
+		sus                    []map[string]types.AttributeValue
+		kErr, rErr, iErr, sErr error
+	)
+	wg.Go(func() { keys, kErr = s.keyAttrsOf(ctx, "query account keys", gsiQuery(accountKeysGSI(id))) })
+	wg.Go(func() { rbac, rErr = s.keyAttrsOf(ctx, "query account rbac", partitionQuery(rbacPK(id))) })
+	wg.Go(func() { invs, iErr = s.keyAttrsOf(ctx, "query account invitations", partitionQuery(invitationsPK(id))) })
+	wg.Go(func() { sus, sErr = s.query(ctx, "query account service users", gsiQuery(serviceUsersGSI(id)), 0) })
+	wg.Wait()
+	if err := errors.Join(kErr, rErr, iErr, sErr); err != nil {
+		return err
+	}
+	var (
+		mu   sync.Mutex
+		more []map[string]types.AttributeValue
+		errs []error
+	)
+	collect := func(op string, in *dynamodb.QueryInput) {
+		wg.Go(func() {
+			found, err := s.keyAttrsOf(ctx, op, in)
+			mu.Lock()
+			defer mu.Unlock()
+			more, errs = append(more, found...), append(errs, err)
+		})
+	}
+	for _, it := range rbac {
+		sk, _ := it[AttrSK].(*types.AttributeValueMemberS)
+		if sk == nil {
+			continue
+		}
+		if role, ok := strings.CutPrefix(sk.Value, prefixRole); ok {
+			collect("query role holders", gsiQuery(roleHoldersGSI(id, role)))
+		} else if group, ok := strings.CutPrefix(sk.Value, prefixGroup); ok {
+			collect("query group members", gsiQuery(groupMembersGSI(id, group)))
+		}
+	}
+	for _, it := range sus {
+		var su ServiceUser
+		if err := attributevalue.UnmarshalMap(it, &su); err != nil {
+			return fmt.Errorf("revoke account access: service user: %w", err)
+		}
+		// collect's goroutines append to more under mu: so must this.
+		mu.Lock()
+		more = append(more, key(emailPK(su.Email), skEmail))
+		mu.Unlock()
+		collect("query service user", partitionQuery(principalPK(su.ID)))
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	all := append(append(append(keys, rbac...), invs...), more...)
+	return s.deleteKeys(ctx, "revoke account access", all)
+}
+
+func partitionQuery(pk string) *dynamodb.QueryInput {
+	return &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("PK = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}},
+	}
+}
+
+// keyAttrsOf runs a query (all pages) and returns only the table keys of
+// the items found.
+func (s *Store) keyAttrsOf(ctx context.Context, op string, in *dynamodb.QueryInput) ([]map[string]types.AttributeValue, error) {
+	in.ProjectionExpression = aws.String("#pk, #sk")
+	in.ExpressionAttributeNames = map[string]string{"#pk": AttrPK, "#sk": AttrSK}
+	items, err := s.query(ctx, op, in, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]types.AttributeValue, 0, len(items))
+	for _, it := range items {
+		out = append(out, map[string]types.AttributeValue{AttrPK: it[AttrPK], AttrSK: it[AttrSK]})
+	}
+	return out, nil
+}
+
+func (s *Store) deleteKeys(ctx context.Context, op string, keys []map[string]types.AttributeValue) error {
+	reqs := make([]types.WriteRequest, 0, len(keys))
+	for _, k := range keys {
+		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: k}})
+	}
+	return wrap(op, ddb.BatchWrite(ctx, s.db, s.table, reqs))
+}
+
+// RevokeGrants deletes grant items (batched; not atomic). Access ends with
+// the next request of each holder, since the authorizer reads grants every
+// time.
+func (s *Store) RevokeGrants(ctx context.Context, grants []Grant) error {
+	keys := make([]map[string]types.AttributeValue, 0, len(grants))
+	for _, g := range grants {
+		k := grantKey(g)
+		keys = append(keys, key(k.PK, k.SK))
+	}
+	return s.deleteKeys(ctx, "revoke grants", keys)
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -12,6 +13,14 @@ import (
 )
 
 func grantKey(g Grant) keyAttrs {
+	if g.Group != "" {
+		return keyAttrs{
+			PK: principalPK(g.PrincipalID), SK: groupGrantSK(g.AccountID, g.Group),
+			// The group's members, so that deleting a group can remove them.
+			GSI1PK: groupMembersGSI(g.AccountID, g.Group), GSI1SK: principalPK(g.PrincipalID),
+			Entity: "group_grant",
+		}
+	}
 	return keyAttrs{
 		PK: principalPK(g.PrincipalID), SK: grantSK(g.AccountID, g.RoleID),
 		// The role's holders, so that deleting a role can revoke its grants.
@@ -20,13 +29,29 @@ func grantKey(g Grant) keyAttrs {
 	}
 }
 
-// Grants returns the roles a principal holds.
+// grantItemKey is the table key of g's item.
+func grantItemKey(g Grant) map[string]types.AttributeValue {
+	k := grantKey(g)
+	return key(k.PK, k.SK)
+}
+
+// grantTargetKey is the key of what g grants: the role, or the group.
+func grantTargetKey(g Grant) map[string]types.AttributeValue {
+	if g.Group != "" {
+		return key(rbacPK(g.AccountID), groupSK(g.Group))
+	}
+	return key(rbacPK(g.AccountID), roleSK(g.RoleID))
+}
+
+// Grants returns the roles a principal holds directly and the groups it is
+// a member of (Group set), with one Query: both kinds of items share the
+// "GRANT" prefix of the principal's partition.
 func (s *Store) Grants(ctx context.Context, principal string) ([]Grant, error) {
 	items, err := s.query(ctx, "query grants", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":pk": &types.AttributeValueMemberS{Value: principalPK(principal)},
-			":sk": &types.AttributeValueMemberS{Value: prefixGrant},
+			":sk": &types.AttributeValueMemberS{Value: prefixAnyGrant},
 		},
 	}, 0)
 	if err != nil {
@@ -35,7 +60,8 @@ func (s *Store) Grants(ctx context.Context, principal string) ([]Grant, error) {
 	return unmarshalAll[Grant](items)
 }
 
-// PutGrant records that a principal holds a role; the role must exist.
+// PutGrant records that a principal holds a role (or is a member of a group,
+// when g.Group is set); the role or group must exist.
 func (s *Store) PutGrant(ctx context.Context, g Grant) error {
 	m, err := item(grantKey(g), g)
 	if err != nil {
@@ -45,12 +71,150 @@ func (s *Store) PutGrant(ctx context.Context, g Grant) error {
 		{Put: &types.Put{TableName: aws.String(s.table), Item: m}},
 		{ConditionCheck: &types.ConditionCheck{
 			TableName:           aws.String(s.table),
-			Key:                 key(rbacPK(g.AccountID), roleSK(g.RoleID)),
+			Key:                 grantTargetKey(g),
 			ConditionExpression: aws.String("attribute_exists(PK)"),
 		}},
 	})
 	if errors.Is(err, ddb.ErrConditionFailed) {
 		return ErrNotFound
+	}
+	return err
+}
+
+// gsiKeys returns the table keys of the items indexed under one GSI1
+// partition (a role's holders, a group's members, ...).
+func (s *Store) gsiKeys(ctx context.Context, op, pk string) ([]map[string]types.AttributeValue, error) {
+	items, err := s.query(ctx, op, &dynamodb.QueryInput{
+		IndexName:              aws.String(IndexGSI1),
+		KeyConditionExpression: aws.String("GSI1PK = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: pk},
+		},
+	}, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]types.AttributeValue, 0, len(items))
+	for _, it := range items {
+		out = append(out, map[string]types.AttributeValue{AttrPK: it[AttrPK], AttrSK: it[AttrSK]})
+	}
+	return out, nil
+}
+
+// CleanupError means a change was committed but some of the items it left
+// dangling (grants of a deleted role, keys of a deleted service user, ...)
+// could not be removed. Nothing reads such items for a decision: a grant
+// of a missing role or group applies nothing, a key of a missing principal
+// authenticates nobody. Callers log it and report success.
+type CleanupError struct{ Err error }
+
+func (e *CleanupError) Error() string { return "cleanup after commit: " + e.Err.Error() }
+func (e *CleanupError) Unwrap() error { return e.Err }
+
+// commit writes must in one transaction, with the deletes of cleanup in the
+// same transaction when everything fits in one; otherwise the cleanup
+// deletes follow in batches once must is committed (a *CleanupError when
+// they fail). must carries every write whose effect a request can observe
+// (a revocation, a state change); cleanup only removes unreachable items.
+func (s *Store) commit(ctx context.Context, op string, must []types.TransactWriteItem, cleanup []map[string]types.AttributeValue) error {
+	seen := map[string]bool{}
+	for _, it := range must {
+		if k := txKey(it); k != "" {
+			seen[k] = true
+		}
+	}
+	var rest []types.WriteRequest
+	tx := must
+	for _, k := range cleanup {
+		id := keyString(k)
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if len(tx) < ddb.MaxTransactItems {
+			tx = append(tx, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: k}})
+		} else {
+			rest = append(rest, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: k}})
+		}
+	}
+	if err := s.transact(ctx, op, tx); err != nil {
+		return err
+	}
+	if err := ddb.BatchWrite(ctx, s.db, s.table, rest); err != nil {
+		return &CleanupError{Err: wrap(op, err)}
+	}
+	return nil
+}
+
+func txKey(it types.TransactWriteItem) string {
+	switch {
+	case it.Put != nil:
+		return keyString(it.Put.Item)
+	case it.Update != nil:
+		return keyString(it.Update.Key)
+	case it.Delete != nil:
+		return keyString(it.Delete.Key)
+	case it.ConditionCheck != nil:
+		return keyString(it.ConditionCheck.Key)
+	}
+	return ""
+}
+
+func keyString(m map[string]types.AttributeValue) string {
+	pk, _ := m[AttrPK].(*types.AttributeValueMemberS)
+	sk, _ := m[AttrSK].(*types.AttributeValueMemberS)
+	if pk == nil || sk == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s\x00%s", pk.Value, sk.Value)
+}
+
+// Group grant keys: beside the role grants in the principal's partition,
+// under the same "GRANT" prefix so that one Query reads both.
+func groupGrantSK(acct, group string) string { return "GRANTGROUP#" + acct + "#" + group }
+func groupMembersGSI(acct, group string) string {
+	return "MEMBERS#" + acct + "#" + group
+}
+
+const prefixAnyGrant = "GRANT"
+
+// DeleteGrant removes a direct grant or a group membership of a principal
+// and, in the same transaction, marks the invitation that made it declined
+// (the holder left). via is that invitation: its account, kind and id, or a
+// zero InvitationRef for grants no invitation made (the bootstrap's).
+func (s *Store) DeleteGrant(ctx context.Context, g Grant, via InvitationRef) error {
+	tx := []types.TransactWriteItem{{Delete: &types.Delete{
+		TableName:           aws.String(s.table),
+		Key:                 grantItemKey(g),
+		ConditionExpression: aws.String("attribute_exists(PK)"),
+	}}}
+	if via.ID != "" {
+		tx = append(tx, types.TransactWriteItem{Update: &types.Update{
+			TableName:                aws.String(s.table),
+			Key:                      key(invitationsPK(via.Account), invitationSK(via.Kind, via.ID)),
+			UpdateExpression:         aws.String("SET #st = :declined, updated = :now"),
+			ConditionExpression:      aws.String("attribute_exists(PK) AND #st = :accepted"),
+			ExpressionAttributeNames: map[string]string{"#st": "state"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":declined": &types.AttributeValueMemberS{Value: InvitationDeclined},
+				":accepted": &types.AttributeValueMemberS{Value: InvitationAccepted},
+				":now":      &types.AttributeValueMemberS{Value: s.now().Format(timeLayout)},
+			},
+		}})
+	}
+	err := s.transact(ctx, "delete grant", tx)
+	var txe *ddb.TxCanceledError
+	if errors.As(err, &txe) {
+		for _, r := range txe.Reasons {
+			if r.Index == 0 && r.Code == ddb.ReasonConditionalCheckFailed {
+				return ErrNotFound
+			}
+		}
+		if len(tx) > 1 && txe.HasReason(ddb.ReasonConditionalCheckFailed) {
+			// The invitation is gone or was answered otherwise: the grant
+			// still goes.
+			return s.DeleteGrant(ctx, g, InvitationRef{})
+		}
 	}
 	return err
 }

@@ -90,11 +90,14 @@ func (k AccessKey) Expired(now time.Time) bool { return k.Expiry != nil && !now.
 
 // Grant records that a principal holds a role: an accepted invitation (or
 // the bootstrap). It lives in the principal's partition so the authorizer
-// reads all of a principal's grants with one Query.
+// reads all of a principal's grants with one Query. A grant with Group set
+// (and no RoleID) is a group membership, from an accepted group invitation:
+// it holds every role the group lists when a request is decided.
 type Grant struct {
 	PrincipalID string    `dynamodbav:"principal"`
 	AccountID   string    `dynamodbav:"role_account"`
 	RoleID      string    `dynamodbav:"role"`
+	Group       string    `dynamodbav:"group,omitempty"`
 	Via         string    `dynamodbav:"via"` // href of the invitation, or "bootstrap"
 	Created     time.Time `dynamodbav:"created"`
 }

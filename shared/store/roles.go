@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,30 +29,30 @@ func (s *Store) GetRole(ctx context.Context, account, id string) (Role, error) {
 
 // RolesOf returns every role of each account, reading the accounts' RBAC
 // partitions in parallel: one round trip of wall time however many accounts
-// are asked for. The authorizer uses it for the accounts in which the
-// principal holds grants.
+// are asked for.
 func (s *Store) RolesOf(ctx context.Context, accounts []string) ([]Role, error) {
+	roles, _, err := s.RBACOf(ctx, accounts)
+	return roles, err
+}
+
+// RBACOf returns every role and every group of each account. Roles and
+// groups share the account's RBAC partition, so one Query per account reads
+// both, all accounts in parallel: one round trip of wall time. The
+// authorizer uses it for the accounts in which the principal holds grants,
+// and expands group memberships without a further read.
+func (s *Store) RBACOf(ctx context.Context, accounts []string) ([]Role, []Group, error) {
 	var (
-		mu    sync.Mutex
-		roles []Role
-		first error
-		wg    sync.WaitGroup
+		mu     sync.Mutex
+		roles  []Role
+		groups []Group
+		first  error
+		wg     sync.WaitGroup
 	)
 	for _, acct := range accounts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			items, err := s.query(ctx, "query roles", &dynamodb.QueryInput{
-				KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
-				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":pk": &types.AttributeValueMemberS{Value: rbacPK(acct)},
-					":sk": &types.AttributeValueMemberS{Value: prefixRole},
-				},
-			}, 0)
-			var rs []Role
-			if err == nil {
-				rs, err = unmarshalAll[Role](items)
-			}
+			rs, gs, err := s.rbacPartition(ctx, acct)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -60,10 +62,40 @@ func (s *Store) RolesOf(ctx context.Context, accounts []string) ([]Role, error) 
 				return
 			}
 			roles = append(roles, rs...)
+			groups = append(groups, gs...)
 		}()
 	}
 	wg.Wait()
-	return roles, first
+	return roles, groups, first
+}
+
+func (s *Store) rbacPartition(ctx context.Context, acct string) ([]Role, []Group, error) {
+	items, err := s.query(ctx, "query rbac", &dynamodb.QueryInput{
+		KeyConditionExpression: aws.String("PK = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: rbacPK(acct)},
+		},
+	}, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rs, gs []map[string]types.AttributeValue
+	for _, it := range items {
+		sk, _ := it[AttrSK].(*types.AttributeValueMemberS)
+		switch {
+		case sk == nil:
+		case strings.HasPrefix(sk.Value, prefixRole):
+			rs = append(rs, it)
+		case strings.HasPrefix(sk.Value, prefixGroup):
+			gs = append(gs, it)
+		}
+	}
+	roles, err := unmarshalAll[Role](rs)
+	if err != nil {
+		return nil, nil, err
+	}
+	groups, err := unmarshalAll[Group](gs)
+	return roles, groups, err
 }
 
 // CreateRole writes a new role; its account must exist.
@@ -111,4 +143,81 @@ func (s *Store) PutRole(ctx context.Context, r Role) error {
 		return &ConflictError{Msg: "the role changed meanwhile; read it again and retry"}
 	}
 	return wrap("put role", err)
+}
+
+// DeleteRole deletes a custom role of an account and, in the same
+// transaction, takes it out of the account's groups. Its holders' grants
+// and the invitations to it go too: in the same transaction when everything
+// fits in one, otherwise afterwards (a *CleanupError if that fails; grants
+// of a missing role never apply, so access ends with the role either way).
+// A control role is a *ConflictError; a missing one ErrNotFound.
+func (s *Store) DeleteRole(ctx context.Context, account, id string) (Role, error) {
+	var (
+		wg      sync.WaitGroup
+		roles   []Role
+		groups  []Group
+		holders []map[string]types.AttributeValue
+		invs    []Invitation
+		errs    [3]error
+	)
+	wg.Add(3)
+	go func() { defer wg.Done(); roles, groups, errs[0] = s.rbacPartition(ctx, account) }()
+	go func() {
+		defer wg.Done()
+		holders, errs[1] = s.gsiKeys(ctx, "query role holders", roleHoldersGSI(account, id))
+	}()
+	go func() { defer wg.Done(); invs, errs[2] = s.ListInvitations(ctx, account, InvitationRole) }()
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		return Role{}, err
+	}
+	var r Role
+	for _, x := range roles {
+		if x.ID == id {
+			r = x
+		}
+	}
+	if r.ID == "" {
+		return Role{}, ErrNotFound
+	}
+	if r.Control {
+		return Role{}, &ConflictError{Msg: "role " + strconv.Quote(r.Name) + " is a control role of the account; control roles cannot be deleted (their permissions can be edited)"}
+	}
+	must := []types.TransactWriteItem{{Delete: &types.Delete{
+		TableName:           aws.String(s.table),
+		Key:                 key(rbacPK(account), roleSK(id)),
+		ConditionExpression: aws.String("attribute_exists(PK) AND version = :v"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":v": &types.AttributeValueMemberN{Value: strconv.Itoa(r.Version)},
+		},
+	}}}
+	now := s.now()
+	for _, g := range groups {
+		if !slices.Contains(g.Roles, id) {
+			continue
+		}
+		g.Roles = slices.DeleteFunc(slices.Clone(g.Roles), func(x string) bool { return x == id })
+		g.Version++
+		g.Updated = now
+		put, err := s.replaceGroup(g)
+		if err != nil {
+			return Role{}, err
+		}
+		must = append(must, put)
+	}
+	cleanup := holders
+	for _, inv := range invs {
+		if inv.Target == id {
+			cleanup = append(cleanup, key(invitationsPK(account), invitationSK(inv.Kind, inv.ID)))
+		}
+	}
+	err := s.commit(ctx, "delete role", must, cleanup)
+	var ce *CleanupError
+	if err != nil && !errors.As(err, &ce) {
+		if errors.Is(err, ddb.ErrConditionFailed) {
+			return Role{}, &ConflictError{Msg: "the role or one of its groups changed meanwhile; retry"}
+		}
+		return Role{}, err
+	}
+	return r, err
 }

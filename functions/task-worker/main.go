@@ -1,0 +1,23 @@
+// Command task-worker runs tasks from the task queue (SQS event source,
+// partial batch responses) and, on every invocation including the
+// scheduled one, sweeps the task outbox.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"cads/shared/wire"
+)
+
+func main() {
+	d, err := wire.FromEnv(context.Background())
+	if err != nil {
+		slog.Error("start", "error", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(wire.TaskWorker(d))
+}

@@ -1,0 +1,507 @@
+package accounts
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/text/unicode/norm"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/builtin"
+	"cads/shared/ids"
+	"cads/shared/store"
+)
+
+// Account is the wire shape of an account. Field names follow the
+// reference document (name, keyword, owner, log_retention, href); parent
+// is read-only and null for the root, so clients can draw the tree.
+type Account struct {
+	ID           string         `json:"id"`
+	Href         string         `json:"href"`
+	Name         string         `json:"name"`
+	Keyword      string         `json:"keyword"`
+	Owner        *string        `json:"owner"`
+	LogRetention []LogRetention `json:"log_retention"`
+	Parent       *string        `json:"parent"`
+	Created      time.Time      `json:"created"`
+	Updated      time.Time      `json:"updated"`
+}
+
+// LogRetention is the retention of an account's non-application logs.
+type LogRetention struct {
+	Type                  string `json:"type"`
+	OnlineDays            *int   `json:"online_days,omitempty"`
+	ArchiveDays           *int   `json:"archive_days,omitempty"`
+	OnlineSpaceAllowance  *int   `json:"online_space_allowance,omitempty"`
+	ArchiveSpaceAllowance *int   `json:"archive_space_allowance,omitempty"`
+}
+
+func accountOut(a store.AccountRecord) Account {
+	out := Account{ID: a.ID, Href: accountHref(a.ID), Name: a.Name, Keyword: a.Keyword, LogRetention: []LogRetention{}, Created: a.Created, Updated: a.Updated}
+	if a.Owner != "" {
+		o := userHref(a.Owner)
+		out.Owner = &o
+	}
+	if a.Parent != "" {
+		p := accountHref(a.Parent)
+		out.Parent = &p
+	}
+	nz := func(n int) *int {
+		if n == 0 {
+			return nil
+		}
+		return &n
+	}
+	for _, l := range a.LogRetention {
+		out.LogRetention = append(out.LogRetention, LogRetention{Type: l.Type, OnlineDays: nz(l.OnlineDays), ArchiveDays: nz(l.ArchiveDays),
+			OnlineSpaceAllowance: nz(l.OnlineSpaceAllowance), ArchiveSpaceAllowance: nz(l.ArchiveSpaceAllowance)})
+	}
+	return out
+}
+
+// ---------------------------------------------------------------- list
+
+// MaxListedAccounts bounds the accounts GET /v2/accounts considers: the
+// caller's account, the accounts where the caller holds roles, and their
+// descendants breadth first (nearest first) until this many are found.
+const MaxListedAccounts = 1000
+
+// childQueriesInFlight bounds the parallel CHILDREN# queries of one level.
+const childQueriesInFlight = 16
+
+// listAccounts returns every account the caller may view: those for which
+// GET /v2/accounts/{id} would be allowed (spec 5.4.3, decided as if
+// authenticated into each, like the authorizer does).
+func (h *handler) listAccounts(r *http.Request, p apigw.Principal) (int, any, error) {
+	page, err := apigw.ParsePage(r.URL.Query(), "name", "keyword", "created")
+	if err != nil {
+		return 0, nil, err
+	}
+	var (
+		wg         sync.WaitGroup
+		cands      []store.AccountRecord
+		d          *access.Decider
+		cErr, dErr error
+	)
+	wg.Go(func() { cands, cErr = h.candidates(r.Context(), p) })
+	wg.Go(func() { d, dErr = h.dec.Decider(r.Context(), p) })
+	wg.Wait()
+	if err := errors.Join(cErr, dErr); err != nil {
+		return 0, nil, err
+	}
+	out := make([]Account, 0, len(cands))
+	for _, a := range cands {
+		if d.DecideFor(http.MethodGet, accountHref(a.ID), a.Account).Allowed {
+			out = append(out, accountOut(a))
+		}
+	}
+	sortAccounts(out, page.Order)
+	return http.StatusOK, apigw.Window(out, page), nil
+}
+
+// candidates are the accounts the caller might view: roles apply only in
+// the account that defines them or (inheritable ones) below it, so no other
+// account can be viewable. Each level of descendants costs one round of
+// parallel GSI queries.
+func (h *handler) candidates(ctx context.Context, p apigw.Principal) ([]store.AccountRecord, error) {
+	grants, err := h.st.Grants(ctx, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	var seeds []string
+	if p.AccountID != "" {
+		seeds = append(seeds, p.AccountID)
+	}
+	roots := map[string]bool{}
+	for _, g := range grants {
+		if !slices.Contains(seeds, g.AccountID) {
+			seeds = append(seeds, g.AccountID)
+		}
+		roots[g.AccountID] = true
+	}
+	if len(seeds) > MaxListedAccounts {
+		seeds = seeds[:MaxListedAccounts]
+	}
+	found, err := h.st.GetAccountRecords(ctx, seeds)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var frontier []string
+	for _, a := range found {
+		seen[a.ID] = true
+		if roots[a.ID] {
+			frontier = append(frontier, a.ID)
+		}
+	}
+	for len(frontier) > 0 && len(found) < MaxListedAccounts {
+		level, err := h.children(ctx, frontier, MaxListedAccounts-len(found))
+		if err != nil {
+			return nil, err
+		}
+		frontier = frontier[:0]
+		for _, a := range level {
+			if seen[a.ID] || len(found) >= MaxListedAccounts {
+				continue
+			}
+			seen[a.ID] = true
+			found = append(found, a)
+			frontier = append(frontier, a.ID)
+		}
+	}
+	return found, nil
+}
+
+// children reads the sub-accounts of every parent, in parallel.
+func (h *handler) children(ctx context.Context, parents []string, max int) ([]store.AccountRecord, error) {
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		out  []store.AccountRecord
+		errs []error
+		sem  = make(chan struct{}, childQueriesInFlight)
+	)
+	for _, id := range parents {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			cs, err := h.st.ChildAccounts(ctx, id, max)
+			mu.Lock()
+			defer mu.Unlock()
+			out, errs = append(out, cs...), append(errs, err)
+		})
+	}
+	wg.Wait()
+	// Parallel answers arrive in any order; keep the result stable.
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, errors.Join(errs...)
+}
+
+func sortAccounts(as []Account, order []apigw.OrderKey) {
+	if len(order) == 0 {
+		order = []apigw.OrderKey{{Field: "created"}}
+	}
+	sort.SliceStable(as, func(i, j int) bool {
+		for _, k := range order {
+			var c int
+			switch k.Field {
+			case "name":
+				c = strings.Compare(as[i].Name, as[j].Name)
+			case "keyword":
+				c = strings.Compare(as[i].Keyword, as[j].Keyword)
+			case "created":
+				c = as[i].Created.Compare(as[j].Created)
+			}
+			if k.Desc {
+				c = -c
+			}
+			if c != 0 {
+				return c < 0
+			}
+		}
+		return as[i].ID < as[j].ID
+	})
+}
+
+// ---------------------------------------------------------------- create
+
+type accountPost struct {
+	Name         *string           `json:"name"`
+	Keyword      *string           `json:"keyword"`
+	Owner        *string           `json:"owner"`
+	LogRetention *[]logRetentionIn `json:"log_retention"`
+	Parent       present           `json:"parent"`
+}
+
+type logRetentionIn struct {
+	Type                  *string `json:"type"`
+	OnlineDays            *int    `json:"online_days"`
+	ArchiveDays           *int    `json:"archive_days"`
+	OnlineSpaceAllowance  *int    `json:"online_space_allowance"`
+	ArchiveSpaceAllowance *int    `json:"archive_space_allowance"`
+}
+
+// createAccount makes a sub-account of the account the caller is
+// authenticated into (spec 2.2, 5.6.4), with its three control roles in
+// the same transaction and nobody invited to them (spec 5.6.5). The
+// authorizer has required the permit for POST /v2/accounts, which only the
+// entitlement administrator role gives.
+func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, error) {
+	if p.AccountID == "" {
+		return 0, nil, apigw.Forbidden("this key is authenticated into no account; switch into the intended parent account with POST /v2/users/self/authorization")
+	}
+	var in accountPost
+	if err := apigw.DecodeJSON(r, &in); err != nil {
+		return 0, nil, err
+	}
+	if in.Parent {
+		return 0, nil, apigw.BadRequest("parent cannot be set: a new account is a sub-account of the account you are authenticated into (%s); authenticate into the intended parent first", accountHref(p.AccountID))
+	}
+	if in.Name == nil {
+		return 0, nil, apigw.BadRequest("name is required")
+	}
+	id := ids.New()
+	now := h.st.Now()
+	a := store.AccountRecord{Account: store.Account{ID: id, Parent: p.AccountID, Created: now, Updated: now}}
+	var err error
+	if a.Name, err = accountName(*in.Name); err != nil {
+		return 0, nil, err
+	}
+	a.Keyword = store.Keyword(a.Name)
+	if in.Keyword != nil {
+		if a.Keyword, err = keyword(*in.Keyword); err != nil {
+			return 0, nil, err
+		}
+	}
+	if a.Keyword == "" {
+		// Nothing of the name survives transliteration ("日本"): the id
+		// is a keyword that is always valid.
+		a.Keyword = id
+	}
+	if in.LogRetention != nil {
+		if a.LogRetention, err = logRetention(*in.LogRetention); err != nil {
+			return 0, nil, err
+		}
+	}
+	var (
+		wg           sync.WaitGroup
+		parent       store.AccountRecord
+		pErr, ownErr error
+	)
+	wg.Go(func() { parent, pErr = h.st.GetAccountRecord(r.Context(), p.AccountID) })
+	if in.Owner != nil {
+		wg.Go(func() { a.Owner, ownErr = h.owner(r.Context(), *in.Owner) })
+	}
+	wg.Wait()
+	if ownErr != nil {
+		return 0, nil, ownErr
+	}
+	if errors.Is(pErr, store.ErrNotFound) || pErr == nil && parent.Deleting != nil {
+		return 0, nil, apigw.Conflict("the account you are authenticated into (%s) is being deleted or no longer exists: no sub-account can be created in it", accountHref(p.AccountID))
+	}
+	if pErr != nil {
+		return 0, nil, pErr
+	}
+	a.Ancestors = append(slices.Clone(parent.Ancestors), parent.ID)
+	defs, err := builtin.ControlRoles(id)
+	if err != nil {
+		return 0, nil, err
+	}
+	roles := make([]store.Role, 0, len(defs))
+	for _, d := range defs {
+		roles = append(roles, store.Role{AccountID: id, ID: ids.New(), Name: d.Name, Description: d.Description, Inheritable: d.Inheritable,
+			Control: true, Permissions: d.Permissions, Version: 1, Created: now, Updated: now})
+	}
+	if err := h.st.CreateSubAccount(r.Context(), a, roles); err != nil {
+		return 0, nil, storeErr(err, "account %s no longer exists", accountHref(p.AccountID))
+	}
+	return http.StatusOK, accountOut(a), nil
+}
+
+// accountName validates a name. It is stored in Unicode NFC, so that the
+// same name typed with combining accents is the same name (names are
+// unique without regard to case).
+func accountName(s string) (string, error) {
+	name, err := text("name", norm.NFC.String(s), store.AccountNameMaxRunes)
+	if err != nil {
+		return "", apigw.BadRequest("%s", err.Error())
+	}
+	if name == "" {
+		return "", apigw.BadRequest("name must not be empty")
+	}
+	return name, nil
+}
+
+var keywordRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+func keyword(s string) (string, error) {
+	if len(s) > store.AccountKeywordMaxBytes || !keywordRE.MatchString(s) {
+		return "", apigw.BadRequest("keyword must be lower-case letters and digits in dash-separated words (like \"exito-s-a\"), at most %d characters, not %q", store.AccountKeywordMaxBytes, s)
+	}
+	return s, nil
+}
+
+// Log retention limits: the reference document sets minimum 1; the upper
+// bounds (a century of days, 2^31-1 allowance units) keep values sane.
+const (
+	maxRetentionDays      = 36500
+	maxRetentionAllowance = 1<<31 - 1
+)
+
+func logRetention(in []logRetentionIn) ([]store.LogRetention, error) {
+	var out []store.LogRetention
+	seen := map[string]bool{}
+	for i, l := range in {
+		if l.Type == nil || *l.Type != "events" {
+			return nil, apigw.BadRequest("log_retention[%d].type is required and must be \"events\"", i)
+		}
+		if seen[*l.Type] {
+			return nil, apigw.BadRequest("log_retention[%d]: type %q is given twice", i, *l.Type)
+		}
+		seen[*l.Type] = true
+		v := store.LogRetention{Type: *l.Type}
+		for _, f := range []struct {
+			name string
+			in   *int
+			max  int
+			out  *int
+		}{
+			{"online_days", l.OnlineDays, maxRetentionDays, &v.OnlineDays},
+			{"archive_days", l.ArchiveDays, maxRetentionDays, &v.ArchiveDays},
+			{"online_space_allowance", l.OnlineSpaceAllowance, maxRetentionAllowance, &v.OnlineSpaceAllowance},
+			{"archive_space_allowance", l.ArchiveSpaceAllowance, maxRetentionAllowance, &v.ArchiveSpaceAllowance},
+		} {
+			if f.in == nil {
+				continue
+			}
+			if *f.in < 1 || *f.in > f.max {
+				return nil, apigw.BadRequest("log_retention[%d].%s must be an integer from 1 to %d", i, f.name, f.max)
+			}
+			*f.out = *f.in
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// owner resolves an owner href to a user id. The owner is who the account
+// belongs to, for people; it grants nothing (access comes only from
+// accepted invitations, spec 5.4.1).
+func (h *handler) owner(ctx context.Context, href string) (string, error) {
+	id, ok := strings.CutPrefix(href, "/v2/users/")
+	if !ok || !ids.Valid(id) {
+		return "", apigw.BadRequest("owner must be a user href like /v2/users/<id>, not %q", href)
+	}
+	u, err := h.st.GetPrincipal(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && u.Kind != store.KindUser {
+		return "", apigw.BadRequest("owner %s is not a user", href)
+	}
+	return id, err
+}
+
+// ---------------------------------------------------------------- read
+
+func (h *handler) getAccount(r *http.Request, _ apigw.Principal) (int, any, error) {
+	id, err := accountID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	a, err := h.st.GetAccountRecord(r.Context(), id)
+	if err != nil {
+		return 0, nil, storeErr(err, "no account %s", accountHref(id))
+	}
+	return http.StatusOK, accountOut(a), nil
+}
+
+// ---------------------------------------------------------------- patch
+
+type accountPatch struct {
+	Name         *string                    `json:"name"`
+	Keyword      *string                    `json:"keyword"`
+	Owner        optional[string]           `json:"owner"`
+	LogRetention optional[[]logRetentionIn] `json:"log_retention"`
+	Parent       present                    `json:"parent"`
+}
+
+// patchAccount changes an account's name, keyword, owner or log retention.
+// A rename keeps the keyword (as in the reference document: the keyword is
+// used in other systems' names). owner and log_retention take null to clear.
+func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, error) {
+	id, err := accountID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	var in accountPatch
+	if err := apigw.DecodeJSON(r, &in); err != nil {
+		return 0, nil, err
+	}
+	if in.Parent {
+		return 0, nil, apigw.BadRequest("parent cannot be changed: accounts never move in the tree")
+	}
+	if in.Name == nil && in.Keyword == nil && !in.Owner.Set && !in.LogRetention.Set {
+		return 0, nil, apigw.BadRequest("nothing to change: the body may set name, keyword, owner and log_retention")
+	}
+	var (
+		name, kw, owner string
+		lr              []store.LogRetention
+	)
+	if in.Name != nil {
+		if name, err = accountName(*in.Name); err != nil {
+			return 0, nil, err
+		}
+	}
+	if in.Keyword != nil {
+		if kw, err = keyword(*in.Keyword); err != nil {
+			return 0, nil, err
+		}
+	}
+	if in.LogRetention.Set && in.LogRetention.Value != nil {
+		if lr, err = logRetention(*in.LogRetention.Value); err != nil {
+			return 0, nil, err
+		}
+	}
+	var (
+		wg           sync.WaitGroup
+		prev         store.AccountRecord
+		gErr, ownErr error
+	)
+	wg.Go(func() { prev, gErr = h.st.GetAccountRecord(r.Context(), id) })
+	if in.Owner.Set && in.Owner.Value != nil {
+		wg.Go(func() { owner, ownErr = h.owner(r.Context(), *in.Owner.Value) })
+	}
+	wg.Wait()
+	if gErr != nil {
+		return 0, nil, storeErr(gErr, "no account %s", accountHref(id))
+	}
+	if ownErr != nil {
+		return 0, nil, ownErr
+	}
+	next := prev
+	next.Updated = h.st.Now()
+	if in.Name != nil {
+		next.Name = name
+	}
+	if in.Keyword != nil {
+		next.Keyword = kw
+	}
+	if in.Owner.Set {
+		next.Owner = owner
+	}
+	if in.LogRetention.Set {
+		next.LogRetention = lr
+	}
+	if err := h.st.UpdateAccount(r.Context(), prev, next); err != nil {
+		return 0, nil, storeErr(err, "no account %s", accountHref(id))
+	}
+	return http.StatusOK, accountOut(next), nil
+}
+
+// ---------------------------------------------------------------- delete
+
+// deleteAccount deletes an account that has no sub-accounts, applications
+// or address sets (else 409 naming what is left), revoking every access key
+// bound to it and every grant of its roles before it goes (store.DeleteAccount).
+func (h *handler) deleteAccount(r *http.Request, _ apigw.Principal) (int, any, error) {
+	id, err := accountID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	a, err := h.st.DeleteAccount(r.Context(), id)
+	var cleanup *store.CleanupError
+	if errors.As(err, &cleanup) {
+		h.log.WarnContext(r.Context(), "account deleted; removing its leftovers failed", "account", id, "error", err.Error(), "request_id", apigw.RequestID(r.Context()))
+		err = nil
+	}
+	if err != nil {
+		return 0, nil, storeErr(err, "no account %s", accountHref(id))
+	}
+	return http.StatusOK, accountOut(a), nil
+}

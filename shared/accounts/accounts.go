@@ -1,0 +1,123 @@
+// Package accounts serves the accounts function: the account tree
+// (/v2/accounts, spec 4.1 and 5.6), the entitlements of each account
+// (/v2/accounts/{id}/entitlements, spec 4.2) and its billing
+// (/v2/accounts/{id}/billing). Its handlers are plain net/http, run as a
+// Lambda through apigw.Lambda and called in-process by the local platform
+// and the tests. The authorizer has already decided every request; this
+// package makes only the second decisions of spec 5.4.3 (which members of a
+// collection the caller may see), with the same engine.
+package accounts
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/ids"
+	"cads/shared/store"
+)
+
+// Store is what the accounts function reads and writes.
+type Store interface {
+	Now() time.Time
+	Grants(ctx context.Context, principal string) ([]store.Grant, error)
+	GetPrincipal(ctx context.Context, id string) (store.Principal, error)
+
+	GetAccountRecord(ctx context.Context, id string) (store.AccountRecord, error)
+	GetAccountRecords(ctx context.Context, ids []string) ([]store.AccountRecord, error)
+	ChildAccounts(ctx context.Context, parent string, max int) ([]store.AccountRecord, error)
+	CreateSubAccount(ctx context.Context, a store.AccountRecord, roles []store.Role) error
+	UpdateAccount(ctx context.Context, prev, next store.AccountRecord) error
+	DeleteAccount(ctx context.Context, id string) (store.AccountRecord, error)
+
+	CreateEntitlement(ctx context.Context, e store.Entitlement) error
+	GetEntitlement(ctx context.Context, account, id string) (store.Entitlement, error)
+	ListEntitlements(ctx context.Context, account string) ([]store.Entitlement, error)
+	PutEntitlement(ctx context.Context, e store.Entitlement) error
+	DeleteEntitlement(ctx context.Context, account, id string) (store.Entitlement, error)
+
+	LoadBilling(ctx context.Context, account string) (store.Billing, error)
+	CloseInvoices(ctx context.Context, invs []store.Invoice) ([]store.Invoice, error)
+}
+
+// Deciders makes second decisions with the authorizer's engine.
+type Deciders interface {
+	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+}
+
+type handler struct {
+	st  Store
+	dec Deciders
+	log *slog.Logger
+}
+
+// New returns the accounts function's HTTP handler.
+func New(st Store, dec Deciders, log *slog.Logger) http.Handler {
+	h := &handler{st: st, dec: dec, log: log}
+	mux := apigw.NewMux()
+	mux.HandleFunc("GET /v2/accounts", h.wrap(h.listAccounts))
+	mux.HandleFunc("POST /v2/accounts", h.wrap(h.createAccount))
+	mux.HandleFunc("GET /v2/accounts/{id}", h.wrap(h.getAccount))
+	mux.HandleFunc("PATCH /v2/accounts/{id}", h.wrap(h.patchAccount))
+	mux.HandleFunc("DELETE /v2/accounts/{id}", h.wrap(h.deleteAccount))
+	mux.HandleFunc("GET /v2/accounts/{id}/billing", h.wrap(h.getBilling))
+	mux.HandleFunc("GET /v2/accounts/{id}/entitlements", h.wrap(h.listEntitlements))
+	mux.HandleFunc("POST /v2/accounts/{id}/entitlements", h.wrap(h.createEntitlement))
+	mux.HandleFunc("GET /v2/accounts/{id}/entitlements/{entitlement_id}", h.wrap(h.getEntitlement))
+	mux.HandleFunc("PATCH /v2/accounts/{id}/entitlements/{entitlement_id}", h.wrap(h.patchEntitlement))
+	mux.HandleFunc("DELETE /v2/accounts/{id}/entitlements/{entitlement_id}", h.wrap(h.deleteEntitlement))
+	return mux
+}
+
+// endpoint is a handler that returns its status and body, or an error that
+// apigw renders in the API's error body.
+type endpoint func(r *http.Request, p apigw.Principal) (int, any, error)
+
+func (h *handler) wrap(e endpoint) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := apigw.PrincipalFrom(r.Context())
+		if err != nil {
+			// Only a route deployed without the authorizer gets here.
+			apigw.WriteError(r.Context(), h.log, w, apigw.Unauthorized("no authenticated principal"))
+			return
+		}
+		status, body, err := e(r, p)
+		if err != nil {
+			apigw.WriteError(r.Context(), h.log, w, err)
+			return
+		}
+		apigw.WriteJSON(w, status, body)
+	}
+}
+
+// accountID reads {id}. An id this service could not have made is a 404
+// like any unknown account (the authorizer refuses most of them before).
+func accountID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if !ids.Valid(id) {
+		return "", apigw.NotFound("no account %q", id)
+	}
+	return id, nil
+}
+
+// storeErr turns the store's not-found and conflict errors into API
+// errors; anything else stays a 500.
+func storeErr(err error, format string, args ...any) error {
+	var c *store.ConflictError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return apigw.NotFound(format, args...)
+	case errors.As(err, &c):
+		return apigw.Conflict("%s", c.Msg)
+	}
+	return err
+}
+
+func accountHref(id string) string { return "/v2/accounts/" + id }
+func userHref(id string) string    { return "/v2/users/" + id }

@@ -1,0 +1,295 @@
+package accounts
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/ids"
+	"cads/shared/store"
+)
+
+// Entitlement is the wire shape of an entitlement (spec 4.2): a quantity
+// of one resource kind allocated to the account, charged unit_price x
+// quantity per period while active (from started, until expiry if set).
+// plan_id and started are the reference document's fields.
+type Entitlement struct {
+	ID        string     `json:"id"`
+	Href      string     `json:"href"`
+	Account   string     `json:"account"`
+	PlanID    *string    `json:"plan_id"`
+	Resource  string     `json:"resource"`
+	Quantity  int        `json:"quantity"`
+	Period    string     `json:"period"`
+	UnitPrice Money      `json:"unit_price"`
+	Started   time.Time  `json:"started"`
+	Expiry    *time.Time `json:"expiry"`
+	Active    bool       `json:"active"`
+	Created   time.Time  `json:"created"`
+	Updated   time.Time  `json:"updated"`
+}
+
+func entitlementHref(account, id string) string {
+	return accountHref(account) + "/entitlements/" + id
+}
+
+func entitlementOut(e store.Entitlement, now time.Time) Entitlement {
+	out := Entitlement{ID: e.ID, Href: entitlementHref(e.Account, e.ID), Account: accountHref(e.Account), Resource: e.Resource,
+		Quantity: e.Quantity, Period: e.Period, UnitPrice: Money(e.UnitPriceCents), Started: e.Started, Expiry: e.Expiry,
+		Active: e.ActiveAt(now), Created: e.Created, Updated: e.Updated}
+	if e.PlanID != "" {
+		out.PlanID = &e.PlanID
+	}
+	return out
+}
+
+// Limits of entitlement fields.
+const (
+	maxQuantity  = 1_000_000
+	maxPlanIDLen = 100
+)
+
+var periods = []string{store.PeriodMonth, store.PeriodYear}
+
+type entitlementPost struct {
+	PlanID    *string    `json:"plan_id"`
+	Resource  *string    `json:"resource"`
+	Quantity  *int       `json:"quantity"`
+	Period    *string    `json:"period"`
+	UnitPrice *Money     `json:"unit_price"`
+	Started   *time.Time `json:"started"`
+	Expiry    *time.Time `json:"expiry"`
+}
+
+type entitlementPatch struct {
+	PlanID    optional[string]    `json:"plan_id"`
+	Resource  present             `json:"resource"`
+	Quantity  *int                `json:"quantity"`
+	Period    *string             `json:"period"`
+	UnitPrice *Money              `json:"unit_price"`
+	Started   *time.Time          `json:"started"`
+	Expiry    optional[time.Time] `json:"expiry"`
+}
+
+func (h *handler) listEntitlements(r *http.Request, p apigw.Principal) (int, any, error) {
+	id, err := accountID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	page, err := apigw.ParsePage(r.URL.Query(), "resource", "started", "created")
+	if err != nil {
+		return 0, nil, err
+	}
+	var (
+		wg               sync.WaitGroup
+		d                *access.Decider
+		acct             store.AccountRecord
+		es               []store.Entitlement
+		dErr, aErr, lErr error
+	)
+	wg.Go(func() { d, dErr = h.dec.Decider(r.Context(), p) })
+	wg.Go(func() { acct, aErr = h.st.GetAccountRecord(r.Context(), id) })
+	wg.Go(func() { es, lErr = h.st.ListEntitlements(r.Context(), id) })
+	wg.Wait()
+	if aErr != nil {
+		return 0, nil, storeErr(aErr, "no account %s", accountHref(id))
+	}
+	if err := errors.Join(dErr, lErr); err != nil {
+		return 0, nil, err
+	}
+	now := h.st.Now()
+	out := make([]Entitlement, 0, len(es))
+	for _, e := range es {
+		// Spec 5.4.3: only the members the caller may GET.
+		if d.DecideFor(http.MethodGet, entitlementHref(id, e.ID), acct.Account).Allowed {
+			out = append(out, entitlementOut(e, now))
+		}
+	}
+	sortEntitlements(out, page.Order)
+	return http.StatusOK, apigw.Window(out, page), nil
+}
+
+func sortEntitlements(es []Entitlement, order []apigw.OrderKey) {
+	if len(order) == 0 {
+		order = []apigw.OrderKey{{Field: "created"}}
+	}
+	sort.SliceStable(es, func(i, j int) bool {
+		for _, k := range order {
+			var c int
+			switch k.Field {
+			case "resource":
+				c = strings.Compare(es[i].Resource, es[j].Resource)
+			case "started":
+				c = es[i].Started.Compare(es[j].Started)
+			case "created":
+				c = es[i].Created.Compare(es[j].Created)
+			}
+			if k.Desc {
+				c = -c
+			}
+			if c != 0 {
+				return c < 0
+			}
+		}
+		return es[i].ID < es[j].ID
+	})
+}
+
+// createEntitlement records an allocation. Only the entitlement
+// administrator role permits it (the authorizer decided).
+func (h *handler) createEntitlement(r *http.Request, _ apigw.Principal) (int, any, error) {
+	id, err := accountID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	var in entitlementPost
+	if err := apigw.DecodeJSON(r, &in); err != nil {
+		return 0, nil, err
+	}
+	now := h.st.Now()
+	e := store.Entitlement{ID: ids.New(), Account: id, Period: store.PeriodMonth, Started: now, Version: 1, Created: now, Updated: now}
+	if in.Resource == nil {
+		return 0, nil, apigw.BadRequest("resource is required: one of %s", strings.Join(store.ResourceKinds(), ", "))
+	}
+	if !slices.Contains(store.ResourceKinds(), *in.Resource) {
+		return 0, nil, apigw.BadRequest("resource %q is not a resource kind: use one of %s", *in.Resource, strings.Join(store.ResourceKinds(), ", "))
+	}
+	e.Resource = *in.Resource
+	if in.Quantity == nil {
+		return 0, nil, apigw.BadRequest("quantity is required: how many %s the account may have (application_tests: run per period)", e.Resource)
+	}
+	patch := entitlementPatch{Quantity: in.Quantity, Period: in.Period, UnitPrice: in.UnitPrice, Started: in.Started,
+		PlanID: optional[string]{Set: in.PlanID != nil, Value: in.PlanID}, Expiry: optional[time.Time]{Set: in.Expiry != nil, Value: in.Expiry}}
+	if e, err = applyEntitlement(e, patch); err != nil {
+		return 0, nil, err
+	}
+	existing, err := h.st.ListEntitlements(r.Context(), id)
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(existing) >= store.MaxEntitlementsPerAccount {
+		return 0, nil, apigw.Conflict("account %s already has %d entitlements, the most an account can have; delete or change one", accountHref(id), len(existing))
+	}
+	if err := h.st.CreateEntitlement(r.Context(), e); err != nil {
+		return 0, nil, storeErr(err, "no account %s", accountHref(id))
+	}
+	return http.StatusOK, entitlementOut(e, now), nil
+}
+
+// applyEntitlement validates the fields of in that are set and applies
+// them to e.
+func applyEntitlement(e store.Entitlement, in entitlementPatch) (store.Entitlement, error) {
+	if in.Resource {
+		return e, apigw.BadRequest("resource cannot be changed: delete this entitlement and create one for the other resource")
+	}
+	if in.PlanID.Set {
+		e.PlanID = ""
+		if in.PlanID.Value != nil {
+			v, err := text("plan_id", *in.PlanID.Value, maxPlanIDLen)
+			if err != nil {
+				return e, apigw.BadRequest("%s", err.Error())
+			}
+			e.PlanID = v
+		}
+	}
+	if in.Quantity != nil {
+		if *in.Quantity < 0 || *in.Quantity > maxQuantity {
+			return e, apigw.BadRequest("quantity must be an integer from 0 to %d", maxQuantity)
+		}
+		e.Quantity = *in.Quantity
+	}
+	if in.Period != nil {
+		if !slices.Contains(periods, *in.Period) {
+			return e, apigw.BadRequest("period %q is not a period: use one of %s", *in.Period, strings.Join(periods, ", "))
+		}
+		e.Period = *in.Period
+	}
+	if in.UnitPrice != nil {
+		e.UnitPriceCents = int64(*in.UnitPrice)
+	}
+	if in.Started != nil {
+		e.Started = in.Started.UTC().Truncate(time.Millisecond)
+	}
+	if in.Expiry.Set {
+		e.Expiry = nil
+		if in.Expiry.Value != nil {
+			x := in.Expiry.Value.UTC().Truncate(time.Millisecond)
+			e.Expiry = &x
+		}
+	}
+	if e.Expiry != nil && !e.Expiry.After(e.Started) {
+		return e, apigw.BadRequest("expiry (%s) must be after started (%s)", e.Expiry.Format(time.RFC3339), e.Started.Format(time.RFC3339))
+	}
+	return e, nil
+}
+
+func entitlementID(r *http.Request) (string, string, error) {
+	id, err := accountID(r)
+	if err != nil {
+		return "", "", err
+	}
+	eid := r.PathValue("entitlement_id")
+	if !ids.Valid(eid) {
+		return "", "", apigw.NotFound("no entitlement %s", entitlementHref(id, eid))
+	}
+	return id, eid, nil
+}
+
+func (h *handler) getEntitlement(r *http.Request, _ apigw.Principal) (int, any, error) {
+	id, eid, err := entitlementID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	e, err := h.st.GetEntitlement(r.Context(), id, eid)
+	if err != nil {
+		return 0, nil, storeErr(err, "no entitlement %s", entitlementHref(id, eid))
+	}
+	return http.StatusOK, entitlementOut(e, h.st.Now()), nil
+}
+
+func (h *handler) patchEntitlement(r *http.Request, _ apigw.Principal) (int, any, error) {
+	id, eid, err := entitlementID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	var in entitlementPatch
+	if err := apigw.DecodeJSON(r, &in); err != nil {
+		return 0, nil, err
+	}
+	if !bool(in.Resource) && !in.PlanID.Set && in.Quantity == nil && in.Period == nil && in.UnitPrice == nil && in.Started == nil && !in.Expiry.Set {
+		return 0, nil, apigw.BadRequest("nothing to change: the body may set plan_id, quantity, period, unit_price, started and expiry")
+	}
+	prev, err := h.st.GetEntitlement(r.Context(), id, eid)
+	if err != nil {
+		return 0, nil, storeErr(err, "no entitlement %s", entitlementHref(id, eid))
+	}
+	next, err := applyEntitlement(prev, in)
+	if err != nil {
+		return 0, nil, err
+	}
+	next.Version, next.Updated = prev.Version+1, h.st.Now()
+	if err := h.st.PutEntitlement(r.Context(), next); err != nil {
+		return 0, nil, storeErr(err, "no entitlement %s", entitlementHref(id, eid))
+	}
+	return http.StatusOK, entitlementOut(next, next.Updated), nil
+}
+
+// deleteEntitlement deletes an entitlement of the account named by the
+// path; one of another account is not found (its key includes the account).
+func (h *handler) deleteEntitlement(r *http.Request, _ apigw.Principal) (int, any, error) {
+	id, eid, err := entitlementID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	e, err := h.st.DeleteEntitlement(r.Context(), id, eid)
+	if err != nil {
+		return 0, nil, storeErr(err, "no entitlement %s", entitlementHref(id, eid))
+	}
+	return http.StatusOK, entitlementOut(e, h.st.Now()), nil
+}

@@ -1,0 +1,279 @@
+package addresssets
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/ids"
+	"cads/shared/store"
+)
+
+// Deciders makes second decisions with the authorizer's engine (spec
+// 5.4.3: a listing shows only what the caller may GET).
+type Deciders interface {
+	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+}
+
+type handler struct {
+	svc *Service
+	st  Store
+	dec Deciders
+	log *slog.Logger
+}
+
+// New returns the address-sets function's HTTP handler.
+func New(svc *Service, st Store, dec Deciders, log *slog.Logger) http.Handler {
+	h := &handler{svc: svc, st: st, dec: dec, log: log}
+	mux := apigw.NewMux()
+	mux.HandleFunc("GET /v2/address-sets", h.wrap(h.list))
+	mux.HandleFunc("POST /v2/address-sets", h.wrap(h.create))
+	mux.HandleFunc("GET /v2/address-sets/{id}", h.wrap(h.get))
+	mux.HandleFunc("PATCH /v2/address-sets/{id}", h.wrap(h.patch))
+	mux.HandleFunc("DELETE /v2/address-sets/{id}", h.wrap(h.delete))
+	mux.HandleFunc("GET /v2/address-sets/{id}/addresses", h.wrap(h.addresses))
+	return mux
+}
+
+type endpoint func(r *http.Request, p apigw.Principal) (int, any, error)
+
+func (h *handler) wrap(e endpoint) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := apigw.PrincipalFrom(r.Context())
+		if err != nil {
+			apigw.WriteError(r.Context(), h.log, w, apigw.Unauthorized("no authenticated principal"))
+			return
+		}
+		if p.AccountID == "" {
+			apigw.WriteError(r.Context(), h.log, w, apigw.Forbidden("this key is authenticated into no account; switch with POST /v2/users/self/authorization"))
+			return
+		}
+		status, body, err := e(r, p)
+		if err != nil {
+			apigw.WriteError(r.Context(), h.log, w, err)
+			return
+		}
+		apigw.WriteJSON(w, status, body)
+	}
+}
+
+// setID is the path's {id}; one that cannot be an id is a 404 like any
+// other missing set.
+func setID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if !ids.Valid(id) {
+		return "", apigw.NotFound("no address set %q", id)
+	}
+	return id, nil
+}
+
+func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
+	page, err := apigw.ParsePage(r.URL.Query(), "name", "type", "created", "updated")
+	if err != nil {
+		return 0, nil, err
+	}
+	var (
+		wg         sync.WaitGroup
+		sets       []store.AddressSet
+		d          *access.Decider
+		lErr, dErr error
+	)
+	ctx := r.Context()
+	wg.Go(func() { sets, lErr = h.st.ListAddressSets(ctx, p.AccountID) })
+	wg.Go(func() { d, dErr = h.dec.Decider(ctx, p) })
+	wg.Wait()
+	if lErr != nil {
+		return 0, nil, lErr
+	}
+	if dErr != nil {
+		return 0, nil, dErr
+	}
+	now := h.st.Now()
+	out := make([]AddressSet, 0, len(sets))
+	for _, s := range sets {
+		if d.Decide(http.MethodGet, Href(s.ID)).Allowed {
+			out = append(out, setOut(store.AddressSetState{Set: s}, now, false))
+		}
+	}
+	sortSets(out, page.Order)
+	return http.StatusOK, apigw.Window(out, page), nil
+}
+
+func sortSets(s []AddressSet, order []apigw.OrderKey) {
+	if len(order) == 0 {
+		order = []apigw.OrderKey{{Field: "created"}}
+	}
+	sort.SliceStable(s, func(i, j int) bool {
+		for _, k := range order {
+			var c int
+			switch k.Field {
+			case "name":
+				c = strings.Compare(s[i].Name, s[j].Name)
+			case "type":
+				c = strings.Compare(s[i].Type, s[j].Type)
+			case "created":
+				c = s[i].Created.Compare(s[j].Created)
+			case "updated":
+				c = s[i].Updated.Compare(s[j].Updated)
+			}
+			if k.Desc {
+				c = -c
+			}
+			if c != 0 {
+				return c < 0
+			}
+		}
+		return s[i].ID < s[j].ID
+	})
+}
+
+func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
+	var in setIn
+	if err := apigw.DecodeJSON(r, &in); err != nil {
+		return 0, nil, err
+	}
+	st, err := h.svc.create(r.Context(), p.AccountID, ActorOf(p), in)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, setOut(st, h.st.Now(), true), nil
+}
+
+func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
+	id, err := setID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	st, err := h.st.GetAddressSet(r.Context(), p.AccountID, id, false)
+	if err != nil {
+		return 0, nil, notFound(err, id)
+	}
+	return http.StatusOK, setOut(st, h.st.Now(), true), nil
+}
+
+func (h *handler) delete(r *http.Request, p apigw.Principal) (int, any, error) {
+	id, err := setID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	st, err := h.svc.remove(r.Context(), p.AccountID, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, setOut(st, h.st.Now(), true), nil
+}
+
+func (h *handler) addresses(r *http.Request, p apigw.Principal) (int, any, error) {
+	id, err := setID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	list, err := h.svc.addresses(r.Context(), p.AccountID, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, list, nil
+}
+
+// Media types of PATCH bodies (spec 4.5): a merge patch (RFC 7386, also
+// under its own name) or a JSON Patch (RFC 6902).
+const (
+	mediaJSON       = "application/json"
+	mediaMergePatch = "application/merge-patch+json"
+	mediaJSONPatch  = "application/json-patch+json"
+	maxPatchOps     = 1000
+)
+
+func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
+	id, err := setID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	mt := apigw.MediaType(r)
+	if mt != mediaJSON && mt != mediaMergePatch && mt != mediaJSONPatch {
+		if mt == "" {
+			return 0, nil, apigw.UnsupportedMediaType("missing Content-Type; send %s (merge) or %s (RFC 6902)", mediaJSON, mediaJSONPatch)
+		}
+		return 0, nil, apigw.UnsupportedMediaType("Content-Type %q is not accepted here; send %s (merge) or %s (RFC 6902)", mt, mediaJSON, mediaJSONPatch)
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return 0, nil, apigw.BadRequest("a request body is required")
+	}
+	// The body is checked before the set is read, so a malformed patch is
+	// a 400 whether or not the set exists.
+	var patch jsonpatch.Patch
+	if mt == mediaJSONPatch {
+		var ops []json.RawMessage
+		if json.Unmarshal(body, &ops) != nil {
+			return 0, nil, apigw.BadRequest("a JSON Patch (%s) must be an array of operations (RFC 6902)", mediaJSONPatch)
+		}
+		if len(ops) > maxPatchOps {
+			return 0, nil, apigw.BadRequest("a JSON Patch may hold at most %d operations", maxPatchOps)
+		}
+		if patch, err = jsonpatch.DecodePatch(body); err != nil {
+			return 0, nil, apigw.BadRequest("invalid JSON Patch: %s", err.Error())
+		}
+	} else {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(body, &obj) != nil {
+			return 0, nil, apigw.BadRequest("a merge patch (%s) must be a JSON object of the fields to change", mediaJSON)
+		}
+	}
+	st, err := h.svc.replace(r.Context(), p.AccountID, id, ActorOf(p), func(doc document) (setIn, error) {
+		cur, err := json.Marshal(doc)
+		if err != nil {
+			return setIn{}, err
+		}
+		var out []byte
+		if patch != nil {
+			opts := jsonpatch.NewApplyOptions()
+			opts.SupportNegativeIndices = false
+			opts.AccumulatedCopySizeLimit = apigw.MaxJSONBody
+			if out, err = patch.ApplyWithOptions(cur, opts); err != nil {
+				return setIn{}, apigw.BadRequest("JSON Patch does not apply: %s", err.Error())
+			}
+		} else if out, err = jsonpatch.MergePatch(cur, body); err != nil {
+			return setIn{}, apigw.BadRequest("invalid merge patch: %s", err.Error())
+		}
+		var in setIn
+		if err := apigw.UnmarshalStrict(out, &in); err != nil {
+			if e, ok := apigw.As(err); ok {
+				e.Message = strings.Replace(e.Message, "invalid JSON body", "the patched address set is invalid", 1)
+			}
+			return setIn{}, err
+		}
+		return in, nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, setOut(st, h.st.Now(), true), nil
+}
+
+func readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, apigw.MaxJSONBody+1))
+	if err != nil {
+		return nil, apigw.BadRequest("could not read the request body")
+	}
+	if len(b) > apigw.MaxJSONBody {
+		return nil, apigw.PayloadTooLarge("request body exceeds %d bytes", apigw.MaxJSONBody)
+	}
+	return b, nil
+}

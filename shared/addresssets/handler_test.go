@@ -1,0 +1,290 @@
+package addresssets_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"cads/infra/testenv"
+	"cads/shared/apigw"
+	"cads/shared/bootstrap"
+	"cads/shared/metrics"
+	"cads/shared/store"
+	"cads/shared/wire"
+)
+
+type api struct {
+	t      *testing.T
+	d      testenv.Dynamo
+	deps   wire.Deps
+	sets   apigw.ProxyHandler
+	mets   apigw.ProxyHandler
+	op     apigw.Principal
+	stderr strings.Builder
+}
+
+func newAPI(t *testing.T) *api {
+	t.Helper()
+	a := &api{t: t, d: testenv.NewDynamo(t)}
+	a.deps = wire.New(slog.New(slog.NewTextHandler(io.Discard, nil)), a.d.Client, a.d.Table)
+	res, err := bootstrap.Run(context.Background(), a.deps.Store, "operator@localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.op = apigw.Principal{ID: res.Operator, Kind: "user", Email: "operator@localhost", AccountID: res.RootAccount, KeyID: res.KeyID}
+	a.sets, a.mets = wire.AddressSets(a.deps), wire.Metrics(a.deps)
+	return a
+}
+
+type reply struct {
+	status int
+	body   map[string]any
+	list   []any
+	raw    string
+}
+
+// call sends an API Gateway proxy event, as the gateway would, and counts
+// the DynamoDB round trips it caused.
+func (a *api) call(h apigw.ProxyHandler, p apigw.Principal, method, path, resource, body, ct string) reply {
+	a.t.Helper()
+	u, err := url.Parse(path)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	req := events.APIGatewayProxyRequest{HTTPMethod: method, Path: u.Path, Resource: resource, Body: body,
+		Headers: map[string]string{"Host": "api.local"}, MultiValueHeaders: map[string][]string{"Host": {"api.local"}},
+		RequestContext: events.APIGatewayProxyRequestContext{RequestID: "req-1", Stage: "api", HTTPMethod: method, Authorizer: p.Context()}}
+	if ct != "" {
+		req.Headers["Content-Type"] = ct
+		req.MultiValueHeaders["Content-Type"] = []string{ct}
+	}
+	if q := u.Query(); len(q) > 0 {
+		req.QueryStringParameters, req.MultiValueQueryStringParameters = map[string]string{}, map[string][]string{}
+		for k, v := range q {
+			req.QueryStringParameters[k] = v[len(v)-1]
+			req.MultiValueQueryStringParameters[k] = v
+		}
+	}
+	if parts := strings.Split(u.Path, "/"); len(parts) > 3 && strings.Contains(resource, "{id}") {
+		req.PathParameters = map[string]string{"id": parts[3]}
+	}
+	resp, err := h(context.Background(), req)
+	if err != nil {
+		a.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	r := reply{status: resp.StatusCode, raw: resp.Body}
+	if strings.HasPrefix(strings.TrimSpace(resp.Body), "[") {
+		_ = json.Unmarshal([]byte(resp.Body), &r.list)
+	} else {
+		_ = json.Unmarshal([]byte(resp.Body), &r.body)
+	}
+	return r
+}
+
+func (a *api) must(r reply, status int, what string) reply {
+	a.t.Helper()
+	if r.status != status {
+		a.t.Fatalf("%s: status %d, want %d: %s", what, r.status, status, r.raw)
+	}
+	return r
+}
+
+func (a *api) errType(r reply, status int, contains, what string) {
+	a.t.Helper()
+	e, _ := r.body["error"].(map[string]any)
+	if r.status != status || e == nil || r.body["status"] != float64(status) || !strings.Contains(e["message"].(string), contains) {
+		a.t.Fatalf("%s: got %d %s, want %d containing %q", what, r.status, r.raw, status, contains)
+	}
+}
+
+// trips resets the counter with a delay so that parallel calls overlap,
+// and returns a function reporting (sequential, total).
+func (a *api) trips() func() (int, int) {
+	a.d.Counter.Reset()
+	a.d.Counter.SetDelay(20 * time.Millisecond)
+	return func() (int, int) {
+		s, t := a.d.Counter.Sequential(), a.d.Counter.Total()
+		a.d.Counter.SetDelay(0)
+		return s, t
+	}
+}
+
+func TestAddressSetsThroughAPIGatewayEvents(t *testing.T) {
+	a := newAPI(t)
+	const coll, item, addrs = "/v2/address-sets", "/v2/address-sets/{id}", "/v2/address-sets/{id}/addresses"
+	expiry := time.Now().UTC().Add(time.Hour).Truncate(time.Second).Format(time.RFC3339)
+
+	done := a.trips()
+	c := a.must(a.call(a.sets, a.op, "POST", coll, coll, `{"name":"office","type":"manual","description":"VPN exits",
+		"entries":[{"address":"192.0.2.0/24","description":"HQ"},{"address":"2001:db8::7","expiry":"`+expiry+`"}]}`, "application/json"), 200, "create")
+	seq, total := done()
+	t.Logf("POST /v2/address-sets: %d sequential, %d total round trips", seq, total)
+	if seq > 3 || total > 4 {
+		t.Errorf("POST: %d sequential / %d total round trips, want at most 3 / 4", seq, total)
+	}
+	id := c.body["id"].(string)
+	href := "/v2/address-sets/" + id
+	if c.body["href"] != href || len(c.body["entries"].([]any)) != 2 || c.body["type"] != "manual" {
+		t.Fatalf("created %s", c.raw)
+	}
+
+	done = a.trips()
+	g := a.must(a.call(a.sets, a.op, "GET", href, item, "", ""), 200, "get")
+	if seq, total := done(); seq != 1 || total != 1 {
+		t.Errorf("GET one set: %d/%d round trips, want 1/1", seq, total)
+	}
+	if g.raw != c.raw {
+		t.Errorf("GET differs from the create response:\n%s\n%s", g.raw, c.raw)
+	}
+
+	// JSON Patch: re-add an address (one entry, later expiry), rename.
+	done = a.trips()
+	p := a.must(a.call(a.sets, a.op, "PATCH", href, item, `[{"op":"add","path":"/entries/-","value":{"address":"198.51.100.4"}},
+		{"op":"replace","path":"/name","value":"offices"}]`, "application/json-patch+json"), 200, "json patch")
+	seq, total = done()
+	t.Logf("PATCH /v2/address-sets/{id}: %d sequential, %d total round trips", seq, total)
+	if seq != 2 || total != 2 {
+		t.Errorf("PATCH: %d/%d round trips, want 2/2 (read, transaction)", seq, total)
+	}
+	if p.body["name"] != "offices" || len(p.body["entries"].([]any)) != 3 {
+		t.Fatalf("patched %s", p.raw)
+	}
+	// Merge patch, read-only fields and media types.
+	a.must(a.call(a.sets, a.op, "PATCH", href, item, `{"description":"all offices"}`, "application/json"), 200, "merge patch")
+	a.errType(a.call(a.sets, a.op, "PATCH", href, item, `{"id":"x"}`, "application/json"), 400, `unknown field "id"`, "read-only field")
+	a.errType(a.call(a.sets, a.op, "PATCH", href, item, `{}`, "text/plain"), 415, "text/plain", "media type")
+	a.errType(a.call(a.sets, a.op, "PATCH", href, item, `[{"op":"remove","path":"/entries/9"}]`, "application/json-patch+json"), 400, "does not apply", "bad patch")
+	a.errType(a.call(a.sets, a.op, "POST", coll, coll, `{"name":"x","type":"manual","owner":"me"}`, "application/json"), 400, `unknown field "owner"`, "unknown field")
+
+	// A combined set including it; /addresses follows the inclusion.
+	cb := a.must(a.call(a.sets, a.op, "POST", coll, coll, `{"name":"all","type":"combined","inclusions":["`+href+`"],"entries":[{"address":"10.0.0.0/8"}]}`, "application/json"), 200, "combined")
+	cid := cb.body["id"].(string)
+	done = a.trips()
+	l := a.must(a.call(a.sets, a.op, "GET", "/v2/address-sets/"+cid+"/addresses", addrs, "", ""), 200, "addresses")
+	if seq, total := done(); seq != 2 || total != 2 {
+		t.Errorf("/addresses over one inclusion: %d/%d round trips, want 2/2", seq, total)
+	}
+	var got []string
+	for _, e := range l.list {
+		got = append(got, e.(map[string]any)["address"].(string))
+	}
+	if strings.Join(got, " ") != "10.0.0.0/8 192.0.2.0/24 198.51.100.4 2001:db8::7" {
+		t.Fatalf("addresses %v", got)
+	}
+
+	// The listing shows both sets, without entries.
+	done = a.trips()
+	ls := a.must(a.call(a.sets, a.op, "GET", coll, coll, "", ""), 200, "list")
+	if seq, _ := done(); seq != 2 {
+		t.Errorf("list: %d sequential round trips, want 2 (sets and the caller's roles in parallel, then their roles)", seq)
+	}
+	if len(ls.list) != 2 || ls.list[0].(map[string]any)["entries"] != nil {
+		t.Fatalf("list %s", ls.raw)
+	}
+
+	// Another account sees none of it.
+	other := a.op
+	other.AccountID = "someotheraccount"
+	a.errType(a.call(a.sets, other, "GET", href, item, "", ""), 404, "no address set", "other account's set")
+	a.errType(a.call(a.sets, other, "DELETE", href, item, "", ""), 404, "no address set", "other account's delete")
+	a.errType(a.call(a.mets, other, "GET", href+"/metrics?names=entries_added", "/v2/address-sets/{id}/metrics", "", ""), 404, "no address set", "other account's metrics")
+
+	// Included: 409; after the combined set is gone: 200, then 404.
+	a.errType(a.call(a.sets, a.op, "DELETE", href, item, "", ""), 409, "/v2/address-sets/"+cid, "delete included set")
+	a.must(a.call(a.sets, a.op, "DELETE", "/v2/address-sets/"+cid, item, "", ""), 200, "delete combined")
+	done = a.trips()
+	del := a.must(a.call(a.sets, a.op, "DELETE", href, item, "", ""), 200, "delete")
+	if seq, total := done(); seq != 2 || total != 2 {
+		t.Errorf("DELETE: %d/%d round trips, want 2/2", seq, total)
+	}
+	if del.body["id"] != id {
+		t.Fatalf("delete returns the set: %s", del.raw)
+	}
+	a.errType(a.call(a.sets, a.op, "GET", href, item, "", ""), 404, "no address set", "deleted")
+}
+
+func TestMetricsEndpoints(t *testing.T) {
+	a := newAPI(t)
+	st := a.deps.Store
+	now := st.Now()
+	app := store.Application{ID: "shop1", Account: a.op.AccountID, State: store.AppRunning, Config: "{}", Version: 1, Created: now, Updated: now}
+	if err := st.CreateApplication(context.Background(), app); err != nil {
+		t.Fatal(err)
+	}
+	agg := metrics.NewAggregator(st, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var recs []metrics.Record
+	for i := range 120 {
+		recs = append(recs, metrics.Record{App: "shop1", Arrival: now.Add(-time.Duration(i) * 29 * time.Second).Format(time.RFC3339Nano),
+			StatusCode: 200 + (i%2)*300, BytesOut: 1000, Elapsed: 20})
+	}
+	body, _ := json.Marshal(metrics.Message{Batch: "t1", Records: recs})
+	if resp, err := agg.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "1", Body: string(body)}}}); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("fold: %v %v", err, resp)
+	}
+	const res = "/v2/applications/{id}/metrics"
+	done := a.trips()
+	r := a.must(a.call(a.mets, a.op, "GET", "/v2/applications/shop1/metrics?names=status_codes,requests&summarize=true", res, "", ""), 200, "summary")
+	if seq, total := done(); seq != 1 || total != 2 {
+		t.Errorf("metrics: %d/%d round trips, want 1/2 (the application and the buckets in parallel)", seq, total)
+	}
+	if !strings.HasPrefix(r.raw, `{"from":`) || !strings.Contains(r.raw, `"metrics":{"status_codes":{"200":60,"500":60},"requests":120}`) {
+		t.Fatalf("summary %s", r.raw)
+	}
+	r = a.must(a.call(a.mets, a.op, "GET", "/v2/applications/shop1/metrics?names=requests&resolution=600", res, "", ""), 200, "series")
+	var total float64
+	for _, v := range r.body["metrics"].(map[string]any)["requests"].([]any) {
+		total += v.(float64)
+	}
+	if total != 120 || r.body["resolution"] != 600.0 {
+		t.Fatalf("series %s", r.raw)
+	}
+
+	// Bad parameters are 400s that name the problem.
+	for q, want := range map[string]string{
+		"":                               "names is required",
+		"names=requests,latency":         `unknown metric "latency"`,
+		"names=requests&resolution=3":    "at least 5",
+		"names=requests&resolution=25":   "multiple of 10",
+		"names=requests&from=2026-99-01": "from must be an RFC 3339",
+		"names=requests&to=now":          "to must be an RFC 3339",
+		"names=requests&summarize=true&resolution=60":                      "mutually exclusive",
+		"names=requests&from=2026-05-02T00:00:00Z&to=2026-05-01T00:00:00Z": "must be before",
+	} {
+		a.errType(a.call(a.mets, a.op, "GET", "/v2/applications/shop1/metrics?"+q, res, "", ""), 400, want, q)
+	}
+	// Someone else's application, or none: 404.
+	other := a.op
+	other.AccountID = "someotheraccount"
+	a.errType(a.call(a.mets, other, "GET", "/v2/applications/shop1/metrics?names=requests", res, "", ""), 404, "no application", "other account")
+	a.errType(a.call(a.mets, a.op, "GET", "/v2/applications/nosuchapp/metrics?names=requests", res, "", ""), 404, "no application", "missing")
+
+	// Scale: 30 days at one hour for 10 metrics reads the hourly rollup.
+	q := "names=requests,bytes_in,bytes_out,status_codes,countries,response_time,cache_hits,waf_hits,page_views,useragent_name&resolution=3600&from=" +
+		now.Add(-30*24*time.Hour).Format(time.RFC3339) + "&to=" + now.Format(time.RFC3339)
+	done = a.trips()
+	r = a.must(a.call(a.mets, a.op, "GET", "/v2/applications/shop1/metrics?"+q, res, "", ""), 200, "30 days")
+	seq, tot := done()
+	t.Logf("30 days at 1 hour, 10 metrics: %d sequential, %d total round trips", seq, tot)
+	if tot > 3 {
+		t.Errorf("30 days at 1 hour for 10 metrics took %d round trips, want at most 3", tot)
+	}
+	pts := r.body["metrics"].(map[string]any)["requests"].([]any)
+	total = 0
+	for _, v := range pts {
+		total += v.(float64)
+	}
+	if len(pts) < 720 || len(pts) > 722 || total != 120 {
+		t.Fatalf("30 days hourly: %d points summing to %v", len(pts), total)
+	}
+
+	// The account's address-set metrics need no set.
+	a.must(a.call(a.mets, a.op, "GET", "/v2/address-sets/metrics?names=entries_added,entries_expired&summarize=true", "/v2/address-sets/metrics", "", ""), 200, "account address-set metrics")
+	a.errType(a.call(a.mets, a.op, "GET", "/v2/address-sets/metrics?names=requests", "/v2/address-sets/metrics", "", ""), 400, `unknown metric "requests"`, "app metric on sets")
+}

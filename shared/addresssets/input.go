@@ -1,0 +1,173 @@
+package addresssets
+
+import (
+	"encoding/json"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"cads/shared/apigw"
+	"cads/shared/ids"
+)
+
+// setIn is the body of POST (AddressSetPost) and the result of a PATCH
+// applied to a set's document (AddressSetPatch); unknown fields are a 400.
+type setIn struct {
+	Name        *string         `json:"name"`
+	Description *string         `json:"description"`
+	Type        *string         `json:"type"`
+	Entries     []entryIn       `json:"entries"`
+	Inclusions  []string        `json:"inclusions"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// entryIn is AddressSetEntryConfiguration.
+type entryIn struct {
+	Address     *string    `json:"address"`
+	Description *string    `json:"description"`
+	Expiry      *time.Time `json:"expiry"`
+}
+
+// spec is a validated desired state of a set.
+type spec struct {
+	Name, Description, Type string
+	// Entries are the live entries the set should have, by prefix.
+	Entries    map[netip.Prefix]desired
+	Inclusions []string // ids
+}
+
+type desired struct {
+	address     string
+	description string
+	expiry      *time.Time
+}
+
+// validate checks a set body as a whole. The same address twice is one
+// entry with the later expiry (a re-add extends, spec 4.5), so a JSON Patch
+// "add" of an existing address behaves like a POST of it would.
+func validate(in setIn) (spec, error) {
+	var s spec
+	if in.Name == nil {
+		return s, apigw.BadRequest("name is required")
+	}
+	if n := utf8.RuneCountInString(strings.TrimSpace(*in.Name)); n == 0 || utf8.RuneCountInString(*in.Name) > MaxNameLen {
+		return s, apigw.BadRequest("name must be 1 to %d characters", MaxNameLen)
+	}
+	s.Name = *in.Name
+	if in.Description != nil {
+		if utf8.RuneCountInString(*in.Description) > MaxDescriptionLen {
+			return s, apigw.BadRequest("description may be at most %d characters", MaxDescriptionLen)
+		}
+		s.Description = *in.Description
+	}
+	if in.Type == nil {
+		return s, apigw.BadRequest("type is required: one of %s, %s, %s", TypeManual, TypeDynamic, TypeCombined)
+	}
+	switch *in.Type {
+	case TypeManual, TypeDynamic, TypeCombined:
+		s.Type = *in.Type
+	case "domains", "json-file", "text-file":
+		return s, apigw.BadRequest("type %q is not supported: this service does not fetch address lists; use %s, %s or %s", *in.Type, TypeManual, TypeDynamic, TypeCombined)
+	default:
+		return s, apigw.BadRequest("type must be one of %s, %s, %s, not %q", TypeManual, TypeDynamic, TypeCombined, clip(*in.Type))
+	}
+	if len(in.Parameters) > 0 && string(in.Parameters) != "null" {
+		return s, apigw.BadRequest("parameters apply only to text-file, json-file and domains sets, which this service does not support")
+	}
+	s.Entries = make(map[netip.Prefix]desired, len(in.Entries))
+	for i, e := range in.Entries {
+		if e.Address == nil {
+			return s, apigw.BadRequest("entries[%d].address is required", i)
+		}
+		p, shown, err := parseAddress(*e.Address)
+		if err != nil {
+			return s, apigw.BadRequest("entries[%d].address: %s", i, err.Error())
+		}
+		d := desired{address: shown}
+		if e.Description != nil {
+			if utf8.RuneCountInString(*e.Description) > MaxEntryDescLen {
+				return s, apigw.BadRequest("entries[%d].description may be at most %d characters", i, MaxEntryDescLen)
+			}
+			d.description = *e.Description
+		}
+		if e.Expiry != nil {
+			t := e.Expiry.UTC().Truncate(time.Millisecond)
+			d.expiry = &t
+		}
+		if prev, dup := s.Entries[p]; dup {
+			if !later(d.expiry, prev.expiry) {
+				d.expiry = prev.expiry
+			}
+			if d.description == "" {
+				d.description = prev.description
+			}
+		}
+		s.Entries[p] = d
+	}
+	if len(s.Entries) > MaxEntries {
+		return s, apigw.BadRequest("entries: %d addresses; a set holds at most %d", len(s.Entries), MaxEntries)
+	}
+	if len(in.Inclusions) > 0 && s.Type != TypeCombined {
+		return s, apigw.BadRequest("inclusions are only for %s sets", TypeCombined)
+	}
+	if len(in.Inclusions) > MaxInclusions {
+		return s, apigw.BadRequest("inclusions: at most %d sets", MaxInclusions)
+	}
+	for i, h := range in.Inclusions {
+		id, ok := strings.CutPrefix(h, "/v2/address-sets/")
+		if !ok || !ids.Valid(id) {
+			return s, apigw.BadRequest("inclusions[%d]: %q is not an address set href (/v2/address-sets/<id>)", i, clip(h))
+		}
+		if slices.Contains(s.Inclusions, id) {
+			return s, apigw.BadRequest("inclusions[%d]: %s is listed twice", i, h)
+		}
+		s.Inclusions = append(s.Inclusions, id)
+	}
+	return s, nil
+}
+
+// checkExpiry refuses an expiry that is not in the future or too far in it.
+func checkExpiry(addr string, e *time.Time, now time.Time) error {
+	if e == nil {
+		return nil
+	}
+	if !e.After(now) {
+		return apigw.BadRequest("entries: %s: expiry %s is not in the future", addr, e.Format(time.RFC3339))
+	}
+	if e.After(now.Add(MaxExpiry)) {
+		return apigw.BadRequest("entries: %s: expiry may be at most %d years ahead", addr, int(MaxExpiry/(365*24*time.Hour)))
+	}
+	return nil
+}
+
+// document is a set's editable fields as a JSON Patch / merge patch
+// applies to them: the live entries in address order, inclusions as hrefs.
+type document struct {
+	Name        string     `json:"name"`
+	Description string     `json:"description"`
+	Type        string     `json:"type"`
+	Entries     []docEntry `json:"entries"`
+	Inclusions  []string   `json:"inclusions"`
+}
+
+type docEntry struct {
+	Address     string     `json:"address"`
+	Description string     `json:"description"`
+	Expiry      *time.Time `json:"expiry,omitempty"`
+}
+
+func documentOf(a AddressSet) document {
+	d := document{Name: a.Name, Description: a.Description, Type: a.Type, Inclusions: a.Inclusions, Entries: []docEntry{}}
+	if a.Entries != nil {
+		for _, e := range *a.Entries {
+			d.Entries = append(d.Entries, docEntry{Address: e.Address, Description: e.Description, Expiry: e.Expiry})
+		}
+	}
+	return d
+}
+
+func describeTooLarge(items int) error {
+	return apigw.BadRequest("this change writes %d items (entries added, changed or removed, and inclusions); one atomic change holds at most 100: split it into smaller PATCH requests", items)
+}

@@ -1,0 +1,449 @@
+package addresssets
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"cads/infra/testenv"
+	"cads/shared/apigw"
+	"cads/shared/metrics"
+	"cads/shared/store"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// queue records what would go to the metrics queue.
+type queue struct {
+	mu      sync.Mutex
+	bodies  []string
+	delayed []string
+}
+
+func (q *queue) Send(_ context.Context, bodies ...string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.bodies = append(q.bodies, bodies...)
+	return nil
+}
+
+func (q *queue) SendAfter(_ context.Context, body string, _ time.Duration) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.delayed = append(q.delayed, body)
+	return nil
+}
+
+func (q *queue) drain() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.bodies
+	q.bodies = nil
+	return out
+}
+
+type env struct {
+	t     *testing.T
+	st    *store.Store
+	svc   *Service
+	q     *queue
+	agg   *metrics.Aggregator
+	clock time.Time
+	all   []string // every event body ever sent
+}
+
+func newEnv(t *testing.T) *env {
+	d := testenv.NewDynamo(t)
+	st := store.New(d.Client, d.Table)
+	e := &env{t: t, st: st, q: &queue{}, clock: time.Now().UTC().Truncate(time.Minute)}
+	e.svc = NewService(st, e.q, quiet)
+	e.svc.now = func() time.Time { return e.clock }
+	e.agg = metrics.NewAggregator(st, e.svc, e.q, quiet)
+	return e
+}
+
+func (e *env) advance(d time.Duration) { e.clock = e.clock.Add(d) }
+
+// fold delivers what was sent to the aggregator.
+func (e *env) fold() {
+	e.t.Helper()
+	bodies := e.q.drain()
+	e.all = append(e.all, bodies...)
+	e.deliver(bodies...)
+}
+
+func (e *env) deliver(bodies ...string) {
+	e.t.Helper()
+	if len(bodies) == 0 {
+		return
+	}
+	var ev events.SQSEvent
+	for i, b := range bodies {
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprintf("msg-%d-%d", i, time.Now().UnixNano()), Body: b})
+	}
+	resp, err := e.agg.Handle(context.Background(), ev)
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		e.t.Fatalf("aggregator: %v %+v", err, resp)
+	}
+}
+
+func (e *env) counts(scope string) map[string]float64 {
+	e.t.Helper()
+	from := e.clock.Add(-6 * time.Hour).Truncate(time.Hour)
+	q, _ := url.ParseQuery("names=entries_added,entries_extended,entries_expired,entries_deleted&summarize=true&from=" +
+		from.Format(time.RFC3339) + "&to=" + from.Add(12*time.Hour).Format(time.RFC3339))
+	mq, err := metrics.ParseQuery(q, metrics.FamilyAddressSet, e.st.Now())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	p, err := mq.Plan(e.st.Now())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	chunks, err := e.st.MetricChunks(context.Background(), p.Keys(scope))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r := p.Evaluate(mq.Defs, chunks)
+	out := map[string]float64{}
+	for i, n := range r.Metrics.Names {
+		out[strings.TrimPrefix(n, "entries_")] = float64(r.Metrics.Values[i].(int64))
+	}
+	return out
+}
+
+func str(s string) *string { return &s }
+
+func entry(addr string, expiry *time.Time) entryIn {
+	return entryIn{Address: str(addr), Expiry: expiry}
+}
+
+func at(t time.Time) *time.Time { return &t }
+
+const acct = "acct1"
+
+func (e *env) create(name, typ string, entries []entryIn, inclusions ...string) store.AddressSetState {
+	e.t.Helper()
+	var hrefs []string
+	for _, i := range inclusions {
+		hrefs = append(hrefs, Href(i))
+	}
+	st, err := e.svc.create(context.Background(), acct, "tester", setIn{Name: str(name), Type: str(typ), Entries: entries, Inclusions: hrefs})
+	if err != nil {
+		e.t.Fatalf("create %s: %v", name, err)
+	}
+	return st
+}
+
+// patch applies a merge patch the way the handler does.
+func (e *env) patch(id, merge string) (store.AddressSetState, error) {
+	return e.svc.replace(context.Background(), acct, id, "tester", func(doc document) (setIn, error) {
+		cur, _ := json.Marshal(doc)
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(cur, &m)
+		var p map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(merge), &p); err != nil {
+			return setIn{}, err
+		}
+		for k, v := range p {
+			m[k] = v
+		}
+		out, _ := json.Marshal(m)
+		var in setIn
+		return in, apigw.UnmarshalStrict(out, &in)
+	})
+}
+
+func addrs(st store.AddressSetState, now time.Time) []string {
+	var out []string
+	for _, e := range visible(st.Entries, now) {
+		out = append(out, e.Address)
+	}
+	return out
+}
+
+func status(err error) int {
+	if e, ok := apigw.As(err); ok {
+		return e.Status
+	}
+	return 0
+}
+
+func TestExpiryAndExtensionAreCountedOnce(t *testing.T) {
+	e := newEnv(t)
+	t0 := e.clock
+	s := e.create("blocklist", TypeManual, []entryIn{
+		entry("192.0.2.1", at(t0.Add(10*time.Minute))),
+		entry("2001:db8::/32", nil),
+		entry("198.51.100.0/24", at(t0.Add(time.Hour))),
+	})
+	id := s.Set.ID
+	e.fold()
+
+	// Re-add 192.0.2.1 later (extended), move 198.51.100.0/24 earlier (an
+	// edit, not counted), add a new one; the same address twice in one
+	// request is one entry with the later expiry.
+	e.advance(time.Minute)
+	exp := func(d time.Duration) string { return `"` + t0.Add(d).Format(time.RFC3339) + `"` }
+	_, err := e.patch(id, `{"entries":[
+		{"address":"192.0.2.1","expiry":`+exp(15*time.Minute)+`},
+		{"address":"192.0.2.1","expiry":`+exp(20*time.Minute)+`},
+		{"address":"2001:db8::/32"},
+		{"address":"198.51.100.0/24","expiry":`+exp(30*time.Minute)+`},
+		{"address":"203.0.113.7","description":"scanner"}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fold()
+
+	// At +25 min 192.0.2.1 has expired: not listed, not yet counted.
+	e.advance(24 * time.Minute)
+	cur, _ := e.st.GetAddressSet(context.Background(), acct, id, true)
+	if got := strings.Join(addrs(cur, e.clock), " "); got != "198.51.100.0/24 203.0.113.7 2001:db8::/32" {
+		t.Fatalf("live at +25m: %s", got)
+	}
+	for range 2 { // the second sweep finds nothing more
+		if ran, err := e.svc.Sweep(context.Background(), true); err != nil || !ran {
+			t.Fatalf("sweep: %v %v", ran, err)
+		}
+		e.fold()
+	}
+	c := e.counts(metrics.ScopeSet(id))
+	if c["added"] != 4 || c["extended"] != 1 || c["expired"] != 1 || c["deleted"] != 0 {
+		t.Fatalf("after the sweep: %v", c)
+	}
+
+	// At +35 min 198.51.100.0/24 has expired, unswept; a PATCH re-adding it
+	// replaces it: expired once and added again.
+	e.advance(10 * time.Minute)
+	if _, err := e.patch(id, `{"entries":[{"address":"198.51.100.0/24","expiry":`+exp(2*time.Hour)+`},{"address":"2001:db8::/32"},{"address":"203.0.113.7","description":"scanner"}]}`); err != nil {
+		t.Fatal(err)
+	}
+	e.fold()
+	if _, err := e.svc.Sweep(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	e.fold()
+	c = e.counts(metrics.ScopeSet(id))
+	if c["added"] != 5 || c["extended"] != 1 || c["expired"] != 2 || c["deleted"] != 0 {
+		t.Fatalf("after the re-add: %v", c)
+	}
+
+	// Deleting the set deletes its three live entries.
+	if _, err := e.svc.remove(context.Background(), acct, id); err != nil {
+		t.Fatal(err)
+	}
+	e.fold()
+	c = e.counts(metrics.ScopeSet(id))
+	if c["added"] != 5 || c["extended"] != 1 || c["expired"] != 2 || c["deleted"] != 3 {
+		t.Fatalf("after delete: %v", c)
+	}
+	// Every event delivered again changes nothing; the account's total
+	// is the set's.
+	e.deliver(e.all...)
+	if again := e.counts(metrics.ScopeSet(id)); fmt.Sprint(again) != fmt.Sprint(c) {
+		t.Fatalf("redelivery changed the counts: %v -> %v", c, again)
+	}
+	if a := e.counts(metrics.ScopeSetsOf(acct)); fmt.Sprint(a) != fmt.Sprint(c) {
+		t.Fatalf("account scope %v, set scope %v", a, c)
+	}
+	// The partition is gone; the expiry index holds nothing due.
+	if _, err := e.st.AddressSetByID(context.Background(), id, true); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("set still there: %v", err)
+	}
+	if due, _ := e.st.DueAddressEntries(context.Background(), e.clock.Add(24*time.Hour), 10); len(due) != 0 {
+		t.Fatalf("entries left in the expiry index: %+v", due)
+	}
+}
+
+func TestInclusionCyclesAreRefusedWhenWritten(t *testing.T) {
+	e := newEnv(t)
+	c := e.create("c", TypeManual, []entryIn{entry("10.0.0.1", nil)})
+	b := e.create("b", TypeCombined, nil, c.Set.ID)
+	a := e.create("a", TypeCombined, nil, b.Set.ID)
+	// c is manual: it cannot include anything; make a combined d in the
+	// middle of a -> b -> d and try to close the loop d -> a.
+	d := e.create("d", TypeCombined, nil)
+	if _, err := e.patch(b.Set.ID, `{"inclusions":["`+Href(c.Set.ID)+`","`+Href(d.Set.ID)+`"]}`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.patch(d.Set.ID, `{"inclusions":["`+Href(a.Set.ID)+`"]}`)
+	if status(err) != 400 || !strings.Contains(err.Error(), "cycle") {
+		t.Fatalf("d -> a closes a -> b -> d: %v", err)
+	}
+	if _, err := e.patch(a.Set.ID, `{"inclusions":["`+Href(a.Set.ID)+`"]}`); status(err) != 400 {
+		t.Fatalf("self inclusion: %v", err)
+	}
+	if _, err := e.patch(a.Set.ID, `{"inclusions":["/v2/address-sets/nosuchset"]}`); status(err) != 400 {
+		t.Fatalf("unknown set: %v", err)
+	}
+	if _, err := e.patch(c.Set.ID, `{"inclusions":["`+Href(d.Set.ID)+`"]}`); status(err) != 400 {
+		t.Fatalf("a manual set with inclusions: %v", err)
+	}
+	// Another account's set cannot be included.
+	other, err := e.svc.create(context.Background(), "acct2", "x", setIn{Name: str("theirs"), Type: str(TypeManual)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.patch(d.Set.ID, `{"inclusions":["`+Href(other.Set.ID)+`"]}`); status(err) != 400 {
+		t.Fatalf("another account's set: %v", err)
+	}
+	// Included sets cannot be deleted; once no longer included they can.
+	if _, err := e.svc.remove(context.Background(), acct, c.Set.ID); status(err) != 409 || !strings.Contains(err.Error(), Href(b.Set.ID)) {
+		t.Fatalf("delete an included set: %v", err)
+	}
+	if _, err := e.patch(b.Set.ID, `{"inclusions":["`+Href(d.Set.ID)+`"]}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.remove(context.Background(), acct, c.Set.ID); err != nil {
+		t.Fatalf("delete after un-including: %v", err)
+	}
+	if _, err := e.svc.remove(context.Background(), acct, d.Set.ID); status(err) != 409 {
+		t.Fatalf("d is still included by b: %v", err)
+	}
+}
+
+func TestAddressesIncludeEveryIncludedSetTransitively(t *testing.T) {
+	e := newEnv(t)
+	t0 := e.clock
+	c := e.create("c", TypeManual, []entryIn{entry("10.0.0.0/8", nil), entry("192.0.2.9", at(t0.Add(time.Minute)))})
+	b := e.create("b", TypeCombined, []entryIn{entry("192.0.2.9", at(t0.Add(time.Hour))), entry("::ffff:198.51.100.1", nil)}, c.Set.ID)
+	a := e.create("a", TypeCombined, []entryIn{entry("2001:db8::1", nil)}, b.Set.ID)
+	list, err := e.svc.addresses(context.Background(), acct, a.Set.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, x := range list {
+		got = append(got, x.Address+"@"+strings.TrimPrefix(x.AddressSet, "/v2/address-sets/"))
+	}
+	want := []string{"10.0.0.0/8@" + c.Set.ID, "192.0.2.9@" + b.Set.ID, "198.51.100.1@" + b.Set.ID, "2001:db8::1@" + a.Set.ID}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("addresses\n got %v\nwant %v", got, want)
+	}
+	// After b's entry expires, the address stays listed only while c's
+	// does: both gone after an hour.
+	e.advance(2 * time.Hour)
+	list, _ = e.svc.addresses(context.Background(), acct, a.Set.ID)
+	if len(list) != 3 {
+		t.Fatalf("after expiry: %+v", list)
+	}
+}
+
+func TestEntryValidation(t *testing.T) {
+	e := newEnv(t)
+	t0 := e.clock
+	cases := []struct {
+		in   setIn
+		want string
+	}{
+		{setIn{Type: str(TypeManual)}, "name is required"},
+		{setIn{Name: str("x")}, "type is required"},
+		{setIn{Name: str("x"), Type: str("text-file")}, "not supported"},
+		{setIn{Name: str("x"), Type: str(TypeManual), Entries: []entryIn{entry("10.0.0.1/8", nil)}}, "did you mean 10.0.0.0/8"},
+		{setIn{Name: str("x"), Type: str(TypeManual), Entries: []entryIn{entry("fe80::1%eth0", nil)}}, "zones"},
+		{setIn{Name: str("x"), Type: str(TypeManual), Entries: []entryIn{entry("300.1.1.1", nil)}}, "not an IP address"},
+		{setIn{Name: str("x"), Type: str(TypeManual), Entries: []entryIn{entry("10.0.0.1", at(t0.Add(-time.Second)))}}, "not in the future"},
+		{setIn{Name: str("x"), Type: str(TypeDynamic), Entries: []entryIn{entry("10.0.0.1", nil)}}, "added by the edge"},
+		{setIn{Name: str("x"), Type: str(TypeManual), Parameters: json.RawMessage(`{"url":"http://x"}`)}, "parameters"},
+		{setIn{Name: str(strings.Repeat("n", 51)), Type: str(TypeManual)}, "1 to 50"},
+	}
+	for _, c := range cases {
+		_, err := e.svc.create(context.Background(), acct, "tester", c.in)
+		if status(err) != 400 || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want 400 %q", c.in, err, c.want)
+		}
+	}
+	s := e.create("ok", TypeManual, nil)
+	if _, err := e.patch(s.Set.ID, `{"type":"combined"}`); status(err) != 400 {
+		t.Errorf("type change: %v", err)
+	}
+	var many []string
+	for i := range 101 {
+		many = append(many, fmt.Sprintf(`{"address":"10.1.%d.%d"}`, i/256, i%256))
+	}
+	if _, err := e.patch(s.Set.ID, `{"entries":[`+strings.Join(many, ",")+`]}`); status(err) != 400 || !strings.Contains(err.Error(), "at most 100") {
+		t.Errorf("101 entries in one change: %v", err)
+	}
+}
+
+func TestDynamicSetsAreWrittenByTheEdge(t *testing.T) {
+	e := newEnv(t)
+	dyn := e.create("blocked by waf", TypeDynamic, nil)
+	man := e.create("manual", TypeManual, nil)
+	t0 := e.clock
+	rec := func(set, addr string, exp time.Duration) metrics.Record {
+		return metrics.Record{Type: metrics.TypeAddress, Set: set, Address: addr, Time: t0.Format(time.RFC3339), Expiry: t0.Add(exp).Format(time.RFC3339)}
+	}
+	msg, _ := json.Marshal(metrics.Message{Batch: "edge-addr-1", Records: []metrics.Record{
+		rec(dyn.Set.ID, "192.0.2.50", 10*time.Minute),
+		rec(dyn.Set.ID, "192.0.2.50", 30*time.Minute), // the same again, later: one entry
+		rec(man.Set.ID, "192.0.2.51", 10*time.Minute), // not dynamic: dropped
+	}})
+	e.deliver(string(msg))
+	e.fold()
+	msg2, _ := json.Marshal(metrics.Message{Batch: "edge-addr-2", Records: []metrics.Record{
+		rec(dyn.Set.ID, "192.0.2.50", 5*time.Minute), // earlier: no change
+		rec(dyn.Set.ID, "192.0.2.50", time.Hour),     // later: extended
+	}})
+	e.deliver(string(msg2), string(msg2)) // twice: idempotent
+	e.fold()
+	st, _ := e.st.GetAddressSet(context.Background(), acct, dyn.Set.ID, true)
+	if len(st.Entries) != 1 || !st.Entries[0].Expiry.Equal(t0.Add(time.Hour)) || st.Entries[0].CreatedBy != string(ActorEdge) {
+		t.Fatalf("dynamic entries %+v", st.Entries)
+	}
+	if m, _ := e.st.GetAddressSet(context.Background(), acct, man.Set.ID, true); len(m.Entries) != 0 {
+		t.Fatalf("a manual set took an edge record: %+v", m.Entries)
+	}
+	if c := e.counts(metrics.ScopeSet(dyn.Set.ID)); c["added"] != 1 || c["extended"] != 1 {
+		t.Fatalf("counts %v", c)
+	}
+	// The API may rename a dynamic set but not edit its entries.
+	if _, err := e.patch(dyn.Set.ID, `{"name":"waf blocks"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.patch(dyn.Set.ID, `{"entries":[]}`); status(err) != 400 {
+		t.Fatalf("clearing a dynamic set through the API: %v", err)
+	}
+}
+
+func TestConcurrentChangesAreAllKept(t *testing.T) {
+	e := newEnv(t)
+	s := e.create("busy", TypeManual, nil)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range 8 {
+		wg.Go(func() {
+			_, errs[i] = e.svc.replace(context.Background(), acct, s.Set.ID, "tester", func(doc document) (setIn, error) {
+				doc.Entries = append(doc.Entries, docEntry{Address: fmt.Sprintf("10.9.9.%d", i)})
+				b, _ := json.Marshal(doc)
+				var in setIn
+				return in, apigw.UnmarshalStrict(b, &in)
+			})
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, _ := e.st.GetAddressSet(context.Background(), acct, s.Set.ID, true)
+	if len(st.Entries) != 8 || st.Set.EntryCount != 8 {
+		t.Fatalf("%d entries (count %d), want 8", len(st.Entries), st.Set.EntryCount)
+	}
+	e.fold()
+	if c := e.counts(metrics.ScopeSet(s.Set.ID)); c["added"] != 8 {
+		t.Fatalf("counts %v", c)
+	}
+}

@@ -1,0 +1,338 @@
+package applications
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+
+	"cads/shared/apigw"
+	"cads/shared/applications/appconfig"
+	"cads/shared/store"
+	"cads/shared/tasks"
+)
+
+// Action is the wire shape of an action. secret_key is write-only: it is
+// accepted and used to sign run-action requests, never returned.
+type Action struct {
+	ID           string    `json:"id"`
+	Href         string    `json:"href"`
+	URL          string    `json:"url"`
+	Name         string    `json:"name"`
+	HTTPMethod   string    `json:"http_method"`
+	Description  string    `json:"description"`
+	Certificates string    `json:"certificates,omitempty"`
+	Created      time.Time `json:"created"`
+	Updated      time.Time `json:"updated"`
+}
+
+func actionHref(app, id string) string { return tasks.AppHref(app) + "/actions/" + id }
+
+func actionOut(a store.Action) Action {
+	return Action{ID: a.ID, Href: actionHref(a.App, a.ID), URL: a.URL, Name: a.Name, HTTPMethod: a.HTTPMethod,
+		Description: a.Description, Certificates: a.Certificates, Created: a.Created, Updated: a.Updated}
+}
+
+// actionFields are the writable fields (POST adds id).
+type actionFields struct {
+	URL          *string `json:"url"`
+	Name         *string `json:"name"`
+	HTTPMethod   *string `json:"http_method"`
+	Description  *string `json:"description"`
+	SecretKey    *string `json:"secret_key"`
+	Certificates *string `json:"certificates"`
+}
+
+type actionPost struct {
+	ID *string `json:"id"`
+	actionFields
+}
+
+// Limits of action fields this service sets where the reference gives none.
+const (
+	maxURLLen         = 2048
+	maxActionName     = 255
+	maxDescription    = 1000
+	maxSecretKeyChars = 1024
+	minSecretKeyBytes = 16
+	maxCertificates   = 64 << 10
+)
+
+var (
+	actionURLRE   = regexp.MustCompile(`^https?://[^/]+/.*$`)
+	secretKeyRE   = regexp.MustCompile(`^[A-Za-z0-9+/]+={0,3}$`)
+	actionMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+)
+
+// apply sets f's non-nil fields on a and validates the result.
+func (f actionFields) apply(a *store.Action) error {
+	if f.URL != nil {
+		a.URL = *f.URL
+	}
+	if f.Name != nil {
+		a.Name = *f.Name
+	}
+	if f.HTTPMethod != nil {
+		a.HTTPMethod = strings.ToUpper(*f.HTTPMethod)
+	}
+	if f.Description != nil {
+		a.Description = *f.Description
+	}
+	if f.SecretKey != nil {
+		a.SecretKey = *f.SecretKey
+	}
+	if f.Certificates != nil {
+		a.Certificates = *f.Certificates
+	}
+	if a.HTTPMethod == "" {
+		a.HTTPMethod = http.MethodPost
+	}
+	return validateAction(*a)
+}
+
+func validateAction(a store.Action) error {
+	if a.URL == "" {
+		return apigw.BadRequest("url is required: the http(s) URL the action calls, like https://ops.example.com/hooks/purge")
+	}
+	u, err := url.Parse(a.URL)
+	if len(a.URL) > maxURLLen || !actionURLRE.MatchString(a.URL) || err != nil || u.Host == "" {
+		return apigw.BadRequest("url must be an http or https URL with a path, like https://ops.example.com/hooks/purge (at most %d characters)", maxURLLen)
+	}
+	if u.User != nil {
+		return apigw.BadRequest("url must not carry credentials (anyone who may read the action would see them); set secret_key to have requests signed")
+	}
+	if err := text("name", a.Name, maxActionName); err != nil {
+		return err
+	}
+	if err := text("description", a.Description, maxDescription); err != nil {
+		return err
+	}
+	if !slices.Contains(actionMethods, a.HTTPMethod) {
+		return apigw.BadRequest("http_method must be one of %s", strings.Join(actionMethods, ", "))
+	}
+	if a.SecretKey != "" {
+		key, err := base64.StdEncoding.DecodeString(a.SecretKey)
+		if len(a.SecretKey) > maxSecretKeyChars || !secretKeyRE.MatchString(a.SecretKey) || err != nil {
+			return apigw.BadRequest("secret_key must be base64 (standard alphabet, padded), at most %d characters", maxSecretKeyChars)
+		}
+		if len(key) < minSecretKeyBytes {
+			return apigw.BadRequest("secret_key must decode to at least %d bytes", minSecretKeyBytes)
+		}
+	}
+	if a.Certificates != "" {
+		if len(a.Certificates) > maxCertificates {
+			return apigw.BadRequest("certificates exceeds %d bytes", maxCertificates)
+		}
+		if _, err := appconfig.ParseChain(a.Certificates); err != nil {
+			return apigw.BadRequest("certificates (the CA certificates trusted for the url): %s", err)
+		}
+	}
+	return nil
+}
+
+func text(field, s string, max int) error {
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > max {
+		return apigw.BadRequest("%s must be valid UTF-8 of at most %d characters", field, max)
+	}
+	for _, r := range s {
+		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f {
+			return apigw.BadRequest("%s must not contain control characters", field)
+		}
+	}
+	return nil
+}
+
+func actionID(r *http.Request) string { return r.PathValue("action_id") }
+
+func (h *handler) listActions(r *http.Request, p apigw.Principal) (int, any, error) {
+	app, err := appID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	page, err := apigw.ParsePage(r.URL.Query(), "id", "name", "created")
+	if err != nil {
+		return 0, nil, err
+	}
+	acts, err := h.st.ListActions(r.Context(), p.AccountID, app)
+	if err != nil {
+		return 0, nil, notFound(err, "no application %q", app)
+	}
+	out := make([]Action, 0, len(acts))
+	for _, a := range acts {
+		out = append(out, actionOut(a))
+	}
+	sortActions(out, page.Order)
+	return http.StatusOK, apigw.Window(out, page), nil
+}
+
+func sortActions(as []Action, order []apigw.OrderKey) {
+	slices.SortStableFunc(as, func(x, y Action) int {
+		for _, k := range order {
+			var c int
+			switch k.Field {
+			case "id":
+				c = strings.Compare(x.ID, y.ID)
+			case "name":
+				c = strings.Compare(x.Name, y.Name)
+			case "created":
+				c = x.Created.Compare(y.Created)
+			}
+			if k.Desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return strings.Compare(x.ID, y.ID)
+	})
+}
+
+func (h *handler) createAction(r *http.Request, p apigw.Principal) (int, any, error) {
+	app, err := appID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	var in actionPost
+	if err := apigw.DecodeJSON(r, &in); err != nil {
+		return 0, nil, err
+	}
+	if in.ID == nil {
+		return 0, nil, apigw.BadRequest("id is required: a lower-case name for the action, like purge-cache")
+	}
+	if !tasks.ValidActionID(*in.ID) {
+		return 0, nil, apigw.BadRequest("id %q must start with a letter, use a-z, 0-9 and -, not end with -, and have 2 to 63 characters", *in.ID)
+	}
+	now := h.st.Now()
+	a := store.Action{App: app, ID: *in.ID, Version: 1, Created: now, Updated: now}
+	if err := in.actionFields.apply(&a); err != nil {
+		return 0, nil, err
+	}
+	if err := h.st.CreateAction(r.Context(), p.AccountID, a); err != nil {
+		return 0, nil, notFound(err, "no application %q", app)
+	}
+	return http.StatusOK, actionOut(a), nil
+}
+
+func (h *handler) getAction(r *http.Request, p apigw.Principal) (int, any, error) {
+	app, err := appID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	id := actionID(r)
+	if !tasks.ValidActionID(id) {
+		return 0, nil, apigw.NotFound("no action %q in application %s", id, app)
+	}
+	a, err := h.st.GetAction(r.Context(), p.AccountID, app, id)
+	if err != nil {
+		return 0, nil, notFound(err, "no action %q in application %s", id, app)
+	}
+	return http.StatusOK, actionOut(a), nil
+}
+
+// patchAction is PATCH with a merge patch of the writable fields; null
+// resets a field (secret_key and certificates are removed, http_method
+// goes back to POST).
+func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, error) {
+	app, err := appID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	id := actionID(r)
+	if !tasks.ValidActionID(id) {
+		return 0, nil, apigw.NotFound("no action %q in application %s", id, app)
+	}
+	patch, _, err := readPatch(r, false)
+	if err != nil {
+		return 0, nil, err
+	}
+	for range maxRetries {
+		cur, err := h.st.GetAction(r.Context(), p.AccountID, app, id)
+		if err != nil {
+			return 0, nil, notFound(err, "no action %q in application %s", id, app)
+		}
+		next, err := patchAction(cur, patch)
+		if err != nil {
+			return 0, nil, err
+		}
+		next.Version, next.Updated = cur.Version+1, h.st.Now()
+		err = h.st.ReplaceAction(r.Context(), p.AccountID, next, cur.Version)
+		if errors.Is(err, store.ErrVersionConflict) {
+			continue
+		}
+		if err != nil {
+			return 0, nil, notFound(err, "no action %q in application %s", id, app)
+		}
+		return http.StatusOK, actionOut(next), nil
+	}
+	return 0, nil, errBusy
+}
+
+func patchAction(cur store.Action, patch []byte) (store.Action, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(patch, &top); err != nil || top == nil {
+		return cur, apigw.BadRequest("a merge patch (application/json) is a JSON object of the fields to change; null removes one")
+	}
+	shown, _ := json.Marshal(actionOut(cur))
+	var ro map[string]json.RawMessage
+	_ = json.Unmarshal(shown, &ro)
+	for _, f := range []string{"id", "href", "created", "updated"} {
+		if v, ok := top[f]; ok {
+			if !sameJSON(v, ro[f]) {
+				return cur, apigw.BadRequest("%s is read-only", f)
+			}
+			delete(top, f)
+		}
+	}
+	doc, _ := json.Marshal(actionFields{URL: &cur.URL, Name: &cur.Name, HTTPMethod: &cur.HTTPMethod, Description: &cur.Description,
+		SecretKey: &cur.SecretKey, Certificates: &cur.Certificates})
+	rest, _ := json.Marshal(top)
+	merged, err := jsonpatch.MergePatch(doc, rest)
+	if err != nil {
+		return cur, apigw.BadRequest("the merge patch does not apply: %v", err)
+	}
+	var f actionFields
+	if err := apigw.UnmarshalStrict(merged, &f); err != nil {
+		return cur, err
+	}
+	next := cur
+	next.URL, next.Name, next.HTTPMethod, next.Description, next.SecretKey, next.Certificates = "", "", "", "", "", ""
+	if err := f.apply(&next); err != nil {
+		return cur, err
+	}
+	return next, nil
+}
+
+func (h *handler) deleteAction(r *http.Request, p apigw.Principal) (int, any, error) {
+	app, err := appID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	id := actionID(r)
+	if !tasks.ValidActionID(id) {
+		return 0, nil, apigw.NotFound("no action %q in application %s", id, app)
+	}
+	for range maxRetries {
+		cur, err := h.st.GetAction(r.Context(), p.AccountID, app, id)
+		if err != nil {
+			return 0, nil, notFound(err, "no action %q in application %s", id, app)
+		}
+		err = h.st.DeleteAction(r.Context(), p.AccountID, app, id, cur.Version)
+		if errors.Is(err, store.ErrVersionConflict) {
+			continue
+		}
+		if err != nil {
+			return 0, nil, notFound(err, "no action %q in application %s", id, app)
+		}
+		return http.StatusOK, actionOut(cur), nil
+	}
+	return 0, nil, errBusy
+}

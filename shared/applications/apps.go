@@ -1,0 +1,347 @@
+package applications
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+
+	"cads/shared/apigw"
+	"cads/shared/applications/appconfig"
+	"cads/shared/ids"
+	"cads/shared/store"
+	"cads/shared/tasks"
+)
+
+// Application is the wire shape of an application: its configuration and
+// the read-only id, href, state, created, updated and current_outage.
+type Application struct {
+	ID   string `json:"id"`
+	Href string `json:"href"`
+	appconfig.Configuration
+	State string `json:"state"`
+	// CurrentOutage is always false: this control plane does not monitor
+	// applications, so it knows of no outage (docs/tasks.md).
+	CurrentOutage bool      `json:"current_outage"`
+	Created       time.Time `json:"created"`
+	Updated       time.Time `json:"updated"`
+}
+
+func appOut(a store.Application, now time.Time) (Application, error) {
+	c, err := appconfig.Parse(a.Config)
+	if err != nil {
+		return Application{}, err
+	}
+	if c.TLS != nil {
+		t := *c.TLS
+		t.CoveredAliases = appconfig.Covered(c, now)
+		c.TLS = &t
+	}
+	return Application{ID: a.ID, Href: tasks.AppHref(a.ID), Configuration: c, State: a.State, Created: a.Created, Updated: a.Updated}, nil
+}
+
+func (h *handler) listApps(r *http.Request, p apigw.Principal) (int, any, error) {
+	page, err := apigw.ParsePage(r.URL.Query(), "name", "created", "state")
+	if err != nil {
+		return 0, nil, err
+	}
+	var (
+		apps    []store.Application
+		listErr error
+		done    = make(chan struct{})
+	)
+	go func() { defer close(done); apps, listErr = h.st.ListApplications(r.Context(), p.AccountID) }()
+	d, err := h.dec.Decider(r.Context(), p)
+	<-done
+	if err != nil {
+		return 0, nil, err
+	}
+	if listErr != nil {
+		return 0, nil, listErr
+	}
+	now := h.st.Now()
+	out := make([]Application, 0, len(apps))
+	for _, a := range apps {
+		// Spec 5.4.3: only what the caller may GET.
+		if !d.Decide(http.MethodGet, tasks.AppHref(a.ID)).Allowed {
+			continue
+		}
+		o, err := appOut(a, now)
+		if err != nil {
+			return 0, nil, err
+		}
+		out = append(out, o)
+	}
+	sortApps(out, page.Order)
+	return http.StatusOK, apigw.Window(out, page), nil
+}
+
+func sortApps(as []Application, order []apigw.OrderKey) {
+	if len(order) == 0 {
+		order = []apigw.OrderKey{{Field: "created"}}
+	}
+	sort.SliceStable(as, func(i, j int) bool {
+		for _, k := range order {
+			var c int
+			switch k.Field {
+			case "name":
+				c = strings.Compare(as[i].Name, as[j].Name)
+			case "created":
+				c = as[i].Created.Compare(as[j].Created)
+			case "state":
+				c = strings.Compare(as[i].State, as[j].State)
+			}
+			if k.Desc {
+				c = -c
+			}
+			if c != 0 {
+				return c < 0
+			}
+		}
+		return as[i].ID < as[j].ID
+	})
+}
+
+func (h *handler) createApp(r *http.Request, p apigw.Principal) (int, any, error) {
+	var body json.RawMessage
+	if err := apigw.DecodeJSON(r, &body); err != nil {
+		return 0, nil, err
+	}
+	cfg, err := appconfig.Decode(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	// Entitlements (spec 4.2) cap how many applications an account has.
+	if err := h.st.CheckAllowance(r.Context(), p.AccountID, store.ResourceApplications); err != nil {
+		return 0, nil, notFound(err, "no account %q", p.AccountID)
+	}
+	now := h.st.Now()
+	a := store.Application{ID: ids.New(), Account: p.AccountID, State: store.AppStopped, Config: cfg.Encode(), Version: 1, Created: now, Updated: now}
+	if err := h.st.CreateApplication(r.Context(), a); err != nil {
+		return 0, nil, notFound(err, "no account %q", p.AccountID)
+	}
+	out, err := appOut(a, now)
+	return http.StatusOK, out, err
+}
+
+func (h *handler) getApp(r *http.Request, p apigw.Principal) (int, any, error) {
+	id, err := appID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	a, err := h.st.GetApplication(r.Context(), p.AccountID, id)
+	if err != nil {
+		return 0, nil, notFound(err, "no application %q", id)
+	}
+	out, err := appOut(a, h.st.Now())
+	return http.StatusOK, out, err
+}
+
+func (h *handler) deleteApp(r *http.Request, p apigw.Principal) (int, any, error) {
+	id, err := appID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	a, err := h.st.DeleteApplication(r.Context(), p.AccountID, id)
+	if err != nil {
+		return 0, nil, notFound(err, "no application %q", id)
+	}
+	out, err := appOut(a, h.st.Now())
+	return http.StatusOK, out, err
+}
+
+// Patch media types (spec 4.7).
+const (
+	mediaMergePatch = "application/json"
+	mediaJSONPatch  = "application/json-patch+json"
+)
+
+// MaxPatchOperations bounds a JSON Patch document.
+const MaxPatchOperations = 1000
+
+// readPatch reads a PATCH body: a JSON merge patch (application/json) or a
+// JSON Patch (application/json-patch+json).
+func readPatch(r *http.Request, allowJSONPatch bool) ([]byte, string, error) {
+	mt := apigw.MediaType(r)
+	switch {
+	case mt == mediaMergePatch, mt == mediaJSONPatch && allowJSONPatch:
+	case mt == "":
+		return nil, "", apigw.UnsupportedMediaType("missing Content-Type; send %s", acceptedPatch(allowJSONPatch))
+	default:
+		return nil, "", apigw.UnsupportedMediaType("Content-Type %q is not accepted here; send %s", mt, acceptedPatch(allowJSONPatch))
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, apigw.MaxJSONBody+1))
+	if err != nil {
+		return nil, "", apigw.BadRequest("could not read the request body")
+	}
+	if len(b) > apigw.MaxJSONBody {
+		return nil, "", apigw.PayloadTooLarge("request body exceeds %d bytes", apigw.MaxJSONBody)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, "", apigw.BadRequest("a JSON request body is required")
+	}
+	if !json.Valid(b) {
+		var v any
+		err := json.Unmarshal(b, &v)
+		return nil, "", apigw.BadRequest("invalid JSON body: %v", err)
+	}
+	return b, mt, nil
+}
+
+func acceptedPatch(allowJSONPatch bool) string {
+	if allowJSONPatch {
+		return mediaMergePatch + " (merge patch) or " + mediaJSONPatch
+	}
+	return mediaMergePatch
+}
+
+// applyPatch applies a merge patch or a JSON Patch to doc.
+func applyPatch(doc, patch []byte, media string) ([]byte, error) {
+	if media == mediaJSONPatch {
+		ops, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, apigw.BadRequest("invalid JSON Patch: %v", err)
+		}
+		if len(ops) > MaxPatchOperations {
+			return nil, apigw.BadRequest("a JSON Patch may hold at most %d operations", MaxPatchOperations)
+		}
+		opts := jsonpatch.NewApplyOptions()
+		opts.AccumulatedCopySizeLimit = apigw.MaxJSONBody
+		out, err := ops.ApplyWithOptions(doc, opts)
+		if err != nil {
+			return nil, apigw.BadRequest("the JSON Patch does not apply: %v", err)
+		}
+		return out, nil
+	}
+	if t := bytes.TrimSpace(patch); len(t) == 0 || t[0] != '{' {
+		return nil, apigw.BadRequest("a merge patch (application/json) is a JSON object of the fields to change; null removes one")
+	}
+	out, err := jsonpatch.MergePatch(doc, patch)
+	if err != nil {
+		return nil, apigw.BadRequest("the merge patch does not apply: %v", err)
+	}
+	return out, nil
+}
+
+// patchedConfig reads the configuration out of a patched Application
+// document: read-only fields must be left as they were.
+func patchedConfig(orig, patched []byte) (appconfig.Configuration, error) {
+	var o, n map[string]json.RawMessage
+	if err := json.Unmarshal(orig, &o); err != nil {
+		return appconfig.Configuration{}, err
+	}
+	if err := json.Unmarshal(patched, &n); err != nil {
+		return appconfig.Configuration{}, apigw.BadRequest("the patched application is not a JSON object")
+	}
+	for _, f := range appconfig.ReadOnly {
+		if !sameJSON(o[f], n[f]) {
+			if f == "state" {
+				return appconfig.Configuration{}, apigw.BadRequest("state is read-only: change it with a task (start, stop, enter_maintenance, exit_maintenance) through POST /v2/tasks")
+			}
+			return appconfig.Configuration{}, apigw.BadRequest("%s is read-only", f)
+		}
+		delete(n, f)
+	}
+	// covered_aliases is computed; drop it if unchanged.
+	if raw, ok := n["tls_configuration"]; ok {
+		var t map[string]json.RawMessage
+		if json.Unmarshal(raw, &t) == nil && t != nil {
+			var ot map[string]json.RawMessage
+			_ = json.Unmarshal(o["tls_configuration"], &ot)
+			if !sameJSON(ot["covered_aliases"], t["covered_aliases"]) {
+				return appconfig.Configuration{}, apigw.BadRequest("tls_configuration.covered_aliases is read-only: it is computed from the certificate chain")
+			}
+			delete(t, "covered_aliases")
+			n["tls_configuration"], _ = json.Marshal(t)
+		}
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		return appconfig.Configuration{}, err
+	}
+	return appconfig.Decode(b)
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
+}
+
+// patchApp is PATCH /v2/applications/{id}. The patch is applied to the
+// application as read and the result validated as a whole. A change of
+// descriptive fields only is written at once (200, the Application); any
+// change to what runs becomes a patch-application task carrying the new
+// values of every changed field (201, the Task).
+func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error) {
+	id, err := appID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	patch, media, err := readPatch(r, true)
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx := r.Context()
+	for range maxRetries {
+		a, err := h.st.GetApplication(ctx, p.AccountID, id)
+		if err != nil {
+			return 0, nil, notFound(err, "no application %q", id)
+		}
+		now := h.st.Now()
+		cur, err := appOut(a, now)
+		if err != nil {
+			return 0, nil, err
+		}
+		doc, err := json.Marshal(cur)
+		if err != nil {
+			return 0, nil, err
+		}
+		patched, err := applyPatch(doc, patch, media)
+		if err != nil {
+			return 0, nil, err
+		}
+		next, err := patchedConfig(doc, patched)
+		if err != nil {
+			return 0, nil, err
+		}
+		changed := appconfig.Changed(cur.Configuration, next)
+		if len(changed) == 0 {
+			return http.StatusOK, cur, nil
+		}
+		if appconfig.OnlyDescriptive(changed) {
+			upd, err := h.st.UpdateApplicationConfig(ctx, p.AccountID, id, a.Version, next.Encode())
+			if errors.Is(err, store.ErrVersionConflict) {
+				continue
+			}
+			if err != nil {
+				return 0, nil, notFound(err, "no application %q", id)
+			}
+			out, err := appOut(upd, now)
+			return http.StatusOK, out, err
+		}
+		t, err := tasks.NewTask(now, p.AccountID, p.ID, tasks.Request{Type: tasks.TypePatchApplication, App: id,
+			Params: tasks.PatchParams{Changes: appconfig.ChangesOf(next, changed)}})
+		if err != nil {
+			return 0, nil, err
+		}
+		if err := h.tasks.Submit(ctx, t); err != nil {
+			return 0, nil, err
+		}
+		return http.StatusCreated, tasks.Out(t), nil
+	}
+	return 0, nil, errBusy
+}

@@ -1,0 +1,138 @@
+// Package applications serves the applications function: applications,
+// their actions and their page controls. A patch that changes what an
+// application runs is handed to the task worker (shared/tasks) as a
+// patch-application task; everything else is written at once.
+package applications
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/ids"
+	"cads/shared/store"
+)
+
+// Store is what the applications function reads and writes.
+type Store interface {
+	Now() time.Time
+	CheckAllowance(ctx context.Context, account, kind string) error
+
+	CreateApplication(ctx context.Context, a store.Application) error
+	GetApplication(ctx context.Context, account, id string) (store.Application, error)
+	ListApplications(ctx context.Context, account string) ([]store.Application, error)
+	UpdateApplicationConfig(ctx context.Context, account, id string, from int, config string) (store.Application, error)
+	DeleteApplication(ctx context.Context, account, id string) (store.Application, error)
+
+	CreateAction(ctx context.Context, account string, a store.Action) error
+	GetAction(ctx context.Context, account, app, id string) (store.Action, error)
+	ListActions(ctx context.Context, account, app string) ([]store.Action, error)
+	ReplaceAction(ctx context.Context, account string, a store.Action, from int) error
+	DeleteAction(ctx context.Context, account, app, id string, from int) error
+
+	NextPageControlID(ctx context.Context, account, app string) (int, error)
+	CreatePageControl(ctx context.Context, account string, pc store.PageControl) error
+	GetPageControl(ctx context.Context, account, app string, id int) (store.PageControlVersions, error)
+	ListPageControls(ctx context.Context, account, app string) ([]store.PageControlVersions, error)
+	UpdatePageControl(ctx context.Context, account string, old, next store.PageControl) error
+	DeletePageControl(ctx context.Context, account string, pc store.PageControlVersions) error
+}
+
+// Deciders makes second decisions with the authorizer's engine.
+type Deciders interface {
+	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+}
+
+// Submitter hands a task to the task worker (tasks.Outbox).
+type Submitter interface {
+	Submit(ctx context.Context, t store.Task) error
+}
+
+// maxRetries bounds re-reads after a lost optimistic write; the caller then
+// gets a 409 and may retry.
+const maxRetries = 3
+
+type handler struct {
+	st    Store
+	dec   Deciders
+	tasks Submitter
+	log   *slog.Logger
+}
+
+// New returns the applications function's HTTP handler.
+func New(st Store, dec Deciders, tasks Submitter, log *slog.Logger) http.Handler {
+	h := &handler{st: st, dec: dec, tasks: tasks, log: log}
+	mux := apigw.NewMux()
+	mux.HandleFunc("GET /v2/applications", h.wrap(h.listApps))
+	mux.HandleFunc("POST /v2/applications", h.wrap(h.createApp))
+	mux.HandleFunc("GET /v2/applications/{id}", h.wrap(h.getApp))
+	mux.HandleFunc("PATCH /v2/applications/{id}", h.wrap(h.patchApp))
+	mux.HandleFunc("DELETE /v2/applications/{id}", h.wrap(h.deleteApp))
+
+	mux.HandleFunc("GET /v2/applications/{id}/actions", h.wrap(h.listActions))
+	mux.HandleFunc("POST /v2/applications/{id}/actions", h.wrap(h.createAction))
+	mux.HandleFunc("GET /v2/applications/{id}/actions/{action_id}", h.wrap(h.getAction))
+	mux.HandleFunc("PATCH /v2/applications/{id}/actions/{action_id}", h.wrap(h.patchAction))
+	mux.HandleFunc("DELETE /v2/applications/{id}/actions/{action_id}", h.wrap(h.deleteAction))
+
+	mux.HandleFunc("GET /v2/applications/{id}/pagecontrols", h.wrap(h.listPageControls))
+	mux.HandleFunc("POST /v2/applications/{id}/pagecontrols", h.wrap(h.createPageControl))
+	mux.HandleFunc("GET /v2/applications/{id}/pagecontrols/{pagecontrol_id}", h.wrap(h.getPageControl))
+	mux.HandleFunc("PATCH /v2/applications/{id}/pagecontrols/{pagecontrol_id}", h.wrap(h.patchPageControl))
+	mux.HandleFunc("DELETE /v2/applications/{id}/pagecontrols/{pagecontrol_id}", h.wrap(h.deletePageControl))
+	return mux
+}
+
+// endpoint returns its status and body, or an error apigw renders.
+type endpoint func(r *http.Request, p apigw.Principal) (int, any, error)
+
+func (h *handler) wrap(e endpoint) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := apigw.PrincipalFrom(r.Context())
+		if err != nil {
+			apigw.WriteError(r.Context(), h.log, w, apigw.Unauthorized("no authenticated principal"))
+			return
+		}
+		if p.AccountID == "" {
+			// The authorizer refuses such keys first; this keeps a handler
+			// from ever acting on "no account".
+			apigw.WriteError(r.Context(), h.log, w, apigw.Forbidden("this key is authenticated into no account; switch with POST /v2/users/self/authorization"))
+			return
+		}
+		status, body, err := e(r, p)
+		if err != nil {
+			apigw.WriteError(r.Context(), h.log, w, err)
+			return
+		}
+		apigw.WriteJSON(w, status, body)
+	}
+}
+
+// appID is the {id} of the path; one that cannot be an id is a 404 like
+// any other missing application.
+func appID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if !ids.Valid(id) {
+		return "", apigw.NotFound("no application %q", id)
+	}
+	return id, nil
+}
+
+// notFound maps the store's ErrNotFound (missing, or another account's) to
+// a 404 and a *store.ConflictError to a 409.
+func notFound(err error, format string, args ...any) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return apigw.NotFound(format, args...)
+	}
+	var c *store.ConflictError
+	if errors.As(err, &c) {
+		return apigw.Conflict("%s", c.Msg)
+	}
+	return err
+}
+
+var errBusy = apigw.Conflict("the resource kept changing while this request was applied; retry")

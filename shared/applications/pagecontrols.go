@@ -1,0 +1,330 @@
+package applications
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+
+	"cads/shared/apigw"
+	"cads/shared/applications/pagecontrol"
+	"cads/shared/store"
+	"cads/shared/tasks"
+)
+
+// PageControl is the wire shape of a page control (the reference
+// document's web controls): its configuration, its version (1 when
+// created, one more on every change, with created the time of this
+// version), the earlier versions in history, and deleted on the answer to
+// a DELETE.
+type PageControl struct {
+	ID          string          `json:"id"`
+	Href        string          `json:"href"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Mode        string          `json:"mode,omitempty"`
+	Enabled     bool            `json:"enabled"`
+	Conditions  json.RawMessage `json:"conditions,omitempty"`
+	Actions     json.RawMessage `json:"actions"`
+	Version     int             `json:"version"`
+	Created     time.Time       `json:"created"`
+	Deleted     *time.Time      `json:"deleted,omitempty"`
+	History     *[]PageControl  `json:"history,omitempty"`
+}
+
+func pageControlHref(app string, id int) string {
+	return tasks.AppHref(app) + "/pagecontrols/" + strconv.Itoa(id)
+}
+
+func pageControlOne(pc store.PageControl) PageControl {
+	out := PageControl{ID: strconv.Itoa(pc.ID), Href: pageControlHref(pc.App, pc.ID), Name: pc.Name, Description: pc.Description,
+		Mode: pc.Mode, Enabled: pc.Enabled, Actions: json.RawMessage(pc.Actions), Version: pc.Version, Created: pc.Created}
+	if pc.Conditions != "" {
+		out.Conditions = json.RawMessage(pc.Conditions)
+	}
+	if len(out.Actions) == 0 {
+		out.Actions = json.RawMessage("[]")
+	}
+	return out
+}
+
+func pageControlOut(v store.PageControlVersions) PageControl {
+	out := pageControlOne(v.Current)
+	hist := make([]PageControl, 0, len(v.History))
+	for _, h := range v.History {
+		hist = append(hist, pageControlOne(h))
+	}
+	out.History = &hist
+	return out
+}
+
+// pageControlFields are the writable fields.
+type pageControlFields struct {
+	Name        *string         `json:"name"`
+	Description *string         `json:"description"`
+	Mode        *string         `json:"mode"`
+	Enabled     *bool           `json:"enabled"`
+	Conditions  json.RawMessage `json:"conditions"`
+	Actions     json.RawMessage `json:"actions"`
+}
+
+// Limits from the reference document (name 1-50, description 0-255).
+const (
+	maxPageControlName = 50
+	maxPageControlDesc = 255
+)
+
+var pageControlModes = map[string]bool{"maintenance": true, "request": true, "response": true}
+
+// build validates f (a whole configuration, as created or as patched)
+// into the stored form.
+func (f pageControlFields) build(pc *store.PageControl) error {
+	if f.Name == nil || *f.Name == "" {
+		return apigw.BadRequest("name is required: 1 to %d characters", maxPageControlName)
+	}
+	if err := text("name", *f.Name, maxPageControlName); err != nil {
+		return err
+	}
+	pc.Name = *f.Name
+	pc.Description = ""
+	if f.Description != nil {
+		if err := text("description", *f.Description, maxPageControlDesc); err != nil {
+			return err
+		}
+		pc.Description = *f.Description
+	}
+	pc.Mode = ""
+	if f.Mode != nil {
+		if !pageControlModes[*f.Mode] {
+			return apigw.BadRequest("mode must be maintenance, request or response")
+		}
+		pc.Mode = *f.Mode
+	}
+	// A control is enabled unless it says otherwise.
+	pc.Enabled = f.Enabled == nil || *f.Enabled
+	pc.Conditions = ""
+	if !isNull(f.Conditions) {
+		if err := pagecontrol.ValidateConditions(f.Conditions); err != nil {
+			return apigw.BadRequest("%s", err)
+		}
+		pc.Conditions = compact(f.Conditions)
+		if pc.Conditions == "{}" {
+			pc.Conditions = ""
+		}
+	}
+	if isNull(f.Actions) {
+		return apigw.BadRequest("actions is required: the actions applied when the control triggers (may be [])")
+	}
+	if err := pagecontrol.ValidateActions(f.Actions); err != nil {
+		return apigw.BadRequest("%s", err)
+	}
+	pc.Actions = compact(f.Actions)
+	return nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || bytes.Equal(t, []byte("null"))
+}
+
+func compact(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func pageControlID(r *http.Request, app string) (int, error) {
+	s := r.PathValue("pagecontrol_id")
+	id, err := strconv.Atoi(s)
+	if err != nil || id < 1 || strconv.Itoa(id) != s || len(s) > 10 {
+		return 0, apigw.NotFound("no page control %q in application %s", s, app)
+	}
+	return id, nil
+}
+
+func (h *handler) listPageControls(r *http.Request, p apigw.Principal) (int, any, error) {
+	app, err := appID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	page, err := apigw.ParsePage(r.URL.Query())
+	if err != nil {
+		return 0, nil, err
+	}
+	all, err := h.st.ListPageControls(r.Context(), p.AccountID, app)
+	if err != nil {
+		return 0, nil, notFound(err, "no application %q", app)
+	}
+	out := make([]PageControl, 0, len(all))
+	for _, v := range all {
+		out = append(out, pageControlOut(v))
+	}
+	return http.StatusOK, apigw.Window(out, page), nil
+}
+
+func (h *handler) createPageControl(r *http.Request, p apigw.Principal) (int, any, error) {
+	app, err := appID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	var in pageControlFields
+	if err := apigw.DecodeJSON(r, &in); err != nil {
+		return 0, nil, err
+	}
+	pc := store.PageControl{App: app, Version: 1}
+	if err := in.build(&pc); err != nil {
+		return 0, nil, err
+	}
+	id, err := h.st.NextPageControlID(r.Context(), p.AccountID, app)
+	if err != nil {
+		return 0, nil, notFound(err, "no application %q", app)
+	}
+	pc.ID, pc.Created = id, h.st.Now()
+	if err := h.st.CreatePageControl(r.Context(), p.AccountID, pc); err != nil {
+		return 0, nil, notFound(err, "no application %q", app)
+	}
+	return http.StatusOK, pageControlOut(store.PageControlVersions{Current: pc}), nil
+}
+
+func (h *handler) getPageControl(r *http.Request, p apigw.Principal) (int, any, error) {
+	app, err := appID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	id, err := pageControlID(r, app)
+	if err != nil {
+		return 0, nil, err
+	}
+	v, err := h.st.GetPageControl(r.Context(), p.AccountID, app, id)
+	if err != nil {
+		return 0, nil, notFound(err, "no page control %d in application %s", id, app)
+	}
+	return http.StatusOK, pageControlOut(v), nil
+}
+
+// patchPageControl applies a merge patch to the control's configuration;
+// a change makes a new version and keeps the old one in history.
+func (h *handler) patchPageControl(r *http.Request, p apigw.Principal) (int, any, error) {
+	app, err := appID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	id, err := pageControlID(r, app)
+	if err != nil {
+		return 0, nil, err
+	}
+	patch, _, err := readPatch(r, false)
+	if err != nil {
+		return 0, nil, err
+	}
+	if t := bytes.TrimSpace(patch); t[0] != '{' {
+		return 0, nil, apigw.BadRequest("a merge patch (application/json) is a JSON object of the fields to change; null removes one")
+	}
+	for range maxRetries {
+		v, err := h.st.GetPageControl(r.Context(), p.AccountID, app, id)
+		if err != nil {
+			return 0, nil, notFound(err, "no page control %d in application %s", id, app)
+		}
+		cur := v.Current
+		next, changed, err := patchPageControl(cur, patch)
+		if err != nil {
+			return 0, nil, err
+		}
+		if !changed {
+			return http.StatusOK, pageControlOut(v), nil
+		}
+		next.Version, next.Created = cur.Version+1, h.st.Now()
+		err = h.st.UpdatePageControl(r.Context(), p.AccountID, cur, next)
+		if errors.Is(err, store.ErrVersionConflict) {
+			continue
+		}
+		if err != nil {
+			return 0, nil, notFound(err, "no page control %d in application %s", id, app)
+		}
+		v.History = append(v.History, cur)
+		v.Current = next
+		return http.StatusOK, pageControlOut(v), nil
+	}
+	return 0, nil, errBusy
+}
+
+func patchPageControl(cur store.PageControl, patch []byte) (store.PageControl, bool, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(patch, &top); err != nil {
+		return cur, false, apigw.BadRequest("invalid JSON body: %v", err)
+	}
+	shown, _ := json.Marshal(pageControlOne(cur))
+	var ro map[string]json.RawMessage
+	_ = json.Unmarshal(shown, &ro)
+	for _, f := range []string{"id", "href", "version", "created", "deleted", "history"} {
+		if v, ok := top[f]; ok {
+			if f == "history" || !sameJSON(v, ro[f]) {
+				return cur, false, apigw.BadRequest("%s is read-only", f)
+			}
+			delete(top, f)
+		}
+	}
+	desc, mode, enabled := cur.Description, cur.Mode, cur.Enabled
+	doc := pageControlFields{Name: &cur.Name, Enabled: &enabled, Actions: json.RawMessage(cur.Actions)}
+	if desc != "" {
+		doc.Description = &desc
+	}
+	if mode != "" {
+		doc.Mode = &mode
+	}
+	if cur.Conditions != "" {
+		doc.Conditions = json.RawMessage(cur.Conditions)
+	}
+	docJSON, _ := json.Marshal(doc)
+	rest, _ := json.Marshal(top)
+	merged, err := jsonpatch.MergePatch(docJSON, rest)
+	if err != nil {
+		return cur, false, apigw.BadRequest("the merge patch does not apply: %v", err)
+	}
+	var f pageControlFields
+	if err := apigw.UnmarshalStrict(merged, &f); err != nil {
+		return cur, false, err
+	}
+	next := cur
+	if err := f.build(&next); err != nil {
+		return cur, false, err
+	}
+	changed := next.Name != cur.Name || next.Description != cur.Description || next.Mode != cur.Mode ||
+		next.Enabled != cur.Enabled || next.Conditions != cur.Conditions || next.Actions != compact(json.RawMessage(cur.Actions))
+	return next, changed, nil
+}
+
+func (h *handler) deletePageControl(r *http.Request, p apigw.Principal) (int, any, error) {
+	app, err := appID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	id, err := pageControlID(r, app)
+	if err != nil {
+		return 0, nil, err
+	}
+	for range maxRetries {
+		v, err := h.st.GetPageControl(r.Context(), p.AccountID, app, id)
+		if err != nil {
+			return 0, nil, notFound(err, "no page control %d in application %s", id, app)
+		}
+		err = h.st.DeletePageControl(r.Context(), p.AccountID, v)
+		if errors.Is(err, store.ErrVersionConflict) {
+			continue
+		}
+		if err != nil {
+			return 0, nil, notFound(err, "no page control %d in application %s", id, app)
+		}
+		out := pageControlOut(v)
+		now := h.st.Now()
+		out.Deleted = &now
+		return http.StatusOK, out, nil
+	}
+	return 0, nil, errBusy
+}

@@ -1,0 +1,651 @@
+// Package apptests serves the application tests of spec 4.6: test
+// configurations uploaded as archives (tar, zip, gzip, bzip2) or JSON,
+// checked for what they claim to be, stored as uploaded and returned byte
+// for byte or converted to tar.bz2; and test runs, queued to a runner that
+// executes them through a loadgen.Driver. docs/application-tests.md
+// describes the configuration format, the archive handling and the limits.
+package apptests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/ddb"
+	"cads/shared/ids"
+	"cads/shared/store"
+)
+
+// Store is what the tests API reads and writes.
+type Store interface {
+	Now() time.Time
+	CreateAppTest(ctx context.Context, t store.AppTest, archive, converted []byte) error
+	GetAppTest(ctx context.Context, account, id string) (store.AppTest, error)
+	ListAppTests(ctx context.Context, account string) ([]store.AppTest, error)
+	AppTestBlobData(ctx context.Context, account, id string, b store.AppTestBlob) ([]byte, error)
+	ReplaceAppTestArchive(ctx context.Context, prev, next store.AppTest, archive, converted []byte) (store.AppTest, error)
+	DeleteAppTestBlobs(ctx context.Context, account, id string, blobs ...store.AppTestBlob) error
+	UpdateAppTestDescription(ctx context.Context, account, id, desc string) (store.AppTest, error)
+	DeleteAppTest(ctx context.Context, account, id string) (store.AppTest, error)
+	StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time) (store.AppTest, error)
+	UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error
+	GetApplication(ctx context.Context, account, id string) (store.Application, error)
+}
+
+// Deciders makes second decisions with the authorizer's engine.
+type Deciders interface {
+	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+}
+
+// Queue takes run messages to the runner.
+type Queue interface {
+	Send(ctx context.Context, body []byte) error
+}
+
+// Limits of the API's own fields.
+const (
+	MaxIDLen          = 50
+	MaxDescription    = 1000 // characters
+	MaxDuration       = 600  // seconds; the runner is a Lambda function (at most 900 s)
+	MaxVirtualUsers   = 1000
+	maxDescFieldBytes = 4 * MaxDescription
+)
+
+// RunGrace is how long after its duration a run still counts as active:
+// time to wait in the queue and to start. A run whose runner died stops
+// blocking new runs once it has passed.
+const RunGrace = 15 * time.Minute
+
+var idPattern = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+
+type handler struct {
+	st  Store
+	dec Deciders
+	q   Queue
+	log *slog.Logger
+}
+
+// New returns the tests function's HTTP handler. q may be nil in a
+// deployment without the run queue: runs are then refused.
+func New(st Store, dec Deciders, q Queue, log *slog.Logger) http.Handler {
+	h := &handler{st: st, dec: dec, q: q, log: log}
+	mux := apigw.NewMux()
+	mux.HandleFunc("GET /v2/tests", h.wrap(h.list))
+	mux.HandleFunc("POST /v2/tests", h.wrap(h.run))
+	mux.HandleFunc("GET /v2/tests/{id}", h.wrap(h.get))
+	mux.HandleFunc("PUT /v2/tests/{id}", h.wrap(h.create))
+	mux.HandleFunc("PATCH /v2/tests/{id}", h.wrap(h.patch))
+	mux.HandleFunc("DELETE /v2/tests/{id}", h.wrap(h.remove))
+	return mux
+}
+
+// endpoint returns its status and body (JSON, or a *binary), or an error
+// that apigw renders in the API's error body.
+type endpoint func(r *http.Request, p apigw.Principal) (int, any, error)
+
+// binary is a non-JSON response body.
+type binary struct {
+	contentType, filename string
+	data                  []byte
+}
+
+func (h *handler) wrap(e endpoint) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := apigw.PrincipalFrom(r.Context())
+		if err != nil {
+			apigw.WriteError(r.Context(), h.log, w, apigw.Unauthorized("no authenticated principal"))
+			return
+		}
+		if p.AccountID == "" {
+			apigw.WriteError(r.Context(), h.log, w, apigw.Forbidden("this key is authenticated into no account; switch with POST /v2/users/self/authorization"))
+			return
+		}
+		status, body, err := e(r, p)
+		if err != nil {
+			apigw.WriteError(r.Context(), h.log, w, err)
+			return
+		}
+		if b, ok := body.(*binary); ok {
+			w.Header().Set("Content-Type", b.contentType)
+			w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": b.filename}))
+			w.WriteHeader(status)
+			_, _ = w.Write(b.data)
+			return
+		}
+		apigw.WriteJSON(w, status, body)
+	}
+}
+
+func testID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if len(id) > MaxIDLen || !idPattern.MatchString(id) {
+		return "", apigw.BadRequest("test id %q must match ^[a-z]([-a-z0-9]*[a-z0-9])?$ and have at most %d characters", id, MaxIDLen)
+	}
+	return id, nil
+}
+
+func notFound(err error, id string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return apigw.NotFound("no test %q", id)
+	}
+	return err
+}
+
+// storeError turns store limits into 413s: the input was too large.
+func storeError(err error) error {
+	if errors.Is(err, ddb.ErrItemTooLarge) || errors.Is(err, ddb.ErrTooManyItems) {
+		return apigw.PayloadTooLarge("the test configuration is too large to store: %v", err)
+	}
+	var c *store.ConflictError
+	if errors.As(err, &c) {
+		return apigw.Conflict("%s", c.Msg)
+	}
+	return err
+}
+
+// ---------------------------------------------------------------- reads
+
+func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
+	page, err := apigw.ParsePage(r.URL.Query(), "id", "created", "updated")
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx := r.Context()
+	var (
+		wg           sync.WaitGroup
+		tests        []store.AppTest
+		dec          *access.Decider
+		lErr, decErr error
+	)
+	wg.Go(func() { tests, lErr = h.st.ListAppTests(ctx, p.AccountID) })
+	wg.Go(func() { dec, decErr = h.dec.Decider(ctx, p) })
+	wg.Wait()
+	if err := errors.Join(lErr, decErr); err != nil {
+		return 0, nil, err
+	}
+	// Spec 5.4.3: a collection shows only the members the caller may GET.
+	outs := make([]ApplicationTest, 0, len(tests))
+	for _, t := range tests {
+		if dec.Decide(http.MethodGet, testHref(t.ID)).Allowed {
+			outs = append(outs, out(t))
+		}
+	}
+	sortTests(outs, page.Order)
+	return http.StatusOK, apigw.Window(outs, page), nil
+}
+
+func sortTests(ts []ApplicationTest, order []apigw.OrderKey) {
+	sort.SliceStable(ts, func(i, j int) bool {
+		for _, k := range order {
+			var c int
+			switch k.Field {
+			case "id":
+				c = strings.Compare(ts[i].ID, ts[j].ID)
+			case "created":
+				c = ts[i].Created.Compare(ts[j].Created)
+			case "updated":
+				c = ts[i].Updated.Compare(ts[j].Updated)
+			}
+			if k.Desc {
+				c = -c
+			}
+			if c != 0 {
+				return c < 0
+			}
+		}
+		return ts[i].ID < ts[j].ID
+	})
+}
+
+// get is GET /v2/tests/{id}: the archive as tar.bz2 when that is the
+// first type the client accepts (as API Gateway decides on binary
+// responses), the metadata otherwise.
+func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
+	id, err := testID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx := r.Context()
+	t, err := h.st.GetAppTest(ctx, p.AccountID, id)
+	if err != nil {
+		return 0, nil, notFound(err, id)
+	}
+	if firstAccept(r.Header.Get("Accept")) != TypeTarBzip2 {
+		return http.StatusOK, out(t), nil
+	}
+	// The tar.bz2 form was made at upload: the upload itself, or its
+	// converted copy.
+	blob := func(t store.AppTest) store.AppTestBlob {
+		if t.Converted.ID != "" {
+			return t.Converted
+		}
+		return t.Archive
+	}
+	data, err := h.st.AppTestBlobData(ctx, p.AccountID, id, blob(t))
+	if errors.Is(err, store.ErrArchiveReplaced) {
+		// Replaced between the two reads: the new one is complete now.
+		if t, err = h.st.GetAppTest(ctx, p.AccountID, id); err != nil {
+			return 0, nil, notFound(err, id)
+		}
+		data, err = h.st.AppTestBlobData(ctx, p.AccountID, id, blob(t))
+	}
+	if err != nil {
+		return 0, nil, notFound(err, id)
+	}
+	return http.StatusOK, &binary{contentType: TypeTarBzip2, filename: id + ".tar.bz2", data: data}, nil
+}
+
+func firstAccept(accept string) string {
+	first, _, _ := strings.Cut(accept, ",")
+	mt, _, err := mime.ParseMediaType(strings.TrimSpace(first))
+	if err != nil {
+		return ""
+	}
+	return mt
+}
+
+// ---------------------------------------------------------------- writes
+
+// upload is a PUT or PATCH body: the optional description and the
+// optional configuration file.
+type upload struct {
+	desc     *string
+	file     []byte
+	fileType string
+	filename string
+}
+
+// readUpload reads multipart/form-data (fields desc and file) or a raw
+// body of one of the configuration types.
+func readUpload(r *http.Request) (upload, error) {
+	var up upload
+	mt := apigw.MediaType(r)
+	switch {
+	case mt == "multipart/form-data":
+	case acceptedType(mt):
+		body, err := readBody(r, MaxArchiveBytes)
+		if err != nil {
+			return up, err
+		}
+		up.file, up.fileType = body, mt
+		return up, nil
+	case mt == "":
+		return up, apigw.UnsupportedMediaType("missing Content-Type; send multipart/form-data or one of %s", strings.Join(MediaTypes, ", "))
+	default:
+		return up, apigw.UnsupportedMediaType("Content-Type %q is not accepted here; send multipart/form-data or one of %s", mt, strings.Join(MediaTypes, ", "))
+	}
+	_, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || params["boundary"] == "" {
+		return up, apigw.BadRequest("multipart/form-data needs a boundary parameter")
+	}
+	body, err := readBody(r, MaxBodyBytes)
+	if err != nil {
+		return up, err
+	}
+	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+	seenFile := false
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return up, apigw.BadRequest("malformed multipart body: %v", err)
+		}
+		data, err := io.ReadAll(part)
+		if err != nil {
+			return up, apigw.BadRequest("malformed multipart body: %v", err)
+		}
+		switch name := part.FormName(); name {
+		case "desc":
+			if up.desc != nil {
+				return up, apigw.BadRequest("the form field desc is sent twice")
+			}
+			if len(data) > maxDescFieldBytes {
+				return up, apigw.BadRequest("desc must have at most %d characters", MaxDescription)
+			}
+			s := string(data)
+			up.desc = &s
+		case "file":
+			if seenFile {
+				return up, apigw.BadRequest("the form field file is sent twice")
+			}
+			seenFile = true
+			up.file, up.filename = data, part.FileName()
+			if up.fileType, err = partType(part.Header.Get("Content-Type"), up.filename, data); err != nil {
+				return up, err
+			}
+		default:
+			return up, apigw.BadRequest("unknown form field %q: the fields are desc and file", name)
+		}
+	}
+	if seenFile && len(up.file) > MaxArchiveBytes {
+		return up, apigw.PayloadTooLarge("the file is %d bytes; at most %d are accepted", len(up.file), MaxArchiveBytes)
+	}
+	return up, nil
+}
+
+func readBody(r *http.Request, limit int) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
+	if err != nil {
+		return nil, apigw.BadRequest("could not read the request body")
+	}
+	if len(b) > limit {
+		return nil, apigw.PayloadTooLarge("the request body exceeds %d bytes", limit)
+	}
+	return b, nil
+}
+
+// partType decides what a form file claims to be: its part's Content-Type
+// when that is one of the configuration types, else its file name's
+// extension, else its first bytes. Open then checks the claim.
+func partType(contentType, filename string, data []byte) (string, error) {
+	if mt, _, err := mime.ParseMediaType(contentType); err == nil && acceptedType(mt) {
+		return mt, nil
+	}
+	name := strings.ToLower(filename)
+	for _, e := range []struct{ suffix, typ string }{
+		{".tar.bz2", TypeTarBzip2}, {".tbz2", TypeTarBzip2}, {".tbz", TypeTarBzip2},
+		{".tar.gz", TypeTarGzip}, {".tgz", TypeTarGzip}, {".tar", TypeTar}, {".zip", TypeZip},
+		{".json", TypeJSON}, {".bz2", TypeBzip2}, {".gz", TypeGzip},
+	} {
+		if strings.HasSuffix(name, e.suffix) {
+			return e.typ, nil
+		}
+	}
+	switch {
+	case bytes.HasPrefix(data, bzip2Magic):
+		return TypeBzip2, nil
+	case bytes.HasPrefix(data, gzipMagic):
+		return TypeGzip, nil
+	case bytes.HasPrefix(data, zipMagic), bytes.HasPrefix(data, zipEmpty):
+		return TypeZip, nil
+	case looksLikeTar(data):
+		return TypeTar, nil
+	case bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")):
+		return TypeJSON, nil
+	}
+	return "", apigw.BadRequest("the file is none of %s (by its Content-Type, its name or its content)", strings.Join(MediaTypes, ", "))
+}
+
+func validDesc(s string) (string, error) {
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > MaxDescription {
+		return "", apigw.BadRequest("desc must be UTF-8 text of at most %d characters", MaxDescription)
+	}
+	for _, c := range s {
+		if (c < 0x20 && c != '\n' && c != '\r' && c != '\t') || c == 0x7f {
+			return "", apigw.BadRequest("desc must not contain control characters")
+		}
+	}
+	return s, nil
+}
+
+// prepared is a checked upload, ready to store: its summary, and its
+// tar.bz2 form when the upload is not one.
+type prepared struct {
+	summary   string
+	converted []byte
+}
+
+// prepare checks an uploaded configuration completely before anything is
+// written: what it claims to be, its configuration, and that its tar.bz2
+// form fits in a response.
+func prepare(up upload, now time.Time) (prepared, error) {
+	a, err := Open(up.fileType, up.file)
+	if err != nil {
+		return prepared{}, err
+	}
+	c, err := ParseConfig(a)
+	if err != nil {
+		return prepared{}, err
+	}
+	var pr prepared
+	if !a.IsTarBzip2() {
+		if pr.converted, err = a.TarBzip2(now); err != nil {
+			if errors.Is(err, errTooLarge) {
+				return prepared{}, apigw.PayloadTooLarge("the configuration converts to a tar.bz2 archive of more than %d bytes, too large to return; make it smaller", MaxDownloadBytes)
+			}
+			return prepared{}, err
+		}
+	}
+	sum, err := json.Marshal(summarize(a, c))
+	if err != nil {
+		return prepared{}, fmt.Errorf("encode configuration summary: %w", err)
+	}
+	pr.summary = string(sum)
+	return pr, nil
+}
+
+// create is PUT /v2/tests/{id}: a new test (an existing id is a 409).
+func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
+	id, err := testID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	up, err := readUpload(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if up.file == nil {
+		return 0, nil, apigw.BadRequest("file is required: the test configuration (multipart/form-data field file, or the whole body)")
+	}
+	desc := ""
+	if up.desc != nil {
+		if desc, err = validDesc(*up.desc); err != nil {
+			return 0, nil, err
+		}
+	}
+	now := h.st.Now()
+	pr, err := prepare(up, now)
+	if err != nil {
+		return 0, nil, err
+	}
+	t := store.AppTest{Account: p.AccountID, ID: id, Description: desc, MediaType: up.fileType, Filename: up.filename,
+		Archive: store.NewAppTestBlob(ids.New(), up.file), ArchiveUpdated: now, Summary: pr.summary, Version: 1, Created: now, Updated: now}
+	if pr.converted != nil {
+		t.Converted = store.NewAppTestBlob(ids.New(), pr.converted)
+	}
+	if err := h.st.CreateAppTest(r.Context(), t, up.file, pr.converted); err != nil {
+		return 0, nil, storeError(err)
+	}
+	return http.StatusOK, out(t), nil
+}
+
+// patch is PATCH /v2/tests/{id}: a new description, a new configuration,
+// or both.
+func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
+	id, err := testID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	up, err := readUpload(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if up.desc == nil && up.file == nil {
+		return 0, nil, apigw.BadRequest("nothing to change: send desc, file or both")
+	}
+	if up.desc != nil {
+		if _, err := validDesc(*up.desc); err != nil {
+			return 0, nil, err
+		}
+	}
+	ctx := r.Context()
+	if up.file == nil {
+		t, err := h.st.UpdateAppTestDescription(ctx, p.AccountID, id, *up.desc)
+		if err != nil {
+			return 0, nil, notFound(err, id)
+		}
+		return http.StatusOK, out(t), nil
+	}
+	now := h.st.Now()
+	pr, err := prepare(up, now)
+	if err != nil {
+		return 0, nil, err
+	}
+	prev, err := h.st.GetAppTest(ctx, p.AccountID, id)
+	if err != nil {
+		return 0, nil, notFound(err, id)
+	}
+	next := prev
+	if up.desc != nil {
+		next.Description = *up.desc
+	}
+	next.MediaType, next.Filename, next.Summary, next.ArchiveUpdated, next.Updated = up.fileType, up.filename, pr.summary, now, now
+	next.Archive, next.Converted = store.NewAppTestBlob(ids.New(), up.file), store.AppTestBlob{}
+	if pr.converted != nil {
+		next.Converted = store.NewAppTestBlob(ids.New(), pr.converted)
+	}
+	next, err = h.st.ReplaceAppTestArchive(ctx, prev, next, up.file, pr.converted)
+	if errors.Is(err, store.ErrArchiveReplaced) {
+		return 0, nil, apigw.Conflict("test %s changed while this change was being made; send it again", id)
+	}
+	if err != nil {
+		return 0, nil, notFound(storeError(err), id)
+	}
+	if err := h.st.DeleteAppTestBlobs(ctx, p.AccountID, id, prev.Archive, prev.Converted); err != nil {
+		h.log.WarnContext(ctx, "old archive chunks of a test left behind (unreachable)", "account", p.AccountID, "test", id, "error", err.Error())
+	}
+	return http.StatusOK, out(next), nil
+}
+
+func (h *handler) remove(r *http.Request, p apigw.Principal) (int, any, error) {
+	id, err := testID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx := r.Context()
+	t, err := h.st.DeleteAppTest(ctx, p.AccountID, id)
+	if err != nil {
+		return 0, nil, notFound(err, id)
+	}
+	if err := h.st.DeleteAppTestBlobs(ctx, p.AccountID, id, t.Archive, t.Converted); err != nil {
+		h.log.WarnContext(ctx, "archive chunks of a deleted test left behind (unreachable)", "account", p.AccountID, "test", id, "error", err.Error())
+	}
+	return http.StatusOK, out(t), nil
+}
+
+// ---------------------------------------------------------------- runs
+
+// runPost is ApplicationTestPost. assignCost defaults to true (the
+// reference document's default).
+type runPost struct {
+	ID           *string `json:"id"`
+	Duration     *int    `json:"duration"`
+	VirtualUsers *int    `json:"virtualUsers"`
+	AssignCost   *bool   `json:"assignCost"`
+	Targets      *string `json:"targets"`
+}
+
+// runMessage is what the run queue carries.
+type runMessage struct {
+	Account string `json:"account"`
+	Test    string `json:"test"`
+	Run     string `json:"run"`
+}
+
+// run is POST /v2/tests: queue a run of a stored test. 200 with the test,
+// whose last_run is the new run, queued.
+func (h *handler) run(r *http.Request, p apigw.Principal) (int, any, error) {
+	var in runPost
+	if err := apigw.DecodeJSON(r, &in); err != nil {
+		return 0, nil, err
+	}
+	switch {
+	case in.ID == nil:
+		return 0, nil, apigw.BadRequest("id is required: the test to run")
+	case len(*in.ID) > MaxIDLen || !idPattern.MatchString(*in.ID):
+		return 0, nil, apigw.BadRequest("id %q must match ^[a-z]([-a-z0-9]*[a-z0-9])?$ and have at most %d characters", *in.ID, MaxIDLen)
+	case in.Duration == nil || *in.Duration < 1 || *in.Duration > MaxDuration:
+		return 0, nil, apigw.BadRequest("duration is required: the run's length in seconds, from 1 to %d", MaxDuration)
+	case in.VirtualUsers == nil || *in.VirtualUsers < 1 || *in.VirtualUsers > MaxVirtualUsers:
+		return 0, nil, apigw.BadRequest("virtualUsers is required: from 1 to %d", MaxVirtualUsers)
+	}
+	ctx := r.Context()
+	run := Run{ID: ids.New(), State: RunQueued, Duration: *in.Duration, VirtualUsers: *in.VirtualUsers, AssignCost: true,
+		RequestedBy: userHref(p.ID)}
+	run.LoadID = run.ID
+	if in.AssignCost != nil {
+		run.AssignCost = *in.AssignCost
+	}
+	if in.Targets != nil && *in.Targets != "" {
+		app, err := h.target(ctx, p, *in.Targets)
+		if err != nil {
+			return 0, nil, err
+		}
+		run.Targets = appHref(app)
+	}
+	if h.q == nil {
+		return 0, nil, errors.New("no test run queue is configured")
+	}
+	now := h.st.Now()
+	run.Created = now
+	detail, err := json.Marshal(run)
+	if err != nil {
+		return 0, nil, fmt.Errorf("encode run: %w", err)
+	}
+	until := now.Add(time.Duration(run.Duration)*time.Second + RunGrace)
+	t, err := h.st.StartAppTestRun(ctx, p.AccountID, *in.ID, run.ID, RunQueued, string(detail), until)
+	if err != nil {
+		return 0, nil, notFound(storeError(err), *in.ID)
+	}
+	msg, _ := json.Marshal(runMessage{Account: p.AccountID, Test: *in.ID, Run: run.ID})
+	if err := h.q.Send(ctx, msg); err != nil {
+		// Not queued: the run must not look pending forever.
+		run.State, run.Message = RunFailed, "the run could not be queued; start it again"
+		failed, _ := json.Marshal(run)
+		if uerr := h.st.UpdateAppTestRun(ctx, p.AccountID, *in.ID, run.ID, RunQueued, RunFailed, string(failed), time.Time{}); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+		return 0, nil, fmt.Errorf("queue test run %s: %w", run.ID, err)
+	}
+	return http.StatusOK, out(t), nil
+}
+
+// target resolves `targets` (an application id or href of the caller's
+// account) and checks that the caller may read that application: a run's
+// records are attributed to it.
+func (h *handler) target(ctx context.Context, p apigw.Principal, targets string) (string, error) {
+	app := strings.TrimPrefix(targets, "/v2/applications/")
+	if !ids.Valid(app) {
+		return "", apigw.BadRequest("targets must be an application id or href (/v2/applications/<id>), not %q", targets)
+	}
+	var (
+		wg             sync.WaitGroup
+		dec            *access.Decider
+		decErr, appErr error
+	)
+	wg.Go(func() { dec, decErr = h.dec.Decider(ctx, p) })
+	wg.Go(func() { _, appErr = h.st.GetApplication(ctx, p.AccountID, app) })
+	wg.Wait()
+	if decErr != nil {
+		return "", decErr
+	}
+	// The application is looked at only once the decision allows it, so a
+	// refused caller learns nothing about it.
+	if d := dec.Decide(http.MethodGet, appHref(app)); !d.Allowed {
+		return "", apigw.Forbidden("targets: running a test against %s needs GET %s: %s", appHref(app), appHref(app), d.Explain())
+	}
+	if errors.Is(appErr, store.ErrNotFound) {
+		return "", apigw.NotFound("targets: no application %q", app)
+	}
+	return app, appErr
+}

@@ -1,0 +1,181 @@
+package apptests_test
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"compress/bzip2"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"sort"
+	"testing"
+	"time"
+
+	dsbzip2 "github.com/dsnet/compress/bzip2"
+
+	"cads/shared/apptests"
+)
+
+// file is an archive entry of a test fixture.
+type file struct {
+	name, body string
+}
+
+// configFiles is a valid configuration: test.json with an inline session
+// and one kept in its own file, sending to base.
+func configFiles(base string) []file {
+	cfg := map[string]any{
+		"probabilities": 1,
+		"users":         []map[string]string{{"username": "ann", "password": "secret-pw"}},
+		"parameters":    map[string]any{"region": map[string]string{"type": "string", "title": "Region", "description": "where"}},
+		"models": map[string]any{
+			"browse": map[string]any{
+				"type": "user.StaticSession", "name": "browse",
+				"requests": []map[string]any{
+					{"name": "home", "method": "GET", "url": base + "/", "headers": map[string][]string{"X-Test": {"1"}}},
+					{"name": "item", "method": "GET", "url": base + "/item", "cookies": []map[string]string{{"name": "sid", "value": "abc"}}},
+				},
+			},
+			"buy": map[string]string{"file": "sessions/buy.json"},
+		},
+	}
+	buy := map[string]any{"type": "user.RandomSession", "length": 2, "requests": []map[string]any{
+		{"name": "cart", "method": "POST", "url": base + "/cart", "probability": 1},
+	}}
+	return []file{{"test.json", mustJSON(cfg)}, {"sessions/buy.json", mustJSON(buy)}, {"README", "a test\n"}}
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func tarOf(t testing.TB, files []file) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	mt := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), ModTime: mt, Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = tw.Write([]byte(f.body))
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func gz(t testing.TB, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(b)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func bz2(t testing.TB, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw, err := dsbzip2.NewWriter(&buf, &dsbzip2.WriterConfig{Level: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = zw.Write(b)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func zipOf(t testing.TB, files []file) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, f := range files {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: f.name, Method: zip.Deflate, Modified: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write([]byte(f.body))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// upload is a configuration in one media type.
+type upload struct {
+	mediaType string
+	data      []byte
+	// whole says the upload holds every file of the fixture (JSON ones
+	// hold only test.json, and then no session file may be referenced).
+	whole bool
+}
+
+// uploads returns the fixture in every accepted media type. JSON-only
+// forms get a configuration without a session file.
+func uploads(t testing.TB, base string) map[string]upload {
+	files := configFiles(base)
+	tr := tarOf(t, files)
+	single := singleConfig(base)
+	return map[string]upload{
+		"tar":          {apptests.TypeTar, tr, true},
+		"zip":          {apptests.TypeZip, zipOf(t, files), true},
+		"tar.gz":       {apptests.TypeTarGzip, gz(t, tr), true},
+		"tar.bz2":      {apptests.TypeTarBzip2, bz2(t, tr), true},
+		"bzip2 of tar": {apptests.TypeBzip2, bz2(t, tr), true},
+		"gzip of tar":  {apptests.TypeGzip, gz(t, tr), true},
+		"bzip2 json":   {apptests.TypeBzip2, bz2(t, []byte(single)), false},
+		"gzip json":    {apptests.TypeGzip, gz(t, []byte(single)), false},
+		"json":         {apptests.TypeJSON, []byte(single), false},
+	}
+}
+
+// singleConfig is a configuration that is test.json alone.
+func singleConfig(base string) string {
+	return mustJSON(map[string]any{"probabilities": 1, "models": map[string]any{
+		"only": map[string]any{"type": "user.StaticSession", "requests": []map[string]any{{"name": "home", "method": "GET", "url": base + "/"}}},
+	}})
+}
+
+// untarBz2 reads a tar.bz2 with the standard library and returns its
+// regular files by name.
+func untarBz2(t testing.TB, b []byte) map[string]string {
+	t.Helper()
+	plain, err := io.ReadAll(bzip2.NewReader(bytes.NewReader(b)))
+	if err != nil {
+		t.Fatalf("not bzip2: %v", err)
+	}
+	tr := tar.NewReader(bytes.NewReader(plain))
+	out := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("not a tar: %v", err)
+		}
+		body, _ := io.ReadAll(tr)
+		out[h.Name] = string(body)
+	}
+}
+
+func names(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

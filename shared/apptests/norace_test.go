@@ -1,0 +1,5 @@
+//go:build !race
+
+package apptests_test
+
+const raceEnabled = false

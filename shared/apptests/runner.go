@@ -1,0 +1,169 @@
+package apptests
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"cads/shared/loadgen"
+	"cads/shared/store"
+)
+
+// RunnerStore is what the runner reads and writes.
+type RunnerStore interface {
+	Now() time.Time
+	GetAppTest(ctx context.Context, account, id string) (store.AppTest, error)
+	AppTestBlobData(ctx context.Context, account, id string, b store.AppTestBlob) ([]byte, error)
+	UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error
+}
+
+// RunHandler is the test runner: an SQS-triggered Lambda handler that
+// reports batch item failures.
+type RunHandler func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error)
+
+// NewRunner executes queued runs through drv. A run whose targets names
+// an application sends an access record of every request, tagged with the
+// run's load id, to sink (nil: none are sent). A run moves queued ->
+// running -> succeeded|failed with conditional writes, so a redelivered
+// message never runs it twice: a message whose run is already running
+// (its runner died) ends it as failed, and one for a finished, replaced or
+// deleted run does nothing.
+func NewRunner(st RunnerStore, drv loadgen.Driver, sink RecordSink, log *slog.Logger) RunHandler {
+	r := &runner{st: st, drv: drv, sink: sink, log: log}
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		var resp events.SQSEventResponse
+		for _, rec := range ev.Records {
+			if err := r.handle(ctx, rec.Body); err != nil {
+				log.ErrorContext(ctx, "test run message not processed; it will be retried", "message", rec.MessageId, "error", err.Error())
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+			}
+		}
+		return resp, nil
+	}
+}
+
+type runner struct {
+	st   RunnerStore
+	drv  loadgen.Driver
+	sink RecordSink
+	log  *slog.Logger
+}
+
+func (r *runner) handle(ctx context.Context, body string) error {
+	var msg runMessage
+	if err := json.Unmarshal([]byte(body), &msg); err != nil || msg.Account == "" || msg.Test == "" || msg.Run == "" {
+		// Kept for inspection: it reaches the dead-letter queue.
+		return fmt.Errorf("malformed test run message %q", body)
+	}
+	log := r.log.With("account", msg.Account, "test", msg.Test, "load_id", msg.Run)
+	t, err := r.st.GetAppTest(ctx, msg.Account, msg.Test)
+	if errors.Is(err, store.ErrNotFound) {
+		log.InfoContext(ctx, "test deleted before its run started")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if t.RunID != msg.Run {
+		log.InfoContext(ctx, "run superseded by another; not started")
+		return nil
+	}
+	var run Run
+	if err := json.Unmarshal([]byte(t.Run), &run); err != nil {
+		return fmt.Errorf("decode run %s: %w", msg.Run, err)
+	}
+	switch t.RunState {
+	case RunQueued:
+	case RunRunning:
+		// Only a runner that stopped mid-run leaves this state behind.
+		return r.finish(ctx, log, t, run, RunRunning, nil, errors.New("the runner stopped before the run finished; start it again"))
+	default:
+		return nil
+	}
+
+	started := r.st.Now()
+	run.State, run.Started = RunRunning, &started
+	until := started.Add(time.Duration(run.Duration)*time.Second + RunGrace)
+	if err := r.update(ctx, t, run, RunQueued, until); err != nil {
+		if errors.Is(err, store.ErrRunChanged) || errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	cfg, err := r.config(ctx, t)
+	if err != nil {
+		return r.finish(ctx, log, t, run, RunRunning, nil, err)
+	}
+	plan := cfg.Plan(run.LoadID, time.Duration(run.Duration)*time.Second, run.VirtualUsers)
+	var em *emitter
+	if app, ok := strings.CutPrefix(run.Targets, "/v2/applications/"); ok && r.sink != nil {
+		em = newEmitter(ctx, r.sink, app, run.LoadID, log)
+		plan.Observe = em.observe
+	}
+	res, err := r.drv.Run(ctx, plan)
+	if em != nil {
+		c := em.close()
+		run.AccessRecords = &c
+	}
+	return r.finish(ctx, log, t, run, RunRunning, &res, err)
+}
+
+// config reads and parses the test's current configuration.
+func (r *runner) config(ctx context.Context, t store.AppTest) (*Config, error) {
+	data, err := r.st.AppTestBlobData(ctx, t.Account, t.ID, t.Archive)
+	if errors.Is(err, store.ErrArchiveReplaced) {
+		if t, err = r.st.GetAppTest(ctx, t.Account, t.ID); err == nil {
+			data, err = r.st.AppTestBlobData(ctx, t.Account, t.ID, t.Archive)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the test's configuration could not be read: %w", err)
+	}
+	a, err := Open(t.MediaType, data)
+	if err != nil {
+		return nil, fmt.Errorf("the test's configuration does not open: %w", err)
+	}
+	return ParseConfig(a)
+}
+
+// finish records the run's end: its result, or runErr as its message.
+// The final write is retried a few times, as a lost write would leave the
+// run's result unknown.
+func (r *runner) finish(ctx context.Context, log *slog.Logger, t store.AppTest, run Run, from string, res *loadgen.Result, runErr error) error {
+	done := r.st.Now()
+	run.Completed = &done
+	if runErr != nil {
+		run.State, run.Message = RunFailed, runErr.Error()
+		log.WarnContext(ctx, "application test run failed", "error", runErr.Error())
+	} else {
+		run.State, run.Result = RunSucceeded, resultOut(*res)
+		a := run.Result.AggregateMetrics
+		log.InfoContext(ctx, "application test run finished", "requests", a.RequestCount, "errors", a.ErrorCount,
+			"duration_s", run.Result.Duration, "virtual_users", run.Result.VirtualUsers, "average_ttfb_ms", a.AverageTTFB, "throughput_rps", a.AverageThroughput)
+	}
+	var err error
+	for attempt := range 3 {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+		}
+		err = r.update(ctx, t, run, from, time.Time{})
+		if err == nil || errors.Is(err, store.ErrRunChanged) || errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+	}
+	return err
+}
+
+func (r *runner) update(ctx context.Context, t store.AppTest, run Run, from string, until time.Time) error {
+	b, err := json.Marshal(run)
+	if err != nil {
+		return fmt.Errorf("encode run: %w", err)
+	}
+	return r.st.UpdateAppTestRun(ctx, t.Account, t.ID, run.ID, from, run.State, string(b), until)
+}

@@ -1,0 +1,205 @@
+package rbacadmin
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"cads/shared/apigw"
+	"cads/shared/ids"
+	"cads/shared/store"
+)
+
+// groupDoc is a group's editable configuration (POST body, PATCH document).
+type groupDoc struct {
+	Name  *string   `json:"name"`
+	Roles *[]string `json:"roles"`
+}
+
+var groupReadOnly = []string{"id", "href", "created", "updated"}
+
+func docOfGroup(g store.Group) groupDoc {
+	out := groupOut(g)
+	return groupDoc{Name: &g.Name, Roles: &out.Roles}
+}
+
+// buildGroup validates a group configuration as a whole: a name, and role
+// hrefs of roles of the group's own account, each once. Whether the roles
+// exist is checked by the write itself.
+func buildGroup(account string, in groupDoc) (store.Group, error) {
+	if in.Name == nil {
+		return store.Group{}, apigw.BadRequest("name is required")
+	}
+	name, err := validText("name", *in.Name, maxNameLen, true)
+	if err != nil {
+		return store.Group{}, err
+	}
+	g := store.Group{AccountID: account, Name: name}
+	if in.Roles == nil {
+		return g, nil
+	}
+	if len(*in.Roles) > store.MaxGroupRoles {
+		return store.Group{}, apigw.BadRequest("a group holds at most %d roles (got %d)", store.MaxGroupRoles, len(*in.Roles))
+	}
+	seen := map[string]bool{}
+	for i, href := range *in.Roles {
+		a, id, ok := parseRoleHref(href)
+		switch {
+		case !ok:
+			return store.Group{}, apigw.BadRequest("roles[%d]: %q is not a role href like /v2/accounts/%s/roles/<id>", i, href, account)
+		case a != account:
+			return store.Group{}, apigw.BadRequest("roles[%d]: %s is a role of account %s; a group holds roles of its own account (%s)", i, href, a, account)
+		case seen[id]:
+			return store.Group{}, apigw.BadRequest("roles[%d]: %s is listed twice", i, href)
+		}
+		seen[id] = true
+		g.Roles = append(g.Roles, id)
+	}
+	return g, nil
+}
+
+// parseRoleHref splits /v2/accounts/<account>/roles/<id>.
+func parseRoleHref(href string) (account, id string, ok bool) {
+	return parseMemberHref(href, "roles")
+}
+
+func parseGroupHref(href string) (account, id string, ok bool) {
+	return parseMemberHref(href, "groups")
+}
+
+func parseMemberHref(href, collection string) (account, id string, ok bool) {
+	rest, found := strings.CutPrefix(href, "/v2/accounts/")
+	if !found {
+		return "", "", false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 || parts[1] != collection || !ids.Valid(parts[0]) || !ids.Valid(parts[2]) {
+		return "", "", false
+	}
+	return parts[0], parts[2], true
+}
+
+func missingRole(err error, account string) error {
+	var m *store.MissingRoleError
+	if errors.As(err, &m) {
+		return apigw.BadRequest("role %s does not exist", roleHref(account, m.RoleID))
+	}
+	return err
+}
+
+func groupIDs(r *http.Request) (acct, id string, err error) {
+	if acct, err = accountID(r); err != nil {
+		return "", "", err
+	}
+	id, err = pathID(r, "group_id", "group")
+	return acct, id, err
+}
+
+func (h *handler) listGroups(r *http.Request, p apigw.Principal) (int, any, error) {
+	acct, err := accountID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	page, err := apigw.ParsePage(r.URL.Query(), "name", "created", "updated")
+	if err != nil {
+		return 0, nil, err
+	}
+	var groups []store.Group
+	a, err := h.account(r, p, acct, func() (err error) { groups, err = h.st.ListGroups(r.Context(), acct); return err })
+	if err != nil {
+		return 0, nil, notFound(err, "no account %s", acct)
+	}
+	out := make([]Group, 0, len(groups))
+	for _, g := range groups {
+		if o := groupOut(g); a.visible(o.Href) {
+			out = append(out, o)
+		}
+	}
+	sortBy(out, page.Order, func(x Group, field string) any {
+		switch field {
+		case "name":
+			return x.Name
+		case "updated":
+			return x.Updated
+		}
+		return x.Created
+	}, func(x Group) string { return x.ID })
+	return http.StatusOK, apigw.Window(out, page), nil
+}
+
+func (h *handler) getGroup(r *http.Request, _ apigw.Principal) (int, any, error) {
+	acct, id, err := groupIDs(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	g, err := h.st.GetGroup(r.Context(), acct, id)
+	if err != nil {
+		return 0, nil, notFound(err, "no group %q in account %s", id, acct)
+	}
+	return http.StatusOK, groupOut(g), nil
+}
+
+func (h *handler) createGroup(r *http.Request, _ apigw.Principal) (int, any, error) {
+	acct, err := accountID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	var in groupDoc
+	if err := apigw.DecodeJSON(r, &in); err != nil {
+		return 0, nil, err
+	}
+	g, err := buildGroup(acct, in)
+	if err != nil {
+		return 0, nil, err
+	}
+	now := h.st.Now()
+	g.ID, g.Version, g.Created, g.Updated = ids.New(), 1, now, now
+	if err := h.st.CreateGroup(r.Context(), g); err != nil {
+		return 0, nil, conflict(missingRole(notFound(err, "no account %s", acct), acct))
+	}
+	return http.StatusOK, groupOut(g), nil
+}
+
+// patchGroup edits a group like patchRole edits a role. Its members hold
+// the new list of roles from their next request on.
+func (h *handler) patchGroup(r *http.Request, _ apigw.Principal) (int, any, error) {
+	acct, id, err := groupIDs(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	prev, err := h.st.GetGroup(r.Context(), acct, id)
+	if err != nil {
+		return 0, nil, notFound(err, "no group %q in account %s", id, acct)
+	}
+	var in groupDoc
+	if err := applyPatch(r, mustJSON(docOfGroup(prev)), &in, groupReadOnly...); err != nil {
+		return 0, nil, err
+	}
+	g, err := buildGroup(acct, in)
+	if err != nil {
+		return 0, nil, err
+	}
+	g.ID, g.Version, g.Created, g.Updated = prev.ID, prev.Version+1, prev.Created, h.st.Now()
+	if err := h.st.PutGroup(r.Context(), g); err != nil {
+		return 0, nil, conflict(missingRole(err, acct))
+	}
+	return http.StatusOK, groupOut(g), nil
+}
+
+// deleteGroup deletes a group of the account the caller is authenticated
+// into (spec 4.3): from a parent account, even with a permit, it is a 403.
+func (h *handler) deleteGroup(r *http.Request, p apigw.Principal) (int, any, error) {
+	acct, id, err := groupIDs(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if acct != p.AccountID {
+		return 0, nil, apigw.Forbidden("a group can be deleted only from the account it belongs to: authenticate into account %s (POST /v2/users/self/authorization) to delete its groups", acct)
+	}
+	g, err := h.st.DeleteGroup(r.Context(), acct, id)
+	var ce *store.CleanupError
+	if err != nil && !errors.As(err, &ce) {
+		return 0, nil, notFound(err, "no group %q in account %s", id, acct)
+	}
+	return http.StatusOK, groupOut(g), err
+}

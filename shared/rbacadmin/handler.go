@@ -1,0 +1,265 @@
+// Package rbacadmin serves the roles function: an account's roles, role
+// invitations, groups, group invitations and service users
+// (/v2/accounts/{id}/...), and the invitee's side of it (/v2/users/{id}/
+// invitations, group-invitations, roles and groups). Its SQS-triggered
+// companion, the notifier (notify.go), delivers queued invitations.
+//
+// The authorizer has already authenticated the caller and allowed the
+// route with the RBAC engine. Decisions beyond the route (which members of
+// a collection the caller may see, whether the caller may invite) use the
+// same engine through access.Decider.
+package rbacadmin
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/builtin"
+	"cads/shared/ids"
+	"cads/shared/store"
+)
+
+// Store is what the roles function reads and writes.
+type Store interface {
+	Now() time.Time
+	GetAccount(ctx context.Context, id string) (store.Account, error)
+
+	GetRole(ctx context.Context, account, id string) (store.Role, error)
+	RBACOf(ctx context.Context, accounts []string) ([]store.Role, []store.Group, error)
+	CreateRole(ctx context.Context, r store.Role) error
+	PutRole(ctx context.Context, r store.Role) error
+	DeleteRole(ctx context.Context, account, id string) (store.Role, error)
+
+	GetGroup(ctx context.Context, account, id string) (store.Group, error)
+	ListGroups(ctx context.Context, account string) ([]store.Group, error)
+	CreateGroup(ctx context.Context, g store.Group) error
+	PutGroup(ctx context.Context, g store.Group) error
+	DeleteGroup(ctx context.Context, account, id string) (store.Group, error)
+
+	CreateInvitation(ctx context.Context, inv store.Invitation) error
+	GetInvitation(ctx context.Context, account, kind, id string) (store.Invitation, error)
+	ListInvitations(ctx context.Context, account, kind string) ([]store.Invitation, error)
+	InboxInvitations(ctx context.Context, email, kind string) ([]store.Invitation, error)
+	InboxInvitation(ctx context.Context, email, kind, id string) (store.Invitation, error)
+	RequeueInvitation(ctx context.Context, ref store.InvitationRef) (store.Invitation, error)
+	AcceptInvitation(ctx context.Context, inv store.Invitation, principal string) (store.Invitation, error)
+	DeclineInvitation(ctx context.Context, ref store.InvitationRef) (store.Invitation, error)
+	DeleteInvitation(ctx context.Context, inv store.Invitation) error
+
+	GetPrincipal(ctx context.Context, id string) (store.Principal, error)
+	Grants(ctx context.Context, principal string) ([]store.Grant, error)
+	DeleteGrant(ctx context.Context, g store.Grant, via store.InvitationRef) error
+
+	CreateServiceUser(ctx context.Context, u store.ServiceUser, k store.AccessKey) error
+	GetServiceUser(ctx context.Context, account, id string) (store.ServiceUser, error)
+	ListServiceUsers(ctx context.Context, account string) ([]store.ServiceUser, error)
+	UpdateServiceUser(ctx context.Context, account, id string, name, description *string) (store.ServiceUser, error)
+	DeleteServiceUser(ctx context.Context, account, id string) (store.ServiceUser, error)
+	ListKeys(ctx context.Context, principal string) ([]store.AccessKey, error)
+}
+
+// Deciders makes second decisions with the authorizer's engine.
+type Deciders interface {
+	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+}
+
+// Queue takes the messages that ask the notifier to deliver an
+// invitation.
+type Queue interface {
+	Send(ctx context.Context, body []byte) error
+}
+
+// builtinNames are the names of the built-in roles. No custom role may
+// take one, and no built-in role may lose it, so a role's name and account
+// identify the Account owner and the entitlement administrator roles for
+// the invitation rule (spec 4.3).
+type builtinNames struct {
+	owner, admin string
+	reserved     []string // lower case
+}
+
+func loadBuiltinNames() (builtinNames, error) {
+	control, err := builtin.ControlRoles("a")
+	if err != nil {
+		return builtinNames{}, err
+	}
+	admin, err := builtin.EntitlementAdministrator("a")
+	if err != nil {
+		return builtinNames{}, err
+	}
+	n := builtinNames{owner: control[0].Name, admin: admin[0].Name}
+	for _, d := range append(control, admin...) {
+		n.reserved = append(n.reserved, strings.ToLower(d.Name))
+	}
+	return n, nil
+}
+
+func (n builtinNames) isReserved(name string) bool {
+	return slices.Contains(n.reserved, strings.ToLower(strings.TrimSpace(name)))
+}
+
+type handler struct {
+	st    Store
+	dec   Deciders
+	queue Queue // nil: invitations that need sending cannot be made
+	log   *slog.Logger
+	names builtinNames
+}
+
+// New returns the roles function's HTTP handler. queue receives the
+// invitations to send; without one (nil), creating or re-sending an
+// invitation that needs a notification fails with a 500 and a log line.
+func New(st Store, dec Deciders, queue Queue, log *slog.Logger) http.Handler {
+	names, err := loadBuiltinNames()
+	if err != nil {
+		// The built-in roles are embedded data checked by tests: a build
+		// where they do not load must not serve.
+		panic(err)
+	}
+	h := &handler{st: st, dec: dec, queue: queue, log: log, names: names}
+	mux := apigw.NewMux()
+	route := func(pattern string, e endpoint) { mux.HandleFunc(pattern, h.wrap(e)) }
+
+	route("GET /v2/accounts/{id}/roles", h.listRoles)
+	route("POST /v2/accounts/{id}/roles", h.createRole)
+	route("GET /v2/accounts/{id}/roles/{role_id}", h.getRole)
+	route("PATCH /v2/accounts/{id}/roles/{role_id}", h.patchRole)
+	route("DELETE /v2/accounts/{id}/roles/{role_id}", h.deleteRole)
+
+	for _, k := range []kind{roleInvitations, groupInvitations} {
+		route("GET /v2/accounts/{id}/"+k.collection, h.listInvitations(k))
+		route("POST /v2/accounts/{id}/"+k.collection, h.createInvitation(k))
+		route("GET /v2/accounts/{id}/"+k.collection+"/{invitation_id}", h.getInvitation(k))
+		route("PATCH /v2/accounts/{id}/"+k.collection+"/{invitation_id}", h.resendInvitation(k))
+		route("DELETE /v2/accounts/{id}/"+k.collection+"/{invitation_id}", h.deleteInvitation(k))
+
+		route("GET /v2/users/{id}/"+k.collection, h.listInbox(k))
+		route("GET /v2/users/{id}/"+k.collection+"/{invitation_id}", h.getInbox(k))
+		route("PATCH /v2/users/{id}/"+k.collection+"/{invitation_id}", h.answerInvitation(k))
+	}
+
+	route("GET /v2/accounts/{id}/groups", h.listGroups)
+	route("POST /v2/accounts/{id}/groups", h.createGroup)
+	route("GET /v2/accounts/{id}/groups/{group_id}", h.getGroup)
+	route("PATCH /v2/accounts/{id}/groups/{group_id}", h.patchGroup)
+	route("DELETE /v2/accounts/{id}/groups/{group_id}", h.deleteGroup)
+
+	route("GET /v2/accounts/{id}/service-users", h.listServiceUsers)
+	route("POST /v2/accounts/{id}/service-users", h.createServiceUser)
+	route("GET /v2/accounts/{id}/service-users/{service_user_id}", h.getServiceUser)
+	route("PATCH /v2/accounts/{id}/service-users/{service_user_id}", h.patchServiceUser)
+	route("DELETE /v2/accounts/{id}/service-users/{service_user_id}", h.deleteServiceUser)
+
+	route("GET /v2/users/{id}/roles", h.listHeldRoles)
+	route("DELETE /v2/users/{id}/roles/{role_id}", h.leaveRole)
+	route("GET /v2/users/{id}/groups", h.listHeldGroups)
+	route("DELETE /v2/users/{id}/groups/{group_id}", h.leaveGroup)
+	return mux
+}
+
+// endpoint is a handler that returns its status and body, or an error that
+// apigw renders in the API's error body.
+type endpoint func(r *http.Request, p apigw.Principal) (int, any, error)
+
+func (h *handler) wrap(e endpoint) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := apigw.PrincipalFrom(r.Context())
+		if err != nil {
+			// Only a route deployed without the authorizer gets here.
+			apigw.WriteError(r.Context(), h.log, w, apigw.Unauthorized("no authenticated principal"))
+			return
+		}
+		status, body, err := e(r, p)
+		var ce *store.CleanupError
+		if errors.As(err, &ce) {
+			// The change is committed; only unreachable leftovers remain.
+			h.log.WarnContext(r.Context(), "cleanup incomplete", "error", err.Error(), "request_id", apigw.RequestID(r.Context()))
+			err = nil
+		}
+		if err != nil {
+			apigw.WriteError(r.Context(), h.log, w, err)
+			return
+		}
+		apigw.WriteJSON(w, status, body)
+	}
+}
+
+// pathID reads an id path parameter; anything that cannot be an id names
+// nothing (404).
+func pathID(r *http.Request, name, what string) (string, error) {
+	id := r.PathValue(name)
+	if !ids.Valid(id) {
+		return "", apigw.NotFound("no %s %q", what, id)
+	}
+	return id, nil
+}
+
+func accountID(r *http.Request) (string, error) { return pathID(r, "id", "account") }
+
+// inAccount is what a request on /v2/accounts/{id}/... decides with: the
+// caller's decider and the account's item (for its ancestors).
+type inAccount struct {
+	d    *access.Decider
+	acct store.Account
+}
+
+// visible reports whether the caller may GET href, a member of a
+// collection of the account (spec 5.4.3).
+func (a inAccount) visible(href string) bool {
+	return a.d.DecideFor(http.MethodGet, href, a.acct).Allowed
+}
+
+// parallel runs fns at once and returns their errors joined: reads that do
+// not depend on each other cost one round trip of wall time.
+func parallel(fns ...func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = fn() }()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// account loads the caller's decider and account id's item, in parallel
+// with the extra reads given.
+func (h *handler) account(r *http.Request, p apigw.Principal, id string, extra ...func() error) (inAccount, error) {
+	var a inAccount
+	err := parallel(append([]func() error{
+		func() (err error) { a.d, err = h.dec.Decider(r.Context(), p); return err },
+		func() (err error) { a.acct, err = h.st.GetAccount(r.Context(), id); return err },
+	}, extra...)...)
+	if err != nil {
+		return a, err
+	}
+	return a, nil
+}
+
+// notFound turns store.ErrNotFound into a 404 with the message; other
+// errors pass unchanged.
+func notFound(err error, format string, args ...any) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return apigw.NotFound(format, args...)
+	}
+	return err
+}
+
+func conflict(err error) error {
+	var c *store.ConflictError
+	if errors.As(err, &c) {
+		return apigw.Conflict("%s", c.Msg)
+	}
+	return err
+}
+
+func accountHref(id string) string { return "/v2/accounts/" + id }
+func userHref(id string) string    { return "/v2/users/" + id }

@@ -1,0 +1,339 @@
+package rbacadmin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/mail"
+	"strings"
+
+	"cads/shared/apigw"
+	"cads/shared/ids"
+	"cads/shared/store"
+)
+
+// kind is one of the two invitation families, which behave alike.
+type kind struct {
+	name       string // store.InvitationRole or store.InvitationGroup
+	collection string // path segment
+	target     string // body field naming the role or group
+}
+
+var (
+	roleInvitations  = kind{name: store.InvitationRole, collection: "invitations", target: "role"}
+	groupInvitations = kind{name: store.InvitationGroup, collection: "group-invitations", target: "group"}
+)
+
+type roleInvitationPost struct {
+	UserEmail *string `json:"user_email"`
+	Role      *string `json:"role"`
+}
+
+type groupInvitationPost struct {
+	UserEmail *string `json:"user_email"`
+	Group     *string `json:"group"`
+}
+
+// invitationPatch is the body of PATCH on an invitation: its state. An
+// administrator may only ask for it to be sent again ("queued"); the
+// invitee answers with "accepted" or "declined".
+type invitationPatch struct {
+	State *string `json:"state"`
+}
+
+// maxEmailLen is the reference document's limit.
+const maxEmailLen = 255
+
+func validEmail(s string) (string, error) {
+	a, err := mail.ParseAddress(s)
+	at := strings.LastIndexByte(s, '@')
+	if err != nil || a.Address != s || len(s) > maxEmailLen || at < 1 || !strings.Contains(s[at+1:], ".") && !strings.HasSuffix(s, "@localhost") {
+		return "", apigw.BadRequest("user_email %q is not a valid address (like name@example.com)", s)
+	}
+	return strings.ToLower(s), nil
+}
+
+func invitationIDs(r *http.Request) (acct, id string, err error) {
+	if acct, err = accountID(r); err != nil {
+		return "", "", err
+	}
+	id, err = pathID(r, "invitation_id", "invitation")
+	return acct, id, err
+}
+
+// decodeInvitationPost returns the invitee's email and the id of the role
+// or group of account acct the invitation is to.
+func decodeInvitationPost(r *http.Request, k kind, acct string) (email, target string, err error) {
+	var em, href *string
+	if k == roleInvitations {
+		var in roleInvitationPost
+		if err := apigw.DecodeJSON(r, &in); err != nil {
+			return "", "", err
+		}
+		em, href = in.UserEmail, in.Role
+	} else {
+		var in groupInvitationPost
+		if err := apigw.DecodeJSON(r, &in); err != nil {
+			return "", "", err
+		}
+		em, href = in.UserEmail, in.Group
+	}
+	if em == nil || href == nil {
+		return "", "", apigw.BadRequest("user_email and %s are required", k.target)
+	}
+	if email, err = validEmail(*em); err != nil {
+		return "", "", err
+	}
+	a, id, ok := parseMemberHref(*href, k.target+"s")
+	if !ok {
+		return "", "", apigw.BadRequest("%s must be a %s href like /v2/accounts/%s/%ss/<id>, not %q", k.target, k.target, acct, k.target, *href)
+	}
+	if a != acct {
+		return "", "", apigw.BadRequest("%s is a %s of account %s: an invitation of account %s is to one of its own %ss",
+			*href, k.target, a, acct, k.target)
+	}
+	return email, id, nil
+}
+
+func (h *handler) createInvitation(k kind) endpoint {
+	return func(r *http.Request, p apigw.Principal) (int, any, error) {
+		acct, err := accountID(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		email, target, err := decodeInvitationPost(r, k, acct)
+		if err != nil {
+			return 0, nil, err
+		}
+		// A service user's invitation is accepted at creation: it has no
+		// mailbox, and it can only hold roles of its own account.
+		svcAcct, svcID, isSvc := store.ParseServiceUserEmail(email)
+		var targetErr, svcErr error
+		ctx := r.Context()
+		a, err := h.account(r, p, acct,
+			func() error {
+				if k == roleInvitations {
+					_, targetErr = h.st.GetRole(ctx, acct, target)
+				} else {
+					_, targetErr = h.st.GetGroup(ctx, acct, target)
+				}
+				return ignoreNotFound(targetErr)
+			},
+			func() error {
+				if isSvc {
+					_, svcErr = h.st.GetServiceUser(ctx, svcAcct, svcID)
+				}
+				return ignoreNotFound(svcErr)
+			})
+		if err != nil {
+			return 0, nil, notFound(err, "no account %s", acct)
+		}
+		if err := h.mayInviteHere(r, a); err != nil {
+			return 0, nil, err
+		}
+		switch {
+		case targetErr != nil:
+			return 0, nil, apigw.BadRequest("%s %s does not exist", k.target, targetHref(k, acct, target))
+		case isSvc && svcErr != nil:
+			return 0, nil, apigw.BadRequest("no service user has the address %s", email)
+		case isSvc && svcAcct != acct:
+			return 0, nil, apigw.BadRequest("%s is a service user of account %s: service users are bound to their account and hold only its roles", email, svcAcct)
+		}
+		now := h.st.Now()
+		inv := store.Invitation{AccountID: acct, ID: ids.New(), Kind: k.name, Email: email, Target: target,
+			State: store.InvitationQueued, GrantedBy: p.ID, Created: now, Updated: now}
+		if isSvc {
+			inv.State, inv.Accepted, inv.Principal = store.InvitationAccepted, &now, svcID
+		}
+		switch err := h.st.CreateInvitation(ctx, inv); {
+		case errors.Is(err, store.ErrNotFound):
+			return 0, nil, apigw.BadRequest("%s %s does not exist", k.target, targetHref(k, acct, target))
+		case errors.Is(err, store.ErrAlreadyHeld):
+			return 0, nil, apigw.Conflict("%s holds %s %s already", email, k.target, targetHref(k, acct, target))
+		case err != nil:
+			return 0, nil, conflict(err)
+		}
+		if inv.State == store.InvitationQueued {
+			if err := h.enqueue(ctx, inv); err != nil {
+				// Nobody could ever receive it: take it back.
+				if derr := h.st.DeleteInvitation(context.WithoutCancel(ctx), inv); derr != nil {
+					h.log.ErrorContext(ctx, "could not take back an unsendable invitation", "invitation", inv.Ref().Href(), "error", derr.Error())
+				}
+				return 0, nil, err
+			}
+		}
+		return http.StatusOK, invitationOut(inv), nil
+	}
+}
+
+func ignoreNotFound(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+func targetHref(k kind, acct, id string) string {
+	if k == groupInvitations {
+		return groupHref(acct, id)
+	}
+	return roleHref(acct, id)
+}
+
+// notification is the queue message that asks the notifier to deliver an
+// invitation. It names the invitation only: the notifier reads the current
+// state, so a message for a revoked or answered invitation does nothing.
+type notification struct {
+	Kind    string `json:"kind"`
+	Account string `json:"account"`
+	ID      string `json:"id"`
+}
+
+func (h *handler) enqueue(ctx context.Context, inv store.Invitation) error {
+	if h.queue == nil {
+		return fmt.Errorf("no notification queue is configured: invitation %s cannot be sent", inv.Ref().Href())
+	}
+	body, err := json.Marshal(notification{Kind: inv.Kind, Account: inv.AccountID, ID: inv.ID})
+	if err != nil {
+		return fmt.Errorf("encode notification: %w", err)
+	}
+	if err := h.queue.Send(ctx, body); err != nil {
+		return fmt.Errorf("queue invitation %s: %w", inv.Ref().Href(), err)
+	}
+	return nil
+}
+
+func (h *handler) listInvitations(k kind) endpoint {
+	return func(r *http.Request, p apigw.Principal) (int, any, error) {
+		acct, err := accountID(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		page, err := apigw.ParsePage(r.URL.Query(), "user_email", "state", "created")
+		if err != nil {
+			return 0, nil, err
+		}
+		var invs []store.Invitation
+		a, err := h.account(r, p, acct, func() (err error) { invs, err = h.st.ListInvitations(r.Context(), acct, k.name); return err })
+		if err != nil {
+			return 0, nil, notFound(err, "no account %s", acct)
+		}
+		out := make([]Invitation, 0, len(invs))
+		for _, inv := range invs {
+			if o := invitationOut(inv); a.visible(o.Href) {
+				out = append(out, o)
+			}
+		}
+		sortInvitations(out, page)
+		return http.StatusOK, apigw.Window(out, page), nil
+	}
+}
+
+func sortInvitations(out []Invitation, page apigw.Page) {
+	sortBy(out, page.Order, func(x Invitation, field string) any {
+		switch field {
+		case "user_email":
+			return x.UserEmail
+		case "state":
+			return x.State
+		}
+		return x.Created
+	}, func(x Invitation) string { return x.ID })
+}
+
+func (h *handler) getInvitation(k kind) endpoint {
+	return func(r *http.Request, _ apigw.Principal) (int, any, error) {
+		acct, id, err := invitationIDs(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		inv, err := h.st.GetInvitation(r.Context(), acct, k.name, id)
+		if err != nil {
+			return 0, nil, notFound(err, "no %s %q in account %s", singular(k), id, acct)
+		}
+		return http.StatusOK, invitationOut(inv), nil
+	}
+}
+
+func singular(k kind) string {
+	if k == groupInvitations {
+		return "group invitation"
+	}
+	return "invitation"
+}
+
+// resendInvitation is an administrator's PATCH: it sends an unanswered
+// invitation again (spec 4.3). Sending is inviting, so the invitation rule
+// applies as for POST.
+func (h *handler) resendInvitation(k kind) endpoint {
+	return func(r *http.Request, p apigw.Principal) (int, any, error) {
+		acct, id, err := invitationIDs(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		var in invitationPatch
+		if err := apigw.DecodeJSON(r, &in); err != nil {
+			return 0, nil, err
+		}
+		if in.State != nil && *in.State != store.InvitationQueued {
+			return 0, nil, apigw.BadRequest("state %q: an administrator can only send an invitation again ({\"state\": \"queued\"}); the invitee accepts or declines it (PATCH /v2/users/self/%s/%s)", *in.State, k.collection, id)
+		}
+		var inv store.Invitation
+		ctx := r.Context()
+		a, err := h.account(r, p, acct, func() (err error) { inv, err = h.st.GetInvitation(ctx, acct, k.name, id); return err })
+		if err != nil {
+			return 0, nil, notFound(err, "no %s %q in account %s", singular(k), id, acct)
+		}
+		if err := h.mayInviteHere(r, a); err != nil {
+			return 0, nil, err
+		}
+		if inv.State == store.InvitationAccepted || inv.State == store.InvitationDeclined {
+			return 0, nil, apigw.Conflict("the invitation was %s already; invite again with POST /v2/accounts/%s/%s", inv.State, acct, k.collection)
+		}
+		inv, err = h.st.RequeueInvitation(ctx, inv.Ref())
+		if errors.Is(err, store.ErrStateChanged) {
+			return 0, nil, apigw.Conflict("the invitation was answered or revoked meanwhile")
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		if err := h.enqueue(ctx, inv); err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, invitationOut(inv), nil
+	}
+}
+
+// deleteInvitation revokes an invitation: if it was accepted, the access
+// it granted ends with the invitee's next request (spec 3.3, 5.6.8).
+func (h *handler) deleteInvitation(k kind) endpoint {
+	return func(r *http.Request, _ apigw.Principal) (int, any, error) {
+		acct, id, err := invitationIDs(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		ctx := r.Context()
+		// The invitee may answer between the read and the delete; the
+		// delete then fails its condition and is tried again on a fresh
+		// read, so an acceptance is never left behind.
+		for attempt := 0; ; attempt++ {
+			inv, err := h.st.GetInvitation(ctx, acct, k.name, id)
+			if err != nil {
+				return 0, nil, notFound(err, "no %s %q in account %s", singular(k), id, acct)
+			}
+			err = h.st.DeleteInvitation(ctx, inv)
+			if errors.Is(err, store.ErrStateChanged) && attempt < 2 {
+				continue
+			}
+			if errors.Is(err, store.ErrStateChanged) {
+				return 0, nil, apigw.Conflict("the invitation keeps changing; retry")
+			}
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, invitationOut(inv), nil
+		}
+	}
+}

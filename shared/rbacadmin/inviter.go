@@ -1,0 +1,45 @@
+package rbacadmin
+
+import (
+	"net/http"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/store"
+)
+
+// mayInvite decides whether the caller may invite users to the roles and
+// groups of account target with the request method+path (spec 4.3, 5.4.2,
+// DECISIONS.md section 3): the engine must allow the request, AND one of
+// the roles that apply to it, as the engine selects them, must be the
+// target account's own Account owner control role or the platform
+// operator's entitlement administrator role (defined in the root account).
+// A permit for the invitation endpoints in any other role is not enough:
+// an Editor given such a permit still cannot invite.
+//
+// Built-in role names are reserved (no custom role takes one, no built-in
+// role loses one), so a role's name and account identify these roles.
+func (h *handler) mayInvite(d *access.Decider, method, path string, target store.Account) error {
+	dec := d.DecideFor(method, path, target)
+	if !dec.Allowed {
+		return apigw.Forbidden("%s", dec.Reason)
+	}
+	root := target.ID
+	if len(target.Ancestors) > 0 {
+		root = target.Ancestors[0]
+	}
+	for _, r := range d.ApplicableFor(method, path, target) {
+		owner := r.Name == h.names.owner && r.AccountID == target.ID && !r.Inheritable
+		admin := r.Name == h.names.admin && r.AccountID == root
+		if owner || admin {
+			return nil
+		}
+	}
+	return apigw.Forbidden("only a holder of the %s role of account %s, or the %s, may invite users to its roles and groups (spec 4.3)",
+		h.names.owner, target.ID, h.names.admin)
+}
+
+// mayInviteHere is mayInvite for the request being served.
+func (h *handler) mayInviteHere(r *http.Request, a inAccount) error {
+	return h.mayInvite(a.d, r.Method, r.URL.Path, a.acct)
+}

@@ -1,0 +1,301 @@
+package rbacadmin
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"cads/shared/apigw"
+	"cads/shared/authz"
+	"cads/shared/builtin"
+	"cads/shared/ids"
+	"cads/shared/store"
+)
+
+// Limits of role fields (names as in the reference document).
+const (
+	maxNameLen        = 50
+	maxDescriptionLen = 200
+	// maxPermissions keeps every decision of a role's holders cheap.
+	maxPermissions = 100
+)
+
+// roleDoc is a role's editable configuration: the body of POST, and the
+// document PATCH applies a merge patch or a JSON Patch to.
+type roleDoc struct {
+	Name               *string             `json:"name"`
+	Description        *string             `json:"description"`
+	Inheritable        *bool               `json:"inheritable"`
+	Permissions        *[]authz.Permission `json:"permissions"`
+	MFARequired        *bool               `json:"mfa_required"`
+	MaximumAuthAgeSecs *int                `json:"maximum_auth_age_secs"`
+}
+
+// roleReadOnly are fields of a Role that its configuration does not hold.
+var roleReadOnly = []string{"id", "href", "control", "created", "updated"}
+
+func docOfRole(r store.Role) roleDoc {
+	perms := r.Permissions
+	if perms == nil {
+		perms = []authz.Permission{}
+	}
+	d := roleDoc{Name: &r.Name, Description: &r.Description, Inheritable: &r.Inheritable, Permissions: &perms, MFARequired: &r.MFARequired}
+	if r.MaxAuthAgeSecs > 0 {
+		d.MaximumAuthAgeSecs = &r.MaxAuthAgeSecs
+	}
+	return d
+}
+
+func validText(field, s string, max int, required bool) (string, error) {
+	s = strings.TrimSpace(s)
+	if required && s == "" {
+		return "", apigw.BadRequest("%s must not be empty", field)
+	}
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > max {
+		return "", apigw.BadRequest("%s must be valid UTF-8 of at most %d characters", field, max)
+	}
+	for _, c := range s {
+		if c < 0x20 && c != '\n' || c == 0x7f {
+			return "", apigw.BadRequest("%s must not contain control characters", field)
+		}
+	}
+	return s, nil
+}
+
+// buildRole validates a role configuration as a whole and returns the role
+// it describes: role id of account (no version or times). prev is the role
+// being patched, nil for a new one.
+//
+// The permit for GET /v2/accounts/<account> (spec 5.6.3) is always kept:
+// added first when the configuration lacks it, whatever removed it. A deny
+// of the same role that would cancel it is a 400, so no configuration can
+// lock the role's holders out of the account.
+func (h *handler) buildRole(account, id string, in roleDoc, prev *store.Role) (store.Role, error) {
+	if in.Name == nil {
+		return store.Role{}, apigw.BadRequest("name is required")
+	}
+	name, err := validText("name", *in.Name, maxNameLen, true)
+	if err != nil {
+		return store.Role{}, err
+	}
+	r := store.Role{AccountID: account, ID: id, Name: name}
+	if prev != nil {
+		r.Control = prev.Control
+	}
+	if in.Description != nil {
+		if r.Description, err = validText("description", *in.Description, maxDescriptionLen, false); err != nil {
+			return store.Role{}, err
+		}
+	}
+	if in.Inheritable != nil {
+		r.Inheritable = *in.Inheritable
+	}
+	if in.MFARequired != nil {
+		r.MFARequired = *in.MFARequired
+	}
+	if in.MaximumAuthAgeSecs != nil {
+		if *in.MaximumAuthAgeSecs < 1 {
+			return store.Role{}, apigw.BadRequest("maximum_auth_age_secs must be a positive number of seconds")
+		}
+		r.MaxAuthAgeSecs = *in.MaximumAuthAgeSecs
+	}
+	renamed := prev == nil || prev.Name != r.Name
+	switch {
+	case prev != nil && prev.Control && renamed:
+		return store.Role{}, apigw.BadRequest("role %q is a control role: its name cannot change (its permissions can)", prev.Name)
+	case prev != nil && prev.Control && prev.Inheritable != r.Inheritable:
+		return store.Role{}, apigw.BadRequest("role %q is a control role: it applies in its own account, and inheritable cannot change", prev.Name)
+	case prev != nil && renamed && h.names.isReserved(prev.Name):
+		return store.Role{}, apigw.BadRequest("role %q is a built-in role: its name cannot change", prev.Name)
+	case renamed && h.names.isReserved(r.Name):
+		return store.Role{}, apigw.BadRequest("name %q is reserved for a built-in role; choose another", r.Name)
+	}
+	var perms []authz.Permission
+	if in.Permissions != nil {
+		perms = *in.Permissions
+	}
+	if len(perms) > maxPermissions {
+		return store.Role{}, apigw.BadRequest("a role holds at most %d permissions (got %d)", maxPermissions, len(perms))
+	}
+	valid, err := authz.ValidatePermissions(perms)
+	if err != nil {
+		return store.Role{}, apigw.BadRequest("%s", err.Error())
+	}
+	protected := builtin.ProtectedPermission(account)
+	added := 0
+	if !slices.ContainsFunc(valid, func(p authz.Permission) bool { return samePermission(p, protected) }) {
+		valid, added = append([]authz.Permission{protected}, valid...), 1
+	}
+	r.Permissions = valid
+	// The engine itself says whether the role still grants it.
+	c, err := authz.Compile(r.AuthzRole())
+	if err != nil {
+		return store.Role{}, apigw.BadRequest("%s", err.Error())
+	}
+	if d := authz.Decide([]*authz.CompiledRole{c}, protected.Method, protected.Spec[0]); !d.Allowed {
+		blocker := "a deny permission"
+		if len(d.Denied) > 0 {
+			// Indexed as the caller wrote them, before the permit was added.
+			m := d.Denied[0]
+			blocker = fmt.Sprintf("permissions[%d] (deny %s %s)", m.Permission-added, m.Method, m.Pattern)
+		}
+		return store.Role{}, apigw.BadRequest("%s would lock the role's holders out of the account: every role keeps the permit for GET %s (spec 5.6.3)", blocker, protected.Spec[0])
+	}
+	return r, nil
+}
+
+func samePermission(a, b authz.Permission) bool {
+	return a.Method == b.Method && a.Effect == b.Effect && slices.Equal(a.Spec, b.Spec)
+}
+
+func (h *handler) listRoles(r *http.Request, p apigw.Principal) (int, any, error) {
+	acct, err := accountID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	page, err := apigw.ParsePage(r.URL.Query(), "name", "created", "updated")
+	if err != nil {
+		return 0, nil, err
+	}
+	var roles []store.Role
+	a, err := h.account(r, p, acct, func() (err error) {
+		roles, _, err = h.st.RBACOf(r.Context(), []string{acct})
+		return err
+	})
+	if err != nil {
+		return 0, nil, notFound(err, "no account %s", acct)
+	}
+	out := make([]Role, 0, len(roles))
+	for _, x := range roles {
+		if o := roleOut(x); a.visible(o.Href) {
+			out = append(out, o)
+		}
+	}
+	sortBy(out, page.Order, func(x Role, field string) any {
+		switch field {
+		case "name":
+			return x.Name
+		case "updated":
+			return x.Updated
+		}
+		return x.Created
+	}, func(x Role) string { return x.ID })
+	return http.StatusOK, apigw.Window(out, page), nil
+}
+
+func (h *handler) getRole(r *http.Request, _ apigw.Principal) (int, any, error) {
+	acct, id, err := roleIDs(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	role, err := h.st.GetRole(r.Context(), acct, id)
+	if err != nil {
+		return 0, nil, notFound(err, "no role %q in account %s", id, acct)
+	}
+	return http.StatusOK, roleOut(role), nil
+}
+
+func roleIDs(r *http.Request) (acct, id string, err error) {
+	if acct, err = accountID(r); err != nil {
+		return "", "", err
+	}
+	id, err = pathID(r, "role_id", "role")
+	return acct, id, err
+}
+
+func (h *handler) createRole(r *http.Request, _ apigw.Principal) (int, any, error) {
+	acct, err := accountID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	var in roleDoc
+	if err := apigw.DecodeJSON(r, &in); err != nil {
+		return 0, nil, err
+	}
+	role, err := h.buildRole(acct, ids.New(), in, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	now := h.st.Now()
+	role.Version, role.Created, role.Updated = 1, now, now
+	if err := h.st.CreateRole(r.Context(), role); err != nil {
+		return 0, nil, conflict(notFound(err, "no account %s", acct))
+	}
+	return http.StatusOK, roleOut(role), nil
+}
+
+// patchRole edits a role with a merge patch or a JSON Patch; the result is
+// validated as a whole, as a new role would be, and written only if the
+// role did not change meanwhile (409). The change applies to every
+// holder's next request: the authorizer reads roles on every request.
+func (h *handler) patchRole(r *http.Request, _ apigw.Principal) (int, any, error) {
+	acct, id, err := roleIDs(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	prev, err := h.st.GetRole(r.Context(), acct, id)
+	if err != nil {
+		return 0, nil, notFound(err, "no role %q in account %s", id, acct)
+	}
+	var in roleDoc
+	if err := applyPatch(r, mustJSON(docOfRole(prev)), &in, roleReadOnly...); err != nil {
+		return 0, nil, err
+	}
+	role, err := h.buildRole(acct, id, in, &prev)
+	if err != nil {
+		return 0, nil, err
+	}
+	role.Version, role.Created, role.Updated = prev.Version+1, prev.Created, h.st.Now()
+	if err := h.st.PutRole(r.Context(), role); err != nil {
+		return 0, nil, conflict(err)
+	}
+	return http.StatusOK, roleOut(role), nil
+}
+
+func (h *handler) deleteRole(r *http.Request, _ apigw.Principal) (int, any, error) {
+	acct, id, err := roleIDs(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	role, err := h.st.DeleteRole(r.Context(), acct, id)
+	var ce *store.CleanupError
+	if err != nil && !errors.As(err, &ce) {
+		return 0, nil, conflict(notFound(err, "no role %q in account %s", id, acct))
+	}
+	return http.StatusOK, roleOut(role), err
+}
+
+// sortBy orders items by the page's order keys (default: created), then by
+// id for a stable result.
+func sortBy[T any](items []T, order []apigw.OrderKey, field func(T, string) any, id func(T) string) {
+	if len(order) == 0 {
+		order = []apigw.OrderKey{{Field: "created"}}
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		for _, k := range order {
+			c := compare(field(items[i], k.Field), field(items[j], k.Field))
+			if k.Desc {
+				c = -c
+			}
+			if c != 0 {
+				return c < 0
+			}
+		}
+		return id(items[i]) < id(items[j])
+	})
+}
+
+func compare(a, b any) int {
+	switch a := a.(type) {
+	case string:
+		return strings.Compare(a, b.(string))
+	case time.Time:
+		return a.Compare(b.(time.Time))
+	}
+	return 0
+}

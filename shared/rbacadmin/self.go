@@ -1,0 +1,305 @@
+package rbacadmin
+
+import (
+	"errors"
+	"net/http"
+
+	"cads/shared/apigw"
+	"cads/shared/ids"
+	"cads/shared/store"
+)
+
+// The invitee's side: /v2/users/{id}/invitations, group-invitations, roles
+// and groups. For the caller's own identity ("self" or its id) the
+// authorizer allows them without a role (DECISIONS.md section 2); another
+// principal's can be read only where RBAC permits it, and only the
+// principal itself answers its invitations or leaves its roles and groups.
+
+// who is the principal a /v2/users/{id}/... request is about.
+type who struct {
+	id, email string
+	self      bool
+}
+
+func (h *handler) whoIs(r *http.Request, p apigw.Principal) (who, error) {
+	id := r.PathValue("id")
+	if id == "self" || id == p.ID {
+		return who{id: p.ID, email: p.Email, self: true}, nil
+	}
+	if !ids.Valid(id) {
+		return who{}, apigw.NotFound("no user %q", id)
+	}
+	u, err := h.st.GetPrincipal(r.Context(), id)
+	if err != nil {
+		return who{}, notFound(err, "no user %q", id)
+	}
+	return who{id: u.ID, email: u.Email}, nil
+}
+
+// onlySelf refuses changes to another principal's invitations or roles:
+// an invitation is answered by its invitee, and access is taken away from
+// someone else by revoking the invitation that gave it.
+func onlySelf(w who, what string) error {
+	if !w.self {
+		return apigw.Forbidden("only the user itself may %s; to take access away, revoke the invitation (DELETE /v2/accounts/{id}/invitations/{invitation_id})", what)
+	}
+	return nil
+}
+
+func (h *handler) listInbox(k kind) endpoint {
+	return func(r *http.Request, p apigw.Principal) (int, any, error) {
+		w, err := h.whoIs(r, p)
+		if err != nil {
+			return 0, nil, err
+		}
+		page, err := apigw.ParsePage(r.URL.Query(), "user_email", "state", "created")
+		if err != nil {
+			return 0, nil, err
+		}
+		invs, err := h.st.InboxInvitations(r.Context(), w.email, k.name)
+		if err != nil {
+			return 0, nil, err
+		}
+		out := make([]Invitation, 0, len(invs))
+		for _, inv := range invs {
+			out = append(out, invitationOut(inv))
+		}
+		sortInvitations(out, page)
+		return http.StatusOK, apigw.Window(out, page), nil
+	}
+}
+
+func (h *handler) getInbox(k kind) endpoint {
+	return func(r *http.Request, p apigw.Principal) (int, any, error) {
+		w, err := h.whoIs(r, p)
+		if err != nil {
+			return 0, nil, err
+		}
+		id, err := pathID(r, "invitation_id", singular(k))
+		if err != nil {
+			return 0, nil, err
+		}
+		inv, err := h.st.InboxInvitation(r.Context(), w.email, k.name, id)
+		if err != nil {
+			return 0, nil, notFound(err, "no %s %q for %s", singular(k), id, w.email)
+		}
+		return http.StatusOK, invitationOut(inv), nil
+	}
+}
+
+// answerInvitation is the invitee's PATCH: {"state": "accepted"} makes it
+// hold the role (or join the group) from its next request on; "declined"
+// refuses it. Answering again with the same answer changes nothing.
+func (h *handler) answerInvitation(k kind) endpoint {
+	return func(r *http.Request, p apigw.Principal) (int, any, error) {
+		w, err := h.whoIs(r, p)
+		if err != nil {
+			return 0, nil, err
+		}
+		if err := onlySelf(w, "answer its invitations"); err != nil {
+			return 0, nil, err
+		}
+		id, err := pathID(r, "invitation_id", singular(k))
+		if err != nil {
+			return 0, nil, err
+		}
+		var in invitationPatch
+		if err := apigw.DecodeJSON(r, &in); err != nil {
+			return 0, nil, err
+		}
+		if in.State == nil || (*in.State != store.InvitationAccepted && *in.State != store.InvitationDeclined) {
+			return 0, nil, apigw.BadRequest("state is required: \"accepted\" or \"declined\"")
+		}
+		ctx := r.Context()
+		inv, err := h.st.InboxInvitation(ctx, w.email, k.name, id)
+		if err != nil {
+			return 0, nil, notFound(err, "no %s %q for %s", singular(k), id, w.email)
+		}
+		want := *in.State
+		switch {
+		case inv.State == want && (want == store.InvitationDeclined || inv.Principal == p.ID):
+			return http.StatusOK, invitationOut(inv), nil
+		case inv.State == store.InvitationAccepted:
+			return 0, nil, apigw.Conflict("the invitation was accepted already; to give up what it granted, DELETE /v2/users/self/%ss/%s", k.target, inv.Target)
+		case inv.State == store.InvitationDeclined:
+			return 0, nil, apigw.Conflict("the invitation was declined already; ask for a new one")
+		}
+		if want == store.InvitationDeclined {
+			inv, err = h.st.DeclineInvitation(ctx, inv.Ref())
+		} else {
+			inv, err = h.st.AcceptInvitation(ctx, inv, p.ID)
+		}
+		switch {
+		case errors.Is(err, store.ErrStateChanged):
+			return 0, nil, apigw.Conflict("the invitation was answered or revoked meanwhile")
+		case errors.Is(err, store.ErrAlreadyHeld):
+			return 0, nil, apigw.Conflict("you hold %s %s already", k.target, targetHref(k, inv.AccountID, inv.Target))
+		case errors.Is(err, store.ErrNotFound):
+			return 0, nil, apigw.Conflict("%s %s no longer exists", k.target, targetHref(k, inv.AccountID, inv.Target))
+		case err != nil:
+			return 0, nil, err
+		}
+		return http.StatusOK, invitationOut(inv), nil
+	}
+}
+
+// heldGrants returns w's grants of the wanted kind (direct role grants, or
+// group memberships) and the roles and groups of the accounts they name.
+func (h *handler) heldGrants(r *http.Request, w who, groups bool) ([]store.Grant, []store.Role, []store.Group, error) {
+	all, err := h.st.Grants(r.Context(), w.id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var grants []store.Grant
+	var accounts []string
+	seen := map[string]bool{}
+	for _, g := range all {
+		if (g.Group != "") != groups {
+			continue
+		}
+		grants = append(grants, g)
+		if !seen[g.AccountID] {
+			seen[g.AccountID] = true
+			accounts = append(accounts, g.AccountID)
+		}
+	}
+	if len(accounts) == 0 {
+		return nil, nil, nil, nil
+	}
+	roles, gs, err := h.st.RBACOf(r.Context(), accounts)
+	return grants, roles, gs, err
+}
+
+// listHeldRoles lists the roles held directly (accepted role invitations);
+// those held through groups are listed with the groups.
+func (h *handler) listHeldRoles(r *http.Request, p apigw.Principal) (int, any, error) {
+	w, err := h.whoIs(r, p)
+	if err != nil {
+		return 0, nil, err
+	}
+	page, err := apigw.ParsePage(r.URL.Query(), "name", "created", "updated")
+	if err != nil {
+		return 0, nil, err
+	}
+	grants, roles, _, err := h.heldGrants(r, w, false)
+	if err != nil {
+		return 0, nil, err
+	}
+	held := map[[2]string]bool{}
+	for _, g := range grants {
+		held[[2]string{g.AccountID, g.RoleID}] = true
+	}
+	out := []Role{}
+	for _, x := range roles {
+		if held[[2]string{x.AccountID, x.ID}] {
+			out = append(out, roleOut(x))
+		}
+	}
+	sortBy(out, page.Order, func(x Role, field string) any {
+		switch field {
+		case "name":
+			return x.Name
+		case "updated":
+			return x.Updated
+		}
+		return x.Created
+	}, func(x Role) string { return x.Href })
+	return http.StatusOK, apigw.Window(out, page), nil
+}
+
+func (h *handler) listHeldGroups(r *http.Request, p apigw.Principal) (int, any, error) {
+	w, err := h.whoIs(r, p)
+	if err != nil {
+		return 0, nil, err
+	}
+	page, err := apigw.ParsePage(r.URL.Query(), "name", "created", "updated")
+	if err != nil {
+		return 0, nil, err
+	}
+	grants, _, groups, err := h.heldGrants(r, w, true)
+	if err != nil {
+		return 0, nil, err
+	}
+	held := map[[2]string]bool{}
+	for _, g := range grants {
+		held[[2]string{g.AccountID, g.Group}] = true
+	}
+	out := []Group{}
+	for _, x := range groups {
+		if held[[2]string{x.AccountID, x.ID}] {
+			out = append(out, groupOut(x))
+		}
+	}
+	sortBy(out, page.Order, func(x Group, field string) any {
+		switch field {
+		case "name":
+			return x.Name
+		case "updated":
+			return x.Updated
+		}
+		return x.Created
+	}, func(x Group) string { return x.Href })
+	return http.StatusOK, apigw.Window(out, page), nil
+}
+
+// leaveRole gives up a role held directly. The invitation that granted it
+// becomes declined in the same transaction, so the account's list of
+// invitations shows that the user no longer holds it.
+func (h *handler) leaveRole(r *http.Request, p apigw.Principal) (int, any, error) {
+	return h.leave(r, p, false)
+}
+
+// leaveGroup gives up a group membership, like leaveRole.
+func (h *handler) leaveGroup(r *http.Request, p apigw.Principal) (int, any, error) {
+	return h.leave(r, p, true)
+}
+
+func (h *handler) leave(r *http.Request, p apigw.Principal, group bool) (int, any, error) {
+	w, err := h.whoIs(r, p)
+	if err != nil {
+		return 0, nil, err
+	}
+	param, what := "role_id", "role"
+	if group {
+		param, what = "group_id", "group"
+	}
+	if err := onlySelf(w, "leave its "+what+"s"); err != nil {
+		return 0, nil, err
+	}
+	id, err := pathID(r, param, what)
+	if err != nil {
+		return 0, nil, err
+	}
+	grants, roles, groups, err := h.heldGrants(r, w, group)
+	if err != nil {
+		return 0, nil, err
+	}
+	// Ids are unique across accounts, so the id alone names the grant.
+	var g store.Grant
+	for _, x := range grants {
+		if x.RoleID == id && !group || x.Group == id && group {
+			g = x
+		}
+	}
+	if g.AccountID == "" {
+		return 0, nil, apigw.NotFound("you hold no %s %q", what, id)
+	}
+	via, _ := store.ParseInvitationHref(g.Via)
+	if err := h.st.DeleteGrant(r.Context(), g, via); err != nil {
+		return 0, nil, notFound(err, "you hold no %s %q", what, id)
+	}
+	if group {
+		for _, x := range groups {
+			if x.AccountID == g.AccountID && x.ID == id {
+				return http.StatusOK, groupOut(x), nil
+			}
+		}
+		return http.StatusOK, groupOut(store.Group{AccountID: g.AccountID, ID: id}), nil
+	}
+	for _, x := range roles {
+		if x.AccountID == g.AccountID && x.ID == id {
+			return http.StatusOK, roleOut(x), nil
+		}
+	}
+	return http.StatusOK, roleOut(store.Role{AccountID: g.AccountID, ID: id}), nil
+}

@@ -1,0 +1,214 @@
+package rbacadmin
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/identity"
+	"cads/shared/ids"
+	"cads/shared/store"
+)
+
+// Limits of service user fields (name as in the reference document).
+const maxServiceUserName = 32
+
+// serviceUserConfig is the body of POST (optional) and PATCH. A field left
+// out is unchanged; "" clears it.
+type serviceUserConfig struct {
+	Name        *string `json:"name"`
+	Description *string `json:"description"`
+}
+
+func (c *serviceUserConfig) validate() error {
+	var err error
+	if c.Name != nil {
+		var v string
+		if v, err = validText("name", *c.Name, maxServiceUserName, false); err != nil {
+			return err
+		}
+		c.Name = &v
+	}
+	if c.Description != nil {
+		var v string
+		if v, err = validText("description", *c.Description, maxDescriptionLen, false); err != nil {
+			return err
+		}
+		c.Description = &v
+	}
+	return nil
+}
+
+func serviceUserIDs(r *http.Request) (acct, id string, err error) {
+	if acct, err = accountID(r); err != nil {
+		return "", "", err
+	}
+	id, err = pathID(r, "service_user_id", "service user")
+	return acct, id, err
+}
+
+// createServiceUser makes a principal of the account with one persistent
+// access key bound to the account; the key's secret is in this response
+// only. The service user holds no role until invited (to its generated
+// email; such invitations are accepted at creation).
+func (h *handler) createServiceUser(r *http.Request, _ apigw.Principal) (int, any, error) {
+	acct, err := accountID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	var in serviceUserConfig
+	body, err := readBody(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		// The body is optional (spec 4.4), but when sent it is strict JSON.
+		if mt := apigw.MediaType(r); mt != mediaJSON {
+			return 0, nil, apigw.UnsupportedMediaType("Content-Type %q is not accepted here; send %s", mt, mediaJSON)
+		}
+		if err := apigw.UnmarshalStrict(body, &in); err != nil {
+			return 0, nil, err
+		}
+	}
+	if err := in.validate(); err != nil {
+		return 0, nil, err
+	}
+	account, err := h.st.GetAccount(r.Context(), acct)
+	if err != nil {
+		return 0, nil, notFound(err, "no account %s", acct)
+	}
+	now := h.st.Now()
+	u := store.ServiceUser{ID: ids.New(), Kind: store.KindServiceUser, Account: acct, Created: now, Updated: now}
+	u.Email = store.ServiceUserEmail(acct, u.ID)
+	if in.Name != nil {
+		u.Name = *in.Name
+	}
+	if in.Description != nil {
+		u.Description = *in.Description
+	}
+	k := store.AccessKey{ID: ids.New(), PrincipalID: u.ID, Type: "bearer", Durability: store.DurabilityPersistent,
+		Account: acct, AccountAncestors: account.Ancestors, Created: now}
+	secret := access.NewSecret(u.ID, k.ID)
+	k.SecretHash = access.HashSecret(secret)
+	if err := h.st.CreateServiceUser(r.Context(), u, k); err != nil {
+		return 0, nil, conflict(notFound(err, "no account %s", acct))
+	}
+	out := serviceUserOut(u, nil, now)
+	out.AccessKeys = []any{identity.AccessKeySecret{AccessKey: keyOut(k), SecretKey: secret}}
+	return http.StatusOK, out, nil
+}
+
+func (h *handler) listServiceUsers(r *http.Request, p apigw.Principal) (int, any, error) {
+	acct, err := accountID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	page, err := apigw.ParsePage(r.URL.Query(), "name", "created", "updated")
+	if err != nil {
+		return 0, nil, err
+	}
+	var users []store.ServiceUser
+	a, err := h.account(r, p, acct, func() (err error) { users, err = h.st.ListServiceUsers(r.Context(), acct); return err })
+	if err != nil {
+		return 0, nil, notFound(err, "no account %s", acct)
+	}
+	var shown []store.ServiceUser
+	for _, u := range users {
+		if a.visible(serviceUserHref(u.Account, u.ID)) {
+			shown = append(shown, u)
+		}
+	}
+	sortBy(shown, page.Order, func(x store.ServiceUser, field string) any {
+		switch field {
+		case "name":
+			return x.Name
+		case "updated":
+			return x.Updated
+		}
+		return x.Created
+	}, func(x store.ServiceUser) string { return x.ID })
+	shown = apigw.Window(shown, page)
+	// The page's keys, all at once.
+	keys := make([][]store.AccessKey, len(shown))
+	fns := make([]func() error, len(shown))
+	for i, u := range shown {
+		fns[i] = func() (err error) { keys[i], err = h.st.ListKeys(r.Context(), u.ID); return err }
+	}
+	if err := parallel(fns...); err != nil {
+		return 0, nil, err
+	}
+	now := h.st.Now()
+	out := make([]ServiceUser, 0, len(shown))
+	for i, u := range shown {
+		out = append(out, serviceUserOut(u, keys[i], now))
+	}
+	return http.StatusOK, out, nil
+}
+
+func (h *handler) getServiceUser(r *http.Request, _ apigw.Principal) (int, any, error) {
+	acct, id, err := serviceUserIDs(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	var (
+		u    store.ServiceUser
+		keys []store.AccessKey
+	)
+	err = parallel(
+		func() (err error) { u, err = h.st.GetServiceUser(r.Context(), acct, id); return err },
+		func() (err error) { keys, err = h.st.ListKeys(r.Context(), id); return err },
+	)
+	if err != nil {
+		return 0, nil, notFound(err, "no service user %q in account %s", id, acct)
+	}
+	return http.StatusOK, serviceUserOut(u, keys, h.st.Now()), nil
+}
+
+func (h *handler) patchServiceUser(r *http.Request, _ apigw.Principal) (int, any, error) {
+	acct, id, err := serviceUserIDs(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	var in serviceUserConfig
+	if err := apigw.DecodeJSON(r, &in); err != nil {
+		return 0, nil, err
+	}
+	if in.Name == nil && in.Description == nil {
+		return 0, nil, apigw.BadRequest("nothing to change: the body may set name and description")
+	}
+	if err := in.validate(); err != nil {
+		return 0, nil, err
+	}
+	var (
+		u    store.ServiceUser
+		keys []store.AccessKey
+	)
+	err = parallel(
+		func() (err error) {
+			u, err = h.st.UpdateServiceUser(r.Context(), acct, id, in.Name, in.Description)
+			return err
+		},
+		func() (err error) { keys, err = h.st.ListKeys(r.Context(), id); return err },
+	)
+	if err != nil {
+		return 0, nil, notFound(err, "no service user %q in account %s", id, acct)
+	}
+	return http.StatusOK, serviceUserOut(u, keys, h.st.Now()), nil
+}
+
+// deleteServiceUser deletes a service user: none of its keys authenticates
+// from the next request on.
+func (h *handler) deleteServiceUser(r *http.Request, _ apigw.Principal) (int, any, error) {
+	acct, id, err := serviceUserIDs(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	u, err := h.st.DeleteServiceUser(r.Context(), acct, id)
+	var ce *store.CleanupError
+	if err != nil && !errors.As(err, &ce) {
+		return 0, nil, notFound(err, "no service user %q in account %s", id, acct)
+	}
+	return http.StatusOK, serviceUserOut(u, nil, h.st.Now()), err
+}

@@ -1,0 +1,48 @@
+package store
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"cads/shared/ddb"
+)
+
+// The depth limit is what one item holds: at MaxAccountDepth the largest
+// account item and the largest access key bound to it fit (with the
+// headroom), one level deeper they would not.
+func TestMaxAccountDepthIsTheItemLimit(t *testing.T) {
+	d := MaxAccountDepth()
+	if d < 20000 || d > 25000 {
+		t.Fatalf("MaxAccountDepth = %d, expected a little over 21,000 for 16-character ids", d)
+	}
+	id := strings.Repeat("z", generatedIDLen)
+	ts := time.Date(2026, 12, 31, 23, 59, 59, 999999999, time.UTC)
+	worst := func(n int) int {
+		anc := make([]string, n)
+		for i := range anc {
+			anc[i] = id
+		}
+		a := AccountRecord{Account: Account{ID: id, Name: strings.Repeat("\U0010FFFF", AccountNameMaxRunes), Keyword: strings.Repeat("k", AccountKeywordMaxBytes),
+			Parent: id, Ancestors: anc, Owner: id, Created: ts, Updated: ts},
+			LogRetention: []LogRetention{{Type: "events", OnlineDays: 36500, ArchiveDays: 36500, OnlineSpaceAllowance: 1<<31 - 1, ArchiveSpaceAllowance: 1<<31 - 1}},
+			Deleting:     &ts}
+		k := AccessKey{ID: id, PrincipalID: id, Type: "bearer", Durability: DurabilitySession, Account: id, AccountAncestors: anc,
+			SecretHash: strings.Repeat("f", 64), Expiry: &ts, LastUsed: &ts, Created: ts, TTL: ts.Unix()}
+		am, err := item(accountKey(a.Account), a)
+		if err != nil {
+			return ddb.MaxItemBytes + 1
+		}
+		km, err := item(accessKeyKey(k), k)
+		if err != nil {
+			return ddb.MaxItemBytes + 1
+		}
+		return max(ddb.ItemSize(am), ddb.ItemSize(km))
+	}
+	if got := worst(d); got > ddb.MaxItemBytes-accountItemHeadroom {
+		t.Errorf("at depth %d the largest item is %d bytes, over %d", d, got, ddb.MaxItemBytes-accountItemHeadroom)
+	}
+	if got := worst(d + 1); got <= ddb.MaxItemBytes-accountItemHeadroom {
+		t.Errorf("at depth %d the largest item is %d bytes: the limit could be higher", d+1, got)
+	}
+}

@@ -1,0 +1,415 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"cads/infra/testenv"
+	"cads/shared/store"
+)
+
+func subAccount(parent store.AccountRecord, id, name string) store.AccountRecord {
+	anc := append(append([]string{}, parent.Ancestors...), parent.ID)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	return store.AccountRecord{Account: store.Account{ID: id, Name: name, Keyword: store.Keyword(name), Parent: parent.ID, Ancestors: anc, Created: now, Updated: now}}
+}
+
+func rootAccount(t *testing.T, st *store.Store) store.AccountRecord {
+	t.Helper()
+	root := store.AccountRecord{Account: store.Account{ID: "root", Name: "Root"}}
+	if err := st.CreateAccount(context.Background(), root.Account, nil); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// indexed writes a bare item under a GSI1 partition, as the families that
+// own applications and address sets do.
+func indexed(t *testing.T, d testenv.Dynamo, pk, sk, gsi string) {
+	t.Helper()
+	_, err := d.Client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(d.Table), Item: map[string]types.AttributeValue{
+		"PK": &types.AttributeValueMemberS{Value: pk}, "SK": &types.AttributeValueMemberS{Value: sk},
+		"GSI1PK": &types.AttributeValueMemberS{Value: gsi}, "GSI1SK": &types.AttributeValueMemberS{Value: pk},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCreateSubAccountChecksNameParentAndDepth(t *testing.T) {
+	st, d := newStore(t)
+	ctx := context.Background()
+	root := rootAccount(t, st)
+	role := store.Role{AccountID: "a1", ID: "r1", Name: "Account owner", Control: true, Version: 1}
+	a1 := subAccount(root, "a1", "Acme")
+	if err := st.CreateSubAccount(ctx, a1, []store.Role{role}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.GetAccountRecord(ctx, "a1")
+	if err != nil || got.Parent != "root" || strings.Join(got.Ancestors, ",") != "root" {
+		t.Fatalf("GetAccountRecord = %+v, %v", got, err)
+	}
+	if _, err := st.GetRole(ctx, "a1", "r1"); err != nil {
+		t.Fatalf("the control role was not written with the account: %v", err)
+	}
+
+	var c *store.ConflictError
+	dup := subAccount(root, "a2", "ACME")
+	if err := st.CreateSubAccount(ctx, dup, nil); !errors.As(err, &c) || !strings.Contains(c.Msg, "already exists") {
+		t.Fatalf("duplicate name (other case): %v", err)
+	}
+	if _, err := st.GetAccountRecord(ctx, "a2"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("refused account was half-written: %v", err)
+	}
+	orphan := subAccount(store.AccountRecord{Account: store.Account{ID: "gone", Ancestors: []string{"root"}}}, "a3", "Orphan")
+	if err := st.CreateSubAccount(ctx, orphan, nil); !errors.As(err, &c) || !strings.Contains(c.Msg, "no longer exists") {
+		t.Fatalf("missing parent: %v", err)
+	}
+	if _, err := st.GetAccountRecord(ctx, "a3"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("account with a missing parent was written: %v", err)
+	}
+
+	// Past the item limit: refused before any round trip.
+	deep := subAccount(a1, "deep", "Deep")
+	deep.Ancestors = make([]string, store.MaxAccountDepth()+1)
+	for i := range deep.Ancestors {
+		deep.Ancestors[i] = fmt.Sprintf("%016d", i)
+	}
+	deep.Parent = deep.Ancestors[len(deep.Ancestors)-1]
+	d.Counter.Reset()
+	if err := st.CreateSubAccount(ctx, deep, nil); !errors.As(err, &c) || !strings.Contains(c.Msg, "deepest") {
+		t.Fatalf("too deep: %v", err)
+	}
+	if n := d.Counter.Total(); n != 0 {
+		t.Fatalf("too deep cost %d round trips, want 0", n)
+	}
+}
+
+// At MaxAccountDepth the account item and a key bound to it are real
+// items that DynamoDB (here minidyn, with the store's client-side limits)
+// accepts.
+func TestAccountAtMaxDepthIsWritable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes two 400 KB items")
+	}
+	st, _ := newStore(t)
+	ctx := context.Background()
+	max := store.MaxAccountDepth()
+	anc := make([]string, max-1)
+	for i := range anc {
+		anc[i] = fmt.Sprintf("%016d", i)
+	}
+	parent := store.AccountRecord{Account: store.Account{ID: "p", Name: "Parent", Parent: anc[len(anc)-1], Ancestors: anc}}
+	if err := st.CreateAccount(ctx, parent.Account, nil); err != nil {
+		t.Fatal(err)
+	}
+	leaf := subAccount(parent, strings.Repeat("l", 16), strings.Repeat("\U0001F600", store.AccountNameMaxRunes))
+	if len(leaf.Ancestors) != max {
+		t.Fatalf("leaf depth %d, want %d", len(leaf.Ancestors), max)
+	}
+	if err := st.CreateSubAccount(ctx, leaf, nil); err != nil {
+		t.Fatalf("account at the maximum depth: %v", err)
+	}
+	if err := st.CreatePrincipal(ctx, store.Principal{ID: "u", Kind: store.KindUser, Email: "u@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Now().Add(time.Hour)
+	if err := st.CreateKey(ctx, store.AccessKey{ID: "k", PrincipalID: "u", Type: "bearer", Durability: store.DurabilitySession,
+		Account: leaf.ID, AccountAncestors: leaf.Ancestors, SecretHash: strings.Repeat("f", 64), Expiry: &exp}); err != nil {
+		t.Fatalf("key bound to the deepest account: %v", err)
+	}
+}
+
+func TestUpdateAccountMovesTheNameReservation(t *testing.T) {
+	st, _ := newStore(t)
+	ctx := context.Background()
+	root := rootAccount(t, st)
+	for _, a := range []store.AccountRecord{subAccount(root, "a1", "One"), subAccount(root, "a2", "Two")} {
+		if err := st.CreateSubAccount(ctx, a, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prev, _ := st.GetAccountRecord(ctx, "a1")
+	next := prev
+	next.Name, next.Updated = "two", prev.Updated.Add(time.Millisecond)
+	var c *store.ConflictError
+	if err := st.UpdateAccount(ctx, prev, next); !errors.As(err, &c) || !strings.Contains(c.Msg, "already exists") {
+		t.Fatalf("rename onto a taken name: %v", err)
+	}
+	next.Name, next.Owner = "Uno", "u1"
+	next.LogRetention = []store.LogRetention{{Type: "events", OnlineDays: 7}}
+	if err := st.UpdateAccount(ctx, prev, next); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := st.GetAccountRecord(ctx, "a1")
+	if got.Name != "Uno" || got.Owner != "u1" || len(got.LogRetention) != 1 || got.LogRetention[0].OnlineDays != 7 || strings.Join(got.Ancestors, ",") != "root" {
+		t.Fatalf("after update: %+v", got)
+	}
+	// The old name is free again, the new one taken.
+	if err := st.CreateSubAccount(ctx, subAccount(root, "a3", "ONE"), nil); err != nil {
+		t.Fatalf("old name not released: %v", err)
+	}
+	if err := st.CreateSubAccount(ctx, subAccount(root, "a4", "uno"), nil); !errors.As(err, &c) {
+		t.Fatalf("new name not reserved: %v", err)
+	}
+	// A stale read loses.
+	if err := st.UpdateAccount(ctx, prev, next); !errors.As(err, &c) || !strings.Contains(c.Msg, "changed meanwhile") {
+		t.Fatalf("stale update: %v", err)
+	}
+	// Clearing owner and log retention.
+	cur, _ := st.GetAccountRecord(ctx, "a1")
+	clear := cur
+	clear.Owner, clear.LogRetention, clear.Updated = "", nil, cur.Updated.Add(time.Millisecond)
+	if err := st.UpdateAccount(ctx, cur, clear); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.GetAccountRecord(ctx, "a1"); got.Owner != "" || got.LogRetention != nil {
+		t.Fatalf("not cleared: %+v", got)
+	}
+}
+
+func TestDeleteAccount(t *testing.T) {
+	st, d := newStore(t)
+	ctx := context.Background()
+	root := rootAccount(t, st)
+	a1 := subAccount(root, "a1", "One")
+	a2 := subAccount(a1, "a2", "Two")
+	role := store.Role{AccountID: "a1", ID: "r1", Name: "Account owner", Control: true, Version: 1}
+	if err := st.CreateSubAccount(ctx, a1, []store.Role{role}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateSubAccount(ctx, a2, nil); err != nil {
+		t.Fatal(err)
+	}
+	var c *store.ConflictError
+	if _, err := st.DeleteAccount(ctx, "root"); !errors.As(err, &c) || !strings.Contains(c.Msg, "root") {
+		t.Fatalf("delete root: %v", err)
+	}
+	indexed(t, d, "APP#x1", "APP", "APPS#a1")
+	indexed(t, d, "ADDRSET#s1", "ADDRSET", "ADDRSETS#a1")
+	_, err := st.DeleteAccount(ctx, "a1")
+	if !errors.As(err, &c) || c.Msg != "account a1 still has sub-accounts, applications and address sets; delete them first" {
+		t.Fatalf("delete a non-empty account: %v", err)
+	}
+	if a, err := st.GetAccountRecord(ctx, "a1"); err != nil || a.Deleting != nil {
+		t.Fatalf("a refused delete left the account marked or gone: %+v %v", a, err)
+	}
+
+	// Empty it (sub-account, then the other families' items).
+	if _, err := st.DeleteAccount(ctx, "a2"); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range [][2]string{{"APP#x1", "APP"}, {"ADDRSET#s1", "ADDRSET"}} {
+		if _, err := d.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(d.Table), Key: map[string]types.AttributeValue{
+			"PK": &types.AttributeValueMemberS{Value: k[0]}, "SK": &types.AttributeValueMemberS{Value: k[1]}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Access to a1: keys bound to it, grants of its role; an entitlement.
+	for _, u := range []string{"u1", "u2"} {
+		if err := st.CreatePrincipal(ctx, store.Principal{ID: u, Kind: store.KindUser, Email: u + "@example.com"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.CreateKey(ctx, store.AccessKey{ID: "k" + u, PrincipalID: u, Type: "bearer", Account: "a1", AccountAncestors: []string{"root"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutGrant(ctx, store.Grant{PrincipalID: u, AccountID: "a1", RoleID: "r1", Via: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.CreateKey(ctx, store.AccessKey{ID: "kroot", PrincipalID: "u1", Type: "bearer", Account: "root"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateEntitlement(ctx, store.Entitlement{ID: "e1", Account: "a1", Resource: store.ResourceApplications, Quantity: 1, Period: store.PeriodMonth, Version: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// What the roles family keeps per account: a group and a membership,
+	// an invitation, a service user with its key.
+	if err := st.CreateGroup(ctx, store.Group{AccountID: "a1", ID: "g1", Name: "Ops", Roles: []string{"r1"}, Version: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutGrant(ctx, store.Grant{PrincipalID: "u2", AccountID: "a1", Group: "g1", Via: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateInvitation(ctx, store.Invitation{AccountID: "a1", ID: "i1", Kind: store.InvitationRole, Email: "x@example.com", Target: "r1", State: store.InvitationSent}); err != nil {
+		t.Fatal(err)
+	}
+	suEmail := store.ServiceUserEmail("a1", "su1")
+	if err := st.CreateServiceUser(ctx, store.ServiceUser{ID: "su1", Kind: store.KindServiceUser, Email: suEmail, Account: "a1"},
+		store.AccessKey{ID: "ksu", PrincipalID: "su1", Type: "bearer", Account: "a1", AccountAncestors: []string{"root"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := st.DeleteAccount(ctx, "a1")
+	if err != nil || got.ID != "a1" || got.Name != "One" {
+		t.Fatalf("DeleteAccount = %+v, %v", got, err)
+	}
+	if _, err := st.GetAccountRecord(ctx, "a1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("account still there: %v", err)
+	}
+	for _, u := range []string{"u1", "u2"} {
+		if _, err := st.GetKey(ctx, u, "k"+u); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("key of %s bound to the deleted account survives: %v", u, err)
+		}
+		if gs, _ := st.Grants(ctx, u); len(gs) != 0 {
+			t.Errorf("grants of %s survive: %+v", u, gs)
+		}
+	}
+	if _, err := st.GetKey(ctx, "u1", "kroot"); err != nil {
+		t.Errorf("a key bound to another account was revoked: %v", err)
+	}
+	if _, err := st.GetRole(ctx, "a1", "r1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the account's role survives: %v", err)
+	}
+	if es, _ := st.ListEntitlements(ctx, "a1"); len(es) != 0 {
+		t.Errorf("entitlements survive: %+v", es)
+	}
+	if _, err := st.GetGroup(ctx, "a1", "g1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the account's group survives: %v", err)
+	}
+	if invs, err := st.ListInvitations(ctx, "a1", store.InvitationRole); err != nil || len(invs) != 0 {
+		t.Errorf("invitations survive: %+v %v", invs, err)
+	}
+	if _, err := st.GetPrincipal(ctx, "su1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the account's service user survives: %v", err)
+	}
+	if err := st.CreatePrincipal(ctx, store.Principal{ID: "reuse", Kind: store.KindUser, Email: suEmail}); err != nil {
+		t.Errorf("the service user's email reservation survives: %v", err)
+	}
+	// The name is free again; a second delete is a 404.
+	if err := st.CreateSubAccount(ctx, subAccount(root, "a5", "one"), nil); err != nil {
+		t.Fatalf("name of the deleted account not released: %v", err)
+	}
+	if _, err := st.DeleteAccount(ctx, "a1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+}
+
+func TestEntitlementsAndAllowance(t *testing.T) {
+	st, d := newStore(t)
+	ctx := context.Background()
+	root := rootAccount(t, st)
+	if err := st.CreateSubAccount(ctx, subAccount(root, "a1", "One"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, limited, err := st.Allowance(ctx, "a1", store.ResourceApplications); err != nil || limited {
+		t.Fatalf("no entitlement: limited=%v, %v", limited, err)
+	}
+	if err := st.CheckAllowance(ctx, "a1", store.ResourceApplications); err != nil {
+		t.Fatalf("unmetered account refused: %v", err)
+	}
+	now := time.Now().UTC()
+	past, future := now.Add(-time.Hour), now.Add(time.Hour)
+	for _, e := range []store.Entitlement{
+		{ID: "e1", Resource: store.ResourceApplications, Quantity: 2, Started: past},
+		{ID: "e2", Resource: store.ResourceApplications, Quantity: 5, Started: future},                // not started
+		{ID: "e3", Resource: store.ResourceApplications, Quantity: 7, Started: past, Expiry: &past},   // expired
+		{ID: "e4", Resource: store.ResourceAddressSets, Quantity: 0, Started: past},                   // none allowed
+		{ID: "e5", Resource: store.ResourceApplications, Quantity: 1, Started: past, Expiry: &future}, // active
+	} {
+		e.Account, e.Period, e.Version = "a1", store.PeriodMonth, 1
+		if err := st.CreateEntitlement(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if limit, limited, err := st.Allowance(ctx, "a1", store.ResourceApplications); err != nil || !limited || limit != 3 {
+		t.Fatalf("Allowance = %d %v %v, want 3 limited", limit, limited, err)
+	}
+	indexed(t, d, "APP#x1", "APP", "APPS#a1")
+	indexed(t, d, "APP#x2", "APP", "APPS#a1")
+	if err := st.CheckAllowance(ctx, "a1", store.ResourceApplications); err != nil {
+		t.Fatalf("2 of 3 applications refused: %v", err)
+	}
+	indexed(t, d, "APP#x3", "APP", "APPS#a1")
+	var c *store.ConflictError
+	if err := st.CheckAllowance(ctx, "a1", store.ResourceApplications); !errors.As(err, &c) || c.Msg != "account a1 is entitled to 3 applications and has 3; delete one or ask the platform operator for a larger entitlement" {
+		t.Fatalf("3 of 3: %v", err)
+	}
+	if err := st.CheckAllowance(ctx, "a1", store.ResourceAddressSets); !errors.As(err, &c) || !strings.Contains(c.Msg, "0 address sets") {
+		t.Fatalf("address sets at 0: %v", err)
+	}
+
+	// Versioned replace, delete, not found across accounts.
+	e, err := st.GetEntitlement(ctx, "a1", "e1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Quantity, e.Version = 10, e.Version+1
+	if err := st.PutEntitlement(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutEntitlement(ctx, e); !errors.As(err, &c) {
+		t.Fatalf("stale put: %v", err)
+	}
+	if _, err := st.GetEntitlement(ctx, "root", "e1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another account's entitlement: %v", err)
+	}
+	if _, err := st.DeleteEntitlement(ctx, "root", "e1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("delete through another account: %v", err)
+	}
+	if got, err := st.DeleteEntitlement(ctx, "a1", "e1"); err != nil || got.Quantity != 10 {
+		t.Fatalf("DeleteEntitlement = %+v, %v", got, err)
+	}
+	if err := st.CreateEntitlement(ctx, store.Entitlement{ID: "x", Account: "nope", Resource: store.ResourceApplications, Version: 1}); !errors.As(err, &c) {
+		t.Fatalf("entitlement of a missing account: %v", err)
+	}
+}
+
+func TestBillingStore(t *testing.T) {
+	st, d := newStore(t)
+	ctx := context.Background()
+	root := rootAccount(t, st)
+	if err := st.CreateSubAccount(ctx, subAccount(root, "a1", "One"), nil); err != nil {
+		t.Fatal(err)
+	}
+	today := time.Now().UTC().Format(time.DateOnly)
+	for _, bad := range []store.Payment{
+		{ID: "p", Account: "a1", AmountCents: 0, Date: today},
+		{ID: "p", Account: "a1", AmountCents: 1, Date: "2026-13-01"},
+		{ID: "p", Account: "a1", AmountCents: 1, Date: time.Now().AddDate(0, 0, 2).Format(time.DateOnly)},
+	} {
+		if err := st.RecordPayment(ctx, bad); err == nil {
+			t.Errorf("payment %+v accepted", bad)
+		}
+	}
+	if err := st.RecordPayment(ctx, store.Payment{ID: "p", Account: "nope", AmountCents: 1, Date: today}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("payment of a missing account: %v", err)
+	}
+	if err := st.RecordPayment(ctx, store.Payment{ID: "p1", Account: "a1", AmountCents: 1250, Date: today, Reference: "wire 42"}); err != nil {
+		t.Fatal(err)
+	}
+	indexed(t, d, "APP#x1", "APP", "APPS#a1")
+	first := store.Invoice{Account: "a1", Period: "2020-01", TotalCents: 100, DueDate: "2020-02-29"}
+	second := first
+	second.TotalCents = 999
+	got, err := st.CloseInvoices(ctx, []store.Invoice{first})
+	if err != nil || got[0].TotalCents != 100 {
+		t.Fatalf("CloseInvoices = %+v, %v", got, err)
+	}
+	if got, err := st.CloseInvoices(ctx, []store.Invoice{second}); err != nil || got[0].TotalCents != 100 {
+		t.Fatalf("a closed invoice was rewritten: %+v, %v", got, err)
+	}
+	d.Counter.Reset()
+	b, err := st.LoadBilling(ctx, "a1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Account.ID != "a1" || len(b.Payments) != 1 || b.Payments[0].Reference != "wire 42" || len(b.Invoices) != 1 || b.Usage.Applications != 1 {
+		t.Fatalf("LoadBilling = %+v", b)
+	}
+	if n := d.Counter.Total(); n != 2 {
+		t.Fatalf("LoadBilling made %d calls, want 2 (partition query and application count)", n)
+	}
+	if _, err := st.LoadBilling(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("billing of a missing account: %v", err)
+	}
+}

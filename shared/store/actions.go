@@ -1,0 +1,169 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"cads/shared/ddb"
+)
+
+// Action is an operation an operator may run on an application (a
+// run-action task calls its URL). It lives in the application's partition.
+type Action struct {
+	App         string `dynamodbav:"app"`
+	ID          string `dynamodbav:"id"`
+	URL         string `dynamodbav:"url"`
+	Name        string `dynamodbav:"name,omitempty"`
+	HTTPMethod  string `dynamodbav:"http_method"`
+	Description string `dynamodbav:"description,omitempty"`
+	// SecretKey signs the requests of run-action. It must be readable to
+	// sign, so it is stored as given (docs/tasks.md: production would
+	// encrypt it with KMS); the API never returns it.
+	SecretKey    string    `dynamodbav:"secret_key,omitempty"`
+	Certificates string    `dynamodbav:"certificates,omitempty"`
+	Version      int       `dynamodbav:"version"`
+	Created      time.Time `dynamodbav:"created"`
+	Updated      time.Time `dynamodbav:"updated"`
+}
+
+const prefixAction = "ACTION#"
+
+func actionKey(app, id string) keyAttrs {
+	return keyAttrs{PK: appPK(app), SK: prefixAction + id, Entity: "action"}
+}
+
+// CreateAction adds an action to an application of account in one
+// transaction with the check that the application is the account's: a
+// missing application is ErrNotFound, a taken id a *ConflictError.
+func (s *Store) CreateAction(ctx context.Context, account string, a Action) error {
+	p, err := s.put(actionKey(a.App, a.ID), a)
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, "create action", []types.TransactWriteItem{p, s.appInAccount(account, a.App)})
+	switch {
+	case txConditionFailedAt(err, 1):
+		return ErrNotFound
+	case txConditionFailedAt(err, 0):
+		return &ConflictError{Msg: "application " + a.App + " already has an action " + strconv.Quote(a.ID)}
+	}
+	return err
+}
+
+// GetAction reads an action and its application in one consistent
+// BatchGetItem; either missing, or the application in another account, is
+// ErrNotFound.
+func (s *Store) GetAction(ctx context.Context, account, app, id string) (Action, error) {
+	items, err := ddb.BatchGetConsistent(ctx, s.db, s.table, []map[string]types.AttributeValue{
+		key(appPK(app), skApp), key(appPK(app), prefixAction+id),
+	})
+	if err != nil {
+		return Action{}, wrap("get action", err)
+	}
+	var (
+		act   Action
+		found bool
+		owner string
+	)
+	for _, it := range items {
+		sk, _ := it[AttrSK].(*types.AttributeValueMemberS)
+		switch {
+		case sk == nil:
+		case sk.Value == skApp:
+			var a Application
+			if err := attributevalue.UnmarshalMap(it, &a); err != nil {
+				return Action{}, fmt.Errorf("get action: unmarshal application: %w", err)
+			}
+			owner = a.Account
+		default:
+			if err := attributevalue.UnmarshalMap(it, &act); err != nil {
+				return Action{}, fmt.Errorf("get action: unmarshal: %w", err)
+			}
+			found = true
+		}
+	}
+	if owner != account || !found {
+		return Action{}, ErrNotFound
+	}
+	return act, nil
+}
+
+// ListActions returns the actions of an application of account.
+func (s *Store) ListActions(ctx context.Context, account, app string) ([]Action, error) {
+	items, err := s.childrenOf(ctx, account, app, prefixAction)
+	if err != nil {
+		return nil, err
+	}
+	return unmarshalAll[Action](items)
+}
+
+// childrenOf reads an application (to check its account) and queries its
+// partition for sk prefix, in parallel: one round trip of wall time.
+func (s *Store) childrenOf(ctx context.Context, account, app, prefix string) ([]map[string]types.AttributeValue, error) {
+	var (
+		wg     sync.WaitGroup
+		appErr error
+	)
+	wg.Go(func() { _, appErr = s.GetApplication(ctx, account, app) })
+	items, err := s.query(ctx, "query application partition", &dynamodb.QueryInput{
+		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": avStr(appPK(app)), ":sk": avStr(prefix),
+		},
+		ConsistentRead: aws.Bool(true),
+	}, 0)
+	wg.Wait()
+	if appErr != nil {
+		return nil, appErr
+	}
+	return items, err
+}
+
+// ReplaceAction writes a changed action if it is still at version from
+// (ErrVersionConflict otherwise) and its application still belongs to
+// account (ErrNotFound otherwise). a.Version must already be from+1.
+func (s *Store) ReplaceAction(ctx context.Context, account string, a Action, from int) error {
+	p, err := s.put(actionKey(a.App, a.ID), a)
+	if err != nil {
+		return err
+	}
+	p.Put.ConditionExpression = aws.String("version = :v")
+	p.Put.ExpressionAttributeValues = map[string]types.AttributeValue{":v": avNum(int64(from))}
+	err = s.transact(ctx, "replace action", []types.TransactWriteItem{p, s.appInAccount(account, a.App)})
+	return actionWriteError(err)
+}
+
+// DeleteAction deletes an action read at version from.
+func (s *Store) DeleteAction(ctx context.Context, account, app, id string, from int) error {
+	err := s.transact(ctx, "delete action", []types.TransactWriteItem{
+		{Delete: &types.Delete{
+			TableName:                 aws.String(s.table),
+			Key:                       key(appPK(app), prefixAction+id),
+			ConditionExpression:       aws.String("version = :v"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":v": avNum(int64(from))},
+		}},
+		s.appInAccount(account, app),
+	})
+	return actionWriteError(err)
+}
+
+func actionWriteError(err error) error {
+	switch {
+	case txConditionFailedAt(err, 1):
+		return ErrNotFound
+	case txConditionFailedAt(err, 0):
+		return ErrVersionConflict
+	case errors.Is(err, ddb.ErrConditionFailed):
+		return ErrVersionConflict
+	}
+	return err
+}

@@ -1,0 +1,299 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"cads/shared/ddb"
+)
+
+// Application states (DECISIONS.md section 4). The three -ing states and
+// entering/exiting_maintenance are transitional: a task holds them.
+const (
+	AppStopped             = "stopped"
+	AppStarting            = "starting"
+	AppRunning             = "running"
+	AppStopping            = "stopping"
+	AppMaintenance         = "maintenance"
+	AppEnteringMaintenance = "entering_maintenance"
+	AppExitingMaintenance  = "exiting_maintenance"
+)
+
+// Application is an application of an account. Its configuration is kept
+// as the JSON document shared/applications/appconfig defines, so the store
+// does not depend on the configuration's shape.
+//
+// The item is written whole only when it is created; every later change is
+// an UpdateItem of named attributes, so the page-control sequence and the
+// state (written by tasks) never race with configuration edits.
+type Application struct {
+	ID      string `dynamodbav:"id"`
+	Account string `dynamodbav:"account"`
+	State   string `dynamodbav:"state"`
+	Config  string `dynamodbav:"config"`
+	// Version grows by one on every configuration change; configuration
+	// writes are conditional on it (optimistic locking).
+	Version int `dynamodbav:"version"`
+	// TransitionTask is the task holding a transitional state, and
+	// TransitionFrom the state it started from (restored if it fails).
+	TransitionTask string    `dynamodbav:"transition_task,omitempty"`
+	TransitionFrom string    `dynamodbav:"transition_from,omitempty"`
+	PageControlSeq int       `dynamodbav:"pagecontrol_seq,omitempty"`
+	Created        time.Time `dynamodbav:"created"`
+	Updated        time.Time `dynamodbav:"updated"`
+}
+
+// ErrVersionConflict means a conditional write lost to a concurrent change
+// of the same item: re-read and retry.
+var ErrVersionConflict = errors.New("the item changed concurrently")
+
+const skApp = "APP"
+
+func appPK(id string) string    { return "APP#" + id }
+func appGSISK(id string) string { return "APP#" + id }
+
+func appKey(a Application) keyAttrs {
+	return keyAttrs{PK: appPK(a.ID), SK: skApp, GSI1PK: appsGSI(a.Account), GSI1SK: appGSISK(a.ID), Entity: "application"}
+}
+
+func avStr(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func avNum(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+// getConsistent is getItem with a strongly consistent read: tasks and the
+// edits that race with them must see the latest committed state.
+func (s *Store) getConsistent(ctx context.Context, op, pk, sk string, out any) error {
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(pk, sk), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return wrap(op, err)
+	}
+	if res.Item == nil {
+		return ErrNotFound
+	}
+	if err := attributevalue.UnmarshalMap(res.Item, out); err != nil {
+		return fmt.Errorf("%s: unmarshal: %w", op, err)
+	}
+	return nil
+}
+
+// CreateApplication writes a new application, in one transaction with the
+// check that its account exists and is not being deleted (the account's
+// deletion marks it `deleting` before it looks for applications, so no
+// application can slip into an account on its way out).
+func (s *Store) CreateApplication(ctx context.Context, a Application) error {
+	p, err := s.put(appKey(a), a)
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, "create application", []types.TransactWriteItem{p, {ConditionCheck: &types.ConditionCheck{
+		TableName:           aws.String(s.table),
+		Key:                 key(accountPK(a.Account), skAccount),
+		ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(deleting)"),
+	}}})
+	switch {
+	case txConditionFailedAt(err, 0):
+		return &ConflictError{Msg: "an application with id " + strconv.Quote(a.ID) + " already exists"}
+	case txConditionFailedAt(err, 1):
+		return &ConflictError{Msg: "account " + a.Account + " is being deleted or no longer exists"}
+	}
+	return err
+}
+
+// GetApplication reads an application of account; one of another account
+// is ErrNotFound, exactly like a missing one.
+func (s *Store) GetApplication(ctx context.Context, account, id string) (Application, error) {
+	var a Application
+	if err := s.getConsistent(ctx, "get application", appPK(id), skApp, &a); err != nil {
+		return Application{}, err
+	}
+	if a.Account != account {
+		return Application{}, ErrNotFound
+	}
+	return a, nil
+}
+
+// ListApplications returns every application of an account (GSI1, so
+// eventually consistent).
+func (s *Store) ListApplications(ctx context.Context, account string) ([]Application, error) {
+	items, err := s.query(ctx, "list applications", &dynamodb.QueryInput{
+		IndexName:              aws.String(IndexGSI1),
+		KeyConditionExpression: aws.String("GSI1PK = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": avStr(appsGSI(account)),
+		},
+	}, 0)
+	if err != nil {
+		return nil, err
+	}
+	return unmarshalAll[Application](items)
+}
+
+// UpdateApplicationConfig replaces the configuration of an application if
+// it is still at version from; a concurrent change is ErrVersionConflict
+// (re-read and re-apply), a missing application ErrNotFound.
+func (s *Store) UpdateApplicationConfig(ctx context.Context, account, id string, from int, config string) (Application, error) {
+	in, err := s.configUpdate(account, id, from, config)
+	if err != nil {
+		return Application{}, err
+	}
+	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression,
+		ConditionExpression: in.ConditionExpression, ExpressionAttributeNames: in.ExpressionAttributeNames,
+		ExpressionAttributeValues: in.ExpressionAttributeValues, ReturnValues: types.ReturnValueAllNew,
+	})
+	if ddb.IsConditionFailed(err) {
+		if _, gerr := s.GetApplication(ctx, account, id); gerr != nil {
+			return Application{}, gerr
+		}
+		return Application{}, ErrVersionConflict
+	}
+	if err != nil {
+		return Application{}, wrap("update application", err)
+	}
+	var a Application
+	return a, attributevalue.UnmarshalMap(res.Attributes, &a)
+}
+
+// maxConfigBytes leaves room in the item for everything but the
+// configuration; the configuration's own limits keep it far below.
+const maxConfigBytes = 300 * 1024
+
+func (s *Store) configUpdate(account, id string, from int, config string) (*types.Update, error) {
+	if len(config) > maxConfigBytes {
+		return nil, fmt.Errorf("application %s: configuration of %d bytes: %w", id, len(config), ddb.ErrItemTooLarge)
+	}
+	return &types.Update{
+		TableName:                aws.String(s.table),
+		Key:                      key(appPK(id), skApp),
+		UpdateExpression:         aws.String("SET config = :c, version = :next, updated = :u"),
+		ConditionExpression:      aws.String("account = :acct AND version = :v"),
+		ExpressionAttributeNames: nil,
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":c": avStr(config), ":next": avNum(int64(from + 1)), ":v": avNum(int64(from)),
+			":u": avStr(s.now().Format(timeLayout)), ":acct": avStr(account),
+		},
+	}, nil
+}
+
+// BeginTransition moves an application from state `from` (as last read) to
+// the transitional state `mid` on behalf of task, recording both so that
+// the task can finish or undo it. It is ErrVersionConflict when the state
+// is no longer `from` or another task holds a transition.
+func (s *Store) BeginTransition(ctx context.Context, id, from, mid, task string) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      key(appPK(id), skApp),
+		UpdateExpression:         aws.String("SET #st = :mid, transition_task = :t, transition_from = :from, updated = :u"),
+		ConditionExpression:      aws.String("#st = :from AND (attribute_not_exists(transition_task) OR transition_task = :none)"),
+		ExpressionAttributeNames: map[string]string{"#st": "state"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":mid": avStr(mid), ":t": avStr(task), ":from": avStr(from), ":u": avStr(s.now().Format(timeLayout)), ":none": avStr(""),
+		},
+	})
+	if ddb.IsConditionFailed(err) {
+		return ErrVersionConflict
+	}
+	return wrap("begin application transition", err)
+}
+
+// endTransition sets the state a task's transition ends in (its target on
+// success, the state it came from on failure), if that task still holds it.
+func (s *Store) endTransition(id, task, to string) *types.Update {
+	return &types.Update{
+		TableName: aws.String(s.table),
+		Key:       key(appPK(id), skApp),
+		// Cleared with SET rather than REMOVE: minidyn ignores REMOVE.
+		UpdateExpression:         aws.String("SET #st = :to, updated = :u, transition_task = :none, transition_from = :none"),
+		ConditionExpression:      aws.String("transition_task = :t"),
+		ExpressionAttributeNames: map[string]string{"#st": "state"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":to": avStr(to), ":t": avStr(task), ":u": avStr(s.now().Format(timeLayout)), ":none": avStr(""),
+		},
+	}
+}
+
+// DeleteApplication deletes a stopped application of account, then its
+// actions, page controls and invalidation records. A missing application
+// (or another account's) is ErrNotFound; one in another state a
+// *ConflictError. The children are unreachable once the application item is
+// gone (every read of them checks it), so a failure while deleting them
+// leaves garbage, never a visible half-deleted application.
+func (s *Store) DeleteApplication(ctx context.Context, account, id string) (Application, error) {
+	res, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      key(appPK(id), skApp),
+		ConditionExpression:      aws.String("account = :acct AND #st = :stopped"),
+		ExpressionAttributeNames: map[string]string{"#st": "state"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":acct": avStr(account), ":stopped": avStr(AppStopped),
+		},
+		ReturnValues: types.ReturnValueAllOld,
+	})
+	if ddb.IsConditionFailed(err) {
+		a, gerr := s.GetApplication(ctx, account, id)
+		if gerr != nil {
+			return Application{}, gerr
+		}
+		return Application{}, &ConflictError{Msg: fmt.Sprintf("application %s is %s; only a stopped application can be deleted (run a stop task first)", id, a.State)}
+	}
+	if err != nil {
+		return Application{}, wrap("delete application", err)
+	}
+	var a Application
+	if err := attributevalue.UnmarshalMap(res.Attributes, &a); err != nil {
+		return Application{}, fmt.Errorf("delete application: unmarshal: %w", err)
+	}
+	return a, s.deletePartition(ctx, appPK(id))
+}
+
+// deletePartition deletes every item left in an application's partition.
+func (s *Store) deletePartition(ctx context.Context, pk string) error {
+	items, err := s.query(ctx, "list application children", &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("PK = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(pk)},
+		ProjectionExpression:      aws.String("PK, SK"),
+	}, 0)
+	if err != nil {
+		return err
+	}
+	reqs := make([]types.WriteRequest, 0, len(items))
+	for _, it := range items {
+		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: map[string]types.AttributeValue{AttrPK: it[AttrPK], AttrSK: it[AttrSK]}}})
+	}
+	return wrap("delete application children", ddb.BatchWrite(ctx, s.db, s.table, reqs))
+}
+
+// appInAccount is the condition every write to an application's children
+// carries: the application exists and belongs to account.
+func (s *Store) appInAccount(account, app string) types.TransactWriteItem {
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName:                 aws.String(s.table),
+		Key:                       key(appPK(app), skApp),
+		ConditionExpression:       aws.String("account = :acct"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":acct": avStr(account)},
+	}}
+}
+
+// txConditionFailedAt reports whether a canceled transaction failed its condition
+// at action index i.
+func txConditionFailedAt(err error, i int) bool {
+	var tx *ddb.TxCanceledError
+	if !errors.As(err, &tx) {
+		return false
+	}
+	for _, r := range tx.Reasons {
+		if r.Index == i && r.Code == ddb.ReasonConditionalCheckFailed {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,203 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"cads/shared/store"
+)
+
+// ensureAccount creates the account an application needs.
+func ensureAccount(t *testing.T, st *store.Store, id string) {
+	t.Helper()
+	err := st.CreateAccount(context.Background(), store.Account{ID: id, Name: "account " + id, Ancestors: []string{}}, nil)
+	var c *store.ConflictError
+	if err != nil && !errors.As(err, &c) {
+		t.Fatal(err)
+	}
+}
+
+func newApp(t *testing.T, st *store.Store, account, id string) store.Application {
+	t.Helper()
+	ensureAccount(t, st, account)
+	now := st.Now()
+	a := store.Application{ID: id, Account: account, State: store.AppStopped, Config: `{"name":"x"}`, Version: 1, Created: now, Updated: now}
+	if err := st.CreateApplication(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestApplicationLifecycle(t *testing.T) {
+	st, d := newStore(t)
+	ctx := context.Background()
+	newApp(t, st, "acct1", "app1")
+	newApp(t, st, "acct1", "app2")
+	newApp(t, st, "acct2", "app3")
+	var c *store.ConflictError
+	if err := st.CreateApplication(ctx, store.Application{ID: "app1", Account: "acct2", State: store.AppStopped}); !errors.As(err, &c) {
+		t.Fatalf("duplicate id: %v", err)
+	}
+	if err := st.CreateApplication(ctx, store.Application{ID: "app9", Account: "nosuchaccount", State: store.AppStopped}); !errors.As(err, &c) {
+		t.Fatalf("application in a missing account: %v", err)
+	}
+
+	// Another account's application does not exist for the caller.
+	if _, err := st.GetApplication(ctx, "acct2", "app1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("cross-account get: %v", err)
+	}
+	apps, err := st.ListApplications(ctx, "acct1")
+	if err != nil || len(apps) != 2 {
+		t.Fatalf("list = %+v, %v", apps, err)
+	}
+
+	// Optimistic configuration writes.
+	d.Counter.Reset()
+	a, err := st.UpdateApplicationConfig(ctx, "acct1", "app1", 1, `{"name":"y"}`)
+	if err != nil || a.Version != 2 || a.Config != `{"name":"y"}` || d.Counter.Total() != 1 {
+		t.Fatalf("update = %+v, %v (%d calls)", a, err, d.Counter.Total())
+	}
+	if _, err := st.UpdateApplicationConfig(ctx, "acct1", "app1", 1, `{"name":"z"}`); !errors.Is(err, store.ErrVersionConflict) {
+		t.Fatalf("stale update: %v", err)
+	}
+	if _, err := st.UpdateApplicationConfig(ctx, "acct2", "app1", 2, `{"name":"z"}`); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("cross-account update: %v", err)
+	}
+
+	// Transitions are conditional on the observed state and exclusive.
+	if err := st.BeginTransition(ctx, "app1", store.AppStopped, store.AppStarting, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.BeginTransition(ctx, "app1", store.AppStopped, store.AppStarting, "t2"); !errors.Is(err, store.ErrVersionConflict) {
+		t.Fatalf("second transition: %v", err)
+	}
+	// Not stopped: DELETE is a conflict and nothing is deleted.
+	if _, err := st.DeleteApplication(ctx, "acct1", "app1"); !errors.As(err, &c) {
+		t.Fatalf("delete while starting: %v", err)
+	}
+	a, _ = st.GetApplication(ctx, "acct1", "app1")
+	if a.State != store.AppStarting || a.TransitionTask != "t1" || a.TransitionFrom != store.AppStopped || a.Version != 2 {
+		t.Fatalf("after begin: %+v", a)
+	}
+
+	// Children go with the application.
+	if err := st.CreateAction(ctx, "acct1", store.Action{App: "app2", ID: "flush", URL: "http://127.0.0.1/x", HTTPMethod: "POST", Version: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DeleteApplication(ctx, "acct2", "app2"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("cross-account delete: %v", err)
+	}
+	if _, err := st.DeleteApplication(ctx, "acct1", "app2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.GetAction(ctx, "acct1", "app2", "flush"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("action of a deleted application: %v", err)
+	}
+	if _, err := st.DeleteApplication(ctx, "acct1", "app2"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+}
+
+func TestActions(t *testing.T) {
+	st, d := newStore(t)
+	ctx := context.Background()
+	newApp(t, st, "acct1", "app1")
+	act := store.Action{App: "app1", ID: "purge", URL: "https://example.com/purge", HTTPMethod: "POST", SecretKey: "c2VjcmV0", Version: 1}
+	if err := st.CreateAction(ctx, "acct2", act); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("create in another account's application: %v", err)
+	}
+	d.Counter.Reset()
+	if err := st.CreateAction(ctx, "acct1", act); err != nil || d.Counter.Total() != 1 {
+		t.Fatalf("create: %v (%d calls)", err, d.Counter.Total())
+	}
+	var c *store.ConflictError
+	if err := st.CreateAction(ctx, "acct1", act); !errors.As(err, &c) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	d.Counter.Reset()
+	got, err := st.GetAction(ctx, "acct1", "app1", "purge")
+	if err != nil || got.SecretKey != "c2VjcmV0" || d.Counter.Total() != 1 {
+		t.Fatalf("get = %+v, %v (%d calls)", got, err, d.Counter.Total())
+	}
+	if _, err := st.GetAction(ctx, "acct2", "app1", "purge"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("cross-account get: %v", err)
+	}
+	got.Name, got.Version = "Purge", 2
+	if err := st.ReplaceAction(ctx, "acct1", got, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ReplaceAction(ctx, "acct1", got, 1); !errors.Is(err, store.ErrVersionConflict) {
+		t.Fatalf("stale replace: %v", err)
+	}
+	list, err := st.ListActions(ctx, "acct1", "app1")
+	if err != nil || len(list) != 1 || list[0].Name != "Purge" {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+	if _, err := st.ListActions(ctx, "acct2", "app1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("cross-account list: %v", err)
+	}
+	if err := st.DeleteAction(ctx, "acct1", "app1", "purge", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteAction(ctx, "acct1", "app1", "purge", 2); !errors.Is(err, store.ErrVersionConflict) {
+		t.Fatalf("second delete: %v", err)
+	}
+}
+
+func TestPageControlsKeepHistory(t *testing.T) {
+	st, _ := newStore(t)
+	ctx := context.Background()
+	newApp(t, st, "acct1", "app1")
+	if _, err := st.NextPageControlID(ctx, "acct2", "app1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("sequence of another account's application: %v", err)
+	}
+	var ids []int
+	for range 11 {
+		id, err := st.NextPageControlID(ctx, "acct1", "app1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+		if err := st.CreatePageControl(ctx, "acct1", store.PageControl{App: "app1", ID: id, Name: "c", Actions: "[]", Version: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ids[0] != 1 || ids[10] != 11 {
+		t.Fatalf("ids %v", ids)
+	}
+	v1, err := st.GetPageControl(ctx, "acct1", "app1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 2; i <= 3; i++ {
+		next := v1.Current
+		next.Version, next.Name = i, "v"
+		if err := st.UpdatePageControl(ctx, "acct1", v1.Current, next); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.UpdatePageControl(ctx, "acct1", v1.Current, next); !errors.Is(err, store.ErrVersionConflict) {
+			t.Fatalf("stale update: %v", err)
+		}
+		v1.Current = next
+	}
+	got, err := st.GetPageControl(ctx, "acct1", "app1", 1)
+	if err != nil || got.Current.Version != 3 || len(got.History) != 2 || got.History[0].Version != 1 {
+		t.Fatalf("get = %+v, %v", got, err)
+	}
+	// Control 10 is not mistaken for control 1's history.
+	ten, err := st.GetPageControl(ctx, "acct1", "app1", 10)
+	if err != nil || ten.Current.ID != 10 || len(ten.History) != 0 {
+		t.Fatalf("control 10 = %+v, %v", ten, err)
+	}
+	all, err := st.ListPageControls(ctx, "acct1", "app1")
+	if err != nil || len(all) != 11 || all[0].Current.ID != 1 || len(all[0].History) != 2 {
+		t.Fatalf("list: %d, %v", len(all), err)
+	}
+	if err := st.DeletePageControl(ctx, "acct1", got); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.GetPageControl(ctx, "acct1", "app1", 1); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleted control: %v", err)
+	}
+}

@@ -1,0 +1,459 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"cads/shared/ddb"
+)
+
+// AppTest is an application test of an account (spec 2.4, 4.6): its
+// metadata, where its configuration archive is, and its last run. The
+// archive is stored as uploaded, and, when the upload is not already a
+// tar.bz2, also in that form (converted once, at upload, so that GET
+// returns it without work). Each is a blob: chunks of AppTestChunkBytes in
+// the test's partition, named by a blob id that every upload draws anew,
+// so an upload never overwrites chunks a reader may be fetching.
+type AppTest struct {
+	Account     string `dynamodbav:"account"`
+	ID          string `dynamodbav:"id"`
+	Description string `dynamodbav:"description"`
+	// The archive as uploaded, and its tar.bz2 form (zero ID: none, the
+	// archive is one).
+	MediaType      string      `dynamodbav:"media_type"`
+	Filename       string      `dynamodbav:"filename"`
+	Archive        AppTestBlob `dynamodbav:"archive"`
+	Converted      AppTestBlob `dynamodbav:"converted"`
+	ArchiveUpdated time.Time   `dynamodbav:"archive_updated"`
+	// Summary is the parsed configuration's summary, as JSON (apptests
+	// defines it), so that reads need not parse the archive.
+	Summary string `dynamodbav:"summary"`
+	// Version grows by one on every change: changes are conditional on it.
+	Version int       `dynamodbav:"version"`
+	Created time.Time `dynamodbav:"created"`
+	Updated time.Time `dynamodbav:"updated"`
+	// The last run: its id (the load id), state, details as JSON (apptests
+	// defines them), and until when (epoch ms) it counts as active, which
+	// keeps a second run from starting meanwhile.
+	RunID          string `dynamodbav:"run_id,omitempty"`
+	RunState       string `dynamodbav:"run_state,omitempty"`
+	Run            string `dynamodbav:"run,omitempty"`
+	RunActiveUntil int64  `dynamodbav:"run_active_until,omitempty"`
+}
+
+// AppTestBlob locates bytes stored in chunks. Every field is always
+// written (no empty maps: see dropEmpty).
+type AppTestBlob struct {
+	ID     string `dynamodbav:"id"`
+	Chunks int    `dynamodbav:"chunks"`
+	Size   int    `dynamodbav:"size"`
+	SHA256 string `dynamodbav:"sha256"`
+}
+
+// NewAppTestBlob describes data stored as blob id.
+func NewAppTestBlob(id string, data []byte) AppTestBlob {
+	sum := sha256.Sum256(data)
+	return AppTestBlob{ID: id, Chunks: (len(data) + AppTestChunkBytes - 1) / AppTestChunkBytes, Size: len(data), SHA256: hex.EncodeToString(sum[:])}
+}
+
+// AppTestChunkBytes is the size of an archive chunk item's data, well
+// under the 400 KB item limit.
+const AppTestChunkBytes = 256 * 1024
+
+// ErrArchiveReplaced means the archive changed while it was being read or
+// replaced: re-read the test and try again.
+var ErrArchiveReplaced = errors.New("the test's archive changed concurrently")
+
+// ErrRunChanged means a run update lost to another: the test has another
+// run now, or the run is no longer in the expected state.
+var ErrRunChanged = errors.New("the test's run changed concurrently")
+
+const skAppTest = "TEST"
+
+func appTestPK(account, id string) string { return "APPTEST#" + account + "#" + id }
+func appTestsGSI(account string) string   { return "APPTESTS#" + account }
+func appTestGSISK(id string) string       { return "TEST#" + id }
+func appTestChunkSK(blob string, i int) string {
+	return fmt.Sprintf("CHUNK#%s#%04d", blob, i)
+}
+
+func appTestKey(t AppTest) keyAttrs {
+	return keyAttrs{PK: appTestPK(t.Account, t.ID), SK: skAppTest, GSI1PK: appTestsGSI(t.Account), GSI1SK: appTestGSISK(t.ID), Entity: "apptest"}
+}
+
+type appTestChunk struct {
+	Data []byte `dynamodbav:"data"`
+}
+
+// chunkPuts splits an archive into chunk items of blob.
+func (s *Store) chunkPuts(account, id, blob string, archive []byte) ([]types.TransactWriteItem, error) {
+	var puts []types.TransactWriteItem
+	for i := 0; len(archive) > 0; i++ {
+		n := min(len(archive), AppTestChunkBytes)
+		p, err := s.put(keyAttrs{PK: appTestPK(account, id), SK: appTestChunkSK(blob, i), Entity: "apptest_chunk"}, appTestChunk{Data: archive[:n]})
+		if err != nil {
+			return nil, err
+		}
+		puts = append(puts, p)
+		archive = archive[n:]
+	}
+	return puts, nil
+}
+
+// CreateAppTest writes a new test. Its converted form (when there is
+// one: t.Converted names it) goes first, unreachable until the transaction
+// that writes the test and its archive makes it so; the transaction is all
+// or nothing, and a failure deletes the converted chunks again. An
+// existing test of that id is a *ConflictError. The archive's size bounds
+// the transaction (4 MB).
+func (s *Store) CreateAppTest(ctx context.Context, t AppTest, archive, converted []byte) error {
+	meta, err := s.put(appTestKey(t), t)
+	if err != nil {
+		return err
+	}
+	chunks, err := s.chunkPuts(t.Account, t.ID, t.Archive.ID, archive)
+	if err != nil {
+		return err
+	}
+	if err := s.writeConverted(ctx, t, converted); err != nil {
+		return err
+	}
+	err = s.transact(ctx, "create application test", append([]types.TransactWriteItem{meta}, chunks...))
+	if err != nil {
+		err = s.dropConverted(ctx, t, err)
+	}
+	if atCanceled(err, 0) {
+		return &ConflictError{Msg: "a test with id " + strconv.Quote(t.ID) + " already exists; change it with PATCH or delete it first"}
+	}
+	return err
+}
+
+// writeConverted writes the chunks of t's converted form, if it has one.
+func (s *Store) writeConverted(ctx context.Context, t AppTest, converted []byte) error {
+	if t.Converted.ID == "" {
+		return nil
+	}
+	puts, err := s.chunkPuts(t.Account, t.ID, t.Converted.ID, converted)
+	if err != nil {
+		return err
+	}
+	reqs := make([]types.WriteRequest, len(puts))
+	for i, p := range puts {
+		reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: p.Put.Item}}
+	}
+	return wrap("write converted application test archive", ddb.BatchWrite(ctx, s.db, s.table, reqs))
+}
+
+// dropConverted deletes the converted chunks of a write that failed with
+// err, and returns err (with the cleanup's failure, if any).
+func (s *Store) dropConverted(ctx context.Context, t AppTest, err error) error {
+	if t.Converted.ID == "" {
+		return err
+	}
+	if cerr := s.DeleteAppTestBlobs(ctx, t.Account, t.ID, t.Converted); cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	return err
+}
+
+// GetAppTest reads a test of account with a strongly consistent read, so
+// a change or a run state is seen by the very next request.
+func (s *Store) GetAppTest(ctx context.Context, account, id string) (AppTest, error) {
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(appTestPK(account, id), skAppTest), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return AppTest{}, wrap("get application test", err)
+	}
+	if res.Item == nil {
+		return AppTest{}, ErrNotFound
+	}
+	var t AppTest
+	if err := attributevalue.UnmarshalMap(res.Item, &t); err != nil {
+		return AppTest{}, fmt.Errorf("get application test: unmarshal: %w", err)
+	}
+	return t, nil
+}
+
+// ListAppTests returns every test of an account (GSI1, so eventually
+// consistent), without their archives.
+func (s *Store) ListAppTests(ctx context.Context, account string) ([]AppTest, error) {
+	items, err := s.query(ctx, "list application tests", &dynamodb.QueryInput{
+		IndexName:                 aws.String(IndexGSI1),
+		KeyConditionExpression:    aws.String("GSI1PK = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": atStr(appTestsGSI(account))},
+	}, 0)
+	if err != nil {
+		return nil, err
+	}
+	return unmarshalAll[AppTest](items)
+}
+
+// AppTestBlobData reads a blob of a test: one BatchGetItem of its chunks
+// (strongly consistent). A chunk that is gone means the blob was replaced
+// or the test deleted since the test was read: ErrArchiveReplaced.
+func (s *Store) AppTestBlobData(ctx context.Context, account, id string, b AppTestBlob) ([]byte, error) {
+	keys := s.chunkKeys(account, id, b.ID, b.Chunks)
+	items, err := ddb.BatchGetConsistent(ctx, s.db, s.table, keys)
+	if err != nil {
+		return nil, wrap("read application test archive", err)
+	}
+	parts := make(map[string][]byte, len(items))
+	for _, it := range items {
+		sk, _ := it[AttrSK].(*types.AttributeValueMemberS)
+		d, _ := it["data"].(*types.AttributeValueMemberB)
+		if sk != nil && d != nil {
+			parts[sk.Value] = d.Value
+		}
+	}
+	var buf bytes.Buffer
+	buf.Grow(b.Size)
+	for i := range b.Chunks {
+		p, ok := parts[appTestChunkSK(b.ID, i)]
+		if !ok {
+			return nil, ErrArchiveReplaced
+		}
+		buf.Write(p)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	if buf.Len() != b.Size || hex.EncodeToString(sum[:]) != b.SHA256 {
+		return nil, fmt.Errorf("application test %s/%s: chunks of blob %s do not match its recorded size and digest", account, id, b.ID)
+	}
+	return buf.Bytes(), nil
+}
+
+func (s *Store) chunkKeys(account, id, blob string, n int) []map[string]types.AttributeValue {
+	keys := make([]map[string]types.AttributeValue, n)
+	for i := range n {
+		keys[i] = key(appTestPK(account, id), appTestChunkSK(blob, i))
+	}
+	return keys
+}
+
+// ReplaceAppTestArchive makes next (read as prev) the test's state with a
+// new archive (and converted form, if next.Converted names one). The
+// converted chunks go first, unreachable; then the new archive's chunks
+// and the metadata change go in one transaction, conditional on the
+// version read, so a reader sees the old archive or the new one, never a
+// mix. next's blobs must be new; its Version becomes prev's + 1. The old
+// blobs stay until DeleteAppTestBlobs removes them. A concurrent change is
+// ErrArchiveReplaced, a deleted test ErrNotFound.
+func (s *Store) ReplaceAppTestArchive(ctx context.Context, prev AppTest, next AppTest, archive, converted []byte) (AppTest, error) {
+	if next.Archive.ID == "" || next.Archive.ID == prev.Archive.ID || (next.Converted.ID != "" && next.Converted.ID == prev.Converted.ID) {
+		return AppTest{}, errors.New("replace application test archive: the new archive needs new blob ids")
+	}
+	next.Version = prev.Version + 1
+	chunks, err := s.chunkPuts(next.Account, next.ID, next.Archive.ID, archive)
+	if err != nil {
+		return AppTest{}, err
+	}
+	arch, err := attributevalue.Marshal(next.Archive)
+	if err != nil {
+		return AppTest{}, fmt.Errorf("replace application test archive: %w", err)
+	}
+	conv, err := attributevalue.Marshal(next.Converted)
+	if err != nil {
+		return AppTest{}, fmt.Errorf("replace application test archive: %w", err)
+	}
+	upd := types.TransactWriteItem{Update: &types.Update{
+		TableName: aws.String(s.table),
+		Key:       key(appTestPK(prev.Account, prev.ID), skAppTest),
+		UpdateExpression: aws.String("SET #desc = :desc, #mt = :mt, #fn = :fn, #arch = :arch, #conv = :conv, " +
+			"#au = :au, #sum = :sum, #v = :next, #u = :u"),
+		ConditionExpression: aws.String("#v = :v"),
+		ExpressionAttributeNames: map[string]string{"#desc": "description", "#mt": "media_type", "#fn": "filename", "#arch": "archive",
+			"#conv": "converted", "#au": "archive_updated", "#sum": "summary", "#v": "version", "#u": "updated"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":desc": atStr(next.Description), ":mt": atStr(next.MediaType), ":fn": atStr(next.Filename),
+			":arch": arch, ":conv": conv, ":au": atTime(next.ArchiveUpdated), ":sum": atStr(next.Summary),
+			":next": atNum(int64(next.Version)), ":u": atTime(next.Updated), ":v": atNum(int64(prev.Version)),
+		},
+	}}
+	if err := s.writeConverted(ctx, next, converted); err != nil {
+		return AppTest{}, err
+	}
+	err = s.transact(ctx, "replace application test archive", append([]types.TransactWriteItem{upd}, chunks...))
+	if err != nil {
+		err = s.dropConverted(ctx, next, err)
+	}
+	if atCanceled(err, 0) {
+		if _, gerr := s.GetAppTest(ctx, prev.Account, prev.ID); gerr != nil {
+			return AppTest{}, gerr
+		}
+		return AppTest{}, ErrArchiveReplaced
+	}
+	if err != nil {
+		return AppTest{}, err
+	}
+	return next, nil
+}
+
+// DeleteAppTestBlobs deletes the chunks of blobs that are no longer the
+// test's (replaced or deleted; zero blobs are skipped). Nothing reads them
+// any more, so a failure leaves unreachable items, never a visible
+// half-deleted archive.
+func (s *Store) DeleteAppTestBlobs(ctx context.Context, account, id string, blobs ...AppTestBlob) error {
+	var reqs []types.WriteRequest
+	for _, b := range blobs {
+		if b.ID == "" {
+			continue
+		}
+		for _, k := range s.chunkKeys(account, id, b.ID, b.Chunks) {
+			reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: k}})
+		}
+	}
+	return wrap("delete application test chunks", ddb.BatchWrite(ctx, s.db, s.table, reqs))
+}
+
+// UpdateAppTestDescription changes only the description (and updated).
+func (s *Store) UpdateAppTestDescription(ctx context.Context, account, id, desc string) (AppTest, error) {
+	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      key(appTestPK(account, id), skAppTest),
+		UpdateExpression:         aws.String("SET #desc = :desc, #u = :u, #v = #v + :one"),
+		ConditionExpression:      aws.String("attribute_exists(PK)"),
+		ExpressionAttributeNames: map[string]string{"#desc": "description", "#u": "updated", "#v": "version"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":desc": atStr(desc), ":u": atTime(s.now()), ":one": atNum(1),
+		},
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if ddb.IsConditionFailed(err) {
+		return AppTest{}, ErrNotFound
+	}
+	if err != nil {
+		return AppTest{}, wrap("update application test", err)
+	}
+	var t AppTest
+	if err := attributevalue.UnmarshalMap(res.Attributes, &t); err != nil {
+		return AppTest{}, fmt.Errorf("update application test: unmarshal: %w", err)
+	}
+	return t, nil
+}
+
+// DeleteAppTest deletes a test and returns it as it was; its blobs are
+// deleted next (DeleteAppTestBlobs). A missing test is ErrNotFound.
+func (s *Store) DeleteAppTest(ctx context.Context, account, id string) (AppTest, error) {
+	res, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 key(appTestPK(account, id), skAppTest),
+		ConditionExpression: aws.String("attribute_exists(PK)"),
+		ReturnValues:        types.ReturnValueAllOld,
+	})
+	if ddb.IsConditionFailed(err) {
+		return AppTest{}, ErrNotFound
+	}
+	if err != nil {
+		return AppTest{}, wrap("delete application test", err)
+	}
+	var t AppTest
+	if err := attributevalue.UnmarshalMap(res.Attributes, &t); err != nil {
+		return AppTest{}, fmt.Errorf("delete application test: unmarshal: %w", err)
+	}
+	return t, nil
+}
+
+// StartAppTestRun records a new run of a test (state `state`, details
+// `run`) unless the test has an active run: that is a *ConflictError
+// naming it. A run stays active until activeUntil, or until
+// UpdateAppTestRun ends it. A missing test is ErrNotFound. It returns the
+// test as updated.
+func (s *Store) StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time) (AppTest, error) {
+	now := s.now()
+	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      key(appTestPK(account, id), skAppTest),
+		UpdateExpression:         aws.String("SET #id = :id, #st = :st, #run = :run, #until = :until"),
+		ConditionExpression:      aws.String("attribute_exists(PK) AND (attribute_not_exists(#until) OR #until < :now)"),
+		ExpressionAttributeNames: map[string]string{"#id": "run_id", "#st": "run_state", "#run": "run", "#until": "run_active_until"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":id": atStr(runID), ":st": atStr(state), ":run": atStr(run),
+			":until": atNum(activeUntil.UnixMilli()), ":now": atNum(now.UnixMilli()),
+		},
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if ddb.IsConditionFailed(err) {
+		cur, gerr := s.GetAppTest(ctx, account, id)
+		if gerr != nil {
+			return AppTest{}, gerr
+		}
+		return AppTest{}, &ConflictError{Msg: fmt.Sprintf("test %s already has run %s %s; wait until it has finished", id, cur.RunID, cur.RunState)}
+	}
+	if err != nil {
+		return AppTest{}, wrap("start application test run", err)
+	}
+	var t AppTest
+	if err := attributevalue.UnmarshalMap(res.Attributes, &t); err != nil {
+		return AppTest{}, fmt.Errorf("start application test run: unmarshal: %w", err)
+	}
+	return t, nil
+}
+
+// UpdateAppTestRun moves run runID of a test from state `from` to `to`
+// with new details. The run stays active until activeUntil; a zero time
+// ends it (a new run may start). ErrRunChanged when the test's run is
+// another or not in state `from`, ErrNotFound when the test is gone.
+func (s *Store) UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error {
+	until := int64(0)
+	if !activeUntil.IsZero() {
+		until = activeUntil.UnixMilli()
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      key(appTestPK(account, id), skAppTest),
+		UpdateExpression:         aws.String("SET #st = :to, #run = :run, #until = :until"),
+		ConditionExpression:      aws.String("#id = :id AND #st = :from"),
+		ExpressionAttributeNames: map[string]string{"#id": "run_id", "#st": "run_state", "#run": "run", "#until": "run_active_until"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":id": atStr(runID), ":from": atStr(from), ":to": atStr(to), ":run": atStr(run), ":until": atNum(until),
+		},
+	})
+	if ddb.IsConditionFailed(err) {
+		if _, gerr := s.GetAppTest(ctx, account, id); gerr != nil {
+			return gerr
+		}
+		return ErrRunChanged
+	}
+	return wrap("update application test run", err)
+}
+
+// Attribute values of the application test writes (prefixed names: the
+// package is shared by many families).
+func atStr(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func atNum(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+// avT writes a time as the item marshaller does, so updated attributes
+// read back like written ones.
+func atTime(t time.Time) types.AttributeValue {
+	v, err := attributevalue.Marshal(t)
+	if err != nil {
+		return atStr(t.UTC().Format(time.RFC3339Nano))
+	}
+	return v
+}
+
+// canceledAt reports whether a canceled transaction failed the condition
+// of its action i.
+func atCanceled(err error, i int) bool {
+	var tx *ddb.TxCanceledError
+	if !errors.As(err, &tx) {
+		return false
+	}
+	for _, r := range tx.Reasons {
+		if r.Index == i && r.Code == ddb.ReasonConditionalCheckFailed {
+			return true
+		}
+	}
+	return false
+}

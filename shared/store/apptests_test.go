@@ -1,0 +1,238 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"cads/infra/testenv"
+	"cads/shared/ddb"
+	"cads/shared/store"
+)
+
+// appTestPartition counts the items of one partition.
+func appTestPartition(t *testing.T, d testenv.Dynamo, pk string) int {
+	t.Helper()
+	out, err := d.Client.Query(context.Background(), &dynamodb.QueryInput{
+		TableName: aws.String(d.Table), KeyConditionExpression: aws.String("PK = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}},
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(out.Items)
+}
+
+func newAppTest(st *store.Store, account, id, blob string, archive []byte) store.AppTest {
+	now := st.Now()
+	return store.AppTest{Account: account, ID: id, Description: "d", MediaType: "application/x-tar", Summary: `{}`,
+		Archive: store.NewAppTestBlob(blob, archive), ArchiveUpdated: now, Version: 1, Created: now, Updated: now}
+}
+
+func appTestBytes(n int) []byte {
+	b := make([]byte, n)
+	r := rand.NewChaCha8([32]byte{1})
+	_, _ = r.Read(b)
+	return b
+}
+
+func TestAppTestArchiveRoundTrip(t *testing.T) {
+	st, d := newStore(t)
+	ctx := context.Background()
+	// Several chunks, the last one partial; and a converted form.
+	archive := appTestBytes(3*store.AppTestChunkBytes + 1234)
+	converted := appTestBytes(store.AppTestChunkBytes + 1)
+	at := newAppTest(st, "acct1", "load-test", "b1", archive)
+	at.Converted = store.NewAppTestBlob("c1", converted)
+	d.Counter.Reset()
+	if err := st.CreateAppTest(ctx, at, archive, converted); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.Counter.Sequential(); n != 2 {
+		t.Fatalf("create took %d round trips, want 2: the converted chunks, then one transaction (%v)", n, d.Counter.ByOperation())
+	}
+	if at.Archive.Chunks != 4 || at.Converted.Chunks != 2 {
+		t.Fatalf("chunks = %+v %+v", at.Archive, at.Converted)
+	}
+	var c *store.ConflictError
+	dup := newAppTest(st, "acct1", "load-test", "b2", []byte("x"))
+	dup.Converted = store.NewAppTestBlob("c2", []byte("y"))
+	if err := st.CreateAppTest(ctx, dup, []byte("x"), []byte("y")); !errors.As(err, &c) {
+		t.Fatalf("duplicate id: %v", err)
+	}
+	// The refused create left nothing: not its archive, not its converted form.
+	if n := appTestPartition(t, d, "APPTEST#acct1#load-test"); n != 1+4+2 {
+		t.Fatalf("partition holds %d items after a refused create", n)
+	}
+	// The same id in another account is another test.
+	if err := st.CreateAppTest(ctx, newAppTest(st, "acct2", "load-test", "b3", []byte("other")), []byte("other"), nil); err != nil {
+		t.Fatal(err)
+	}
+
+	d.Counter.Reset()
+	got, err := st.GetAppTest(ctx, "acct1", "load-test")
+	if err != nil || got.Archive != at.Archive || got.Converted != at.Converted || got.Description != "d" {
+		t.Fatalf("GetAppTest = %+v, %v", got, err)
+	}
+	data, err := st.AppTestBlobData(ctx, "acct1", "load-test", got.Archive)
+	if err != nil || !bytes.Equal(data, archive) {
+		t.Fatalf("archive differs (%d bytes, %v)", len(data), err)
+	}
+	if n := d.Counter.Sequential(); n != 2 {
+		t.Fatalf("reading the archive took %d sequential round trips, want 2", n)
+	}
+	if data, err := st.AppTestBlobData(ctx, "acct1", "load-test", got.Converted); err != nil || !bytes.Equal(data, converted) {
+		t.Fatalf("converted form differs: %v", err)
+	}
+	if _, err := st.GetAppTest(ctx, "acct3", "load-test"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another account's test: %v", err)
+	}
+	list, err := st.ListAppTests(ctx, "acct1")
+	if err != nil || len(list) != 1 || list[0].ID != "load-test" {
+		t.Fatalf("ListAppTests = %+v, %v", list, err)
+	}
+
+	// Replace: the new archive and metadata at once; the old blobs go after.
+	next := got
+	next.MediaType, next.Description, next.Updated = "application/x-tar+x-bzip2", "", st.Now()
+	small := []byte("new archive")
+	next.Archive, next.Converted = store.NewAppTestBlob("b4", small), store.AppTestBlob{}
+	next, err = st.ReplaceAppTestArchive(ctx, got, next, small, nil)
+	if err != nil || next.Version != 2 {
+		t.Fatalf("replace: %+v, %v", next, err)
+	}
+	// A reader that still holds the old metadata gets the old archive until
+	// its chunks are deleted, then learns that it was replaced.
+	if data, err := st.AppTestBlobData(ctx, "acct1", "load-test", got.Archive); err != nil || !bytes.Equal(data, archive) {
+		t.Fatalf("old archive before cleanup: %v", err)
+	}
+	if err := st.DeleteAppTestBlobs(ctx, "acct1", "load-test", got.Archive, got.Converted); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AppTestBlobData(ctx, "acct1", "load-test", got.Archive); !errors.Is(err, store.ErrArchiveReplaced) {
+		t.Fatalf("old archive after cleanup: %v", err)
+	}
+	cur, _ := st.GetAppTest(ctx, "acct1", "load-test")
+	data, err = st.AppTestBlobData(ctx, "acct1", "load-test", cur.Archive)
+	if err != nil || string(data) != "new archive" || cur.Description != "" || cur.Converted.ID != "" || cur.Version != 2 {
+		t.Fatalf("new archive: %q %+v %v", data, cur, err)
+	}
+	// A second replace from the stale read loses, and leaves nothing behind.
+	stale := got
+	stale.Archive, stale.Converted = store.NewAppTestBlob("b5", []byte("z")), store.NewAppTestBlob("c5", []byte("zz"))
+	if _, err := st.ReplaceAppTestArchive(ctx, got, stale, []byte("z"), []byte("zz")); !errors.Is(err, store.ErrArchiveReplaced) {
+		t.Fatalf("stale replace: %v", err)
+	}
+	if items := appTestPartition(t, d, "APPTEST#acct1#load-test"); items != 2 {
+		t.Fatalf("partition holds %d items, want the metadata and one chunk", items)
+	}
+
+	u, err := st.UpdateAppTestDescription(ctx, "acct1", "load-test", "described")
+	if err != nil || u.Description != "described" || u.Version != 3 || u.Archive.ID != "b4" {
+		t.Fatalf("UpdateAppTestDescription = %+v, %v", u, err)
+	}
+	if _, err := st.UpdateAppTestDescription(ctx, "acct1", "nope", "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("update missing: %v", err)
+	}
+
+	del, err := st.DeleteAppTest(ctx, "acct1", "load-test")
+	if err != nil || del.Archive.ID != "b4" {
+		t.Fatalf("DeleteAppTest = %+v, %v", del, err)
+	}
+	if err := st.DeleteAppTestBlobs(ctx, "acct1", "load-test", del.Archive, del.Converted); err != nil {
+		t.Fatal(err)
+	}
+	if items := appTestPartition(t, d, "APPTEST#acct1#load-test"); items != 0 {
+		t.Fatalf("%d items left after delete", items)
+	}
+	if _, err := st.DeleteAppTest(ctx, "acct1", "load-test"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+	if list, _ := st.ListAppTests(ctx, "acct2"); len(list) != 1 {
+		t.Fatalf("acct2's test was touched: %+v", list)
+	}
+}
+
+// An archive over the transaction's 4 MB is refused before anything is
+// written.
+func TestAppTestCreateTooLarge(t *testing.T) {
+	st, d := newStore(t)
+	archive := appTestBytes(ddb.MaxTransactBytes + 1)
+	at := newAppTest(st, "acct1", "big", "b1", archive)
+	err := st.CreateAppTest(context.Background(), at, archive, nil)
+	if !errors.Is(err, ddb.ErrTooManyItems) {
+		t.Fatalf("err = %v, want ErrTooManyItems", err)
+	}
+	if items := appTestPartition(t, d, "APPTEST#acct1#big"); items != 0 {
+		t.Fatalf("%d items written", items)
+	}
+}
+
+func TestAppTestRuns(t *testing.T) {
+	st, _ := newStore(t)
+	ctx := context.Background()
+	at := newAppTest(st, "acct1", "t1", "b1", []byte("x"))
+	if err := st.CreateAppTest(ctx, at, []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	until := st.Now().Add(time.Hour)
+	got, err := st.StartAppTestRun(ctx, "acct1", "t1", "r1", "queued", `{"id":"r1"}`, until)
+	if err != nil || got.RunID != "r1" || got.RunState != "queued" || got.Run != `{"id":"r1"}` || got.Description != "d" {
+		t.Fatalf("start: %+v, %v", got, err)
+	}
+	var c *store.ConflictError
+	if _, err := st.StartAppTestRun(ctx, "acct1", "t1", "r2", "queued", `{}`, until); !errors.As(err, &c) {
+		t.Fatalf("second run while one is active: %v", err)
+	}
+	if _, err := st.StartAppTestRun(ctx, "acct1", "nope", "r2", "queued", `{}`, until); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("run of a missing test: %v", err)
+	}
+	if err := st.UpdateAppTestRun(ctx, "acct1", "t1", "r1", "running", "succeeded", `{}`, time.Time{}); !errors.Is(err, store.ErrRunChanged) {
+		t.Fatalf("update from the wrong state: %v", err)
+	}
+	if err := st.UpdateAppTestRun(ctx, "acct1", "t1", "r1", "queued", "running", `{"s":1}`, until); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.UpdateAppTestRun(ctx, "acct1", "t1", "r1", "running", "succeeded", `{"s":2}`, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = st.GetAppTest(ctx, "acct1", "t1")
+	if got.RunState != "succeeded" || got.Run != `{"s":2}` || got.RunActiveUntil != 0 {
+		t.Fatalf("after the run: %+v", got)
+	}
+	// Finished: the next run may start, and the old one can no longer change.
+	if _, err := st.StartAppTestRun(ctx, "acct1", "t1", "r2", "queued", `{}`, until); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.UpdateAppTestRun(ctx, "acct1", "t1", "r1", "succeeded", "failed", `{}`, time.Time{}); !errors.Is(err, store.ErrRunChanged) {
+		t.Fatalf("old run updated: %v", err)
+	}
+	// A run past its active window no longer blocks (its runner died).
+	if err := st.UpdateAppTestRun(ctx, "acct1", "t1", "r2", "queued", "running", `{}`, st.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.StartAppTestRun(ctx, "acct1", "t1", "r3", "queued", `{}`, until); err != nil {
+		t.Fatalf("a stale run blocks: %v", err)
+	}
+	// Archive changes leave the run alone.
+	cur, _ := st.GetAppTest(ctx, "acct1", "t1")
+	next := cur
+	next.Archive = store.NewAppTestBlob("b2", []byte("y"))
+	if _, err := st.ReplaceAppTestArchive(ctx, cur, next, []byte("y"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.GetAppTest(ctx, "acct1", "t1"); got.RunID != "r3" || got.RunState != "queued" {
+		t.Fatalf("run lost by a replace: %+v", got)
+	}
+	if err := st.UpdateAppTestRun(ctx, "acct1", "gone", "r3", "queued", "running", `{}`, until); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("run of a missing test: %v", err)
+	}
+}

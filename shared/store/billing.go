@@ -1,0 +1,206 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"cads/shared/ddb"
+)
+
+// Payment is money received from an account, recorded by the platform
+// operator (RecordPayment). Amounts are in US cents.
+type Payment struct {
+	ID          string    `dynamodbav:"id"`
+	Account     string    `dynamodbav:"account"`
+	AmountCents int64     `dynamodbav:"amount_cents"`
+	Date        string    `dynamodbav:"date"` // YYYY-MM-DD, when it was paid
+	Reference   string    `dynamodbav:"reference,omitempty"`
+	RecordedBy  string    `dynamodbav:"recorded_by,omitempty"` // principal id
+	Recorded    time.Time `dynamodbav:"recorded"`
+}
+
+// Invoice is the bill of one account for one calendar month (UTC). Only
+// closed months are stored: the first read of an account's billing after a
+// month ends freezes that month's invoice, so later changes to
+// entitlements never rewrite a bill that was issued.
+type Invoice struct {
+	Account    string        `dynamodbav:"account"`
+	Period     string        `dynamodbav:"period"` // YYYY-MM
+	Lines      []InvoiceLine `dynamodbav:"lines,omitempty"`
+	TotalCents int64         `dynamodbav:"total_cents"`
+	DueDate    string        `dynamodbav:"due_date"` // YYYY-MM-DD
+	Usage      *Usage        `dynamodbav:"usage,omitempty"`
+	Closed     time.Time     `dynamodbav:"closed"`
+}
+
+// InvoiceLine is the charge of one entitlement in one invoice.
+type InvoiceLine struct {
+	Entitlement    string `dynamodbav:"entitlement"` // id
+	Resource       string `dynamodbav:"resource"`
+	PlanID         string `dynamodbav:"plan_id,omitempty"`
+	Quantity       int    `dynamodbav:"quantity"`
+	Period         string `dynamodbav:"period"`
+	UnitPriceCents int64  `dynamodbav:"unit_price_cents"`
+	AmountCents    int64  `dynamodbav:"amount_cents"`
+}
+
+// Usage is what an account was using when it was measured.
+type Usage struct {
+	Applications int       `dynamodbav:"applications"`
+	Measured     time.Time `dynamodbav:"measured"`
+}
+
+// Billing is everything an account's bill is computed from.
+type Billing struct {
+	Account      AccountRecord
+	Entitlements []Entitlement
+	Invoices     []Invoice // closed months, as frozen
+	Payments     []Payment
+	Usage        Usage // measured now
+}
+
+const (
+	prefixInvoice = "INVOICE#"
+	prefixPayment = "PAYMENT#"
+)
+
+func invoiceKey(inv Invoice) keyAttrs {
+	return keyAttrs{PK: accountPK(inv.Account), SK: prefixInvoice + inv.Period, Entity: "invoice"}
+}
+
+func paymentKey(p Payment) keyAttrs {
+	return keyAttrs{PK: accountPK(p.Account), SK: prefixPayment + p.ID, Entity: "payment"}
+}
+
+// LoadBilling reads an account's whole partition (the account, its
+// entitlements, closed invoices and payments) with one Query, and counts
+// its applications (GSI1 APPS#<account>) in parallel: one round trip of
+// wall time. A missing account is ErrNotFound.
+func (s *Store) LoadBilling(ctx context.Context, account string) (Billing, error) {
+	var (
+		b              Billing
+		wg             sync.WaitGroup
+		items          []map[string]types.AttributeValue
+		qErr, countErr error
+	)
+	wg.Go(func() { items, qErr = s.query(ctx, "load billing", partitionQuery(accountPK(account)), 0) })
+	wg.Go(func() { b.Usage.Applications, countErr = s.countGSI(ctx, appsGSI(account)) })
+	wg.Wait()
+	if err := errors.Join(qErr, countErr); err != nil {
+		return b, err
+	}
+	b.Usage.Measured = s.now()
+	found := false
+	for _, it := range items {
+		var k keyAttrs
+		if err := attributevalue.UnmarshalMap(it, &k); err != nil {
+			return b, fmt.Errorf("load billing: %w", err)
+		}
+		var err error
+		switch k.Entity {
+		case "account":
+			found, err = true, attributevalue.UnmarshalMap(it, &b.Account)
+		case "entitlement":
+			var e Entitlement
+			err = attributevalue.UnmarshalMap(it, &e)
+			b.Entitlements = append(b.Entitlements, e)
+		case "invoice":
+			var inv Invoice
+			err = attributevalue.UnmarshalMap(it, &inv)
+			b.Invoices = append(b.Invoices, inv)
+		case "payment":
+			var p Payment
+			err = attributevalue.UnmarshalMap(it, &p)
+			b.Payments = append(b.Payments, p)
+		}
+		if err != nil {
+			return b, fmt.Errorf("load billing: unmarshal %s: %w", k.Entity, err)
+		}
+	}
+	if !found {
+		return b, ErrNotFound
+	}
+	return b, nil
+}
+
+// CloseInvoices stores invoices of months that have ended, each only if
+// that month is not stored yet, and returns them as stored: when a
+// concurrent read froze a month first, its invoice is the one returned.
+// The puts run in parallel (at most ddb.MaxParallelBatches at once).
+func (s *Store) CloseInvoices(ctx context.Context, invs []Invoice) ([]Invoice, error) {
+	out := make([]Invoice, len(invs))
+	errs := make([]error, len(invs))
+	sem := make(chan struct{}, ddb.MaxParallelBatches)
+	var wg sync.WaitGroup
+	for i, inv := range invs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i], errs[i] = s.closeInvoice(ctx, inv)
+		})
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+func (s *Store) closeInvoice(ctx context.Context, inv Invoice) (Invoice, error) {
+	m, err := item(invoiceKey(inv), inv)
+	if err != nil {
+		return inv, err
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           aws.String(s.table),
+		Item:                m,
+		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+	})
+	if ddb.IsConditionFailed(err) {
+		var stored Invoice
+		k := invoiceKey(inv)
+		return stored, s.getItem(ctx, "get invoice", k.PK, k.SK, &stored)
+	}
+	return inv, wrap("close invoice", err)
+}
+
+// RecordPayment stores a payment received from an account. It is how the
+// platform operator records payments: the API has no route for it (spec
+// 4.1 lists only GET .../billing). The amount must be positive and the
+// date a day that is not in the future; the account must exist.
+func (s *Store) RecordPayment(ctx context.Context, p Payment) error {
+	if p.AmountCents <= 0 {
+		return fmt.Errorf("record payment: amount must be positive, not %d cents", p.AmountCents)
+	}
+	d, err := time.Parse(time.DateOnly, p.Date)
+	if err != nil {
+		return fmt.Errorf("record payment: date %q is not YYYY-MM-DD", p.Date)
+	}
+	if d.After(s.now()) {
+		return fmt.Errorf("record payment: date %s is in the future", p.Date)
+	}
+	put, err := s.put(paymentKey(p), p)
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, "record payment", []types.TransactWriteItem{put, {ConditionCheck: &types.ConditionCheck{
+		TableName:           aws.String(s.table),
+		Key:                 key(accountPK(p.Account), skAccount),
+		ConditionExpression: aws.String("attribute_exists(PK)"),
+	}}})
+	var tx *ddb.TxCanceledError
+	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
+		for _, r := range tx.Reasons {
+			if r.Index == 0 {
+				return &ConflictError{Msg: "a payment with id " + p.ID + " is already recorded"}
+			}
+		}
+		return ErrNotFound
+	}
+	return err
+}

@@ -1,0 +1,274 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"cads/shared/ddb"
+)
+
+// Resource kinds an entitlement allocates.
+const (
+	// ResourceApplications: how many applications the account may have.
+	ResourceApplications = "applications"
+	// ResourceAddressSets: how many address sets the account may have.
+	ResourceAddressSets = "address_sets"
+	// ResourceApplicationTests: how many application tests the account may
+	// run per period.
+	ResourceApplicationTests = "application_tests"
+)
+
+// ResourceKinds lists the kinds, in the order error messages name them.
+func ResourceKinds() []string {
+	return []string{ResourceApplications, ResourceAddressSets, ResourceApplicationTests}
+}
+
+// Entitlement periods: how often an entitlement is charged (and, for
+// application tests, the window its quantity counts runs in).
+const (
+	PeriodMonth = "month"
+	PeriodYear  = "year"
+)
+
+// Entitlement records resources allocated to an account (spec 4.2): a
+// quantity of one resource kind, charged unit price x quantity per period
+// while it is active (from Started, until Expiry if set).
+type Entitlement struct {
+	ID             string     `dynamodbav:"id"`
+	Account        string     `dynamodbav:"account"`
+	PlanID         string     `dynamodbav:"plan_id,omitempty"`
+	Resource       string     `dynamodbav:"resource"`
+	Quantity       int        `dynamodbav:"quantity"`
+	Period         string     `dynamodbav:"period"`
+	UnitPriceCents int64      `dynamodbav:"unit_price_cents"`
+	Started        time.Time  `dynamodbav:"started"`
+	Expiry         *time.Time `dynamodbav:"expiry,omitempty"`
+	// Version grows by one on every change, so that two concurrent edits
+	// cannot silently overwrite each other.
+	Version int       `dynamodbav:"version"`
+	Created time.Time `dynamodbav:"created"`
+	Updated time.Time `dynamodbav:"updated"`
+}
+
+// ActiveAt reports whether e allocates its resources at t.
+func (e Entitlement) ActiveAt(t time.Time) bool {
+	return !t.Before(e.Started) && (e.Expiry == nil || t.Before(*e.Expiry))
+}
+
+// MaxEntitlementsPerAccount bounds the entitlement items of one account, so
+// that reading them all (allowance checks, billing) stays one small Query.
+const MaxEntitlementsPerAccount = 100
+
+const prefixEntitlement = "ENTITLEMENT#"
+
+func entitlementSK(id string) string { return prefixEntitlement + id }
+
+func entitlementKey(e Entitlement) keyAttrs {
+	return keyAttrs{PK: accountPK(e.Account), SK: entitlementSK(e.ID), Entity: "entitlement"}
+}
+
+// CreateEntitlement writes a new entitlement; its account must exist and
+// not be being deleted (else a *ConflictError).
+func (s *Store) CreateEntitlement(ctx context.Context, e Entitlement) error {
+	put, err := s.put(entitlementKey(e), e)
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, "create entitlement", []types.TransactWriteItem{put, {ConditionCheck: &types.ConditionCheck{
+		TableName:           aws.String(s.table),
+		Key:                 key(accountPK(e.Account), skAccount),
+		ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(deleting)"),
+	}}})
+	var tx *ddb.TxCanceledError
+	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
+		for _, r := range tx.Reasons {
+			if r.Index == 0 {
+				return &ConflictError{Msg: "an entitlement with id " + e.ID + " already exists in account " + e.Account}
+			}
+		}
+		return &ConflictError{Msg: "account " + e.Account + " is being deleted or no longer exists"}
+	}
+	return err
+}
+
+// GetEntitlement reads one entitlement of an account; another account's
+// entitlement is ErrNotFound, since the account is part of the key.
+func (s *Store) GetEntitlement(ctx context.Context, account, id string) (Entitlement, error) {
+	var e Entitlement
+	err := s.getItem(ctx, "get entitlement", accountPK(account), entitlementSK(id), &e)
+	return e, err
+}
+
+// ListEntitlements returns every entitlement of an account.
+func (s *Store) ListEntitlements(ctx context.Context, account string) ([]Entitlement, error) {
+	items, err := s.query(ctx, "list entitlements", &dynamodb.QueryInput{
+		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: accountPK(account)},
+			":sk": &types.AttributeValueMemberS{Value: prefixEntitlement},
+		},
+	}, 0)
+	if err != nil {
+		return nil, err
+	}
+	return unmarshalAll[Entitlement](items)
+}
+
+// PutEntitlement replaces an existing entitlement, only if the stored
+// version is the one before e.Version (else a *ConflictError) and its
+// account is not being deleted.
+func (s *Store) PutEntitlement(ctx context.Context, e Entitlement) error {
+	m, err := item(entitlementKey(e), e)
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, "put entitlement", []types.TransactWriteItem{
+		{Put: &types.Put{
+			TableName:           aws.String(s.table),
+			Item:                m,
+			ConditionExpression: aws.String("attribute_exists(PK) AND version = :prev"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":prev": &types.AttributeValueMemberN{Value: strconv.Itoa(e.Version - 1)},
+			},
+		}},
+		{ConditionCheck: &types.ConditionCheck{
+			TableName:           aws.String(s.table),
+			Key:                 key(accountPK(e.Account), skAccount),
+			ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(deleting)"),
+		}},
+	})
+	var tx *ddb.TxCanceledError
+	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
+		for _, r := range tx.Reasons {
+			if r.Index == 0 {
+				return &ConflictError{Msg: "the entitlement changed meanwhile or was deleted; read it again and retry"}
+			}
+		}
+		return &ConflictError{Msg: "account " + e.Account + " is being deleted or no longer exists"}
+	}
+	return err
+}
+
+// DeleteEntitlement deletes one entitlement of an account and returns it;
+// a missing one (or another account's) is ErrNotFound.
+func (s *Store) DeleteEntitlement(ctx context.Context, account, id string) (Entitlement, error) {
+	res, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 key(accountPK(account), entitlementSK(id)),
+		ConditionExpression: aws.String("attribute_exists(PK)"),
+		ReturnValues:        types.ReturnValueAllOld,
+	})
+	if ddb.IsConditionFailed(err) {
+		return Entitlement{}, ErrNotFound
+	}
+	if err != nil {
+		return Entitlement{}, wrap("delete entitlement", err)
+	}
+	out, err := unmarshalAll[Entitlement]([]map[string]types.AttributeValue{res.Attributes})
+	if err != nil {
+		return Entitlement{}, err
+	}
+	return out[0], nil
+}
+
+// Allowance is how many resources of a kind an account may have (or, for
+// application tests, run per period) now: the sum of the quantities of its
+// active entitlements of that kind. limited is false when the account has
+// no entitlement of that kind at all (active or not): such accounts are
+// not metered for it, which is how an installation that does not use
+// entitlements works. An account whose entitlements of the kind have all
+// expired or not started yet is limited to 0.
+//
+// One Query of the account's entitlements. Families that create metered
+// resources call CheckAllowance (below) before their create.
+func (s *Store) Allowance(ctx context.Context, account, kind string) (limit int, limited bool, err error) {
+	es, err := s.ListEntitlements(ctx, account)
+	if err != nil {
+		return 0, false, err
+	}
+	now := s.now()
+	for _, e := range es {
+		if e.Resource != kind {
+			continue
+		}
+		limited = true
+		if e.ActiveAt(now) {
+			limit += e.Quantity
+		}
+	}
+	return limit, limited, nil
+}
+
+// CheckAllowance refuses (with a *ConflictError whose message is fit for
+// a 409) creating one more application or address set in an account that
+// already has as many as its entitlements allow. It reads the allowance
+// and counts the existing resources (GSI1 APPS#<account> or
+// ADDRSETS#<account>) in parallel: one round trip of wall time. Call it
+// just before the create. Two creates racing past the check can both
+// succeed; the count is exact again from the next create on.
+func (s *Store) CheckAllowance(ctx context.Context, account, kind string) error {
+	var gsi string
+	switch kind {
+	case ResourceApplications:
+		gsi = appsGSI(account)
+	case ResourceAddressSets:
+		gsi = addressSetsGSI(account)
+	default:
+		return fmt.Errorf("check allowance: %q resources are not counted by the store", kind)
+	}
+	var (
+		wg             sync.WaitGroup
+		limit, n       int
+		limited        bool
+		aErr, countErr error
+	)
+	wg.Go(func() { limit, limited, aErr = s.Allowance(ctx, account, kind) })
+	wg.Go(func() { n, countErr = s.countGSI(ctx, gsi) })
+	wg.Wait()
+	if err := errors.Join(aErr, countErr); err != nil {
+		return err
+	}
+	if limited && n >= limit {
+		return &ConflictError{Msg: fmt.Sprintf("account %s is entitled to %d %s and has %d; delete one or ask the platform operator for a larger entitlement",
+			account, limit, kindNoun(kind), n)}
+	}
+	return nil
+}
+
+func kindNoun(kind string) string {
+	switch kind {
+	case ResourceAddressSets:
+		return "address sets"
+	case ResourceApplicationTests:
+		return "application test runs"
+	}
+	return kind
+}
+
+// countGSI counts the items of one GSI1 partition without reading them
+// (Select COUNT, following pages).
+func (s *Store) countGSI(ctx context.Context, pk string) (int, error) {
+	in := gsiQuery(pk)
+	in.TableName = aws.String(s.table)
+	in.Select = types.SelectCount
+	n := 0
+	for {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return 0, wrap("count "+pk, err)
+		}
+		n += int(out.Count)
+		if len(out.LastEvaluatedKey) == 0 {
+			return n, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}

@@ -1,0 +1,201 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"cads/shared/ddb"
+)
+
+// Group is a named set of roles of one account. It lives in the account's
+// RBAC partition beside the roles, so the authorizer reads an account's
+// roles and groups with one Query and expands a membership at once: a
+// member holds the roles the group lists at the time of each request.
+type Group struct {
+	AccountID string   `dynamodbav:"account"`
+	ID        string   `dynamodbav:"id"`
+	Name      string   `dynamodbav:"name"`
+	Roles     []string `dynamodbav:"roles"` // ids of roles of the same account
+	// Version grows by one on every change (optimistic concurrency, as for
+	// roles).
+	Version int       `dynamodbav:"version"`
+	Created time.Time `dynamodbav:"created"`
+	Updated time.Time `dynamodbav:"updated"`
+}
+
+func groupSK(id string) string { return "GROUP#" + id }
+
+const prefixGroup = "GROUP#"
+
+func groupKey(g Group) keyAttrs {
+	return keyAttrs{PK: rbacPK(g.AccountID), SK: groupSK(g.ID), Entity: "group"}
+}
+
+// roleChecks are condition checks that every listed role of the group's
+// account exists, so a group never starts out naming a missing role.
+func (s *Store) roleChecks(g Group) []types.TransactWriteItem {
+	out := make([]types.TransactWriteItem, 0, len(g.Roles))
+	for _, r := range g.Roles {
+		out = append(out, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+			TableName:           aws.String(s.table),
+			Key:                 key(rbacPK(g.AccountID), roleSK(r)),
+			ConditionExpression: aws.String("attribute_exists(PK)"),
+		}})
+	}
+	return out
+}
+
+// MaxGroupRoles bounds a group's roles: each is checked in the group's
+// write transaction (100 actions at most).
+const MaxGroupRoles = 50
+
+// MissingRoleError means a group names a role its account does not have.
+type MissingRoleError struct{ RoleID string }
+
+func (e *MissingRoleError) Error() string { return "role " + e.RoleID + " does not exist" }
+
+// CreateGroup writes a new group; its account and every listed role must
+// exist (ErrNotFound for the account, a *MissingRoleError for a role).
+func (s *Store) CreateGroup(ctx context.Context, g Group) error {
+	put, err := s.put(groupKey(g), g)
+	if err != nil {
+		return err
+	}
+	tx := append([]types.TransactWriteItem{put, {ConditionCheck: &types.ConditionCheck{
+		TableName:           aws.String(s.table),
+		Key:                 key(accountPK(g.AccountID), skAccount),
+		ConditionExpression: aws.String("attribute_exists(PK)"),
+	}}}, s.roleChecks(g)...)
+	err = s.transact(ctx, "create group", tx)
+	var txe *ddb.TxCanceledError
+	if errors.As(err, &txe) {
+		for _, r := range txe.Reasons {
+			if r.Code != ddb.ReasonConditionalCheckFailed {
+				continue
+			}
+			switch r.Index {
+			case 0:
+				return &ConflictError{Msg: "a group with id " + g.ID + " already exists in account " + g.AccountID}
+			case 1:
+				return ErrNotFound
+			default:
+				return &MissingRoleError{RoleID: g.Roles[r.Index-2]}
+			}
+		}
+	}
+	return err
+}
+
+// GetGroup reads one group of an account.
+func (s *Store) GetGroup(ctx context.Context, account, id string) (Group, error) {
+	var g Group
+	err := s.getItem(ctx, "get group", rbacPK(account), groupSK(id), &g)
+	return g, err
+}
+
+// ListGroups returns an account's groups.
+func (s *Store) ListGroups(ctx context.Context, account string) ([]Group, error) {
+	_, gs, err := s.rbacPartition(ctx, account)
+	return gs, err
+}
+
+// replaceGroup is the transaction action that replaces a group only if the
+// stored version is the one before g.Version.
+func (s *Store) replaceGroup(g Group) (types.TransactWriteItem, error) {
+	m, err := item(groupKey(g), g)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName:           aws.String(s.table),
+		Item:                m,
+		ConditionExpression: aws.String("attribute_exists(PK) AND version = :prev"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":prev": &types.AttributeValueMemberN{Value: strconv.Itoa(g.Version - 1)},
+		},
+	}}, nil
+}
+
+// PutGroup replaces a group, only if the stored version is the one before
+// g.Version (a *ConflictError otherwise) and every listed role exists
+// (a *MissingRoleError).
+func (s *Store) PutGroup(ctx context.Context, g Group) error {
+	put, err := s.replaceGroup(g)
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, "put group", append([]types.TransactWriteItem{put}, s.roleChecks(g)...))
+	var txe *ddb.TxCanceledError
+	if errors.As(err, &txe) {
+		for _, r := range txe.Reasons {
+			if r.Code != ddb.ReasonConditionalCheckFailed {
+				continue
+			}
+			if r.Index == 0 {
+				return &ConflictError{Msg: "the group changed meanwhile; read it again and retry"}
+			}
+			return &MissingRoleError{RoleID: g.Roles[r.Index-1]}
+		}
+	}
+	return err
+}
+
+// DeleteGroup deletes a group: its members lose its roles with the very
+// next request. The memberships and the invitations to the group go in the
+// same transaction when they fit, otherwise right after (see commit).
+func (s *Store) DeleteGroup(ctx context.Context, account, id string) (Group, error) {
+	var (
+		wg      sync.WaitGroup
+		g       Group
+		members []map[string]types.AttributeValue
+		invs    []Invitation
+		errs    [3]error
+	)
+	wg.Add(3)
+	go func() { defer wg.Done(); g, errs[0] = s.GetGroup(ctx, account, id) }()
+	go func() {
+		defer wg.Done()
+		members, errs[1] = s.gsiKeys(ctx, "query group members", groupMembersGSI(account, id))
+	}()
+	go func() { defer wg.Done(); invs, errs[2] = s.ListInvitations(ctx, account, InvitationGroup) }()
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		return Group{}, err
+	}
+	must := []types.TransactWriteItem{{Delete: &types.Delete{
+		TableName:           aws.String(s.table),
+		Key:                 key(rbacPK(account), groupSK(id)),
+		ConditionExpression: aws.String("attribute_exists(PK)"),
+	}}}
+	cleanup := members
+	for _, inv := range invs {
+		if inv.Target == id {
+			cleanup = append(cleanup, key(invitationsPK(account), invitationSK(inv.Kind, inv.ID)))
+		}
+	}
+	err := s.commit(ctx, "delete group", must, cleanup)
+	if errors.Is(err, ddb.ErrConditionFailed) {
+		return Group{}, ErrNotFound
+	}
+	return g, err
+}
+
+// listByGSI reads the items of one GSI1 partition whose sort key begins
+// with prefix.
+func (s *Store) listByGSI(ctx context.Context, op, pk, prefix string) ([]map[string]types.AttributeValue, error) {
+	return s.query(ctx, op, &dynamodb.QueryInput{
+		IndexName:              aws.String(IndexGSI1),
+		KeyConditionExpression: aws.String("GSI1PK = :pk AND begins_with(GSI1SK, :sk)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: pk},
+			":sk": &types.AttributeValueMemberS{Value: prefix},
+		},
+	}, 0)
+}

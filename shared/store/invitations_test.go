@@ -1,0 +1,142 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"cads/shared/store"
+)
+
+func rbacFixture(t *testing.T) (*store.Store, store.Role) {
+	t.Helper()
+	st, _ := newStore(t)
+	ctx := context.Background()
+	if err := st.CreateAccount(ctx, store.Account{ID: "a1", Name: "a1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := store.Role{AccountID: "a1", ID: "r1", Name: "R", Version: 1}
+	if err := st.CreateRole(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	return st, r
+}
+
+// Accepting writes the grant with the state; revoking removes exactly the
+// grant this invitation made, in the same transaction.
+func TestInvitationGrantInvariants(t *testing.T) {
+	st, r := rbacFixture(t)
+	ctx := context.Background()
+	now := st.Now()
+	mk := func(id string) store.Invitation {
+		inv := store.Invitation{AccountID: "a1", ID: id, Kind: store.InvitationRole, Email: "u@example.com", Target: r.ID,
+			State: store.InvitationQueued, Created: now, Updated: now}
+		if err := st.CreateInvitation(ctx, inv); err != nil {
+			t.Fatal(err)
+		}
+		return inv
+	}
+	i1, i2 := mk("i1"), mk("i2")
+
+	// Not in the inbox until sent; not answerable then either.
+	if got, _ := st.InboxInvitations(ctx, "U@example.com", store.InvitationRole); len(got) != 0 {
+		t.Fatalf("queued invitations in the inbox: %+v", got)
+	}
+	i1, err := st.MarkInvitationSent(ctx, i1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.MarkInvitationSent(ctx, i1); !errors.Is(err, store.ErrStateChanged) {
+		t.Fatalf("second delivery: %v", err)
+	}
+	if i2, err = st.MarkInvitationSent(ctx, i2); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.InboxInvitations(ctx, "u@example.com", store.InvitationRole); len(got) != 2 {
+		t.Fatalf("inbox: %+v", got)
+	}
+
+	if i1, err = st.AcceptInvitation(ctx, i1, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AcceptInvitation(ctx, i2, "u1"); !errors.Is(err, store.ErrAlreadyHeld) {
+		t.Fatalf("second acceptance of a held role: %v", err)
+	}
+	if got, _ := st.GetInvitation(ctx, "a1", store.InvitationRole, "i2"); got.State != store.InvitationSent {
+		t.Fatalf("refused acceptance half-written: %+v", got)
+	}
+	if _, err := st.AcceptInvitation(ctx, i1, "u1"); !errors.Is(err, store.ErrStateChanged) {
+		t.Fatalf("accepting twice: %v", err)
+	}
+
+	// Leave the role (i1 becomes declined), accept i2, then revoke i1:
+	// i2's grant stays.
+	g := i1.Grant("u1", now)
+	if err := st.DeleteGrant(ctx, g, i1.Ref()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.GetInvitation(ctx, "a1", store.InvitationRole, "i1"); got.State != store.InvitationDeclined {
+		t.Fatalf("left invitation: %+v", got)
+	}
+	if _, err := st.AcceptInvitation(ctx, i2, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	i1.State = store.InvitationAccepted // a stale read: the delete must not trust it
+	if err := st.DeleteInvitation(ctx, i1); !errors.Is(err, store.ErrStateChanged) {
+		t.Fatalf("delete with a stale state: %v", err)
+	}
+	i1.State = store.InvitationDeclined
+	if err := st.DeleteInvitation(ctx, i1); err != nil {
+		t.Fatal(err)
+	}
+	if gs, _ := st.Grants(ctx, "u1"); len(gs) != 1 || gs[0].Via != i2.Ref().Href() {
+		t.Fatalf("grants after revoking the other invitation: %+v", gs)
+	}
+	i2, _ = st.GetInvitation(ctx, "a1", store.InvitationRole, "i2")
+	if err := st.DeleteInvitation(ctx, i2); err != nil {
+		t.Fatal(err)
+	}
+	if gs, _ := st.Grants(ctx, "u1"); len(gs) != 0 {
+		t.Fatalf("grants after revoking: %+v", gs)
+	}
+}
+
+// A role with more holders than one transaction can carry: the role goes
+// first, with what fits; the rest follows in batches.
+func TestDeleteRoleBeyondOneTransaction(t *testing.T) {
+	st, r := rbacFixture(t)
+	ctx := context.Background()
+	g := store.Group{AccountID: "a1", ID: "g1", Name: "G", Roles: []string{r.ID}, Version: 1}
+	if err := st.CreateGroup(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 130; i++ {
+		if err := st.PutGrant(ctx, store.Grant{PrincipalID: fmt.Sprintf("p%d", i), AccountID: "a1", RoleID: r.ID, Via: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.DeleteRole(ctx, "a1", r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.GetRole(ctx, "a1", r.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("role still there: %v", err)
+	}
+	if g, _ := st.GetGroup(ctx, "a1", "g1"); len(g.Roles) != 0 || g.Version != 2 {
+		t.Fatalf("group still lists the role: %+v", g)
+	}
+	for _, p := range []string{"p0", "p99", "p129"} {
+		if gs, _ := st.Grants(ctx, p); len(gs) != 0 {
+			t.Fatalf("%s still holds %+v", p, gs)
+		}
+	}
+	// Control roles stay.
+	c := store.Role{AccountID: "a1", ID: "c1", Name: "Reader", Control: true, Version: 1}
+	if err := st.CreateRole(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	var ce *store.ConflictError
+	if _, err := st.DeleteRole(ctx, "a1", "c1"); !errors.As(err, &ce) {
+		t.Fatalf("deleting a control role: %v", err)
+	}
+}

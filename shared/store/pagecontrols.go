@@ -1,0 +1,203 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"cads/shared/ddb"
+)
+
+// PageControl is one version of a page control of an application. Ids are
+// numbers (the reference document's hrefs end in digits) drawn from a
+// sequence on the application item, so they are never reused.
+type PageControl struct {
+	App         string `dynamodbav:"app"`
+	ID          int    `dynamodbav:"id"`
+	Name        string `dynamodbav:"name"`
+	Description string `dynamodbav:"description,omitempty"`
+	Mode        string `dynamodbav:"mode,omitempty"`
+	Enabled     bool   `dynamodbav:"enabled"`
+	// Conditions and Actions are the validated JSON documents, kept as
+	// text: their shapes belong to shared/applications.
+	Conditions string    `dynamodbav:"conditions,omitempty"`
+	Actions    string    `dynamodbav:"actions"`
+	Version    int       `dynamodbav:"version"`
+	Created    time.Time `dynamodbav:"created"` // when this version was made
+}
+
+// PageControlVersions is a page control's current version and every
+// earlier one (oldest first).
+type PageControlVersions struct {
+	Current PageControl
+	History []PageControl
+}
+
+const prefixPageControl = "PAGECONTROL#"
+
+// Zero-padded numbers keep "PAGECONTROL#0000000001" from being a prefix of
+// control 10's items, so one begins_with reads a control and its history.
+func pageControlSK(id int) string { return fmt.Sprintf("%s%010d", prefixPageControl, id) }
+func pageControlVersionSK(id, version int) string {
+	return fmt.Sprintf("%s#V%010d", pageControlSK(id), version)
+}
+
+// NextPageControlID draws the next id from the application's sequence; the
+// application must belong to account (ErrNotFound otherwise).
+func (s *Store) NextPageControlID(ctx context.Context, account, app string) (int, error) {
+	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(appPK(app), skApp),
+		UpdateExpression:          aws.String("ADD pagecontrol_seq :one"),
+		ConditionExpression:       aws.String("account = :acct"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": avNum(1), ":acct": avStr(account)},
+		ReturnValues:              types.ReturnValueUpdatedNew,
+	})
+	if ddb.IsConditionFailed(err) {
+		return 0, ErrNotFound
+	}
+	if err != nil {
+		return 0, wrap("next page control id", err)
+	}
+	var out struct {
+		Seq int `dynamodbav:"pagecontrol_seq"`
+	}
+	if err := attributevalue.UnmarshalMap(res.Attributes, &out); err != nil || out.Seq == 0 {
+		return 0, fmt.Errorf("next page control id: no sequence value returned (%v)", err)
+	}
+	return out.Seq, nil
+}
+
+// CreatePageControl writes version 1 of a page control.
+func (s *Store) CreatePageControl(ctx context.Context, account string, pc PageControl) error {
+	p, err := s.put(keyAttrs{PK: appPK(pc.App), SK: pageControlSK(pc.ID), Entity: "page_control"}, pc)
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, "create page control", []types.TransactWriteItem{p, s.appInAccount(account, pc.App)})
+	switch {
+	case txConditionFailedAt(err, 1):
+		return ErrNotFound
+	case txConditionFailedAt(err, 0):
+		return &ConflictError{Msg: fmt.Sprintf("page control %d exists", pc.ID)}
+	}
+	return err
+}
+
+// GetPageControl reads a page control with its history (one Query, in
+// parallel with the application check).
+func (s *Store) GetPageControl(ctx context.Context, account, app string, id int) (PageControlVersions, error) {
+	items, err := s.childrenOf(ctx, account, app, pageControlSK(id))
+	if err != nil {
+		return PageControlVersions{}, err
+	}
+	all, err := groupPageControls(items)
+	if err != nil {
+		return PageControlVersions{}, err
+	}
+	if len(all) == 0 {
+		return PageControlVersions{}, ErrNotFound
+	}
+	return all[0], nil
+}
+
+// ListPageControls returns every page control of an application with its
+// history, in id order.
+func (s *Store) ListPageControls(ctx context.Context, account, app string) ([]PageControlVersions, error) {
+	items, err := s.childrenOf(ctx, account, app, prefixPageControl)
+	if err != nil {
+		return nil, err
+	}
+	return groupPageControls(items)
+}
+
+func groupPageControls(items []map[string]types.AttributeValue) ([]PageControlVersions, error) {
+	byID := map[int]*PageControlVersions{}
+	current := map[int]bool{}
+	for _, it := range items {
+		var pc PageControl
+		if err := attributevalue.UnmarshalMap(it, &pc); err != nil {
+			return nil, fmt.Errorf("page control: unmarshal: %w", err)
+		}
+		v := byID[pc.ID]
+		if v == nil {
+			v = &PageControlVersions{}
+			byID[pc.ID] = v
+		}
+		sk, _ := it[AttrSK].(*types.AttributeValueMemberS)
+		if sk != nil && !strings.Contains(strings.TrimPrefix(sk.Value, prefixPageControl), "#") {
+			v.Current, current[pc.ID] = pc, true
+		} else {
+			v.History = append(v.History, pc)
+		}
+	}
+	out := make([]PageControlVersions, 0, len(byID))
+	for id, v := range byID {
+		// History left behind by an interrupted delete is not a control.
+		if !current[id] {
+			continue
+		}
+		sort.Slice(v.History, func(i, j int) bool { return v.History[i].Version < v.History[j].Version })
+		out = append(out, *v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Current.ID < out[j].Current.ID })
+	return out, nil
+}
+
+// UpdatePageControl replaces the current version old with next (whose
+// Version must be old.Version+1) and keeps old in the history, in one
+// transaction: a concurrent edit is ErrVersionConflict.
+func (s *Store) UpdatePageControl(ctx context.Context, account string, old, next PageControl) error {
+	cur, err := s.put(keyAttrs{PK: appPK(next.App), SK: pageControlSK(next.ID), Entity: "page_control"}, next)
+	if err != nil {
+		return err
+	}
+	cur.Put.ConditionExpression = aws.String("version = :v")
+	cur.Put.ExpressionAttributeValues = map[string]types.AttributeValue{":v": avNum(int64(old.Version))}
+	hist, err := s.put(keyAttrs{PK: appPK(old.App), SK: pageControlVersionSK(old.ID, old.Version), Entity: "page_control_version"}, old)
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, "update page control", []types.TransactWriteItem{cur, hist, s.appInAccount(account, next.App)})
+	switch {
+	case txConditionFailedAt(err, 2):
+		return ErrNotFound
+	case txConditionFailedAt(err, 0), txConditionFailedAt(err, 1):
+		return ErrVersionConflict
+	}
+	return err
+}
+
+// DeletePageControl deletes a page control read at version from, then its
+// history (unreachable once the current version is gone).
+func (s *Store) DeletePageControl(ctx context.Context, account string, pc PageControlVersions) error {
+	err := s.transact(ctx, "delete page control", []types.TransactWriteItem{
+		{Delete: &types.Delete{
+			TableName:                 aws.String(s.table),
+			Key:                       key(appPK(pc.Current.App), pageControlSK(pc.Current.ID)),
+			ConditionExpression:       aws.String("version = :v"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":v": avNum(int64(pc.Current.Version))},
+		}},
+		s.appInAccount(account, pc.Current.App),
+	})
+	switch {
+	case txConditionFailedAt(err, 1):
+		return ErrNotFound
+	case txConditionFailedAt(err, 0):
+		return ErrVersionConflict
+	case err != nil:
+		return err
+	}
+	reqs := make([]types.WriteRequest, 0, len(pc.History))
+	for _, h := range pc.History {
+		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: key(appPK(h.App), pageControlVersionSK(h.ID, h.Version))}})
+	}
+	return wrap("delete page control history", ddb.BatchWrite(ctx, s.db, s.table, reqs))
+}

@@ -1,0 +1,403 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"cads/shared/ddb"
+)
+
+// Task states (DECISIONS.md section 4).
+const (
+	TaskPending = "pending"
+	TaskRunning = "running"
+	TaskSuccess = "success"
+	TaskFailed  = "failed"
+)
+
+// Task is an asynchronous operation, run by the task worker from a queue.
+// docs/tasks.md describes its life.
+type Task struct {
+	ID      string `dynamodbav:"id"`
+	Account string `dynamodbav:"account"`
+	Type    string `dynamodbav:"type"`
+	Target  string `dynamodbav:"target,omitempty"` // href
+	App     string `dynamodbav:"app,omitempty"`    // the target application's id
+	// Parameters and Result are JSON documents.
+	Parameters string     `dynamodbav:"parameters,omitempty"`
+	Result     string     `dynamodbav:"result,omitempty"`
+	State      string     `dynamodbav:"state"`
+	Message    string     `dynamodbav:"message,omitempty"`
+	CreatedBy  string     `dynamodbav:"created_by"`
+	Created    time.Time  `dynamodbav:"created"`
+	Started    *time.Time `dynamodbav:"started,omitempty"`
+	Completed  *time.Time `dynamodbav:"completed,omitempty"`
+	Updated    time.Time  `dynamodbav:"updated"`
+	// Worker bookkeeping: processing attempts so far, the lease of the
+	// invocation running it (epoch milliseconds) and the last retryable
+	// error.
+	Attempts   int    `dynamodbav:"attempts,omitempty"`
+	LeaseOwner string `dynamodbav:"lease_owner,omitempty"`
+	LeaseUntil int64  `dynamodbav:"lease_until,omitempty"`
+	LastError  string `dynamodbav:"last_error,omitempty"`
+}
+
+// Finished reports whether the task reached success or failed.
+func (t Task) Finished() bool { return t.State == TaskSuccess || t.State == TaskFailed }
+
+// OutboxEntry is the marker that a task still has to be run: written with
+// the task, deleted when it finishes. While it exists a sweeper re-sends
+// the task's message whenever Due passes, so a message that was never sent
+// (or lost with a crashed worker) cannot strand the task.
+type OutboxEntry struct {
+	TaskID  string    `dynamodbav:"task"`
+	Due     time.Time `dynamodbav:"-"`
+	sortKey string
+}
+
+// Errors of the worker's conditional writes.
+var (
+	// ErrLeaseHeld: another invocation is running the task, or it is finished.
+	ErrLeaseHeld = errors.New("task is finished or leased by another worker")
+	// ErrLeaseLost: this invocation's lease was taken over; its result is void.
+	ErrLeaseLost = errors.New("task lease lost")
+)
+
+const (
+	skTask      = "TASK"
+	skOutbox    = "OUTBOX"
+	gsiOutbox   = "OUTBOX"
+	prefixTaskG = "TASK#"
+)
+
+func taskPK(id string) string        { return "TASK#" + id }
+func tasksGSI(acct string) string    { return "TASKS#" + acct }
+func caPK(account string) string     { return "CA#" + account }
+func invalidationSK(t string) string { return "INVALIDATION#" + t }
+
+func taskGSISK(created time.Time, id string) string {
+	return prefixTaskG + created.UTC().Format(timeLayout) + "#" + id
+}
+
+func outboxSK(due time.Time, id string) string { return due.UTC().Format(timeLayout) + "#" + id }
+
+// CreateTask writes a pending task and its outbox marker (due at resendAt)
+// in one transaction: from then on the task cannot be lost, whether or not
+// the queue message that follows is sent.
+func (s *Store) CreateTask(ctx context.Context, t Task, resendAt time.Time) error {
+	items, err := s.puts([]keyAttrsValue{
+		{keyAttrs{PK: taskPK(t.ID), SK: skTask, GSI1PK: tasksGSI(t.Account), GSI1SK: taskGSISK(t.Created, t.ID), Entity: "task"}, t},
+		{keyAttrs{PK: taskPK(t.ID), SK: skOutbox, GSI1PK: gsiOutbox, GSI1SK: outboxSK(resendAt, t.ID), Entity: "task_outbox"}, OutboxEntry{TaskID: t.ID}},
+	})
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, "create task", items)
+	if errors.Is(err, ddb.ErrConditionFailed) {
+		return &ConflictError{Msg: "task " + t.ID + " exists"}
+	}
+	return err
+}
+
+// LoadTask reads a task whatever its account (the worker's read).
+func (s *Store) LoadTask(ctx context.Context, id string) (Task, error) {
+	var t Task
+	err := s.getConsistent(ctx, "get task", taskPK(id), skTask, &t)
+	return t, err
+}
+
+// GetTask reads a task of account; another account's is ErrNotFound.
+func (s *Store) GetTask(ctx context.Context, account, id string) (Task, error) {
+	t, err := s.LoadTask(ctx, id)
+	if err != nil {
+		return Task{}, err
+	}
+	if t.Account != account {
+		return Task{}, ErrNotFound
+	}
+	return t, nil
+}
+
+// ListTasks returns the tasks of account created in [from, to) (zero
+// times: unbounded), newest first, at most max (0: all).
+func (s *Store) ListTasks(ctx context.Context, account string, from, to time.Time, max int) ([]Task, error) {
+	lo, hi := prefixTaskG, prefixTaskG+"~"
+	if !from.IsZero() {
+		lo = prefixTaskG + from.UTC().Format(timeLayout)
+	}
+	if !to.IsZero() {
+		// "TASK#<to>" sorts before every key of a task created at `to`.
+		hi = prefixTaskG + to.UTC().Format(timeLayout)
+	}
+	items, err := s.query(ctx, "list tasks", &dynamodb.QueryInput{
+		IndexName:              aws.String(IndexGSI1),
+		KeyConditionExpression: aws.String("GSI1PK = :pk AND GSI1SK BETWEEN :lo AND :hi"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": avStr(tasksGSI(account)), ":lo": avStr(lo), ":hi": avStr(hi),
+		},
+		ScanIndexForward: aws.Bool(false),
+	}, max)
+	if err != nil {
+		return nil, err
+	}
+	return unmarshalAll[Task](items)
+}
+
+// ClaimTask gives the invocation `owner` the task until leaseUntil: it
+// becomes running (started is set once) and its attempt count grows by one.
+// It is ErrLeaseHeld, with the task as it is, when the task is finished or
+// another lease is live; ErrNotFound when there is no such task.
+func (s *Store) ClaimTask(ctx context.Context, id, owner string, now, leaseUntil time.Time) (Task, error) {
+	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table),
+		Key:       key(taskPK(id), skTask),
+		UpdateExpression: aws.String("SET #st = :running, started = if_not_exists(started, :now), lease_owner = :o, " +
+			"lease_until = :lu, updated = :now ADD attempts :one"),
+		ConditionExpression:      aws.String("(#st = :pending OR #st = :running) AND (attribute_not_exists(lease_until) OR lease_until < :nowms)"),
+		ExpressionAttributeNames: map[string]string{"#st": "state"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":running": avStr(TaskRunning), ":pending": avStr(TaskPending), ":now": avStr(now.UTC().Format(timeLayout)),
+			":o": avStr(owner), ":lu": avNum(leaseUntil.UnixMilli()), ":nowms": avNum(now.UnixMilli()), ":one": avNum(1),
+		},
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if ddb.IsConditionFailed(err) {
+		// The task as it is, to tell "finished" from "leased elsewhere".
+		cur, gerr := s.LoadTask(ctx, id)
+		if gerr != nil {
+			return Task{}, gerr
+		}
+		return cur, ErrLeaseHeld
+	}
+	if err != nil {
+		return Task{}, wrap("claim task", err)
+	}
+	var t Task
+	return t, attributevalue.UnmarshalMap(res.Attributes, &t)
+}
+
+// ReleaseTask gives up owner's lease after a retryable failure, recording
+// the error, so that the next delivery may claim the task at once. (Leases
+// are cleared with SET, not REMOVE, which minidyn ignores.)
+func (s *Store) ReleaseTask(ctx context.Context, id, owner, lastError string) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      key(taskPK(id), skTask),
+		UpdateExpression:         aws.String("SET last_error = :e, updated = :u, lease_until = :zero, lease_owner = :none"),
+		ConditionExpression:      aws.String("lease_owner = :o AND #st = :running"),
+		ExpressionAttributeNames: map[string]string{"#st": "state"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":e": avStr(clipText(lastError, 1000)), ":u": avStr(s.now().Format(timeLayout)), ":o": avStr(owner), ":running": avStr(TaskRunning),
+			":zero": avNum(0), ":none": avStr(""),
+		},
+	})
+	if ddb.IsConditionFailed(err) {
+		return ErrLeaseLost
+	}
+	return wrap("release task", err)
+}
+
+// Transition ends the transitional state task holds on application App:
+// it becomes To.
+type Transition struct {
+	App, Task, To string
+}
+
+// ConfigChange replaces an application's configuration read at version From.
+type ConfigChange struct {
+	Account, App string
+	From         int
+	Config       string
+}
+
+// Invalidation is a cache invalidation recorded for the data plane: URL
+// patterns, or tags, or neither (the whole cache).
+type Invalidation struct {
+	App     string    `dynamodbav:"app"`
+	Task    string    `dynamodbav:"task"`
+	URLs    []string  `dynamodbav:"urls,omitempty"`
+	Tags    []string  `dynamodbav:"tags,omitempty"`
+	Created time.Time `dynamodbav:"created"`
+}
+
+// TaskFinish is the final write of a task, with the effects that must
+// happen together with it.
+type TaskFinish struct {
+	ID, Owner string // the lease owner that must still hold the task
+	State     string // TaskSuccess or TaskFailed
+	Message   string
+	Result    string // JSON, optional
+	// Optional effects, applied in the same transaction.
+	Transition   *Transition
+	Config       *ConfigChange
+	Invalidation *Invalidation
+}
+
+// FinishTask writes a task's outcome, deletes its outbox marker and applies
+// its effects in one transaction, so a task's effect happens exactly once
+// whatever the redeliveries: ErrLeaseLost when owner no longer holds the
+// task, ErrVersionConflict when the application changed under an effect.
+func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
+	now := s.now().Format(timeLayout)
+	vals := map[string]types.AttributeValue{
+		":st": avStr(f.State), ":m": avStr(clipText(f.Message, 2000)), ":now": avStr(now), ":o": avStr(f.Owner), ":running": avStr(TaskRunning),
+		":zero": avNum(0), ":none": avStr(""),
+	}
+	set := "SET #st = :st, message = :m, completed = :now, updated = :now, lease_owner = :none, lease_until = :zero"
+	if f.Result != "" {
+		set += ", #res = :r"
+		vals[":r"] = avStr(f.Result)
+	}
+	items := []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName:                 aws.String(s.table),
+			Key:                       key(taskPK(f.ID), skTask),
+			UpdateExpression:          aws.String(set),
+			ConditionExpression:       aws.String("lease_owner = :o AND #st = :running"),
+			ExpressionAttributeNames:  map[string]string{"#st": "state", "#res": "result"},
+			ExpressionAttributeValues: vals,
+		}},
+		{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(taskPK(f.ID), skOutbox)}},
+	}
+	if f.Result == "" {
+		delete(items[0].Update.ExpressionAttributeNames, "#res")
+	}
+	effect := len(items)
+	switch {
+	case f.Transition != nil:
+		items = append(items, types.TransactWriteItem{Update: s.endTransition(f.Transition.App, f.Transition.Task, f.Transition.To)})
+	case f.Config != nil:
+		u, err := s.configUpdate(f.Config.Account, f.Config.App, f.Config.From, f.Config.Config)
+		if err != nil {
+			return err
+		}
+		items = append(items, types.TransactWriteItem{Update: u})
+	case f.Invalidation != nil:
+		p, err := s.put(keyAttrs{PK: appPK(f.Invalidation.App), SK: invalidationSK(f.Invalidation.Task), Entity: "invalidation"}, f.Invalidation)
+		if err != nil {
+			return err
+		}
+		items = append(items, p)
+	}
+	err := s.transact(ctx, "finish task", items)
+	switch {
+	case txConditionFailedAt(err, 0):
+		return ErrLeaseLost
+	case txConditionFailedAt(err, effect):
+		return ErrVersionConflict
+	}
+	return err
+}
+
+// ListInvalidations returns the invalidations recorded for an application
+// (what a data plane would read).
+func (s *Store) ListInvalidations(ctx context.Context, app string) ([]Invalidation, error) {
+	items, err := s.query(ctx, "list invalidations", &dynamodb.QueryInput{
+		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": avStr(appPK(app)), ":sk": avStr(invalidationSK("")),
+		},
+	}, 0)
+	if err != nil {
+		return nil, err
+	}
+	return unmarshalAll[Invalidation](items)
+}
+
+// DueOutbox returns up to max outbox markers whose due time is at or
+// before now, earliest first.
+func (s *Store) DueOutbox(ctx context.Context, now time.Time, max int) ([]OutboxEntry, error) {
+	items, err := s.query(ctx, "due outbox", &dynamodb.QueryInput{
+		IndexName:              aws.String(IndexGSI1),
+		KeyConditionExpression: aws.String("GSI1PK = :pk AND GSI1SK < :bound"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			// '#' < '$': every "<due>#<id>" with due <= now sorts below.
+			":pk": avStr(gsiOutbox), ":bound": avStr(now.UTC().Format(timeLayout) + "$"),
+		},
+	}, max)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]OutboxEntry, 0, len(items))
+	for _, it := range items {
+		var e OutboxEntry
+		if err := attributevalue.UnmarshalMap(it, &e); err != nil {
+			return nil, fmt.Errorf("due outbox: unmarshal: %w", err)
+		}
+		sk, _ := it[AttrGSI1SK].(*types.AttributeValueMemberS)
+		if sk == nil {
+			continue
+		}
+		e.sortKey = sk.Value
+		due, _, _ := strings.Cut(sk.Value, "#")
+		e.Due, _ = time.Parse(time.RFC3339, due)
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// PostponeOutbox moves a marker's due time to next, unless it changed or
+// went away since it was read (then false: another sweeper has it, or the
+// task finished). Only the sweeper that moved it re-sends the message.
+func (s *Store) PostponeOutbox(ctx context.Context, e OutboxEntry, next time.Time) (bool, error) {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 key(taskPK(e.TaskID), skOutbox),
+		UpdateExpression:    aws.String("SET GSI1SK = :next"),
+		ConditionExpression: aws.String("GSI1SK = :old"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":next": avStr(outboxSK(next, e.TaskID)), ":old": avStr(e.sortKey),
+		},
+	})
+	if ddb.IsConditionFailed(err) {
+		return false, nil
+	}
+	return err == nil, wrap("postpone outbox", err)
+}
+
+// CertificateAuthority is an account's private CA, which signs origin
+// certificates. Its key is stored in the table (docs/tasks.md: production
+// would keep it in KMS or ACM Private CA); nothing ever returns it.
+type CertificateAuthority struct {
+	Account string    `dynamodbav:"account"`
+	CertPEM string    `dynamodbav:"cert_pem"`
+	KeyPEM  string    `dynamodbav:"key_pem"`
+	Created time.Time `dynamodbav:"created"`
+}
+
+// GetCertificateAuthority reads an account's CA.
+func (s *Store) GetCertificateAuthority(ctx context.Context, account string) (CertificateAuthority, error) {
+	var ca CertificateAuthority
+	err := s.getConsistent(ctx, "get certificate authority", caPK(account), "CA", &ca)
+	return ca, err
+}
+
+// CreateCertificateAuthority stores an account's CA unless it has one
+// (*ConflictError: read the existing one, which won the race).
+func (s *Store) CreateCertificateAuthority(ctx context.Context, ca CertificateAuthority) error {
+	p, err := s.put(keyAttrs{PK: caPK(ca.Account), SK: "CA", Entity: "certificate_authority"}, ca)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: p.Put.TableName, Item: p.Put.Item, ConditionExpression: p.Put.ConditionExpression})
+	if ddb.IsConditionFailed(err) {
+		return &ConflictError{Msg: "account " + ca.Account + " has a certificate authority"}
+	}
+	return wrap("create certificate authority", err)
+}
+
+// clipText bounds a message stored on a task (a remote error can be long).
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}

@@ -1,0 +1,296 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/ids"
+	"cads/shared/store"
+)
+
+// Store is what the tasks API reads and writes.
+type Store interface {
+	OutboxStore
+	GetTask(ctx context.Context, account, id string) (store.Task, error)
+	ListTasks(ctx context.Context, account string, from, to time.Time, max int) ([]store.Task, error)
+	GetApplication(ctx context.Context, account, id string) (store.Application, error)
+	GetAction(ctx context.Context, account, app, id string) (store.Action, error)
+}
+
+// Deciders makes second decisions with the authorizer's engine.
+type Deciders interface {
+	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+}
+
+// MaxWait bounds POST /v2/tasks?wait=<seconds>.
+const MaxWait = 5
+
+// MaxListed bounds one GET /v2/tasks read: the newest MaxListed tasks of
+// the [from, to) range (start/limit/order apply within them).
+const MaxListed = 5000
+
+type handler struct {
+	st     Store
+	dec    Deciders
+	outbox *Outbox
+	log    *slog.Logger
+}
+
+// New returns the tasks function's HTTP handler.
+func New(st Store, dec Deciders, outbox *Outbox, log *slog.Logger) http.Handler {
+	h := &handler{st: st, dec: dec, outbox: outbox, log: log}
+	mux := apigw.NewMux()
+	mux.HandleFunc("POST /v2/tasks", h.wrap(h.create))
+	mux.HandleFunc("GET /v2/tasks", h.wrap(h.list))
+	mux.HandleFunc("GET /v2/tasks/{id}", h.wrap(h.get))
+	return mux
+}
+
+type endpoint func(r *http.Request, p apigw.Principal) (int, any, error)
+
+func (h *handler) wrap(e endpoint) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := apigw.PrincipalFrom(r.Context())
+		if err != nil {
+			apigw.WriteError(r.Context(), h.log, w, apigw.Unauthorized("no authenticated principal"))
+			return
+		}
+		if p.AccountID == "" {
+			apigw.WriteError(r.Context(), h.log, w, apigw.Forbidden("this key is authenticated into no account; switch with POST /v2/users/self/authorization"))
+			return
+		}
+		status, body, err := e(r, p)
+		if err != nil {
+			apigw.WriteError(r.Context(), h.log, w, err)
+			return
+		}
+		apigw.WriteJSON(w, status, body)
+	}
+}
+
+// create is POST /v2/tasks: validate, decide the task's own permission
+// (spec 5.5) with the authorizer's engine, check the target, then write the
+// task through the outbox. 201 while it runs; 200 once it has finished,
+// which ?wait=<seconds> (at most MaxWait) gives it time to do.
+func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
+	ctx := r.Context()
+	wait, err := waitParam(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	var body json.RawMessage
+	if err := apigw.DecodeJSON(r, &body); err != nil {
+		return 0, nil, err
+	}
+	req, err := ParsePost(body, h.st.Now())
+	if err != nil {
+		return 0, nil, err
+	}
+
+	// The decision's data and the target are read in parallel; the target
+	// is looked at only once the decision allows it, so a refused caller
+	// learns nothing about it.
+	var (
+		wg             sync.WaitGroup
+		dec            *access.Decider
+		decErr, appErr error
+		actErr         error
+	)
+	wg.Go(func() { dec, decErr = h.dec.Decider(ctx, p) })
+	if req.App != "" {
+		wg.Go(func() { _, appErr = h.st.GetApplication(ctx, p.AccountID, req.App) })
+		if a, ok := req.Params.(RunActionParams); ok {
+			wg.Go(func() { _, actErr = h.st.GetAction(ctx, p.AccountID, req.App, a.ID) })
+		}
+	}
+	wg.Wait()
+	if decErr != nil {
+		return 0, nil, decErr
+	}
+	if req.App != "" {
+		method := Permission[req.Type]
+		if d := dec.Decide(method, AppHref(req.App)); !d.Allowed {
+			return 0, nil, apigw.Forbidden("a %s task needs %s %s besides POST /v2/tasks: %s", req.Type, method, AppHref(req.App), d.Explain())
+		}
+		if errors.Is(appErr, store.ErrNotFound) {
+			return 0, nil, apigw.NotFound("no application %q", req.App)
+		}
+		if appErr != nil {
+			return 0, nil, appErr
+		}
+		if errors.Is(actErr, store.ErrNotFound) {
+			return 0, nil, apigw.NotFound("application %s has no action %q", req.App, req.Params.(RunActionParams).ID)
+		}
+		if actErr != nil {
+			return 0, nil, actErr
+		}
+	}
+	t, err := NewTask(h.st.Now(), p.AccountID, p.ID, req)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := h.outbox.Submit(ctx, t); err != nil {
+		return 0, nil, err
+	}
+	if wait > 0 {
+		t = h.await(ctx, t, wait)
+	}
+	if t.Finished() {
+		return http.StatusOK, Out(t), nil
+	}
+	return http.StatusCreated, Out(t), nil
+}
+
+// await polls the task until it finishes or wait ends, with a growing
+// pause (100 ms doubling to 1 s) so a slow task costs few reads.
+func (h *handler) await(ctx context.Context, t store.Task, wait time.Duration) store.Task {
+	deadline := time.Now().Add(wait)
+	pause := 100 * time.Millisecond
+	for time.Now().Add(pause).Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return t
+		case <-time.After(pause):
+		}
+		cur, err := h.st.GetTask(ctx, t.Account, t.ID)
+		if err != nil {
+			return t
+		}
+		t = cur
+		if t.Finished() {
+			return t
+		}
+		pause = min(2*pause, time.Second)
+	}
+	return t
+}
+
+func waitParam(r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return 0, nil
+	}
+	n := 0
+	for _, c := range v {
+		if c < '0' || c > '9' || n > MaxWait {
+			return 0, apigw.BadRequest("wait must be a whole number of seconds from 0 to %d", MaxWait)
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n > MaxWait {
+		return 0, apigw.BadRequest("wait must be a whole number of seconds from 0 to %d", MaxWait)
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
+func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
+	id := r.PathValue("id")
+	if !ids.Valid(id) {
+		return 0, nil, apigw.NotFound("no task %q", id)
+	}
+	t, err := h.st.GetTask(r.Context(), p.AccountID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, nil, apigw.NotFound("no task %q", id)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, Out(t), nil
+}
+
+// list is GET /v2/tasks: the account's tasks created in [from, to) that the
+// caller may GET (spec 5.4.3), newest first unless order says otherwise.
+func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
+	q := r.URL.Query()
+	page, err := apigw.ParsePage(q, "created", "type", "state")
+	if err != nil {
+		return 0, nil, err
+	}
+	from, err := timeParam(q.Get("from"), "from")
+	if err != nil {
+		return 0, nil, err
+	}
+	to, err := timeParam(q.Get("to"), "to")
+	if err != nil {
+		return 0, nil, err
+	}
+	var (
+		wg      sync.WaitGroup
+		dec     *access.Decider
+		decErr  error
+		all     []store.Task
+		listErr error
+	)
+	wg.Go(func() { dec, decErr = h.dec.Decider(r.Context(), p) })
+	all, listErr = h.st.ListTasks(r.Context(), p.AccountID, from, to, MaxListed)
+	wg.Wait()
+	if decErr != nil {
+		return 0, nil, decErr
+	}
+	if listErr != nil {
+		return 0, nil, listErr
+	}
+	out := make([]Task, 0, len(all))
+	for _, t := range all {
+		if dec.Decide(http.MethodGet, Href(t.ID)).Allowed {
+			out = append(out, Out(t))
+		}
+	}
+	sortTasks(out, page.Order)
+	return http.StatusOK, apigw.Window(out, page), nil
+}
+
+func sortTasks(ts []Task, order []apigw.OrderKey) {
+	if len(order) == 0 {
+		order = []apigw.OrderKey{{Field: "created", Desc: true}}
+	}
+	sort.SliceStable(ts, func(i, j int) bool {
+		for _, k := range order {
+			var c int
+			switch k.Field {
+			case "created":
+				c = ts[i].Created.Compare(ts[j].Created)
+			case "type":
+				c = compare(ts[i].Type, ts[j].Type)
+			case "state":
+				c = compare(ts[i].State, ts[j].State)
+			}
+			if k.Desc {
+				c = -c
+			}
+			if c != 0 {
+				return c < 0
+			}
+		}
+		return ts[i].ID < ts[j].ID
+	})
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func timeParam(v, name string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, apigw.BadRequest("%s must be an RFC 3339 time, like 2026-01-02T15:04:05Z", name)
+	}
+	return t, nil
+}

@@ -1,0 +1,368 @@
+package tasks_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"cads/infra/testenv"
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/authz"
+	"cads/shared/bootstrap"
+	"cads/shared/ids"
+	"cads/shared/store"
+	"cads/shared/tasks"
+	"cads/shared/wire"
+)
+
+type api struct {
+	t    *testing.T
+	d    testenv.Dynamo
+	st   *store.Store
+	h    apigw.ProxyHandler
+	root string
+	op   apigw.Principal
+}
+
+type resp struct {
+	Status int
+	Raw    string
+	Body   map[string]any
+}
+
+// newAPI bootstraps an installation and serves the tasks function through
+// the same constructor as its Lambda main.
+func newAPI(t *testing.T) *api {
+	t.Helper()
+	d := testenv.NewDynamo(t)
+	deps := wire.New(quiet, d.Client, d.Table)
+	res, err := bootstrap.Run(context.Background(), deps.Store, "operator@localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &api{t: t, d: d, st: deps.Store, h: wire.Tasks(deps), root: res.RootAccount,
+		op: apigw.Principal{ID: res.Operator, Kind: store.KindUser, Email: "operator@localhost", AccountID: res.RootAccount, KeyID: res.KeyID}}
+}
+
+func call(t *testing.T, h apigw.ProxyHandler, p apigw.Principal, method, path, ctype, body string) resp {
+	t.Helper()
+	req := events.APIGatewayProxyRequest{HTTPMethod: method, Path: path, Headers: map[string]string{}, Body: body,
+		RequestContext: events.APIGatewayProxyRequestContext{RequestID: "req", Authorizer: p.Context()}}
+	if ctype != "" {
+		req.Headers["Content-Type"] = ctype
+	}
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		req.Path = path[:i]
+		req.QueryStringParameters = map[string]string{}
+		req.MultiValueQueryStringParameters = map[string][]string{}
+		for _, kv := range strings.Split(path[i+1:], "&") {
+			k, v, _ := strings.Cut(kv, "=")
+			req.QueryStringParameters[k] = v
+			req.MultiValueQueryStringParameters[k] = []string{v}
+		}
+	}
+	// Through JSON, as API Gateway sends it.
+	raw, _ := json.Marshal(req)
+	var ev events.APIGatewayProxyRequest
+	_ = json.Unmarshal(raw, &ev)
+	out, err := h(context.Background(), ev)
+	if err != nil {
+		t.Fatalf("%s %s: function error %v", method, path, err)
+	}
+	r := resp{Status: out.StatusCode, Raw: out.Body}
+	_ = json.Unmarshal([]byte(out.Body), &r.Body)
+	if out.StatusCode >= 400 {
+		e, _ := r.Body["error"].(map[string]any)
+		if st, _ := r.Body["status"].(float64); int(st) != out.StatusCode || e == nil || e["message"] == "" {
+			t.Fatalf("%s %s: not the API error body: %d %s", method, path, out.StatusCode, out.Body)
+		}
+	}
+	return r
+}
+
+func (a *api) do(p apigw.Principal, method, path, body string) resp {
+	ct := ""
+	if body != "" {
+		ct = "application/json"
+	}
+	return call(a.t, a.h, p, method, path, ct, body)
+}
+
+// user makes a principal in the root account holding one custom role with
+// the given permissions.
+func (a *api) user(perms ...authz.Permission) apigw.Principal {
+	a.t.Helper()
+	ctx := context.Background()
+	id := ids.New()
+	if err := a.st.CreatePrincipal(ctx, store.Principal{ID: id, Kind: store.KindUser, Email: id + "@example.com"}); err != nil {
+		a.t.Fatal(err)
+	}
+	role := store.Role{AccountID: a.root, ID: ids.New(), Name: "custom " + id, Permissions: perms, Version: 1}
+	if err := a.st.CreateRole(ctx, role); err != nil {
+		a.t.Fatal(err)
+	}
+	if err := a.st.PutGrant(ctx, store.Grant{PrincipalID: id, AccountID: a.root, RoleID: role.ID, Via: "test"}); err != nil {
+		a.t.Fatal(err)
+	}
+	return apigw.Principal{ID: id, Kind: store.KindUser, Email: id + "@example.com", AccountID: a.root, KeyID: "k"}
+}
+
+func permit(method string, spec ...string) authz.Permission {
+	return authz.Permission{Method: method, Effect: "permit", Spec: spec}
+}
+
+func deny(method string, spec ...string) authz.Permission {
+	return authz.Permission{Method: method, Effect: "deny", Spec: spec}
+}
+
+func (a *api) app(account, state string) store.Application {
+	a.t.Helper()
+	now := a.st.Now()
+	app := store.Application{ID: ids.New(), Account: account, State: state, Config: config("shop", "shop.example.com"), Version: 1, Created: now, Updated: now}
+	if err := a.st.CreateApplication(context.Background(), app); err != nil {
+		a.t.Fatal(err)
+	}
+	return app
+}
+
+func (a *api) taskCount() int {
+	ts, err := a.st.ListTasks(context.Background(), a.root, time.Time{}, time.Time{}, 0)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return len(ts)
+}
+
+func body(typ, target, params string) string {
+	b := `{"type":"` + typ + `"`
+	if target != "" {
+		b += `,"target":"` + target + `"`
+	}
+	if params != "" {
+		b += `,"parameters":` + params
+	}
+	return b + "}"
+}
+
+// Spec 5.5: besides POST /v2/tasks, each task type needs its own
+// permission on the target application, decided by the authorizer's
+// engine; without it the answer is 403 and no task is written.
+func TestTaskPermissionTable(t *testing.T) {
+	a := newAPI(t)
+	app := a.app(a.root, store.AppStopped)
+	if err := a.st.CreateAction(context.Background(), a.root, store.Action{App: app.ID, ID: "ping", URL: "http://127.0.0.1:1/x", HTTPMethod: "POST", Version: 1}); err != nil {
+		t.Fatal(err)
+	}
+	key := rsaPublicPEM(t)
+	keyJSON, _ := json.Marshal(key)
+	params := map[string]string{
+		tasks.TypeRunAction:                 `{"id":"ping"}`,
+		tasks.TypeGenerateOriginCertificate: `{"key":` + string(keyJSON) + `}`,
+		tasks.TypeInvalidateCache:           `{"tags":["css"]}`,
+	}
+	want := map[string]string{
+		tasks.TypeEnterMaintenance: "PATCH", tasks.TypeExitMaintenance: "PATCH", tasks.TypeRunAction: "PATCH",
+		tasks.TypeStart: "PATCH", tasks.TypeStop: "PATCH", tasks.TypeGenerateOriginCertificate: "GET", tasks.TypeInvalidateCache: "PUT",
+	}
+	methods := []string{"GET", "POST", "PATCH", "PUT", "DELETE"}
+	for _, typ := range tasks.PostTypes {
+		t.Run(typ, func(t *testing.T) {
+			needed := tasks.Permission[typ]
+			if needed != want[typ] {
+				t.Fatalf("permission %s, spec 5.5 says %s", needed, want[typ])
+			}
+			b := body(typ, tasks.AppHref(app.ID), params[typ])
+
+			// Everything but the needed method: refused, nothing written.
+			var others []authz.Permission
+			for _, m := range methods {
+				if m != needed {
+					others = append(others, permit(m, "/v2/applications**"))
+				}
+			}
+			lacking := a.user(append(others, permit("POST", "/v2/tasks"))...)
+			before := a.taskCount()
+			r := a.do(lacking, "POST", "/v2/tasks", b)
+			if r.Status != 403 || !strings.Contains(r.Raw, needed+" /v2/applications/"+app.ID) {
+				t.Fatalf("without %s: %d %s", needed, r.Status, r.Raw)
+			}
+			if a.taskCount() != before {
+				t.Fatal("a refused task was written")
+			}
+
+			// A deny in the same role blocks it too.
+			denied := a.user(permit("POST", "/v2/tasks"), permit(needed, "/v2/applications/*"), deny(needed, "/v2/applications/"+app.ID))
+			if r := a.do(denied, "POST", "/v2/tasks", b); r.Status != 403 {
+				t.Fatalf("denied: %d %s", r.Status, r.Raw)
+			}
+
+			// Exactly the needed permission: accepted.
+			exact := a.user(permit("POST", "/v2/tasks"), permit(needed, "/v2/applications/"+app.ID))
+			r = a.do(exact, "POST", "/v2/tasks", b)
+			if r.Status != 201 || r.Body["state"] != "pending" || r.Body["type"] != typ || r.Body["target"] != tasks.AppHref(app.ID) {
+				t.Fatalf("with %s: %d %s", needed, r.Status, r.Raw)
+			}
+			if a.taskCount() != before+1 {
+				t.Fatal("the accepted task was not written")
+			}
+		})
+	}
+	// A certificate without a target needs no permission on an application.
+	only := a.user(permit("POST", "/v2/tasks"))
+	r := a.do(only, "POST", "/v2/tasks", `{"type":"generate-origin-certificate","parameters":{"key":`+string(keyJSON)+`,"hostnames":["o.example.com"]}}`)
+	if r.Status != 201 {
+		t.Fatalf("certificate without target: %d %s", r.Status, r.Raw)
+	}
+}
+
+func TestCreateTaskValidation(t *testing.T) {
+	a := newAPI(t)
+	app := a.app(a.root, store.AppStopped)
+	if err := a.st.CreateAccount(context.Background(), store.Account{ID: "someoneelse", Name: "someone else", Ancestors: []string{}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	other := a.app("someoneelse", store.AppStopped)
+	target := tasks.AppHref(app.ID)
+	weak, _ := json.Marshal(weakKey(t))
+	cases := []struct {
+		body   string
+		status int
+		msg    string
+	}{
+		{`{}`, 400, "type is required"},
+		{`{"type":"reboot","target":"` + target + `"}`, 400, "not a task type"},
+		{body(tasks.TypePatchApplication, target, `{}`), 400, "PATCH /v2/applications"},
+		{`{"type":"start"}`, 400, "target is required"},
+		{`{"type":"start","target":"/v2/accounts/x"}`, 400, "not an application href"},
+		{`{"type":"start","target":{"href":"` + target + `","x":1}}`, 400, "target must be"},
+		{`{"type":"start","target":"` + target + `","extra":1}`, 400, "unknown field"},
+		{body("start", target, `{"now":true}`), 400, "takes no parameters"},
+		{body("enter_maintenance", target, `{"maximum_duration":60}`), 400, "not supported"},
+		{body("enter_maintenance", target, `{"other":1}`), 400, "unknown field"},
+		{body("run-action", target, ``), 400, "parameters is required"},
+		{body("run-action", target, `{}`), 400, "parameters.id is required"},
+		{body("run-action", target, `{"id":"nosuch"}`), 404, "no action"},
+		{body("generate-origin-certificate", target, `{}`), 400, "key is required"},
+		{body("generate-origin-certificate", target, `{"key":"x"}`), 400, "not a PEM block"},
+		{body("generate-origin-certificate", target, `{"key":`+string(weak)+`}`), 400, "at least 2048"},
+		{body("invalidate-cache", target, `{"urls":["/a"],"tags":["b"]}`), 400, "not both"},
+		{body("invalidate-cache", target, `{"urls":[]}`), 400, "at least one"},
+		{body("invalidate-cache", target, `{"urls":["/a b"]}`), 400, "urls[0]"},
+		{body("start", tasks.AppHref("nosuchapp"), ``), 404, "no application"},
+		{body("start", tasks.AppHref(other.ID), ``), 404, "no application"},
+		{body("start", target, ``) + "x", 400, "invalid JSON"},
+	}
+	for _, c := range cases {
+		r := a.do(a.op, "POST", "/v2/tasks", c.body)
+		if r.Status != c.status || !strings.Contains(r.Raw, c.msg) {
+			t.Errorf("%s: %d %s; want %d containing %q", c.body, r.Status, r.Raw, c.status, c.msg)
+		}
+	}
+	if r := call(t, a.h, a.op, "POST", "/v2/tasks", "text/plain", body("start", target, "")); r.Status != 415 {
+		t.Errorf("text/plain: %d", r.Status)
+	}
+	if r := a.do(a.op, "POST", "/v2/tasks?wait=9", body("start", target, "")); r.Status != 400 {
+		t.Errorf("wait=9: %d", r.Status)
+	}
+	if n := a.taskCount(); n != 0 {
+		t.Errorf("%d tasks written by refused requests", n)
+	}
+}
+
+// GET /v2/tasks shows only the tasks the caller may GET; another account's
+// task is a 404.
+func TestReadTasks(t *testing.T) {
+	a := newAPI(t)
+	app := a.app(a.root, store.AppStopped)
+	var made []string
+	for range 3 {
+		r := a.do(a.op, "POST", "/v2/tasks", body("start", tasks.AppHref(app.ID), ""))
+		if r.Status != 201 {
+			t.Fatalf("%d %s", r.Status, r.Raw)
+		}
+		made = append(made, r.Body["id"].(string))
+		time.Sleep(2 * time.Millisecond)
+	}
+	var list []tasks.Task
+	r := a.do(a.op, "GET", "/v2/tasks", "")
+	if err := json.Unmarshal([]byte(r.Raw), &list); err != nil || len(list) != 3 || list[0].ID != made[2] {
+		t.Fatalf("list (newest first): %d %s", r.Status, r.Raw)
+	}
+	one := a.user(permit("GET", "/v2/tasks", "/v2/tasks/"+made[1]))
+	r = a.do(one, "GET", "/v2/tasks", "")
+	if err := json.Unmarshal([]byte(r.Raw), &list); err != nil || len(list) != 1 || list[0].ID != made[1] {
+		t.Fatalf("filtered list: %d %s", r.Status, r.Raw)
+	}
+	if r := a.do(a.op, "GET", "/v2/tasks?order=created&limit=1&start=2", ""); !strings.Contains(r.Raw, made[1]) || strings.Contains(r.Raw, made[0]) {
+		t.Fatalf("window: %s", r.Raw)
+	}
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	if r := a.do(a.op, "GET", "/v2/tasks?from="+future, ""); r.Raw != "[]" {
+		t.Fatalf("from the future: %s", r.Raw)
+	}
+	if r := a.do(a.op, "GET", "/v2/tasks/"+made[0], ""); r.Status != 200 || r.Body["href"] != "/v2/tasks/"+made[0] || r.Body["message"] != "queued" {
+		t.Fatalf("get: %d %s", r.Status, r.Raw)
+	}
+	stranger := apigw.Principal{ID: "x", Kind: store.KindUser, AccountID: "elsewhere", KeyID: "k"}
+	if r := a.do(stranger, "GET", "/v2/tasks/"+made[0], ""); r.Status != 404 {
+		t.Fatalf("another account's task: %d %s", r.Status, r.Raw)
+	}
+	if r := a.do(a.op, "GET", "/v2/tasks/NOPE", ""); r.Status != 404 {
+		t.Fatalf("bad id: %d", r.Status)
+	}
+}
+
+// 201 while the task runs, 200 once it has finished: ?wait gives the
+// worker time. Round trips of POST /v2/tasks are counted.
+func TestCreateTaskStatusAndRoundTrips(t *testing.T) {
+	a := newAPI(t)
+	app := a.app(a.root, store.AppStopped)
+	e := &env{t: t, d: a.d, st: a.st, sent: &sentLog{}}
+	e.dp = &testDP{FakeDataPlane: tasks.NewFakeDataPlane(quiet, tasks.LoopbackOnly)}
+	e.w = tasks.NewWorker(a.st, e.dp, tasks.NewOutbox(a.st, e.sent, quiet), quiet)
+	// A queue that delivers at once to the worker.
+	inline := senderFunc(func(ids ...string) {
+		for _, id := range ids {
+			go e.w.Process(context.Background(), msg(id))
+		}
+	})
+	h := apigw.Lambda(quiet, tasks.New(a.st, access.New(a.st, quiet), tasks.NewOutbox(a.st, inline, quiet), quiet))
+
+	r := call(t, h, a.op, "POST", "/v2/tasks?wait=5", "application/json", body("start", tasks.AppHref(app.ID), ""))
+	if r.Status != 200 || r.Body["state"] != "success" || r.Body["message"] != fmt.Sprintf("application %s is running", app.ID) {
+		t.Fatalf("waited start: %d %s", r.Status, r.Raw)
+	}
+
+	a.d.Counter.SetDelay(20 * time.Millisecond)
+	defer a.d.Counter.SetDelay(0)
+	a.d.Counter.Reset()
+	plain := apigw.Lambda(quiet, tasks.New(a.st, access.New(a.st, quiet), tasks.NewOutbox(a.st, &sentLog{}, quiet), quiet))
+	r = call(t, plain, a.op, "POST", "/v2/tasks", "application/json", body("stop", tasks.AppHref(app.ID), ""))
+	if r.Status != 201 || r.Body["state"] != "pending" {
+		t.Fatalf("stop: %d %s", r.Status, r.Raw)
+	}
+	// Decision data (grants + key account, then roles) in parallel with
+	// the application read, then the task and its outbox marker in one
+	// transaction.
+	if seq, total := a.d.Counter.Sequential(), a.d.Counter.Total(); seq != 3 || total != 5 {
+		t.Fatalf("POST /v2/tasks: %d sequential, %d total round trips (want 3, 5): %v", seq, total, a.d.Counter.ByOperation())
+	}
+	a.d.Counter.Reset()
+	if r := call(t, plain, a.op, "GET", "/v2/tasks/"+r.Body["id"].(string), "", ""); r.Status != 200 || a.d.Counter.Total() != 1 {
+		t.Fatalf("GET task: %d, %d round trips", r.Status, a.d.Counter.Total())
+	}
+	a.d.Counter.Reset()
+	if r := call(t, plain, a.op, "GET", "/v2/tasks", "", ""); r.Status != 200 || a.d.Counter.Sequential() != 2 {
+		t.Fatalf("GET tasks: %d, %d sequential round trips: %v", r.Status, a.d.Counter.Sequential(), a.d.Counter.ByOperation())
+	}
+}
+
+type senderFunc func(ids ...string)
+
+func (f senderFunc) Send(_ context.Context, ids ...string) error { f(ids...); return nil }

@@ -1,0 +1,274 @@
+package tasks
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"cads/shared/apigw"
+	"cads/shared/applications/appconfig"
+)
+
+// Request is a validated task request: what POST /v2/tasks (or a PATCH of
+// an application) asks to run.
+type Request struct {
+	Type   string
+	App    string // the target application's id; "" only for a certificate without target
+	Params any    // normalized parameters, stored as the task's parameters
+}
+
+// Parameters of each type, decoded strictly (unknown members are a 400, as
+// the reference document's additionalProperties: false says).
+type (
+	enterParams struct {
+		MaximumDuration *int `json:"maximum_duration,omitempty"`
+	}
+	// RunActionParams names the action to run.
+	RunActionParams struct {
+		ID string `json:"id"`
+	}
+	// CertificateParams are generate-origin-certificate's: the subject's
+	// RSA public key (PEM), the host names to certify, the expiry.
+	CertificateParams struct {
+		Key       string     `json:"key"`
+		Hostnames []string   `json:"hostnames,omitempty"`
+		Expiry    *time.Time `json:"expiry,omitempty"`
+	}
+	// InvalidateParams are invalidate-cache's: URL patterns or tags; neither
+	// means the whole cache.
+	InvalidateParams struct {
+		URLs []string `json:"urls,omitempty"`
+		Tags []string `json:"tags,omitempty"`
+	}
+	// PatchParams are patch-application's: the new values of the changed
+	// configuration fields (null: back to the default).
+	PatchParams struct {
+		Changes appconfig.Changes `json:"changes"`
+	}
+)
+
+type taskPost struct {
+	Type       *string         `json:"type"`
+	Target     json.RawMessage `json:"target"`
+	Parameters json.RawMessage `json:"parameters"`
+}
+
+// Limits of task parameters this service sets where the reference gives none.
+const (
+	MaxInvalidationEntries = 1000
+	MaxCertHostnames       = 100
+	MaxCertLifetime        = 15 * 365 * 24 * time.Hour
+	DefaultCertLifetime    = 365 * 24 * time.Hour
+)
+
+var (
+	actionIDRE  = regexp.MustCompile(`^[a-z]([a-z0-9-]*[a-z0-9])$`)
+	certHostRE  = regexp.MustCompile(`^([a-zA-Z0-9_][a-zA-Z0-9\-_]{0,62}\.){1,}[a-zA-Z0-9_][a-zA-Z0-9\-_]{1,62}$`)
+	invalURLRE  = regexp.MustCompile(`^[!$%&'*+,\-./0-9:;=?@A-Z_a-z]*$`)
+	invalTagRE  = regexp.MustCompile("^[!\"#$%&'()*+,\\-./0-9:;<=>?@A-Z\\[\\\\\\]^_`a-z{|}~ ]*$")
+	maxActionID = 63
+)
+
+// ValidActionID reports whether id can name an action.
+func ValidActionID(id string) bool { return len(id) <= maxActionID && actionIDRE.MatchString(id) }
+
+// ParsePost validates the body of POST /v2/tasks.
+func ParsePost(body []byte, now time.Time) (Request, error) {
+	var in taskPost
+	if err := apigw.UnmarshalStrict(body, &in); err != nil {
+		return Request{}, err
+	}
+	if in.Type == nil {
+		return Request{}, apigw.BadRequest("type is required: one of %s", strings.Join(PostTypes, ", "))
+	}
+	typ := *in.Type
+	if !slices.Contains(PostTypes, typ) {
+		if typ == TypePatchApplication {
+			return Request{}, apigw.BadRequest("patch-application tasks are made by PATCH /v2/applications/{id}")
+		}
+		return Request{}, apigw.BadRequest("type %q is not a task type; use one of %s", typ, strings.Join(PostTypes, ", "))
+	}
+	r := Request{Type: typ}
+	target, err := parseTarget(in.Target)
+	if err != nil {
+		return Request{}, err
+	}
+	if target == "" && typ != TypeGenerateOriginCertificate {
+		return Request{}, apigw.BadRequest("target is required: the application's href, like /v2/applications/<id>")
+	}
+	if target != "" {
+		id, ok := AppIDOf(target)
+		if !ok {
+			return Request{}, apigw.BadRequest("target %q is not an application href (/v2/applications/<id>)", target)
+		}
+		r.App = id
+	}
+	switch typ {
+	case TypeStart, TypeStop, TypeExitMaintenance:
+		if err := noParameters(typ, in.Parameters); err != nil {
+			return Request{}, err
+		}
+		r.Params = struct{}{}
+	case TypeEnterMaintenance:
+		var p enterParams
+		if err := decodeParams(in.Parameters, &p, false); err != nil {
+			return Request{}, err
+		}
+		if p.MaximumDuration != nil {
+			// Honouring it needs a scheduler this service does not have;
+			// accepting it and never exiting would be a lie.
+			return Request{}, apigw.BadRequest("parameters.maximum_duration is not supported: exit maintenance with an exit_maintenance task")
+		}
+		r.Params = struct{}{}
+	case TypeRunAction:
+		var p RunActionParams
+		if err := decodeParams(in.Parameters, &p, true); err != nil {
+			return Request{}, err
+		}
+		if p.ID == "" {
+			return Request{}, apigw.BadRequest("parameters.id is required: the id of the application's action to run")
+		}
+		if !ValidActionID(p.ID) {
+			return Request{}, apigw.BadRequest("parameters.id %q is not an action id", p.ID)
+		}
+		r.Params = p
+	case TypeGenerateOriginCertificate:
+		p, err := parseCertificateParams(in.Parameters, now, target != "")
+		if err != nil {
+			return Request{}, err
+		}
+		r.Params = p
+	case TypeInvalidateCache:
+		var p InvalidateParams
+		if err := decodeParams(in.Parameters, &p, false); err != nil {
+			return Request{}, err
+		}
+		if err := p.validate(); err != nil {
+			return Request{}, err
+		}
+		r.Params = p
+	}
+	return r, nil
+}
+
+func parseTarget(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return "", nil
+	}
+	var s string
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", apigw.BadRequest("target must be an href string or {\"href\": ...}")
+		}
+		return s, nil
+	}
+	var ref struct {
+		Href string `json:"href"`
+	}
+	if err := apigw.UnmarshalStrict(raw, &ref); err != nil {
+		return "", apigw.BadRequest("target must be an href string or {\"href\": ...}")
+	}
+	return ref.Href, nil
+}
+
+func isEmpty(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || bytes.Equal(raw, []byte("null"))
+}
+
+func noParameters(typ string, raw json.RawMessage) error {
+	if isEmpty(raw) {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || len(m) > 0 {
+		return apigw.BadRequest("a %s task takes no parameters", typ)
+	}
+	return nil
+}
+
+func decodeParams(raw json.RawMessage, v any, required bool) error {
+	if isEmpty(raw) {
+		if required {
+			return apigw.BadRequest("parameters is required for this task type")
+		}
+		return nil
+	}
+	if err := apigw.UnmarshalStrict(raw, v); err != nil {
+		e, _ := apigw.As(err)
+		return apigw.BadRequest("parameters: %s", strings.TrimPrefix(e.Message, "invalid JSON body: "))
+	}
+	return nil
+}
+
+func (p InvalidateParams) validate() error {
+	if p.URLs != nil && p.Tags != nil {
+		return apigw.BadRequest("parameters: give urls or tags, not both")
+	}
+	if p.URLs != nil && len(p.URLs) == 0 || p.Tags != nil && len(p.Tags) == 0 {
+		return apigw.BadRequest("parameters: urls and tags, when given, list at least one entry; leave both out to invalidate the whole cache")
+	}
+	if len(p.URLs) > MaxInvalidationEntries || len(p.Tags) > MaxInvalidationEntries {
+		return apigw.BadRequest("parameters: at most %d urls or tags per task", MaxInvalidationEntries)
+	}
+	for i, u := range p.URLs {
+		if u == "" || len(u) > 1000 || !invalURLRE.MatchString(u) {
+			return apigw.BadRequest("parameters.urls[%d]: 1 to 1000 characters of US-ASCII, unsafe characters percent-encoded (like https://www.example.com/images/*)", i)
+		}
+	}
+	for i, t := range p.Tags {
+		if t == "" || len(t) > 200 || !invalTagRE.MatchString(t) {
+			return apigw.BadRequest("parameters.tags[%d]: 1 to 200 printable ASCII characters", i)
+		}
+	}
+	return nil
+}
+
+func parseCertificateParams(raw json.RawMessage, now time.Time, hasTarget bool) (CertificateParams, error) {
+	var p CertificateParams
+	if err := decodeParams(raw, &p, true); err != nil {
+		return p, err
+	}
+	if p.Key == "" {
+		return p, apigw.BadRequest("parameters.key is required: the PEM-encoded RSA public key to certify")
+	}
+	pub, err := PublicKeyPEM(p.Key)
+	if err != nil {
+		return p, apigw.BadRequest("parameters.key: %s", err)
+	}
+	// Only the public key is kept, even when a private key was sent.
+	p.Key = pub
+	if p.Hostnames == nil && !hasTarget {
+		return p, apigw.BadRequest("parameters.hostnames is required without a target")
+	}
+	if p.Hostnames != nil && len(p.Hostnames) == 0 {
+		return p, apigw.BadRequest("parameters.hostnames: list at least one host name, or leave it out to use the target's aliases")
+	}
+	if len(p.Hostnames) > MaxCertHostnames {
+		return p, apigw.BadRequest("parameters.hostnames: at most %d", MaxCertHostnames)
+	}
+	for i, h := range p.Hostnames {
+		if len(h) > 253 || !certHostRE.MatchString(h) {
+			return p, apigw.BadRequest("parameters.hostnames[%d]: %q is not a host name", i, h)
+		}
+		p.Hostnames[i] = strings.ToLower(h)
+		if slices.Contains(p.Hostnames[:i], p.Hostnames[i]) {
+			return p, apigw.BadRequest("parameters.hostnames[%d]: %q is listed twice", i, h)
+		}
+	}
+	if p.Expiry != nil {
+		e := p.Expiry.UTC()
+		if !e.After(now) {
+			return p, apigw.BadRequest("parameters.expiry must be in the future")
+		}
+		if e.After(now.Add(MaxCertLifetime)) {
+			return p, apigw.BadRequest("parameters.expiry: at most 15 years from now")
+		}
+		p.Expiry = &e
+	}
+	return p, nil
+}

@@ -1,0 +1,124 @@
+// Package tasks runs operations on applications asynchronously: the tasks
+// API (POST/GET /v2/tasks), the outbox that hands a written task to the
+// queue without ever losing it, the queue-triggered worker that moves
+// applications through their states, and the data-plane driver interface
+// through which tasks act outside the table. docs/tasks.md describes the
+// state machine, the outbox and the driver.
+package tasks
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"time"
+
+	"cads/shared/store"
+)
+
+// Task types. The first seven are accepted by POST /v2/tasks;
+// patch-application is created by PATCH /v2/applications/{id}.
+const (
+	TypeStart                     = "start"
+	TypeStop                      = "stop"
+	TypeEnterMaintenance          = "enter_maintenance"
+	TypeExitMaintenance           = "exit_maintenance"
+	TypeRunAction                 = "run-action"
+	TypeGenerateOriginCertificate = "generate-origin-certificate"
+	TypeInvalidateCache           = "invalidate-cache"
+	TypePatchApplication          = "patch-application"
+)
+
+// PostTypes are the types POST /v2/tasks accepts, in the spec's order.
+var PostTypes = []string{TypeEnterMaintenance, TypeExitMaintenance, TypeRunAction, TypeStart, TypeStop, TypeGenerateOriginCertificate, TypeInvalidateCache}
+
+// Permission is spec 5.5: the method a caller needs on
+// /v2/applications/{id}, besides POST /v2/tasks, to run each task type.
+var Permission = map[string]string{
+	TypeEnterMaintenance:          http.MethodPatch,
+	TypeExitMaintenance:           http.MethodPatch,
+	TypeRunAction:                 http.MethodPatch,
+	TypeStart:                     http.MethodPatch,
+	TypeStop:                      http.MethodPatch,
+	TypeGenerateOriginCertificate: http.MethodGet,
+	TypeInvalidateCache:           http.MethodPut,
+}
+
+// Lifecycle is the state change a lifecycle task makes: from one of From,
+// through Via (held while the data plane is told), to To.
+type Lifecycle struct {
+	From    []string
+	Via, To string
+}
+
+// Lifecycles is the application state machine (docs/tasks.md). Every other
+// state refuses the task, which fails with a message naming both.
+var Lifecycles = map[string]Lifecycle{
+	TypeStart:            {From: []string{store.AppStopped}, Via: store.AppStarting, To: store.AppRunning},
+	TypeStop:             {From: []string{store.AppRunning, store.AppMaintenance}, Via: store.AppStopping, To: store.AppStopped},
+	TypeEnterMaintenance: {From: []string{store.AppRunning}, Via: store.AppEnteringMaintenance, To: store.AppMaintenance},
+	TypeExitMaintenance:  {From: []string{store.AppMaintenance}, Via: store.AppExitingMaintenance, To: store.AppRunning},
+}
+
+// AppStates are all application states.
+var AppStates = []string{store.AppStopped, store.AppStarting, store.AppRunning, store.AppStopping,
+	store.AppMaintenance, store.AppEnteringMaintenance, store.AppExitingMaintenance}
+
+// Task is the wire shape of a task.
+type Task struct {
+	ID         string          `json:"id"`
+	Href       string          `json:"href"`
+	Type       string          `json:"type"`
+	Target     string          `json:"target,omitempty"`
+	Parameters json.RawMessage `json:"parameters"`
+	State      string          `json:"state"`
+	Message    string          `json:"message"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	Created    time.Time       `json:"created"`
+	Started    *time.Time      `json:"started,omitempty"`
+	Completed  *time.Time      `json:"completed,omitempty"`
+	Updated    time.Time       `json:"updated"`
+}
+
+// Out renders a stored task.
+func Out(t store.Task) Task {
+	params := json.RawMessage(t.Parameters)
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	out := Task{ID: t.ID, Href: Href(t.ID), Type: t.Type, Target: t.Target, Parameters: params, State: t.State,
+		Message: t.Message, Created: t.Created, Started: t.Started, Completed: t.Completed, Updated: t.Updated}
+	if t.Result != "" {
+		out.Result = json.RawMessage(t.Result)
+	}
+	if out.Message == "" && t.State == store.TaskPending {
+		out.Message = "queued"
+	}
+	if out.Message == "" && t.State == store.TaskRunning && t.LastError != "" {
+		out.Message = "retrying after: " + t.LastError
+	}
+	return out
+}
+
+// Href is a task's href.
+func Href(id string) string { return "/v2/tasks/" + id }
+
+// AppHref is an application's href.
+func AppHref(id string) string { return "/v2/applications/" + id }
+
+var appHrefRE = regexp.MustCompile(`^/v2/applications/([a-z0-9]{1,64})$`)
+
+// AppIDOf returns the application id of an application href.
+func AppIDOf(href string) (string, bool) {
+	m := appHrefRE.FindStringSubmatch(href)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// message is what a task's queue message carries: only the id, so the
+// message can be re-sent any number of times and the table stays the only
+// source of truth.
+type message struct {
+	Task string `json:"task"`
+}
