@@ -45,27 +45,9 @@ func New(svc *Service, st Store, dec Deciders, log *slog.Logger) http.Handler {
 	return mux
 }
 
-type endpoint func(r *http.Request, p apigw.Principal) (int, any, error)
+type endpoint = apigw.Endpoint
 
-func (h *handler) wrap(e endpoint) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		p, err := apigw.PrincipalFrom(r.Context())
-		if err != nil {
-			apigw.WriteError(r.Context(), h.log, w, apigw.Unauthorized("no authenticated principal"))
-			return
-		}
-		if p.AccountID == "" {
-			apigw.WriteError(r.Context(), h.log, w, apigw.Forbidden("this key is authenticated into no account; switch with POST /v2/users/self/authorization"))
-			return
-		}
-		status, body, err := e(r, p)
-		if err != nil {
-			apigw.WriteError(r.Context(), h.log, w, err)
-			return
-		}
-		apigw.WriteJSON(w, status, body)
-	}
-}
+func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccount(h.log, e) }
 
 // setID is the path's {id}; one that cannot be an id is a 404 like any
 // other missing set.

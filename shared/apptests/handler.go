@@ -94,42 +94,9 @@ func New(st Store, dec Deciders, q Queue, log *slog.Logger) http.Handler {
 	return mux
 }
 
-// endpoint returns its status and body (JSON, or a *binary), or an error
-// that apigw renders in the API's error body.
-type endpoint func(r *http.Request, p apigw.Principal) (int, any, error)
+type endpoint = apigw.Endpoint
 
-// binary is a non-JSON response body.
-type binary struct {
-	contentType, filename string
-	data                  []byte
-}
-
-func (h *handler) wrap(e endpoint) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		p, err := apigw.PrincipalFrom(r.Context())
-		if err != nil {
-			apigw.WriteError(r.Context(), h.log, w, apigw.Unauthorized("no authenticated principal"))
-			return
-		}
-		if p.AccountID == "" {
-			apigw.WriteError(r.Context(), h.log, w, apigw.Forbidden("this key is authenticated into no account; switch with POST /v2/users/self/authorization"))
-			return
-		}
-		status, body, err := e(r, p)
-		if err != nil {
-			apigw.WriteError(r.Context(), h.log, w, err)
-			return
-		}
-		if b, ok := body.(*binary); ok {
-			w.Header().Set("Content-Type", b.contentType)
-			w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": b.filename}))
-			w.WriteHeader(status)
-			_, _ = w.Write(b.data)
-			return
-		}
-		apigw.WriteJSON(w, status, body)
-	}
-}
+func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccount(h.log, e) }
 
 func testID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
@@ -247,7 +214,7 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, notFound(err, id)
 	}
-	return http.StatusOK, &binary{contentType: TypeTarBzip2, filename: id + ".tar.bz2", data: data}, nil
+	return http.StatusOK, &apigw.Binary{ContentType: TypeTarBzip2, Filename: id + ".tar.bz2", Data: data}, nil
 }
 
 func firstAccept(accept string) string {

@@ -68,26 +68,9 @@ func New(st Store, dec Deciders, log *slog.Logger) http.Handler {
 	return mux
 }
 
-// endpoint is a handler that returns its status and body, or an error that
-// apigw renders in the API's error body.
-type endpoint func(r *http.Request, p apigw.Principal) (int, any, error)
+type endpoint = apigw.Endpoint
 
-func (h *handler) wrap(e endpoint) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		p, err := apigw.PrincipalFrom(r.Context())
-		if err != nil {
-			// Only a route deployed without the authorizer gets here.
-			apigw.WriteError(r.Context(), h.log, w, apigw.Unauthorized("no authenticated principal"))
-			return
-		}
-		status, body, err := e(r, p)
-		if err != nil {
-			apigw.WriteError(r.Context(), h.log, w, err)
-			return
-		}
-		apigw.WriteJSON(w, status, body)
-	}
-}
+func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.Handle(h.log, e) }
 
 // userID resolves {id}: "self" and the caller's own id are the same user.
 func userID(r *http.Request, p apigw.Principal) (string, error) {

@@ -39,27 +39,9 @@ func NewHandler(st QueryStore, log *slog.Logger) http.Handler {
 	return mux
 }
 
-type endpoint func(r *http.Request, p apigw.Principal) (int, any, error)
+type endpoint = apigw.Endpoint
 
-func (h *handler) wrap(e endpoint) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		p, err := apigw.PrincipalFrom(r.Context())
-		if err != nil {
-			apigw.WriteError(r.Context(), h.log, w, apigw.Unauthorized("no authenticated principal"))
-			return
-		}
-		if p.AccountID == "" {
-			apigw.WriteError(r.Context(), h.log, w, apigw.Forbidden("this key is authenticated into no account; switch with POST /v2/users/self/authorization"))
-			return
-		}
-		status, body, err := e(r, p)
-		if err != nil {
-			apigw.WriteError(r.Context(), h.log, w, err)
-			return
-		}
-		apigw.WriteJSON(w, status, body)
-	}
-}
+func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccount(h.log, e) }
 
 func (h *handler) application(r *http.Request, p apigw.Principal) (int, any, error) {
 	id := r.PathValue("id")

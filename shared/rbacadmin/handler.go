@@ -165,18 +165,10 @@ func New(st Store, dec Deciders, queue Queue, log *slog.Logger) http.Handler {
 	return mux
 }
 
-// endpoint is a handler that returns its status and body, or an error that
-// apigw renders in the API's error body.
-type endpoint func(r *http.Request, p apigw.Principal) (int, any, error)
+type endpoint = apigw.Endpoint
 
 func (h *handler) wrap(e endpoint) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		p, err := apigw.PrincipalFrom(r.Context())
-		if err != nil {
-			// Only a route deployed without the authorizer gets here.
-			apigw.WriteError(r.Context(), h.log, w, apigw.Unauthorized("no authenticated principal"))
-			return
-		}
+	return apigw.Handle(h.log, func(r *http.Request, p apigw.Principal) (int, any, error) {
 		status, body, err := e(r, p)
 		var ce *store.CleanupError
 		if errors.As(err, &ce) {
@@ -184,12 +176,8 @@ func (h *handler) wrap(e endpoint) http.HandlerFunc {
 			h.log.WarnContext(r.Context(), "cleanup incomplete", "error", err.Error(), "request_id", apigw.RequestID(r.Context()))
 			err = nil
 		}
-		if err != nil {
-			apigw.WriteError(r.Context(), h.log, w, err)
-			return
-		}
-		apigw.WriteJSON(w, status, body)
-	}
+		return status, body, err
+	})
 }
 
 // pathID reads an id path parameter; anything that cannot be an id names

@@ -1,0 +1,61 @@
+package apigw
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// Handle renders results through the real proxy adapter: JSON, binary
+// bodies, errors in the API body, and refuses a key with no account where
+// the endpoint needs one.
+func TestHandle(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	mux := NewMux()
+	mux.HandleFunc("GET /v2/json", Handle(log, func(r *http.Request, p Principal) (int, any, error) {
+		return 200, map[string]string{"who": p.ID}, nil
+	}))
+	mux.HandleFunc("GET /v2/bin", HandleInAccount(log, func(r *http.Request, p Principal) (int, any, error) {
+		return 200, &Binary{ContentType: "application/zip", Filename: "a.zip", Data: []byte{0xff, 0xfe, 0}}, nil
+	}))
+	mux.HandleFunc("GET /v2/err", Handle(log, func(r *http.Request, p Principal) (int, any, error) {
+		return 0, nil, Conflict("taken")
+	}))
+	h := Lambda(log, mux)
+	call := func(path string, p *Principal) events.APIGatewayProxyResponse {
+		req := events.APIGatewayProxyRequest{HTTPMethod: "GET", Path: path}
+		if p != nil {
+			req.RequestContext.Authorizer = p.Context()
+		}
+		resp, err := h(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	in := &Principal{ID: "u1", AccountID: "a1", KeyID: "k1"}
+	nowhere := &Principal{ID: "u1", KeyID: "k1"}
+	if r := call("/v2/json", in); r.StatusCode != 200 || r.Body != `{"who":"u1"}` {
+		t.Fatalf("json: %+v", r)
+	}
+	// Bytes that are not UTF-8 travel base64-encoded, as API Gateway needs.
+	if r := call("/v2/bin", in); r.StatusCode != 200 || !r.IsBase64Encoded || r.Body != "//4A" || r.MultiValueHeaders["Content-Disposition"][0] != "attachment; filename=a.zip" {
+		t.Fatalf("binary: %+v", r)
+	}
+	if r := call("/v2/bin", nowhere); r.StatusCode != 403 {
+		t.Fatalf("no account: %+v", r)
+	}
+	if r := call("/v2/err", in); r.StatusCode != 409 || r.Body != `{"status":409,"error":{"type":"conflict","message":"taken"}}` {
+		t.Fatalf("error: %+v", r)
+	}
+	if r := call("/v2/json", nil); r.StatusCode != 401 {
+		t.Fatalf("no principal: %+v", r)
+	}
+	if r := call("/v2/json/", in); r.StatusCode != 400 {
+		t.Fatalf("non-canonical path: %+v", r)
+	}
+}
