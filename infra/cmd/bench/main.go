@@ -1,0 +1,183 @@
+// Command bench is the bounded load run of `make bench`: it starts the
+// whole local platform in-process on a loopback port, sends a fixed mix of
+// authenticated requests from a fixed number of workers for a fixed time,
+// and prints requests per second and latency percentiles per endpoint,
+// plus the CPU time the process spent per request. It only ever talks to
+// the platform it started, on 127.0.0.1, and stops by itself.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"cads/infra/local"
+)
+
+type target struct {
+	name, method, path, body string
+}
+
+func main() {
+	duration := flag.Duration("duration", 10*time.Second, "how long each endpoint is loaded (at most 60s)")
+	workers := flag.Int("c", 8, "concurrent clients (at most 64)")
+	flag.Parse()
+	if *duration > time.Minute {
+		*duration = time.Minute
+	}
+	if *workers < 1 || *workers > 64 {
+		*workers = 8
+	}
+	if err := run(*duration, *workers); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(duration time.Duration, workers int) error {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "cads-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	p, err := local.Start(ctx, local.Options{
+		Template: "template.yaml", APIAddr: "127.0.0.1:0", StateDir: filepath.Join(dir, "state"),
+		// Only errors: a log line per request would measure the logger.
+		Log: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+	})
+	if err != nil {
+		return err
+	}
+	defer p.Close(context.Background())
+	key := p.Bootstrap.Secret
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
+
+	// Fixtures the read endpoints need.
+	var app struct{ ID string }
+	if err := call(client, p.URL, key, "POST", "/v2/applications", `{"name":"bench","aliases":["bench.example.com"]}`, &app); err != nil {
+		return fmt.Errorf("fixture application: %w", err)
+	}
+	root := "/v2/accounts/" + p.Bootstrap.RootAccount
+	targets := []target{
+		{"whoami (authorizer + users)", "GET", "/v2/users/self/authorization", ""},
+		{"unknown route (gateway 404, no authorizer)", "GET", "/v2/nothing/here", ""},
+		{"denied by the authorizer", "GET", "/v2/accounts/nosuchaccount", ""},
+		{"get account", "GET", root, ""},
+		{"list roles", "GET", root + "/roles", ""},
+		{"get application", "GET", "/v2/applications/" + app.ID, ""},
+		{"list applications", "GET", "/v2/applications", ""},
+	}
+	fmt.Printf("Load run: %d clients, %s per endpoint, platform on %s (in-process, embedded DynamoDB and SQS)\n\n", workers, duration, p.URL)
+	fmt.Println("| Endpoint | requests | req/s | p50 | p99 | non-2xx | CPU per request |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, t := range targets {
+		r := load(client, p.URL, key, t, duration, workers)
+		fmt.Printf("| %s `%s %s` | %d | %.0f | %s | %s | %d | %s |\n", t.name, t.method, shorten(t.path), r.n, float64(r.n)/duration.Seconds(),
+			r.pct(0.50), r.pct(0.99), r.non2xx, r.cpuPerReq)
+	}
+	return nil
+}
+
+type result struct {
+	n, non2xx int
+	lat       []time.Duration
+	cpuPerReq time.Duration
+}
+
+func (r result) pct(q float64) time.Duration {
+	if len(r.lat) == 0 {
+		return 0
+	}
+	return r.lat[int(q*float64(len(r.lat)-1))].Round(10 * time.Microsecond)
+}
+
+func load(client *http.Client, base, key string, t target, duration time.Duration, workers int) result {
+	var (
+		mu  sync.Mutex
+		res result
+		wg  sync.WaitGroup
+	)
+	cpu0 := cpuTime()
+	deadline := time.Now().Add(duration)
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lat []time.Duration
+			bad := 0
+			for time.Now().Before(deadline) {
+				start := time.Now()
+				req, _ := http.NewRequest(t.method, base+t.path, nil)
+				req.Header.Set("Authorization", "Bearer "+key)
+				resp, err := client.Do(req)
+				if err != nil {
+					bad++
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				lat = append(lat, time.Since(start))
+				if resp.StatusCode >= 300 {
+					bad++
+				}
+			}
+			mu.Lock()
+			res.lat = append(res.lat, lat...)
+			res.non2xx += bad
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.n = len(res.lat)
+	sort.Slice(res.lat, func(i, j int) bool { return res.lat[i] < res.lat[j] })
+	if res.n > 0 {
+		// The client, gateway, functions and DynamoDB server share this
+		// process: this is the whole stack's CPU per request.
+		res.cpuPerReq = ((cpuTime() - cpu0) / time.Duration(res.n)).Round(time.Microsecond)
+	}
+	return res
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func call(client *http.Client, base, key, method, path, body string, out any) error {
+	req, err := http.NewRequest(method, base+path, bytes.NewReader([]byte(body)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+	return json.Unmarshal(b, out)
+}
+
+func shorten(p string) string {
+	if len(p) > 40 {
+		return p[:40] + "…"
+	}
+	return p
+}
