@@ -1,0 +1,61 @@
+package apptests_test
+
+import (
+	"errors"
+	"testing"
+
+	"cads/infra/fuzzkit"
+	"cads/shared/apigw"
+	"cads/shared/apptests"
+	"cads/shared/wire"
+)
+
+// multipartBoundary is the boundary of the multipart route; seeds for it
+// are bodies framed with it.
+const multipartBoundary = "fuzzboundary"
+
+// FuzzTests sends fuzzed queries and bodies to the tests function's routes:
+// PUT /v2/tests/{id} once per accepted media type and as multipart, and
+// PATCH of a configuration that exists ({{test}} in seeds).
+//
+//	go test -run '^$' -fuzz '^FuzzTests$' -fuzztime 20s ./shared/apptests
+func FuzzTests(f *testing.F) {
+	e := fuzzkit.NewWithQueues(f, wire.Tests)
+	put := func(id, ct string) fuzzkit.Route {
+		return fuzzkit.Route{Method: "PUT", Resource: "/v2/tests/{id}", Params: map[string]string{"id": id}, ContentType: ct}
+	}
+	e.Do(f, put("fuzzexisting", apptests.TypeJSON), "", []byte(`{"probabilities": 1, "models": {"home": {"type": "user.StaticSession", "requests": [{"name": "home", "method": "GET", "url": "http://127.0.0.1:8080/"}]}}}`))
+	e.Vars["test"] = "fuzzexisting"
+	var routes []fuzzkit.Route
+	for _, mt := range apptests.MediaTypes {
+		routes = append(routes, put("fuzzed", mt))
+	}
+	routes = append(routes,
+		put("fuzzed", "multipart/form-data; boundary="+multipartBoundary),
+		fuzzkit.Route{Method: "PATCH", Resource: "/v2/tests/{id}", Params: map[string]string{"id": "fuzzexisting"}, ContentType: "application/json-patch+json"},
+		fuzzkit.Route{Method: "POST", Resource: "/v2/tests", ContentType: "application/json"},
+		fuzzkit.Route{Method: "GET", Resource: "/v2/tests"},
+	)
+	e.Fuzz(f, routes)
+}
+
+// FuzzOpenArchive checks the archive and configuration parsers alone: any
+// bytes of any accepted type give a configuration or a 4xx error, never a
+// panic.
+//
+//	go test -run '^$' -fuzz '^FuzzOpenArchive$' -fuzztime 20s ./shared/apptests
+func FuzzOpenArchive(f *testing.F) {
+	f.Fuzz(func(t *testing.T, typ uint8, raw []byte) {
+		mt := apptests.MediaTypes[int(typ)%len(apptests.MediaTypes)]
+		a, err := apptests.Open(mt, raw)
+		if err == nil {
+			_, err = apptests.ParseConfig(a)
+		}
+		if err != nil {
+			var ae *apigw.Error
+			if !errors.As(err, &ae) || ae.Status < 400 || ae.Status >= 500 {
+				t.Fatalf("%s %q: %v is not a 4xx", mt, raw, err)
+			}
+		}
+	})
+}
