@@ -36,9 +36,22 @@ FUZZTIME ?= 10s
 fuzz: ## each fuzz target for FUZZTIME (default 10s)
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalizePattern$$' -fuzztime $(FUZZTIME) ./shared/authz
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckPath$$' -fuzztime $(FUZZTIME) ./shared/authz
+	$(GO) test -run '^$$' -fuzz '^FuzzAccounts$$' -fuzztime $(FUZZTIME) ./shared/accounts
+	$(GO) test -run '^$$' -fuzz '^FuzzRoles$$' -fuzztime $(FUZZTIME) ./shared/rbacadmin
+	$(GO) test -run '^$$' -fuzz '^FuzzUsers$$' -fuzztime $(FUZZTIME) ./shared/identity
+	$(GO) test -run '^$$' -fuzz '^FuzzApplications$$' -fuzztime $(FUZZTIME) ./shared/applications
+	$(GO) test -run '^$$' -fuzz '^FuzzTasks$$' -fuzztime $(FUZZTIME) ./shared/tasks
+	$(GO) test -run '^$$' -fuzz '^FuzzAddressSets$$' -fuzztime $(FUZZTIME) ./shared/addresssets
+	$(GO) test -run '^$$' -fuzz '^FuzzMetricsQuery$$' -fuzztime $(FUZZTIME) ./shared/metrics
+	$(GO) test -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME) ./shared/metrics
+	$(GO) test -run '^$$' -fuzz '^FuzzTests$$' -fuzztime $(FUZZTIME) ./shared/apptests
+	$(GO) test -run '^$$' -fuzz '^FuzzOpenArchive$$' -fuzztime $(FUZZTIME) ./shared/apptests
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFilter$$' -fuzztime $(FUZZTIME) ./shared/logs
 
-bench: ## Go benchmarks (see docs/performance.md)
+BENCHTIME ?= 10s
+bench: ## Go benchmarks, then a bounded load run of the local platform (BENCHTIME per endpoint; docs/performance.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) run ./infra/cmd/bench -duration $(BENCHTIME) -c 8
 
 vet:
 	$(GO) vet ./...

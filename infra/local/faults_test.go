@@ -86,7 +86,11 @@ func (in *injector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if mode == faultInternal {
 		in.srv.EmulateFailure(server.FailureConditionInternalServerError)
 	}
-	in.mu.Unlock()
+	// minidyn keeps its failure condition unsynchronised: serve under the
+	// same lock that sets it, so a request never reads it while another
+	// one arms it (the race detector caught exactly that). This makes the
+	// test's DynamoDB calls sequential, which the scenarios do not depend on.
+	defer in.mu.Unlock()
 	switch mode {
 	case faultThrottle:
 		ddbError(w, `{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate of requests exceeds the allowed throughput."}`)

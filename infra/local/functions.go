@@ -36,4 +36,7 @@ var Functions = map[string]Function{
 	"functions/address-sets": {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.AddressSets(d)) }},
 	"functions/metrics":      {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Metrics(d)) }},
 	"functions/aggregator":   {Queue: func(d wire.Deps) sqssource.Handler { return sqssource.Handler(wire.Aggregator(d)) }},
+
+	// Application logs (issue 8); ingest rides on the aggregator above.
+	"functions/logs": {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Logs(d)) }},
 }

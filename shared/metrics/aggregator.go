@@ -45,6 +45,15 @@ type Sender interface {
 	SendAfter(ctx context.Context, body string, delay time.Duration) error
 }
 
+// LogSink stores the log records of ingest messages (shared/logs); the
+// batch id makes a redelivered message rewrite the same records.
+type LogSink interface {
+	IngestLogs(ctx context.Context, msgs []LogMessage) error
+}
+
+// LogMessage is one ingest message for the LogSink.
+type LogMessage struct{ Batch, Body string }
+
 // Limits of one transaction: DynamoDB takes 100 actions, and an update
 // expression of at most 4 KB, which maxAttrs ADD terms stay well inside.
 const (
@@ -66,6 +75,8 @@ type Aggregator struct {
 	sets AddressSets
 	send Sender
 	log  *slog.Logger
+	// Logs, when set, also stores each ingest message's log records.
+	Logs LogSink
 
 	parsers fastjson.ParserPool
 
@@ -99,6 +110,8 @@ func (a *Aggregator) Handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 		wakeIDs []string
 		addrs   []AddressRecord
 		addrIDs []string
+		logMsgs []LogMessage
+		logIDs  []string
 		skipped int
 	)
 	p := a.parsers.Get()
@@ -140,6 +153,7 @@ func (a *Aggregator) Handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 				continue // the same batch twice in one delivery: once is enough
 			}
 			seen["m"+id] = true
+			logMsgs, logIDs = append(logMsgs, LogMessage{Batch: id, Body: m.Body}), append(logIDs, m.MessageId)
 			skipped += f.Skipped
 			if len(f.Addresses) > 0 {
 				addrs = append(addrs, f.Addresses...)
@@ -154,6 +168,16 @@ func (a *Aggregator) Handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 		a.log.WarnContext(ctx, "invalid ingest records skipped", "count", skipped)
 	}
 
+	if a.Logs != nil && len(logMsgs) > 0 {
+		if err := a.Logs.IngestLogs(ctx, logMsgs); err != nil {
+			// Retried: the records are rewritten as they were, the fold
+			// is deduped by the batch id.
+			a.log.ErrorContext(ctx, "log records not stored", "messages", len(logMsgs), "error", err.Error())
+			for _, id := range logIDs {
+				failed[id] = true
+			}
+		}
+	}
 	for _, u := range a.applyAll(ctx, units) {
 		failed[u.msgID] = true
 	}

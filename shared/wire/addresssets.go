@@ -41,5 +41,6 @@ func Metrics(d Deps) apigw.ProxyHandler {
 func Aggregator(d Deps) metrics.SQSHandler {
 	send := metricsSender(d)
 	a := metrics.NewAggregator(d.Store, addresssets.NewService(d.Store, send, d.Log), send, d.Log)
+	a.Logs = logIngester(d)
 	return a.Handle
 }

@@ -1,0 +1,136 @@
+package logs
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"cads/shared/store"
+)
+
+// Records are stored in chunks: one item holds the records of one write
+// (an ingest message, a POST) that fall into one partition, sorted by
+// time, up to maxChunkBytes. An ingest message is at most 256 KiB (SQS),
+// so it makes one item per partition it touches instead of one per
+// record: a hundredth of the writes' request overhead and of the items a
+// query pages through. A chunk's sort key is its first record's time, so
+// chunks of one partition are read in the order of their first records;
+// a query reads each partition of its range from the partition's start
+// and drops the records outside [from, to).
+const maxChunkBytes = 300 << 10
+
+// pending is a record on its way into a chunk.
+type pending struct {
+	app, typ string
+	t        time.Time
+	id       string
+	rec      Record
+}
+
+// entry is a record inside a chunk.
+type entry struct {
+	ID   string `json:"i"`
+	Time string `json:"t"`
+	Rec  Record `json:"r"`
+}
+
+// chunkItems groups records by partition (in the order partitions first
+// appear), sorts each group by time (stable: equal times keep their
+// order) and cuts it into items; chunkID names the n-th chunk of a
+// partition.
+func chunkItems(recs []pending, chunkID func(partition string, n int) string) ([]store.LogItem, error) {
+	groups := map[string][]pending{}
+	var order []string
+	for _, r := range recs {
+		k := r.app + "#" + r.typ + "#" + r.t.Truncate(store.LogPartitionSpan).Format("2006010215")
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	var items []store.LogItem
+	for _, k := range order {
+		g := groups[k]
+		slices.SortStableFunc(g, func(a, b pending) int { return a.t.Compare(b.t) })
+		var (
+			buf   []byte
+			first pending
+			last  time.Time
+			n     int
+		)
+		flush := func() {
+			if len(buf) == 0 {
+				return
+			}
+			buf = append(buf, ']')
+			items = append(items, store.LogItem{App: first.app, Type: first.typ, Time: first.t, ID: chunkID(k, n), Data: string(buf), TTL: last.Add(Retention).Unix()})
+			buf, n = nil, n+1
+		}
+		for _, r := range g {
+			b, err := json.Marshal(entry{ID: r.id, Time: r.t.Format(time.RFC3339Nano), Rec: r.rec})
+			if err != nil {
+				return nil, fmt.Errorf("encode log record: %w", err)
+			}
+			if len(buf) > 0 && len(buf)+len(b)+2 > maxChunkBytes {
+				flush()
+			}
+			if len(buf) == 0 {
+				buf, first = append(buf, '['), r
+			} else {
+				buf = append(buf, ',')
+			}
+			buf, last = append(buf, b...), r.t
+		}
+		flush()
+	}
+	return items, nil
+}
+
+// stored is a record read back.
+type stored struct {
+	t   time.Time
+	rec Record
+}
+
+// decodeChunk reads a chunk's records in time order (newest first with
+// desc). Custom records show their id as the field id.
+func decodeChunk(it store.LogItem, desc bool) ([]stored, error) {
+	var raw []struct {
+		ID   string         `json:"i"`
+		Time string         `json:"t"`
+		Rec  map[string]any `json:"r"`
+	}
+	if err := json.Unmarshal([]byte(it.Data), &raw); err != nil {
+		return nil, fmt.Errorf("decode log chunk %s: %w", it.ID, err)
+	}
+	out := make([]stored, 0, len(raw))
+	for _, e := range raw {
+		t, err := time.Parse(time.RFC3339Nano, e.Time)
+		if err != nil {
+			return nil, fmt.Errorf("decode log chunk %s: %w", it.ID, err)
+		}
+		rec := make(Record, len(e.Rec)+1)
+		for k, v := range e.Rec {
+			if l, ok := v.([]any); ok {
+				ss := make([]string, 0, len(l))
+				for _, x := range l {
+					if s, ok := x.(string); ok {
+						ss = append(ss, s)
+					}
+				}
+				rec[k] = ss
+				continue
+			}
+			rec[k] = v
+		}
+		if it.Type == TypeCustom {
+			rec["id"] = e.ID
+		}
+		out = append(out, stored{t: t, rec: rec})
+	}
+	if desc {
+		slices.Reverse(out)
+	}
+	return out, nil
+}

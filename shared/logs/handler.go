@@ -1,0 +1,320 @@
+package logs
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"time"
+	"unicode/utf8"
+
+	"cads/shared/apigw"
+	"cads/shared/ids"
+	"cads/shared/store"
+)
+
+// Store is what the logs endpoints read and write.
+type Store interface {
+	PutStore
+	ScanStore
+	GetApplication(ctx context.Context, account, id string) (store.Application, error)
+}
+
+type handler struct {
+	st  Store
+	log *slog.Logger
+}
+
+// NewHandler serves GET and POST /v2/applications/{id}/logs. The
+// authorizer has allowed the route; the application must be in the
+// caller's account (404 otherwise).
+func NewHandler(st Store, log *slog.Logger) http.Handler {
+	h := &handler{st: st, log: log}
+	mux := apigw.NewMux()
+	mux.HandleFunc("GET /v2/applications/{id}/logs", h.get)
+	mux.HandleFunc("POST /v2/applications/{id}/logs", h.post)
+	return mux
+}
+
+// application checks the principal and that the application is theirs.
+func (h *handler) application(r *http.Request) (string, error) {
+	p, err := apigw.PrincipalFrom(r.Context())
+	if err != nil {
+		return "", apigw.Unauthorized("no authenticated principal")
+	}
+	if p.AccountID == "" {
+		return "", apigw.Forbidden("this key is authenticated into no account; switch with POST /v2/users/self/authorization")
+	}
+	id := r.PathValue("id")
+	if !ids.Valid(id) {
+		return "", apigw.NotFound("no application %q", id)
+	}
+	if _, err := h.st.GetApplication(r.Context(), p.AccountID, id); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return "", apigw.NotFound("no application %q", id)
+		}
+		return "", err
+	}
+	return id, nil
+}
+
+func (h *handler) get(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	app, err := h.application(r)
+	if err != nil {
+		apigw.WriteError(ctx, h.log, w, err)
+		return
+	}
+	q, err := ParseQuery(r.URL.Query(), h.st.Now())
+	if err != nil {
+		apigw.WriteError(ctx, h.log, w, apigw.BadRequest("%s", err.Error()))
+		return
+	}
+	res, err := q.Run(ctx, h.st, app)
+	if err != nil {
+		var bq *BadQuery
+		if errors.As(err, &bq) {
+			err = apigw.BadRequest("%s", bq.Msg)
+		}
+		apigw.WriteError(ctx, h.log, w, err)
+		return
+	}
+	if q.CSV {
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		if err := WriteCSV(w, q, res); err != nil {
+			h.log.WarnContext(ctx, "csv response cut short", "error", err.Error())
+		}
+		return
+	}
+	apigw.WriteJSON(w, http.StatusOK, Document(q, res))
+}
+
+// JSON document shapes (the reference document's ApplicationLog).
+type (
+	DocumentJSON struct {
+		From    string      `json:"from"`
+		To      string      `json:"to"`
+		Group   GroupJSON   `json:"group"`
+		Records RecordsJSON `json:"records"`
+	}
+	GroupJSON struct {
+		Fields []string `json:"fields"`
+		Result [][]any  `json:"result"`
+	}
+	RecordsJSON struct {
+		Count  int      `json:"count"`
+		Fields []string `json:"fields"`
+		Result [][]any  `json:"result"`
+		Start  int      `json:"start"`
+		Next   *int     `json:"next,omitempty"`
+	}
+)
+
+// Document renders a result as the JSON document. A grouped query answers
+// in group and leaves records empty; an ungrouped one the other way round.
+func Document(q *Query, res *Result) DocumentJSON {
+	d := DocumentJSON{
+		From:    q.From.Format(time.RFC3339Nano),
+		To:      q.To.Format(time.RFC3339Nano),
+		Group:   GroupJSON{Fields: []string{}, Result: [][]any{}},
+		Records: RecordsJSON{Fields: q.Fields, Result: make([][]any, 0, len(res.Records)), Start: q.Start},
+	}
+	if q.Group != nil {
+		d.Group = GroupJSON{Fields: q.Group.Fields, Result: res.Groups}
+		d.Records.Fields = []string{}
+	}
+	for _, rec := range res.Records {
+		row := make([]any, len(q.Fields))
+		for i, f := range q.Fields {
+			if v, ok := rec[f]; ok {
+				row[i] = v
+			}
+		}
+		d.Records.Result = append(d.Records.Result, row)
+	}
+	d.Records.Count = len(d.Records.Result)
+	if res.More {
+		n := q.Start + d.Records.Count
+		d.Records.Next = &n
+	}
+	return d
+}
+
+// WriteCSV renders a result as CSV with a header row: the selected fields,
+// or the group's columns for a grouped query. Lists are joined with ","
+// inside their cell; absent values are empty cells.
+func WriteCSV(w interface{ Write([]byte) (int, error) }, q *Query, res *Result) error {
+	cw := csv.NewWriter(w)
+	if q.Group != nil {
+		if err := cw.Write(q.Group.Fields); err != nil {
+			return err
+		}
+		row := make([]string, len(q.Group.Fields))
+		for _, g := range res.Groups {
+			for i, v := range g {
+				row[i] = render(v)
+			}
+			if err := cw.Write(row); err != nil {
+				return err
+			}
+		}
+		cw.Flush()
+		return cw.Error()
+	}
+	if err := cw.Write(q.Fields); err != nil {
+		return err
+	}
+	row := make([]string, len(q.Fields))
+	for n, rec := range res.Records {
+		for i, f := range q.Fields {
+			row[i] = render(rec[f])
+		}
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+		if n%256 == 255 {
+			cw.Flush() // stream: do not hold the whole document
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// Custom log limits (docs/logs.md). The body limit is the API's JSON body
+// limit (apigw.MaxJSONBody, 413 past it).
+const (
+	MaxCustomRecords = 100
+	maxMessageBytes  = 32 << 10
+	maxShortField    = 1024
+)
+
+// CustomLog is one record of POST /v2/applications/{id}/logs (LogPost).
+type CustomLog struct {
+	Created  *string `json:"created"`
+	Stream   *string `json:"stream"`
+	Message  *string `json:"message"`
+	Address  *string `json:"address"`
+	Filename *string `json:"filename"`
+	Hostname *string `json:"hostname"`
+}
+
+func (h *handler) post(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	status, body, err := h.postLogs(r)
+	if err != nil {
+		apigw.WriteError(ctx, h.log, w, err)
+		return
+	}
+	apigw.WriteJSON(w, status, body)
+}
+
+func (h *handler) postLogs(r *http.Request) (int, any, error) {
+	if t := r.URL.Query().Get("type"); t != "" && t != TypeCustom {
+		return 0, nil, apigw.BadRequest("type: only custom logs can be submitted")
+	}
+	var raw json.RawMessage
+	if err := apigw.DecodeJSON(r, &raw); err != nil {
+		return 0, nil, err
+	}
+	var logs []CustomLog
+	isArray := false
+	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' {
+		isArray = true
+		var elems []json.RawMessage
+		if err := json.Unmarshal(raw, &elems); err != nil {
+			return 0, nil, apigw.BadRequest("invalid JSON body: %s", err.Error())
+		}
+		if len(elems) == 0 || len(elems) > MaxCustomRecords {
+			return 0, nil, apigw.BadRequest("an array of 1 to %d logs is required", MaxCustomRecords)
+		}
+		for i, e := range elems {
+			var l CustomLog
+			if err := apigw.UnmarshalStrict(e, &l); err != nil {
+				return 0, nil, apigw.BadRequest("log %d: %s", i, errMessage(err))
+			}
+			logs = append(logs, l)
+		}
+	} else {
+		var l CustomLog
+		if err := apigw.UnmarshalStrict(raw, &l); err != nil {
+			return 0, nil, err
+		}
+		logs = append(logs, l)
+	}
+	now := h.st.Now()
+	recs := make([]pending, 0, len(logs))
+	out := make([]string, 0, len(logs))
+	for i, l := range logs {
+		it, err := customItem(l, now)
+		if err != nil {
+			if isArray {
+				return 0, nil, apigw.BadRequest("log %d: %s", i, err.Error())
+			}
+			return 0, nil, apigw.BadRequest("%s", err.Error())
+		}
+		recs = append(recs, it)
+	}
+	// Bad input is refused before any read; then the application.
+	app, err := h.application(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	for i := range recs {
+		recs[i].app, recs[i].id = app, ids.New()
+		out = append(out, recs[i].id)
+	}
+	items, err := chunkItems(recs, func(string, int) string { return ids.New() })
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := h.st.PutLogs(r.Context(), items); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, out, nil
+}
+
+func errMessage(err error) string {
+	if e, ok := apigw.As(err); ok {
+		return e.Message
+	}
+	return err.Error()
+}
+
+func customItem(l CustomLog, now time.Time) (pending, error) {
+	for _, f := range []struct {
+		name string
+		v    *string
+		max  int
+	}{{"created", l.Created, 64}, {"stream", l.Stream, maxShortField}, {"message", l.Message, maxMessageBytes}, {"address", l.Address, 64}, {"filename", l.Filename, maxShortField}, {"hostname", l.Hostname, 255}} {
+		switch {
+		case f.v == nil:
+			return pending{}, errors.New(f.name + " is required")
+		case *f.v == "":
+			return pending{}, errors.New(f.name + " must not be empty")
+		case len(*f.v) > f.max:
+			return pending{}, errors.New(f.name + " is too long")
+		case !utf8.ValidString(*f.v):
+			return pending{}, errors.New(f.name + " is not valid UTF-8")
+		}
+	}
+	t, err := time.Parse(time.RFC3339Nano, *l.Created)
+	if err != nil {
+		return pending{}, errors.New("created must be an RFC 3339 time")
+	}
+	t = t.UTC()
+	if t.After(now.Add(maxFuture)) || t.Before(now.Add(-Retention)) {
+		return pending{}, errors.New("created must be within the retention (30 days) and at most an hour ahead")
+	}
+	if _, err := netip.ParsePrefix(*l.Address); err != nil {
+		if _, err := netip.ParseAddr(*l.Address); err != nil {
+			return pending{}, errors.New("address must be an IP address or CIDR")
+		}
+	}
+	return pending{typ: TypeCustom, t: t, rec: Record{"created": t.Format(time.RFC3339Nano), "stream": *l.Stream, "message": *l.Message,
+		"address": *l.Address, "filename": *l.Filename, "hostname": *l.Hostname}}, nil
+}
