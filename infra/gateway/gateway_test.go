@@ -52,12 +52,6 @@ func echo(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGat
 	return events.APIGatewayProxyResponse{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: string(b)}, nil
 }
 
-func allowAll(principal string, ctxMap map[string]any) AuthorizerHandler {
-	return func(ctx context.Context, req events.APIGatewayCustomAuthorizerRequestTypeRequest) (events.APIGatewayCustomAuthorizerResponse, error) {
-		return policy(principal, "Allow", req.MethodArn, ctxMap), nil
-	}
-}
-
 func policy(principal, effect, resource string, ctxMap map[string]any) events.APIGatewayCustomAuthorizerResponse {
 	return events.APIGatewayCustomAuthorizerResponse{
 		PrincipalID: principal,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -188,7 +187,7 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 		}
 		return 0, nil, apigw.UnsupportedMediaType("Content-Type %q is not accepted here; send %s (merge) or %s (RFC 6902)", mt, mediaJSON, mediaJSONPatch)
 	}
-	body, err := readBody(r)
+	body, err := apigw.ReadBody(r, apigw.MaxJSONBody)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -244,18 +243,4 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, err
 	}
 	return http.StatusOK, setOut(st, h.st.Now(), true), nil
-}
-
-func readBody(r *http.Request) ([]byte, error) {
-	if r.Body == nil {
-		return nil, nil
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, apigw.MaxJSONBody+1))
-	if err != nil {
-		return nil, apigw.BadRequest("could not read the request body")
-	}
-	if len(b) > apigw.MaxJSONBody {
-		return nil, apigw.PayloadTooLarge("request body exceeds %d bytes", apigw.MaxJSONBody)
-	}
-	return b, nil
 }

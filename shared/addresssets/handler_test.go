@@ -21,13 +21,12 @@ import (
 )
 
 type api struct {
-	t      *testing.T
-	d      testenv.Dynamo
-	deps   wire.Deps
-	sets   apigw.ProxyHandler
-	mets   apigw.ProxyHandler
-	op     apigw.Principal
-	stderr strings.Builder
+	t    *testing.T
+	d    testenv.Dynamo
+	deps wire.Deps
+	sets apigw.ProxyHandler
+	mets apigw.ProxyHandler
+	op   apigw.Principal
 }
 
 func newAPI(t *testing.T) *api {

@@ -218,6 +218,12 @@ func (s *Service) plan(ctx context.Context, account, id string, cur *store.Addre
 // walked; the transaction fails if any of them changed meanwhile.
 func (s *Service) checkInclusions(ctx context.Context, account, id string, added []string) ([]store.AddressSetRef, []store.AddressSetRef, error) {
 	seen := map[string]store.AddressSet{}
+	// origin maps every set reached to the added inclusion it was reached
+	// through, so a cycle names the inclusion that closes it.
+	origin := map[string]string{}
+	for _, a := range added {
+		origin[a] = a
+	}
 	frontier := added
 	for depth := 0; len(frontier) > 0; depth++ {
 		items, err := s.st.GetAddressSetItems(ctx, frontier)
@@ -240,10 +246,13 @@ func (s *Service) checkInclusions(ctx context.Context, account, id string, added
 			seen[fid] = it
 			for _, inc := range it.Inclusions {
 				if inc == id {
-					return nil, nil, apigw.BadRequest("inclusions: including %s would make a cycle: it includes %s, directly or through other sets", Href(added[0]), Href(id))
+					return nil, nil, apigw.BadRequest("inclusions: including %s would make a cycle: it includes %s, directly or through other sets", Href(origin[fid]), Href(id))
 				}
 				if _, ok := seen[inc]; !ok && !slices.Contains(next, inc) {
 					next = append(next, inc)
+					if _, ok := origin[inc]; !ok {
+						origin[inc] = origin[fid]
+					}
 				}
 			}
 		}

@@ -284,6 +284,12 @@ func TestInclusionCyclesAreRefusedWhenWritten(t *testing.T) {
 	if _, err := e.patch(a.Set.ID, `{"inclusions":["`+Href(a.Set.ID)+`"]}`); status(err) != 400 {
 		t.Fatalf("self inclusion: %v", err)
 	}
+	// With several new inclusions, the message names the one that closes
+	// the cycle (a), not the first one listed (c, harmless).
+	_, err = e.patch(d.Set.ID, `{"inclusions":["`+Href(c.Set.ID)+`","`+Href(a.Set.ID)+`"]}`)
+	if status(err) != 400 || !strings.Contains(err.Error(), "including "+Href(a.Set.ID)+" would make a cycle") {
+		t.Fatalf("cycle through the second inclusion: %v", err)
+	}
 	if _, err := e.patch(a.Set.ID, `{"inclusions":["/v2/address-sets/nosuchset"]}`); status(err) != 400 {
 		t.Fatalf("unknown set: %v", err)
 	}

@@ -19,10 +19,10 @@ const MaxJSONBody = 1 << 20
 // JSON value with no unknown fields and no trailing data (400, naming the
 // field or offset). It never yields a 5xx for bad input.
 func DecodeJSON(r *http.Request, v any) error {
-	if err := requireContentType(r, "application/json"); err != nil {
+	if err := RequireContentType(r, "application/json"); err != nil {
 		return err
 	}
-	body, err := readBody(r, MaxJSONBody)
+	body, err := ReadBody(r, MaxJSONBody)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,9 @@ func MediaType(r *http.Request) string {
 	return mt
 }
 
-func requireContentType(r *http.Request, allowed ...string) error {
+// RequireContentType answers 415 unless the request's media type is one of
+// allowed.
+func RequireContentType(r *http.Request, allowed ...string) error {
 	mt := MediaType(r)
 	for _, a := range allowed {
 		if mt == a {
@@ -75,7 +77,9 @@ func requireContentType(r *http.Request, allowed ...string) error {
 	return UnsupportedMediaType("Content-Type %q is not accepted here; send %s", mt, strings.Join(allowed, " or "))
 }
 
-func readBody(r *http.Request, limit int64) ([]byte, error) {
+// ReadBody reads the request body, 413 past limit bytes; a missing body is
+// empty.
+func ReadBody(r *http.Request, limit int64) ([]byte, error) {
 	if r.Body == nil {
 		return nil, nil
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -168,20 +167,17 @@ const MaxPatchOperations = 1000
 // readPatch reads a PATCH body: a JSON merge patch (application/json) or a
 // JSON Patch (application/json-patch+json).
 func readPatch(r *http.Request, allowJSONPatch bool) ([]byte, string, error) {
+	allowed := []string{mediaMergePatch}
+	if allowJSONPatch {
+		allowed = append(allowed, mediaJSONPatch)
+	}
+	if err := apigw.RequireContentType(r, allowed...); err != nil {
+		return nil, "", err
+	}
 	mt := apigw.MediaType(r)
-	switch {
-	case mt == mediaMergePatch, mt == mediaJSONPatch && allowJSONPatch:
-	case mt == "":
-		return nil, "", apigw.UnsupportedMediaType("missing Content-Type; send %s", acceptedPatch(allowJSONPatch))
-	default:
-		return nil, "", apigw.UnsupportedMediaType("Content-Type %q is not accepted here; send %s", mt, acceptedPatch(allowJSONPatch))
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, apigw.MaxJSONBody+1))
+	b, err := apigw.ReadBody(r, apigw.MaxJSONBody)
 	if err != nil {
-		return nil, "", apigw.BadRequest("could not read the request body")
-	}
-	if len(b) > apigw.MaxJSONBody {
-		return nil, "", apigw.PayloadTooLarge("request body exceeds %d bytes", apigw.MaxJSONBody)
+		return nil, "", err
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, "", apigw.BadRequest("a JSON request body is required")
@@ -192,13 +188,6 @@ func readPatch(r *http.Request, allowJSONPatch bool) ([]byte, string, error) {
 		return nil, "", apigw.BadRequest("invalid JSON body: %v", err)
 	}
 	return b, mt, nil
-}
-
-func acceptedPatch(allowJSONPatch bool) string {
-	if allowJSONPatch {
-		return mediaMergePatch + " (merge patch) or " + mediaJSONPatch
-	}
-	return mediaMergePatch
 }
 
 // applyPatch applies a merge patch or a JSON Patch to doc.

@@ -245,7 +245,7 @@ func readUpload(r *http.Request) (upload, error) {
 	switch {
 	case mt == "multipart/form-data":
 	case acceptedType(mt):
-		body, err := readBody(r, MaxArchiveBytes)
+		body, err := apigw.ReadBody(r, int64(MaxArchiveBytes))
 		if err != nil {
 			return up, err
 		}
@@ -260,7 +260,7 @@ func readUpload(r *http.Request) (upload, error) {
 	if err != nil || params["boundary"] == "" {
 		return up, apigw.BadRequest("multipart/form-data needs a boundary parameter")
 	}
-	body, err := readBody(r, MaxBodyBytes)
+	body, err := apigw.ReadBody(r, int64(MaxBodyBytes))
 	if err != nil {
 		return up, err
 	}
@@ -305,20 +305,6 @@ func readUpload(r *http.Request) (upload, error) {
 		return up, apigw.PayloadTooLarge("the file is %d bytes; at most %d are accepted", len(up.file), MaxArchiveBytes)
 	}
 	return up, nil
-}
-
-func readBody(r *http.Request, limit int) ([]byte, error) {
-	if r.Body == nil {
-		return nil, nil
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
-	if err != nil {
-		return nil, apigw.BadRequest("could not read the request body")
-	}
-	if len(b) > limit {
-		return nil, apigw.PayloadTooLarge("the request body exceeds %d bytes", limit)
-	}
-	return b, nil
 }
 
 // partType decides what a form file claims to be: its part's Content-Type

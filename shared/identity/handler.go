@@ -24,7 +24,7 @@ type Store interface {
 	GetPrincipal(ctx context.Context, id string) (store.Principal, error)
 	ListUsers(ctx context.Context) ([]store.Principal, error)
 	UpdatePrincipalName(ctx context.Context, id, name string) (store.Principal, error)
-	CreateKey(ctx context.Context, k store.AccessKey) error
+	CreateUserKey(ctx context.Context, k store.AccessKey) error
 	GetKey(ctx context.Context, principal, id string) (store.AccessKey, error)
 	ListKeys(ctx context.Context, principal string) ([]store.AccessKey, error)
 	DeleteKey(ctx context.Context, principal, id string) (store.AccessKey, error)

@@ -183,3 +183,25 @@ func TestServiceUsersStayInTheirAccount(t *testing.T) {
 		t.Fatalf("service user switching: %d %v", st, body)
 	}
 }
+
+// Creating a key is one transaction (the user check rides in it); a switch
+// reads the account and the caller's roles in parallel, then writes.
+func TestKeyAndSwitchRoundTrips(t *testing.T) {
+	e := newEnv(t)
+	e.d.Counter.SetDelay(25 * time.Millisecond)
+	e.d.Counter.Reset()
+	if st, body := e.call(e.operator(), "POST", "/v2/users/{id}/access-keys", "/v2/users/self/access-keys", map[string]string{"id": "self"}, nil, map[string]any{"type": "bearer"}); st != 200 {
+		t.Fatalf("create key: %d %v", st, body)
+	}
+	if got := e.d.Counter.Sequential(); got != 1 {
+		t.Errorf("POST access-keys: %d sequential round trips, want 1 (%v)", got, e.d.Counter.ByOperation())
+	}
+	e.d.Counter.Reset()
+	if st, body := e.call(e.operator(), "POST", "/v2/users/self/authorization", "/v2/users/self/authorization", nil, nil, map[string]any{"account": "/v2/accounts/" + e.boot.RootAccount}); st != 200 {
+		t.Fatalf("switch: %d %v", st, body)
+	}
+	// (GetAccount ∥ grants Query ∥ key account GetItem), role Queries, the key's transaction.
+	if got := e.d.Counter.Sequential(); got != 3 {
+		t.Errorf("POST authorization: %d sequential round trips, want 3 (%v)", got, e.d.Counter.ByOperation())
+	}
+}

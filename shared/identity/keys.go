@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"cads/shared/access"
@@ -41,11 +42,6 @@ func (h *handler) createKey(r *http.Request, p apigw.Principal) (int, any, error
 	if in.Expiry != nil && !in.Expiry.After(now) {
 		return 0, nil, apigw.BadRequest("expiry must be in the future")
 	}
-	// Service users get keys from their account's service-users endpoint,
-	// bound to that account; here only users do.
-	if u, err := h.st.GetPrincipal(r.Context(), uid); err != nil || u.Kind != store.KindUser {
-		return 0, nil, notFound(orNotFound(err), "no user %q", uid)
-	}
 	k := store.AccessKey{ID: ids.New(), PrincipalID: uid, Type: "bearer", Durability: store.DurabilityPersistent, Created: now}
 	if in.Expiry != nil {
 		e := in.Expiry.UTC()
@@ -65,7 +61,9 @@ func (h *handler) createKey(r *http.Request, p apigw.Principal) (int, any, error
 func (h *handler) issue(r *http.Request, k store.AccessKey) (int, any, error) {
 	secret := access.NewSecret(k.PrincipalID, k.ID)
 	k.SecretHash = access.HashSecret(secret)
-	if err := h.st.CreateKey(r.Context(), k); err != nil {
+	// Only users: service users get keys from their account's
+	// service-users endpoint, bound to that account.
+	if err := h.st.CreateUserKey(r.Context(), k); err != nil {
 		return 0, nil, notFound(err, "no user %q", k.PrincipalID)
 	}
 	return http.StatusOK, AccessKeySecret{AccessKey: keyOut(k), SecretKey: secret}, nil
@@ -77,14 +75,22 @@ func (h *handler) switchable(r *http.Request, p apigw.Principal, href string) (s
 	if !ok || !ids.Valid(id) {
 		return store.Account{}, apigw.BadRequest("account must be an account href like /v2/accounts/<id>, not %q", href)
 	}
-	acct, err := h.st.GetAccount(r.Context(), id)
-	if err != nil {
+	// The account and the caller's roles are independent reads: in parallel.
+	var (
+		acct       store.Account
+		d          *access.Decider
+		aErr, dErr error
+		wg         sync.WaitGroup
+	)
+	wg.Go(func() { acct, aErr = h.st.GetAccount(r.Context(), id) })
+	wg.Go(func() { d, dErr = h.dec.Decider(r.Context(), p) })
+	wg.Wait()
+	if aErr != nil {
 		// Unknown and forbidden look the same: no probing for account ids.
-		return store.Account{}, notFound(err, "no account %s that you may access", href)
+		return store.Account{}, notFound(aErr, "no account %s that you may access", href)
 	}
-	d, err := h.dec.Decider(r.Context(), p)
-	if err != nil {
-		return store.Account{}, err
+	if dErr != nil {
+		return store.Account{}, dErr
 	}
 	if dec := d.CanSwitch(acct); !dec.Allowed {
 		return store.Account{}, apigw.NotFound("no account %s that you may access", href)

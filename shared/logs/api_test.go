@@ -380,12 +380,16 @@ func TestLogsQueryPagingFilterGrouping(t *testing.T) {
 		// range, in order, stopping at the partition holding the last record
 		// needed.
 		q := url.Values{"from": {from.Format(time.RFC3339)}, "to": {from.Add(30 * time.Minute).Format(time.RFC3339)}, "limit": {"10"}}
+		// The ownership GetItem runs alongside the partition Query: the
+		// delay makes that overlap certain, so Sequential counts waves.
+		e.d.Counter.SetDelay(25 * time.Millisecond)
 		e.d.Counter.Reset()
 		if r := e.get(q); r.status != 200 || r.doc.Records.Count != 10 {
 			t.Fatalf("%d %s", r.status, r.raw)
 		}
-		if total, seq := e.d.Counter.Total(), e.d.Counter.Sequential(); total != 2 || seq != 2 {
-			t.Fatalf("one-partition page: %d round trips (%d sequential), want 2", total, seq)
+		e.d.Counter.SetDelay(0)
+		if total, seq := e.d.Counter.Total(), e.d.Counter.Sequential(); total != 2 || seq != 1 {
+			t.Fatalf("one-partition page: %d round trips (%d sequential), want 2 (1 sequential)", total, seq)
 		}
 		q.Set("to", from.Add(4*time.Hour).Format(time.RFC3339))
 		q.Set("limit", "200")

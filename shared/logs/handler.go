@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -35,63 +36,71 @@ type handler struct {
 func NewHandler(st Store, log *slog.Logger) http.Handler {
 	h := &handler{st: st, log: log}
 	mux := apigw.NewMux()
-	mux.HandleFunc("GET /v2/applications/{id}/logs", h.get)
-	mux.HandleFunc("POST /v2/applications/{id}/logs", h.post)
+	mux.HandleFunc("GET /v2/applications/{id}/logs", apigw.HandleInAccount(log, h.get))
+	mux.HandleFunc("POST /v2/applications/{id}/logs", apigw.HandleInAccount(log, h.postLogs))
 	return mux
 }
 
-// application checks the principal and that the application is theirs.
-func (h *handler) application(r *http.Request) (string, error) {
-	p, err := apigw.PrincipalFrom(r.Context())
-	if err != nil {
-		return "", apigw.Unauthorized("no authenticated principal")
-	}
-	if p.AccountID == "" {
-		return "", apigw.Forbidden("this key is authenticated into no account; switch with POST /v2/users/self/authorization")
-	}
+// appID reads {id}; an id this service could not have made is a 404.
+func appID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
 	if !ids.Valid(id) {
 		return "", apigw.NotFound("no application %q", id)
 	}
-	if _, err := h.st.GetApplication(r.Context(), p.AccountID, id); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return "", apigw.NotFound("no application %q", id)
-		}
-		return "", err
-	}
 	return id, nil
 }
 
-func (h *handler) get(w http.ResponseWriter, r *http.Request) {
+// owned checks that the application is in the caller's account.
+func (h *handler) owned(ctx context.Context, p apigw.Principal, id string) error {
+	if _, err := h.st.GetApplication(ctx, p.AccountID, id); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return apigw.NotFound("no application %q", id)
+		}
+		return err
+	}
+	return nil
+}
+
+// get answers a log query. The ownership check runs in parallel with the
+// partition reads (they do not depend on it), and its refusal wins: records
+// of another account's application are read but never returned.
+func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 	ctx := r.Context()
-	app, err := h.application(r)
+	app, err := appID(r)
 	if err != nil {
-		apigw.WriteError(ctx, h.log, w, err)
-		return
+		return 0, nil, err
 	}
 	q, err := ParseQuery(r.URL.Query(), h.st.Now())
 	if err != nil {
-		apigw.WriteError(ctx, h.log, w, apigw.BadRequest("%s", err.Error()))
-		return
+		return 0, nil, apigw.BadRequest("%s", err.Error())
 	}
-	res, err := q.Run(ctx, h.st, app)
-	if err != nil {
+	var (
+		res          *Result
+		runErr, oErr error
+		wg           sync.WaitGroup
+	)
+	wg.Go(func() { oErr = h.owned(ctx, p, app) })
+	wg.Go(func() { res, runErr = q.Run(ctx, h.st, app) })
+	wg.Wait()
+	if oErr != nil {
+		return 0, nil, oErr
+	}
+	if runErr != nil {
 		var bq *BadQuery
-		if errors.As(err, &bq) {
-			err = apigw.BadRequest("%s", bq.Msg)
+		if errors.As(runErr, &bq) {
+			return 0, nil, apigw.BadRequest("%s", bq.Msg)
 		}
-		apigw.WriteError(ctx, h.log, w, err)
-		return
+		return 0, nil, runErr
 	}
 	if q.CSV {
-		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		if err := WriteCSV(w, q, res); err != nil {
-			h.log.WarnContext(ctx, "csv response cut short", "error", err.Error())
+		// A proxy response is one body: render it whole (bounded by limit).
+		var buf bytes.Buffer
+		if err := WriteCSV(&buf, q, res); err != nil {
+			return 0, nil, err
 		}
-		return
+		return http.StatusOK, &apigw.Binary{ContentType: "text/csv; charset=utf-8", Data: buf.Bytes()}, nil
 	}
-	apigw.WriteJSON(w, http.StatusOK, Document(q, res))
+	return http.StatusOK, Document(q, res), nil
 }
 
 // JSON document shapes (the reference document's ApplicationLog).
@@ -170,15 +179,12 @@ func WriteCSV(w interface{ Write([]byte) (int, error) }, q *Query, res *Result) 
 		return err
 	}
 	row := make([]string, len(q.Fields))
-	for n, rec := range res.Records {
+	for _, rec := range res.Records {
 		for i, f := range q.Fields {
 			row[i] = render(rec[f])
 		}
 		if err := cw.Write(row); err != nil {
 			return err
-		}
-		if n%256 == 255 {
-			cw.Flush() // stream: do not hold the whole document
 		}
 	}
 	cw.Flush()
@@ -203,17 +209,7 @@ type CustomLog struct {
 	Hostname *string `json:"hostname"`
 }
 
-func (h *handler) post(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	status, body, err := h.postLogs(r)
-	if err != nil {
-		apigw.WriteError(ctx, h.log, w, err)
-		return
-	}
-	apigw.WriteJSON(w, status, body)
-}
-
-func (h *handler) postLogs(r *http.Request) (int, any, error) {
+func (h *handler) postLogs(r *http.Request, p apigw.Principal) (int, any, error) {
 	if t := r.URL.Query().Get("type"); t != "" && t != TypeCustom {
 		return 0, nil, apigw.BadRequest("type: only custom logs can be submitted")
 	}
@@ -260,7 +256,10 @@ func (h *handler) postLogs(r *http.Request) (int, any, error) {
 		recs = append(recs, it)
 	}
 	// Bad input is refused before any read; then the application.
-	app, err := h.application(r)
+	app, err := appID(r)
+	if err == nil {
+		err = h.owned(r.Context(), p, app)
+	}
 	if err != nil {
 		return 0, nil, err
 	}

@@ -63,10 +63,6 @@ func parseRoleHref(href string) (account, id string, ok bool) {
 	return parseMemberHref(href, "roles")
 }
 
-func parseGroupHref(href string) (account, id string, ok bool) {
-	return parseMemberHref(href, "groups")
-}
-
 func parseMemberHref(href, collection string) (account, id string, ok bool) {
 	rest, found := strings.CutPrefix(href, "/v2/accounts/")
 	if !found {

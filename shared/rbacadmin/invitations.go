@@ -110,17 +110,11 @@ func (h *handler) createInvitation(k kind) endpoint {
 		// A service user's invitation is accepted at creation: it has no
 		// mailbox, and it can only hold roles of its own account.
 		svcAcct, svcID, isSvc := store.ParseServiceUserEmail(email)
-		var targetErr, svcErr error
+		// The role or group is not read here: CreateInvitation's transaction
+		// checks it exists (ErrNotFound below).
+		var svcErr error
 		ctx := r.Context()
 		a, err := h.account(r, p, acct,
-			func() error {
-				if k == roleInvitations {
-					_, targetErr = h.st.GetRole(ctx, acct, target)
-				} else {
-					_, targetErr = h.st.GetGroup(ctx, acct, target)
-				}
-				return ignoreNotFound(targetErr)
-			},
 			func() error {
 				if isSvc {
 					_, svcErr = h.st.GetServiceUser(ctx, svcAcct, svcID)
@@ -134,8 +128,6 @@ func (h *handler) createInvitation(k kind) endpoint {
 			return 0, nil, err
 		}
 		switch {
-		case targetErr != nil:
-			return 0, nil, apigw.BadRequest("%s %s does not exist", k.target, targetHref(k, acct, target))
 		case isSvc && svcErr != nil:
 			return 0, nil, apigw.BadRequest("no service user has the address %s", email)
 		case isSvc && svcAcct != acct:

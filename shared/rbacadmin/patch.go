@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -22,21 +21,6 @@ const (
 	mediaJSONPatch  = "application/json-patch+json"
 )
 
-// readBody reads a request body of at most apigw.MaxJSONBody bytes.
-func readBody(r *http.Request) ([]byte, error) {
-	if r.Body == nil {
-		return nil, nil
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, apigw.MaxJSONBody+1))
-	if err != nil {
-		return nil, apigw.BadRequest("could not read the request body")
-	}
-	if len(b) > apigw.MaxJSONBody {
-		return nil, apigw.PayloadTooLarge("request body exceeds %d bytes", apigw.MaxJSONBody)
-	}
-	return b, nil
-}
-
 // applyPatch applies the request's PATCH body to doc (the resource's
 // editable fields as JSON) and decodes the result strictly into out, so the
 // result is validated as a whole by the caller, whichever way it was
@@ -49,7 +33,7 @@ func applyPatch(r *http.Request, doc []byte, out any, readOnly ...string) error 
 		}
 		return apigw.UnsupportedMediaType("Content-Type %q is not accepted here; send %s (merge) or %s (RFC 6902)", mt, mediaJSON, mediaJSONPatch)
 	}
-	body, err := readBody(r)
+	body, err := apigw.ReadBody(r, apigw.MaxJSONBody)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package rbacadmin_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,13 +48,15 @@ func TestRoundTrips(t *testing.T) {
 		{name: "PATCH group", ctx: op, method: "PATCH", pathFromResult: func() string { return groupHref }, body: map[string]any{"name": "G2"}, status: 200, seq: 2, total: 2},
 		{name: "GET groups", ctx: op, method: "GET", path: base + "/groups", status: 200, seq: 2, total: 5},
 		{name: "POST invitation", ctx: op, method: "POST", path: base + "/invitations", body: map[string]any{"user_email": "dev@example.com", "role": "ROLE"},
-			status: 200, seq: 3, total: 6, after: func(r reply) { invID, invHref = r.str("id"), r.str("href") }},
+			status: 200, seq: 3, total: 5, after: func(r reply) { invID, invHref = r.str("id"), r.str("href") }},
 		{name: "GET invitations", ctx: op, method: "GET", path: base + "/invitations", status: 200, seq: 2, total: 5},
 		{name: "notifier (per message)", seq: 2, total: 2},
 		{name: "GET /v2/users/self/invitations", ctx: devCtx, method: "GET", path: "/v2/users/self/invitations", status: 200, seq: 1, total: 1},
 		{name: "PATCH /v2/users/self/invitations/{id} (accept)", ctx: devCtx, method: "PATCH", pathFromResult: func() string { return "/v2/users/self/invitations/" + invID },
 			body: map[string]any{"state": "accepted"}, status: 200, seq: 2, total: 2},
 		{name: "GET /v2/users/self/roles", ctx: devCtx, method: "GET", path: "/v2/users/self/roles", status: 200, seq: 2, total: 2},
+		{name: "DELETE /v2/users/self/roles/{role_id} (leave)", ctx: devCtx, method: "DELETE",
+			pathFromResult: func() string { return "/v2/users/self/roles/" + roleHref[strings.LastIndexByte(roleHref, '/')+1:] }, status: 200, seq: 2, total: 3},
 		{name: "DELETE invitation (revoke)", ctx: op, method: "DELETE", pathFromResult: func() string { return invHref }, status: 200, seq: 2, total: 2},
 		{name: "DELETE group", ctx: op, method: "DELETE", pathFromResult: func() string { return groupHref }, status: 200, seq: 2, total: 4},
 		{name: "DELETE role", ctx: op, method: "DELETE", pathFromResult: func() string { return roleHref }, status: 200, seq: 2, total: 4},

@@ -270,36 +270,49 @@ func (h *handler) leave(r *http.Request, p apigw.Principal, group bool) (int, an
 	if err != nil {
 		return 0, nil, err
 	}
-	grants, roles, groups, err := h.heldGrants(r, w, group)
+	ctx := r.Context()
+	grants, err := h.st.Grants(ctx, w.id)
 	if err != nil {
 		return 0, nil, err
 	}
 	// Ids are unique across accounts, so the id alone names the grant.
 	var g store.Grant
 	for _, x := range grants {
-		if x.RoleID == id && !group || x.Group == id && group {
+		if x.RoleID == id && !group && x.Group == "" || x.Group == id && group {
 			g = x
 		}
 	}
 	if g.AccountID == "" {
 		return 0, nil, apigw.NotFound("you hold no %s %q", what, id)
 	}
+	// Delete the grant and read the one role or group to echo back, in
+	// parallel (the answer does not depend on the delete).
 	via, _ := store.ParseInvitationHref(g.Via)
-	if err := h.st.DeleteGrant(r.Context(), g, via); err != nil {
-		return 0, nil, notFound(err, "you hold no %s %q", what, id)
+	var (
+		role   store.Role
+		grp    store.Group
+		delErr error
+	)
+	err = parallel(
+		func() error { delErr = h.st.DeleteGrant(ctx, g, via); return nil },
+		func() (err error) {
+			if group {
+				grp, err = h.st.GetGroup(ctx, g.AccountID, id)
+			} else {
+				role, err = h.st.GetRole(ctx, g.AccountID, id)
+			}
+			return ignoreNotFound(err)
+		})
+	if delErr != nil {
+		return 0, nil, notFound(delErr, "you hold no %s %q", what, id)
+	}
+	if err != nil {
+		return 0, nil, err
 	}
 	if group {
-		for _, x := range groups {
-			if x.AccountID == g.AccountID && x.ID == id {
-				return http.StatusOK, groupOut(x), nil
-			}
-		}
-		return http.StatusOK, groupOut(store.Group{AccountID: g.AccountID, ID: id}), nil
+		grp.AccountID, grp.ID = g.AccountID, id // kept when the group is gone
+		return http.StatusOK, groupOut(grp), nil
 	}
-	for _, x := range roles {
-		if x.AccountID == g.AccountID && x.ID == id {
-			return http.StatusOK, roleOut(x), nil
-		}
-	}
-	return http.StatusOK, roleOut(store.Role{AccountID: g.AccountID, ID: id}), nil
+	role.AccountID, role.ID = g.AccountID, id
+	return http.StatusOK, roleOut(role), nil
 }

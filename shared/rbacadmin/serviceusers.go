@@ -59,7 +59,7 @@ func (h *handler) createServiceUser(r *http.Request, _ apigw.Principal) (int, an
 		return 0, nil, err
 	}
 	var in serviceUserConfig
-	body, err := readBody(r)
+	body, err := apigw.ReadBody(r, apigw.MaxJSONBody)
 	if err != nil {
 		return 0, nil, err
 	}

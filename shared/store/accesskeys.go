@@ -22,7 +22,16 @@ func accessKeyKey(k AccessKey) keyAttrs {
 }
 
 // CreateKey stores a new access key; the principal must exist.
-func (s *Store) CreateKey(ctx context.Context, k AccessKey) error {
+func (s *Store) CreateKey(ctx context.Context, k AccessKey) error { return s.createKey(ctx, k, "") }
+
+// CreateUserKey is CreateKey for a principal that must be a user (service
+// users get keys with their principal, from their account): one
+// transaction checks both, so the caller needs no read first.
+func (s *Store) CreateUserKey(ctx context.Context, k AccessKey) error {
+	return s.createKey(ctx, k, KindUser)
+}
+
+func (s *Store) createKey(ctx context.Context, k AccessKey, kind string) error {
 	if k.Expiry != nil {
 		k.TTL = k.Expiry.Add(24 * time.Hour).Unix()
 	}
@@ -30,14 +39,16 @@ func (s *Store) CreateKey(ctx context.Context, k AccessKey) error {
 	if err != nil {
 		return err
 	}
-	err = s.transact(ctx, "create access key", []types.TransactWriteItem{
-		put,
-		{ConditionCheck: &types.ConditionCheck{
-			TableName:           aws.String(s.table),
-			Key:                 key(principalPK(k.PrincipalID), skPrincipal),
-			ConditionExpression: aws.String("attribute_exists(PK)"),
-		}},
-	})
+	check := &types.ConditionCheck{
+		TableName:           aws.String(s.table),
+		Key:                 key(principalPK(k.PrincipalID), skPrincipal),
+		ConditionExpression: aws.String("attribute_exists(PK)"),
+	}
+	if kind != "" {
+		check.ConditionExpression = aws.String("attribute_exists(PK) AND kind = :kind")
+		check.ExpressionAttributeValues = map[string]types.AttributeValue{":kind": &types.AttributeValueMemberS{Value: kind}}
+	}
+	err = s.transact(ctx, "create access key", []types.TransactWriteItem{put, {ConditionCheck: check}})
 	if errors.Is(err, ddb.ErrConditionFailed) {
 		return ErrNotFound
 	}

@@ -23,7 +23,6 @@ type Payment struct {
 	AmountCents int64     `dynamodbav:"amount_cents"`
 	Date        string    `dynamodbav:"date"` // YYYY-MM-DD, when it was paid
 	Reference   string    `dynamodbav:"reference,omitempty"`
-	RecordedBy  string    `dynamodbav:"recorded_by,omitempty"` // principal id
 	Recorded    time.Time `dynamodbav:"recorded"`
 }
 

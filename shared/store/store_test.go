@@ -131,3 +131,23 @@ func TestEmptyListsReadBackEmpty(t *testing.T) {
 		t.Fatalf("LoadCredential = %+v, %v", k.Key, err)
 	}
 }
+
+func TestCreateUserKeyRefusesServiceUsers(t *testing.T) {
+	st, _ := newStore(t)
+	ctx := context.Background()
+	if err := st.CreatePrincipal(ctx, store.Principal{ID: "svc", Kind: store.KindServiceUser, Email: "svc@x.invalid"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateUserKey(ctx, store.AccessKey{ID: "k1", PrincipalID: "svc", SecretHash: "h"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("user key for a service user: %v", err)
+	}
+	if _, err := st.GetKey(ctx, "svc", "k1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the refused key was written: %v", err)
+	}
+	if err := st.CreatePrincipal(ctx, store.Principal{ID: "u1", Kind: store.KindUser, Email: "u1@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateUserKey(ctx, store.AccessKey{ID: "k2", PrincipalID: "u1", SecretHash: "h"}); err != nil {
+		t.Fatalf("user key: %v", err)
+	}
+}

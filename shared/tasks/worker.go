@@ -60,20 +60,22 @@ func NewWorker(st WorkerStore, dp DataPlane, outbox *Outbox, log *slog.Logger) *
 // SQSHandler is the worker's Lambda signature.
 type SQSHandler func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error)
 
-// Handle is the SQS handler: it sweeps the outbox, then runs every record
-// of the batch in parallel and reports the ones to redeliver. An event
-// without records (the scheduled invocation) only sweeps.
+// Handle is the SQS handler: it sweeps the outbox alongside running every
+// record of the batch in parallel (the sweep shares nothing with the
+// records, so no task waits for it) and reports the records to redeliver.
+// An event without records (the scheduled invocation) only sweeps.
 func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	if n, err := w.outbox.Sweep(ctx); err != nil {
-		w.log.WarnContext(ctx, "outbox sweep failed", "error", err.Error())
-	} else if n > 0 {
-		w.log.InfoContext(ctx, "outbox sweep", "resent", n)
-	}
 	var (
 		mu   sync.Mutex
 		resp events.SQSEventResponse
 		wg   sync.WaitGroup
 	)
+	wg.Go(func() {
+		// Sweep logs what it re-sent; only its failure is reported here.
+		if _, err := w.outbox.Sweep(ctx); err != nil {
+			w.log.WarnContext(ctx, "outbox sweep failed", "error", err.Error())
+		}
+	})
 	for _, rec := range ev.Records {
 		wg.Go(func() {
 			if w.Process(ctx, rec.Body) == Retry {

@@ -21,9 +21,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"cads/infra/local"
 	"cads/shared/logging"
 	"cads/shared/metrics"
@@ -86,7 +83,7 @@ func serve(ctx context.Context, p *local.Platform, app string, rate float64, log
 		"  curl -s -H \"Authorization: Bearer $(cat %s)\" '%s/v2/applications/%s/metrics?names=requests,status_codes,response_time,countries&resolution=60'\n"+
 		"  curl -s -H \"Authorization: Bearer $(cat %s)\" '%s/v2/address-sets/%s/metrics?names=entries_added,entries_extended,entries_expired&resolution=60'\n\n",
 		d.app, rate, p.KeyFile, p.URL, d.app, p.KeyFile, p.URL, d.set)
-	send := sqsSender{client: p.SQS, url: q.URL}
+	send := metrics.SQSSender{Client: p.SQS, QueueURL: q.URL}
 	return run(ctx, newGenerator(d.app, d.set, rate, uint64(time.Now().UnixNano())), send, time.Second, log)
 }
 
@@ -147,19 +144,9 @@ func call(ctx context.Context, base, secret, method, path string, body, out any)
 	return json.Unmarshal(raw, out)
 }
 
-// sender sends one message body to the metrics queue.
+// sender sends message bodies to the metrics queue (metrics.SQSSender).
 type sender interface {
-	send(ctx context.Context, body string) error
-}
-
-type sqsSender struct {
-	client *sqs.Client
-	url    string
-}
-
-func (s sqsSender) send(ctx context.Context, body string) error {
-	_, err := s.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.url), MessageBody: aws.String(body)})
-	return err
+	Send(ctx context.Context, bodies ...string) error
 }
 
 // maxRecordsPerMessage keeps messages well under SQS' 256 KiB (an access
@@ -185,7 +172,7 @@ func run(ctx context.Context, g *generator, s sender, every time.Duration, log *
 				if err != nil {
 					return err
 				}
-				if err := s.send(ctx, string(body)); err != nil {
+				if err := s.Send(ctx, string(body)); err != nil {
 					if ctx.Err() != nil {
 						return nil
 					}

@@ -98,7 +98,7 @@ func TestTrafficReachesMetricsThroughThePlatform(t *testing.T) {
 	q := p.Queues[wire.MetricsQueue]
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_ = run(ctx, newGenerator(d.app, d.set, 30, 7), sqsSender{client: p.SQS, url: q.URL}, 250*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		_ = run(ctx, newGenerator(d.app, d.set, 30, 7), metrics.SQSSender{Client: p.SQS, QueueURL: q.URL}, 250*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	})
 	defer wg.Wait()
 	defer cancel()
