@@ -197,6 +197,13 @@ func TestKeyAndSwitchRoundTrips(t *testing.T) {
 		t.Errorf("POST access-keys: %d sequential round trips, want 1 (%v)", got, e.d.Counter.ByOperation())
 	}
 	e.d.Counter.Reset()
+	if st, body := e.call(e.operator(), "POST", "/v2/users/{id}/access-keys", "/v2/users/self/access-keys", map[string]string{"id": "self"}, nil, map[string]any{"type": "bearer", "account": "/v2/accounts/" + e.boot.RootAccount}); st != 200 {
+		t.Fatalf("create key with account: %d %v", st, body)
+	}
+	if got := e.d.Counter.Sequential(); got != 3 {
+		t.Errorf("POST access-keys with account: %d sequential round trips, want 3 (%v)", got, e.d.Counter.ByOperation())
+	}
+	e.d.Counter.Reset()
 	if st, body := e.call(e.operator(), "POST", "/v2/users/self/authorization", "/v2/users/self/authorization", nil, nil, map[string]any{"account": "/v2/accounts/" + e.boot.RootAccount}); st != 200 {
 		t.Fatalf("switch: %d %v", st, body)
 	}
