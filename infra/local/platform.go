@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -223,6 +224,9 @@ func (p *Platform) runBootstrap(ctx context.Context, o Options) error {
 }
 
 // gatewayConfig turns the template's API into the local gateway's config.
+// Every function runs with its logical ID on the context (ddb.WithCaller):
+// all of them share one DynamoDB client here, and a counter installed on it
+// tells their calls apart by that name.
 func gatewayConfig(t *sam.Template, d wire.Deps, log *slog.Logger) (gateway.Config, error) {
 	if len(t.Apis) != 1 {
 		return gateway.Config{}, fmt.Errorf("template.yaml must declare exactly one Api, found %d", len(t.Apis))
@@ -257,7 +261,10 @@ func gatewayConfig(t *sam.Template, d wire.Deps, log *slog.Logger) (gateway.Conf
 		if !ok || c.Authorizer == nil {
 			return cfg, fmt.Errorf("authorizer function %s (%s) has no local constructor", fn.LogicalID, fn.CodeURI)
 		}
-		cfg.Authorizer = c.Authorizer(d)
+		h := c.Authorizer(d)
+		cfg.Authorizer = func(ctx context.Context, req events.APIGatewayCustomAuthorizerRequestTypeRequest) (events.APIGatewayCustomAuthorizerResponse, error) {
+			return h(ddb.WithCaller(ctx, fn.LogicalID), req)
+		}
 	}
 	for _, r := range t.Routes() {
 		fn := t.Functions[r.Function]
@@ -266,7 +273,10 @@ func gatewayConfig(t *sam.Template, d wire.Deps, log *slog.Logger) (gateway.Conf
 			return cfg, fmt.Errorf("function %s (%s) has no local constructor", fn.LogicalID, fn.CodeURI)
 		}
 		if _, done := cfg.Functions[r.Function]; !done {
-			cfg.Functions[r.Function] = c.API(d)
+			h, id := c.API(d), r.Function
+			cfg.Functions[r.Function] = func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+				return h(ddb.WithCaller(ctx, id), req)
+			}
 		}
 		cfg.Routes = append(cfg.Routes, gateway.Route{Method: r.Method, Path: r.Path, Function: r.Function, Authorized: r.Authorizer != ""})
 	}
@@ -297,10 +307,13 @@ func (p *Platform) startSources(ctx context.Context, t *sam.Template, log *slog.
 			if !ok {
 				return fmt.Errorf("function %s: queue %s was not created", id, ev.SQS.Queue)
 			}
+			h := c.Queue(p.Deps)
 			src := &sqssource.Source{Client: p.SQS, QueueURL: q.URL, QueueARN: q.ARN, BatchSize: ev.SQS.BatchSize,
 				MaxBatchingWindow: time.Duration(ev.SQS.MaximumBatchingWindowInSeconds) * time.Second,
 				WaitTime:          time.Second, ReportBatchItemFailures: ev.SQS.ReportsBatchItemFailures(),
-				Timeout: time.Duration(fn.Timeout) * time.Second, Handler: c.Queue(p.Deps), Logger: log.With("function", id)}
+				Timeout: time.Duration(fn.Timeout) * time.Second, Handler: func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+					return h(ddb.WithCaller(ctx, id), ev)
+				}, Logger: log.With("function", id)}
 			sources.Add(1)
 			go func() {
 				defer sources.Done()

@@ -30,10 +30,31 @@ type Call struct {
 	// Attempts is the number of HTTP attempts the SDK's retryer made for
 	// this call (1 without retries; 0 if the call failed before sending).
 	Attempts int
+	// Caller is the name WithCaller put on the call's context ("" if none).
+	Caller string
+}
+
+type callerKey struct{}
+
+// WithCaller names the function on whose behalf DynamoDB calls made with
+// ctx run, so that one Counter shared by several functions (the local
+// platform runs them all on one client) can tell their calls apart.
+func WithCaller(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, callerKey{}, name)
+}
+
+// CallerOf returns the name WithCaller put on ctx, or "".
+func CallerOf(ctx context.Context) string {
+	s, _ := ctx.Value(callerKey{}).(string)
+	return s
 }
 
 // Counter records every DynamoDB API call made by the clients it is installed
 // on. It is safe for concurrent use.
+//
+// It asks every call for its consumed capacity (ReturnConsumedCapacity
+// TOTAL, unless the caller set a mode): asking costs nothing, and the
+// answer is the cost a request is billed for.
 //
 // The middleware sits in the Initialize step, outside the SDK's retry loop,
 // so each logical API call is counted once however many attempts it took
@@ -72,7 +93,8 @@ func (c *Counter) addMiddleware(stack *middleware.Stack) error {
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (
 			middleware.InitializeOutput, middleware.Metadata, error,
 		) {
-			call := Call{Operation: op, Start: time.Now()}
+			call := Call{Operation: op, Start: time.Now(), Caller: CallerOf(ctx)}
+			in.Parameters = askCapacity(in.Parameters)
 			var (
 				out middleware.InitializeOutput
 				md  middleware.Metadata
@@ -156,6 +178,33 @@ func (c *Counter) Sequential() int {
 	return longestChain(spans)
 }
 
+// Only returns a new Counter holding copies of the calls made on behalf of
+// caller (see WithCaller), so that Sequential, Total and friends can be
+// read for one function of several sharing a client. It records nothing
+// itself.
+func (c *Counter) Only(caller string) *Counter {
+	out := NewCounter()
+	c.mu.Lock()
+	for _, call := range c.calls {
+		if call.Caller == caller {
+			out.calls = append(out.calls, call)
+		}
+	}
+	c.mu.Unlock()
+	return out
+}
+
+// Consumed sums the capacity units the recorded calls reported.
+func (c *Counter) Consumed() (rcu, wcu float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, call := range c.calls {
+		rcu += call.ConsumedRCU
+		wcu += call.ConsumedWCU
+	}
+	return rcu, wcu
+}
+
 // Reset forgets all recorded calls (the delay is kept).
 func (c *Counter) Reset() {
 	c.mu.Lock()
@@ -213,6 +262,76 @@ func isReadOperation(op string) bool {
 		return true
 	}
 	return false
+}
+
+// askCapacity returns params with ReturnConsumedCapacity set to TOTAL when
+// the caller left it unset. It copies the input rather than writing to the
+// caller's struct, which the caller may share.
+func askCapacity(params any) any {
+	const total = types.ReturnConsumedCapacityTotal
+	switch in := params.(type) {
+	case *dynamodb.GetItemInput:
+		if in.ReturnConsumedCapacity == "" {
+			cp := *in
+			cp.ReturnConsumedCapacity = total
+			return &cp
+		}
+	case *dynamodb.PutItemInput:
+		if in.ReturnConsumedCapacity == "" {
+			cp := *in
+			cp.ReturnConsumedCapacity = total
+			return &cp
+		}
+	case *dynamodb.UpdateItemInput:
+		if in.ReturnConsumedCapacity == "" {
+			cp := *in
+			cp.ReturnConsumedCapacity = total
+			return &cp
+		}
+	case *dynamodb.DeleteItemInput:
+		if in.ReturnConsumedCapacity == "" {
+			cp := *in
+			cp.ReturnConsumedCapacity = total
+			return &cp
+		}
+	case *dynamodb.QueryInput:
+		if in.ReturnConsumedCapacity == "" {
+			cp := *in
+			cp.ReturnConsumedCapacity = total
+			return &cp
+		}
+	case *dynamodb.ScanInput:
+		if in.ReturnConsumedCapacity == "" {
+			cp := *in
+			cp.ReturnConsumedCapacity = total
+			return &cp
+		}
+	case *dynamodb.BatchGetItemInput:
+		if in.ReturnConsumedCapacity == "" {
+			cp := *in
+			cp.ReturnConsumedCapacity = total
+			return &cp
+		}
+	case *dynamodb.BatchWriteItemInput:
+		if in.ReturnConsumedCapacity == "" {
+			cp := *in
+			cp.ReturnConsumedCapacity = total
+			return &cp
+		}
+	case *dynamodb.TransactGetItemsInput:
+		if in.ReturnConsumedCapacity == "" {
+			cp := *in
+			cp.ReturnConsumedCapacity = total
+			return &cp
+		}
+	case *dynamodb.TransactWriteItemsInput:
+		if in.ReturnConsumedCapacity == "" {
+			cp := *in
+			cp.ReturnConsumedCapacity = total
+			return &cp
+		}
+	}
+	return params
 }
 
 // consumedUnits sums the consumed capacity reported in an operation output.

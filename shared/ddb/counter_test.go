@@ -2,8 +2,10 @@ package ddb
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -108,10 +110,15 @@ func TestCounterInstalledTwiceCountsOnce(t *testing.T) {
 	}
 }
 
-// minidyn does not report consumed capacity, so a stub server returns a
-// canned GetItem response carrying it.
+// A stub server returns canned responses carrying consumed capacity (the
+// local server's meter is tested in infra/localaws), and records whether
+// each request asked for it.
 func TestCounterRecordsConsumedCapacity(t *testing.T) {
+	var asked []string
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ ReturnConsumedCapacity string }
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		asked = append(asked, in.ReturnConsumedCapacity)
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 		switch r.Header.Get("X-Amz-Target") {
 		case "DynamoDB_20120810.GetItem":
@@ -144,6 +151,33 @@ func TestCounterRecordsConsumedCapacity(t *testing.T) {
 	}
 	if calls[1].ConsumedRCU != 1 || calls[1].ConsumedWCU != 1 {
 		t.Errorf("TransactWriteItems capacity = %v/%v, want 1/1", calls[1].ConsumedRCU, calls[1].ConsumedWCU)
+	}
+	// The GetItem set its own mode; the transaction left it unset and the
+	// counter asked for TOTAL.
+	if !slices.Equal(asked, []string{"TOTAL", "TOTAL"}) {
+		t.Errorf("ReturnConsumedCapacity sent = %q, want TOTAL twice", asked)
+	}
+	if rcu, wcu := c.Consumed(); rcu != 1.5 || wcu != 1 {
+		t.Errorf("Consumed = %v/%v, want 1.5/1", rcu, wcu)
+	}
+}
+
+func TestCounterOnlyKeepsOneCallersCalls(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, who := range []string{"authorizer", "accounts", "authorizer", ""} {
+		if _, err := e.client.GetItem(WithCaller(ctx, who), &dynamodb.GetItemInput{TableName: aws.String(testTable), Key: key("a", who)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.count.Only("authorizer").Total(); got != 2 {
+		t.Errorf("authorizer calls = %d, want 2", got)
+	}
+	if got := e.count.Only("accounts").Total(); got != 1 {
+		t.Errorf("accounts calls = %d, want 1", got)
+	}
+	if got := e.count.Total(); got != 4 {
+		t.Errorf("all calls = %d, want 4", got)
 	}
 }
 
