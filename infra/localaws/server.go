@@ -23,8 +23,10 @@ import (
 // "127.0.0.1:0", a free port) and returns its endpoint URL and a stop
 // function (safe to call more than once). Every call gets its own, empty
 // set of tables. ctx bounds only the start; the server runs until stop.
+// Requests that ask for ReturnConsumedCapacity get it, computed by the
+// meter (capacity.go): minidyn itself does not report it.
 func StartDynamo(ctx context.Context, addr string) (endpoint string, stop func(context.Context) error, err error) {
-	return serve(ctx, "dynamodb", addr, server.NewServer(), nil)
+	return serve(ctx, "dynamodb", addr, newMeter(server.NewServer()), nil)
 }
 
 // serve listens on a loopback address and serves h until stop. Request

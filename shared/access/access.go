@@ -85,8 +85,13 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 		wg                sync.WaitGroup
 		touchErr, acctErr error
 	)
-	wg.Add(1)
-	go func() { defer wg.Done(); touchErr = s.store.TouchKey(ctx, p.ID, p.KeyID, now) }()
+	// A busy key is touched once a minute, not on every request: the key
+	// item read above says whether it is due (TouchKey's condition guards
+	// concurrent touches).
+	if cred.Key.UseIsStale(now) {
+		wg.Add(1)
+		go func() { defer wg.Done(); touchErr = s.store.TouchKey(ctx, p.ID, p.KeyID, now) }()
+	}
 	// The key's account must still exist: deleting an account sweeps its
 	// keys, but a session key minted by a switch racing that deletion could
 	// land after the sweep. Reading the account in this second round trip

@@ -22,8 +22,8 @@ type Call struct {
 	End       time.Time // when the call returned (after all retry attempts)
 	Err       error     // final error, nil on success
 	// Consumed capacity reported by the response, summed over all entries;
-	// zero unless the request set ReturnConsumedCapacity (and the server
-	// honours it; minidyn does not). When a response reports only
+	// zero when the server does not report it (minidyn alone does not;
+	// the local server adds it, see infra/localaws/capacity.go). When a response reports only
 	// CapacityUnits, it is attributed to RCU for read operations (GetItem,
 	// Query, Scan, BatchGetItem, TransactGetItems) and to WCU otherwise.
 	ConsumedRCU, ConsumedWCU float64

@@ -103,6 +103,13 @@ func (s *Store) DeleteKey(ctx context.Context, principal, id string) (AccessKey,
 // once a minute per key, so a busy key costs no write per request.
 const lastUsedGranularity = time.Minute
 
+// UseIsStale says whether a use at now should be recorded: the key (as
+// read) has no last_used within lastUsedGranularity. Callers skip TouchKey
+// otherwise: a write whose condition fails is billed all the same.
+func (k AccessKey) UseIsStale(now time.Time) bool {
+	return k.LastUsed == nil || !k.LastUsed.After(now.Add(-lastUsedGranularity))
+}
+
 // TouchKey records that a key was used at now, unless it was already
 // recorded within lastUsedGranularity (then the conditional update is a
 // no-op). It never fails the caller's request: errors are returned for

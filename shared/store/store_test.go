@@ -91,8 +91,21 @@ func TestAccessKeys(t *testing.T) {
 	if err := st.TouchKey(ctx, "u1", "k1", now.Add(30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := st.GetKey(ctx, "u1", "k1"); got.LastUsed == nil || !got.LastUsed.Equal(now) {
+	got, _ = st.GetKey(ctx, "u1", "k1")
+	if got.LastUsed == nil || !got.LastUsed.Equal(now) {
 		t.Fatalf("last_used = %v, want %v (the second touch is inside the minute)", got.LastUsed, now)
+	}
+	// Callers read the key first and skip the write until it is due.
+	for _, c := range []struct {
+		at   time.Time
+		want bool
+	}{{now.Add(30 * time.Second), false}, {now.Add(time.Minute), true}, {now.Add(2 * time.Minute), true}} {
+		if stale := got.UseIsStale(c.at); stale != c.want {
+			t.Errorf("UseIsStale(last_used + %v) = %v, want %v", c.at.Sub(now), stale, c.want)
+		}
+	}
+	if !(store.AccessKey{}).UseIsStale(now) {
+		t.Error("a key never used is not due for a last_used write")
 	}
 	if err := st.TouchKey(ctx, "u1", "k1", now.Add(2*time.Minute)); err != nil {
 		t.Fatal(err)
