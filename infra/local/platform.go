@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -189,6 +190,15 @@ func (p *Platform) start(ctx context.Context, o Options) error {
 	return p.serve(o.APIAddr, gw, log)
 }
 
+// as runs one invocation of function id with its logical ID on the context
+// (ddb.WithCaller) and as the pprof label "component": every function
+// shares this process and one DynamoDB client, and this is how a round-trip
+// counter and a CPU profile tell them apart (`make bench` reads both).
+func as[T any](ctx context.Context, id string, f func(context.Context) (T, error)) (out T, err error) {
+	pprof.Do(ddb.WithCaller(ctx, id), pprof.Labels("component", id), func(ctx context.Context) { out, err = f(ctx) })
+	return out, err
+}
+
 func onlyTable(t *sam.Template) (sam.Table, error) {
 	if len(t.Tables) != 1 {
 		return sam.Table{}, fmt.Errorf("template.yaml must declare exactly one table (single-table design), found %d", len(t.Tables))
@@ -224,9 +234,7 @@ func (p *Platform) runBootstrap(ctx context.Context, o Options) error {
 }
 
 // gatewayConfig turns the template's API into the local gateway's config.
-// Every function runs with its logical ID on the context (ddb.WithCaller):
-// all of them share one DynamoDB client here, and a counter installed on it
-// tells their calls apart by that name.
+// Every function runs as itself (see as).
 func gatewayConfig(t *sam.Template, d wire.Deps, log *slog.Logger) (gateway.Config, error) {
 	if len(t.Apis) != 1 {
 		return gateway.Config{}, fmt.Errorf("template.yaml must declare exactly one Api, found %d", len(t.Apis))
@@ -263,7 +271,7 @@ func gatewayConfig(t *sam.Template, d wire.Deps, log *slog.Logger) (gateway.Conf
 		}
 		h := c.Authorizer(d)
 		cfg.Authorizer = func(ctx context.Context, req events.APIGatewayCustomAuthorizerRequestTypeRequest) (events.APIGatewayCustomAuthorizerResponse, error) {
-			return h(ddb.WithCaller(ctx, fn.LogicalID), req)
+			return as(ctx, fn.LogicalID, func(ctx context.Context) (events.APIGatewayCustomAuthorizerResponse, error) { return h(ctx, req) })
 		}
 	}
 	for _, r := range t.Routes() {
@@ -275,7 +283,7 @@ func gatewayConfig(t *sam.Template, d wire.Deps, log *slog.Logger) (gateway.Conf
 		if _, done := cfg.Functions[r.Function]; !done {
 			h, id := c.API(d), r.Function
 			cfg.Functions[r.Function] = func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-				return h(ddb.WithCaller(ctx, id), req)
+				return as(ctx, id, func(ctx context.Context) (events.APIGatewayProxyResponse, error) { return h(ctx, req) })
 			}
 		}
 		cfg.Routes = append(cfg.Routes, gateway.Route{Method: r.Method, Path: r.Path, Function: r.Function, Authorized: r.Authorizer != ""})
@@ -312,7 +320,7 @@ func (p *Platform) startSources(ctx context.Context, t *sam.Template, log *slog.
 				MaxBatchingWindow: time.Duration(ev.SQS.MaximumBatchingWindowInSeconds) * time.Second,
 				WaitTime:          time.Second, ReportBatchItemFailures: ev.SQS.ReportsBatchItemFailures(),
 				Timeout: time.Duration(fn.Timeout) * time.Second, Handler: func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-					return h(ddb.WithCaller(ctx, id), ev)
+					return as(ctx, id, func(ctx context.Context) (events.SQSEventResponse, error) { return h(ctx, ev) })
 				}, Logger: log.With("function", id)}
 			sources.Add(1)
 			go func() {

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -49,8 +50,13 @@ func serve(ctx context.Context, what, addr string, h http.Handler, onListen func
 		onListen(ln.Addr().(*net.TCPAddr))
 	}
 	base, cancel := context.WithCancel(context.Background())
+	// CPU profiles of the local platform (`make bench`) put the stand-in
+	// servers' work under their own label, apart from the functions'.
+	labelled := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pprof.Do(r.Context(), pprof.Labels("component", what+" (local server)"), func(ctx context.Context) { h.ServeHTTP(w, r.WithContext(ctx)) })
+	})
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           labelled,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),

@@ -2,8 +2,11 @@
 // whole local platform in-process on a loopback port, sends a fixed mix of
 // authenticated requests from a fixed number of workers for a fixed time,
 // and prints requests per second and latency percentiles per endpoint,
-// plus the CPU time the process spent per request. It only ever talks to
-// the platform it started, on 127.0.0.1, and stops by itself.
+// plus the CPU time spent per request: the whole process's, and from a CPU
+// profile of the run the authorizer's, the function's and the DynamoDB
+// stand-in's shares (the local platform labels each one's goroutines). It
+// only ever talks to the platform it started, on 127.0.0.1, and stops by
+// itself.
 package main
 
 import (
@@ -17,10 +20,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/google/pprof/profile"
 
 	"cads/infra/local"
 )
@@ -78,22 +85,66 @@ func run(duration time.Duration, workers int) error {
 		{"list roles", "GET", root + "/roles", ""},
 		{"get application", "GET", "/v2/applications/" + app.ID, ""},
 		{"list applications", "GET", "/v2/applications", ""},
+		{"list tasks", "GET", "/v2/tasks", ""},
+		{"list address sets", "GET", "/v2/address-sets", ""},
+		{"application metrics", "GET", "/v2/applications/" + app.ID + "/metrics?names=bytes_in,bytes_out&resolution=3600", ""},
+		{"application logs", "GET", "/v2/applications/" + app.ID + "/logs", ""},
+		{"list application tests", "GET", "/v2/tests", ""},
 	}
 	fmt.Printf("Load run: %d clients, %s per endpoint, platform on %s (in-process, embedded DynamoDB and SQS)\n\n", workers, duration, p.URL)
-	fmt.Println("| Endpoint | requests | req/s | p50 | p99 | non-2xx | CPU per request |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Println("| Endpoint | requests | req/s | p50 | p99 | non-2xx | CPU per request: process | authorizer | function | DynamoDB stand-in |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, t := range targets {
-		r := load(client, p.URL, key, t, duration, workers)
-		fmt.Printf("| %s `%s %s` | %d | %.0f | %s | %s | %d | %s |\n", t.name, t.method, shorten(t.path), r.n, float64(r.n)/duration.Seconds(),
-			r.pct(0.50), r.pct(0.99), r.non2xx, r.cpuPerReq)
+		r, err := load(client, p.URL, key, t, duration, workers)
+		if err != nil {
+			return err
+		}
+		fn, fnCPU := r.function()
+		fmt.Printf("| %s `%s %s` | %d | %.0f | %s | %s | %d | %s | %s | %s (%s) | %s |\n", t.name, t.method, shorten(t.path), r.n, float64(r.n)/duration.Seconds(),
+			r.pct(0.50), r.pct(0.99), r.non2xx, r.cpuPerReq, r.share(authorizerID), fnCPU, fn, r.share(dynamoComponent))
 	}
+	fmt.Println("\nThe process column is everything (HTTP client, local gateway, JSON round trips of the events, the stand-in servers, the garbage collector); the other columns are CPU profile samples under each component's label, divided by the requests.")
 	return nil
 }
+
+// Labels the local platform puts on goroutines (pprof label "component").
+const (
+	authorizerID    = "AuthorizerFunction"
+	dynamoComponent = "dynamodb (local server)"
+)
 
 type result struct {
 	n, non2xx int
 	lat       []time.Duration
 	cpuPerReq time.Duration
+	// byComponent is CPU time per pprof "component" label over the run.
+	byComponent map[string]time.Duration
+}
+
+// share is a component's CPU per request.
+func (r result) share(component string) time.Duration {
+	if r.n == 0 {
+		return 0
+	}
+	return (r.byComponent[component] / time.Duration(r.n)).Round(time.Microsecond)
+}
+
+// function is the busiest labelled component that is neither the
+// authorizer nor a local server: the function behind the route.
+func (r result) function() (string, time.Duration) {
+	best := ""
+	for c, d := range r.byComponent {
+		if c == "" || c == authorizerID || strings.HasSuffix(c, "(local server)") {
+			continue
+		}
+		if best == "" || d > r.byComponent[best] {
+			best = c
+		}
+	}
+	if best == "" {
+		return "none", 0
+	}
+	return best, r.share(best)
 }
 
 func (r result) pct(q float64) time.Duration {
@@ -103,12 +154,16 @@ func (r result) pct(q float64) time.Duration {
 	return r.lat[int(q*float64(len(r.lat)-1))].Round(10 * time.Microsecond)
 }
 
-func load(client *http.Client, base, key string, t target, duration time.Duration, workers int) result {
+func load(client *http.Client, base, key string, t target, duration time.Duration, workers int) (result, error) {
 	var (
-		mu  sync.Mutex
-		res result
-		wg  sync.WaitGroup
+		mu   sync.Mutex
+		res  result
+		wg   sync.WaitGroup
+		prof bytes.Buffer
 	)
+	if err := pprof.StartCPUProfile(&prof); err != nil {
+		return res, fmt.Errorf("CPU profile: %w", err)
+	}
 	cpu0 := cpuTime()
 	deadline := time.Now().Add(duration)
 	for i := 0; i < workers; i++ {
@@ -140,6 +195,11 @@ func load(client *http.Client, base, key string, t target, duration time.Duratio
 		}()
 	}
 	wg.Wait()
+	pprof.StopCPUProfile()
+	var err error
+	if res.byComponent, err = cpuByComponent(&prof); err != nil {
+		return res, err
+	}
 	res.n = len(res.lat)
 	sort.Slice(res.lat, func(i, j int) bool { return res.lat[i] < res.lat[j] })
 	if res.n > 0 {
@@ -147,7 +207,34 @@ func load(client *http.Client, base, key string, t target, duration time.Duratio
 		// process: this is the whole stack's CPU per request.
 		res.cpuPerReq = ((cpuTime() - cpu0) / time.Duration(res.n)).Round(time.Microsecond)
 	}
-	return res
+	return res, nil
+}
+
+// cpuByComponent sums a CPU profile's samples by their "component" label
+// ("" for goroutines without one).
+func cpuByComponent(r io.Reader) (map[string]time.Duration, error) {
+	p, err := profile.Parse(r)
+	if err != nil {
+		return nil, fmt.Errorf("parse CPU profile: %w", err)
+	}
+	cpu := -1
+	for i, st := range p.SampleType {
+		if st.Type == "cpu" && st.Unit == "nanoseconds" {
+			cpu = i
+		}
+	}
+	if cpu < 0 {
+		return nil, fmt.Errorf("CPU profile has no cpu/nanoseconds samples")
+	}
+	out := map[string]time.Duration{}
+	for _, s := range p.Sample {
+		c := ""
+		if l := s.Label["component"]; len(l) > 0 {
+			c = l[0]
+		}
+		out[c] += time.Duration(s.Value[cpu])
+	}
+	return out, nil
 }
 
 func cpuTime() time.Duration {
