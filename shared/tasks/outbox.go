@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -121,25 +122,44 @@ func (o *Outbox) Submit(ctx context.Context, t store.Task) error {
 	return nil
 }
 
+// sweepParallel bounds the conditional writes one sweep has in flight.
+const sweepParallel = 16
+
 // Sweep re-sends the messages of tasks whose outbox marker is due and
 // returns how many it sent. Each marker is first moved ResendAfter into
 // the future with a conditional write, so concurrent sweeps send each due
-// task once.
+// task once. The writes run in parallel: a backlog of a hundred markers
+// costs one round trip more than one marker, not a hundred.
 func (o *Outbox) Sweep(ctx context.Context) (int, error) {
 	now := o.st.Now()
 	due, err := o.st.DueOutbox(ctx, now, o.SweepBatch)
 	if err != nil {
 		return 0, err
 	}
+	moved := make([]bool, len(due))
+	errs := make([]error, len(due))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, sweepParallel)
+	for i, e := range due {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			moved[i], errs[i] = o.st.PostponeOutbox(ctx, e, now.Add(o.ResendAfter))
+		})
+	}
+	wg.Wait()
 	var send []string
-	for _, e := range due {
-		ok, err := o.st.PostponeOutbox(ctx, e, now.Add(o.ResendAfter))
-		if err != nil {
-			return 0, err
-		}
-		if ok {
+	for i, e := range due {
+		if moved[i] {
 			send = append(send, e.TaskID)
 		}
+	}
+	// Markers this sweep moved are sent even if another write failed: left
+	// unsent they would wait ResendAfter for the next sweep.
+	if err := errors.Join(errs...); err != nil && len(send) == 0 {
+		return 0, err
+	} else if err != nil {
+		o.log.WarnContext(ctx, "outbox sweep could not move every due marker; the next sweep retries them", "error", err.Error())
 	}
 	if len(send) == 0 {
 		return 0, nil

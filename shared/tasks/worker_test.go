@@ -410,6 +410,39 @@ func TestOutboxResendsUnsentTasks(t *testing.T) {
 	}
 }
 
+// A backlog of due markers is moved in parallel: one Query, then one wave
+// of conditional writes, however many tasks wait.
+func TestOutboxSweepRoundTrips(t *testing.T) {
+	e := newEnv(t)
+	e.outbox.ResendAfter = 200 * time.Millisecond
+	e.sent.fail.Store(true)
+	var want []string
+	for range 12 {
+		a := e.app(store.AppStopped)
+		want = append(want, e.submit(tasks.TypeStart, a.ID, nil).ID)
+	}
+	e.sent.fail.Store(false)
+	time.Sleep(300 * time.Millisecond)
+	e.d.Counter.SetDelay(20 * time.Millisecond)
+	e.d.Counter.Reset()
+	n, err := e.outbox.Sweep(context.Background())
+	if err != nil || n != len(want) {
+		t.Fatalf("sweep sent %d, %v; want %d", n, err, len(want))
+	}
+	if got := e.d.Counter.Sequential(); got != 2 {
+		t.Errorf("sequential round trips = %d, want 2 (calls %v)", got, e.d.Counter.ByOperation())
+	}
+	if got := e.d.Counter.ByOperation(); got["Query"] != 1 || got["UpdateItem"] != len(want) {
+		t.Errorf("calls = %v, want 1 Query and %d UpdateItem", got, len(want))
+	}
+	sent := e.sent.all()
+	slices.Sort(sent)
+	slices.Sort(want)
+	if !slices.Equal(sent, want) {
+		t.Errorf("sent %v, want %v", sent, want)
+	}
+}
+
 // run-action makes the real HTTP request: the action's method, a JSON
 // body naming the task, a signature over timestamp and body when the
 // action has a secret, the task id as idempotency key. 4xx fails the task,
