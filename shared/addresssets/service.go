@@ -92,12 +92,16 @@ type change func(cur *store.AddressSetState, now time.Time) (spec, error)
 
 // write applies a change with optimistic concurrency: read the set
 // (consistently), compute, write in one transaction conditioned on the
-// versions read, and start again if another change came first.
-func (s *Service) write(ctx context.Context, account, id string, create bool, actor Actor, fn change) (store.AddressSetState, error) {
+// versions read, and start again if another change came first. A caller
+// that has just read the set consistently passes it as known, saving the
+// first attempt's read.
+func (s *Service) write(ctx context.Context, account, id string, create bool, known *store.AddressSetState, actor Actor, fn change) (store.AddressSetState, error) {
 	for attempt := 0; ; attempt++ {
 		now := s.now()
 		var cur *store.AddressSetState
-		if !create {
+		if attempt == 0 && known != nil {
+			cur = known
+		} else if !create {
 			st, err := s.st.GetAddressSet(ctx, account, id, true)
 			if err != nil {
 				return store.AddressSetState{}, notFound(err, id)
@@ -475,13 +479,13 @@ func (s *Service) create(ctx context.Context, account string, actor Actor, in se
 		}
 		return store.AddressSetState{}, err
 	}
-	return s.write(ctx, account, ids.New(), true, actor, func(*store.AddressSetState, time.Time) (spec, error) { return sp, nil })
+	return s.write(ctx, account, ids.New(), true, nil, actor, func(*store.AddressSetState, time.Time) (spec, error) { return sp, nil })
 }
 
 // replace sets a set to the state a PATCH produced from its document.
 // build gets the current document and returns the patched body.
 func (s *Service) replace(ctx context.Context, account, id string, actor Actor, build func(doc document) (setIn, error)) (store.AddressSetState, error) {
-	return s.write(ctx, account, id, false, actor, func(cur *store.AddressSetState, now time.Time) (spec, error) {
+	return s.write(ctx, account, id, false, nil, actor, func(cur *store.AddressSetState, now time.Time) (spec, error) {
 		in, err := build(documentOf(setOut(*cur, now, true)))
 		if err != nil {
 			return spec{}, err
@@ -687,7 +691,8 @@ func (s *Service) AddDynamic(ctx context.Context, recs []metrics.AddressRecord) 
 }
 
 func (s *Service) addDynamic(ctx context.Context, set string, recs []metrics.AddressRecord) error {
-	st, err := s.st.AddressSetByID(ctx, set, false)
+	// Read consistently: the same state is the write's first attempt.
+	st, err := s.st.AddressSetByID(ctx, set, true)
 	if errors.Is(err, store.ErrNotFound) || err == nil && st.Set.Type != TypeDynamic {
 		s.log.WarnContext(ctx, "address records for a set that is missing or not dynamic dropped", "set", set, "count", len(recs))
 		return nil
@@ -695,7 +700,7 @@ func (s *Service) addDynamic(ctx context.Context, set string, recs []metrics.Add
 	if err != nil {
 		return err
 	}
-	_, err = s.write(ctx, st.Set.Account, set, false, ActorEdge, func(cur *store.AddressSetState, now time.Time) (spec, error) {
+	_, err = s.write(ctx, st.Set.Account, set, false, &st, ActorEdge, func(cur *store.AddressSetState, now time.Time) (spec, error) {
 		sp := liveSpec(cur, now)
 		for _, r := range recs {
 			p, shown, err := parseAddress(r.Address)
@@ -797,7 +802,7 @@ func (s *Service) Sweep(ctx context.Context, force bool) (bool, error) {
 		}
 		// Writing the live state removes expired entries and counts
 		// them, as far as one transaction holds; the rest wait.
-		_, err = s.write(ctx, st.Set.Account, set, false, ActorEdge, func(cur *store.AddressSetState, now time.Time) (spec, error) {
+		_, err = s.write(ctx, st.Set.Account, set, false, &st, ActorEdge, func(cur *store.AddressSetState, now time.Time) (spec, error) {
 			return liveSpec(cur, now), nil
 		})
 		if err != nil {

@@ -54,6 +54,7 @@ func (q *queue) drain() []string {
 
 type env struct {
 	t     *testing.T
+	d     testenv.Dynamo
 	st    *store.Store
 	svc   *Service
 	q     *queue
@@ -65,7 +66,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	d := testenv.NewDynamo(t)
 	st := store.New(d.Client, d.Table)
-	e := &env{t: t, st: st, q: &queue{}, clock: time.Now().UTC().Truncate(time.Minute)}
+	e := &env{t: t, d: d, st: st, q: &queue{}, clock: time.Now().UTC().Truncate(time.Minute)}
 	e.svc = NewService(st, e.q, quiet)
 	e.svc.now = func() time.Time { return e.clock }
 	e.agg = metrics.NewAggregator(st, e.svc, e.q, quiet)
@@ -420,6 +421,37 @@ func TestDynamicSetsAreWrittenByTheEdge(t *testing.T) {
 	}
 	if _, err := e.patch(dyn.Set.ID, `{"entries":[]}`); status(err) != 400 {
 		t.Fatalf("clearing a dynamic set through the API: %v", err)
+	}
+}
+
+// An edge batch for one dynamic set reads the set once and writes once:
+// the consistent read that finds the set is the write's first attempt.
+// Entries with an expiry add the conditional write arming the sweep's
+// wake-up.
+func TestDynamicAdditionRoundTrips(t *testing.T) {
+	e := newEnv(t)
+	dyn := e.create("blocked by waf", TypeDynamic, nil)
+	exp := e.clock.Add(10 * time.Minute)
+	for _, c := range []struct {
+		expiry *time.Time
+		want   int
+	}{{nil, 2}, {&exp, 3}} {
+		var recs []metrics.AddressRecord
+		for i := range 5 {
+			recs = append(recs, metrics.AddressRecord{Set: dyn.Set.ID, Address: fmt.Sprintf("192.0.%d.%d", c.want, i), Expiry: c.expiry})
+		}
+		e.d.Counter.SetDelay(20 * time.Millisecond)
+		e.d.Counter.Reset()
+		if err := e.svc.AddDynamic(context.Background(), recs); err != nil {
+			t.Fatal(err)
+		}
+		if seq, total := e.d.Counter.Sequential(), e.d.Counter.Total(); seq != c.want || total != c.want {
+			t.Errorf("expiry %v: round trips = %d sequential / %d total, want %d / %d (calls %v)", c.expiry != nil, seq, total, c.want, c.want, e.d.Counter.ByOperation())
+		}
+		e.d.Counter.SetDelay(0)
+	}
+	if st, _ := e.st.GetAddressSet(context.Background(), acct, dyn.Set.ID, true); len(st.Entries) != 10 {
+		t.Fatalf("entries %+v", st.Entries)
 	}
 }
 
