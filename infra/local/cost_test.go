@@ -1,0 +1,647 @@
+package local_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"cads/infra/apispec"
+	"cads/infra/local"
+	"cads/infra/sam"
+	"cads/infra/testenv"
+	"cads/shared/ddb"
+	"cads/shared/metrics"
+)
+
+// costUpdate rewrites the cost table of docs/performance.md instead of
+// comparing with it: go test -run TestCostPerEndpoint ./infra/local/ -args -update
+var costUpdate = flag.Bool("update", false, "rewrite the cost table in docs/performance.md from this run")
+
+// costDelay is added to every DynamoDB call so that calls made in parallel
+// overlap and Sequential() counts waves, not scheduling luck.
+const costDelay = 10 * time.Millisecond
+
+const (
+	costBegin = "<!-- cost-table:begin -->"
+	costEnd   = "<!-- cost-table:end -->"
+)
+
+// costRow is the DynamoDB cost of one request (or one worker invocation).
+type costRow struct {
+	name         string
+	authorizer   bool // false: no authorizer ran (queue workers)
+	aSeq, aCalls int
+	fSeq, fCalls int
+	rcu, wcu     float64
+	aOps, fOps   map[string]int
+	function     string // logical id
+}
+
+// costTour walks the API through the local platform with a counter on the
+// shared DynamoDB client.
+type costTour struct {
+	t          *testing.T
+	p          *local.Platform
+	counter    *ddb.Counter
+	tpl        *sam.Template
+	authorizer string               // logical id of the authorizer function
+	routes     map[string]sam.Route // "METHOD /path" -> route
+	rows       map[string]costRow   // by endpoint ("METHOD /path") or worker label
+	workers    []string             // worker labels in the order measured
+}
+
+type costReply struct {
+	status int
+	raw    []byte
+	obj    map[string]any
+	list   []map[string]any
+}
+
+func (r costReply) str(k string) string { s, _ := r.obj[k].(string); return s }
+
+// costLog is a log sink shared by the platform's goroutines.
+type costLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *costLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *costLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func startCostTour(t *testing.T) *costTour {
+	t.Helper()
+	tplPath := filepath.Join(testenv.Root(t), "template.yaml")
+	tpl, err := sam.Load(tplPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := ddb.NewCounter()
+	logs := &costLog{}
+	p, err := local.Start(context.Background(), local.Options{
+		Template:      tplPath,
+		APIAddr:       "127.0.0.1:0",
+		StateDir:      t.TempDir(),
+		Log:           slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		DynamoOptions: []func(*dynamodb.Options){counter.Option()},
+	})
+	if err != nil {
+		t.Fatalf("start: %v\n%s", err, logs.String())
+	}
+	t.Cleanup(func() {
+		_ = p.Close(context.Background())
+		if t.Failed() {
+			t.Log("platform log:\n" + logs.String())
+		}
+	})
+	counter.SetDelay(costDelay)
+
+	c := &costTour{t: t, p: p, counter: counter, tpl: tpl, routes: map[string]sam.Route{}, rows: map[string]costRow{}}
+	for _, api := range tpl.Apis {
+		if az, ok := api.Authorizers[api.DefaultAuthorizer]; ok {
+			c.authorizer = az.FunctionLogicalID
+		}
+	}
+	if c.authorizer == "" {
+		t.Fatal("template.yaml has no default authorizer function")
+	}
+	for _, r := range tpl.Routes() {
+		c.routes[r.Method+" "+r.Path] = r
+	}
+	return c
+}
+
+// functionOf is the logical id of the function whose CodeUri is dir.
+func (c *costTour) functionOf(dir string) string {
+	for id, f := range c.tpl.Functions {
+		if f.CodeURI == dir {
+			return id
+		}
+	}
+	c.t.Fatalf("no function with CodeUri %s in template.yaml", dir)
+	return ""
+}
+
+// queueOf is the logical id of the queue feeding function id.
+func (c *costTour) queueOf(id string) string {
+	for _, ev := range c.tpl.Functions[id].Events {
+		if ev.SQS != nil {
+			return ev.SQS.Queue
+		}
+	}
+	c.t.Fatalf("function %s has no SQS event", id)
+	return ""
+}
+
+func (c *costTour) send(method, path, secret, ctype string, body []byte) costReply {
+	c.t.Helper()
+	req, err := http.NewRequest(method, c.p.URL+path, bytes.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	req.Header.Set("Authorization", "Bearer "+secret)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	r := costReply{status: res.StatusCode, raw: raw}
+	if t := bytes.TrimSpace(raw); bytes.HasPrefix(t, []byte("[")) {
+		_ = json.Unmarshal(raw, &r.list)
+	} else {
+		_ = json.Unmarshal(raw, &r.obj)
+	}
+	return r
+}
+
+// step sends one request with a JSON body (nil: none; a string is sent
+// as is) and requires the exact status. With ep (an apispec "METHOD
+// /path") it is measured: the counter is reset before it and read, per
+// caller, after it.
+func (c *costTour) step(ep string, want int, method, path, secret string, body any) costReply {
+	c.t.Helper()
+	var raw []byte
+	ctype := ""
+	if body != nil {
+		if s, ok := body.(string); ok {
+			raw = []byte(s)
+		} else {
+			raw, _ = json.Marshal(body)
+		}
+		ctype = "application/json"
+	}
+	return c.stepRaw(ep, want, method, path, secret, ctype, raw)
+}
+
+func (c *costTour) stepRaw(ep string, want int, method, path, secret, ctype string, body []byte) costReply {
+	c.t.Helper()
+	var route sam.Route
+	if ep != "" {
+		var ok bool
+		if route, ok = c.routes[ep]; !ok {
+			c.t.Fatalf("%s: no such route in template.yaml", ep)
+		}
+		if !strings.HasPrefix(ep, method+" ") {
+			c.t.Fatalf("%s measured with a %s request", ep, method)
+		}
+		if _, dup := c.rows[ep]; dup {
+			c.t.Fatalf("%s measured twice", ep)
+		}
+		// Synchronous requests are over when their response is: nothing
+		// of an earlier request's function or authorizer is in flight.
+		c.counter.Reset()
+	}
+	r := c.send(method, path, secret, ctype, body)
+	if r.status != want {
+		c.t.Fatalf("%s %s: status %d, want %d: %s", method, path, r.status, want, r.raw)
+	}
+	if ep == "" {
+		return r
+	}
+	a, f := c.counter.Only(c.authorizer), c.counter.Only(route.Function)
+	ar, aw := a.Consumed()
+	fr, fw := f.Consumed()
+	row := costRow{name: ep, authorizer: route.Authorizer != "", aSeq: a.Sequential(), aCalls: a.Total(), fSeq: f.Sequential(), fCalls: f.Total(),
+		rcu: ar + fr, wcu: aw + fw, aOps: a.ByOperation(), fOps: f.ByOperation(), function: route.Function}
+	if row.authorizer && row.aCalls == 0 {
+		c.t.Fatalf("%s: the authorizer made no DynamoDB call", ep)
+	}
+	c.rows[ep] = row
+	return r
+}
+
+// queueDepth is every message of a queue: visible, in flight or delayed.
+// The event source deletes a message only after its handler returned, so
+// 0 means no invocation for it is running.
+func (c *costTour) queueDepth(id string) int {
+	c.t.Helper()
+	q, ok := c.p.Queues[id]
+	if !ok {
+		c.t.Fatalf("no queue %s", id)
+	}
+	out, err := c.p.SQS.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.URL),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	n := 0
+	for _, a := range []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+		sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed} {
+		v, _ := strconv.Atoi(out.Attributes[string(a)])
+		n += v
+	}
+	return n
+}
+
+func (c *costTour) eventually(what string, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (c *costTour) idle(queue string) {
+	c.t.Helper()
+	c.eventually(queue+" to be empty", func() bool { return c.queueDepth(queue) == 0 })
+}
+
+// worker measures one invocation of a queue function: its queue is empty
+// (no invocation running) before trigger puts one message on it, and
+// again when its calls are read, after done says the work is visible.
+func (c *costTour) worker(label, dir string, trigger func(), done func() bool) {
+	c.t.Helper()
+	id := c.functionOf(dir)
+	queue := c.queueOf(id)
+	c.idle(queue)
+	c.counter.Reset()
+	trigger()
+	c.eventually(label, done)
+	c.idle(queue)
+	f := c.counter.Only(id)
+	fr, fw := f.Consumed()
+	c.rows[label] = costRow{name: label, fSeq: f.Sequential(), fCalls: f.Total(), rcu: fr, wcu: fw, fOps: f.ByOperation(), function: id}
+	c.workers = append(c.workers, label)
+}
+
+// costTar is an application test configuration as an uncompressed tar:
+// one session of GET requests to base.
+func costTar(t *testing.T, base, readme string) []byte {
+	t.Helper()
+	cfg, _ := json.Marshal(map[string]any{"probabilities": 1, "models": map[string]any{
+		"home": map[string]any{"type": "user.StaticSession", "requests": []map[string]any{{"name": "home", "method": "GET", "url": base + "/"}}},
+	}})
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	mt := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, f := range []struct{ name, body string }{{"test.json", string(cfg)}, {"README", readme}} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), ModTime: mt, Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = tw.Write([]byte(f.body))
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestCostPerEndpoint walks every endpoint of apispec.Endpoints once with a
+// successful request through the local platform, and each queue worker
+// once, and compares their DynamoDB cost with the table in
+// docs/performance.md.
+func TestCostPerEndpoint(t *testing.T) {
+	began := time.Now()
+	c := startCostTour(t)
+	p := c.p
+	op := p.Bootstrap.Secret
+	rootID := p.Bootstrap.RootAccount
+	root := "/v2/accounts/" + rootID
+
+	// Times inside one fixed hour, so that log and metric reads cover the
+	// same partitions and chunks whenever the test runs.
+	hour := began.UTC().Truncate(time.Hour)
+	at := began.UTC().Truncate(time.Second)
+	window := url.Values{"from": {hour.Format(time.RFC3339)}, "to": {hour.Add(time.Hour).Format(time.RFC3339)}}
+
+	var hits atomic.Int64
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(target.Close)
+
+	// ---------------------------------------------------------------- identity
+	c.step("GET /v2/users/self/authorization", 200, "GET", "/v2/users/self/authorization", op, nil)
+	c.step("POST /v2/users/self/authorization", 200, "POST", "/v2/users/self/authorization", op, map[string]any{"account": root})
+	uid := c.step("POST /v2/users", 200, "POST", "/v2/users", op, map[string]any{"email": "dev@example.com", "name": "Dev"}).str("id")
+	users := "/v2/users/" + uid
+	c.step("GET /v2/users", 200, "GET", "/v2/users", op, nil)
+	c.step("GET /v2/users/{id}", 200, "GET", users, op, nil)
+	c.step("PATCH /v2/users/{id}", 200, "PATCH", users, op, map[string]any{"name": "Dev Eloper"})
+	k := c.step("POST /v2/users/{id}/access-keys", 200, "POST", users+"/access-keys", op, map[string]any{"type": "bearer", "account": root})
+	dev, devKey := k.str("secret_key"), k.str("id")
+	c.step("GET /v2/users/{id}/access-keys", 200, "GET", users+"/access-keys", op, nil)
+	c.step("GET /v2/users/{id}/access-keys/{key_id}", 200, "GET", users+"/access-keys/"+devKey, op, nil)
+	spare := c.step("", 200, "POST", users+"/access-keys", op, map[string]any{"type": "bearer"}).str("id")
+	c.step("DELETE /v2/users/{id}/access-keys/{key_id}", 200, "DELETE", users+"/access-keys/"+spare, op, nil)
+
+	// ---------------------------------------------------------------- accounts, entitlements
+	sub := "/v2/accounts/" + c.step("POST /v2/accounts", 200, "POST", "/v2/accounts", op, map[string]any{"name": "Cost tour"}).str("id")
+	c.step("GET /v2/accounts", 200, "GET", "/v2/accounts", op, nil)
+	c.step("GET /v2/accounts/{id}", 200, "GET", sub, op, nil)
+	c.step("PATCH /v2/accounts/{id}", 200, "PATCH", sub, op, map[string]any{"name": "Cost tour 2"})
+	c.step("GET /v2/accounts/{id}/billing", 200, "GET", sub+"/billing", op, nil)
+	ent := c.step("POST /v2/accounts/{id}/entitlements", 200, "POST", sub+"/entitlements", op, map[string]any{"resource": "address_sets", "quantity": 2}).str("href")
+	c.step("GET /v2/accounts/{id}/entitlements", 200, "GET", sub+"/entitlements", op, nil)
+	c.step("GET /v2/accounts/{id}/entitlements/{entitlement_id}", 200, "GET", ent, op, nil)
+	c.step("PATCH /v2/accounts/{id}/entitlements/{entitlement_id}", 200, "PATCH", ent, op, map[string]any{"quantity": 4})
+	c.step("DELETE /v2/accounts/{id}/entitlements/{entitlement_id}", 200, "DELETE", ent, op, nil)
+
+	// ---------------------------------------------------------------- roles, groups, invitations
+	role := c.step("POST /v2/accounts/{id}/roles", 200, "POST", root+"/roles", op, map[string]any{"name": "Robot keeper",
+		"permissions": []map[string]any{{"method": "GET", "effect": "permit", "spec": []string{root + "/service-users"}}}})
+	roleHref, roleID := role.str("href"), role.str("id")
+	c.step("GET /v2/accounts/{id}/roles", 200, "GET", root+"/roles", op, nil)
+	c.step("GET /v2/accounts/{id}/roles/{role_id}", 200, "GET", roleHref, op, nil)
+	c.step("PATCH /v2/accounts/{id}/roles/{role_id}", 200, "PATCH", roleHref, op, map[string]any{"name": "Robot keeper 2"})
+	group := c.step("POST /v2/accounts/{id}/groups", 200, "POST", root+"/groups", op, map[string]any{"name": "Keepers", "roles": []string{roleHref}})
+	groupHref, groupID := group.str("href"), group.str("id")
+	c.step("GET /v2/accounts/{id}/groups", 200, "GET", root+"/groups", op, nil)
+	c.step("GET /v2/accounts/{id}/groups/{group_id}", 200, "GET", groupHref, op, nil)
+	c.step("PATCH /v2/accounts/{id}/groups/{group_id}", 200, "PATCH", groupHref, op, map[string]any{"name": "Keepers 2"})
+
+	// Invitations go out through the notifier; the first one is its row.
+	notifications := c.queueOf(c.functionOf("functions/notifier"))
+	state := func(href string) string { return c.step("", 200, "GET", href, op, nil).str("state") }
+	var inv costReply
+	c.worker("notifier: one invitation message", "functions/notifier", func() {
+		inv = c.step("POST /v2/accounts/{id}/invitations", 200, "POST", root+"/invitations", op, map[string]any{"user_email": "dev@example.com", "role": roleHref})
+	}, func() bool { return state(inv.str("href")) == "sent" })
+	invHref, invID := inv.str("href"), inv.str("id")
+	c.step("GET /v2/accounts/{id}/invitations", 200, "GET", root+"/invitations", op, nil)
+	c.step("GET /v2/accounts/{id}/invitations/{invitation_id}", 200, "GET", invHref, op, nil)
+	c.step("PATCH /v2/accounts/{id}/invitations/{invitation_id}", 200, "PATCH", invHref, op, map[string]any{"state": "queued"})
+	gi := c.step("POST /v2/accounts/{id}/group-invitations", 200, "POST", root+"/group-invitations", op, map[string]any{"user_email": "dev@example.com", "group": groupHref})
+	giHref, giID := gi.str("href"), gi.str("id")
+	c.idle(notifications)
+	c.step("GET /v2/accounts/{id}/group-invitations", 200, "GET", root+"/group-invitations", op, nil)
+	c.step("GET /v2/accounts/{id}/group-invitations/{invitation_id}", 200, "GET", giHref, op, nil)
+	c.step("PATCH /v2/accounts/{id}/group-invitations/{invitation_id}", 200, "PATCH", giHref, op, map[string]any{"state": "queued"})
+	c.idle(notifications)
+	if s, g := state(invHref), state(giHref); s != "sent" || g != "sent" {
+		t.Fatalf("after the notifier: invitation %s, group invitation %s", s, g)
+	}
+
+	// The invitee's side, with its own key.
+	c.step("GET /v2/users/{id}/invitations", 200, "GET", users+"/invitations", dev, nil)
+	c.step("GET /v2/users/{id}/invitations/{invitation_id}", 200, "GET", users+"/invitations/"+invID, dev, nil)
+	c.step("PATCH /v2/users/{id}/invitations/{invitation_id}", 200, "PATCH", users+"/invitations/"+invID, dev, map[string]any{"state": "accepted"})
+	c.step("GET /v2/users/{id}/group-invitations", 200, "GET", users+"/group-invitations", dev, nil)
+	c.step("GET /v2/users/{id}/group-invitations/{invitation_id}", 200, "GET", users+"/group-invitations/"+giID, dev, nil)
+	c.step("PATCH /v2/users/{id}/group-invitations/{invitation_id}", 200, "PATCH", users+"/group-invitations/"+giID, dev, map[string]any{"state": "accepted"})
+	c.step("GET /v2/users/{id}/roles", 200, "GET", users+"/roles", dev, nil)
+	c.step("GET /v2/users/{id}/groups", 200, "GET", users+"/groups", dev, nil)
+	c.step("", 200, "GET", root+"/service-users", dev, nil) // the role applies
+	c.step("DELETE /v2/users/{id}/roles/{role_id}", 200, "DELETE", users+"/roles/"+roleID, dev, nil)
+	c.step("DELETE /v2/users/{id}/groups/{group_id}", 200, "DELETE", users+"/groups/"+groupID, dev, nil)
+	c.step("", 403, "GET", root+"/service-users", dev, nil) // and no longer
+	c.step("DELETE /v2/accounts/{id}/invitations/{invitation_id}", 200, "DELETE", invHref, op, nil)
+	c.step("DELETE /v2/accounts/{id}/group-invitations/{invitation_id}", 200, "DELETE", giHref, op, nil)
+	c.step("DELETE /v2/accounts/{id}/groups/{group_id}", 200, "DELETE", groupHref, op, nil)
+	c.step("DELETE /v2/accounts/{id}/roles/{role_id}", 200, "DELETE", roleHref, op, nil)
+
+	// ---------------------------------------------------------------- service users
+	su := c.step("POST /v2/accounts/{id}/service-users", 200, "POST", root+"/service-users", op, map[string]any{"name": "robot"}).str("href")
+	c.step("GET /v2/accounts/{id}/service-users", 200, "GET", root+"/service-users", op, nil)
+	c.step("GET /v2/accounts/{id}/service-users/{service_user_id}", 200, "GET", su, op, nil)
+	c.step("PATCH /v2/accounts/{id}/service-users/{service_user_id}", 200, "PATCH", su, op, map[string]any{"name": "robot 2"})
+	c.step("DELETE /v2/accounts/{id}/service-users/{service_user_id}", 200, "DELETE", su, op, nil)
+
+	// ---------------------------------------------------------------- applications
+	app := c.step("POST /v2/applications", 200, "POST", "/v2/applications", op, map[string]any{"name": "Shop", "aliases": []string{"shop.example.com"}})
+	appHref, appID := app.str("href"), app.str("id")
+	c.step("GET /v2/applications", 200, "GET", "/v2/applications", op, nil)
+	c.step("GET /v2/applications/{id}", 200, "GET", appHref, op, nil)
+	c.step("PATCH /v2/applications/{id}", 200, "PATCH", appHref, op, map[string]any{"name": "Shop 2"})
+	act := c.step("POST /v2/applications/{id}/actions", 200, "POST", appHref+"/actions", op, map[string]any{"id": "ping", "url": "https://ops.example.com/ping"}).str("href")
+	c.step("GET /v2/applications/{id}/actions", 200, "GET", appHref+"/actions", op, nil)
+	c.step("GET /v2/applications/{id}/actions/{action_id}", 200, "GET", act, op, nil)
+	c.step("PATCH /v2/applications/{id}/actions/{action_id}", 200, "PATCH", act, op, map[string]any{"description": "pings"})
+	c.step("DELETE /v2/applications/{id}/actions/{action_id}", 200, "DELETE", act, op, nil)
+	pc := c.step("POST /v2/applications/{id}/pagecontrols", 200, "POST", appHref+"/pagecontrols", op,
+		`{"name":"Block bots","mode":"request","conditions":{"is_crawler":{}},"actions":[{"type":"deny","status_code":"403","body":"no"}]}`).str("href")
+	c.step("GET /v2/applications/{id}/pagecontrols", 200, "GET", appHref+"/pagecontrols", op, nil)
+	c.step("GET /v2/applications/{id}/pagecontrols/{pagecontrol_id}", 200, "GET", pc, op, nil)
+	c.step("PATCH /v2/applications/{id}/pagecontrols/{pagecontrol_id}", 200, "PATCH", pc, op, map[string]any{"enabled": false})
+	c.step("DELETE /v2/applications/{id}/pagecontrols/{pagecontrol_id}", 200, "DELETE", pc, op, nil)
+
+	// ---------------------------------------------------------------- tasks
+	var task costReply
+	c.worker("task-worker: one start task", "functions/task-worker", func() {
+		task = c.step("POST /v2/tasks", 201, "POST", "/v2/tasks", op, map[string]any{"type": "start", "target": appHref})
+	}, func() bool { return state(task.str("href")) == "success" })
+	c.step("GET /v2/tasks", 200, "GET", "/v2/tasks", op, nil)
+	c.step("GET /v2/tasks/{id}", 200, "GET", task.str("href"), op, nil)
+
+	// ---------------------------------------------------------------- metrics and logs
+	// The aggregator runs the address-expiry sweep with the first message
+	// an instance handles and then at most every 30 seconds: the first
+	// batch pays for it, the second (seconds later) is the steady cost.
+	metricsQueue := p.Queues[c.queueOf(c.functionOf("functions/aggregator"))].URL
+	metricsQuery := url.Values{"names": {"requests"}, "summarize": {"true"}, "from": window["from"], "to": window["to"]}
+	for i, label := range []string{
+		"aggregator: first message of an instance, with the expiry sweep (at most every 30 s)",
+		"aggregator: one message of 10 access records of one application",
+	} {
+		var recs []metrics.Record
+		for j := range 10 {
+			recs = append(recs, metrics.Record{App: appID, Arrival: at.Format(time.RFC3339Nano), Completed: at.Add(20 * time.Millisecond).Format(time.RFC3339Nano),
+				RequestID: fmt.Sprintf("cost-%d-%02d", i, j), RequestMethod: "GET", RequestHost: "shop.example.com", RequestPath: "/", StatusCode: 200,
+				BytesIn: 500, BytesOut: 12000, Elapsed: 20, ServerLatency: 15, Country: "DE", CacheSource: "miss", DeliveryStatus: "delivered"})
+		}
+		batch, _ := json.Marshal(metrics.Message{Batch: fmt.Sprintf("cost-tour-%d", i), Records: recs})
+		c.worker(label, "functions/aggregator", func() {
+			if _, err := p.SQS.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(metricsQueue), MessageBody: aws.String(string(batch))}); err != nil {
+				t.Fatal(err)
+			}
+		}, func() bool {
+			m, _ := c.step("", 200, "GET", appHref+"/metrics?"+metricsQuery.Encode(), op, nil).obj["metrics"].(map[string]any)
+			return m["requests"] == float64(10*(i+1))
+		})
+	}
+	c.step("GET /v2/applications/{id}/metrics", 200, "GET", appHref+"/metrics?"+metricsQuery.Encode(), op, nil)
+	c.step("POST /v2/applications/{id}/logs", 200, "POST", appHref+"/logs", op,
+		map[string]any{"created": at.Format(time.RFC3339), "stream": "deploy", "message": "v2 live", "address": "192.0.2.1", "filename": "deploy.log", "hostname": "ci-1"})
+	// The default span (24 hours before now) as 24 whole hours, so that
+	// it always covers 24 hourly partitions.
+	logsQuery := url.Values{"from": {hour.Add(-23 * time.Hour).Format(time.RFC3339)}, "to": window["to"]}
+	if r := c.step("GET /v2/applications/{id}/logs", 200, "GET", appHref+"/logs?"+logsQuery.Encode(), op, nil); !bytes.Contains(r.raw, []byte("cost-1-09")) {
+		t.Fatalf("GET logs did not return the aggregated records: %s", r.raw)
+	}
+
+	// ---------------------------------------------------------------- address sets
+	set := c.step("POST /v2/address-sets", 200, "POST", "/v2/address-sets", op, map[string]any{"name": "office", "type": "manual",
+		"entries": []map[string]any{{"address": "192.0.2.0/24", "description": "HQ"}}}).str("href")
+	c.step("GET /v2/address-sets", 200, "GET", "/v2/address-sets", op, nil)
+	c.step("GET /v2/address-sets/{id}", 200, "GET", set, op, nil)
+	c.stepRaw("PATCH /v2/address-sets/{id}", 200, "PATCH", set, op, "application/json-patch+json",
+		[]byte(`[{"op":"add","path":"/entries/-","value":{"address":"198.51.100.4"}}]`))
+	c.step("GET /v2/address-sets/{id}/addresses", 200, "GET", set+"/addresses", op, nil)
+	c.idle(c.queueOf(c.functionOf("functions/aggregator"))) // the set's events are folded
+	setQuery := url.Values{"names": {"entries_added"}, "summarize": {"true"}, "from": window["from"], "to": window["to"]}
+	c.step("GET /v2/address-sets/{id}/metrics", 200, "GET", set+"/metrics?"+setQuery.Encode(), op, nil)
+	c.step("GET /v2/address-sets/metrics", 200, "GET", "/v2/address-sets/metrics?"+setQuery.Encode(), op, nil)
+
+	// ---------------------------------------------------------------- application tests
+	c.stepRaw("PUT /v2/tests/{id}", 200, "PUT", "/v2/tests/shop", op, "application/x-tar", costTar(t, target.URL, "first\n"))
+	c.step("GET /v2/tests", 200, "GET", "/v2/tests", op, nil)
+	c.step("GET /v2/tests/{id}", 200, "GET", "/v2/tests/shop", op, nil)
+	c.stepRaw("PATCH /v2/tests/{id}", 200, "PATCH", "/v2/tests/shop", op, "application/x-tar", costTar(t, target.URL, "second\n"))
+	var run map[string]any
+	c.worker("test-runner: one run (1 s, 2 virtual users) against a loopback server", "functions/test-runner", func() {
+		c.step("POST /v2/tests", 200, "POST", "/v2/tests", op, map[string]any{"id": "shop", "duration": 1, "virtualUsers": 2})
+	}, func() bool {
+		run, _ = c.step("", 200, "GET", "/v2/tests/shop", op, nil).obj["last_run"].(map[string]any)
+		return run["state"] == "succeeded" || run["state"] == "failed"
+	})
+	if run["state"] != "succeeded" || hits.Load() == 0 {
+		t.Fatalf("test run: %v (%d requests seen)", run, hits.Load())
+	}
+
+	// ---------------------------------------------------------------- deletes
+	c.step("DELETE /v2/tests/{id}", 200, "DELETE", "/v2/tests/shop", op, nil)
+	c.step("DELETE /v2/address-sets/{id}", 200, "DELETE", set, op, nil)
+	stop := c.step("", 201, "POST", "/v2/tasks", op, map[string]any{"type": "stop", "target": appHref}).str("href")
+	c.eventually("the stop task", func() bool { return state(stop) == "success" })
+	c.step("DELETE /v2/applications/{id}", 200, "DELETE", appHref, op, nil)
+	c.step("DELETE /v2/accounts/{id}", 200, "DELETE", sub, op, nil)
+
+	// ---------------------------------------------------------------- the table
+	for _, label := range c.workers {
+		r := c.rows[label]
+		t.Logf("%-70s function %d/%d %v", label, r.fSeq, r.fCalls, r.fOps)
+	}
+	var missing []string
+	for _, e := range apispec.Endpoints {
+		ep := e.Method + " " + e.Path
+		r, ok := c.rows[ep]
+		if !ok {
+			missing = append(missing, ep)
+			continue
+		}
+		t.Logf("%-62s authorizer %d/%d %v; %s %d/%d %v", ep, r.aSeq, r.aCalls, r.aOps, r.function, r.fSeq, r.fCalls, r.fOps)
+	}
+	if len(missing) > 0 {
+		t.Fatalf("no row for %d endpoints of apispec.Endpoints:\n%s", len(missing), strings.Join(missing, "\n"))
+	}
+	if len(c.rows) != len(apispec.Endpoints)+len(c.workers) {
+		t.Fatalf("%d rows for %d endpoints and %d workers: a measured route is not in apispec", len(c.rows), len(apispec.Endpoints), len(c.workers))
+	}
+	table := c.table()
+	t.Logf("cost tour: %d rows measured in %v\n%s", len(c.rows), time.Since(began).Round(time.Millisecond), table)
+	compareCostTable(t, table)
+}
+
+func (c *costTour) table() string {
+	var b strings.Builder
+	b.WriteString("| Endpoint | Authorizer seq / calls | Function seq / calls | RCU | WCU |\n")
+	b.WriteString("|---|---|---|---|---|\n")
+	line := func(name string, r costRow) {
+		az := "–"
+		if r.authorizer {
+			az = fmt.Sprintf("%d / %d", r.aSeq, r.aCalls)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d / %d | %.1f | %.1f |\n", name, az, r.fSeq, r.fCalls, r.rcu, r.wcu)
+	}
+	for _, e := range apispec.Endpoints {
+		ep := e.Method + " " + e.Path
+		line("`"+ep+"`", c.rows[ep])
+	}
+	for _, label := range c.workers {
+		line(label, c.rows[label])
+	}
+	return b.String()
+}
+
+// compareCostTable compares table with the one between the markers of
+// docs/performance.md, or writes it there with -update.
+func compareCostTable(t *testing.T, table string) {
+	t.Helper()
+	path := filepath.Join(testenv.Root(t), "docs", "performance.md")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	i, j := strings.Index(doc, costBegin), strings.Index(doc, costEnd)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no %s ... %s section", path, costBegin, costEnd)
+	}
+	have := strings.TrimSpace(doc[i+len(costBegin) : j])
+	want := strings.TrimSpace(table)
+	if have == want {
+		return
+	}
+	if *costUpdate {
+		doc = doc[:i+len(costBegin)] + "\n" + want + "\n" + doc[j:]
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("updated the cost table in %s", path)
+		return
+	}
+	t.Errorf("the DynamoDB cost per request differs from docs/performance.md (- documented, + measured):\n%s\n"+
+		"If the change is intended, run: go test -run TestCostPerEndpoint ./infra/local/ -args -update",
+		lineDiff(strings.Split(have, "\n"), strings.Split(want, "\n")))
+}
+
+// lineDiff is a unified-style diff of two short texts, by longest common
+// subsequence of lines.
+func lineDiff(a, b []string) string {
+	n, m := len(a), len(b)
+	lcs := make([][]int, n+1)
+	for i := range lcs {
+		lcs[i] = make([]int, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out []string
+	i, j := 0, 0
+	for i < n || j < m {
+		switch {
+		case i < n && j < m && a[i] == b[j]:
+			i, j = i+1, j+1
+		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
+			out = append(out, "+"+b[j])
+			j++
+		default:
+			out = append(out, "-"+a[i])
+			i++
+		}
+	}
+	return strings.Join(out, "\n")
+}
