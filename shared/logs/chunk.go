@@ -1,6 +1,7 @@
 package logs
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -64,7 +65,7 @@ func chunkItems(recs []pending, chunkID func(partition string, n int) string) ([
 				return
 			}
 			buf = append(buf, ']')
-			items = append(items, store.LogItem{App: first.app, Type: first.typ, Time: first.t, ID: chunkID(k, n), Data: string(buf), TTL: last.Add(Retention).Unix()})
+			items = append(items, store.LogItem{App: first.app, Type: first.typ, Time: first.t, ID: chunkID(k, n), Data: string(buf), TTL: expiry(last)})
 			buf, n = nil, n+1
 		}
 		for _, r := range g {
@@ -85,6 +86,54 @@ func chunkItems(recs []pending, chunkID func(partition string, n int) string) ([
 		flush()
 	}
 	return items, nil
+}
+
+// expiry is the TTL (epoch seconds) of stored log data whose newest record
+// is at t: t plus the retention. Chunks take their last record's time,
+// hour index entries the end of their day (which outlives every chunk of
+// the day).
+func expiry(t time.Time) int64 { return t.Add(Retention).Unix() }
+
+// PutStore is where records are written.
+type PutStore interface {
+	Now() time.Time
+	PutLogs(ctx context.Context, recs []store.LogItem, index []store.LogDay) error
+}
+
+// putChunks writes chunks and the hour index entries naming their hours,
+// in one parallel round (store.PutLogs); any failure fails the whole write,
+// to be retried whole.
+func putChunks(ctx context.Context, st PutStore, items []store.LogItem) error {
+	if len(items) == 0 {
+		return nil
+	}
+	return st.PutLogs(ctx, items, hourIndex(items))
+}
+
+// hourIndex lists, per application, type and UTC day of the chunks, the
+// hours they fall into, in the order the days first appear.
+func hourIndex(items []store.LogItem) []store.LogDay {
+	type dayKey struct {
+		app, typ string
+		day      int64
+	}
+	at := map[dayKey]int{}
+	var out []store.LogDay
+	for _, it := range items {
+		h := it.Time.UTC().Truncate(store.LogPartitionSpan)
+		day := h.Truncate(24 * time.Hour)
+		k := dayKey{it.App, it.Type, day.Unix()}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, store.LogDay{App: it.App, Type: it.Type, Day: day, TTL: expiry(day.Add(24 * time.Hour))})
+		}
+		if n := int(h.Sub(day) / time.Hour); !slices.Contains(out[i].Hours, n) {
+			out[i].Hours = append(out[i].Hours, n)
+		}
+	}
+	return out
 }
 
 // stored is a record read back.

@@ -190,8 +190,9 @@ type groupAcc struct {
 }
 
 // runGroups reads every matching record of the range (within the scan
-// budget) and aggregates it into its groups.
-func (q *Query) runGroups(ctx context.Context, st ScanStore, app string) (*Result, error) {
+// budget), from the partitions the hour index names, and aggregates it
+// into its groups.
+func (q *Query) runGroups(ctx context.Context, st ScanStore, app string, f filled) (*Result, error) {
 	g := q.Group
 	groups := map[string]*groupAcc{}
 	var (
@@ -199,7 +200,7 @@ func (q *Query) runGroups(ctx context.Context, st ScanStore, app string) (*Resul
 		decErr error
 		over   bool
 	)
-	for _, h := range partitions(q.From, q.To, false) {
+	for _, h := range q.walk(f, false) {
 		err := st.ScanLogs(ctx, store.LogRange{App: app, Type: q.Schema.Type, Hour: h, From: h, To: q.To, PageSize: 100}, func(it store.LogItem) bool {
 			recs, err := decodeChunk(it, false)
 			if err != nil {

@@ -62,8 +62,10 @@ func (h *handler) owned(ctx context.Context, p apigw.Principal, id string) error
 }
 
 // get answers a log query. The ownership check runs in parallel with the
-// partition reads (they do not depend on it), and its refusal wins: records
-// of another account's application are read but never returned.
+// hour index read (which does not depend on it): an empty range costs one
+// round trip. The partitions are read only once both are back, so records
+// of another account's application are never read, at no added round trip
+// (the partitions wait for the index anyway).
 func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 	ctx := r.Context()
 	app, err := appID(r)
@@ -75,16 +77,20 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, apigw.BadRequest("%s", err.Error())
 	}
 	var (
-		res          *Result
-		runErr, oErr error
-		wg           sync.WaitGroup
+		f          filled
+		fErr, oErr error
+		wg         sync.WaitGroup
 	)
 	wg.Go(func() { oErr = h.owned(ctx, p, app) })
-	wg.Go(func() { res, runErr = q.Run(ctx, h.st, app) })
+	wg.Go(func() { f, fErr = q.filledHours(ctx, h.st, app) })
 	wg.Wait()
 	if oErr != nil {
 		return 0, nil, oErr
 	}
+	if fErr != nil {
+		return 0, nil, fErr
+	}
+	res, runErr := q.run(ctx, h.st, app, f)
 	if runErr != nil {
 		var bq *BadQuery
 		if errors.As(runErr, &bq) {
@@ -271,7 +277,7 @@ func (h *handler) postLogs(r *http.Request, p apigw.Principal) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := h.st.PutLogs(r.Context(), items); err != nil {
+	if err := putChunks(r.Context(), h.st, items); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, out, nil

@@ -16,12 +16,6 @@ import (
 	"cads/shared/store"
 )
 
-// PutStore is where records are written.
-type PutStore interface {
-	Now() time.Time
-	PutLogs(ctx context.Context, recs []store.LogItem) error
-}
-
 // maxFuture is how far ahead of the clock a record's time may be: clocks
 // at the edge drift, but a record far in the future is a bad clock.
 const maxFuture = time.Hour
@@ -39,12 +33,14 @@ func NewIngester(st PutStore, log *slog.Logger) *Ingester {
 	return &Ingester{st: st, log: log}
 }
 
-// IngestLogs stores the log records of ingest messages in one parallel
-// BatchWriteItem round. A message's batch id makes record ids stable, so
-// a batch delivered twice writes the same items again. Records that are
-// not logs (sessions, address) or invalid are skipped, as the fold skips
-// them; an error means nothing can be assumed written and the messages
-// should be retried.
+// IngestLogs stores the log records of ingest messages, and their hours in
+// the hour index, in one parallel round (BatchWriteItem of the chunks
+// beside an UpdateItem per application, type and day). A message's batch
+// id makes record ids stable, so a batch delivered twice writes the same
+// items again (and adds hours already there). Records that are not logs
+// (sessions, address) or invalid are skipped, as the fold skips them; an
+// error means nothing can be assumed written and the messages should be
+// retried.
 func (in *Ingester) IngestLogs(ctx context.Context, msgs []metrics.LogMessage) error {
 	p := in.parsers.Get()
 	defer in.parsers.Put(p)
@@ -73,10 +69,7 @@ func (in *Ingester) IngestLogs(ctx context.Context, msgs []metrics.LogMessage) e
 		}
 		items = append(items, chunks...)
 	}
-	if len(items) == 0 {
-		return nil
-	}
-	return in.st.PutLogs(ctx, items)
+	return putChunks(ctx, in.st, items)
 }
 
 func ingestRecord(o *fastjson.Value, now time.Time) (pending, bool) {

@@ -179,7 +179,38 @@ func partitions(from, to time.Time, desc bool) []time.Time {
 
 // ScanStore is what queries read.
 type ScanStore interface {
+	LogHours(ctx context.Context, app, typ string, from, to time.Time) ([]time.Time, error)
 	ScanLogs(ctx context.Context, r store.LogRange, yield func(store.LogItem) bool) error
+}
+
+// filled is the set of hours (unix seconds of their start) of a query's
+// range that received records, from the hour index.
+type filled map[int64]bool
+
+// filledHours reads the hour index for the query's range: one Query,
+// whatever the range's length.
+func (q *Query) filledHours(ctx context.Context, st ScanStore, app string) (filled, error) {
+	hs, err := st.LogHours(ctx, app, q.Schema.Type, q.From, q.To)
+	if err != nil {
+		return nil, err
+	}
+	out := make(filled, len(hs))
+	for _, h := range hs {
+		out[h.Unix()] = true
+	}
+	return out, nil
+}
+
+// walk lists the partitions to read, in reading order: those of the range
+// that the index names. An empty hour costs nothing.
+func (q *Query) walk(f filled, desc bool) []time.Time {
+	var out []time.Time
+	for _, h := range partitions(q.From, q.To, desc) {
+		if f[h.Unix()] {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // Result is a query's answer before rendering.
@@ -194,12 +225,22 @@ type Result struct {
 // and a query that needs few records reads few.
 const chunkPage = 8
 
-// Run executes the query: partitions in time order, each read page by
-// page, stopping once it holds start-1+limit matching records and knows
-// whether one more exists, or at the scan budget.
+// Run executes the query: the hour index, then the partitions it names in
+// time order, each read page by page, stopping once it holds
+// start-1+limit matching records and knows whether one more exists, or at
+// the scan budget.
 func (q *Query) Run(ctx context.Context, st ScanStore, app string) (*Result, error) {
+	f, err := q.filledHours(ctx, st, app)
+	if err != nil {
+		return nil, err
+	}
+	return q.run(ctx, st, app, f)
+}
+
+// run is Run once the hour index is read.
+func (q *Query) run(ctx context.Context, st ScanStore, app string, f filled) (*Result, error) {
 	if q.Group != nil {
-		return q.runGroups(ctx, st, app)
+		return q.runGroups(ctx, st, app, f)
 	}
 	skip := q.Start - 1
 	want := skip + q.Limit + 1 // one more than returned: is there a next page?
@@ -210,7 +251,7 @@ func (q *Query) Run(ctx context.Context, st ScanStore, app string) (*Result, err
 		decErr  error
 		over    bool
 	)
-	for _, h := range partitions(q.From, q.To, q.Desc) {
+	for _, h := range q.walk(f, q.Desc) {
 		// A chunk holds many records: a few items per page suffice.
 		page := chunkPage
 		// From the partition's start: a chunk that starts before from may

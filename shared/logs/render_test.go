@@ -89,7 +89,7 @@ func TestScanBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PutLogs(context.Background(), items); err != nil {
+	if err := putChunks(context.Background(), st, items); err != nil {
 		t.Fatal(err)
 	}
 	q, err := ParseQuery(url.Values{"filter": {"status_code = 500"}, "limit": {"100"}, "from": {now.Add(-3 * time.Hour).Format(time.RFC3339)}, "to": {now.Add(time.Second).Format(time.RFC3339Nano)}}, now)
