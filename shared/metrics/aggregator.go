@@ -168,36 +168,57 @@ func (a *Aggregator) Handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 		a.log.WarnContext(ctx, "invalid ingest records skipped", "count", skipped)
 	}
 
+	// Log records, metric folds and dynamic addresses touch different
+	// items and none waits for another: they run in parallel, so a batch
+	// costs the slowest of them rather than their sum. Each reports the
+	// messages to retry.
+	var (
+		wg                              sync.WaitGroup
+		logFailed, foldFailed, addrFail []string
+	)
 	if a.Logs != nil && len(logMsgs) > 0 {
-		if err := a.Logs.IngestLogs(ctx, logMsgs); err != nil {
-			// Retried: the records are rewritten as they were, the fold
-			// is deduped by the batch id.
-			a.log.ErrorContext(ctx, "log records not stored", "messages", len(logMsgs), "error", err.Error())
-			for _, id := range logIDs {
-				failed[id] = true
+		wg.Go(func() {
+			if err := a.Logs.IngestLogs(ctx, logMsgs); err != nil {
+				// Retried: the records are rewritten as they were, the
+				// fold is deduped by the batch id.
+				a.log.ErrorContext(ctx, "log records not stored", "messages", len(logMsgs), "error", err.Error())
+				logFailed = logIDs
+			}
+		})
+	}
+	wg.Go(func() {
+		bad := map[string]bool{}
+		for _, u := range a.applyAll(ctx, units) {
+			bad[u.msgID] = true
+			foldFailed = append(foldFailed, u.msgID)
+		}
+		for _, u := range units {
+			if u.purge != "" && !bad[u.msgID] && a.sets != nil {
+				if err := a.sets.Purge(ctx, u.purge); err != nil {
+					a.log.WarnContext(ctx, "purge of a deleted set failed; its next event or the sweep retries", "set", u.purge, "error", err.Error())
+				}
 			}
 		}
-	}
-	for _, u := range a.applyAll(ctx, units) {
-		failed[u.msgID] = true
-	}
-	for _, u := range units {
-		if u.purge != "" && !failed[u.msgID] && a.sets != nil {
-			if err := a.sets.Purge(ctx, u.purge); err != nil {
-				a.log.WarnContext(ctx, "purge of a deleted set failed; its next event or the sweep retries", "set", u.purge, "error", err.Error())
-			}
-		}
-	}
+	})
 	if len(addrs) > 0 {
 		if a.sets == nil {
 			a.log.WarnContext(ctx, "address records dropped: no address sets wired", "count", len(addrs))
-		} else if err := a.sets.AddDynamic(ctx, addrs); err != nil {
-			// Re-applying an address is idempotent (a re-add with the same
-			// expiry changes nothing), and the fold of the rest is deduped.
-			a.log.ErrorContext(ctx, "address records not applied", "error", err.Error())
-			for _, id := range addrIDs {
-				failed[id] = true
-			}
+		} else {
+			wg.Go(func() {
+				if err := a.sets.AddDynamic(ctx, addrs); err != nil {
+					// Re-applying an address is idempotent (a re-add with
+					// the same expiry changes nothing), and the fold of the
+					// rest is deduped.
+					a.log.ErrorContext(ctx, "address records not applied", "error", err.Error())
+					addrFail = addrIDs
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for _, ids := range [][]string{logFailed, foldFailed, addrFail} {
+		for _, id := range ids {
+			failed[id] = true
 		}
 	}
 	if len(wakes) > 0 {
