@@ -8,6 +8,7 @@ import (
 	"net/mail"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -133,13 +134,18 @@ func (h *handler) listUsers(r *http.Request, p apigw.Principal) (int, any, error
 	if err != nil {
 		return 0, nil, err
 	}
-	users, err := h.st.ListUsers(r.Context())
-	if err != nil {
-		return 0, nil, err
-	}
 	// Spec 5.4.3: a collection shows only the members the caller may GET.
-	d, err := h.dec.Decider(r.Context(), p)
-	if err != nil {
+	// The list and the decider do not depend on each other.
+	var (
+		users      []store.Principal
+		d          *access.Decider
+		uErr, dErr error
+		wg         sync.WaitGroup
+	)
+	wg.Go(func() { users, uErr = h.st.ListUsers(r.Context()) })
+	wg.Go(func() { d, dErr = h.dec.Decider(r.Context(), p) })
+	wg.Wait()
+	if err := errors.Join(uErr, dErr); err != nil {
 		return 0, nil, err
 	}
 	out := make([]User, 0, len(users))

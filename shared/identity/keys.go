@@ -186,15 +186,27 @@ func (h *handler) simulate(r *http.Request, p apigw.Principal, method, path stri
 	if !methods[method] {
 		return nil, apigw.BadRequest("method must be one of GET, POST, PATCH, PUT, DELETE")
 	}
-	d, err := h.dec.Decider(r.Context(), p)
-	if err != nil {
-		return nil, err
+	// The decider and the account the path names are read in parallel.
+	var (
+		d          *access.Decider
+		acct       store.Account
+		dErr, aErr error
+		wg         sync.WaitGroup
+	)
+	id, fromPath := authz.Target(method, path, p.AccountID)
+	fromPath = fromPath && authz.CheckPath(path) == nil
+	wg.Go(func() { d, dErr = h.dec.Decider(r.Context(), p) })
+	if fromPath {
+		wg.Go(func() { acct, aErr = h.st.GetAccount(r.Context(), id) })
+	}
+	wg.Wait()
+	if dErr != nil {
+		return nil, dErr
 	}
 	var dec authz.Decision
-	if id, fromPath := authz.Target(method, path, p.AccountID); fromPath && authz.CheckPath(path) == nil {
-		acct, err := h.st.GetAccount(r.Context(), id)
-		if err != nil && !isNotFound(err) {
-			return nil, err
+	if fromPath {
+		if aErr != nil && !isNotFound(aErr) {
+			return nil, aErr
 		}
 		if acct.ID == "" {
 			acct.ID = id // unknown account: nothing applies there
