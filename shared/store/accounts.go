@@ -27,16 +27,14 @@ func (s *Store) GetAccount(ctx context.Context, id string) (Account, error) {
 	return a, err
 }
 
-// accountWrites are the items that create an account: the account itself
-// and the reservation of its name, which makes names unique across all
-// accounts even under concurrent creates (the second transaction fails its
-// condition).
-func (s *Store) accountWrites(a Account) []keyAttrsValue {
+// accountWrites are the items that create an account: the account item
+// (item: a, or the AccountRecord holding it) and the reservation of its
+// name, which makes names unique across all accounts even under concurrent
+// creates (the second transaction fails its condition).
+func (s *Store) accountWrites(a Account, item any) []keyAttrsValue {
 	return []keyAttrsValue{
-		{keyAttrs{PK: accountPK(a.ID), SK: skAccount, GSI1PK: childrenGSI(a.Parent), GSI1SK: accountPK(a.ID), Entity: "account"}, a},
-		{keyAttrs{PK: accountNamePK(a.Name), SK: skAccountName, Entity: "account_name"}, struct {
-			Account string `dynamodbav:"account"`
-		}{a.ID}},
+		{accountKey(a), item},
+		{keyAttrs{PK: accountNamePK(a.Name), SK: skAccountName, Entity: "account_name"}, accountName{a.ID}},
 	}
 }
 
@@ -68,7 +66,7 @@ func Keyword(name string) string {
 // control roles of spec 5.6.1) in one transaction: all or nothing. A taken
 // name is a *ConflictError, also when two creates race.
 func (s *Store) CreateAccount(ctx context.Context, a Account, roles []Role) error {
-	kvs := s.accountWrites(a)
+	kvs := s.accountWrites(a, a)
 	for _, r := range roles {
 		kvs = append(kvs, keyAttrsValue{roleKey(r), r})
 	}
@@ -78,7 +76,7 @@ func (s *Store) CreateAccount(ctx context.Context, a Account, roles []Role) erro
 	}
 	err = s.transact(ctx, "create account", items)
 	if errors.Is(err, ddb.ErrConditionFailed) {
-		return &ConflictError{Msg: "an account named " + strconv.Quote(a.Name) + " already exists; choose another name"}
+		return duplicateName(a.Name)
 	}
 	return err
 }
@@ -214,10 +212,7 @@ func (s *Store) CreateSubAccount(ctx context.Context, a AccountRecord, roles []R
 	if d := len(a.Ancestors); d > MaxAccountDepth() {
 		return &ConflictError{Msg: fmt.Sprintf("account %s is at depth %d, the deepest an account can be (%d): an account item holds the ids of all its ancestors and DynamoDB items are limited to 400 KB; create the sub-account higher in the tree", a.Parent, d-1, MaxAccountDepth())}
 	}
-	kvs := []keyAttrsValue{
-		{accountKey(a.Account), a},
-		{keyAttrs{PK: accountNamePK(a.Name), SK: skAccountName, Entity: "account_name"}, accountName{a.ID}},
-	}
+	kvs := s.accountWrites(a.Account, a)
 	for _, r := range roles {
 		kvs = append(kvs, keyAttrsValue{roleKey(r), r})
 	}

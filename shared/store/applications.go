@@ -69,22 +69,6 @@ func avNum(n int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
 }
 
-// getConsistent is getItem with a strongly consistent read: tasks and the
-// edits that race with them must see the latest committed state.
-func (s *Store) getConsistent(ctx context.Context, op, pk, sk string, out any) error {
-	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(pk, sk), ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		return wrap(op, err)
-	}
-	if res.Item == nil {
-		return ErrNotFound
-	}
-	if err := attributevalue.UnmarshalMap(res.Item, out); err != nil {
-		return fmt.Errorf("%s: unmarshal: %w", op, err)
-	}
-	return nil
-}
-
 // CreateApplication writes a new application, in one transaction with the
 // check that its account exists and is not being deleted (the account's
 // deletion marks it `deleting` before it looks for applications, so no

@@ -170,18 +170,9 @@ func (s *Store) dropConverted(ctx context.Context, t AppTest, err error) error {
 // GetAppTest reads a test of account with a strongly consistent read, so
 // a change or a run state is seen by the very next request.
 func (s *Store) GetAppTest(ctx context.Context, account, id string) (AppTest, error) {
-	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(appTestPK(account, id), skAppTest), ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		return AppTest{}, wrap("get application test", err)
-	}
-	if res.Item == nil {
-		return AppTest{}, ErrNotFound
-	}
 	var t AppTest
-	if err := attributevalue.UnmarshalMap(res.Item, &t); err != nil {
-		return AppTest{}, fmt.Errorf("get application test: unmarshal: %w", err)
-	}
-	return t, nil
+	err := s.getConsistent(ctx, "get application test", appTestPK(account, id), skAppTest, &t)
+	return t, err
 }
 
 // ListAppTests returns every test of an account (GSI1, so eventually

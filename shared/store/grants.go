@@ -84,21 +84,7 @@ func (s *Store) PutGrant(ctx context.Context, g Grant) error {
 // gsiKeys returns the table keys of the items indexed under one GSI1
 // partition (a role's holders, a group's members, ...).
 func (s *Store) gsiKeys(ctx context.Context, op, pk string) ([]map[string]types.AttributeValue, error) {
-	items, err := s.query(ctx, op, &dynamodb.QueryInput{
-		IndexName:              aws.String(IndexGSI1),
-		KeyConditionExpression: aws.String("GSI1PK = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: pk},
-		},
-	}, 0)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]map[string]types.AttributeValue, 0, len(items))
-	for _, it := range items {
-		out = append(out, map[string]types.AttributeValue{AttrPK: it[AttrPK], AttrSK: it[AttrSK]})
-	}
-	return out, nil
+	return s.keyAttrsOf(ctx, op, gsiQuery(pk))
 }
 
 // CleanupError means a change was committed but some of the items it left

@@ -33,7 +33,7 @@ func (s *Store) GetInstallation(ctx context.Context) (Installation, error) {
 // second bootstrap (or two racing ones) finds ErrInstalled.
 func (s *Store) Install(ctx context.Context, p InstallPlan) error {
 	kvs := []keyAttrsValue{{keyAttrs{PK: pkInstallation, SK: pkInstallation, Entity: "installation"}, p.Installation}}
-	kvs = append(kvs, s.accountWrites(p.Root)...)
+	kvs = append(kvs, s.accountWrites(p.Root, p.Root)...)
 	for _, r := range p.Roles {
 		kvs = append(kvs, keyAttrsValue{roleKey(r), r})
 	}

@@ -103,7 +103,17 @@ func (s *Store) put(k keyAttrs, v any) (types.TransactWriteItem, error) {
 }
 
 func (s *Store) getItem(ctx context.Context, op, pk, sk string, out any) error {
-	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(pk, sk)})
+	return s.get(ctx, op, pk, sk, false, out)
+}
+
+// getConsistent is getItem with a strongly consistent read, for reads a
+// write is about to be based on.
+func (s *Store) getConsistent(ctx context.Context, op, pk, sk string, out any) error {
+	return s.get(ctx, op, pk, sk, true, out)
+}
+
+func (s *Store) get(ctx context.Context, op, pk, sk string, consistent bool, out any) error {
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(pk, sk), ConsistentRead: aws.Bool(consistent)})
 	if err != nil {
 		return wrap(op, err)
 	}
