@@ -25,6 +25,7 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/apigw"
 	"cads/shared/bootstrap"
+	"cads/shared/store"
 	"cads/shared/wire"
 )
 
@@ -264,8 +265,11 @@ func (e *faultEnv) snapshot() map[string]string {
 				e.t.Fatal(err)
 			}
 			b, _ := json.Marshal(m)
-			out[fmt.Sprint(m["pk"], " ", m["sk"])] = string(b)
+			out[fmt.Sprint(m[store.AttrPK], " ", m[store.AttrSK])] = string(b)
 		}
+	}
+	if len(out) < 2 {
+		e.t.Fatalf("snapshot of %d items: the keys are not read", len(out))
 	}
 	return out
 }

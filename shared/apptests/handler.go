@@ -565,13 +565,22 @@ func (h *handler) run(r *http.Request, p apigw.Principal) (int, any, error) {
 		// Not queued: the run must not look pending forever.
 		run.State, run.Message = RunFailed, "the run could not be queued; start it again"
 		failed, _ := json.Marshal(run)
-		if uerr := h.st.UpdateAppTestRun(ctx, p.AccountID, *in.ID, run.ID, RunQueued, RunFailed, string(failed), time.Time{}); uerr != nil {
-			err = errors.Join(err, uerr)
+		if uerr := h.st.UpdateAppTestRun(context.WithoutCancel(ctx), p.AccountID, *in.ID, run.ID, RunQueued, RunFailed, string(failed), time.Time{}); uerr != nil {
+			// Neither queued nor marked failed: the store's error (500 or
+			// 429) says so; the run lapses at its deadline.
+			return 0, nil, errors.Join(fmt.Errorf("queue test run %s: %w", run.ID, err), uerr)
 		}
-		return 0, nil, fmt.Errorf("queue test run %s: %w", run.ID, err)
+		// The queue service failed: the run is marked failed and a retry
+		// may start another.
+		h.log.ErrorContext(ctx, "test run not queued; answered 503", "run", run.ID, "error", err.Error())
+		return 0, nil, apigw.Unavailable(queueRetryAfter, "the run could not be queued, so it did not start; start it again later")
 	}
 	return http.StatusOK, out(t), nil
 }
+
+// queueRetryAfter is the Retry-After, in seconds, of a run whose message
+// the queue service refused.
+const queueRetryAfter = 5
 
 // target resolves `targets` (an application id or href of the caller's
 // account) and checks that the caller may read that application: a run's

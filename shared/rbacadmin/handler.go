@@ -50,6 +50,9 @@ type Store interface {
 	InboxInvitations(ctx context.Context, email, kind string) ([]store.Invitation, error)
 	InboxInvitation(ctx context.Context, email, kind, id string) (store.Invitation, error)
 	RequeueInvitation(ctx context.Context, ref store.InvitationRef) (store.Invitation, error)
+	// MarkInvitationSent puts a re-sent invitation whose message could
+	// not be queued back in state sent (the notifier's write).
+	MarkInvitationSent(ctx context.Context, inv store.Invitation) (store.Invitation, error)
 	AcceptInvitation(ctx context.Context, inv store.Invitation, principal string) (store.Invitation, error)
 	DeclineInvitation(ctx context.Context, ref store.InvitationRef) (store.Invitation, error)
 	DeleteInvitation(ctx context.Context, inv store.Invitation) error

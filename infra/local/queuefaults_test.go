@@ -1,0 +1,668 @@
+package local_test
+
+// Queue faults: SQS refusing sends after the request's DynamoDB write has
+// committed. A proxy in front of the embedded SQS server (goaws) fails
+// SendMessage and SendMessageBatch while armed; everything else (receive,
+// delete, queue management) passes. The functions' real handlers run with
+// the real table (minidyn) and the real queues behind that proxy.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"cads/infra/localaws"
+	"cads/infra/testenv"
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/bootstrap"
+	"cads/shared/rbacadmin"
+	"cads/shared/store"
+	"cads/shared/tasks"
+	"cads/shared/wire"
+)
+
+// qfMode is what the SQS proxy does to sends once armed.
+type qfMode int
+
+const (
+	qfPass qfMode = iota
+	// qfRefuse answers 503 ServiceUnavailable without passing the send
+	// on: nothing is queued (SQS down).
+	qfRefuse
+	// qfLoseAnswer passes the send on, so the message is queued, and
+	// then answers 500 InternalError: the sender sees a failure, and the
+	// SDK's retries each queue another copy (the ambiguous failure).
+	qfLoseAnswer
+)
+
+// qfProxy sits between the SDK and goaws.
+type qfProxy struct {
+	goaws *httputil.ReverseProxy
+	mu    sync.Mutex
+	mode  qfMode
+	// failed counts the sends answered with an error since arm.
+	failed int
+}
+
+func (p *qfProxy) arm(m qfMode) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mode, p.failed = m, 0
+}
+
+// disarm lets sends through again and returns how many were failed.
+func (p *qfProxy) disarm() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mode = qfPass
+	return p.failed
+}
+
+// qfAction is the SQS action of a request. The SDK of go.mod speaks SQS'
+// JSON protocol (X-Amz-Target: AmazonSQS.<Action>); the query protocol of
+// older SDKs names it in the form body's Action field.
+func qfAction(r *http.Request) string {
+	if t := r.Header.Get("X-Amz-Target"); t != "" {
+		_, a, _ := strings.Cut(t, ".")
+		return a
+	}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		v, _ := url.ParseQuery(string(b))
+		return v.Get("Action")
+	}
+	return r.URL.Query().Get("Action")
+}
+
+func (p *qfProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	mode := qfPass
+	if a := qfAction(r); a == "SendMessage" || a == "SendMessageBatch" {
+		p.mu.Lock()
+		mode = p.mode
+		if mode != qfPass {
+			p.failed++
+		}
+		p.mu.Unlock()
+	}
+	switch mode {
+	case qfRefuse:
+		qfError(w, http.StatusServiceUnavailable, `{"__type":"com.amazonaws.sqs#ServiceUnavailable","message":"The request has failed due to a temporary failure of the server."}`)
+	case qfLoseAnswer:
+		p.goaws.ServeHTTP(httptest.NewRecorder(), r)
+		qfError(w, http.StatusInternalServerError, `{"__type":"com.amazonaws.sqs#InternalError","message":"We encountered an internal error. Please try again."}`)
+	default:
+		p.goaws.ServeHTTP(w, r)
+	}
+}
+
+// qfError answers as SQS' JSON protocol does.
+func qfError(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}
+
+// qfEnv is a bootstrapped table (minidyn) and the template's queues
+// (goaws) behind the proxy, with the functions' dependencies wired to
+// them.
+type qfEnv struct {
+	t     *testing.T
+	dyn   testenv.Dynamo
+	proxy *qfProxy
+	deps  wire.Deps
+	boot  bootstrap.Result
+	op    apigw.Principal
+	log   *slog.Logger
+}
+
+func newQFEnv(t *testing.T) *qfEnv {
+	t.Helper()
+	ctx := context.Background()
+	e := &qfEnv{t: t, dyn: testenv.NewDynamo(t), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	e.deps = wire.New(e.log, e.dyn.Client, e.dyn.Table)
+
+	endpoint, stop, err := localaws.StartSQS(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stop(context.Background()) })
+	target, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.proxy = &qfProxy{goaws: httputil.NewSingleHostReverseProxy(target)}
+	hs := httptest.NewServer(e.proxy)
+	t.Cleanup(hs.Close)
+	// The SDK's retries stay on (3 attempts) but back off for a
+	// millisecond and have no retry quota, so a refused send gives up
+	// quickly with the injected error.
+	e.deps.SQS, err = localaws.SQSClient(ctx, hs.URL, func(o *sqs.Options) {
+		o.Retryer = retry.AddWithMaxBackoffDelay(retry.NewStandard(func(so *retry.StandardOptions) {
+			so.RateLimiter = noRateLimit{}
+		}), time.Millisecond)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := localaws.EnsureQueues(ctx, e.deps.SQS, testenv.Template(t).Queues, func(id string) string { return "qf-" + strings.ToLower(id) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.deps.QueueURLs = map[string]string{}
+	for id, q := range qs {
+		e.deps.QueueURLs[id] = q.URL
+	}
+	if e.boot, err = bootstrap.Run(ctx, e.deps.Store, "operator@localhost"); err != nil {
+		t.Fatal(err)
+	}
+	e.op = apigw.Principal{ID: e.boot.Operator, Kind: "user", Email: "operator@localhost", AccountID: e.boot.RootAccount, KeyID: e.boot.KeyID}
+	return e
+}
+
+// handler returns fn's handler; for req.fn.
+func handler(h apigw.ProxyHandler) func(wire.Deps) apigw.ProxyHandler {
+	return func(wire.Deps) apigw.ProxyHandler { return h }
+}
+
+// do sends r as API Gateway would (through JSON, as Lambda does).
+func (e *qfEnv) do(r req) events.APIGatewayProxyResponse {
+	e.t.Helper()
+	path := r.resource
+	for k, v := range r.params {
+		path = strings.ReplaceAll(path, "{"+k+"}", v)
+	}
+	h := map[string]string{"Host": "127.0.0.1:3000"}
+	if r.contentType != "" {
+		h["Content-Type"] = r.contentType
+	}
+	mh := map[string][]string{}
+	for k, v := range h {
+		mh[k] = []string{v}
+	}
+	ev := events.APIGatewayProxyRequest{Resource: r.resource, Path: path, HTTPMethod: r.method, Headers: h, MultiValueHeaders: mh, PathParameters: r.params, Body: r.body,
+		RequestContext: events.APIGatewayProxyRequestContext{ResourcePath: r.resource, HTTPMethod: r.method, Path: "/api" + path, Stage: "api", RequestID: "queue-fault", Authorizer: r.as.Context()}}
+	qfJSON(e.t, &ev)
+	resp, err := r.fn(e.deps)(context.Background(), ev)
+	if err != nil {
+		e.t.Fatalf("%s %s: function error %v", r.method, path, err)
+	}
+	qfJSON(e.t, &resp)
+	return resp
+}
+
+// ok sends r and returns the body of its 2xx answer.
+func (e *qfEnv) ok(r req) map[string]any {
+	e.t.Helper()
+	resp := e.do(r)
+	if resp.StatusCode/100 != 2 {
+		e.t.Fatalf("%s %s: %d %s", r.method, r.resource, resp.StatusCode, resp.Body)
+	}
+	var out map[string]any
+	if err := json.Unmarshal([]byte(resp.Body), &out); err != nil {
+		e.t.Fatalf("%s %s: %v in %s", r.method, r.resource, err, resp.Body)
+	}
+	return out
+}
+
+func qfJSON[T any](t *testing.T, v *T) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	*v = out
+}
+
+// snapshot is every item of the table, by its key.
+func (e *qfEnv) snapshot() map[string]string {
+	e.t.Helper()
+	out := map[string]string{}
+	p := dynamodb.NewScanPaginator(e.dyn.Client, &dynamodb.ScanInput{TableName: aws.String(e.dyn.Table)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			e.t.Fatalf("scan: %v", err)
+		}
+		for _, it := range page.Items {
+			var m map[string]any
+			if err := attributevalue.UnmarshalMap(it, &m); err != nil {
+				e.t.Fatal(err)
+			}
+			k := fmt.Sprint(m[store.AttrPK], " ", m[store.AttrSK])
+			if _, dup := out[k]; dup || m[store.AttrPK] == nil {
+				e.t.Fatalf("snapshot: no unique key for item %v", m)
+			}
+			b, _ := json.Marshal(m)
+			out[k] = string(b)
+		}
+	}
+	return out
+}
+
+// receive takes up to 10 messages off queue id (a long poll of a
+// second); they come back after visibility seconds unless deleted.
+func (e *qfEnv) receive(id string, visibility int32) []events.SQSMessage {
+	e.t.Helper()
+	out, err := e.deps.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.deps.QueueURLs[id]),
+		MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: visibility})
+	if err != nil {
+		e.t.Fatalf("receive from %s: %v", id, err)
+	}
+	var msgs []events.SQSMessage
+	for _, m := range out.Messages {
+		msgs = append(msgs, events.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body), EventSource: "aws:sqs"})
+	}
+	return msgs
+}
+
+// consume hands msgs to h as the event source does and deletes those
+// it did not report as failed; it returns how many failed.
+func (e *qfEnv) consume(id string, h func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), msgs []events.SQSMessage) int {
+	e.t.Helper()
+	ev := events.SQSEvent{Records: msgs}
+	qfJSON(e.t, &ev)
+	resp, err := h(context.Background(), ev)
+	if err != nil {
+		e.t.Fatalf("%s consumer: %v", id, err)
+	}
+	failed := map[string]bool{}
+	for _, f := range resp.BatchItemFailures {
+		failed[f.ItemIdentifier] = true
+	}
+	for _, m := range msgs {
+		if failed[m.MessageId] {
+			continue
+		}
+		if _, err := e.deps.SQS.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(e.deps.QueueURLs[id]), ReceiptHandle: aws.String(m.ReceiptHandle)}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return len(failed)
+}
+
+// drain consumes queue id until a long poll finds it empty, and returns
+// how many messages it handled.
+func (e *qfEnv) drain(id string, h func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)) int {
+	e.t.Helper()
+	n := 0
+	for {
+		msgs := e.receive(id, 30)
+		if len(msgs) == 0 {
+			return n
+		}
+		if f := e.consume(id, h, msgs); f > 0 {
+			e.t.Fatalf("%s consumer failed %d messages", id, f)
+		}
+		n += len(msgs)
+	}
+}
+
+// sqsLeaks says whether an error body shows the queue failure's
+// internals.
+func sqsLeaks(body string) bool {
+	l := strings.ToLower(body)
+	for _, s := range []string{"sqs", "sendmessage", "serviceunavailable", "internalerror", "operation error", "127.0.0.1", "http://", "qf-", "queue url", "amazon"} {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return leaks(body)
+}
+
+// unavailable checks that resp is the documented 503: Retry-After and the
+// API error body of type unavailable, with no internals.
+func unavailable(t *testing.T, resp events.APIGatewayProxyResponse) {
+	t.Helper()
+	retryAfter := resp.Headers["Retry-After"]
+	if v := resp.MultiValueHeaders["Retry-After"]; len(v) > 0 {
+		retryAfter = v[0]
+	}
+	var b apigw.Body
+	if err := json.Unmarshal([]byte(resp.Body), &b); err != nil || resp.StatusCode != http.StatusServiceUnavailable || retryAfter == "" ||
+		b.Status != 503 || b.Error.Type != "unavailable" || b.Error.Message == "" {
+		t.Fatalf("%d Retry-After %q %s; want 503 with Retry-After and {\"status\":503,\"error\":{\"type\":\"unavailable\",...}}", resp.StatusCode, retryAfter, resp.Body)
+	}
+	if sqsLeaks(resp.Body) {
+		t.Fatalf("the 503 shows internals: %s", resp.Body)
+	}
+}
+
+var qfModes = []struct {
+	name string
+	mode qfMode
+}{{"refused", qfRefuse}, {"answer lost", qfLoseAnswer}}
+
+// qfDataPlane counts the lifecycle calls the task worker makes.
+type qfDataPlane struct {
+	*tasks.FakeDataPlane
+	setState atomic.Int32
+}
+
+func (d *qfDataPlane) SetState(ctx context.Context, app store.Application, state string) error {
+	d.setState.Add(1)
+	return d.FakeDataPlane.SetState(ctx, app, state)
+}
+
+// POST /v2/tasks while SQS fails the send: the task is committed with its
+// outbox marker, so the request answers 201 with the pending task as
+// always. Once SQS is back, the sweep (the worker's scheduled empty
+// invocation) sends it, and it runs exactly once, however many copies of
+// its message reached the queue.
+func TestQueueSendFailureTasks(t *testing.T) {
+	const js = "application/json"
+	for _, m := range qfModes {
+		t.Run(m.name, func(t *testing.T) {
+			e := newQFEnv(t)
+			ctx := context.Background()
+			// The tasks function and the worker as wire builds them, with
+			// a short resend delay so that the sweep's turn comes quickly.
+			outbox := tasks.NewOutbox(e.deps.Store, tasks.SQSSender{Client: e.deps.SQS, QueueURL: e.deps.QueueURLs[wire.TasksQueue]}, e.log)
+			outbox.ResendAfter = 500 * time.Millisecond
+			tasksFn := apigw.Lambda(e.log, tasks.New(e.deps.Store, access.New(e.deps.Store, e.log), outbox, e.log))
+			dp := &qfDataPlane{FakeDataPlane: tasks.NewFakeDataPlane(e.log, tasks.LoopbackOnly)}
+			worker := tasks.NewWorker(e.deps.Store, dp, outbox, e.log)
+
+			app := e.ok(req{fn: wire.Applications, as: e.op, method: "POST", resource: "/v2/applications", contentType: js,
+				body: `{"name": "Queue fault shop", "aliases": ["shop.queuefault.example.com"]}`})["id"].(string)
+			e.proxy.arm(m.mode)
+			resp := e.do(req{fn: handler(tasksFn), as: e.op, method: "POST", resource: "/v2/tasks", contentType: js,
+				body: fmt.Sprintf(`{"type": "start", "target": "/v2/applications/%s"}`, app)})
+			failedSends := e.proxy.disarm()
+			if failedSends == 0 {
+				t.Fatal("no send was failed")
+			}
+			var out tasks.Task
+			if err := json.Unmarshal([]byte(resp.Body), &out); err != nil || resp.StatusCode != http.StatusCreated || out.ID == "" || out.State != store.TaskPending {
+				t.Fatalf("POST /v2/tasks while SQS fails: %d %s; want 201 with the pending task", resp.StatusCode, resp.Body)
+			}
+			if m.mode == qfRefuse {
+				if msgs := e.receive(wire.TasksQueue, 30); len(msgs) != 0 {
+					t.Fatalf("a refused send queued %d messages", len(msgs))
+				}
+			}
+
+			// SQS is back: the scheduled sweep and the queue's event
+			// source, as deployed, until the task has finished.
+			task := func() store.Task {
+				tk, err := e.deps.Store.GetTask(ctx, e.op.AccountID, out.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return tk
+			}
+			handled := 0
+			deadline := time.Now().Add(20 * time.Second)
+			for !task().Finished() {
+				if time.Now().After(deadline) {
+					t.Fatalf("the task never ran: %+v", task())
+				}
+				e.consume(wire.TasksQueue, worker.Handle, nil) // the schedule's empty invocation: a sweep
+				// One message at a time, visible again soon if a claim
+				// held by another copy makes the worker retry it.
+				if msgs := e.receive(wire.TasksQueue, 1); len(msgs) > 0 {
+					for _, msg := range msgs {
+						e.consume(wire.TasksQueue, worker.Handle, []events.SQSMessage{msg})
+					}
+					handled += len(msgs)
+				}
+			}
+			// Its outbox marker went with the outcome, so no sweep sends
+			// it again, and every copy still queued finds it finished.
+			if due, err := e.deps.Store.DueOutbox(ctx, time.Now().Add(time.Hour), 10); err != nil || len(due) != 0 {
+				t.Fatalf("outbox markers left after the task finished: %+v %v", due, err)
+			}
+			handled += e.drain(wire.TasksQueue, worker.Handle)
+			// Answers lost: each of the SDK's attempts queued a copy.
+			if m.mode == qfLoseAnswer && handled < failedSends {
+				t.Fatalf("%d sends failed after reaching the queue, but only %d messages arrived", failedSends, handled)
+			}
+			t.Logf("%d sends failed; the worker got %d messages", failedSends, handled)
+			got := task()
+			a, err := e.deps.Store.GetApplication(ctx, e.op.AccountID, app)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.State != store.TaskSuccess || got.Attempts != 1 || dp.setState.Load() != 1 || a.State != store.AppRunning {
+				t.Fatalf("task %s after %d attempts, %d data plane calls, application %s; want success once", got.State, got.Attempts, dp.setState.Load(), a.State)
+			}
+		})
+	}
+}
+
+// qfNotifier counts notifications by invitation.
+type qfNotifier struct {
+	mu sync.Mutex
+	by map[string]int
+}
+
+func (n *qfNotifier) Notify(_ context.Context, note rbacadmin.Notification) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.by == nil {
+		n.by = map[string]int{}
+	}
+	n.by[note.Invitation]++
+	return nil
+}
+
+func (n *qfNotifier) total() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s := 0
+	for _, c := range n.by {
+		s += c
+	}
+	return s
+}
+
+func (n *qfNotifier) count(href string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.by[href]
+}
+
+// POST /v2/accounts/{id}/invitations while SQS fails the send: the
+// invitation is taken back and the answer is 503 with Retry-After. The
+// table is as before (no invitation, no grant), whatever reached the
+// queue notifies nobody, and the same request after the outage succeeds
+// and is delivered once.
+func TestQueueSendFailureInvitationCreate(t *testing.T) {
+	const js = "application/json"
+	for _, m := range qfModes {
+		t.Run(m.name, func(t *testing.T) {
+			e := newQFEnv(t)
+			n := &qfNotifier{}
+			notify := rbacadmin.NewNotifyHandler(e.deps.Store, n, e.log)
+			root := map[string]string{"id": e.boot.RootAccount}
+			role := e.ok(req{fn: wire.Roles, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root, contentType: js,
+				body: `{"name": "Queue fault reader", "permissions": [{"method": "GET", "effect": "permit", "spec": ["/v2/applications/*"]}]}`})["href"].(string)
+			invite := req{fn: wire.Roles, as: e.op, method: "POST", resource: "/v2/accounts/{id}/invitations", params: root, contentType: js,
+				body: fmt.Sprintf(`{"user_email": "outage@example.com", "role": %q}`, role)}
+
+			before := e.snapshot()
+			e.proxy.arm(m.mode)
+			resp := e.do(invite)
+			failedSends := e.proxy.disarm()
+			if failedSends == 0 {
+				t.Fatal("no send was failed")
+			}
+			unavailable(t, resp)
+			if d := diff(before, e.snapshot()); len(d) > 0 {
+				t.Fatalf("the refused invitation left the table changed: %v", d)
+			}
+			list := e.do(req{fn: wire.Roles, as: e.op, method: "GET", resource: "/v2/accounts/{id}/invitations", params: root})
+			if list.StatusCode != 200 || strings.TrimSpace(list.Body) != "[]" {
+				t.Fatalf("invitations after the 503: %d %s", list.StatusCode, list.Body)
+			}
+			// Copies that reached the queue (the lost answers) name an
+			// invitation that is gone.
+			copies := e.drain(wire.NotificationsQueue, notify)
+			if n.total() != 0 {
+				t.Fatalf("an invitation answered 503 was delivered %d times", n.total())
+			}
+			if want := map[qfMode]int{qfRefuse: 0, qfLoseAnswer: failedSends}[m.mode]; copies != want {
+				t.Fatalf("%d sends failed; %d messages reached the queue, want %d", failedSends, copies, want)
+			}
+
+			// After the outage: the same request, delivered once.
+			ok := e.ok(invite)
+			if ok["state"] != store.InvitationQueued {
+				t.Fatalf("retry: %v", ok)
+			}
+			href := ok["href"].(string)
+			if got := e.drain(wire.NotificationsQueue, notify); got != 1 || n.count(href) != 1 || n.total() != 1 {
+				t.Fatalf("after the retry: %d messages, %d notifications of it, %d in all", got, n.count(href), n.total())
+			}
+			id := ok["id"].(string)
+			inv, err := e.deps.Store.GetInvitation(context.Background(), e.boot.RootAccount, store.InvitationRole, id)
+			if err != nil || inv.State != store.InvitationSent {
+				t.Fatalf("after delivery: %+v %v", inv, err)
+			}
+		})
+	}
+}
+
+// PATCH of an invitation ({"state": "queued"}: send it again) while SQS
+// fails the send: 503 with Retry-After, and the delivered invitation is
+// put back in state sent, still in the invitee's inbox (only its sent
+// time moves). Nothing is notified; the same PATCH after the outage sends
+// it once.
+func TestQueueSendFailureInvitationResend(t *testing.T) {
+	const js = "application/json"
+	for _, m := range qfModes {
+		t.Run(m.name, func(t *testing.T) {
+			e := newQFEnv(t)
+			ctx := context.Background()
+			n := &qfNotifier{}
+			notify := rbacadmin.NewNotifyHandler(e.deps.Store, n, e.log)
+			root := map[string]string{"id": e.boot.RootAccount}
+			role := e.ok(req{fn: wire.Roles, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root, contentType: js,
+				body: `{"name": "Queue fault reader", "permissions": [{"method": "GET", "effect": "permit", "spec": ["/v2/applications/*"]}]}`})["href"].(string)
+			created := e.ok(req{fn: wire.Roles, as: e.op, method: "POST", resource: "/v2/accounts/{id}/invitations", params: root, contentType: js,
+				body: fmt.Sprintf(`{"user_email": "resend@example.com", "role": %q}`, role)})
+			href, id := created["href"].(string), created["id"].(string)
+			if e.drain(wire.NotificationsQueue, notify) != 1 || n.count(href) != 1 {
+				t.Fatal("the invitation was not delivered")
+			}
+			sent, err := e.deps.Store.GetInvitation(ctx, e.boot.RootAccount, store.InvitationRole, id)
+			if err != nil || sent.State != store.InvitationSent {
+				t.Fatalf("delivered invitation: %+v %v", sent, err)
+			}
+			resend := req{fn: wire.Roles, as: e.op, method: "PATCH", resource: "/v2/accounts/{id}/invitations/{invitation_id}",
+				params: map[string]string{"id": e.boot.RootAccount, "invitation_id": id}, contentType: js, body: `{"state": "queued"}`}
+
+			e.proxy.arm(m.mode)
+			resp := e.do(resend)
+			failedSends := e.proxy.disarm()
+			if failedSends == 0 {
+				t.Fatal("no send was failed")
+			}
+			unavailable(t, resp)
+			after, err := e.deps.Store.GetInvitation(ctx, e.boot.RootAccount, store.InvitationRole, id)
+			if err != nil || after.State != store.InvitationSent || after.Sent == nil || after.Email != sent.Email || after.Target != sent.Target || !after.Created.Equal(sent.Created) {
+				t.Fatalf("after the 503 the invitation is %+v (%v), was %+v", after, err, sent)
+			}
+			inbox, err := e.deps.Store.InboxInvitations(ctx, sent.Email, store.InvitationRole)
+			if err != nil || len(inbox) != 1 || inbox[0].ID != id {
+				t.Fatalf("the invitee's inbox after the 503: %+v %v", inbox, err)
+			}
+			copies := e.drain(wire.NotificationsQueue, notify)
+			if n.count(href) != 1 {
+				t.Fatalf("a re-send answered 503 notified the invitee (%d notifications in all)", n.count(href))
+			}
+			if want := map[qfMode]int{qfRefuse: 0, qfLoseAnswer: failedSends}[m.mode]; copies != want {
+				t.Fatalf("%d sends failed; %d messages reached the queue, want %d", failedSends, copies, want)
+			}
+
+			// After the outage the same PATCH sends it once.
+			if r := e.ok(resend); r["state"] != store.InvitationQueued {
+				t.Fatalf("re-send after the outage: %v", r)
+			}
+			if e.drain(wire.NotificationsQueue, notify) != 1 || n.count(href) != 2 {
+				t.Fatalf("re-send after the outage: %d notifications in all, want 2", n.count(href))
+			}
+		})
+	}
+}
+
+// POST /v2/tests (start a run) while SQS fails the send: the answer is a
+// 503 with Retry-After and no internals, and the run is recorded failed
+// ("could not be queued"), so the test is not blocked; after the outage a
+// new run starts.
+func TestQueueSendFailureTestRun(t *testing.T) {
+	e := newQFEnv(t)
+	ctx := context.Background()
+	cfg := `{"probabilities": 1, "models": {"home": {"type": "user.StaticSession", "requests": [{"name": "home", "method": "GET", "url": "http://127.0.0.1:9/"}]}}}`
+	e.ok(req{fn: wire.Tests, as: e.op, method: "PUT", resource: "/v2/tests/{id}", params: map[string]string{"id": "qf"}, contentType: "application/json", body: cfg})
+	run := req{fn: wire.Tests, as: e.op, method: "POST", resource: "/v2/tests", contentType: "application/json", body: `{"id": "qf", "duration": 1, "virtualUsers": 1}`}
+
+	e.proxy.arm(qfRefuse)
+	resp := e.do(run)
+	if n := e.proxy.disarm(); n == 0 {
+		t.Fatal("no send was failed")
+	}
+	unavailable(t, resp)
+	at, err := e.deps.Store.GetAppTest(ctx, e.op.AccountID, "qf")
+	if err != nil || at.RunState != "failed" || at.RunActiveUntil != 0 || !strings.Contains(at.Run, "could not be queued") {
+		t.Fatalf("the unqueued run: %+v %v", at, err)
+	}
+	if msgs := e.receive(wire.TestRunsQueue, 30); len(msgs) != 0 {
+		t.Fatalf("a refused send queued %d messages", len(msgs))
+	}
+	body := e.ok(run)
+	if last, _ := body["last_run"].(map[string]any); last["state"] != "queued" {
+		t.Fatalf("the run after the outage: %v", body)
+	}
+	if msgs := e.receive(wire.TestRunsQueue, 30); len(msgs) != 1 {
+		t.Fatalf("the run after the outage queued %d messages", len(msgs))
+	}
+}
+
+// POST /v2/address-sets while SQS fails the send of its metrics event:
+// the event was committed with the set and waits in its outbox for the
+// sweep, so the request answers 200 with the set, as always.
+func TestQueueSendFailureAddressSet(t *testing.T) {
+	e := newQFEnv(t)
+	ctx := context.Background()
+	e.proxy.arm(qfRefuse)
+	resp := e.do(req{fn: wire.AddressSets, as: e.op, method: "POST", resource: "/v2/address-sets", contentType: "application/json",
+		body: `{"name": "queue fault exits", "type": "manual", "entries": [{"address": "192.0.2.0/24"}]}`})
+	if n := e.proxy.disarm(); n == 0 {
+		t.Fatal("no send was failed")
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST address set while SQS fails: %d %s", resp.StatusCode, resp.Body)
+	}
+	evs, err := e.deps.Store.UnsentMetricEvents(ctx, time.Now().Add(time.Hour), 10)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("the set's metrics event is not in its outbox: %v %v", evs, err)
+	}
+	if msgs := e.receive(wire.MetricsQueue, 30); len(msgs) != 0 {
+		t.Fatalf("a refused send queued %d messages", len(msgs))
+	}
+}
