@@ -301,7 +301,7 @@ func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, e
 			Control: true, Permissions: d.Permissions, Version: 1, Created: now, Updated: now})
 	}
 	if err := h.st.CreateSubAccount(r.Context(), a, roles); err != nil {
-		return 0, nil, storeErr(err, "account %s no longer exists", accountHref(p.AccountID))
+		return 0, nil, store.NotFound(err, "account %s no longer exists", accountHref(p.AccountID))
 	}
 	return http.StatusOK, accountOut(a), nil
 }
@@ -396,7 +396,7 @@ func (h *handler) getAccount(r *http.Request, _ apigw.Principal) (int, any, erro
 	}
 	a, err := h.st.GetAccountRecord(r.Context(), id)
 	if err != nil {
-		return 0, nil, storeErr(err, "no account %s", accountHref(id))
+		return 0, nil, store.NotFound(err, "no account %s", accountHref(id))
 	}
 	return http.StatusOK, accountOut(a), nil
 }
@@ -459,7 +459,7 @@ func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, er
 	}
 	wg.Wait()
 	if gErr != nil {
-		return 0, nil, storeErr(gErr, "no account %s", accountHref(id))
+		return 0, nil, store.NotFound(gErr, "no account %s", accountHref(id))
 	}
 	if ownErr != nil {
 		return 0, nil, ownErr
@@ -479,7 +479,7 @@ func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, er
 		next.LogRetention = lr
 	}
 	if err := h.st.UpdateAccount(r.Context(), prev, next); err != nil {
-		return 0, nil, storeErr(err, "no account %s", accountHref(id))
+		return 0, nil, store.NotFound(err, "no account %s", accountHref(id))
 	}
 	return http.StatusOK, accountOut(next), nil
 }
@@ -501,7 +501,7 @@ func (h *handler) deleteAccount(r *http.Request, _ apigw.Principal) (int, any, e
 		err = nil
 	}
 	if err != nil {
-		return 0, nil, storeErr(err, "no account %s", accountHref(id))
+		return 0, nil, store.NotFound(err, "no account %s", accountHref(id))
 	}
 	return http.StatusOK, accountOut(a), nil
 }

@@ -10,7 +10,6 @@ package accounts
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -85,21 +84,6 @@ func accountID(r *http.Request) (string, error) {
 		return "", apigw.NotFound("no account %q", id)
 	}
 	return id, nil
-}
-
-// storeErr turns the store's not-found and conflict errors into API
-// errors; anything else stays a 500.
-func storeErr(err error, format string, args ...any) error {
-	var c *store.ConflictError
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, store.ErrNotFound):
-		return apigw.NotFound(format, args...)
-	case errors.As(err, &c):
-		return apigw.Conflict("%s", c.Msg)
-	}
-	return err
 }
 
 func accountHref(id string) string { return "/v2/accounts/" + id }

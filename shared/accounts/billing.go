@@ -78,7 +78,7 @@ func (h *handler) getBilling(r *http.Request, _ apigw.Principal) (int, any, erro
 	}
 	b, err := h.st.LoadBilling(r.Context(), id)
 	if err != nil {
-		return 0, nil, storeErr(err, "no account %s", accountHref(id))
+		return 0, nil, store.NotFound(err, "no account %s", accountHref(id))
 	}
 	now := h.st.Now()
 	closed, toClose := closedInvoices(b, now)

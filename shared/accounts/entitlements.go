@@ -98,7 +98,7 @@ func (h *handler) listEntitlements(r *http.Request, p apigw.Principal) (int, any
 	wg.Go(func() { es, lErr = h.st.ListEntitlements(r.Context(), id) })
 	wg.Wait()
 	if aErr != nil {
-		return 0, nil, storeErr(aErr, "no account %s", accountHref(id))
+		return 0, nil, store.NotFound(aErr, "no account %s", accountHref(id))
 	}
 	if err := errors.Join(dErr, lErr); err != nil {
 		return 0, nil, err
@@ -177,7 +177,7 @@ func (h *handler) createEntitlement(r *http.Request, _ apigw.Principal) (int, an
 		return 0, nil, apigw.Conflict("account %s already has %d entitlements, the most an account can have; delete or change one", accountHref(id), len(existing))
 	}
 	if err := h.st.CreateEntitlement(r.Context(), e); err != nil {
-		return 0, nil, storeErr(err, "no account %s", accountHref(id))
+		return 0, nil, store.NotFound(err, "no account %s", accountHref(id))
 	}
 	return http.StatusOK, entitlementOut(e, now), nil
 }
@@ -248,7 +248,7 @@ func (h *handler) getEntitlement(r *http.Request, _ apigw.Principal) (int, any, 
 	}
 	e, err := h.st.GetEntitlement(r.Context(), id, eid)
 	if err != nil {
-		return 0, nil, storeErr(err, "no entitlement %s", entitlementHref(id, eid))
+		return 0, nil, store.NotFound(err, "no entitlement %s", entitlementHref(id, eid))
 	}
 	return http.StatusOK, entitlementOut(e, h.st.Now()), nil
 }
@@ -267,7 +267,7 @@ func (h *handler) patchEntitlement(r *http.Request, _ apigw.Principal) (int, any
 	}
 	prev, err := h.st.GetEntitlement(r.Context(), id, eid)
 	if err != nil {
-		return 0, nil, storeErr(err, "no entitlement %s", entitlementHref(id, eid))
+		return 0, nil, store.NotFound(err, "no entitlement %s", entitlementHref(id, eid))
 	}
 	next, err := applyEntitlement(prev, in)
 	if err != nil {
@@ -275,7 +275,7 @@ func (h *handler) patchEntitlement(r *http.Request, _ apigw.Principal) (int, any
 	}
 	next.Version, next.Updated = prev.Version+1, h.st.Now()
 	if err := h.st.PutEntitlement(r.Context(), next); err != nil {
-		return 0, nil, storeErr(err, "no entitlement %s", entitlementHref(id, eid))
+		return 0, nil, store.NotFound(err, "no entitlement %s", entitlementHref(id, eid))
 	}
 	return http.StatusOK, entitlementOut(next, next.Updated), nil
 }
@@ -289,7 +289,7 @@ func (h *handler) deleteEntitlement(r *http.Request, _ apigw.Principal) (int, an
 	}
 	e, err := h.st.DeleteEntitlement(r.Context(), id, eid)
 	if err != nil {
-		return 0, nil, storeErr(err, "no entitlement %s", entitlementHref(id, eid))
+		return 0, nil, store.NotFound(err, "no entitlement %s", entitlementHref(id, eid))
 	}
 	return http.StatusOK, entitlementOut(e, h.st.Now()), nil
 }

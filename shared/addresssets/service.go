@@ -457,10 +457,7 @@ func (s *Service) arm(ctx context.Context, at, now time.Time) {
 }
 
 func notFound(err error, id string) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return apigw.NotFound("no address set %q", id)
-	}
-	return err
+	return store.NotFound(err, "no address set %q", id)
 }
 
 // create makes a set from a validated body.
@@ -473,10 +470,6 @@ func (s *Service) create(ctx context.Context, account string, actor Actor, in se
 		return store.AddressSetState{}, apigw.BadRequest("entries of a %s set are added by the edge, not through the API", TypeDynamic)
 	}
 	if err := s.st.CheckAllowance(ctx, account, store.ResourceAddressSets); err != nil {
-		var c *store.ConflictError
-		if errors.As(err, &c) {
-			return store.AddressSetState{}, apigw.Conflict("%s", c.Msg)
-		}
 		return store.AddressSetState{}, err
 	}
 	return s.write(ctx, account, ids.New(), true, nil, actor, func(*store.AddressSetState, time.Time) (spec, error) { return sp, nil })

@@ -2,9 +2,12 @@ package apigw
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -57,5 +60,33 @@ func TestHandle(t *testing.T) {
 	}
 	if r := call("/v2/json/", in); r.StatusCode != 400 {
 		t.Fatalf("non-canonical path: %+v", r)
+	}
+}
+
+// conflictOfAnotherLayer stands for the store's ConflictError: an error
+// that knows its API form.
+type conflictOfAnotherLayer struct{ msg string }
+
+func (e *conflictOfAnotherLayer) Error() string    { return e.msg }
+func (e *conflictOfAnotherLayer) APIError() *Error { return Conflict("%s", e.msg) }
+
+// WriteError renders an error that knows its API form as that form, even
+// wrapped; other errors are a bare 500, throttling a 429.
+func TestWriteErrorMapsKnownErrors(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, c := range []struct {
+		err    error
+		status int
+		body   string
+	}{
+		{fmt.Errorf("create: %w", &conflictOfAnotherLayer{"name taken"}), 409, `{"status":409,"error":{"type":"conflict","message":"name taken"}}`},
+		{&ThrottledError{Err: errors.New("slow down")}, 429, `{"status":429,"error":{"type":"too_many_requests","message":"the service is busy; retry after a second"}}`},
+		{errors.New("secret internals"), 500, `{"status":500,"error":{"type":"internal","message":"internal error; the request id identifies it in the service logs"}}`},
+	} {
+		w := httptest.NewRecorder()
+		WriteError(context.Background(), log, w, c.err)
+		if w.Code != c.status || w.Body.String() != c.body {
+			t.Errorf("%v: %d %s, want %d %s", c.err, w.Code, w.Body.String(), c.status, c.body)
+		}
 	}
 }

@@ -86,6 +86,16 @@ var internal = &Error{Status: http.StatusInternalServerError, Type: "internal", 
 // As extracts an *Error from err's chain.
 func As(err error) (*Error, bool) {
 	var e *Error
-	ok := errors.As(err, &e)
-	return e, ok
+	if errors.As(err, &e) {
+		return e, true
+	}
+	var c converts
+	if errors.As(err, &c) {
+		return c.APIError(), true
+	}
+	return nil, false
 }
+
+// converts is an error of another layer that knows the API error it is
+// (the store's conflicts), so that no function maps it by hand.
+type converts interface{ APIError() *Error }

@@ -163,7 +163,7 @@ func (h *handler) listActions(r *http.Request, p apigw.Principal) (int, any, err
 	}
 	acts, err := h.st.ListActions(r.Context(), p.AccountID, app)
 	if err != nil {
-		return 0, nil, notFound(err, "no application %q", app)
+		return 0, nil, store.NotFound(err, "no application %q", app)
 	}
 	out := make([]Action, 0, len(acts))
 	for _, a := range acts {
@@ -217,7 +217,7 @@ func (h *handler) createAction(r *http.Request, p apigw.Principal) (int, any, er
 		return 0, nil, err
 	}
 	if err := h.st.CreateAction(r.Context(), p.AccountID, a); err != nil {
-		return 0, nil, notFound(err, "no application %q", app)
+		return 0, nil, store.NotFound(err, "no application %q", app)
 	}
 	return http.StatusOK, actionOut(a), nil
 }
@@ -233,7 +233,7 @@ func (h *handler) getAction(r *http.Request, p apigw.Principal) (int, any, error
 	}
 	a, err := h.st.GetAction(r.Context(), p.AccountID, app, id)
 	if err != nil {
-		return 0, nil, notFound(err, "no action %q in application %s", id, app)
+		return 0, nil, store.NotFound(err, "no action %q in application %s", id, app)
 	}
 	return http.StatusOK, actionOut(a), nil
 }
@@ -257,7 +257,7 @@ func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, err
 	for range maxRetries {
 		cur, err := h.st.GetAction(r.Context(), p.AccountID, app, id)
 		if err != nil {
-			return 0, nil, notFound(err, "no action %q in application %s", id, app)
+			return 0, nil, store.NotFound(err, "no action %q in application %s", id, app)
 		}
 		next, err := patchAction(cur, patch)
 		if err != nil {
@@ -269,7 +269,7 @@ func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, err
 			continue
 		}
 		if err != nil {
-			return 0, nil, notFound(err, "no action %q in application %s", id, app)
+			return 0, nil, store.NotFound(err, "no action %q in application %s", id, app)
 		}
 		return http.StatusOK, actionOut(next), nil
 	}
@@ -323,14 +323,14 @@ func (h *handler) deleteAction(r *http.Request, p apigw.Principal) (int, any, er
 	for range maxRetries {
 		cur, err := h.st.GetAction(r.Context(), p.AccountID, app, id)
 		if err != nil {
-			return 0, nil, notFound(err, "no action %q in application %s", id, app)
+			return 0, nil, store.NotFound(err, "no action %q in application %s", id, app)
 		}
 		err = h.st.DeleteAction(r.Context(), p.AccountID, app, id, cur.Version)
 		if errors.Is(err, store.ErrVersionConflict) {
 			continue
 		}
 		if err != nil {
-			return 0, nil, notFound(err, "no action %q in application %s", id, app)
+			return 0, nil, store.NotFound(err, "no action %q in application %s", id, app)
 		}
 		return http.StatusOK, actionOut(cur), nil
 	}

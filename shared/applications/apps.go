@@ -118,12 +118,12 @@ func (h *handler) createApp(r *http.Request, p apigw.Principal) (int, any, error
 	}
 	// Entitlements (spec 4.2) cap how many applications an account has.
 	if err := h.st.CheckAllowance(r.Context(), p.AccountID, store.ResourceApplications); err != nil {
-		return 0, nil, notFound(err, "no account %q", p.AccountID)
+		return 0, nil, store.NotFound(err, "no account %q", p.AccountID)
 	}
 	now := h.st.Now()
 	a := store.Application{ID: ids.New(), Account: p.AccountID, State: store.AppStopped, Config: cfg.Encode(), Version: 1, Created: now, Updated: now}
 	if err := h.st.CreateApplication(r.Context(), a); err != nil {
-		return 0, nil, notFound(err, "no account %q", p.AccountID)
+		return 0, nil, store.NotFound(err, "no account %q", p.AccountID)
 	}
 	out, err := appOut(a, now)
 	return http.StatusOK, out, err
@@ -136,7 +136,7 @@ func (h *handler) getApp(r *http.Request, p apigw.Principal) (int, any, error) {
 	}
 	a, err := h.st.GetApplication(r.Context(), p.AccountID, id)
 	if err != nil {
-		return 0, nil, notFound(err, "no application %q", id)
+		return 0, nil, store.NotFound(err, "no application %q", id)
 	}
 	out, err := appOut(a, h.st.Now())
 	return http.StatusOK, out, err
@@ -149,7 +149,7 @@ func (h *handler) deleteApp(r *http.Request, p apigw.Principal) (int, any, error
 	}
 	a, err := h.st.DeleteApplication(r.Context(), p.AccountID, id)
 	if err != nil {
-		return 0, nil, notFound(err, "no application %q", id)
+		return 0, nil, store.NotFound(err, "no application %q", id)
 	}
 	out, err := appOut(a, h.st.Now())
 	return http.StatusOK, out, err
@@ -288,7 +288,7 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 	for range maxRetries {
 		a, err := h.st.GetApplication(ctx, p.AccountID, id)
 		if err != nil {
-			return 0, nil, notFound(err, "no application %q", id)
+			return 0, nil, store.NotFound(err, "no application %q", id)
 		}
 		now := h.st.Now()
 		cur, err := appOut(a, now)
@@ -317,7 +317,7 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 				continue
 			}
 			if err != nil {
-				return 0, nil, notFound(err, "no application %q", id)
+				return 0, nil, store.NotFound(err, "no application %q", id)
 			}
 			out, err := appOut(upd, now)
 			return http.StatusOK, out, err

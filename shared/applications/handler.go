@@ -6,7 +6,6 @@ package applications
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -99,19 +98,6 @@ func appID(r *http.Request) (string, error) {
 		return "", apigw.NotFound("no application %q", id)
 	}
 	return id, nil
-}
-
-// notFound maps the store's ErrNotFound (missing, or another account's) to
-// a 404 and a *store.ConflictError to a 409.
-func notFound(err error, format string, args ...any) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return apigw.NotFound(format, args...)
-	}
-	var c *store.ConflictError
-	if errors.As(err, &c) {
-		return apigw.Conflict("%s", c.Msg)
-	}
-	return err
 }
 
 var errBusy = apigw.Conflict("the resource kept changing while this request was applied; retry")

@@ -159,7 +159,7 @@ func (h *handler) listPageControls(r *http.Request, p apigw.Principal) (int, any
 	}
 	all, err := h.st.ListPageControls(r.Context(), p.AccountID, app)
 	if err != nil {
-		return 0, nil, notFound(err, "no application %q", app)
+		return 0, nil, store.NotFound(err, "no application %q", app)
 	}
 	out := make([]PageControl, 0, len(all))
 	for _, v := range all {
@@ -183,11 +183,11 @@ func (h *handler) createPageControl(r *http.Request, p apigw.Principal) (int, an
 	}
 	id, err := h.st.NextPageControlID(r.Context(), p.AccountID, app)
 	if err != nil {
-		return 0, nil, notFound(err, "no application %q", app)
+		return 0, nil, store.NotFound(err, "no application %q", app)
 	}
 	pc.ID, pc.Created = id, h.st.Now()
 	if err := h.st.CreatePageControl(r.Context(), p.AccountID, pc); err != nil {
-		return 0, nil, notFound(err, "no application %q", app)
+		return 0, nil, store.NotFound(err, "no application %q", app)
 	}
 	return http.StatusOK, pageControlOut(store.PageControlVersions{Current: pc}), nil
 }
@@ -203,7 +203,7 @@ func (h *handler) getPageControl(r *http.Request, p apigw.Principal) (int, any, 
 	}
 	v, err := h.st.GetPageControl(r.Context(), p.AccountID, app, id)
 	if err != nil {
-		return 0, nil, notFound(err, "no page control %d in application %s", id, app)
+		return 0, nil, store.NotFound(err, "no page control %d in application %s", id, app)
 	}
 	return http.StatusOK, pageControlOut(v), nil
 }
@@ -229,7 +229,7 @@ func (h *handler) patchPageControl(r *http.Request, p apigw.Principal) (int, any
 	for range maxRetries {
 		v, err := h.st.GetPageControl(r.Context(), p.AccountID, app, id)
 		if err != nil {
-			return 0, nil, notFound(err, "no page control %d in application %s", id, app)
+			return 0, nil, store.NotFound(err, "no page control %d in application %s", id, app)
 		}
 		cur := v.Current
 		next, changed, err := patchPageControl(cur, patch)
@@ -245,7 +245,7 @@ func (h *handler) patchPageControl(r *http.Request, p apigw.Principal) (int, any
 			continue
 		}
 		if err != nil {
-			return 0, nil, notFound(err, "no page control %d in application %s", id, app)
+			return 0, nil, store.NotFound(err, "no page control %d in application %s", id, app)
 		}
 		v.History = append(v.History, cur)
 		v.Current = next
@@ -312,14 +312,14 @@ func (h *handler) deletePageControl(r *http.Request, p apigw.Principal) (int, an
 	for range maxRetries {
 		v, err := h.st.GetPageControl(r.Context(), p.AccountID, app, id)
 		if err != nil {
-			return 0, nil, notFound(err, "no page control %d in application %s", id, app)
+			return 0, nil, store.NotFound(err, "no page control %d in application %s", id, app)
 		}
 		err = h.st.DeletePageControl(r.Context(), p.AccountID, v)
 		if errors.Is(err, store.ErrVersionConflict) {
 			continue
 		}
 		if err != nil {
-			return 0, nil, notFound(err, "no page control %d in application %s", id, app)
+			return 0, nil, store.NotFound(err, "no page control %d in application %s", id, app)
 		}
 		out := pageControlOut(v)
 		now := h.st.Now()

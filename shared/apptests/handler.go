@@ -107,20 +107,13 @@ func testID(r *http.Request) (string, error) {
 }
 
 func notFound(err error, id string) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return apigw.NotFound("no test %q", id)
-	}
-	return err
+	return store.NotFound(err, "no test %q", id)
 }
 
 // storeError turns store limits into 413s: the input was too large.
 func storeError(err error) error {
 	if errors.Is(err, ddb.ErrItemTooLarge) || errors.Is(err, ddb.ErrTooManyItems) {
 		return apigw.PayloadTooLarge("the test configuration is too large to store: %v", err)
-	}
-	var c *store.ConflictError
-	if errors.As(err, &c) {
-		return apigw.Conflict("%s", c.Msg)
 	}
 	return err
 }

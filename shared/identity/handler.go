@@ -85,13 +85,6 @@ func userID(r *http.Request, p apigw.Principal) (string, error) {
 	return id, nil
 }
 
-func notFound(err error, format string, args ...any) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return apigw.NotFound(format, args...)
-	}
-	return err
-}
-
 // ---------------------------------------------------------------- users
 
 type userPost struct {
@@ -120,10 +113,6 @@ func (h *handler) createUser(r *http.Request, _ apigw.Principal) (int, any, erro
 	now := h.st.Now()
 	u := store.Principal{ID: ids.New(), Kind: store.KindUser, Email: email, Name: name, Created: now, Updated: now}
 	if err := h.st.CreatePrincipal(r.Context(), u); err != nil {
-		var c *store.ConflictError
-		if errors.As(err, &c) {
-			return 0, nil, apigw.Conflict("%s", c.Msg)
-		}
 		return 0, nil, err
 	}
 	return http.StatusOK, userOut(u), nil
@@ -191,7 +180,7 @@ func (h *handler) getUser(r *http.Request, p apigw.Principal) (int, any, error) 
 	}
 	u, err := h.st.GetPrincipal(r.Context(), id)
 	if err != nil || u.Kind != store.KindUser {
-		return 0, nil, notFound(orNotFound(err), "no user %q", id)
+		return 0, nil, store.NotFound(orNotFound(err), "no user %q", id)
 	}
 	return http.StatusOK, userOut(u), nil
 }
@@ -225,7 +214,7 @@ func (h *handler) patchUser(r *http.Request, p apigw.Principal) (int, any, error
 	}
 	u, err := h.st.UpdatePrincipalName(r.Context(), id, name)
 	if err != nil {
-		return 0, nil, notFound(err, "no user %q", id)
+		return 0, nil, store.NotFound(err, "no user %q", id)
 	}
 	return http.StatusOK, userOut(u), nil
 }

@@ -64,7 +64,7 @@ func (h *handler) issue(r *http.Request, k store.AccessKey) (int, any, error) {
 	// Only users: service users get keys from their account's
 	// service-users endpoint, bound to that account.
 	if err := h.st.CreateUserKey(r.Context(), k); err != nil {
-		return 0, nil, notFound(err, "no user %q", k.PrincipalID)
+		return 0, nil, store.NotFound(err, "no user %q", k.PrincipalID)
 	}
 	return http.StatusOK, AccessKeySecret{AccessKey: keyOut(k), SecretKey: secret}, nil
 }
@@ -87,7 +87,7 @@ func (h *handler) switchable(r *http.Request, p apigw.Principal, href string) (s
 	wg.Wait()
 	if aErr != nil {
 		// Unknown and forbidden look the same: no probing for account ids.
-		return store.Account{}, notFound(aErr, "no account %s that you may access", href)
+		return store.Account{}, store.NotFound(aErr, "no account %s that you may access", href)
 	}
 	if dErr != nil {
 		return store.Account{}, dErr
@@ -133,7 +133,7 @@ func (h *handler) getKey(r *http.Request, p apigw.Principal) (int, any, error) {
 	}
 	k, err := h.st.GetKey(r.Context(), uid, kid)
 	if err != nil {
-		return 0, nil, notFound(err, "no access key %q", kid)
+		return 0, nil, store.NotFound(err, "no access key %q", kid)
 	}
 	return http.StatusOK, keyOut(k), nil
 }
@@ -149,7 +149,7 @@ func (h *handler) deleteKey(r *http.Request, p apigw.Principal) (int, any, error
 	}
 	k, err := h.st.DeleteKey(r.Context(), uid, kid)
 	if err != nil {
-		return 0, nil, notFound(err, "no access key %q", kid)
+		return 0, nil, store.NotFound(err, "no access key %q", kid)
 	}
 	return http.StatusOK, keyOut(k), nil
 }

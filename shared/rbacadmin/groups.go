@@ -103,7 +103,7 @@ func (h *handler) listGroups(r *http.Request, p apigw.Principal) (int, any, erro
 	var groups []store.Group
 	a, err := h.account(r, p, acct, func() (err error) { groups, err = h.st.ListGroups(r.Context(), acct); return err })
 	if err != nil {
-		return 0, nil, notFound(err, "no account %s", acct)
+		return 0, nil, store.NotFound(err, "no account %s", acct)
 	}
 	out := make([]Group, 0, len(groups))
 	for _, g := range groups {
@@ -130,7 +130,7 @@ func (h *handler) getGroup(r *http.Request, _ apigw.Principal) (int, any, error)
 	}
 	g, err := h.st.GetGroup(r.Context(), acct, id)
 	if err != nil {
-		return 0, nil, notFound(err, "no group %q in account %s", id, acct)
+		return 0, nil, store.NotFound(err, "no group %q in account %s", id, acct)
 	}
 	return http.StatusOK, groupOut(g), nil
 }
@@ -151,7 +151,7 @@ func (h *handler) createGroup(r *http.Request, _ apigw.Principal) (int, any, err
 	now := h.st.Now()
 	g.ID, g.Version, g.Created, g.Updated = ids.New(), 1, now, now
 	if err := h.st.CreateGroup(r.Context(), g); err != nil {
-		return 0, nil, conflict(missingRole(notFound(err, "no account %s", acct), acct))
+		return 0, nil, missingRole(store.NotFound(err, "no account %s", acct), acct)
 	}
 	return http.StatusOK, groupOut(g), nil
 }
@@ -165,7 +165,7 @@ func (h *handler) patchGroup(r *http.Request, _ apigw.Principal) (int, any, erro
 	}
 	prev, err := h.st.GetGroup(r.Context(), acct, id)
 	if err != nil {
-		return 0, nil, notFound(err, "no group %q in account %s", id, acct)
+		return 0, nil, store.NotFound(err, "no group %q in account %s", id, acct)
 	}
 	var in groupDoc
 	if err := applyPatch(r, mustJSON(docOfGroup(prev)), &in, groupReadOnly...); err != nil {
@@ -177,7 +177,7 @@ func (h *handler) patchGroup(r *http.Request, _ apigw.Principal) (int, any, erro
 	}
 	g.ID, g.Version, g.Created, g.Updated = prev.ID, prev.Version+1, prev.Created, h.st.Now()
 	if err := h.st.PutGroup(r.Context(), g); err != nil {
-		return 0, nil, conflict(missingRole(err, acct))
+		return 0, nil, missingRole(err, acct)
 	}
 	return http.StatusOK, groupOut(g), nil
 }
@@ -195,7 +195,7 @@ func (h *handler) deleteGroup(r *http.Request, p apigw.Principal) (int, any, err
 	g, err := h.st.DeleteGroup(r.Context(), acct, id)
 	var ce *store.CleanupError
 	if err != nil && !errors.As(err, &ce) {
-		return 0, nil, notFound(err, "no group %q in account %s", id, acct)
+		return 0, nil, store.NotFound(err, "no group %q in account %s", id, acct)
 	}
 	return http.StatusOK, groupOut(g), err
 }

@@ -235,22 +235,5 @@ func (h *handler) account(r *http.Request, p apigw.Principal, id string, extra .
 	return a, nil
 }
 
-// notFound turns store.ErrNotFound into a 404 with the message; other
-// errors pass unchanged.
-func notFound(err error, format string, args ...any) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return apigw.NotFound(format, args...)
-	}
-	return err
-}
-
-func conflict(err error) error {
-	var c *store.ConflictError
-	if errors.As(err, &c) {
-		return apigw.Conflict("%s", c.Msg)
-	}
-	return err
-}
-
 func accountHref(id string) string { return "/v2/accounts/" + id }
 func userHref(id string) string    { return "/v2/users/" + id }

@@ -122,7 +122,7 @@ func (h *handler) createInvitation(k kind) endpoint {
 				return ignoreNotFound(svcErr)
 			})
 		if err != nil {
-			return 0, nil, notFound(err, "no account %s", acct)
+			return 0, nil, store.NotFound(err, "no account %s", acct)
 		}
 		if err := h.mayInviteHere(r, a); err != nil {
 			return 0, nil, err
@@ -145,7 +145,7 @@ func (h *handler) createInvitation(k kind) endpoint {
 		case errors.Is(err, store.ErrAlreadyHeld):
 			return 0, nil, apigw.Conflict("%s holds %s %s already", email, k.target, targetHref(k, acct, target))
 		case err != nil:
-			return 0, nil, conflict(err)
+			return 0, nil, err
 		}
 		if inv.State == store.InvitationQueued {
 			if err := h.enqueue(ctx, inv); err != nil {
@@ -258,7 +258,7 @@ func (h *handler) listInvitations(k kind) endpoint {
 		var invs []store.Invitation
 		a, err := h.account(r, p, acct, func() (err error) { invs, err = h.st.ListInvitations(r.Context(), acct, k.name); return err })
 		if err != nil {
-			return 0, nil, notFound(err, "no account %s", acct)
+			return 0, nil, store.NotFound(err, "no account %s", acct)
 		}
 		out := make([]Invitation, 0, len(invs))
 		for _, inv := range invs {
@@ -291,7 +291,7 @@ func (h *handler) getInvitation(k kind) endpoint {
 		}
 		inv, err := h.st.GetInvitation(r.Context(), acct, k.name, id)
 		if err != nil {
-			return 0, nil, notFound(err, "no %s %q in account %s", singular(k), id, acct)
+			return 0, nil, store.NotFound(err, "no %s %q in account %s", singular(k), id, acct)
 		}
 		return http.StatusOK, invitationOut(inv), nil
 	}
@@ -324,7 +324,7 @@ func (h *handler) resendInvitation(k kind) endpoint {
 		ctx := r.Context()
 		a, err := h.account(r, p, acct, func() (err error) { inv, err = h.st.GetInvitation(ctx, acct, k.name, id); return err })
 		if err != nil {
-			return 0, nil, notFound(err, "no %s %q in account %s", singular(k), id, acct)
+			return 0, nil, store.NotFound(err, "no %s %q in account %s", singular(k), id, acct)
 		}
 		if err := h.mayInviteHere(r, a); err != nil {
 			return 0, nil, err
@@ -371,7 +371,7 @@ func (h *handler) deleteInvitation(k kind) endpoint {
 		for attempt := 0; ; attempt++ {
 			inv, err := h.st.GetInvitation(ctx, acct, k.name, id)
 			if err != nil {
-				return 0, nil, notFound(err, "no %s %q in account %s", singular(k), id, acct)
+				return 0, nil, store.NotFound(err, "no %s %q in account %s", singular(k), id, acct)
 			}
 			err = h.st.DeleteInvitation(ctx, inv)
 			if errors.Is(err, store.ErrStateChanged) && attempt < 2 {

@@ -168,7 +168,7 @@ func (h *handler) listRoles(r *http.Request, p apigw.Principal) (int, any, error
 		return err
 	})
 	if err != nil {
-		return 0, nil, notFound(err, "no account %s", acct)
+		return 0, nil, store.NotFound(err, "no account %s", acct)
 	}
 	out := make([]Role, 0, len(roles))
 	for _, x := range roles {
@@ -195,7 +195,7 @@ func (h *handler) getRole(r *http.Request, _ apigw.Principal) (int, any, error) 
 	}
 	role, err := h.st.GetRole(r.Context(), acct, id)
 	if err != nil {
-		return 0, nil, notFound(err, "no role %q in account %s", id, acct)
+		return 0, nil, store.NotFound(err, "no role %q in account %s", id, acct)
 	}
 	return http.StatusOK, roleOut(role), nil
 }
@@ -224,7 +224,7 @@ func (h *handler) createRole(r *http.Request, _ apigw.Principal) (int, any, erro
 	now := h.st.Now()
 	role.Version, role.Created, role.Updated = 1, now, now
 	if err := h.st.CreateRole(r.Context(), role); err != nil {
-		return 0, nil, conflict(notFound(err, "no account %s", acct))
+		return 0, nil, store.NotFound(err, "no account %s", acct)
 	}
 	return http.StatusOK, roleOut(role), nil
 }
@@ -240,7 +240,7 @@ func (h *handler) patchRole(r *http.Request, _ apigw.Principal) (int, any, error
 	}
 	prev, err := h.st.GetRole(r.Context(), acct, id)
 	if err != nil {
-		return 0, nil, notFound(err, "no role %q in account %s", id, acct)
+		return 0, nil, store.NotFound(err, "no role %q in account %s", id, acct)
 	}
 	var in roleDoc
 	if err := applyPatch(r, mustJSON(docOfRole(prev)), &in, roleReadOnly...); err != nil {
@@ -252,7 +252,7 @@ func (h *handler) patchRole(r *http.Request, _ apigw.Principal) (int, any, error
 	}
 	role.Version, role.Created, role.Updated = prev.Version+1, prev.Created, h.st.Now()
 	if err := h.st.PutRole(r.Context(), role); err != nil {
-		return 0, nil, conflict(err)
+		return 0, nil, err
 	}
 	return http.StatusOK, roleOut(role), nil
 }
@@ -265,7 +265,7 @@ func (h *handler) deleteRole(r *http.Request, _ apigw.Principal) (int, any, erro
 	role, err := h.st.DeleteRole(r.Context(), acct, id)
 	var ce *store.CleanupError
 	if err != nil && !errors.As(err, &ce) {
-		return 0, nil, conflict(notFound(err, "no role %q in account %s", id, acct))
+		return 0, nil, store.NotFound(err, "no role %q in account %s", id, acct)
 	}
 	return http.StatusOK, roleOut(role), err
 }

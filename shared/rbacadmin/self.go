@@ -31,7 +31,7 @@ func (h *handler) whoIs(r *http.Request, p apigw.Principal) (who, error) {
 	}
 	u, err := h.st.GetPrincipal(r.Context(), id)
 	if err != nil {
-		return who{}, notFound(err, "no user %q", id)
+		return who{}, store.NotFound(err, "no user %q", id)
 	}
 	return who{id: u.ID, email: u.Email}, nil
 }
@@ -81,7 +81,7 @@ func (h *handler) getInbox(k kind) endpoint {
 		}
 		inv, err := h.st.InboxInvitation(r.Context(), w.email, k.name, id)
 		if err != nil {
-			return 0, nil, notFound(err, "no %s %q for %s", singular(k), id, w.email)
+			return 0, nil, store.NotFound(err, "no %s %q for %s", singular(k), id, w.email)
 		}
 		return http.StatusOK, invitationOut(inv), nil
 	}
@@ -113,7 +113,7 @@ func (h *handler) answerInvitation(k kind) endpoint {
 		ctx := r.Context()
 		inv, err := h.st.InboxInvitation(ctx, w.email, k.name, id)
 		if err != nil {
-			return 0, nil, notFound(err, "no %s %q for %s", singular(k), id, w.email)
+			return 0, nil, store.NotFound(err, "no %s %q for %s", singular(k), id, w.email)
 		}
 		want := *in.State
 		switch {
@@ -304,7 +304,7 @@ func (h *handler) leave(r *http.Request, p apigw.Principal, group bool) (int, an
 			return ignoreNotFound(err)
 		})
 	if delErr != nil {
-		return 0, nil, notFound(delErr, "you hold no %s %q", what, id)
+		return 0, nil, store.NotFound(delErr, "you hold no %s %q", what, id)
 	}
 	if err != nil {
 		return 0, nil, err

@@ -77,7 +77,7 @@ func (h *handler) createServiceUser(r *http.Request, _ apigw.Principal) (int, an
 	}
 	account, err := h.st.GetAccount(r.Context(), acct)
 	if err != nil {
-		return 0, nil, notFound(err, "no account %s", acct)
+		return 0, nil, store.NotFound(err, "no account %s", acct)
 	}
 	now := h.st.Now()
 	u := store.ServiceUser{ID: ids.New(), Kind: store.KindServiceUser, Account: acct, Created: now, Updated: now}
@@ -93,7 +93,7 @@ func (h *handler) createServiceUser(r *http.Request, _ apigw.Principal) (int, an
 	secret := access.NewSecret(u.ID, k.ID)
 	k.SecretHash = access.HashSecret(secret)
 	if err := h.st.CreateServiceUser(r.Context(), u, k); err != nil {
-		return 0, nil, conflict(notFound(err, "no account %s", acct))
+		return 0, nil, store.NotFound(err, "no account %s", acct)
 	}
 	out := serviceUserOut(u, nil, now)
 	out.AccessKeys = []any{identity.AccessKeySecret{AccessKey: keyOut(k), SecretKey: secret}}
@@ -112,7 +112,7 @@ func (h *handler) listServiceUsers(r *http.Request, p apigw.Principal) (int, any
 	var users []store.ServiceUser
 	a, err := h.account(r, p, acct, func() (err error) { users, err = h.st.ListServiceUsers(r.Context(), acct); return err })
 	if err != nil {
-		return 0, nil, notFound(err, "no account %s", acct)
+		return 0, nil, store.NotFound(err, "no account %s", acct)
 	}
 	var shown []store.ServiceUser
 	for _, u := range users {
@@ -161,7 +161,7 @@ func (h *handler) getServiceUser(r *http.Request, _ apigw.Principal) (int, any, 
 		func() (err error) { keys, err = h.st.ListKeys(r.Context(), id); return err },
 	)
 	if err != nil {
-		return 0, nil, notFound(err, "no service user %q in account %s", id, acct)
+		return 0, nil, store.NotFound(err, "no service user %q in account %s", id, acct)
 	}
 	return http.StatusOK, serviceUserOut(u, keys, h.st.Now()), nil
 }
@@ -193,7 +193,7 @@ func (h *handler) patchServiceUser(r *http.Request, _ apigw.Principal) (int, any
 		func() (err error) { keys, err = h.st.ListKeys(r.Context(), id); return err },
 	)
 	if err != nil {
-		return 0, nil, notFound(err, "no service user %q in account %s", id, acct)
+		return 0, nil, store.NotFound(err, "no service user %q in account %s", id, acct)
 	}
 	return http.StatusOK, serviceUserOut(u, keys, h.st.Now()), nil
 }
@@ -208,7 +208,7 @@ func (h *handler) deleteServiceUser(r *http.Request, _ apigw.Principal) (int, an
 	u, err := h.st.DeleteServiceUser(r.Context(), acct, id)
 	var ce *store.CleanupError
 	if err != nil && !errors.As(err, &ce) {
-		return 0, nil, notFound(err, "no service user %q in account %s", id, acct)
+		return 0, nil, store.NotFound(err, "no service user %q in account %s", id, acct)
 	}
 	return http.StatusOK, serviceUserOut(u, nil, h.st.Now()), err
 }

@@ -24,6 +24,19 @@ type ConflictError struct{ Msg string }
 
 func (e *ConflictError) Error() string { return e.Msg }
 
+// APIError is the 409 every function answers a conflict with
+// (apigw.WriteError maps it).
+func (e *ConflictError) APIError() *apigw.Error { return apigw.Conflict("%s", e.Msg) }
+
+// NotFound turns ErrNotFound into the API's 404 with the given message;
+// other errors pass unchanged.
+func NotFound(err error, format string, args ...any) error {
+	if errors.Is(err, ErrNotFound) {
+		return apigw.NotFound(format, args...)
+	}
+	return err
+}
+
 // Store is the table. It is safe for concurrent use.
 type Store struct {
 	db    *dynamodb.Client
