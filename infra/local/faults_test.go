@@ -188,8 +188,12 @@ type req struct {
 	body        string
 }
 
-func (e *faultEnv) do(r req) events.APIGatewayProxyResponse {
-	e.t.Helper()
+func (e *faultEnv) do(r req) events.APIGatewayProxyResponse { return invoke(e.t, e.deps, r) }
+
+// invoke sends r to its function as API Gateway would: the proxy event of
+// the route, through JSON both ways, as Lambda does.
+func invoke(t *testing.T, deps wire.Deps, r req) events.APIGatewayProxyResponse {
+	t.Helper()
 	path := r.resource
 	for k, v := range r.params {
 		path = strings.ReplaceAll(path, "{"+k+"}", v)
@@ -203,12 +207,28 @@ func (e *faultEnv) do(r req) events.APIGatewayProxyResponse {
 		mh[k] = []string{v}
 	}
 	ev := events.APIGatewayProxyRequest{Resource: r.resource, Path: path, HTTPMethod: r.method, Headers: h, MultiValueHeaders: mh, PathParameters: r.params, Body: r.body,
-		RequestContext: events.APIGatewayProxyRequestContext{ResourcePath: r.resource, HTTPMethod: r.method, Path: "/api" + path, Stage: "api", RequestID: "fault", Authorizer: r.as.Context()}}
-	resp, err := r.fn(e.deps)(context.Background(), ev)
+		RequestContext: events.APIGatewayProxyRequestContext{ResourcePath: r.resource, HTTPMethod: r.method, Path: "/api" + path, Stage: "api", RequestID: "test", Authorizer: r.as.Context()}}
+	throughJSON(t, &ev)
+	resp, err := r.fn(deps)(context.Background(), ev)
 	if err != nil {
-		e.t.Fatalf("%s %s: function error %v", r.method, path, err)
+		t.Fatalf("%s %s: function error %v", r.method, path, err)
 	}
+	throughJSON(t, &resp)
 	return resp
+}
+
+// throughJSON replaces v by its JSON round trip.
+func throughJSON[T any](t *testing.T, v *T) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	*v = out
 }
 
 // ok sends r with no fault and returns the "id" of a 2xx answer.

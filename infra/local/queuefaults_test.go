@@ -185,31 +185,7 @@ func handler(h apigw.ProxyHandler) func(wire.Deps) apigw.ProxyHandler {
 	return func(wire.Deps) apigw.ProxyHandler { return h }
 }
 
-// do sends r as API Gateway would (through JSON, as Lambda does).
-func (e *qfEnv) do(r req) events.APIGatewayProxyResponse {
-	e.t.Helper()
-	path := r.resource
-	for k, v := range r.params {
-		path = strings.ReplaceAll(path, "{"+k+"}", v)
-	}
-	h := map[string]string{"Host": "127.0.0.1:3000"}
-	if r.contentType != "" {
-		h["Content-Type"] = r.contentType
-	}
-	mh := map[string][]string{}
-	for k, v := range h {
-		mh[k] = []string{v}
-	}
-	ev := events.APIGatewayProxyRequest{Resource: r.resource, Path: path, HTTPMethod: r.method, Headers: h, MultiValueHeaders: mh, PathParameters: r.params, Body: r.body,
-		RequestContext: events.APIGatewayProxyRequestContext{ResourcePath: r.resource, HTTPMethod: r.method, Path: "/api" + path, Stage: "api", RequestID: "queue-fault", Authorizer: r.as.Context()}}
-	qfJSON(e.t, &ev)
-	resp, err := r.fn(e.deps)(context.Background(), ev)
-	if err != nil {
-		e.t.Fatalf("%s %s: function error %v", r.method, path, err)
-	}
-	qfJSON(e.t, &resp)
-	return resp
-}
+func (e *qfEnv) do(r req) events.APIGatewayProxyResponse { return invoke(e.t, e.deps, r) }
 
 // ok sends r and returns the body of its 2xx answer.
 func (e *qfEnv) ok(r req) map[string]any {
@@ -223,19 +199,6 @@ func (e *qfEnv) ok(r req) map[string]any {
 		e.t.Fatalf("%s %s: %v in %s", r.method, r.resource, err, resp.Body)
 	}
 	return out
-}
-
-func qfJSON[T any](t *testing.T, v *T) {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out T
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	*v = out
 }
 
 // snapshot is every item of the table, by its key.
@@ -285,7 +248,7 @@ func (e *qfEnv) receive(id string, visibility int32) []events.SQSMessage {
 func (e *qfEnv) consume(id string, h func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), msgs []events.SQSMessage) int {
 	e.t.Helper()
 	ev := events.SQSEvent{Records: msgs}
-	qfJSON(e.t, &ev)
+	throughJSON(e.t, &ev)
 	resp, err := h(context.Background(), ev)
 	if err != nil {
 		e.t.Fatalf("%s consumer: %v", id, err)
