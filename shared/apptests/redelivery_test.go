@@ -60,6 +60,14 @@ func (e *env) redeliveredRun(msg events.SQSMessage) events.SQSMessage {
 	return got
 }
 
+// laterStore is the store seen from a clock shift later.
+type laterStore struct {
+	*store.Store
+	shift time.Duration
+}
+
+func (s laterStore) Now() time.Time { return s.Store.Now().Add(s.shift) }
+
 func (e *env) deleteRun(msg events.SQSMessage) {
 	e.t.Helper()
 	if _, err := e.deps.SQS.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(e.deps.QueueURLs[wire.TestRunsQueue]), ReceiptHandle: aws.String(msg.ReceiptHandle)}); err != nil {
@@ -221,8 +229,21 @@ func TestRunnerRedeliveryWhileRunningEndsTheRun(t *testing.T) {
 		t.Fatalf("the dead runner left state %s after %d requests (run %s)", mid.RunState, sent, mid.Run)
 	}
 
+	// A copy inside the run's active window may be a duplicate of a live
+	// run's message: it waits (is retried) and changes nothing.
 	msg = e.redeliveredRun(msg)
-	e.handleRun(e.runner, msg)
+	ev := events.SQSEvent{Records: []events.SQSMessage{msg}}
+	if resp, err := e.runner(context.Background(), ev); err != nil || len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("a copy during the active window: %v %+v, want it retried", err, resp)
+	}
+	if again := e.storedTest("shop"); !reflect.DeepEqual(again, mid) || srv.count(loadID) != sent {
+		t.Fatalf("a copy during the active window changed the run: %+v", again)
+	}
+	// After the window (the clock moved past it) the runner is known dead.
+	later := apptests.NewRunner(laterStore{e.st, time.Duration(mid.RunActiveUntil-time.Now().UnixMilli())*time.Millisecond + time.Second},
+		loadgen.Local{}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	msg = e.redeliveredRun(msg)
+	e.handleRun(later, msg)
 	ended := e.storedTest("shop")
 	run := storedRun(t, ended)
 	if ended.RunState != apptests.RunFailed || run.Completed == nil || run.Result != nil || !strings.Contains(run.Message, "runner stopped before the run finished") {
@@ -234,9 +255,9 @@ func TestRunnerRedeliveryWhileRunningEndsTheRun(t *testing.T) {
 	if ended.RunActiveUntil != 0 {
 		t.Fatalf("the failed run still blocks the test until %d", ended.RunActiveUntil)
 	}
-	// Not deleted again: a further delivery changes nothing.
-	msg = e.redeliveredRun(msg)
-	e.handleRun(e.runner, msg)
+	// A further copy changes nothing. (Handed over directly: the queue's
+	// maxReceiveCount, 3, has been reached.)
+	e.handleRun(later, msg)
 	if again := e.storedTest("shop"); !reflect.DeepEqual(again, ended) || srv.count(loadID) != sent {
 		t.Fatalf("a third delivery changed the run: %+v", again)
 	}

@@ -32,8 +32,9 @@ type RunHandler func(ctx context.Context, ev events.SQSEvent) (events.SQSEventRe
 // run's load id, to sink (nil: none are sent). A run moves queued ->
 // running -> succeeded|failed with conditional writes, so a redelivered
 // message never runs it twice: a message whose run is already running
-// (its runner died) ends it as failed, and one for a finished, replaced or
-// deleted run does nothing.
+// waits (is retried) while the run's active window is open, as its runner
+// may be at work, and after it ends the run as failed (its runner died);
+// one for a finished, replaced or deleted run does nothing.
 func NewRunner(st RunnerStore, drv loadgen.Driver, sink RecordSink, log *slog.Logger) RunHandler {
 	r := &runner{st: st, drv: drv, sink: sink, log: log}
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
@@ -81,7 +82,15 @@ func (r *runner) handle(ctx context.Context, body string) error {
 	switch t.RunState {
 	case RunQueued:
 	case RunRunning:
-		// Only a runner that stopped mid-run leaves this state behind.
+		// SQS now and then delivers a message twice: while the run's
+		// active window is open its runner may be at work, and this copy
+		// waits for it. After the window only a runner that stopped
+		// mid-run leaves this state behind. (A redelivery after a crash
+		// comes after the queue's visibility timeout, which exceeds the
+		// runner's own timeout.)
+		if r.st.Now().UnixMilli() < t.RunActiveUntil {
+			return fmt.Errorf("run %s is running in another invocation until %s; this copy of its message waits", msg.Run, time.UnixMilli(t.RunActiveUntil).UTC().Format(time.RFC3339))
+		}
 		return r.finish(ctx, log, t, run, RunRunning, nil, errors.New("the runner stopped before the run finished; start it again"))
 	default:
 		return nil
