@@ -192,7 +192,7 @@ func (e *faultEnv) do(r req) events.APIGatewayProxyResponse { return invoke(e.t,
 
 // invoke sends r to its function as API Gateway would: the proxy event of
 // the route, through JSON both ways, as Lambda does.
-func invoke(t *testing.T, deps wire.Deps, r req) events.APIGatewayProxyResponse {
+func invoke(t testing.TB, deps wire.Deps, r req) events.APIGatewayProxyResponse {
 	t.Helper()
 	path := r.resource
 	for k, v := range r.params {
@@ -218,7 +218,7 @@ func invoke(t *testing.T, deps wire.Deps, r req) events.APIGatewayProxyResponse 
 }
 
 // throughJSON replaces v by its JSON round trip.
-func throughJSON[T any](t *testing.T, v *T) {
+func throughJSON[T any](t testing.TB, v *T) {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
