@@ -1,7 +1,6 @@
 package addresssets
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -10,11 +9,10 @@ import (
 	"strings"
 	"sync"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
-
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/ids"
+	"cads/shared/patch"
 	"cads/shared/store"
 )
 
@@ -166,75 +164,29 @@ func (h *handler) addresses(r *http.Request, p apigw.Principal) (int, any, error
 	return http.StatusOK, list, nil
 }
 
-// Media types of PATCH bodies (spec 4.5): a merge patch (RFC 7386, also
-// under its own name) or a JSON Patch (RFC 6902).
-const (
-	mediaJSON       = "application/json"
-	mediaMergePatch = "application/merge-patch+json"
-	mediaJSONPatch  = "application/json-patch+json"
-	maxPatchOps     = 1000
-)
-
 func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 	id, err := setID(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	mt := apigw.MediaType(r)
-	if mt != mediaJSON && mt != mediaMergePatch && mt != mediaJSONPatch {
-		if mt == "" {
-			return 0, nil, apigw.UnsupportedMediaType("missing Content-Type; send %s (merge) or %s (RFC 6902)", mediaJSON, mediaJSONPatch)
-		}
-		return 0, nil, apigw.UnsupportedMediaType("Content-Type %q is not accepted here; send %s (merge) or %s (RFC 6902)", mt, mediaJSON, mediaJSONPatch)
-	}
-	body, err := apigw.ReadBody(r, apigw.MaxJSONBody)
+	// Spec 4.5: a merge patch (also under its own name) or a JSON Patch,
+	// checked before the set is read, so a malformed patch is a 400
+	// whether or not the set exists.
+	body, err := patch.Read(r, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch)
 	if err != nil {
 		return 0, nil, err
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return 0, nil, apigw.BadRequest("a request body is required")
-	}
-	// The body is checked before the set is read, so a malformed patch is
-	// a 400 whether or not the set exists.
-	var patch jsonpatch.Patch
-	if mt == mediaJSONPatch {
-		var ops []json.RawMessage
-		if json.Unmarshal(body, &ops) != nil {
-			return 0, nil, apigw.BadRequest("a JSON Patch (%s) must be an array of operations (RFC 6902)", mediaJSONPatch)
-		}
-		if len(ops) > maxPatchOps {
-			return 0, nil, apigw.BadRequest("a JSON Patch may hold at most %d operations", maxPatchOps)
-		}
-		if patch, err = jsonpatch.DecodePatch(body); err != nil {
-			return 0, nil, apigw.BadRequest("invalid JSON Patch: %s", err.Error())
-		}
-	} else {
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(body, &obj) != nil {
-			return 0, nil, apigw.BadRequest("a merge patch (%s) must be a JSON object of the fields to change", mediaJSON)
-		}
 	}
 	st, err := h.svc.replace(r.Context(), p.AccountID, id, ActorOf(p), func(doc document) (setIn, error) {
 		cur, err := json.Marshal(doc)
 		if err != nil {
 			return setIn{}, err
 		}
-		var out []byte
-		if patch != nil {
-			opts := jsonpatch.NewApplyOptions()
-			opts.SupportNegativeIndices = false
-			opts.AccumulatedCopySizeLimit = apigw.MaxJSONBody
-			if out, err = patch.ApplyWithOptions(cur, opts); err != nil {
-				return setIn{}, apigw.BadRequest("JSON Patch does not apply: %s", err.Error())
-			}
-		} else if out, err = jsonpatch.MergePatch(cur, body); err != nil {
-			return setIn{}, apigw.BadRequest("invalid merge patch: %s", err.Error())
+		out, err := body.Apply(cur)
+		if err != nil {
+			return setIn{}, err
 		}
 		var in setIn
-		if err := apigw.UnmarshalStrict(out, &in); err != nil {
-			if e, ok := apigw.As(err); ok {
-				e.Message = strings.Replace(e.Message, "invalid JSON body", "the patched address set is invalid", 1)
-			}
+		if err := patch.Decode(out, &in, "address set"); err != nil {
 			return setIn{}, err
 		}
 		return in, nil

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -12,10 +13,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
-
 	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
+	"cads/shared/patch"
 	"cads/shared/store"
 	"cads/shared/tasks"
 )
@@ -250,7 +250,7 @@ func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, err
 	if !tasks.ValidActionID(id) {
 		return 0, nil, apigw.NotFound("no action %q in application %s", id, app)
 	}
-	patch, _, err := readPatch(r, false)
+	body, err := patch.Read(r, patch.MediaJSON)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -259,7 +259,7 @@ func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, err
 		if err != nil {
 			return 0, nil, store.NotFound(err, "no action %q in application %s", id, app)
 		}
-		next, err := patchAction(cur, patch)
+		next, err := patchAction(cur, maps.Clone(body.Fields()))
 		if err != nil {
 			return 0, nil, err
 		}
@@ -276,11 +276,9 @@ func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, err
 	return 0, nil, errBusy
 }
 
-func patchAction(cur store.Action, patch []byte) (store.Action, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(patch, &top); err != nil || top == nil {
-		return cur, apigw.BadRequest("a merge patch (application/json) is a JSON object of the fields to change; null removes one")
-	}
+// patchAction applies a merge patch's top-level fields (which it may
+// change) to an action.
+func patchAction(cur store.Action, top map[string]json.RawMessage) (store.Action, error) {
 	shown, _ := json.Marshal(actionOut(cur))
 	var ro map[string]json.RawMessage
 	_ = json.Unmarshal(shown, &ro)
@@ -295,9 +293,9 @@ func patchAction(cur store.Action, patch []byte) (store.Action, error) {
 	doc, _ := json.Marshal(actionFields{URL: &cur.URL, Name: &cur.Name, HTTPMethod: &cur.HTTPMethod, Description: &cur.Description,
 		SecretKey: &cur.SecretKey, Certificates: &cur.Certificates})
 	rest, _ := json.Marshal(top)
-	merged, err := jsonpatch.MergePatch(doc, rest)
+	merged, err := patch.Merge(doc, rest)
 	if err != nil {
-		return cur, apigw.BadRequest("the merge patch does not apply: %v", err)
+		return cur, err
 	}
 	var f actionFields
 	if err := apigw.UnmarshalStrict(merged, &f); err != nil {

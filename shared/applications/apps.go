@@ -9,11 +9,10 @@ import (
 	"strings"
 	"time"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
-
 	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
 	"cads/shared/ids"
+	"cads/shared/patch"
 	"cads/shared/store"
 	"cads/shared/tasks"
 )
@@ -155,69 +154,6 @@ func (h *handler) deleteApp(r *http.Request, p apigw.Principal) (int, any, error
 	return http.StatusOK, out, err
 }
 
-// Patch media types (spec 4.7).
-const (
-	mediaMergePatch = "application/json"
-	mediaJSONPatch  = "application/json-patch+json"
-)
-
-// MaxPatchOperations bounds a JSON Patch document.
-const MaxPatchOperations = 1000
-
-// readPatch reads a PATCH body: a JSON merge patch (application/json) or a
-// JSON Patch (application/json-patch+json).
-func readPatch(r *http.Request, allowJSONPatch bool) ([]byte, string, error) {
-	allowed := []string{mediaMergePatch}
-	if allowJSONPatch {
-		allowed = append(allowed, mediaJSONPatch)
-	}
-	if err := apigw.RequireContentType(r, allowed...); err != nil {
-		return nil, "", err
-	}
-	mt := apigw.MediaType(r)
-	b, err := apigw.ReadBody(r, apigw.MaxJSONBody)
-	if err != nil {
-		return nil, "", err
-	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, "", apigw.BadRequest("a JSON request body is required")
-	}
-	if !json.Valid(b) {
-		var v any
-		err := json.Unmarshal(b, &v)
-		return nil, "", apigw.BadRequest("invalid JSON body: %v", err)
-	}
-	return b, mt, nil
-}
-
-// applyPatch applies a merge patch or a JSON Patch to doc.
-func applyPatch(doc, patch []byte, media string) ([]byte, error) {
-	if media == mediaJSONPatch {
-		ops, err := jsonpatch.DecodePatch(patch)
-		if err != nil {
-			return nil, apigw.BadRequest("invalid JSON Patch: %v", err)
-		}
-		if len(ops) > MaxPatchOperations {
-			return nil, apigw.BadRequest("a JSON Patch may hold at most %d operations", MaxPatchOperations)
-		}
-		opts := jsonpatch.NewApplyOptions()
-		opts.AccumulatedCopySizeLimit = apigw.MaxJSONBody
-		out, err := ops.ApplyWithOptions(doc, opts)
-		if err != nil {
-			return nil, apigw.BadRequest("the JSON Patch does not apply: %v", err)
-		}
-		return out, nil
-	}
-	if t := bytes.TrimSpace(patch); len(t) == 0 || t[0] != '{' {
-		return nil, apigw.BadRequest("a merge patch (application/json) is a JSON object of the fields to change; null removes one")
-	}
-	out, err := jsonpatch.MergePatch(doc, patch)
-	if err != nil {
-		return nil, apigw.BadRequest("the merge patch does not apply: %v", err)
-	}
-	return out, nil
-}
-
 // patchedConfig reads the configuration out of a patched Application
 // document: read-only fields must be left as they were.
 func patchedConfig(orig, patched []byte) (appconfig.Configuration, error) {
@@ -280,7 +216,8 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	patch, media, err := readPatch(r, true)
+	// Spec 4.7: a merge patch (application/json) or a JSON Patch.
+	body, err := patch.Read(r, patch.MediaJSON, patch.MediaJSONPatch)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -299,7 +236,7 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 		if err != nil {
 			return 0, nil, err
 		}
-		patched, err := applyPatch(doc, patch, media)
+		patched, err := body.Apply(doc)
 		if err != nil {
 			return 0, nil, err
 		}

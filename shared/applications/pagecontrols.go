@@ -4,14 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"strconv"
 	"time"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
-
 	"cads/shared/apigw"
 	"cads/shared/applications/pagecontrol"
+	"cads/shared/patch"
 	"cads/shared/store"
 	"cads/shared/tasks"
 )
@@ -219,12 +219,9 @@ func (h *handler) patchPageControl(r *http.Request, p apigw.Principal) (int, any
 	if err != nil {
 		return 0, nil, err
 	}
-	patch, _, err := readPatch(r, false)
+	body, err := patch.Read(r, patch.MediaJSON)
 	if err != nil {
 		return 0, nil, err
-	}
-	if t := bytes.TrimSpace(patch); t[0] != '{' {
-		return 0, nil, apigw.BadRequest("a merge patch (application/json) is a JSON object of the fields to change; null removes one")
 	}
 	for range maxRetries {
 		v, err := h.st.GetPageControl(r.Context(), p.AccountID, app, id)
@@ -232,7 +229,7 @@ func (h *handler) patchPageControl(r *http.Request, p apigw.Principal) (int, any
 			return 0, nil, store.NotFound(err, "no page control %d in application %s", id, app)
 		}
 		cur := v.Current
-		next, changed, err := patchPageControl(cur, patch)
+		next, changed, err := patchPageControl(cur, maps.Clone(body.Fields()))
 		if err != nil {
 			return 0, nil, err
 		}
@@ -254,11 +251,7 @@ func (h *handler) patchPageControl(r *http.Request, p apigw.Principal) (int, any
 	return 0, nil, errBusy
 }
 
-func patchPageControl(cur store.PageControl, patch []byte) (store.PageControl, bool, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(patch, &top); err != nil {
-		return cur, false, apigw.BadRequest("invalid JSON body: %v", err)
-	}
+func patchPageControl(cur store.PageControl, top map[string]json.RawMessage) (store.PageControl, bool, error) {
 	shown, _ := json.Marshal(pageControlOne(cur))
 	var ro map[string]json.RawMessage
 	_ = json.Unmarshal(shown, &ro)
@@ -283,9 +276,9 @@ func patchPageControl(cur store.PageControl, patch []byte) (store.PageControl, b
 	}
 	docJSON, _ := json.Marshal(doc)
 	rest, _ := json.Marshal(top)
-	merged, err := jsonpatch.MergePatch(docJSON, rest)
+	merged, err := patch.Merge(docJSON, rest)
 	if err != nil {
-		return cur, false, apigw.BadRequest("the merge patch does not apply: %v", err)
+		return cur, false, err
 	}
 	var f pageControlFields
 	if err := apigw.UnmarshalStrict(merged, &f); err != nil {

@@ -65,8 +65,8 @@ func (h *handler) createServiceUser(r *http.Request, _ apigw.Principal) (int, an
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
 		// The body is optional (spec 4.4), but when sent it is strict JSON.
-		if mt := apigw.MediaType(r); mt != mediaJSON {
-			return 0, nil, apigw.UnsupportedMediaType("Content-Type %q is not accepted here; send %s", mt, mediaJSON)
+		if err := apigw.RequireContentType(r, "application/json"); err != nil {
+			return 0, nil, err
 		}
 		if err := apigw.UnmarshalStrict(body, &in); err != nil {
 			return 0, nil, err

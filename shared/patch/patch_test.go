@@ -1,0 +1,102 @@
+package patch
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"cads/shared/apigw"
+)
+
+func read(mt, body string, accepted ...string) (*Body, error) {
+	r := httptest.NewRequest("PATCH", "/v2/x", strings.NewReader(body))
+	if mt != "" {
+		r.Header.Set("Content-Type", mt)
+	}
+	return Read(r, accepted...)
+}
+
+func status(err error) int {
+	if e, ok := apigw.As(err); ok {
+		return e.Status
+	}
+	return 0
+}
+
+func TestReadRefusesWhatCannotApply(t *testing.T) {
+	all := []string{MediaJSON, MediaMergePatch, MediaJSONPatch}
+	many := "[" + strings.Repeat(`{"op":"remove","path":"/a"},`, MaxOperations) + `{"op":"remove","path":"/a"}]`
+	for _, c := range []struct {
+		name, mt, body string
+		accepted       []string
+		want           int
+		msg            string
+	}{
+		{"no content type", "", `{}`, all, 415, "missing Content-Type"},
+		{"merge-patch+json where only application/json is named", MediaMergePatch, `{}`, []string{MediaJSON}, 415, "not accepted"},
+		{"empty", MediaJSON, "  ", all, 400, "body is required"},
+		{"merge patch not an object", MediaJSON, `[1]`, all, 400, "JSON object of the fields"},
+		{"merge patch null", MediaMergePatch, `null`, all, 400, "JSON object of the fields"},
+		{"JSON Patch not an array", MediaJSONPatch, `{"op":"add"}`, all, 400, "array of operations"},
+		{"JSON Patch too long", MediaJSONPatch, many, all, 400, "at most 1000 operations"},
+		{"JSON Patch unknown op", MediaJSONPatch, `[{"op":"frobnicate","path":"/a"}]`, all, 400, "invalid JSON Patch"},
+	} {
+		_, err := read(c.mt, c.body, c.accepted...)
+		if status(err) != c.want || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: %v, want %d containing %q", c.name, err, c.want, c.msg)
+		}
+	}
+}
+
+func TestApply(t *testing.T) {
+	doc := []byte(`{"name":"a","tags":["x","y"],"n":1}`)
+	for _, c := range []struct {
+		name, mt, body, want string
+		status               int
+	}{
+		{"merge sets and removes", MediaJSON, `{"name":"b","n":null}`, `{"name":"b","tags":["x","y"]}`, 0},
+		{"merge under its own name", MediaMergePatch, `{"tags":[]}`, `{"n":1,"name":"a","tags":[]}`, 0},
+		{"JSON Patch", MediaJSONPatch, `[{"op":"add","path":"/tags/-","value":"z"},{"op":"test","path":"/n","value":1}]`, `{"n":1,"name":"a","tags":["x","y","z"]}`, 0},
+		{"JSON Patch failing test", MediaJSONPatch, `[{"op":"test","path":"/n","value":2}]`, "", 400},
+		{"no negative indices (RFC 6902)", MediaJSONPatch, `[{"op":"remove","path":"/tags/-1"}]`, "", 400},
+	} {
+		b, err := read(c.mt, c.body, MediaJSON, MediaMergePatch, MediaJSONPatch)
+		if err != nil {
+			t.Fatalf("%s: read: %v", c.name, err)
+		}
+		out, err := b.Apply(doc)
+		if c.status != 0 {
+			if status(err) != c.status {
+				t.Errorf("%s: %v, want %d", c.name, err, c.status)
+			}
+			continue
+		}
+		if err != nil || !sameJSON(t, out, c.want) {
+			t.Errorf("%s: %s %v, want %s", c.name, out, err, c.want)
+		}
+	}
+}
+
+func TestDecodeNamesThePatchedResource(t *testing.T) {
+	var out struct {
+		Name string `json:"name"`
+	}
+	err := Decode([]byte(`{"name":"a","extra":1}`), &out, "role")
+	if status(err) != 400 || !strings.Contains(err.Error(), "the patched role is invalid") {
+		t.Fatalf("Decode: %v", err)
+	}
+}
+
+func sameJSON(t *testing.T, a []byte, b string) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		return false
+	}
+	if err := json.Unmarshal([]byte(b), &y); err != nil {
+		t.Fatal(err)
+	}
+	return reflect.DeepEqual(x, y)
+}
