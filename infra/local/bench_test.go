@@ -14,7 +14,6 @@ import (
 
 	"cads/infra/local"
 	"cads/infra/testenv"
-	"cads/shared/apigw"
 	"cads/shared/metrics"
 	"cads/shared/wire"
 )
@@ -36,7 +35,7 @@ func BenchmarkHandlers(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = p.Close(context.Background()) })
 	d, boot := p.Deps, p.Bootstrap
-	op := apigw.Principal{ID: boot.Operator, Kind: "user", Email: "operator@localhost", AccountID: boot.RootAccount, KeyID: boot.KeyID}
+	op := testenv.Operator(boot)
 	created := invoke(b, d, req{fn: wire.Applications, as: op, method: "POST", resource: "/v2/applications", contentType: "application/json",
 		body: `{"name":"bench","aliases":["bench.example.com"]}`})
 	var app struct{ ID string }

@@ -143,28 +143,9 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	}
 	deps := wire.New(slog.New(slog.NewTextHandler(io.Discard, nil)), client, table)
 	// The real queues, so that invitations and tasks are sent as deployed.
-	endpoint, stop, err := localaws.StartSQS(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stop(context.Background()) })
-	if deps.SQS, err = localaws.SQSClient(ctx, endpoint); err != nil {
-		t.Fatal(err)
-	}
-	qs, err := localaws.EnsureQueues(ctx, deps.SQS, testenv.Template(t).Queues, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deps.QueueURLs = map[string]string{}
-	for id, q := range qs {
-		deps.QueueURLs[id] = q.URL
-	}
-	res, err := bootstrap.Run(ctx, deps.Store, "operator@localhost")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &faultEnv{t: t, in: in, client: client, table: table, deps: deps, boot: res,
-		op: apigw.Principal{ID: res.Operator, Kind: "user", Email: "operator@localhost", AccountID: res.RootAccount, KeyID: res.KeyID}}
+	deps.SQS, deps.QueueURLs = testenv.NewQueues(t)
+	res, op := testenv.Bootstrap(t, deps.Store)
+	return &faultEnv{t: t, in: in, client: client, table: table, deps: deps, boot: res, op: op}
 }
 
 // noRateLimit turns off the client-side retry quota, which a run of

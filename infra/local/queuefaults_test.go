@@ -173,10 +173,7 @@ func newQFEnv(t *testing.T) *qfEnv {
 	for id, q := range qs {
 		e.deps.QueueURLs[id] = q.URL
 	}
-	if e.boot, err = bootstrap.Run(ctx, e.deps.Store, "operator@localhost"); err != nil {
-		t.Fatal(err)
-	}
-	e.op = apigw.Principal{ID: e.boot.Operator, Kind: "user", Email: "operator@localhost", AccountID: e.boot.RootAccount, KeyID: e.boot.KeyID}
+	e.boot, e.op = testenv.Bootstrap(t, e.deps.Store)
 	return e
 }
 

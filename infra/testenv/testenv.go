@@ -1,20 +1,26 @@
 // Package testenv gives tests the real parts: an in-process DynamoDB
 // wire-protocol server (minidyn) on a random loopback port, reached through
 // the real SDK client, with the table created from template.yaml, and the
-// round-trip counter installed. No fixed ports, no external process.
+// round-trip counter installed; the template's queues on an in-process SQS
+// server; a bootstrapped installation. No fixed ports, no external process.
 package testenv
 
 import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"cads/infra/localaws"
 	"cads/infra/sam"
+	"cads/shared/apigw"
+	"cads/shared/bootstrap"
 	"cads/shared/ddb"
+	"cads/shared/store"
 )
 
 // Dynamo is a test's table.
@@ -79,4 +85,53 @@ func Template(t testing.TB) *sam.Template {
 		t.Fatalf("load template: %v", err)
 	}
 	return tpl
+}
+
+// NewQueues starts an SQS server (goaws) for this test with the
+// template's queues, dead-letter queues and redrive policies, and returns
+// a client and each queue's URL by logical ID: what a function reads from
+// QUEUE_URL_<LogicalId> on AWS.
+func NewQueues(t testing.TB) (*sqs.Client, map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	endpoint, stop, err := localaws.StartSQS(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("start SQS server: %v", err)
+	}
+	t.Cleanup(func() { _ = stop(context.Background()) })
+	client, err := localaws.SQSClient(ctx, endpoint)
+	if err != nil {
+		t.Fatalf("SQS client: %v", err)
+	}
+	qs, err := localaws.EnsureQueues(ctx, client, Template(t).Queues, func(id string) string { return "test-" + strings.ToLower(id) })
+	if err != nil {
+		t.Fatalf("create queues: %v", err)
+	}
+	urls := map[string]string{}
+	for id, q := range qs {
+		urls[id] = q.URL
+	}
+	return client, urls
+}
+
+// Bootstrap creates the installation in the table and returns it with its
+// operator as the principal the authorizer passes on for the operator's
+// key.
+func Bootstrap(t testing.TB, st *store.Store) (bootstrap.Result, apigw.Principal) {
+	t.Helper()
+	res, err := bootstrap.Run(context.Background(), st, operatorEmail)
+	if err != nil {
+		t.Fatalf("bootstrap: %v", err)
+	}
+	return res, Operator(res)
+}
+
+// operatorEmail is the operator's address in test installations (and the
+// local platform's default).
+const operatorEmail = "operator@localhost"
+
+// Operator is the principal the authorizer passes on for the key of an
+// installation's operator.
+func Operator(res bootstrap.Result) apigw.Principal {
+	return apigw.Principal{ID: res.Operator, Kind: store.KindUser, Email: operatorEmail, AccountID: res.RootAccount, KeyID: res.KeyID}
 }

@@ -16,7 +16,6 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
 	"cads/shared/authz"
-	"cads/shared/bootstrap"
 	"cads/shared/ids"
 	"cads/shared/store"
 	"cads/shared/tasks"
@@ -46,12 +45,8 @@ func newAPI(t *testing.T) *api {
 	t.Helper()
 	d := testenv.NewDynamo(t)
 	deps := wire.New(quiet, d.Client, d.Table)
-	res, err := bootstrap.Run(context.Background(), deps.Store, "operator@localhost")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &api{t: t, d: d, st: deps.Store, h: wire.Applications(deps), root: res.RootAccount,
-		op: apigw.Principal{ID: res.Operator, Kind: store.KindUser, Email: "operator@localhost", AccountID: res.RootAccount, KeyID: res.KeyID}}
+	res, op := testenv.Bootstrap(t, deps.Store)
+	return &api{t: t, d: d, st: deps.Store, h: wire.Applications(deps), root: res.RootAccount, op: op}
 }
 
 func (a *api) call(p apigw.Principal, method, path, ctype, body string) resp {

@@ -18,10 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"cads/infra/localaws"
 	"cads/infra/testenv"
 	"cads/shared/apigw"
-	"cads/shared/bootstrap"
 	"cads/shared/metrics"
 	"cads/shared/store"
 	"cads/shared/wire"
@@ -45,35 +43,13 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ctx := context.Background()
 	e := &env{t: t, dyn: testenv.NewDynamo(t), logs: &bytes.Buffer{}}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.deps = wire.New(log, e.dyn.Client, e.dyn.Table)
 	e.st = e.deps.Store
 
-	endpoint, stop, err := localaws.StartSQS(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stop(context.Background()) })
-	client, err := localaws.SQSClient(ctx, endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs, err := localaws.EnsureQueues(ctx, client, testenv.Template(t).Queues, func(id string) string { return "apptests-" + strings.ToLower(id) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.deps.SQS, e.deps.QueueURLs = client, map[string]string{}
-	for id, q := range qs {
-		e.deps.QueueURLs[id] = q.URL
-	}
-
-	boot, err := bootstrap.Run(ctx, e.st, "operator@localhost")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.op = apigw.Principal{ID: boot.Operator, Kind: "user", Email: "operator@localhost", AccountID: boot.RootAccount, KeyID: boot.KeyID}
+	e.deps.SQS, e.deps.QueueURLs = testenv.NewQueues(t)
+	_, e.op = testenv.Bootstrap(t, e.st)
 	e.tests = wire.Tests(e.deps)
 	e.runner = wire.TestRunner(e.deps)
 	t.Cleanup(func() {

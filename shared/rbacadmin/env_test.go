@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"cads/infra/localaws"
 	"cads/infra/testenv"
 	"cads/shared/access"
 	"cads/shared/apigw"
@@ -47,34 +46,14 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ctx := context.Background()
 	e := &env{t: t, dyn: testenv.NewDynamo(t), logs: &bytes.Buffer{}}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.deps = wire.New(log, e.dyn.Client, e.dyn.Table)
 	e.st = e.deps.Store
 
-	endpoint, stop, err := localaws.StartSQS(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stop(context.Background()) })
-	client, err := localaws.SQSClient(ctx, endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs, err := localaws.EnsureQueues(ctx, client, testenv.Template(t).Queues, func(id string) string { return "test-" + strings.ToLower(id) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.deps.SQS, e.deps.QueueURLs = client, map[string]string{}
-	for id, q := range qs {
-		e.deps.QueueURLs[id] = q.URL
-	}
+	e.deps.SQS, e.deps.QueueURLs = testenv.NewQueues(t)
 	e.queue = e.deps.QueueURLs[wire.NotificationsQueue]
-
-	if e.boot, err = bootstrap.Run(ctx, e.st, "operator@localhost"); err != nil {
-		t.Fatal(err)
-	}
+	e.boot, _ = testenv.Bootstrap(t, e.st)
 	e.op, e.root = e.boot.Secret, e.boot.RootAccount
 	e.roles = wire.Roles(e.deps)
 	e.authz = wire.Authorizer(e.deps)

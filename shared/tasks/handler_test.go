@@ -14,7 +14,6 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/authz"
-	"cads/shared/bootstrap"
 	"cads/shared/ids"
 	"cads/shared/store"
 	"cads/shared/tasks"
@@ -42,12 +41,8 @@ func newAPI(t *testing.T) *api {
 	t.Helper()
 	d := testenv.NewDynamo(t)
 	deps := wire.New(quiet, d.Client, d.Table)
-	res, err := bootstrap.Run(context.Background(), deps.Store, "operator@localhost")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &api{t: t, d: d, st: deps.Store, h: wire.Tasks(deps), root: res.RootAccount,
-		op: apigw.Principal{ID: res.Operator, Kind: store.KindUser, Email: "operator@localhost", AccountID: res.RootAccount, KeyID: res.KeyID}}
+	res, op := testenv.Bootstrap(t, deps.Store)
+	return &api{t: t, d: d, st: deps.Store, h: wire.Tasks(deps), root: res.RootAccount, op: op}
 }
 
 func call(t *testing.T, h apigw.ProxyHandler, p apigw.Principal, method, path, ctype, body string) resp {
