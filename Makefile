@@ -47,6 +47,7 @@ fuzz: ## each fuzz target for FUZZTIME (default 10s)
 	$(GO) test -run '^$$' -fuzz '^FuzzTests$$' -fuzztime $(FUZZTIME) ./shared/apptests
 	$(GO) test -run '^$$' -fuzz '^FuzzOpenArchive$$' -fuzztime $(FUZZTIME) ./shared/apptests
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFilter$$' -fuzztime $(FUZZTIME) ./shared/logs
+	$(GO) test -run '^$$' -fuzz '^FuzzPatch$$' -fuzztime $(FUZZTIME) ./shared/patch
 
 BENCHTIME ?= 10s
 bench: ## Go benchmarks, then a bounded load run of the local platform (BENCHTIME per endpoint; docs/performance.md)

@@ -100,3 +100,37 @@ func sameJSON(t *testing.T, a []byte, b string) bool {
 	}
 	return reflect.DeepEqual(x, y)
 }
+
+// FuzzPatch: no PATCH body, of any media type, against any document, may
+// panic or end in anything but a 4xx of the API or a result that is JSON.
+func FuzzPatch(f *testing.F) {
+	f.Add(0, `{"name":"b","n":null}`, `{"name":"a","tags":["x"]}`)
+	f.Add(1, `{"tags":[]}`, `{"tags":["x","y"]}`)
+	f.Add(2, `[{"op":"add","path":"/tags/-","value":"z"}]`, `{"tags":["x"]}`)
+	f.Add(2, `[{"op":"copy","from":"/a","path":"/b"},{"op":"move","from":"/b","path":"/c/0"}]`, `{"a":{"x":[1,2,3]}}`)
+	f.Add(2, `[{"op":"remove","path":"/tags/-1"}]`, `{"tags":["x"]}`)
+	media := []string{MediaJSON, MediaMergePatch, MediaJSONPatch, "text/plain"}
+	f.Fuzz(func(t *testing.T, m int, body, doc string) {
+		mt := media[(m%len(media)+len(media))%len(media)]
+		b, err := read(mt, body, MediaJSON, MediaMergePatch, MediaJSONPatch)
+		if err != nil {
+			if s := status(err); s < 400 || s > 499 {
+				t.Fatalf("Read(%s, %q): %v, want a 4xx", mt, body, err)
+			}
+			return
+		}
+		if !json.Valid([]byte(doc)) {
+			return // documents are the service's own JSON
+		}
+		out, err := b.Apply([]byte(doc))
+		if err != nil {
+			if s := status(err); s < 400 || s > 499 {
+				t.Fatalf("Apply(%q) to %q: %v, want a 4xx", body, doc, err)
+			}
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("Apply(%q) to %q gave invalid JSON %q", body, doc, out)
+		}
+	})
+}
