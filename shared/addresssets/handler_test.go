@@ -214,7 +214,7 @@ func TestMetricsEndpoints(t *testing.T) {
 	st := a.deps.Store
 	now := st.Now()
 	app := store.Application{ID: "shop1", Account: a.op.AccountID, State: store.AppRunning, Config: "{}", Version: 1, Created: now, Updated: now}
-	if err := st.CreateApplication(context.Background(), app); err != nil {
+	if err := st.CreateApplication(context.Background(), app, store.Quota{}); err != nil {
 		t.Fatal(err)
 	}
 	agg := metrics.NewAggregator(st, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))

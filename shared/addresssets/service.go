@@ -28,7 +28,7 @@ type Store interface {
 	ListAddressSets(ctx context.Context, account string) ([]store.AddressSet, error)
 	WriteAddressSet(ctx context.Context, w store.AddressSetWrite) error
 	DeleteAddressSet(ctx context.Context, a store.AddressSet, entries []string, ev *store.MetricEvent) error
-	CheckAllowance(ctx context.Context, account, kind string) error
+	CheckAllowance(ctx context.Context, account, kind string) (store.Quota, error)
 	DueAddressEntries(ctx context.Context, now time.Time, max int) ([]store.AddressEntry, error)
 	NextAddressExpiry(ctx context.Context, now time.Time) (time.Time, bool, error)
 	DeleteOrphanEntries(ctx context.Context, set string, prefixes []string) error
@@ -92,16 +92,17 @@ type change func(cur *store.AddressSetState, now time.Time) (spec, error)
 
 // write applies a change with optimistic concurrency: read the set
 // (consistently), compute, write in one transaction conditioned on the
-// versions read, and start again if another change came first. A caller
-// that has just read the set consistently passes it as known, saving the
-// first attempt's read.
-func (s *Service) write(ctx context.Context, account, id string, create bool, known *store.AddressSetState, actor Actor, fn change) (store.AddressSetState, error) {
+// versions read, and start again if another change came first. A create
+// passes the account's quota (CheckAllowance), which its transaction
+// enforces; a caller that has just read the set consistently passes it as
+// known, saving the first attempt's read.
+func (s *Service) write(ctx context.Context, account, id string, create *store.Quota, known *store.AddressSetState, actor Actor, fn change) (store.AddressSetState, error) {
 	for attempt := 0; ; attempt++ {
 		now := s.now()
 		var cur *store.AddressSetState
 		if attempt == 0 && known != nil {
 			cur = known
-		} else if !create {
+		} else if create == nil {
 			st, err := s.st.GetAddressSet(ctx, account, id, true)
 			if err != nil {
 				return store.AddressSetState{}, notFound(err, id)
@@ -118,6 +119,9 @@ func (s *Service) write(ctx context.Context, account, id string, create bool, kn
 		}
 		if cur != nil && unchanged(cur.Set, w) {
 			return *cur, nil
+		}
+		if create != nil {
+			w.Quota = *create
 		}
 		err = s.st.WriteAddressSet(ctx, w)
 		if errors.Is(err, store.ErrVersionConflict) && attempt < writeRetries {
@@ -469,16 +473,17 @@ func (s *Service) create(ctx context.Context, account string, actor Actor, in se
 	if sp.Type == TypeDynamic && len(sp.Entries) > 0 {
 		return store.AddressSetState{}, apigw.BadRequest("entries of a %s set are added by the edge, not through the API", TypeDynamic)
 	}
-	if err := s.st.CheckAllowance(ctx, account, store.ResourceAddressSets); err != nil {
+	q, err := s.st.CheckAllowance(ctx, account, store.ResourceAddressSets)
+	if err != nil {
 		return store.AddressSetState{}, err
 	}
-	return s.write(ctx, account, ids.New(), true, nil, actor, func(*store.AddressSetState, time.Time) (spec, error) { return sp, nil })
+	return s.write(ctx, account, ids.New(), &q, nil, actor, func(*store.AddressSetState, time.Time) (spec, error) { return sp, nil })
 }
 
 // replace sets a set to the state a PATCH produced from its document.
 // build gets the current document and returns the patched body.
 func (s *Service) replace(ctx context.Context, account, id string, actor Actor, build func(doc document) (setIn, error)) (store.AddressSetState, error) {
-	return s.write(ctx, account, id, false, nil, actor, func(cur *store.AddressSetState, now time.Time) (spec, error) {
+	return s.write(ctx, account, id, nil, nil, actor, func(cur *store.AddressSetState, now time.Time) (spec, error) {
 		in, err := build(documentOf(setOut(*cur, now, true)))
 		if err != nil {
 			return spec{}, err
@@ -693,7 +698,7 @@ func (s *Service) addDynamic(ctx context.Context, set string, recs []metrics.Add
 	if err != nil {
 		return err
 	}
-	_, err = s.write(ctx, st.Set.Account, set, false, &st, ActorEdge, func(cur *store.AddressSetState, now time.Time) (spec, error) {
+	_, err = s.write(ctx, st.Set.Account, set, nil, &st, ActorEdge, func(cur *store.AddressSetState, now time.Time) (spec, error) {
 		sp := liveSpec(cur, now)
 		for _, r := range recs {
 			p, shown, err := parseAddress(r.Address)
@@ -795,7 +800,7 @@ func (s *Service) Sweep(ctx context.Context, force bool) (bool, error) {
 		}
 		// Writing the live state removes expired entries and counts
 		// them, as far as one transaction holds; the rest wait.
-		_, err = s.write(ctx, st.Set.Account, set, false, &st, ActorEdge, func(cur *store.AddressSetState, now time.Time) (spec, error) {
+		_, err = s.write(ctx, st.Set.Account, set, nil, &st, ActorEdge, func(cur *store.AddressSetState, now time.Time) (spec, error) {
 			return liveSpec(cur, now), nil
 		})
 		if err != nil {

@@ -116,12 +116,13 @@ func (h *handler) createApp(r *http.Request, p apigw.Principal) (int, any, error
 		return 0, nil, err
 	}
 	// Entitlements (spec 4.2) cap how many applications an account has.
-	if err := h.st.CheckAllowance(r.Context(), p.AccountID, store.ResourceApplications); err != nil {
+	q, err := h.st.CheckAllowance(r.Context(), p.AccountID, store.ResourceApplications)
+	if err != nil {
 		return 0, nil, store.NotFound(err, "no account %q", p.AccountID)
 	}
 	now := h.st.Now()
 	a := store.Application{ID: ids.New(), Account: p.AccountID, State: store.AppStopped, Config: cfg.Encode(), Version: 1, Created: now, Updated: now}
-	if err := h.st.CreateApplication(r.Context(), a); err != nil {
+	if err := h.st.CreateApplication(r.Context(), a, q); err != nil {
 		return 0, nil, store.NotFound(err, "no account %q", p.AccountID)
 	}
 	out, err := appOut(a, now)

@@ -19,9 +19,9 @@ import (
 // Store is what the applications function reads and writes.
 type Store interface {
 	Now() time.Time
-	CheckAllowance(ctx context.Context, account, kind string) error
+	CheckAllowance(ctx context.Context, account, kind string) (store.Quota, error)
 
-	CreateApplication(ctx context.Context, a store.Application) error
+	CreateApplication(ctx context.Context, a store.Application, q store.Quota) error
 	GetApplication(ctx context.Context, account, id string) (store.Application, error)
 	ListApplications(ctx context.Context, account string) ([]store.Application, error)
 	UpdateApplicationConfig(ctx context.Context, account, id string, from int, config string) (store.Application, error)

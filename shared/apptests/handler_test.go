@@ -469,7 +469,7 @@ func TestRunAgainstALocalServer(t *testing.T) {
 	// Targeting an application: its access records go to the metrics
 	// queue, one per request, tagged with the run's load id.
 	now := e.st.Now()
-	if err := e.st.CreateApplication(context.Background(), store.Application{ID: "app1", Account: e.op.AccountID, State: store.AppStopped, Config: `{}`, Version: 1, Created: now, Updated: now}); err != nil {
+	if err := e.st.CreateApplication(context.Background(), store.Application{ID: "app1", Account: e.op.AccountID, State: store.AppStopped, Config: `{}`, Version: 1, Created: now, Updated: now}, store.Quota{}); err != nil {
 		t.Fatal(err)
 	}
 	e.dyn.Counter.SetDelay(10 * time.Millisecond)

@@ -153,7 +153,7 @@ func TestRunnerRedeliveryAfterCompletionDoesNotRunAgain(t *testing.T) {
 	e := newEnv(t)
 	srv := newCountingServer(t)
 	now := e.st.Now()
-	if err := e.st.CreateApplication(context.Background(), store.Application{ID: "app1", Account: e.op.AccountID, State: store.AppStopped, Config: `{}`, Version: 1, Created: now, Updated: now}); err != nil {
+	if err := e.st.CreateApplication(context.Background(), store.Application{ID: "app1", Account: e.op.AccountID, State: store.AppStopped, Config: `{}`, Version: 1, Created: now, Updated: now}, store.Quota{}); err != nil {
 		t.Fatal(err)
 	}
 	loadID := e.postRun(srv, "shop", `{"id":"shop","duration":1,"virtualUsers":2,"targets":"/v2/applications/app1"}`)

@@ -45,7 +45,7 @@ func newEnv(t *testing.T) *env {
 	e.op = apigw.Principal{ID: res.Operator, Kind: "user", Email: "operator@localhost", AccountID: res.RootAccount, KeyID: res.KeyID}
 	e.app = ids.New()
 	now := e.deps.Store.Now()
-	if err := e.deps.Store.CreateApplication(ctx, store.Application{ID: e.app, Account: res.RootAccount, State: "stopped", Config: "{}", Version: 1, Created: now, Updated: now}); err != nil {
+	if err := e.deps.Store.CreateApplication(ctx, store.Application{ID: e.app, Account: res.RootAccount, State: "stopped", Config: "{}", Version: 1, Created: now, Updated: now}, store.Quota{}); err != nil {
 		t.Fatal(err)
 	}
 	e.h = wire.Logs(e.deps)

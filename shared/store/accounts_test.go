@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -295,7 +297,7 @@ func TestDeleteAccount(t *testing.T) {
 }
 
 func TestEntitlementsAndAllowance(t *testing.T) {
-	st, d := newStore(t)
+	st, _ := newStore(t)
 	ctx := context.Background()
 	root := rootAccount(t, st)
 	if err := st.CreateSubAccount(ctx, subAccount(root, "a1", "One"), nil); err != nil {
@@ -304,8 +306,8 @@ func TestEntitlementsAndAllowance(t *testing.T) {
 	if _, limited, err := st.Allowance(ctx, "a1", store.ResourceApplications); err != nil || limited {
 		t.Fatalf("no entitlement: limited=%v, %v", limited, err)
 	}
-	if err := st.CheckAllowance(ctx, "a1", store.ResourceApplications); err != nil {
-		t.Fatalf("unmetered account refused: %v", err)
+	if q, err := st.CheckAllowance(ctx, "a1", store.ResourceApplications); err != nil || q.Limited {
+		t.Fatalf("unmetered account: %+v, %v", q, err)
 	}
 	now := time.Now().UTC()
 	past, future := now.Add(-time.Hour), now.Add(time.Hour)
@@ -324,17 +326,38 @@ func TestEntitlementsAndAllowance(t *testing.T) {
 	if limit, limited, err := st.Allowance(ctx, "a1", store.ResourceApplications); err != nil || !limited || limit != 3 {
 		t.Fatalf("Allowance = %d %v %v, want 3 limited", limit, limited, err)
 	}
-	indexed(t, d, "APP#x1", "APP", "APPS#a1")
-	indexed(t, d, "APP#x2", "APP", "APPS#a1")
-	if err := st.CheckAllowance(ctx, "a1", store.ResourceApplications); err != nil {
-		t.Fatalf("2 of 3 applications refused: %v", err)
+	create := func(id string) error {
+		q, err := st.CheckAllowance(ctx, "a1", store.ResourceApplications)
+		if err != nil {
+			return err
+		}
+		return st.CreateApplication(ctx, store.Application{ID: id, Account: "a1", State: store.AppStopped, Version: 1}, q)
 	}
-	indexed(t, d, "APP#x3", "APP", "APPS#a1")
+	for _, id := range []string{"x1", "x2", "x3"} {
+		if err := create(id); err != nil {
+			t.Fatalf("application %s of 3 refused: %v", id, err)
+		}
+	}
 	var c *store.ConflictError
-	if err := st.CheckAllowance(ctx, "a1", store.ResourceApplications); !errors.As(err, &c) || c.Msg != "account a1 is entitled to 3 applications and has 3; delete one or ask the platform operator for a larger entitlement" {
-		t.Fatalf("3 of 3: %v", err)
+	if err := create("x4"); !errors.As(err, &c) || c.Msg != "account a1 is entitled to 3 applications and has 3; delete one or ask the platform operator for a larger entitlement" {
+		t.Fatalf("4 of 3: %v", err)
 	}
-	if err := st.CheckAllowance(ctx, "a1", store.ResourceAddressSets); !errors.As(err, &c) || !strings.Contains(c.Msg, "0 address sets") {
+	// A create that passed an earlier check is refused by its transaction.
+	stale := store.Quota{Kind: store.ResourceApplications, Limit: 3, Limited: true}
+	if err := st.CreateApplication(ctx, store.Application{ID: "x5", Account: "a1", State: store.AppStopped, Version: 1}, stale); !errors.As(err, &c) || !strings.Contains(c.Msg, "entitled to 3 applications") {
+		t.Fatalf("a create past a stale check: %v", err)
+	}
+	if _, err := st.GetApplication(ctx, "a1", "x5"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the refused application was written: %v", err)
+	}
+	// A delete frees its unit.
+	if _, err := st.DeleteApplication(ctx, "a1", "x1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := create("x6"); err != nil {
+		t.Fatalf("after a delete: %v", err)
+	}
+	if _, err := st.CheckAllowance(ctx, "a1", store.ResourceAddressSets); !errors.As(err, &c) || !strings.Contains(c.Msg, "0 address sets") {
 		t.Fatalf("address sets at 0: %v", err)
 	}
 
@@ -411,5 +434,73 @@ func TestBillingStore(t *testing.T) {
 	}
 	if _, err := st.LoadBilling(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("billing of a missing account: %v", err)
+	}
+}
+
+// Creates racing past the allowance check cannot exceed the entitlement:
+// the last unit is taken in the create's transaction.
+func TestConcurrentCreatesKeepTheEntitlement(t *testing.T) {
+	st, _ := newStore(t)
+	ctx := context.Background()
+	root := rootAccount(t, st)
+	if err := st.CreateSubAccount(ctx, subAccount(root, "a1", "One"), nil); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().UTC().Add(-time.Hour)
+	for _, e := range []store.Entitlement{
+		{ID: "apps", Resource: store.ResourceApplications, Quantity: 3, Started: past},
+		{ID: "sets", Resource: store.ResourceAddressSets, Quantity: 2, Started: past},
+	} {
+		e.Account, e.Period, e.Version = "a1", store.PeriodMonth, 1
+		if err := st.CreateEntitlement(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every create checks first, then all write at once: all pass the
+	// check, as racing requests would.
+	const racers = 12
+	appQ := make([]store.Quota, racers)
+	setQ := make([]store.Quota, racers)
+	for i := range racers {
+		var err error
+		if appQ[i], err = st.CheckAllowance(ctx, "a1", store.ResourceApplications); err != nil {
+			t.Fatal(err)
+		}
+		if setQ[i], err = st.CheckAllowance(ctx, "a1", store.ResourceAddressSets); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var apps, sets atomic.Int32
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Go(func() {
+			err := st.CreateApplication(ctx, store.Application{ID: fmt.Sprintf("app%d", i), Account: "a1", State: store.AppStopped, Version: 1}, appQ[i])
+			var c *store.ConflictError
+			switch {
+			case err == nil:
+				apps.Add(1)
+			case !errors.As(err, &c):
+				t.Errorf("application %d: %v", i, err)
+			}
+		})
+		wg.Go(func() {
+			now := time.Now().UTC()
+			err := st.WriteAddressSet(ctx, store.AddressSetWrite{Create: true, Quota: setQ[i],
+				Set: store.AddressSet{ID: fmt.Sprintf("set%d", i), Account: "a1", Name: fmt.Sprintf("set %d", i), Type: "manual", Version: 1, Created: now, Updated: now}})
+			var c *store.ConflictError
+			switch {
+			case err == nil:
+				sets.Add(1)
+			case !errors.As(err, &c) && !errors.Is(err, store.ErrVersionConflict):
+				t.Errorf("address set %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if apps.Load() != 3 || sets.Load() != 2 {
+		t.Fatalf("%d applications and %d address sets created, want 3 and 2", apps.Load(), sets.Load())
+	}
+	if got, _ := st.ListApplications(ctx, "a1"); len(got) != 3 {
+		t.Fatalf("%d applications stored, want 3", len(got))
 	}
 }

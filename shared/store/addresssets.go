@@ -214,6 +214,9 @@ type AddressSetWrite struct {
 	RemoveInclusions []string
 	Checked          []AddressSetRef
 	Event            *MetricEvent
+	// Quota is the account's allowance of address sets (CheckAllowance),
+	// enforced by a create.
+	Quota Quota
 }
 
 // Items is the number of transaction actions the write takes.
@@ -221,6 +224,9 @@ func (w AddressSetWrite) Items() int {
 	n := 1 + len(w.PutEntries) + len(w.DeleteEntries) + 2*len(w.AddInclusions) + 2*len(w.RemoveInclusions) + len(w.Checked)
 	if w.Event != nil {
 		n++
+	}
+	if w.Create {
+		n++ // the account's usage count
 	}
 	return n
 }
@@ -286,6 +292,16 @@ func (s *Store) WriteAddressSet(ctx context.Context, w AddressSetWrite) error {
 			return err
 		}
 		ops = append(ops, p)
+	}
+	if w.Create {
+		q := w.Quota
+		q.Kind = ResourceAddressSets
+		ops = append(ops, s.usageOp(w.Set.Account, q, 1))
+		err := s.transact(ctx, "create address set", ops)
+		if txConditionFailedAt(err, len(ops)-1) {
+			return quotaReached(w.Set.Account, q, "as many")
+		}
+		return addrTxError(err)
 	}
 	return addrTxError(s.transact(ctx, "write address set", ops))
 }
@@ -387,6 +403,7 @@ func (s *Store) DeleteAddressSet(ctx context.Context, a AddressSet, entries []st
 		ExpressionAttributeValues: map[string]types.AttributeValue{":v": avNum(int64(a.Version)), ":zero": avNum(0)},
 	}}}
 	ops = append(ops, s.addrUninclude(a.ID, a.Inclusions)...)
+	ops = append(ops, s.usageOp(a.Account, Quota{Kind: ResourceAddressSets}, -1))
 	if ev != nil {
 		p, err := s.metricEventPut(*ev)
 		if err != nil {

@@ -72,22 +72,26 @@ func avNum(n int64) types.AttributeValue {
 // CreateApplication writes a new application, in one transaction with the
 // check that its account exists and is not being deleted (the account's
 // deletion marks it `deleting` before it looks for applications, so no
-// application can slip into an account on its way out).
-func (s *Store) CreateApplication(ctx context.Context, a Application) error {
+// application can slip into an account on its way out) and the count of
+// the account's applications, which q (from CheckAllowance) bounds.
+func (s *Store) CreateApplication(ctx context.Context, a Application, q Quota) error {
 	p, err := s.put(appKey(a), a)
 	if err != nil {
 		return err
 	}
+	q.Kind = ResourceApplications
 	err = s.transact(ctx, "create application", []types.TransactWriteItem{p, {ConditionCheck: &types.ConditionCheck{
 		TableName:           aws.String(s.table),
 		Key:                 key(accountPK(a.Account), skAccount),
 		ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(deleting)"),
-	}}})
+	}}, s.usageOp(a.Account, q, 1)})
 	switch {
 	case txConditionFailedAt(err, 0):
 		return &ConflictError{Msg: "an application with id " + strconv.Quote(a.ID) + " already exists"}
 	case txConditionFailedAt(err, 1):
 		return &ConflictError{Msg: "account " + a.Account + " is being deleted or no longer exists"}
+	case txConditionFailedAt(err, 2):
+		return quotaReached(a.Account, q, "as many")
 	}
 	return err
 }
@@ -212,31 +216,44 @@ func (s *Store) endTransition(id, task, to string) *types.Update {
 // gone (every read of them checks it), so a failure while deleting them
 // leaves garbage, never a visible half-deleted application.
 func (s *Store) DeleteApplication(ctx context.Context, account, id string) (Application, error) {
-	res, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+	// Read first: the delete and the account's usage count change in one
+	// transaction, which returns no old item, and the caller answers with
+	// the application.
+	a, err := s.GetApplication(ctx, account, id)
+	if err != nil {
+		return Application{}, err
+	}
+	if a.State != AppStopped {
+		return Application{}, notStopped(a)
+	}
+	err = s.transact(ctx, "delete application", []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName:                aws.String(s.table),
 		Key:                      key(appPK(id), skApp),
-		ConditionExpression:      aws.String("account = :acct AND #st = :stopped"),
+		ConditionExpression:      aws.String("account = :acct AND #st = :stopped AND version = :v"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":acct": avStr(account), ":stopped": avStr(AppStopped),
+			":acct": avStr(account), ":stopped": avStr(AppStopped), ":v": avNum(int64(a.Version)),
 		},
-		ReturnValues: types.ReturnValueAllOld,
-	})
-	if ddb.IsConditionFailed(err) {
-		a, gerr := s.GetApplication(ctx, account, id)
+	}}, s.usageOp(account, Quota{Kind: ResourceApplications}, -1)})
+	if txConditionFailedAt(err, 0) {
+		// Changed since it was read: say what it is now.
+		cur, gerr := s.GetApplication(ctx, account, id)
 		if gerr != nil {
 			return Application{}, gerr
 		}
-		return Application{}, &ConflictError{Msg: fmt.Sprintf("application %s is %s; only a stopped application can be deleted (run a stop task first)", id, a.State)}
+		if cur.State != AppStopped {
+			return Application{}, notStopped(cur)
+		}
+		return Application{}, &ConflictError{Msg: fmt.Sprintf("application %s changed while it was being deleted; retry", id)}
 	}
 	if err != nil {
-		return Application{}, wrap("delete application", err)
-	}
-	var a Application
-	if err := attributevalue.UnmarshalMap(res.Attributes, &a); err != nil {
-		return Application{}, fmt.Errorf("delete application: unmarshal: %w", err)
+		return Application{}, err
 	}
 	return a, s.deletePartition(ctx, appPK(id))
+}
+
+func notStopped(a Application) *ConflictError {
+	return &ConflictError{Msg: fmt.Sprintf("application %s is %s; only a stopped application can be deleted (run a stop task first)", a.ID, a.State)}
 }
 
 // deletePartition deletes every item left in an application's partition.

@@ -23,7 +23,7 @@ func newApp(t *testing.T, st *store.Store, account, id string) store.Application
 	ensureAccount(t, st, account)
 	now := st.Now()
 	a := store.Application{ID: id, Account: account, State: store.AppStopped, Config: `{"name":"x"}`, Version: 1, Created: now, Updated: now}
-	if err := st.CreateApplication(context.Background(), a); err != nil {
+	if err := st.CreateApplication(context.Background(), a, store.Quota{}); err != nil {
 		t.Fatal(err)
 	}
 	return a
@@ -36,10 +36,10 @@ func TestApplicationLifecycle(t *testing.T) {
 	newApp(t, st, "acct1", "app2")
 	newApp(t, st, "acct2", "app3")
 	var c *store.ConflictError
-	if err := st.CreateApplication(ctx, store.Application{ID: "app1", Account: "acct2", State: store.AppStopped}); !errors.As(err, &c) {
+	if err := st.CreateApplication(ctx, store.Application{ID: "app1", Account: "acct2", State: store.AppStopped}, store.Quota{}); !errors.As(err, &c) {
 		t.Fatalf("duplicate id: %v", err)
 	}
-	if err := st.CreateApplication(ctx, store.Application{ID: "app9", Account: "nosuchaccount", State: store.AppStopped}); !errors.As(err, &c) {
+	if err := st.CreateApplication(ctx, store.Application{ID: "app9", Account: "nosuchaccount", State: store.AppStopped}, store.Quota{}); !errors.As(err, &c) {
 		t.Fatalf("application in a missing account: %v", err)
 	}
 

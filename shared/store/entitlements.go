@@ -207,40 +207,77 @@ func (s *Store) Allowance(ctx context.Context, account, kind string) (limit int,
 	return limit, limited, nil
 }
 
+// Quota is an account's allowance of one kind of metered resource, as
+// CheckAllowance read it. The create it precedes hands it to the store,
+// whose transaction counts the new resource in the account's usage item
+// and enforces the limit there: two creates racing past the check cannot
+// both take the last unit.
+type Quota struct {
+	Kind    string
+	Limit   int
+	Limited bool
+}
+
+// usage is an account's count of one kind of metered resource, kept by
+// the transactions that create and delete them.
+type usage struct {
+	N int `dynamodbav:"n"`
+}
+
 // CheckAllowance refuses (with a *ConflictError whose message is fit for
 // a 409) creating one more application or address set in an account that
-// already has as many as its entitlements allow. It reads the allowance
-// and counts the existing resources (GSI1 APPS#<account> or
-// ADDRSETS#<account>) in parallel: one round trip of wall time. Call it
-// just before the create. Two creates racing past the check can both
-// succeed; the count is exact again from the next create on.
-func (s *Store) CheckAllowance(ctx context.Context, account, kind string) error {
-	var gsi string
+// already has as many as its entitlements allow, and otherwise returns
+// the Quota the create must pass on. It reads the allowance and the
+// account's usage item in parallel: one round trip of wall time.
+func (s *Store) CheckAllowance(ctx context.Context, account, kind string) (Quota, error) {
 	switch kind {
-	case ResourceApplications:
-		gsi = appsGSI(account)
-	case ResourceAddressSets:
-		gsi = addressSetsGSI(account)
+	case ResourceApplications, ResourceAddressSets:
 	default:
-		return fmt.Errorf("check allowance: %q resources are not counted by the store", kind)
+		return Quota{}, fmt.Errorf("check allowance: %q resources are not counted by the store", kind)
 	}
 	var (
-		wg             sync.WaitGroup
-		limit, n       int
-		limited        bool
-		aErr, countErr error
+		wg         sync.WaitGroup
+		q          = Quota{Kind: kind}
+		u          usage
+		aErr, uErr error
 	)
-	wg.Go(func() { limit, limited, aErr = s.Allowance(ctx, account, kind) })
-	wg.Go(func() { n, countErr = s.countGSI(ctx, gsi) })
+	wg.Go(func() { q.Limit, q.Limited, aErr = s.Allowance(ctx, account, kind) })
+	wg.Go(func() {
+		if uErr = s.getConsistent(ctx, "read usage", accountPK(account), usageSK(kind), &u); errors.Is(uErr, ErrNotFound) {
+			uErr = nil
+		}
+	})
 	wg.Wait()
-	if err := errors.Join(aErr, countErr); err != nil {
-		return err
+	if err := errors.Join(aErr, uErr); err != nil {
+		return q, err
 	}
-	if limited && n >= limit {
-		return &ConflictError{Msg: fmt.Sprintf("account %s is entitled to %d %s and has %d; delete one or ask the platform operator for a larger entitlement",
-			account, limit, kindNoun(kind), n)}
+	if q.Limited && u.N >= q.Limit {
+		return q, quotaReached(account, q, strconv.Itoa(u.N))
 	}
-	return nil
+	return q, nil
+}
+
+func quotaReached(account string, q Quota, has string) *ConflictError {
+	return &ConflictError{Msg: fmt.Sprintf("account %s is entitled to %d %s and has %s; delete one or ask the platform operator for a larger entitlement",
+		account, q.Limit, kindNoun(q.Kind), has)}
+}
+
+// usageOp counts one more (delta 1) or one fewer (delta -1) resource of
+// q.Kind in account's usage item, in the transaction that creates or
+// deletes it; one more only while the quota allows.
+func (s *Store) usageOp(account string, q Quota, delta int) types.TransactWriteItem {
+	u := &types.Update{
+		TableName:                 aws.String(s.table),
+		Key:                       key(accountPK(account), usageSK(q.Kind)),
+		UpdateExpression:          aws.String("ADD #n :d"),
+		ExpressionAttributeNames:  map[string]string{"#n": "n"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":d": avNum(int64(delta))},
+	}
+	if delta > 0 && q.Limited {
+		u.ConditionExpression = aws.String("attribute_not_exists(#n) OR #n < :limit")
+		u.ExpressionAttributeValues[":limit"] = avNum(int64(q.Limit))
+	}
+	return types.TransactWriteItem{Update: u}
 }
 
 func kindNoun(kind string) string {

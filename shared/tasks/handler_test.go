@@ -120,7 +120,7 @@ func (a *api) app(account, state string) store.Application {
 	a.t.Helper()
 	now := a.st.Now()
 	app := store.Application{ID: ids.New(), Account: account, State: state, Config: config("shop", "shop.example.com"), Version: 1, Created: now, Updated: now}
-	if err := a.st.CreateApplication(context.Background(), app); err != nil {
+	if err := a.st.CreateApplication(context.Background(), app, store.Quota{}); err != nil {
 		a.t.Fatal(err)
 	}
 	return app

@@ -103,7 +103,7 @@ func (e *env) app(state string) store.Application {
 	now := e.st.Now()
 	a := store.Application{ID: ids.New(), Account: "acct", State: state, Config: config("shop", "shop.example.com", "www.shop.example.com"),
 		Version: 1, Created: now, Updated: now}
-	if err := e.st.CreateApplication(context.Background(), a); err != nil {
+	if err := e.st.CreateApplication(context.Background(), a, store.Quota{}); err != nil {
 		e.t.Fatal(err)
 	}
 	return a
