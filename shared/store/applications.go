@@ -80,7 +80,10 @@ func (s *Store) CreateApplication(ctx context.Context, a Application, q Quota) e
 		return err
 	}
 	q.Kind = ResourceApplications
-	err = s.transact(ctx, "create application", []types.TransactWriteItem{p, {ConditionCheck: &types.ConditionCheck{
+	// Every create and delete of the account's applications updates its
+	// usage item: concurrent ones may cancel each other (TransactionConflict)
+	// and are tried again.
+	err = s.transactRetry(ctx, "create application", []types.TransactWriteItem{p, {ConditionCheck: &types.ConditionCheck{
 		TableName:           aws.String(s.table),
 		Key:                 key(accountPK(a.Account), skAccount),
 		ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(deleting)"),
@@ -226,7 +229,7 @@ func (s *Store) DeleteApplication(ctx context.Context, account, id string) (Appl
 	if a.State != AppStopped {
 		return Application{}, notStopped(a)
 	}
-	err = s.transact(ctx, "delete application", []types.TransactWriteItem{{Delete: &types.Delete{
+	err = s.transactRetry(ctx, "delete application", []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName:                aws.String(s.table),
 		Key:                      key(appPK(id), skApp),
 		ConditionExpression:      aws.String("account = :acct AND #st = :stopped AND version = :v"),
