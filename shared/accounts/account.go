@@ -186,29 +186,15 @@ func (h *handler) children(ctx context.Context, parents []string, max int) ([]st
 }
 
 func sortAccounts(as []Account, order []apigw.OrderKey) {
-	if len(order) == 0 {
-		order = []apigw.OrderKey{{Field: "created"}}
-	}
-	sort.SliceStable(as, func(i, j int) bool {
-		for _, k := range order {
-			var c int
-			switch k.Field {
-			case "name":
-				c = strings.Compare(as[i].Name, as[j].Name)
-			case "keyword":
-				c = strings.Compare(as[i].Keyword, as[j].Keyword)
-			case "created":
-				c = as[i].Created.Compare(as[j].Created)
-			}
-			if k.Desc {
-				c = -c
-			}
-			if c != 0 {
-				return c < 0
-			}
+	apigw.Sort(as, order, func(a Account, field string) any {
+		switch field {
+		case "name":
+			return a.Name
+		case "keyword":
+			return a.Keyword
 		}
-		return as[i].ID < as[j].ID
-	})
+		return a.Created
+	}, func(a Account) string { return a.ID }, apigw.OrderKey{Field: "created"})
 }
 
 // ---------------------------------------------------------------- create

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -116,29 +115,15 @@ func (h *handler) listEntitlements(r *http.Request, p apigw.Principal) (int, any
 }
 
 func sortEntitlements(es []Entitlement, order []apigw.OrderKey) {
-	if len(order) == 0 {
-		order = []apigw.OrderKey{{Field: "created"}}
-	}
-	sort.SliceStable(es, func(i, j int) bool {
-		for _, k := range order {
-			var c int
-			switch k.Field {
-			case "resource":
-				c = strings.Compare(es[i].Resource, es[j].Resource)
-			case "started":
-				c = es[i].Started.Compare(es[j].Started)
-			case "created":
-				c = es[i].Created.Compare(es[j].Created)
-			}
-			if k.Desc {
-				c = -c
-			}
-			if c != 0 {
-				return c < 0
-			}
+	apigw.Sort(es, order, func(e Entitlement, field string) any {
+		switch field {
+		case "resource":
+			return e.Resource
+		case "started":
+			return e.Started
 		}
-		return es[i].ID < es[j].ID
-	})
+		return e.Created
+	}, func(e Entitlement) string { return e.ID }, apigw.OrderKey{Field: "created"})
 }
 
 // createEntitlement records an allocation. Only the entitlement

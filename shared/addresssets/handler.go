@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"sort"
-	"strings"
 	"sync"
 
 	"cads/shared/access"
@@ -89,31 +87,17 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 }
 
 func sortSets(s []AddressSet, order []apigw.OrderKey) {
-	if len(order) == 0 {
-		order = []apigw.OrderKey{{Field: "created"}}
-	}
-	sort.SliceStable(s, func(i, j int) bool {
-		for _, k := range order {
-			var c int
-			switch k.Field {
-			case "name":
-				c = strings.Compare(s[i].Name, s[j].Name)
-			case "type":
-				c = strings.Compare(s[i].Type, s[j].Type)
-			case "created":
-				c = s[i].Created.Compare(s[j].Created)
-			case "updated":
-				c = s[i].Updated.Compare(s[j].Updated)
-			}
-			if k.Desc {
-				c = -c
-			}
-			if c != 0 {
-				return c < 0
-			}
+	apigw.Sort(s, order, func(a AddressSet, field string) any {
+		switch field {
+		case "name":
+			return a.Name
+		case "type":
+			return a.Type
+		case "updated":
+			return a.Updated
 		}
-		return s[i].ID < s[j].ID
-	})
+		return a.Created
+	}, func(a AddressSet) string { return a.ID }, apigw.OrderKey{Field: "created"})
 }
 
 func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 type sample struct {
@@ -66,6 +67,47 @@ func TestParsePageAndWindow(t *testing.T) {
 	for _, bad := range []map[string][]string{{"start": {"0"}}, {"limit": {"x"}}, {"limit": {"100000"}}, {"order": {"secret"}}} {
 		if _, err := ParsePage(bad, "name"); err == nil {
 			t.Errorf("ParsePage(%v) accepted", bad)
+		}
+	}
+}
+
+// Sort follows the page's keys in turn, then the id; with no keys, the
+// default.
+func TestSort(t *testing.T) {
+	type item struct {
+		id, name string
+		at       time.Time
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	items := func() []item {
+		return []item{{"c", "x", t0}, {"a", "y", t0.Add(time.Hour)}, {"b", "x", t0.Add(2 * time.Hour)}, {"d", "y", t0}}
+	}
+	value := func(it item, field string) any {
+		if field == "name" {
+			return it.name
+		}
+		return it.at
+	}
+	ids := func(its []item) string {
+		var s string
+		for _, it := range its {
+			s += it.id
+		}
+		return s
+	}
+	for _, c := range []struct {
+		order []OrderKey
+		want  string
+	}{
+		{[]OrderKey{{Field: "name"}}, "bcad"},
+		{[]OrderKey{{Field: "name", Desc: true}, {Field: "created"}}, "dacb"},
+		{[]OrderKey{{Field: "created", Desc: true}}, "bacd"},
+		{nil, "cdab"}, // the default: created
+	} {
+		its := items()
+		Sort(its, c.order, value, func(it item) string { return it.id }, OrderKey{Field: "created"})
+		if got := ids(its); got != c.want {
+			t.Errorf("order %+v: %s, want %s", c.order, got, c.want)
 		}
 	}
 }

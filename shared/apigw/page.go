@@ -1,9 +1,12 @@
 package apigw
 
 import (
+	"cmp"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Page is the collection window of DECISIONS.md section 1: `start` is
@@ -82,4 +85,41 @@ func Window[T any](items []T, p Page) []T {
 		to = len(items)
 	}
 	return items[from:to]
+}
+
+// Sort orders a collection as order asks (ParsePage's, whose fields it
+// checked), or as dflt when order is empty, then by id, so that the order
+// is total and a page never shifts. value returns an item's value of one
+// of the orderable fields: a string, a time.Time or an int.
+func Sort[T any](items []T, order []OrderKey, value func(item T, field string) any, id func(T) string, dflt ...OrderKey) {
+	if len(order) == 0 {
+		order = dflt
+	}
+	slices.SortStableFunc(items, func(x, y T) int {
+		for _, k := range order {
+			c := compareValues(value(x, k.Field), value(y, k.Field))
+			if k.Desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return strings.Compare(id(x), id(y))
+	})
+}
+
+func compareValues(a, b any) int {
+	switch a := a.(type) {
+	case string:
+		b, _ := b.(string)
+		return strings.Compare(a, b)
+	case time.Time:
+		b, _ := b.(time.Time)
+		return a.Compare(b)
+	case int:
+		b, _ := b.(int)
+		return cmp.Compare(a, b)
+	}
+	return 0
 }

@@ -174,26 +174,15 @@ func (h *handler) listActions(r *http.Request, p apigw.Principal) (int, any, err
 }
 
 func sortActions(as []Action, order []apigw.OrderKey) {
-	slices.SortStableFunc(as, func(x, y Action) int {
-		for _, k := range order {
-			var c int
-			switch k.Field {
-			case "id":
-				c = strings.Compare(x.ID, y.ID)
-			case "name":
-				c = strings.Compare(x.Name, y.Name)
-			case "created":
-				c = x.Created.Compare(y.Created)
-			}
-			if k.Desc {
-				c = -c
-			}
-			if c != 0 {
-				return c
-			}
+	apigw.Sort(as, order, func(a Action, field string) any {
+		switch field {
+		case "id":
+			return a.ID
+		case "name":
+			return a.Name
 		}
-		return strings.Compare(x.ID, y.ID)
-	})
+		return a.Created
+	}, func(a Action) string { return a.ID })
 }
 
 func (h *handler) createAction(r *http.Request, p apigw.Principal) (int, any, error) {

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"sort"
-	"strings"
 	"time"
 
 	"cads/shared/apigw"
@@ -81,29 +79,15 @@ func (h *handler) listApps(r *http.Request, p apigw.Principal) (int, any, error)
 }
 
 func sortApps(as []Application, order []apigw.OrderKey) {
-	if len(order) == 0 {
-		order = []apigw.OrderKey{{Field: "created"}}
-	}
-	sort.SliceStable(as, func(i, j int) bool {
-		for _, k := range order {
-			var c int
-			switch k.Field {
-			case "name":
-				c = strings.Compare(as[i].Name, as[j].Name)
-			case "created":
-				c = as[i].Created.Compare(as[j].Created)
-			case "state":
-				c = strings.Compare(as[i].State, as[j].State)
-			}
-			if k.Desc {
-				c = -c
-			}
-			if c != 0 {
-				return c < 0
-			}
+	apigw.Sort(as, order, func(a Application, field string) any {
+		switch field {
+		case "name":
+			return a.Name
+		case "state":
+			return a.State
 		}
-		return as[i].ID < as[j].ID
-	})
+		return a.Created
+	}, func(a Application) string { return a.ID }, apigw.OrderKey{Field: "created"})
 }
 
 func (h *handler) createApp(r *http.Request, p apigw.Principal) (int, any, error) {

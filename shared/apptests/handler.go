@@ -18,7 +18,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -150,26 +149,15 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 }
 
 func sortTests(ts []ApplicationTest, order []apigw.OrderKey) {
-	sort.SliceStable(ts, func(i, j int) bool {
-		for _, k := range order {
-			var c int
-			switch k.Field {
-			case "id":
-				c = strings.Compare(ts[i].ID, ts[j].ID)
-			case "created":
-				c = ts[i].Created.Compare(ts[j].Created)
-			case "updated":
-				c = ts[i].Updated.Compare(ts[j].Updated)
-			}
-			if k.Desc {
-				c = -c
-			}
-			if c != 0 {
-				return c < 0
-			}
+	apigw.Sort(ts, order, func(t ApplicationTest, field string) any {
+		switch field {
+		case "id":
+			return t.ID
+		case "updated":
+			return t.Updated
 		}
-		return ts[i].ID < ts[j].ID
-	})
+		return t.Created
+	}, func(t ApplicationTest) string { return t.ID })
 }
 
 // get is GET /v2/tests/{id}: the archive as tar.bz2 when that is the

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/mail"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -148,29 +147,15 @@ func (h *handler) listUsers(r *http.Request, p apigw.Principal) (int, any, error
 }
 
 func sortUsers(us []User, order []apigw.OrderKey) {
-	if len(order) == 0 {
-		order = []apigw.OrderKey{{Field: "created"}}
-	}
-	sort.SliceStable(us, func(i, j int) bool {
-		for _, k := range order {
-			var c int
-			switch k.Field {
-			case "email":
-				c = strings.Compare(us[i].Email, us[j].Email)
-			case "name":
-				c = strings.Compare(us[i].Name, us[j].Name)
-			case "created":
-				c = us[i].Created.Compare(us[j].Created)
-			}
-			if k.Desc {
-				c = -c
-			}
-			if c != 0 {
-				return c < 0
-			}
+	apigw.Sort(us, order, func(u User, field string) any {
+		switch field {
+		case "email":
+			return u.Email
+		case "name":
+			return u.Name
 		}
-		return us[i].ID < us[j].ID
-	})
+		return u.Created
+	}, func(u User) string { return u.ID }, apigw.OrderKey{Field: "created"})
 }
 
 func (h *handler) getUser(r *http.Request, p apigw.Principal) (int, any, error) {

@@ -111,7 +111,7 @@ func (h *handler) listGroups(r *http.Request, p apigw.Principal) (int, any, erro
 			out = append(out, o)
 		}
 	}
-	sortBy(out, page.Order, func(x Group, field string) any {
+	apigw.Sort(out, page.Order, func(x Group, field string) any {
 		switch field {
 		case "name":
 			return x.Name
@@ -119,7 +119,7 @@ func (h *handler) listGroups(r *http.Request, p apigw.Principal) (int, any, erro
 			return x.Updated
 		}
 		return x.Created
-	}, func(x Group) string { return x.ID })
+	}, func(x Group) string { return x.ID }, apigw.OrderKey{Field: "created"})
 	return http.StatusOK, apigw.Window(out, page), nil
 }
 

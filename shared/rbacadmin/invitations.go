@@ -272,7 +272,7 @@ func (h *handler) listInvitations(k kind) endpoint {
 }
 
 func sortInvitations(out []Invitation, page apigw.Page) {
-	sortBy(out, page.Order, func(x Invitation, field string) any {
+	apigw.Sort(out, page.Order, func(x Invitation, field string) any {
 		switch field {
 		case "user_email":
 			return x.UserEmail
@@ -280,7 +280,7 @@ func sortInvitations(out []Invitation, page apigw.Page) {
 			return x.State
 		}
 		return x.Created
-	}, func(x Invitation) string { return x.ID })
+	}, func(x Invitation) string { return x.ID }, apigw.OrderKey{Field: "created"})
 }
 
 func (h *handler) getInvitation(k kind) endpoint {

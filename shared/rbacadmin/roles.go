@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"cads/shared/apigw"
@@ -176,7 +174,7 @@ func (h *handler) listRoles(r *http.Request, p apigw.Principal) (int, any, error
 			out = append(out, o)
 		}
 	}
-	sortBy(out, page.Order, func(x Role, field string) any {
+	apigw.Sort(out, page.Order, func(x Role, field string) any {
 		switch field {
 		case "name":
 			return x.Name
@@ -184,7 +182,7 @@ func (h *handler) listRoles(r *http.Request, p apigw.Principal) (int, any, error
 			return x.Updated
 		}
 		return x.Created
-	}, func(x Role) string { return x.ID })
+	}, func(x Role) string { return x.ID }, apigw.OrderKey{Field: "created"})
 	return http.StatusOK, apigw.Window(out, page), nil
 }
 
@@ -270,32 +268,4 @@ func (h *handler) deleteRole(r *http.Request, _ apigw.Principal) (int, any, erro
 	return http.StatusOK, roleOut(role), err
 }
 
-// sortBy orders items by the page's order keys (default: created), then by
-// id for a stable result.
-func sortBy[T any](items []T, order []apigw.OrderKey, field func(T, string) any, id func(T) string) {
-	if len(order) == 0 {
-		order = []apigw.OrderKey{{Field: "created"}}
-	}
-	sort.SliceStable(items, func(i, j int) bool {
-		for _, k := range order {
-			c := compare(field(items[i], k.Field), field(items[j], k.Field))
-			if k.Desc {
-				c = -c
-			}
-			if c != 0 {
-				return c < 0
-			}
-		}
-		return id(items[i]) < id(items[j])
-	})
-}
 
-func compare(a, b any) int {
-	switch a := a.(type) {
-	case string:
-		return strings.Compare(a, b.(string))
-	case time.Time:
-		return a.Compare(b.(time.Time))
-	}
-	return 0
-}

@@ -195,7 +195,7 @@ func (h *handler) listHeldRoles(r *http.Request, p apigw.Principal) (int, any, e
 			out = append(out, roleOut(x))
 		}
 	}
-	sortBy(out, page.Order, func(x Role, field string) any {
+	apigw.Sort(out, page.Order, func(x Role, field string) any {
 		switch field {
 		case "name":
 			return x.Name
@@ -203,7 +203,7 @@ func (h *handler) listHeldRoles(r *http.Request, p apigw.Principal) (int, any, e
 			return x.Updated
 		}
 		return x.Created
-	}, func(x Role) string { return x.Href })
+	}, func(x Role) string { return x.Href }, apigw.OrderKey{Field: "created"})
 	return http.StatusOK, apigw.Window(out, page), nil
 }
 
@@ -230,7 +230,7 @@ func (h *handler) listHeldGroups(r *http.Request, p apigw.Principal) (int, any, 
 			out = append(out, groupOut(x))
 		}
 	}
-	sortBy(out, page.Order, func(x Group, field string) any {
+	apigw.Sort(out, page.Order, func(x Group, field string) any {
 		switch field {
 		case "name":
 			return x.Name
@@ -238,7 +238,7 @@ func (h *handler) listHeldGroups(r *http.Request, p apigw.Principal) (int, any, 
 			return x.Updated
 		}
 		return x.Created
-	}, func(x Group) string { return x.Href })
+	}, func(x Group) string { return x.Href }, apigw.OrderKey{Field: "created"})
 	return http.StatusOK, apigw.Window(out, page), nil
 }
 

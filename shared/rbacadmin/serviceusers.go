@@ -120,7 +120,7 @@ func (h *handler) listServiceUsers(r *http.Request, p apigw.Principal) (int, any
 			shown = append(shown, u)
 		}
 	}
-	sortBy(shown, page.Order, func(x store.ServiceUser, field string) any {
+	apigw.Sort(shown, page.Order, func(x store.ServiceUser, field string) any {
 		switch field {
 		case "name":
 			return x.Name
@@ -128,7 +128,7 @@ func (h *handler) listServiceUsers(r *http.Request, p apigw.Principal) (int, any
 			return x.Updated
 		}
 		return x.Created
-	}, func(x store.ServiceUser) string { return x.ID })
+	}, func(x store.ServiceUser) string { return x.ID }, apigw.OrderKey{Field: "created"})
 	shown = apigw.Window(shown, page)
 	// The page's keys, all at once.
 	keys := make([][]store.AccessKey, len(shown))

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"sort"
 	"sync"
 	"time"
 
@@ -231,40 +230,18 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 }
 
 func sortTasks(ts []Task, order []apigw.OrderKey) {
-	if len(order) == 0 {
-		order = []apigw.OrderKey{{Field: "created", Desc: true}}
-	}
-	sort.SliceStable(ts, func(i, j int) bool {
-		for _, k := range order {
-			var c int
-			switch k.Field {
-			case "created":
-				c = ts[i].Created.Compare(ts[j].Created)
-			case "type":
-				c = compare(ts[i].Type, ts[j].Type)
-			case "state":
-				c = compare(ts[i].State, ts[j].State)
-			}
-			if k.Desc {
-				c = -c
-			}
-			if c != 0 {
-				return c < 0
-			}
+	apigw.Sort(ts, order, func(t Task, field string) any {
+		switch field {
+		case "type":
+			return t.Type
+		case "state":
+			return t.State
 		}
-		return ts[i].ID < ts[j].ID
-	})
+		return t.Created
+	}, func(t Task) string { return t.ID }, apigw.OrderKey{Field: "created", Desc: true})
 }
 
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
+
 
 func timeParam(v, name string) (time.Time, error) {
 	if v == "" {
