@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"cads/infra/local"
+	"cads/infra/local/localtest"
 	"cads/infra/testenv"
 	"cads/shared/metrics"
 	"cads/shared/wire"
@@ -26,14 +26,8 @@ import (
 // allocs/op are the function's and the server's. `make bench` runs it;
 // the load run (infra/cmd/bench) splits CPU between the parts.
 func BenchmarkHandlers(b *testing.B) {
-	p, err := local.Start(context.Background(), local.Options{
-		Template: filepath.Join(testenv.Root(b), "template.yaml"), APIAddr: "127.0.0.1:0", StateDir: b.TempDir(),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = p.Close(context.Background()) })
+	// Nothing is logged: a line per request would measure the logger.
+	p, _ := localtest.Start(b, func(o *local.Options) { o.Log = slog.New(slog.NewTextHandler(io.Discard, nil)) })
 	d, boot := p.Deps, p.Bootstrap
 	op := testenv.Operator(boot)
 	created := invoke(b, d, req{fn: wire.Applications, as: op, method: "POST", resource: "/v2/applications", contentType: "application/json",

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,18 +15,17 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"cads/infra/apispec"
 	"cads/infra/local"
+	"cads/infra/local/localtest"
 	"cads/infra/sam"
 	"cads/infra/testenv"
 	"cads/shared/ddb"
@@ -80,24 +78,6 @@ type costReply struct {
 
 func (r costReply) str(k string) string { s, _ := r.obj[k].(string); return s }
 
-// costLog is a log sink shared by the platform's goroutines.
-type costLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *costLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *costLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func startCostTour(t *testing.T) *costTour {
 	t.Helper()
 	tplPath := filepath.Join(testenv.Root(t), "template.yaml")
@@ -106,23 +86,7 @@ func startCostTour(t *testing.T) *costTour {
 		t.Fatal(err)
 	}
 	counter := ddb.NewCounter()
-	logs := &costLog{}
-	p, err := local.Start(context.Background(), local.Options{
-		Template:      tplPath,
-		APIAddr:       "127.0.0.1:0",
-		StateDir:      t.TempDir(),
-		Log:           slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
-		DynamoOptions: []func(*dynamodb.Options){counter.Option()},
-	})
-	if err != nil {
-		t.Fatalf("start: %v\n%s", err, logs.String())
-	}
-	t.Cleanup(func() {
-		_ = p.Close(context.Background())
-		if t.Failed() {
-			t.Log("platform log:\n" + logs.String())
-		}
-	})
+	p, _ := localtest.Start(t, func(o *local.Options) { o.DynamoOptions = append(o.DynamoOptions, counter.Option()) })
 	counter.SetDelay(costDelay)
 
 	c := &costTour{t: t, p: p, counter: counter, tpl: tpl, routes: map[string]sam.Route{}, rows: map[string]costRow{}}

@@ -2,17 +2,14 @@ package local_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"cads/infra/local"
-	"cads/infra/testenv"
+	"cads/infra/local/localtest"
 )
 
 // client talks to a running platform as a user would: real HTTP on loopback.
@@ -70,21 +67,8 @@ func (r reply) errorType(t *testing.T) string {
 
 func start(t *testing.T) (*local.Platform, client) {
 	t.Helper()
-	var logs bytes.Buffer
-	p, err := local.Start(context.Background(), local.Options{
-		Template: filepath.Join(testenv.Root(t), "template.yaml"),
-		APIAddr:  "127.0.0.1:0",
-		StateDir: t.TempDir(),
-		Log:      slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatalf("start: %v\n%s", err, logs.String())
-	}
+	p, logs := localtest.Start(t)
 	t.Cleanup(func() {
-		_ = p.Close(context.Background())
-		if t.Failed() {
-			t.Log("platform log:\n" + logs.String())
-		}
 		// No secret may appear in any log line.
 		if p.Bootstrap.Secret != "" && strings.Contains(logs.String(), p.Bootstrap.Secret) {
 			t.Errorf("the operator secret appears in the logs")

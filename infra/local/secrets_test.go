@@ -5,14 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"cads/infra/local"
-	"cads/infra/testenv"
+	"cads/infra/local/localtest"
 )
 
 // TestNoSecretAfterCreation makes every kind of secret the API hands out
@@ -21,17 +18,7 @@ import (
 // and then checks that no secret appears in any log line of the whole run
 // or in any response but the one that created it.
 func TestNoSecretAfterCreation(t *testing.T) {
-	var logs bytes.Buffer
-	p, err := local.Start(context.Background(), local.Options{
-		Template: filepath.Join(testenv.Root(t), "template.yaml"),
-		APIAddr:  "127.0.0.1:0",
-		StateDir: t.TempDir(),
-		Log:      slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close(context.Background())
+	p, logs := localtest.Start(t)
 	var later bytes.Buffer // every response after the creating ones
 	do := func(method, path, secret string, body any, keep bool) map[string]any {
 		t.Helper()
@@ -105,7 +92,7 @@ func TestNoSecretAfterCreation(t *testing.T) {
 			t.Errorf("the random part of secret %d leaks", i)
 		}
 	}
-	if logs.Len() == 0 || later.Len() == 0 {
+	if logs.String() == "" || later.Len() == 0 {
 		t.Fatal("nothing captured: the test would prove nothing")
 	}
 }

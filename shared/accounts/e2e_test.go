@@ -6,13 +6,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"cads/infra/local"
-	"cads/infra/testenv"
+	"cads/infra/local/localtest"
 	"cads/shared/authz"
 	"cads/shared/store"
 )
@@ -89,16 +87,7 @@ func (r reply) ids() []string {
 // authenticated into it) or an inheritable role of an ancestor; revoking
 // those grants removes the access; deleting an account revokes its keys.
 func TestSubAccountAccessEndToEnd(t *testing.T) {
-	p, err := local.Start(context.Background(), local.Options{
-		Template: filepath.Join(testenv.Root(t), "template.yaml"),
-		APIAddr:  "127.0.0.1:0",
-		StateDir: t.TempDir(),
-		Log:      quiet,
-	})
-	if err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	p, _ := localtest.Start(t)
 	c := client{t: t, base: p.URL}
 	st := p.Deps.Store
 	ctx := context.Background()

@@ -2,19 +2,15 @@ package apptests_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"cads/infra/local"
-	"cads/infra/testenv"
+	"cads/infra/local/localtest"
 	"cads/shared/apptests"
 )
 
@@ -29,22 +25,7 @@ type platform struct {
 
 func startPlatform(t *testing.T) platform {
 	t.Helper()
-	var logs bytes.Buffer
-	p, err := local.Start(context.Background(), local.Options{
-		Template: filepath.Join(testenv.Root(t), "template.yaml"),
-		APIAddr:  "127.0.0.1:0",
-		StateDir: t.TempDir(),
-		Log:      slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	})
-	if err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = p.Close(context.Background())
-		if t.Failed() {
-			t.Log("platform log:\n" + logs.String())
-		}
-	})
+	p, _ := localtest.Start(t)
 	return platform{t: t, url: p.URL, secret: p.Bootstrap.Secret}
 }
 

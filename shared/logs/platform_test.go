@@ -1,67 +1,30 @@
 package logs_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"cads/infra/local"
-	"cads/infra/testenv"
+	"cads/infra/local/localtest"
 	"cads/shared/wire"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestLogsThroughThePlatform: ingest records go through the embedded SQS
 // queue and the aggregator into the log partitions; the logs function
 // answers through the local API Gateway and the authorizer, in JSON and
 // CSV, and takes custom logs.
 func TestLogsThroughThePlatform(t *testing.T) {
-	logBuf := &syncBuffer{}
-	p, err := local.Start(context.Background(), local.Options{
-		Template: filepath.Join(testenv.Root(t), "template.yaml"),
-		APIAddr:  "127.0.0.1:0",
-		StateDir: t.TempDir(),
-		Log:      slog.New(slog.NewJSONHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = p.Close(context.Background())
-		if t.Failed() {
-			t.Log("platform log:\n" + logBuf.String())
-		}
-	})
+	p, _ := localtest.Start(t)
 	secret := p.Bootstrap.Secret
 	do := func(method, path, body string) (int, string, string) {
 		t.Helper()

@@ -2,37 +2,14 @@ package rbacadmin_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"cads/infra/local"
-	"cads/infra/testenv"
+	"cads/infra/local/localtest"
 )
-
-// syncBuffer is a log sink shared by the platform's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type httpClient struct {
 	t    *testing.T
@@ -88,22 +65,7 @@ func (c httpClient) must(r reply, want int, what string) reply {
 // authorizer, the roles function, the notifications queue and the notifier
 // run by the SQS event source.
 func TestInvitationThroughThePlatform(t *testing.T) {
-	logs := &syncBuffer{}
-	p, err := local.Start(context.Background(), local.Options{
-		Template: filepath.Join(testenv.Root(t), "template.yaml"),
-		APIAddr:  "127.0.0.1:0",
-		StateDir: t.TempDir(),
-		Log:      slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatalf("start: %v\n%s", err, logs.String())
-	}
-	t.Cleanup(func() {
-		_ = p.Close(context.Background())
-		if t.Failed() {
-			t.Logf("logs:\n%s", logs.String())
-		}
-	})
+	p, logs := localtest.Start(t)
 	if _, ok := p.Queues["NotificationsQueue"]; !ok {
 		t.Fatalf("the platform did not create the notifications queue: %v", p.Queues)
 	}

@@ -267,5 +267,3 @@ func (h *handler) deleteRole(r *http.Request, _ apigw.Principal) (int, any, erro
 	}
 	return http.StatusOK, roleOut(role), err
 }
-
-

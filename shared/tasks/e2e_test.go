@@ -2,19 +2,16 @@ package tasks_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"cads/infra/local"
+	"cads/infra/local/localtest"
 	"cads/infra/testenv"
 	"cads/shared/tasks"
 )
@@ -79,17 +76,7 @@ func (c httpClient) await(r reply) reply {
 // the authorizer, tasks through the embedded SQS queue to the worker, a
 // run-action calling a loopback server.
 func TestApplicationLifecycleEndToEnd(t *testing.T) {
-	var logs bytes.Buffer
-	p, err := local.Start(context.Background(), local.Options{
-		Template: filepath.Join(testenv.Root(t), "template.yaml"),
-		APIAddr:  "127.0.0.1:0",
-		StateDir: t.TempDir(),
-		Log:      slog.New(slog.NewJSONHandler(&logs, nil)),
-	})
-	if err != nil {
-		t.Fatalf("start: %v\n%s", err, logs.String())
-	}
-	defer func() { _ = p.Close(context.Background()) }()
+	p, _ := localtest.Start(t)
 	c := httpClient{t: t, base: p.URL, secret: p.Bootstrap.Secret}
 
 	var hits atomic.Int32

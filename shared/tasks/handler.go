@@ -241,8 +241,6 @@ func sortTasks(ts []Task, order []apigw.OrderKey) {
 	}, func(t Task) string { return t.ID }, apigw.OrderKey{Field: "created", Desc: true})
 }
 
-
-
 func timeParam(v, name string) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil

@@ -1,41 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"cads/infra/local"
-	"cads/infra/testenv"
+	"cads/infra/local/localtest"
 	"cads/shared/metrics"
 	"cads/shared/wire"
 )
-
-// syncBuffer is a log sink shared by the platform's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func get(t *testing.T, base, secret, path string, out any) int {
 	t.Helper()
@@ -72,22 +51,7 @@ func eventually(t *testing.T, what string, within time.Duration, ok func() bool)
 // address-set entry that expires is counted by the sweep its wake-up
 // triggers.
 func TestTrafficReachesMetricsThroughThePlatform(t *testing.T) {
-	logs := &syncBuffer{}
-	p, err := local.Start(context.Background(), local.Options{
-		Template: filepath.Join(testenv.Root(t), "template.yaml"),
-		APIAddr:  "127.0.0.1:0",
-		StateDir: t.TempDir(),
-		Log:      slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = p.Close(context.Background())
-		if t.Failed() {
-			t.Log("platform log:\n" + logs.String())
-		}
-	})
+	p, _ := localtest.Start(t)
 	secret := p.Bootstrap.Secret
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -1,0 +1,63 @@
+// Package localtest starts the whole local platform for a test, as
+// `make run` does, but on a free loopback port with its own state
+// directory, and stops it when the test ends.
+package localtest
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"cads/infra/local"
+	"cads/infra/testenv"
+)
+
+// Logs collects the platform's log lines. Its goroutines write while the
+// test reads, so it is locked.
+type Logs struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *Logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *Logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Start starts the platform with every log line, debug and up, going to
+// the returned Logs, which the test's output shows if it fails. opts
+// adjust the options before the start (a round-trip counter, say).
+func Start(t testing.TB, opts ...func(*local.Options)) (*local.Platform, *Logs) {
+	t.Helper()
+	logs := &Logs{}
+	o := local.Options{
+		Template: filepath.Join(testenv.Root(t), "template.yaml"),
+		APIAddr:  "127.0.0.1:0",
+		StateDir: t.TempDir(),
+		Log:      slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	p, err := local.Start(context.Background(), o)
+	if err != nil {
+		t.Fatalf("start the local platform: %v\n%s", err, logs.String())
+	}
+	t.Cleanup(func() {
+		_ = p.Close(context.Background())
+		if t.Failed() {
+			t.Logf("platform log:\n%s", logs.String())
+		}
+	})
+	return p, logs
+}
