@@ -16,7 +16,6 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
-	"cads/shared/ids"
 	"cads/shared/store"
 )
 
@@ -78,13 +77,7 @@ func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.Handle(h.log,
 
 // accountID reads {id}. An id this service could not have made is a 404
 // like any unknown account (the authorizer refuses most of them before).
-func accountID(r *http.Request) (string, error) {
-	id := r.PathValue("id")
-	if !ids.Valid(id) {
-		return "", apigw.NotFound("no account %q", id)
-	}
-	return id, nil
-}
+func accountID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "account") }
 
 func accountHref(id string) string { return "/v2/accounts/" + id }
 func userHref(id string) string    { return "/v2/users/" + id }

@@ -9,7 +9,6 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
-	"cads/shared/ids"
 	"cads/shared/patch"
 	"cads/shared/store"
 )
@@ -46,13 +45,7 @@ func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccou
 
 // setID is the path's {id}; one that cannot be an id is a 404 like any
 // other missing set.
-func setID(r *http.Request) (string, error) {
-	id := r.PathValue("id")
-	if !ids.Valid(id) {
-		return "", apigw.NotFound("no address set %q", id)
-	}
-	return id, nil
-}
+func setID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "address set") }
 
 func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 	page, err := apigw.ParsePage(r.URL.Query(), "name", "type", "created", "updated")

@@ -9,6 +9,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+
+	"cads/shared/ids"
 )
 
 // MaxJSONBody bounds JSON request bodies; larger ones are 413.
@@ -124,4 +126,15 @@ func jsonKind(k string) string {
 		return "an object"
 	}
 	return "a number"
+}
+
+// PathID reads the path parameter name, an id of a `what` ("application").
+// An id this service could not have made is a 404 like any missing one,
+// before anything is read.
+func PathID(r *http.Request, name, what string) (string, error) {
+	id := r.PathValue(name)
+	if !ids.Valid(id) {
+		return "", NotFound("no %s %q", what, id)
+	}
+	return id, nil
 }

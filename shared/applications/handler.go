@@ -12,7 +12,6 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
-	"cads/shared/ids"
 	"cads/shared/store"
 )
 
@@ -92,12 +91,6 @@ func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccou
 
 // appID is the {id} of the path; one that cannot be an id is a 404 like
 // any other missing application.
-func appID(r *http.Request) (string, error) {
-	id := r.PathValue("id")
-	if !ids.Valid(id) {
-		return "", apigw.NotFound("no application %q", id)
-	}
-	return id, nil
-}
+func appID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "application") }
 
 var errBusy = apigw.Conflict("the resource kept changing while this request was applied; retry")

@@ -42,13 +42,7 @@ func NewHandler(st Store, log *slog.Logger) http.Handler {
 }
 
 // appID reads {id}; an id this service could not have made is a 404.
-func appID(r *http.Request) (string, error) {
-	id := r.PathValue("id")
-	if !ids.Valid(id) {
-		return "", apigw.NotFound("no application %q", id)
-	}
-	return id, nil
-}
+func appID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "application") }
 
 // owned checks that the application is in the caller's account.
 func (h *handler) owned(ctx context.Context, p apigw.Principal, id string) error {

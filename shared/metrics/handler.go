@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"cads/shared/apigw"
-	"cads/shared/ids"
 	"cads/shared/store"
 )
 
@@ -44,9 +43,9 @@ type endpoint = apigw.Endpoint
 func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccount(h.log, e) }
 
 func (h *handler) application(r *http.Request, p apigw.Principal) (int, any, error) {
-	id := r.PathValue("id")
-	if !ids.Valid(id) {
-		return 0, nil, apigw.NotFound("no application %q", id)
+	id, err := apigw.PathID(r, "id", "application")
+	if err != nil {
+		return 0, nil, err
 	}
 	return h.serve(r, FamilyApplication, ScopeApp(id), func(ctx context.Context) error {
 		_, err := h.st.GetApplication(ctx, p.AccountID, id)
@@ -58,9 +57,9 @@ func (h *handler) application(r *http.Request, p apigw.Principal) (int, any, err
 }
 
 func (h *handler) addressSet(r *http.Request, p apigw.Principal) (int, any, error) {
-	id := r.PathValue("id")
-	if !ids.Valid(id) {
-		return 0, nil, apigw.NotFound("no address set %q", id)
+	id, err := apigw.PathID(r, "id", "address set")
+	if err != nil {
+		return 0, nil, err
 	}
 	return h.serve(r, FamilyAddressSet, ScopeSet(id), func(ctx context.Context) error {
 		_, err := h.st.GetAddressSetItem(ctx, p.AccountID, id)

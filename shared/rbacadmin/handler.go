@@ -23,7 +23,6 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/builtin"
-	"cads/shared/ids"
 	"cads/shared/store"
 )
 
@@ -186,11 +185,7 @@ func (h *handler) wrap(e endpoint) http.HandlerFunc {
 // pathID reads an id path parameter; anything that cannot be an id names
 // nothing (404).
 func pathID(r *http.Request, name, what string) (string, error) {
-	id := r.PathValue(name)
-	if !ids.Valid(id) {
-		return "", apigw.NotFound("no %s %q", what, id)
-	}
-	return id, nil
+	return apigw.PathID(r, name, what)
 }
 
 func accountID(r *http.Request) (string, error) { return pathID(r, "id", "account") }

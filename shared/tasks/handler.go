@@ -11,7 +11,6 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
-	"cads/shared/ids"
 	"cads/shared/store"
 )
 
@@ -173,9 +172,9 @@ func waitParam(r *http.Request) (time.Duration, error) {
 }
 
 func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
-	id := r.PathValue("id")
-	if !ids.Valid(id) {
-		return 0, nil, apigw.NotFound("no task %q", id)
+	id, err := apigw.PathID(r, "id", "task")
+	if err != nil {
+		return 0, nil, err
 	}
 	t, err := h.st.GetTask(r.Context(), p.AccountID, id)
 	if errors.Is(err, store.ErrNotFound) {
