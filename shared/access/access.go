@@ -81,9 +81,17 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 			in.TargetAncestors = cred.Target.Ancestors
 		}
 	}
+	// A user route is decided by the roles of the root account alone
+	// (authz.ClassGlobal). The root is among the key account's ancestors
+	// read below (the key account's roles too, to explain an inert permit),
+	// but the decision takes the root from the key account's own item,
+	// read in the same round trip, not from the copy on the key item.
+	relevant := append([]string{in.Target}, in.TargetAncestors...)
+	global := authz.CheckPath(path) == nil && authz.ClassOf(method, path, p.ID) == authz.ClassGlobal
 	var (
 		wg                sync.WaitGroup
 		touchErr, acctErr error
+		acct              store.Account
 	)
 	// A busy key is touched once a minute, not on every request: the key
 	// item read above says whether it is due (TouchKey's condition guards
@@ -98,9 +106,9 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 	// (in parallel) closes that without adding a sequential one.
 	if p.AccountID != "" && (cred.Target == nil || cred.Target.ID != p.AccountID) {
 		wg.Add(1)
-		go func() { defer wg.Done(); _, acctErr = s.store.GetAccount(ctx, p.AccountID) }()
+		go func() { defer wg.Done(); acct, acctErr = s.store.GetAccount(ctx, p.AccountID) }()
 	}
-	in.Held, err = s.heldRoles(ctx, cred.Grants, append([]string{in.Target}, in.TargetAncestors...))
+	in.Held, err = s.heldRoles(ctx, cred.Grants, relevant)
 	wg.Wait()
 	if touchErr != nil {
 		s.log.WarnContext(ctx, "could not record key use", "key", p.KeyID, "error", touchErr.Error())
@@ -113,6 +121,9 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("authorize: %w", err)
+	}
+	if global && acct.ID != "" {
+		in.Root = authz.RootOf(acct.ID, acct.Ancestors)
 	}
 	if target != "" && cred.Target == nil {
 		// The engine would deny anyway (nothing applies to an unknown

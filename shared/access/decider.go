@@ -18,6 +18,7 @@ import (
 type Decider struct {
 	p         apigw.Principal
 	ancestors []string // of the key's account
+	root      string   // the root account of the key's account; "" if that account is gone
 	held      []*authz.CompiledRole
 }
 
@@ -51,20 +52,25 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 	if err != nil {
 		return nil, fmt.Errorf("decider: %w", err)
 	}
-	return &Decider{p: p, ancestors: acct.Ancestors, held: held}, nil
+	dd := &Decider{p: p, ancestors: acct.Ancestors, held: held}
+	if acct.ID != "" {
+		// From the key account's own item, as the authorizer takes it.
+		dd.root = authz.RootOf(acct.ID, acct.Ancestors)
+	}
+	return dd, nil
 }
 
 // Decide decides a request made in the key's account.
 func (d *Decider) Decide(method, path string) authz.Decision {
 	return authz.Evaluate(authz.Input{Method: method, Path: path, PrincipalID: d.p.ID, KeyAccount: d.p.AccountID,
-		Target: d.p.AccountID, TargetAncestors: d.ancestors, Held: d.held})
+		Target: d.p.AccountID, TargetAncestors: d.ancestors, Held: d.held, Root: d.root})
 }
 
 // DecideFor decides a request whose path names account target (the
 // /v2/accounts/{id} cases), given that account's ancestors.
 func (d *Decider) DecideFor(method, path string, target store.Account) authz.Decision {
 	return authz.Evaluate(authz.Input{Method: method, Path: path, PrincipalID: d.p.ID, KeyAccount: d.p.AccountID,
-		Target: target.ID, TargetAncestors: target.Ancestors, Held: d.held})
+		Target: target.ID, TargetAncestors: target.Ancestors, Held: d.held, Root: d.root})
 }
 
 // ApplicableFor returns the roles that apply to a request whose path names
@@ -85,7 +91,8 @@ func (d *Decider) ApplicableFor(method, path string, target store.Account) []aut
 	out := make([]authz.Role, 0, len(app))
 	for _, c := range app {
 		// Identity only: callers ask which role applies, not what it permits.
-		out = append(out, authz.Role{ID: c.ID(), AccountID: c.AccountID(), Name: c.Name(), Inheritable: c.Inheritable()})
+		out = append(out, authz.Role{ID: c.ID(), AccountID: c.AccountID(), Name: c.Name(), Inheritable: c.Inheritable(),
+			EntitlementAdministrator: c.EntitlementAdministrator()})
 	}
 	return out
 }

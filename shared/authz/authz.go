@@ -68,7 +68,11 @@ type Role struct {
 	// only; true = it applies ONLY in the sub-accounts (any depth) of its
 	// account, never in the account itself.
 	Inheritable bool
-	Permissions []Permission
+	// EntitlementAdministrator marks the platform operator's entitlement
+	// administrator roles. Only the bootstrap sets it (no request can), and
+	// only such a role can grant a ClassAdmin request.
+	EntitlementAdministrator bool
+	Permissions              []Permission
 }
 
 // Href is the role's reference, /v2/accounts/{AccountID}/roles/{ID}.

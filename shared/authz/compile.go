@@ -359,6 +359,15 @@ func (c *CompiledRole) Inheritable() bool {
 	return c.role.Inheritable
 }
 
+// EntitlementAdministrator reports whether the role is one of the platform
+// operator's entitlement administrator roles (see ClassAdmin).
+func (c *CompiledRole) EntitlementAdministrator() bool {
+	if c == nil {
+		return false
+	}
+	return c.role.EntitlementAdministrator
+}
+
 // Role returns a deep copy of the role with its normalised permissions.
 func (c *CompiledRole) Role() Role {
 	if c == nil {

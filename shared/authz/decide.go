@@ -43,6 +43,7 @@ type Decision struct {
 	Reason     string  // set by Evaluate; use Explain for a Decide result
 
 	Method, Path string // the request as decided
+	Class        Class  // set by Evaluate: which roles could grant it
 	Considered   int    // number of roles Decide looked at
 
 	why why // which sentence Explain builds

@@ -14,6 +14,10 @@ type Input struct {
 	Target          string
 	TargetAncestors []string
 	Held            []*CompiledRole // roles of the principal's accepted invitations, direct or via groups
+	// Root is the root account of the key account's tree, as read from the
+	// key account's own item (RootOf). Only ClassGlobal requests use it;
+	// without it they are refused.
+	Root string
 }
 
 // Evaluate is the whole decision in the one order both the authorizer and
@@ -22,9 +26,12 @@ type Input struct {
 //  1. CheckPath: a non-canonical path is refused (Status 400);
 //  2. SelfService: allowed without a role;
 //  3. a key authenticated into no account is refused (403);
-//  4. ScopeFor: the target account must be the key's account or below it,
+//  4. ClassOf: a global request (user routes) is decided by the roles that
+//     apply in the root account alone, and stops here;
+//  5. ScopeFor: the target account must be the key's account or below it,
 //     except plain GET /v2/accounts/{id} (403 with the reason otherwise);
-//  5. Applicable, then Decide.
+//  6. Applicable (for an admin request, only entitlement administrator
+//     roles), then Decide.
 //
 // Reason is always filled.
 func Evaluate(in Input) Decision {
@@ -42,6 +49,10 @@ func Evaluate(in Input) Decision {
 		d.Reason = msgNoAccount
 		return d
 	}
+	class := ClassOf(in.Method, in.Path, in.PrincipalID)
+	if class == ClassGlobal {
+		return evaluateGlobal(in)
+	}
 	target := in.Target
 	if _, fromPath := Target(in.Method, in.Path, in.KeyAccount); target == "" && !fromPath {
 		target = in.KeyAccount
@@ -51,8 +62,40 @@ func Evaluate(in Input) Decision {
 		d.Reason = err.Error()
 		return d
 	}
-	d = Decide(Applicable(in.Held, target, in.TargetAncestors, scope), in.Method, in.Path)
-	d.Reason = d.Explain() + " (decided in account " + target + ", " + scope.String() + " scope)"
+	app := Applicable(in.Held, target, in.TargetAncestors, scope)
+	if class == ClassAdmin {
+		d = Decide(onlyAdmin(app), in.Method, in.Path)
+	} else {
+		d = Decide(app, in.Method, in.Path)
+	}
+	d.Class = class
+	d.Reason = d.Explain() + " (decided in account " + target + ", " + scope.String() + " scope"
+	if class == ClassAdmin {
+		d.Reason += ", " + class.String() + " route"
+	}
+	d.Reason += ")"
+	if !d.Allowed && class == ClassAdmin {
+		d.Reason += inert(class, app, in.Method, in.Path)
+	}
+	return d
+}
+
+// evaluateGlobal decides a user route: only the roles that apply in the
+// root account (its own roles, inheritable:false) can grant it, whatever
+// account the key is in. The roles that apply in the key's account are
+// looked at only to explain a refusal.
+func evaluateGlobal(in Input) Decision {
+	if in.Root == "" {
+		d := Decision{Status: 403, Method: in.Method, Path: in.Path, Class: ClassGlobal, why: whyRefused}
+		d.Reason = msgGlobalInert + ", and the root account of this key's account is not known"
+		return d
+	}
+	d := Decide(Applicable(in.Held, in.Root, nil, ScopeAuthenticated), in.Method, in.Path)
+	d.Class = ClassGlobal
+	d.Reason = d.Explain() + " (decided in the root account " + in.Root + ", global route)"
+	if !d.Allowed && in.Root != in.KeyAccount {
+		d.Reason += inert(ClassGlobal, Applicable(in.Held, in.KeyAccount, in.TargetAncestors, ScopeAuthenticated), in.Method, in.Path)
+	}
 	return d
 }
 

@@ -77,7 +77,7 @@ func Plan(clock func() time.Time, operatorEmail string) (store.InstallPlan, stri
 	}
 	for i, d := range append(control, admin...) {
 		r := store.Role{AccountID: root.ID, ID: ids.New(), Name: d.Name, Description: d.Description, Inheritable: d.Inheritable,
-			Control: d.Control, Permissions: d.Permissions, Version: 1, Created: now, Updated: now}
+			Control: d.Control, EntitlementAdministrator: d.EntitlementAdministrator, Permissions: d.Permissions, Version: 1, Created: now, Updated: now}
 		plan.Roles = append(plan.Roles, r)
 		// The operator holds the Account owner role (the first control
 		// role) and both entitlement administrator roles.

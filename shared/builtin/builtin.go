@@ -21,7 +21,9 @@ type Definition struct {
 	Description string
 	Inheritable bool
 	Control     bool
-	Permissions []authz.Permission
+	// EntitlementAdministrator marks the operator's pair of roles.
+	EntitlementAdministrator bool
+	Permissions              []authz.Permission
 }
 
 type file struct {
@@ -81,6 +83,7 @@ func EntitlementAdministrator(root string) ([]Definition, error) {
 	if err != nil {
 		return nil, err
 	}
+	here.EntitlementAdministrator, below.EntitlementAdministrator = true, true
 	return []Definition{here, below}, nil
 }
 

@@ -17,21 +17,18 @@ import (
 // A permit for the invitation endpoints in any other role is not enough:
 // an Editor given such a permit still cannot invite.
 //
-// Built-in role names are reserved (no custom role takes one, no built-in
-// role loses one), so a role's name and account identify these roles.
+// The Account owner is identified by its name and account (control role
+// names are reserved: no custom role takes one, no control role loses one);
+// the entitlement administrator by the identity the bootstrap gave it, as
+// the engine identifies it for account creation and entitlement writes.
 func (h *handler) mayInvite(d *access.Decider, method, path string, target store.Account) error {
 	dec := d.DecideFor(method, path, target)
 	if !dec.Allowed {
 		return apigw.Forbidden("%s", dec.Reason)
 	}
-	root := target.ID
-	if len(target.Ancestors) > 0 {
-		root = target.Ancestors[0]
-	}
 	for _, r := range d.ApplicableFor(method, path, target) {
 		owner := r.Name == h.names.owner && r.AccountID == target.ID && !r.Inheritable
-		admin := r.Name == h.names.admin && r.AccountID == root
-		if owner || admin {
+		if owner || r.EntitlementAdministrator {
 			return nil
 		}
 	}

@@ -83,7 +83,7 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *store.Role) (s
 	}
 	r := store.Role{AccountID: account, ID: id, Name: name}
 	if prev != nil {
-		r.Control = prev.Control
+		r.Control, r.EntitlementAdministrator = prev.Control, prev.EntitlementAdministrator
 	}
 	if in.Description != nil {
 		if r.Description, err = validText("description", *in.Description, maxDescriptionLen, false); err != nil {

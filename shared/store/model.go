@@ -22,15 +22,19 @@ type Account struct {
 
 // Role is an RBAC role of an account.
 type Role struct {
-	AccountID      string             `dynamodbav:"account"`
-	ID             string             `dynamodbav:"id"`
-	Name           string             `dynamodbav:"name"`
-	Description    string             `dynamodbav:"description,omitempty"`
-	Inheritable    bool               `dynamodbav:"inheritable"`
-	Control        bool               `dynamodbav:"control"`
-	MFARequired    bool               `dynamodbav:"mfa_required"`
-	MaxAuthAgeSecs int                `dynamodbav:"maximum_auth_age_secs,omitempty"`
-	Permissions    []authz.Permission `dynamodbav:"permissions"`
+	AccountID   string `dynamodbav:"account"`
+	ID          string `dynamodbav:"id"`
+	Name        string `dynamodbav:"name"`
+	Description string `dynamodbav:"description,omitempty"`
+	Inheritable bool   `dynamodbav:"inheritable"`
+	Control     bool   `dynamodbav:"control"`
+	// EntitlementAdministrator is set by the bootstrap on the operator's
+	// entitlement administrator roles and by nothing else: the engine lets
+	// only these roles grant account creation and entitlement writes.
+	EntitlementAdministrator bool               `dynamodbav:"entitlement_administrator,omitempty"`
+	MFARequired              bool               `dynamodbav:"mfa_required"`
+	MaxAuthAgeSecs           int                `dynamodbav:"maximum_auth_age_secs,omitempty"`
+	Permissions              []authz.Permission `dynamodbav:"permissions"`
 	// Version grows by one on every change, so compiled copies are keyed
 	// by it and never outlive an edit.
 	Version int       `dynamodbav:"version"`
@@ -40,7 +44,8 @@ type Role struct {
 
 // AuthzRole is the engine's view of r.
 func (r Role) AuthzRole() authz.Role {
-	return authz.Role{ID: r.ID, AccountID: r.AccountID, Name: r.Name, Inheritable: r.Inheritable, Permissions: r.Permissions}
+	return authz.Role{ID: r.ID, AccountID: r.AccountID, Name: r.Name, Inheritable: r.Inheritable,
+		EntitlementAdministrator: r.EntitlementAdministrator, Permissions: r.Permissions}
 }
 
 // Principal kinds.
