@@ -19,6 +19,7 @@ type Store interface {
 	RBACOf(ctx context.Context, accounts []string) ([]store.Role, []store.Group, error)
 	Grants(ctx context.Context, principal string) ([]store.Grant, error)
 	GetAccount(ctx context.Context, id string) (store.Account, error)
+	LoadKeyStanding(ctx context.Context, account string, refs []store.KeyRef) (store.KeyStanding, error)
 	TouchKey(ctx context.Context, principal, id string, now time.Time) error
 }
 
@@ -47,8 +48,10 @@ type Result struct {
 
 // Authorize authenticates secret and decides method+path for its principal
 // in two sequential DynamoDB round trips whatever the depth of the account
-// tree or the number of roles: (1) principal, key, path account and grants
-// in parallel; (2) the roles of the accounts that matter, in parallel.
+// tree, the number of roles or the length of the key's lineage: (1)
+// principal, key, path account and grants in parallel; (2) the roles of the
+// accounts that matter, the key's account and its lineage keys, in
+// parallel.
 func (s *Service) Authorize(ctx context.Context, secret, method, path string) (Result, error) {
 	principalID, keyID, ok := ParseSecret(secret)
 	if !ok {
@@ -71,7 +74,11 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 	if !secretMatches(secret, cred.Key.SecretHash) || cred.Key.Expired(now) {
 		return Result{}, ErrUnauthenticated
 	}
-	p := apigw.Principal{ID: cred.Principal.ID, Kind: cred.Principal.Kind, Email: cred.Principal.Email, AccountID: cred.Key.Account, KeyID: cred.Key.ID}
+	p := apigw.Principal{ID: cred.Principal.ID, Kind: cred.Principal.Kind, Email: cred.Principal.Email, AccountID: cred.Key.Account, KeyID: cred.Key.ID,
+		KeyDurability: cred.Key.Durability, KeyExpiry: cred.Key.Expiry}
+	if o := cred.Key.Origin; o != nil {
+		p.OriginPrincipal, p.OriginKey = o.Principal, o.ID
+	}
 
 	in := authz.Input{Method: method, Path: path, PrincipalID: p.ID, KeyAccount: p.AccountID, Target: p.AccountID, TargetAncestors: cred.Key.AccountAncestors}
 	if target != "" {
@@ -89,9 +96,12 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 	relevant := append([]string{in.Target}, in.TargetAncestors...)
 	global := authz.CheckPath(path) == nil && authz.ClassOf(method, path, p.ID) == authz.ClassGlobal
 	var (
-		wg                sync.WaitGroup
-		touchErr, acctErr error
-		acct              store.Account
+		wg                       sync.WaitGroup
+		touchErr, standErr       error
+		standing                 store.KeyStanding
+		lineage                  = cred.Key.Lineage()
+		readAccount, accountGone bool
+		acct                     store.Account // the key's account, when read
 	)
 	// A busy key is touched once a minute, not on every request: the key
 	// item read above says whether it is due (TouchKey's condition guards
@@ -102,22 +112,52 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 	}
 	// The key's account must still exist: deleting an account sweeps its
 	// keys, but a session key minted by a switch racing that deletion could
-	// land after the sweep. Reading the account in this second round trip
-	// (in parallel) closes that without adding a sequential one.
-	if p.AccountID != "" && (cred.Target == nil || cred.Target.ID != p.AccountID) {
+	// land after the sweep. A key minted under another (docs/rbac.md, "Key
+	// lineage") stands only while its origin and parent do: deleting one
+	// revokes it at once. Both are read in this second round trip, in
+	// parallel with the roles, with one BatchGetItem, so a lineage costs
+	// no sequential round trip and at most one call.
+	readAccount = p.AccountID != "" && (cred.Target == nil || cred.Target.ID != p.AccountID)
+	switch {
+	case len(lineage) > 0:
+		acctID := ""
+		if readAccount {
+			acctID = p.AccountID
+		}
 		wg.Add(1)
-		go func() { defer wg.Done(); acct, acctErr = s.store.GetAccount(ctx, p.AccountID) }()
+		go func() {
+			defer wg.Done()
+			standing, standErr = s.store.LoadKeyStanding(ctx, acctID, lineage)
+			accountGone = readAccount && standErr == nil && standing.Account == nil
+			if standing.Account != nil {
+				acct = *standing.Account
+			}
+		}()
+	case readAccount:
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			acct, standErr = s.store.GetAccount(ctx, p.AccountID)
+			if errors.Is(standErr, store.ErrNotFound) {
+				accountGone, standErr = true, nil
+			}
+		}()
 	}
 	in.Held, err = s.heldRoles(ctx, cred.Grants, relevant)
 	wg.Wait()
 	if touchErr != nil {
 		s.log.WarnContext(ctx, "could not record key use", "key", p.KeyID, "error", touchErr.Error())
 	}
-	if errors.Is(acctErr, store.ErrNotFound) {
+	if standErr != nil {
+		return Result{}, fmt.Errorf("authorize: key standing: %w", standErr)
+	}
+	if accountGone {
 		return Result{}, ErrUnauthenticated
 	}
-	if acctErr != nil {
-		return Result{}, fmt.Errorf("authorize: key account: %w", acctErr)
+	for _, ref := range lineage {
+		if k, ok := standing.Keys[ref]; !ok || k.Expired(now) {
+			return Result{}, ErrUnauthenticated
+		}
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("authorize: %w", err)

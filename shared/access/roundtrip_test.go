@@ -137,6 +137,40 @@ func TestAuthorizeRoundTripsDoNotGrowWithDepthOrRoles(t *testing.T) {
 				if got := d.Counter.ByOperation()["UpdateItem"]; got != 0 {
 					t.Errorf("last_used written %d times within the minute, want 0", got)
 				}
+
+				// A session key, a session key minted with it and a key
+				// minted with that: the origin and the parent are read in
+				// the second round trip with the key's account, in one
+				// BatchGetItem, so they cost what a persistent key does.
+				k1 := &store.KeyRef{Principal: "u1", ID: "k1"}
+				s1 := lineageKey(t, st, "u1", "s1", leaf, k1, k1, nil)
+				s2 := lineageKey(t, st, "u1", "s2", leaf, k1, &store.KeyRef{Principal: "u1", ID: "s1"}, nil)
+				k3 := lineageKey(t, st, "u1", "k3", leaf, k1, &store.KeyRef{Principal: "u1", ID: "s2"}, nil)
+				for name, secret := range map[string]string{"session": s1, "session of a session": s2, "minted with a session": k3} {
+					d.Counter.Reset()
+					res, err := svc.Authorize(context.Background(), secret, "GET", "/v2/applications/app1/logs")
+					if err != nil || !res.Decision.Allowed {
+						t.Fatalf("%s: %+v %v", name, res.Decision, err)
+					}
+					if got := d.Counter.Sequential(); got != 2 {
+						t.Errorf("%s: sequential round trips = %d, want 2 (calls %v)", name, got, d.Counter.ByOperation())
+					}
+					// BatchGet + grants Query; the two role Queries, the
+					// BatchGet of the key account and the lineage, the
+					// last_used update.
+					if got, ops := d.Counter.Total(), d.Counter.ByOperation(); got != 6 || ops["BatchGetItem"] != 2 || ops["GetItem"] != 0 {
+						t.Errorf("%s: total round trips = %d, want 6 with 2 BatchGetItem (calls %v)", name, got, ops)
+					}
+					// On its own account's path no account read is needed,
+					// but the lineage is: one call more than a persistent key.
+					d.Counter.Reset()
+					if _, err := svc.Authorize(context.Background(), secret, "GET", "/v2/accounts/"+leaf.ID); err != nil {
+						t.Fatal(err)
+					}
+					if seq, got := d.Counter.Sequential(), d.Counter.Total(); seq != 2 || got != 5 {
+						t.Errorf("%s, account path: %d sequential / %d calls, want 2 / 5 (calls %v)", name, seq, got, d.Counter.ByOperation())
+					}
+				}
 			})
 		}
 	}

@@ -3,6 +3,7 @@ package apigw
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 )
@@ -16,6 +17,19 @@ type Principal struct {
 	Email     string
 	AccountID string // the account the key is authenticated into; "" for none
 	KeyID     string
+	// The key's lineage as the authorizer read it (docs/rbac.md, "Key
+	// lineage"): what a key minted with this one inherits.
+	KeyDurability   string     // "persistent" | "session"
+	KeyExpiry       *time.Time // nil: the key does not expire
+	OriginPrincipal string     // the key at the root of its lineage; "" when it has none
+	OriginKey       string
+}
+
+// Minted reports whether the key was minted under another (a session key,
+// or a key created with one): keys it mints join that lineage and expire
+// no later than it.
+func (p Principal) Minted() bool {
+	return p.KeyDurability == "session" || p.OriginKey != ""
 }
 
 // Authorizer context keys: one definition for the writer (the authorizer)
@@ -26,6 +40,10 @@ const (
 	ctxEmail     = "email"
 	ctxAccount   = "account"
 	ctxKey       = "key"
+	ctxKeyDur    = "key_durability"
+	ctxKeyExpiry = "key_expiry"
+	ctxOriginP   = "origin_principal"
+	ctxOriginKey = "origin_key"
 	// CtxMessage carries the decision's explanation; the gateway renders it
 	// in 403 bodies through $context.authorizer.message.
 	CtxMessage = "message"
@@ -34,16 +52,29 @@ const (
 // Context renders p as an authorizer context (string values only, as API
 // Gateway requires).
 func (p Principal) Context() map[string]any {
-	return map[string]any{ctxPrincipal: p.ID, ctxKind: p.Kind, ctxEmail: p.Email, ctxAccount: p.AccountID, ctxKey: p.KeyID}
+	exp := ""
+	if p.KeyExpiry != nil {
+		exp = p.KeyExpiry.UTC().Format(time.RFC3339Nano)
+	}
+	return map[string]any{ctxPrincipal: p.ID, ctxKind: p.Kind, ctxEmail: p.Email, ctxAccount: p.AccountID, ctxKey: p.KeyID,
+		ctxKeyDur: p.KeyDurability, ctxKeyExpiry: exp, ctxOriginP: p.OriginPrincipal, ctxOriginKey: p.OriginKey}
 }
 
 // PrincipalFromAuthorizer reads a principal back from the authorizer context
 // API Gateway passes in requestContext.authorizer.
 func PrincipalFromAuthorizer(m map[string]any) (Principal, error) {
 	str := func(k string) string { s, _ := m[k].(string); return s }
-	p := Principal{ID: str(ctxPrincipal), Kind: str(ctxKind), Email: str(ctxEmail), AccountID: str(ctxAccount), KeyID: str(ctxKey)}
+	p := Principal{ID: str(ctxPrincipal), Kind: str(ctxKind), Email: str(ctxEmail), AccountID: str(ctxAccount), KeyID: str(ctxKey),
+		KeyDurability: str(ctxKeyDur), OriginPrincipal: str(ctxOriginP), OriginKey: str(ctxOriginKey)}
 	if p.ID == "" || p.KeyID == "" {
 		return Principal{}, fmt.Errorf("authorizer context has no principal")
+	}
+	if s := str(ctxKeyExpiry); s != "" {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return Principal{}, fmt.Errorf("authorizer context: key expiry: %w", err)
+		}
+		p.KeyExpiry = &t
 	}
 	return p, nil
 }

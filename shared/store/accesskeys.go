@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -64,12 +66,19 @@ func (s *Store) GetKey(ctx context.Context, principal, id string) (AccessKey, er
 
 // ListKeys returns a principal's keys.
 func (s *Store) ListKeys(ctx context.Context, principal string) ([]AccessKey, error) {
+	return s.principalKeys(ctx, principal, false)
+}
+
+// principalKeys reads every key of a principal; consistent for reads a
+// revocation is based on (a key minted a moment ago must be seen).
+func (s *Store) principalKeys(ctx context.Context, principal string, consistent bool) ([]AccessKey, error) {
 	items, err := s.query(ctx, "list access keys", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":pk": &types.AttributeValueMemberS{Value: principalPK(principal)},
 			":sk": &types.AttributeValueMemberS{Value: prefixKey},
 		},
+		ConsistentRead: aws.Bool(consistent),
 	}, 0)
 	if err != nil {
 		return nil, err
@@ -79,24 +88,145 @@ func (s *Store) ListKeys(ctx context.Context, principal string) ([]AccessKey, er
 
 // DeleteKey revokes a key: the item is gone, so the very next request
 // carrying its secret is refused (the authorizer reads the key every time).
+// The principal's keys minted under it (its lineage, docs/rbac.md) go in
+// the same transaction: one Query of the principal's keys finds them,
+// however long the chain, and the authorizer would refuse them anyway
+// (their origin or parent is gone) except a grandchild of a key deleted
+// in the middle of a chain, which only this deletion reaches. When there
+// are more than a transaction holds, the rest follow in batches (a
+// *CleanupError if that fails, with the key deleted).
 func (s *Store) DeleteKey(ctx context.Context, principal, id string) (AccessKey, error) {
-	res, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:           aws.String(s.table),
-		Key:                 key(principalPK(principal), keySK(id)),
-		ConditionExpression: aws.String("attribute_exists(PK)"),
-		ReturnValues:        types.ReturnValueAllOld,
-	})
-	if ddb.IsConditionFailed(err) {
-		return AccessKey{}, ErrNotFound
-	}
-	if err != nil {
-		return AccessKey{}, wrap("delete access key", err)
-	}
-	out, err := unmarshalAll[AccessKey]([]map[string]types.AttributeValue{res.Attributes})
+	keys, err := s.principalKeys(ctx, principal, true)
 	if err != nil {
 		return AccessKey{}, err
 	}
-	return out[0], nil
+	var k *AccessKey
+	for i := range keys {
+		if keys[i].ID == id {
+			k = &keys[i]
+		}
+	}
+	if k == nil {
+		return AccessKey{}, ErrNotFound
+	}
+	del := &types.Delete{
+		TableName:           aws.String(s.table),
+		Key:                 key(principalPK(principal), keySK(id)),
+		ConditionExpression: aws.String("attribute_exists(PK)"),
+	}
+	desc := Descendants(keys, []KeyRef{k.Ref()})
+	if len(desc) == 0 {
+		// The common case (no key was minted with it) needs no transaction,
+		// which DynamoDB bills twice.
+		_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: del.TableName, Key: del.Key, ConditionExpression: del.ConditionExpression})
+		err = wrap("delete access key", err)
+	} else {
+		cleanup := make([]map[string]types.AttributeValue, 0, len(desc))
+		for _, d := range desc {
+			cleanup = append(cleanup, key(principalPK(d.PrincipalID), keySK(d.ID)))
+		}
+		err = s.commit(ctx, "delete access key", []types.TransactWriteItem{{Delete: del}}, cleanup)
+	}
+	if errors.Is(err, ddb.ErrConditionFailed) {
+		return AccessKey{}, ErrNotFound // a concurrent DELETE won
+	}
+	var ce *CleanupError
+	if err != nil && !errors.As(err, &ce) {
+		return AccessKey{}, err
+	}
+	return *k, err
+}
+
+// Descendants returns the keys among keys that were minted under one of
+// roots: whose parent is one of them or such a key (at any depth), or
+// whose origin is one of them.
+func Descendants(keys []AccessKey, roots []KeyRef) []AccessKey {
+	gone := make(map[KeyRef]bool, len(roots))
+	for _, r := range roots {
+		gone[r] = true
+	}
+	children := map[KeyRef][]int{}
+	var queue []KeyRef
+	for i, k := range keys {
+		if k.Parent != nil {
+			children[*k.Parent] = append(children[*k.Parent], i)
+		}
+		if k.Origin != nil && gone[*k.Origin] && !gone[k.Ref()] {
+			gone[k.Ref()] = true
+			queue = append(queue, k.Ref())
+		}
+	}
+	queue = append(queue, roots...)
+	for len(queue) > 0 {
+		r := queue[0]
+		queue = queue[1:]
+		for _, i := range children[r] {
+			if ref := keys[i].Ref(); !gone[ref] {
+				gone[ref] = true
+				queue = append(queue, ref)
+			}
+		}
+	}
+	rootSet := make(map[KeyRef]bool, len(roots))
+	for _, r := range roots {
+		rootSet[r] = true
+	}
+	var out []AccessKey
+	for _, k := range keys {
+		if gone[k.Ref()] && !rootSet[k.Ref()] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// KeyStanding is what a key's validity depends on besides its own item:
+// the account it is bound to and the keys of its lineage.
+type KeyStanding struct {
+	// Account is the key's account, nil when it was not asked for or is
+	// gone.
+	Account *Account
+	// Keys holds the lineage keys that exist, by name.
+	Keys map[KeyRef]AccessKey
+}
+
+// LoadKeyStanding reads the account (when account != "") and the keys
+// refs names with one BatchGetItem: the authorizer's second round trip
+// holds it in parallel with the role Queries, so a session key costs no
+// sequential round trip more than a persistent one.
+func (s *Store) LoadKeyStanding(ctx context.Context, account string, refs []KeyRef) (KeyStanding, error) {
+	st := KeyStanding{Keys: make(map[KeyRef]AccessKey, len(refs))}
+	keys := make([]map[string]types.AttributeValue, 0, len(refs)+1)
+	if account != "" {
+		keys = append(keys, key(accountPK(account), skAccount))
+	}
+	for _, r := range refs {
+		keys = append(keys, key(principalPK(r.Principal), keySK(r.ID)))
+	}
+	items, err := ddb.BatchGet(ctx, s.db, s.table, keys)
+	if err != nil {
+		return st, wrap("load key standing", err)
+	}
+	for _, it := range items {
+		var ka keyAttrs
+		if err := attributevalue.UnmarshalMap(it, &ka); err != nil {
+			return st, fmt.Errorf("load key standing: %w", err)
+		}
+		switch ka.Entity {
+		case "account":
+			st.Account = &Account{}
+			err = attributevalue.UnmarshalMap(it, st.Account)
+		case "access_key":
+			var k AccessKey
+			if err = attributevalue.UnmarshalMap(it, &k); err == nil {
+				st.Keys[k.Ref()] = k
+			}
+		}
+		if err != nil {
+			return st, fmt.Errorf("load key standing: unmarshal %s: %w", ka.Entity, err)
+		}
+	}
+	return st, nil
 }
 
 // lastUsedGranularity bounds how often a key's last_used is written: at most

@@ -141,7 +141,8 @@ var maxAccountDepth = sync.OnceValue(func() int {
 			Deleting:     &ts,
 		}
 		key := AccessKey{ID: id, PrincipalID: id, Type: "bearer", Durability: DurabilityPersistent, Account: id, AccountAncestors: anc,
-			SecretHash: strings.Repeat("f", 64), Expiry: &ts, LastUsed: &ts, Created: ts, TTL: 1 << 40}
+			SecretHash: strings.Repeat("f", 64), Expiry: &ts, LastUsed: &ts, Created: ts, TTL: 1 << 40,
+			Origin: &KeyRef{Principal: id, ID: id}, Parent: &KeyRef{Principal: id, ID: id}}
 		worst := 0
 		for _, kv := range []keyAttrsValue{{accountKey(acct.Account), acct}, {accessKeyKey(key), key}} {
 			m, err := attributevalue.MarshalMap(kv.v)
@@ -560,6 +561,33 @@ func (s *Store) revokeAccountAccess(ctx context.Context, id string) error {
 		} else if group, ok := strings.CutPrefix(sk.Value, prefixGroup); ok {
 			collect("query group members", gsiQuery(groupMembersGSI(id, group)))
 		}
+	}
+	// Keys minted under the account's keys (session keys into other
+	// accounts, and what those minted) are found in their principals'
+	// partitions, in this same wave: the authorizer refuses the ones whose
+	// origin or parent goes here, and this reaches the rest.
+	swept := map[string][]KeyRef{}
+	for _, it := range keys {
+		var ka keyAttrs
+		if err := attributevalue.UnmarshalMap(it, &ka); err != nil {
+			return fmt.Errorf("revoke account access: key: %w", err)
+		}
+		p, ok1 := strings.CutPrefix(ka.PK, "PRINCIPAL#")
+		k, ok2 := strings.CutPrefix(ka.SK, prefixKey)
+		if ok1 && ok2 {
+			swept[p] = append(swept[p], KeyRef{Principal: p, ID: k})
+		}
+	}
+	for p, refs := range swept {
+		wg.Go(func() {
+			all, err := s.principalKeys(ctx, p, true)
+			mu.Lock()
+			defer mu.Unlock()
+			errs = append(errs, err)
+			for _, d := range Descendants(all, refs) {
+				more = append(more, key(principalPK(d.PrincipalID), keySK(d.ID)))
+			}
+		})
 	}
 	for _, it := range sus {
 		var su ServiceUser

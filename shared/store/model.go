@@ -88,10 +88,43 @@ type AccessKey struct {
 	// TTL (epoch seconds) lets DynamoDB delete expired keys a day after
 	// they expire; the authorizer refuses them from the expiry on.
 	TTL int64 `dynamodbav:"ttl,omitempty"`
+	// Origin and Parent make the key's lineage (docs/rbac.md, "Key
+	// lineage"): set on a key minted with a session key, or with a key that
+	// itself has an origin. Origin is the persistent key at the root of the
+	// chain, however long it is; Parent the key it was minted with. The
+	// authorizer refuses the key once either of them is gone or expired,
+	// so it reads two keys at most, whatever the chain's length.
+	Origin *KeyRef `dynamodbav:"origin,omitempty"`
+	Parent *KeyRef `dynamodbav:"parent,omitempty"`
 }
+
+// KeyRef names an access key. Minting keys for another user (the
+// operator's POST /v2/users/{id}/access-keys) makes lineages that cross
+// principals, so the principal is part of the name.
+type KeyRef struct {
+	Principal string `dynamodbav:"principal"`
+	ID        string `dynamodbav:"id"`
+}
+
+// Ref names k.
+func (k AccessKey) Ref() KeyRef { return KeyRef{Principal: k.PrincipalID, ID: k.ID} }
 
 // Expired reports whether the key can no longer be used at now.
 func (k AccessKey) Expired(now time.Time) bool { return k.Expiry != nil && !now.Before(*k.Expiry) }
+
+// Lineage returns the keys k's validity depends on besides itself: its
+// origin and its parent (once when they are the same key), none for a key
+// that starts its own lineage.
+func (k AccessKey) Lineage() []KeyRef {
+	var out []KeyRef
+	if k.Origin != nil {
+		out = append(out, *k.Origin)
+	}
+	if k.Parent != nil && (k.Origin == nil || *k.Parent != *k.Origin) {
+		out = append(out, *k.Parent)
+	}
+	return out
+}
 
 // Grant records that a principal holds a role: an accepted invitation (or
 // the bootstrap). It lives in the principal's partition so the authorizer
