@@ -9,13 +9,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -304,13 +302,6 @@ func TestCostPerEndpoint(t *testing.T) {
 	at := began.UTC().Truncate(time.Second)
 	window := url.Values{"from": {hour.Format(time.RFC3339)}, "to": {hour.Add(time.Hour).Format(time.RFC3339)}}
 
-	var hits atomic.Int64
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		_, _ = io.WriteString(w, "ok")
-	}))
-	t.Cleanup(target.Close)
-
 	// ---------------------------------------------------------------- identity
 	c.step("GET /v2/users/self/authorization", 200, "GET", "/v2/users/self/authorization", op, nil)
 	c.step("POST /v2/users/self/authorization", 200, "POST", "/v2/users/self/authorization", op, map[string]any{"account": root})
@@ -474,19 +465,19 @@ func TestCostPerEndpoint(t *testing.T) {
 	c.step("GET /v2/address-sets/metrics", 200, "GET", "/v2/address-sets/metrics?"+setQuery.Encode(), op, nil)
 
 	// ---------------------------------------------------------------- application tests
-	c.stepRaw("PUT /v2/tests/{id}", 200, "PUT", "/v2/tests/shop", op, "application/x-tar", costTar(t, target.URL, "first\n"))
+	c.stepRaw("PUT /v2/tests/{id}", 200, "PUT", "/v2/tests/shop", op, "application/x-tar", costTar(t, "http://shop.example.com", "first\n"))
 	c.step("GET /v2/tests", 200, "GET", "/v2/tests", op, nil)
 	c.step("GET /v2/tests/{id}", 200, "GET", "/v2/tests/shop", op, nil)
-	c.stepRaw("PATCH /v2/tests/{id}", 200, "PATCH", "/v2/tests/shop", op, "application/x-tar", costTar(t, target.URL, "second\n"))
+	c.stepRaw("PATCH /v2/tests/{id}", 200, "PATCH", "/v2/tests/shop", op, "application/x-tar", costTar(t, "http://shop.example.com", "second\n"))
 	var run map[string]any
-	c.worker("test-runner: one run (1 s, 2 virtual users) against a loopback server", "functions/test-runner", func() {
+	c.worker("test-runner: one run (1 s, 2 virtual users) through the stand-in edge", "functions/test-runner", func() {
 		c.step("POST /v2/tests", 200, "POST", "/v2/tests", op, map[string]any{"id": "shop", "duration": 1, "virtualUsers": 2})
 	}, func() bool {
 		run, _ = c.step("", 200, "GET", "/v2/tests/shop", op, nil).obj["last_run"].(map[string]any)
 		return run["state"] == "succeeded" || run["state"] == "failed"
 	})
-	if run["state"] != "succeeded" || hits.Load() == 0 {
-		t.Fatalf("test run: %v (%d requests seen)", run, hits.Load())
+	if loadID, _ := run["load_id"].(string); run["state"] != "succeeded" || p.Edge.Served("shop.example.com", loadID) == 0 {
+		t.Fatalf("test run: %v (%d requests answered by the edge)", run, p.Edge.Served("shop.example.com", loadID))
 	}
 
 	// ---------------------------------------------------------------- deletes

@@ -28,7 +28,7 @@ var Functions = map[string]Function{
 	"functions/tasks":        {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Tasks(d)) }},
 	"functions/task-worker":  {Queue: func(d wire.Deps) sqssource.Handler { return sqssource.Handler(wire.LocalTaskWorker(d)) }},
 
-	// Application tests (issue 9). The runner's load generator sends to loopback only.
+	// Application tests (issue 9). The runner's load generator sends to the stand-in edge only.
 	"functions/tests":       {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Tests(d)) }},
 	"functions/test-runner": {Queue: func(d wire.Deps) sqssource.Handler { return sqssource.Handler(wire.TestRunner(d)) }},
 

@@ -60,6 +60,8 @@ type Platform struct {
 	Deps      wire.Deps
 	Queues    map[string]localaws.QueueInfo
 	SQS       *sqs.Client
+	// Edge is the stand-in edge application test runs send to.
+	Edge *Edge
 
 	// Stopped in this order by Close: the API, the event sources, then the
 	// servers they use.
@@ -165,6 +167,13 @@ func (p *Platform) start(ctx context.Context, o Options) error {
 	}
 
 	p.Deps = wire.New(log, db, o.TableName)
+	edge, stopEdge, err := startEdge(db, o.TableName, log)
+	if err != nil {
+		return err
+	}
+	p.Edge, p.Deps.Edge = edge, edge.LoadgenEdge()
+	p.stopServers = append(p.stopServers, stopEdge)
+	log.Info("edge: local stand-in serving every application's aliases", "http", edge.HTTPAddr, "https", edge.TLSAddr)
 	if p.SQS != nil {
 		// In-process functions get what FromEnv reads from QUEUE_URL_* on AWS.
 		p.Deps.SQS, p.Deps.QueueURLs = p.SQS, map[string]string{}

@@ -577,7 +577,13 @@ func TestQueueSendFailureInvitationResend(t *testing.T) {
 func TestQueueSendFailureTestRun(t *testing.T) {
 	e := newQFEnv(t)
 	ctx := context.Background()
-	cfg := `{"probabilities": 1, "models": {"home": {"type": "user.StaticSession", "requests": [{"name": "home", "method": "GET", "url": "http://127.0.0.1:9/"}]}}}`
+	// A test names an alias of the account's applications.
+	now := e.deps.Store.Now()
+	if err := e.deps.Store.CreateApplication(ctx, store.Application{ID: "qfapp", Account: e.op.AccountID, State: store.AppStopped,
+		Config: `{"name":"qf","aliases":["shop.example.com"]}`, Version: 1, Created: now, Updated: now}, store.Quota{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"probabilities": 1, "models": {"home": {"type": "user.StaticSession", "requests": [{"name": "home", "method": "GET", "url": "http://shop.example.com/"}]}}}`
 	e.ok(req{fn: wire.Tests, as: e.op, method: "PUT", resource: "/v2/tests/{id}", params: map[string]string{"id": "qf"}, contentType: "application/json", body: cfg})
 	run := req{fn: wire.Tests, as: e.op, method: "POST", resource: "/v2/tests", contentType: "application/json", body: `{"id": "qf", "duration": 1, "virtualUsers": 1}`}
 

@@ -12,7 +12,9 @@ import (
 	"cads/shared/apptests"
 )
 
-const base = "http://127.0.0.1:9"
+// base is where the fixtures' requests go: an alias of the operator's
+// application in the handler tests (env), a name that resolves nowhere.
+const base = "http://" + alias
 
 func TestOpenEveryFormat(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)

@@ -21,6 +21,7 @@ import (
 
 	"cads/infra/testenv"
 	"cads/shared/apigw"
+	"cads/shared/loadgen"
 	"cads/shared/metrics"
 	"cads/shared/store"
 	"cads/shared/wire"
@@ -38,6 +39,7 @@ type env struct {
 	st     *store.Store
 	op     apigw.Principal // the operator, in the root account
 	logs   *bytes.Buffer
+	edge   *countingServer // the stand-in edge the runner sends to
 	tests  apigw.ProxyHandler
 	runner func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 }
@@ -50,7 +52,12 @@ func newEnv(t *testing.T) *env {
 	e.st = e.deps.Store
 
 	e.deps.SQS, e.deps.QueueURLs = testenv.NewQueues(t)
+	e.edge = newCountingServer(t)
+	e.deps.Edge = loadgen.Edge{Addr: e.edge.Listener.Addr().String()}
 	_, e.op = testenv.Bootstrap(t, e.st)
+	// The operator's account has an application whose alias the fixtures'
+	// URLs name (base).
+	e.createApp(e.op.AccountID, "app1", alias)
 	e.tests = wire.Tests(e.deps)
 	e.runner = wire.TestRunner(e.deps)
 	t.Cleanup(func() {
@@ -60,6 +67,21 @@ func newEnv(t *testing.T) *env {
 	})
 	e.dyn.Counter.Reset()
 	return e
+}
+
+// alias is the alias of the operator's application app1, which the
+// fixtures' URLs name.
+const alias = "shop.example.com"
+
+// createApp writes an application of account with aliases, as the
+// applications API stores it.
+func (e *env) createApp(account, id string, aliases ...string) {
+	e.t.Helper()
+	now := e.st.Now()
+	cfg := mustJSON(map[string]any{"name": id, "aliases": aliases})
+	if err := e.st.CreateApplication(context.Background(), store.Application{ID: id, Account: account, State: store.AppStopped, Config: cfg, Version: 1, Created: now, Updated: now}, store.Quota{}); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 type reply struct {

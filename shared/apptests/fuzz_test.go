@@ -1,12 +1,14 @@
 package apptests_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
 	"cads/infra/fuzzkit"
 	"cads/shared/apigw"
 	"cads/shared/apptests"
+	"cads/shared/store"
 	"cads/shared/wire"
 )
 
@@ -21,10 +23,16 @@ const multipartBoundary = "fuzzboundary"
 //	go test -run '^$' -fuzz '^FuzzTests$' -fuzztime 20s ./shared/apptests
 func FuzzTests(f *testing.F) {
 	e := fuzzkit.NewWithQueues(f, wire.Tests)
+	// Uploads name an alias of the account's applications.
+	now := e.Deps.Store.Now()
+	if err := e.Deps.Store.CreateApplication(context.Background(), store.Application{ID: "fuzzapp", Account: e.Principal.AccountID, State: store.AppStopped,
+		Config: `{"name":"fuzz","aliases":["shop.example.com"]}`, Version: 1, Created: now, Updated: now}, store.Quota{}); err != nil {
+		f.Fatal(err)
+	}
 	put := func(id, ct string) fuzzkit.Route {
 		return fuzzkit.Route{Method: "PUT", Resource: "/v2/tests/{id}", Params: map[string]string{"id": id}, ContentType: ct}
 	}
-	e.Do(f, put("fuzzexisting", apptests.TypeJSON), "", []byte(`{"probabilities": 1, "models": {"home": {"type": "user.StaticSession", "requests": [{"name": "home", "method": "GET", "url": "http://127.0.0.1:8080/"}]}}}`))
+	e.Do(f, put("fuzzexisting", apptests.TypeJSON), "", []byte(`{"probabilities": 1, "models": {"home": {"type": "user.StaticSession", "requests": [{"name": "home", "method": "GET", "url": "http://shop.example.com/"}]}}}`))
 	e.Vars["test"] = "fuzzexisting"
 	var routes []fuzzkit.Route
 	for _, mt := range apptests.MediaTypes {

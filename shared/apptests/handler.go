@@ -44,6 +44,7 @@ type Store interface {
 	StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time) (store.AppTest, error)
 	UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error
 	GetApplication(ctx context.Context, account, id string) (store.Application, error)
+	ListApplications(ctx context.Context, account string) ([]store.Application, error)
 }
 
 // Deciders makes second decisions with the authorizer's engine.
@@ -340,15 +341,24 @@ type prepared struct {
 }
 
 // prepare checks an uploaded configuration completely before anything is
-// written: what it claims to be, its configuration, and that its tar.bz2
-// form fits in a response.
-func prepare(up upload, now time.Time) (prepared, error) {
+// written: what it claims to be, its configuration, that every request
+// names an alias of the account's applications (aliases waits for them,
+// read while the archive is checked), and that its tar.bz2 form fits in
+// a response.
+func prepare(up upload, now time.Time, aliases func() (map[string]bool, error)) (prepared, error) {
 	a, err := Open(up.fileType, up.file)
 	if err != nil {
 		return prepared{}, err
 	}
 	c, err := ParseConfig(a)
 	if err != nil {
+		return prepared{}, err
+	}
+	own, err := aliases()
+	if err != nil {
+		return prepared{}, err
+	}
+	if err := checkTargets(c, own); err != nil {
 		return prepared{}, err
 	}
 	var pr prepared
@@ -388,7 +398,7 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 		}
 	}
 	now := h.st.Now()
-	pr, err := prepare(up, now)
+	pr, err := prepare(up, now, h.aliases(r.Context(), p.AccountID))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -431,13 +441,21 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 		return http.StatusOK, out(t), nil
 	}
 	now := h.st.Now()
-	pr, err := prepare(up, now)
+	// The test is read while the upload is checked; a missing test is a
+	// 404 before any problem of the upload.
+	var (
+		prev    store.AppTest
+		prevErr error
+		read    = make(chan struct{})
+	)
+	go func() { defer close(read); prev, prevErr = h.st.GetAppTest(ctx, p.AccountID, id) }()
+	pr, err := prepare(up, now, h.aliases(ctx, p.AccountID))
+	<-read
+	if prevErr != nil {
+		return 0, nil, notFound(prevErr, id)
+	}
 	if err != nil {
 		return 0, nil, err
-	}
-	prev, err := h.st.GetAppTest(ctx, p.AccountID, id)
-	if err != nil {
-		return 0, nil, notFound(err, id)
 	}
 	next := prev
 	if up.desc != nil {
@@ -459,6 +477,18 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 		h.log.WarnContext(ctx, "old archive chunks of a test left behind (unreachable)", "account", p.AccountID, "test", id, "error", err.Error())
 	}
 	return http.StatusOK, out(next), nil
+}
+
+// aliases starts reading the account's aliases and returns the wait for
+// them, so that the read overlaps the archive's checks.
+func (h *handler) aliases(ctx context.Context, account string) func() (map[string]bool, error) {
+	var (
+		own  map[string]bool
+		err  error
+		done = make(chan struct{})
+	)
+	go func() { defer close(done); own, err = accountAliases(ctx, h.st, account) }()
+	return func() (map[string]bool, error) { <-done; return own, err }
 }
 
 func (h *handler) remove(r *http.Request, p apigw.Principal) (int, any, error) {

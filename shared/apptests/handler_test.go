@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,7 +20,6 @@ import (
 	"cads/shared/apptests"
 	"cads/shared/loadgen"
 	"cads/shared/metrics"
-	"cads/shared/store"
 )
 
 const tbzAccept = "application/x-tar+x-bzip2"
@@ -260,14 +260,16 @@ func TestLifecycleAndRoundTrips(t *testing.T) {
 	if len(large) > apptests.MaxArchiveBytes {
 		t.Fatalf("fixture too large: %d", len(large))
 	}
-	measure("PUT large", 1, func() reply { return e.raw(e.op, "PUT", "large", apptests.TypeTarBzip2, large) }, 200)
+	// Every PUT also reads the account's aliases (the request URLs must
+	// name them).
+	measure("PUT large", 2, func() reply { return e.raw(e.op, "PUT", "large", apptests.TypeTarBzip2, large) }, 200)
 	a := measure("GET large archive", 2, func() reply { return e.getArchive(e.op, "large") }, 200)
 	if !bytes.Equal(a.Raw, large) {
 		t.Fatal("large archive differs")
 	}
 
 	// Not a tar.bz2: its converted form is written first.
-	measure("PUT", 2, func() reply { return e.raw(e.op, "PUT", "web", up["tar.gz"].mediaType, up["tar.gz"].data) }, 200)
+	measure("PUT", 3, func() reply { return e.raw(e.op, "PUT", "web", up["tar.gz"].mediaType, up["tar.gz"].data) }, 200)
 	if r := e.raw(e.op, "PUT", "web", up["zip"].mediaType, up["zip"].data); r.Status != 409 {
 		t.Fatalf("second PUT: %d %s", r.Status, r.Raw)
 	}
@@ -339,18 +341,21 @@ func TestLifecycleAndRoundTrips(t *testing.T) {
 	}
 }
 
-// countingServer is a loopback target that counts requests by load id.
+// countingServer is a stand-in edge on loopback that counts requests by
+// load id and by Host.
 type countingServer struct {
 	*httptest.Server
 	mu      sync.Mutex
 	byLoad  map[string]int
 	methods map[string]int
+	hosts   map[string]int
 }
 
 func newCountingServer(t *testing.T) *countingServer {
-	s := &countingServer{byLoad: map[string]int{}, methods: map[string]int{}}
+	s := &countingServer{byLoad: map[string]int{}, methods: map[string]int{}, hosts: map[string]int{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
+		s.hosts[r.Host]++
 		s.byLoad[r.Header.Get(loadgen.LoadIDHeader)]++
 		s.methods[r.Method+" "+r.URL.Path]++
 		s.mu.Unlock()
@@ -368,6 +373,13 @@ func (s *countingServer) count(loadID string) int {
 	return s.byLoad[loadID]
 }
 
+// hostsSeen is a copy of the Host headers the edge got, with counts.
+func (s *countingServer) hostsSeen() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.hosts)
+}
+
 func lastRun(t *testing.T, r reply) map[string]any {
 	t.Helper()
 	run, ok := r.Body["last_run"].(map[string]any)
@@ -379,8 +391,8 @@ func lastRun(t *testing.T, r reply) map[string]any {
 
 func TestRunAgainstALocalServer(t *testing.T) {
 	e := newEnv(t)
-	srv := newCountingServer(t)
-	up := uploads(t, srv.URL)["tar.bz2"]
+	srv := e.edge
+	up := uploads(t, base)["tar.bz2"]
 	if r := e.raw(e.op, "PUT", "shop", up.mediaType, up.data); r.Status != 200 {
 		t.Fatalf("PUT: %d %s", r.Status, r.Raw)
 	}
@@ -425,9 +437,10 @@ func TestRunAgainstALocalServer(t *testing.T) {
 	if n := e.drain(); n != 1 {
 		t.Fatalf("runner got %d messages", n)
 	}
-	// Read the test, mark it running, read the archive; run; record the result.
-	if n := e.dyn.Counter.Total(); n != 4 {
-		t.Fatalf("the runner made %d round trips, want 4 (%v)", n, e.dyn.Counter.ByOperation())
+	// Read the test, mark it running, read the archive and the account's
+	// applications; run; record the result.
+	if n := e.dyn.Counter.Total(); n != 5 {
+		t.Fatalf("the runner made %d round trips, want 5 (%v)", n, e.dyn.Counter.ByOperation())
 	}
 	g := e.call(e.op, "GET", "/v2/tests/shop", nil, nil)
 	run = lastRun(t, g)
@@ -442,6 +455,10 @@ func TestRunAgainstALocalServer(t *testing.T) {
 	agg := res.AggregateMetrics
 	if seen := srv.count(loadID); agg.RequestCount != seen || seen == 0 || agg.ErrorCount != 0 {
 		t.Fatalf("the run counted %d requests (%d errors), the server saw %d with its load id", agg.RequestCount, agg.ErrorCount, seen)
+	}
+	// Delivered to the edge, by the alias.
+	if h := srv.hostsSeen(); h[alias] != agg.RequestCount || len(h) != 1 {
+		t.Fatalf("the edge saw hosts %v for %d requests", h, agg.RequestCount)
 	}
 	sum := 0
 	for _, rc := range agg.ResponseCounts {
@@ -468,10 +485,6 @@ func TestRunAgainstALocalServer(t *testing.T) {
 
 	// Targeting an application: its access records go to the metrics
 	// queue, one per request, tagged with the run's load id.
-	now := e.st.Now()
-	if err := e.st.CreateApplication(context.Background(), store.Application{ID: "app1", Account: e.op.AccountID, State: store.AppStopped, Config: `{}`, Version: 1, Created: now, Updated: now}, store.Quota{}); err != nil {
-		t.Fatal(err)
-	}
 	e.dyn.Counter.SetDelay(10 * time.Millisecond)
 	e.dyn.Counter.Reset()
 	r = post(`{"id":"shop","duration":1,"virtualUsers":2,"targets":"/v2/applications/app1"}`)
@@ -495,7 +508,7 @@ func TestRunAgainstALocalServer(t *testing.T) {
 		t.Fatalf("the metrics queue got %d records in %d batches, want %d", len(recs), len(batches), n)
 	}
 	for _, rec := range recs {
-		if rec.Type != metrics.TypeAccess || rec.App != "app1" || rec.LoadID != loadID || rec.Arrival == "" || rec.RequestMethod == "" || rec.StatusCode == 0 || !strings.HasPrefix(rec.RequestURL, srv.URL) {
+		if rec.Type != metrics.TypeAccess || rec.App != "app1" || rec.LoadID != loadID || rec.Arrival == "" || rec.RequestMethod == "" || rec.StatusCode == 0 || !strings.HasPrefix(rec.RequestURL, base) || rec.RequestHost != alias {
 			t.Fatalf("record %+v", rec)
 		}
 	}
@@ -518,24 +531,5 @@ func TestRunAgainstALocalServer(t *testing.T) {
 	e.drain()
 	if after := srv.count(lastRun(t, r)["load_id"].(string)); after != before {
 		t.Fatalf("a deleted test ran: %d requests", after)
-	}
-}
-
-func TestRunRefusesNonLoopbackTargets(t *testing.T) {
-	e := newEnv(t)
-	if r := e.raw(e.op, "PUT", "remote", apptests.TypeJSON, []byte(singleConfig("http://192.0.2.10"))); r.Status != 200 {
-		t.Fatalf("PUT: %d %s", r.Status, r.Raw)
-	}
-	if r := e.call(e.op, "POST", "/v2/tests", map[string]string{"Content-Type": "application/json"}, []byte(`{"id":"remote","duration":1,"virtualUsers":1}`)); r.Status != 200 {
-		t.Fatalf("POST: %d %s", r.Status, r.Raw)
-	}
-	e.drain()
-	run := lastRun(t, e.call(e.op, "GET", "/v2/tests/remote", nil, nil))
-	if run["state"] != "failed" || !strings.Contains(run["message"].(string), "loopback") || run["result"] != nil {
-		t.Fatalf("run: %v", run)
-	}
-	// A failed run is over: another may start.
-	if r := e.call(e.op, "POST", "/v2/tests", map[string]string{"Content-Type": "application/json"}, []byte(`{"id":"remote","duration":1,"virtualUsers":1}`)); r.Status != 200 {
-		t.Fatalf("POST after a failed run: %d %s", r.Status, r.Raw)
 	}
 }

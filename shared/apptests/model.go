@@ -105,6 +105,10 @@ type Run struct {
 // RunResult is what a run measured, in the shape of the reference
 // document's test report. Times are milliseconds, durations seconds.
 type RunResult struct {
+	// Refused names, one sentence per host, the requests that were not
+	// sent because their host is not an alias of the account's
+	// applications any more; they count as errors.
+	Refused          []string          `json:"refused,omitempty"`
 	Duration         float64           `json:"duration"`
 	VirtualUsers     int               `json:"virtual_users"`
 	Capped           bool              `json:"capped"`
@@ -153,6 +157,9 @@ type RequestTemplate struct {
 	URL      string         `json:"url"`
 	Constant bool           `json:"constant,omitempty"`
 	Metrics  RequestMetrics `json:"metrics"`
+	// Refused says why the template's requests were not sent (each turn
+	// is an error in its metrics).
+	Refused string `json:"refused,omitempty"`
 }
 
 // RequestMetrics of one request template. ResponseCounts lists its most
@@ -216,7 +223,7 @@ func resultOut(r loadgen.Result) *RunResult {
 				m.AverageTTFB = ms(rq.TTFBSum / time.Duration(answered))
 			}
 			m.ResponseCounts, m.OtherCount = counts(rq.Codes, maxTemplateCodes)
-			st.RequestTemplates = append(st.RequestTemplates, RequestTemplate{Name: rq.Name, URL: rq.URL, Constant: rq.Constant, Metrics: m})
+			st.RequestTemplates = append(st.RequestTemplates, RequestTemplate{Name: rq.Name, URL: rq.URL, Constant: rq.Constant, Metrics: m, Refused: rq.Refused})
 		}
 		out.SessionTemplates = append(out.SessionTemplates, st)
 	}

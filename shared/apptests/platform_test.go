@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"cads/infra/local"
 	"cads/infra/local/localtest"
 	"cads/shared/apptests"
 )
@@ -21,12 +22,13 @@ type platform struct {
 	t      *testing.T
 	url    string
 	secret string
+	edge   *local.Edge
 }
 
 func startPlatform(t *testing.T) platform {
 	t.Helper()
 	p, _ := localtest.Start(t)
-	return platform{t: t, url: p.URL, secret: p.Bootstrap.Secret}
+	return platform{t: t, url: p.URL, secret: p.Bootstrap.Secret, edge: p.Edge}
 }
 
 func (p platform) do(method, path string, header map[string]string, body []byte) (int, http.Header, []byte) {
@@ -67,7 +69,13 @@ func (p platform) json(method, path string, body any) (int, map[string]any) {
 
 func TestThroughTheLocalPlatform(t *testing.T) {
 	p := startPlatform(t)
-	srv := newCountingServer(t)
+	// The fixtures' requests name this application's alias; the runs go
+	// to the platform's stand-in edge, which answers for it.
+	st, app := p.json("POST", "/v2/applications", map[string]any{"name": "Shop", "aliases": []string{alias}})
+	if st != 200 {
+		t.Fatalf("POST application: %d %v", st, app)
+	}
+	appID := app["id"].(string)
 
 	// A tar.bz2 of several chunks goes in base64-encoded and comes back
 	// byte for byte through the gateway.
@@ -96,7 +104,7 @@ func TestThroughTheLocalPlatform(t *testing.T) {
 	h.Set("Content-Disposition", `form-data; name="file"; filename="shop.zip"`)
 	h.Set("Content-Type", "application/zip")
 	w, _ := mw.CreatePart(h)
-	_, _ = w.Write(zipOf(t, configFiles(srv.URL)))
+	_, _ = w.Write(zipOf(t, configFiles(base)))
 	_ = mw.Close()
 	st, _, b = p.do("PUT", "/v2/tests/shop", map[string]string{"Content-Type": mw.FormDataContentType()}, form.Bytes())
 	if st != 200 || !bytes.Contains(b, []byte(`"description":"the shop"`)) {
@@ -125,7 +133,8 @@ func TestThroughTheLocalPlatform(t *testing.T) {
 	}
 
 	// A run: queued by the API, executed by the runner behind the SQS
-	// event source, against a loopback server that counts what it gets.
+	// event source, delivered to the stand-in edge, which counts what it
+	// answers.
 	st, m := p.json("POST", "/v2/tests", map[string]any{"id": "shop", "duration": 1, "virtualUsers": 2, "assignCost": true})
 	if st != 200 {
 		t.Fatalf("POST run: %d %v", st, m)
@@ -142,17 +151,12 @@ func TestThroughTheLocalPlatform(t *testing.T) {
 		t.Fatalf("run: %v", final)
 	}
 	agg := final["result"].(map[string]any)["aggregate_metrics"].(map[string]any)
-	if n := int(agg["request_count"].(float64)); n == 0 || n != srv.count(loadID) {
-		t.Fatalf("the run counted %d requests, the server saw %d", n, srv.count(loadID))
+	if n := int(agg["request_count"].(float64)); n == 0 || n != p.edge.Served(alias, loadID) || agg["error_count"] != 0.0 {
+		t.Fatalf("the run counted %d requests (%v errors), the edge answered %d", n, agg["error_count"], p.edge.Served(alias, loadID))
 	}
 
 	// A run that targets an application feeds its access records to the
 	// metrics pipeline: the application's request count becomes the run's.
-	st, app := p.json("POST", "/v2/applications", map[string]any{"name": "Shop", "aliases": []string{"shop.example.com"}})
-	if st != 200 {
-		t.Fatalf("POST application: %d %v", st, app)
-	}
-	appID := app["id"].(string)
 	st, m = p.json("POST", "/v2/tests", map[string]any{"id": "shop", "duration": 1, "virtualUsers": 2, "targets": appID})
 	if st != 200 {
 		t.Fatalf("POST targeted run: %d %v", st, m)
@@ -164,8 +168,8 @@ func TestThroughTheLocalPlatform(t *testing.T) {
 		return final["load_id"] == loadID && (final["state"] == "succeeded" || final["state"] == "failed")
 	})
 	n := int(final["result"].(map[string]any)["aggregate_metrics"].(map[string]any)["request_count"].(float64))
-	if n == 0 || n != srv.count(loadID) || final["access_records"].(map[string]any)["sent"] != float64(n) {
-		t.Fatalf("targeted run: %d requests, server saw %d, records %v", n, srv.count(loadID), final["access_records"])
+	if n == 0 || n != p.edge.Served(alias, loadID) || final["access_records"].(map[string]any)["sent"] != float64(n) {
+		t.Fatalf("targeted run: %d requests, the edge answered %d, records %v", n, p.edge.Served(alias, loadID), final["access_records"])
 	}
 	var requests float64
 	waitFor(t, "the application's metrics to count the run", func() bool {

@@ -106,11 +106,11 @@ func storedRun(t *testing.T, at store.AppTest) apptests.Run {
 	return r
 }
 
-// postRun uploads test id against srv and starts a run of it; it returns
-// the run's load id.
-func (e *env) postRun(srv *countingServer, id, body string) string {
+// postRun uploads test id and starts a run of it; it returns the run's
+// load id.
+func (e *env) postRun(id, body string) string {
 	e.t.Helper()
-	up := uploads(e.t, srv.URL)["tar.bz2"]
+	up := uploads(e.t, base)["tar.bz2"]
 	if r := e.raw(e.op, "PUT", id, up.mediaType, up.data); r.Status != 200 {
 		e.t.Fatalf("PUT: %d %s", r.Status, r.Raw)
 	}
@@ -151,12 +151,8 @@ func (e *env) metricsDepth() int {
 // comes back.
 func TestRunnerRedeliveryAfterCompletionDoesNotRunAgain(t *testing.T) {
 	e := newEnv(t)
-	srv := newCountingServer(t)
-	now := e.st.Now()
-	if err := e.st.CreateApplication(context.Background(), store.Application{ID: "app1", Account: e.op.AccountID, State: store.AppStopped, Config: `{}`, Version: 1, Created: now, Updated: now}, store.Quota{}); err != nil {
-		t.Fatal(err)
-	}
-	loadID := e.postRun(srv, "shop", `{"id":"shop","duration":1,"virtualUsers":2,"targets":"/v2/applications/app1"}`)
+	srv := e.edge
+	loadID := e.postRun("shop", `{"id":"shop","duration":1,"virtualUsers":2,"targets":"/v2/applications/app1"}`)
 
 	msg := e.takeRun()
 	e.handleRun(e.runner, msg)
@@ -210,11 +206,11 @@ func (d dyingDriver) Run(ctx context.Context, p loadgen.Plan) (loadgen.Result, e
 // again at once.
 func TestRunnerRedeliveryWhileRunningEndsTheRun(t *testing.T) {
 	e := newEnv(t)
-	srv := newCountingServer(t)
-	loadID := e.postRun(srv, "shop", `{"id":"shop","duration":1,"virtualUsers":2}`)
+	srv := e.edge
+	loadID := e.postRun("shop", `{"id":"shop","duration":1,"virtualUsers":2}`)
 
 	msg := e.takeRun()
-	dying := apptests.NewRunner(e.st, dyingDriver{}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	dying := apptests.NewRunner(e.st, dyingDriver{loadgen.Local{Edge: e.deps.Edge}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
@@ -241,7 +237,7 @@ func TestRunnerRedeliveryWhileRunningEndsTheRun(t *testing.T) {
 	}
 	// After the window (the clock moved past it) the runner is known dead.
 	later := apptests.NewRunner(laterStore{e.st, time.Duration(mid.RunActiveUntil-time.Now().UnixMilli())*time.Millisecond + time.Second},
-		loadgen.Local{}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		loadgen.Local{Edge: e.deps.Edge}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	msg = e.redeliveredRun(msg)
 	e.handleRun(later, msg)
 	ended := e.storedTest("shop")

@@ -21,13 +21,17 @@ type RunnerStore interface {
 	GetAppTest(ctx context.Context, account, id string) (store.AppTest, error)
 	AppTestBlobData(ctx context.Context, account, id string, b store.AppTestBlob) ([]byte, error)
 	UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error
+	ListApplications(ctx context.Context, account string) ([]store.Application, error)
 }
 
 // RunHandler is the test runner: an SQS-triggered Lambda handler that
 // reports batch item failures.
 type RunHandler func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error)
 
-// NewRunner executes queued runs through drv. A run whose targets names
+// NewRunner executes queued runs through drv, which delivers every
+// request to the platform's edge. Requests whose host is not (any more)
+// an alias of the account's applications are not sent: they are counted
+// as errors and named in the run's result. A run whose targets names
 // an application sends an access record of every request, tagged with the
 // run's load id, to sink (nil: none are sent). A run moves queued ->
 // running -> succeeded|failed with conditional writes, so a redelivered
@@ -105,11 +109,25 @@ func (r *runner) handle(ctx context.Context, body string) error {
 		}
 		return err
 	}
+	// The configuration and the account's aliases, read together: an
+	// alias may have been removed, or its application deleted, since the
+	// upload.
+	var (
+		own    map[string]bool
+		ownErr error
+		read   = make(chan struct{})
+	)
+	go func() { defer close(read); own, ownErr = accountAliases(ctx, r.st, msg.Account) }()
 	cfg, err := r.config(ctx, t)
+	<-read
+	if err == nil && ownErr != nil {
+		err = fmt.Errorf("the account's applications could not be read: %w", ownErr)
+	}
 	if err != nil {
 		return r.finish(ctx, log, t, run, RunRunning, nil, err)
 	}
 	plan := cfg.Plan(run.LoadID, time.Duration(run.Duration)*time.Second, run.VirtualUsers)
+	refused := refuseForeign(&plan, own)
 	var em *emitter
 	if app, ok := strings.CutPrefix(run.Targets, "/v2/applications/"); ok && r.sink != nil {
 		em = newEmitter(ctx, r.sink, app, run.LoadID, log)
@@ -120,7 +138,10 @@ func (r *runner) handle(ctx context.Context, body string) error {
 		c := em.close()
 		run.AccessRecords = &c
 	}
-	return r.finish(ctx, log, t, run, RunRunning, &res, err)
+	if len(refused) > 0 {
+		log.WarnContext(ctx, "requests of a test run not sent: their hosts are not aliases of the account's applications", "refused", refused)
+	}
+	return r.finish(ctx, log, t, run, RunRunning, &res, err, refused...)
 }
 
 // config reads and parses the test's current configuration.
@@ -144,7 +165,7 @@ func (r *runner) config(ctx context.Context, t store.AppTest) (*Config, error) {
 // finish records the run's end: its result, or runErr as its message.
 // The final write is retried a few times, as a lost write would leave the
 // run's result unknown.
-func (r *runner) finish(ctx context.Context, log *slog.Logger, t store.AppTest, run Run, from string, res *loadgen.Result, runErr error) error {
+func (r *runner) finish(ctx context.Context, log *slog.Logger, t store.AppTest, run Run, from string, res *loadgen.Result, runErr error, refused ...string) error {
 	done := r.st.Now()
 	run.Completed = &done
 	if runErr != nil {
@@ -152,6 +173,7 @@ func (r *runner) finish(ctx context.Context, log *slog.Logger, t store.AppTest, 
 		log.WarnContext(ctx, "application test run failed", "error", runErr.Error())
 	} else {
 		run.State, run.Result = RunSucceeded, resultOut(*res)
+		run.Result.Refused = refused
 		a := run.Result.AggregateMetrics
 		log.InfoContext(ctx, "application test run finished", "requests", a.RequestCount, "errors", a.ErrorCount,
 			"duration_s", run.Result.Duration, "virtual_users", run.Result.VirtualUsers, "average_ttfb_ms", a.AverageTTFB, "throughput_rps", a.AverageThroughput)

@@ -1,20 +1,38 @@
 // Package loadgen runs application test plans: virtual users that replay
 // sessions of HTTP requests for a duration, and the latencies and status
-// codes they observed. A Driver executes a plan; Local is the driver of the
-// local platform, which really sends the requests, to loopback targets only.
+// codes they observed. A Driver executes a plan; Local is the driver that
+// really sends the requests, every one of them to the platform's edge
+// (Edge), whatever address its URL names.
 package loadgen
 
 import (
 	"context"
+	"crypto/x509"
 	"net/http"
 	"time"
 )
 
 // Driver executes a plan and reports what happened. An error means the run
-// could not be carried out (an invalid plan, a target it may not reach);
-// failed requests are results, not errors.
+// could not be carried out (an invalid plan, no edge to send to); failed
+// and refused requests are results, not errors.
 type Driver interface {
 	Run(ctx context.Context, p Plan) (Result, error)
+}
+
+// Edge is where the platform's edge takes connections: the front door of
+// the applications, which routes a request by its Host (and, over TLS, by
+// its server name) to the application that has that alias. A driver
+// connects to nothing else: a URL's host is only the name the request
+// carries, never an address to dial, so a plan cannot reach the
+// platform's own endpoints or anyone else's.
+type Edge struct {
+	// Addr is host:port of the edge's plain HTTP endpoint.
+	Addr string
+	// TLSAddr is host:port of its HTTPS endpoint; "" when it has none (https
+	// requests are then not sent).
+	TLSAddr string
+	// RootCAs verify the edge's certificates; nil means the system's.
+	RootCAs *x509.CertPool
 }
 
 // LoadIDHeader carries the run's load id on every request a driver sends,
@@ -78,6 +96,10 @@ type Request struct {
 	Weight        float64
 	Wait          bool
 	CallConstants bool
+	// Refused, when set, says why the request must not be sent: a driver
+	// counts each of its turns as a failed request (an error, no answer)
+	// without connecting anywhere, and reports the reason.
+	Refused string
 }
 
 // Result is what a run observed. Durations are wall-clock.
@@ -88,8 +110,8 @@ type Result struct {
 	Duration     time.Duration
 	VirtualUsers int
 	Capped       bool
-	// Requests counts every request sent: answered (Codes) or failed
-	// without an answer (Errors).
+	// Requests counts every request: answered (Codes) or failed without
+	// an answer (Errors), refused ones (Request.Refused) among the latter.
 	Requests int
 	Errors   int
 	BytesIn  int64
@@ -118,6 +140,9 @@ type RequestResult struct {
 	Errors   int
 	TTFBSum  time.Duration
 	Codes    map[int]int
+	// Refused is the template's Request.Refused: its requests were
+	// counted as errors and not sent.
+	Refused string
 }
 
 // Stats summarise a latency distribution.

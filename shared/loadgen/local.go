@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +14,6 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -24,13 +24,14 @@ const (
 	LocalMaxVirtualUsers = 20
 )
 
-// Local is the load generator of the local platform. It really sends the
+// Local is the load generator of this project. It really sends the
 // plan's requests, from VirtualUsers goroutines for Duration (both capped),
-// and only to loopback addresses: every target host must resolve to
-// loopback before the run starts, and every connection is checked again
-// when it is dialled, so a name that re-resolves elsewhere cannot reach
-// another machine.
+// and only to Edge: every connection goes to the edge's address, the
+// URL's host travels as the Host header (and as the TLS server name), and
+// no URL is ever resolved or dialled. There is no proxy and redirects are
+// not followed, so nothing leads a request elsewhere.
 type Local struct {
+	Edge            Edge
 	MaxDuration     time.Duration // default LocalMaxDuration
 	MaxVirtualUsers int           // default LocalMaxVirtualUsers
 	// RequestTimeout bounds one request; a run's requests still in flight
@@ -39,7 +40,9 @@ type Local struct {
 	// IdleTime is how long a virtual user pauses when it skips a session
 	// or its session sent nothing, so that it never spins.
 	IdleTime time.Duration // default 100 ms
-	Resolver *net.Resolver // default net.DefaultResolver
+	// Dial opens the TCP connections, always to Edge.Addr or Edge.TLSAddr
+	// (default: a net.Dialer with a 5 s timeout). Tests watch it.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // samplesPerUser bounds the latency samples one virtual user keeps
@@ -74,20 +77,21 @@ func (l Local) idle() time.Duration {
 	return 100 * time.Millisecond
 }
 
-func (l Local) resolver() *net.Resolver {
-	if l.Resolver != nil {
-		return l.Resolver
+func (l Local) dial(ctx context.Context, address string) (net.Conn, error) {
+	if l.Dial != nil {
+		return l.Dial(ctx, "tcp", address)
 	}
-	return net.DefaultResolver
+	d := net.Dialer{Timeout: 5 * time.Second}
+	return d.DialContext(ctx, "tcp", address)
 }
 
 // Run executes p. It returns an error, having sent nothing, when the plan
-// is invalid or a target is not on loopback.
+// is invalid or there is no edge to send it to.
 func (l Local) Run(ctx context.Context, p Plan) (Result, error) {
 	if err := p.Validate(); err != nil {
 		return Result{}, err
 	}
-	if err := l.checkTargets(ctx, p); err != nil {
+	if err := l.checkEdge(p); err != nil {
 		return Result{}, err
 	}
 	dur, users := p.Duration, p.VirtualUsers
@@ -165,53 +169,50 @@ func (p Plan) Validate() error {
 	return nil
 }
 
-// checkTargets resolves every target host and refuses any that is not
-// loopback.
-func (l Local) checkTargets(ctx context.Context, p Plan) error {
-	seen := map[string]bool{}
+// checkEdge makes sure the edge has an endpoint for every scheme the
+// plan sends to.
+func (l Local) checkEdge(p Plan) error {
+	if l.Edge.Addr == "" {
+		return errors.New("no edge is configured: the load generator sends only to the platform's edge")
+	}
 	for _, s := range p.Sessions {
 		for _, r := range slices.Concat(s.Requests, s.Constants) {
-			u, _ := url.Parse(r.URL) // Validate parsed it
-			host := u.Hostname()
-			if seen[host] {
-				continue
-			}
-			seen[host] = true
-			if ip := net.ParseIP(host); ip != nil {
-				if !ip.IsLoopback() {
-					return fmt.Errorf("target %s is not a loopback address; the local load generator sends only to this machine", host)
-				}
-				continue
-			}
-			addrs, err := l.resolver().LookupIPAddr(ctx, host)
-			if err != nil || len(addrs) == 0 {
-				return fmt.Errorf("target host %q does not resolve", host)
-			}
-			for _, a := range addrs {
-				if !a.IP.IsLoopback() {
-					return fmt.Errorf("target host %q resolves to %s, not loopback; the local load generator sends only to this machine", host, a.IP)
-				}
+			if u, _ := url.Parse(r.URL); r.Refused == "" && u.Scheme == "https" && l.Edge.TLSAddr == "" {
+				return fmt.Errorf("request %q of session %q is https, and the edge configured has no TLS endpoint", r.Name, s.Name)
 			}
 		}
 	}
 	return nil
 }
 
+// transport connects to the edge only: DialContext and DialTLSContext
+// ignore the address the URL gave (the transport still keys its pool of
+// connections by it, so each alias gets its own connections, with its own
+// server name).
 func (l Local) transport(users int) *http.Transport {
-	d := &net.Dialer{
-		Timeout: 5 * time.Second,
-		Control: func(_, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
-			if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-				return fmt.Errorf("loadgen: refusing to connect to %s: not a loopback address", address)
-			}
-			return nil
-		},
-	}
 	return &http.Transport{
-		Proxy:               nil, // never through a proxy: the target is this machine
-		DialContext:         d.DialContext,
-		ForceAttemptHTTP2:   true,
+		Proxy: nil, // never through a proxy: the edge is the only destination
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return l.dial(ctx, l.Edge.Addr)
+		},
+		DialTLSContext: func(ctx context.Context, _, address string) (net.Conn, error) {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return nil, fmt.Errorf("loadgen: TLS server name of %q: %w", address, err)
+			}
+			raw, err := l.dial(ctx, l.Edge.TLSAddr)
+			if err != nil {
+				return nil, err
+			}
+			conn := tls.Client(raw, &tls.Config{ServerName: host, RootCAs: l.Edge.RootCAs, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
+			hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			if err := conn.HandshakeContext(hctx); err != nil {
+				_ = raw.Close()
+				return nil, err
+			}
+			return conn, nil
+		},
 		MaxIdleConns:        2 * users,
 		MaxIdleConnsPerHost: users,
 		IdleConnTimeout:     30 * time.Second,
@@ -283,6 +284,8 @@ func (l Local) user(ctx context.Context, tr http.RoundTripper, p Plan, cred *Cre
 		// Each session is a new visitor: a fresh cookie jar.
 		jar, _ := cookiejar.New(nil)
 		c := &http.Client{Transport: tr, Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		// A session whose requests are all refused sends nothing: it
+		// pauses too, so refused requests never make a user spin.
 		if sent := l.session(ctx, c, p, si, cred, stopAt, t); sent == 0 {
 			pause(ctx, l.idle(), stopAt)
 		}
@@ -291,11 +294,11 @@ func (l Local) user(ctx context.Context, tr http.RoundTripper, p Plan, cred *Cre
 }
 
 // session runs one iteration of session si and returns how many requests
-// it sent.
+// it sent (refused ones are counted, not sent).
 func (l Local) session(ctx context.Context, c *http.Client, p Plan, si int, cred *Credential, stopAt time.Time, t *tally) int {
 	s := p.Sessions[si]
 	st := &t.sessions[si]
-	sent, failed := 0, false
+	sent, tried, failed := 0, 0, false
 	do := func(ri int) bool {
 		if !time.Now().Before(stopAt) || ctx.Err() != nil {
 			return false
@@ -305,6 +308,12 @@ func (l Local) session(ctx context.Context, c *http.Client, p Plan, si int, cred
 			r = s.Requests[ri]
 		} else {
 			r = s.Constants[ri-len(s.Requests)]
+		}
+		tried++
+		if r.Refused != "" {
+			t.requests, t.errors, st.reqs[ri].requests, st.reqs[ri].errors = t.requests+1, t.errors+1, st.reqs[ri].requests+1, st.reqs[ri].errors+1
+			failed = true
+			return true
 		}
 		if !l.send(ctx, c, p.LoadID, p.Observe, r, cred, t, &st.reqs[ri]) {
 			failed = true
@@ -342,7 +351,7 @@ func (l Local) session(ctx context.Context, c *http.Client, p Plan, si int, cred
 			}
 		}
 	}
-	if sent > 0 {
+	if tried > 0 {
 		st.runs++
 		if failed {
 			st.failures++
@@ -451,7 +460,7 @@ func merge(p Plan, ts []*tally) Result {
 	for si, s := range p.Sessions {
 		sr := SessionResult{Name: s.Name}
 		for ri, r := range slices.Concat(s.Requests, s.Constants) {
-			rr := RequestResult{Name: r.Name, URL: r.URL, Constant: ri >= len(s.Requests), Codes: map[int]int{}}
+			rr := RequestResult{Name: r.Name, URL: r.URL, Constant: ri >= len(s.Requests), Codes: map[int]int{}, Refused: r.Refused}
 			for _, t := range ts {
 				x := t.sessions[si].reqs[ri]
 				rr.Requests += x.requests

@@ -2,6 +2,8 @@ package loadgen
 
 import (
 	"context"
+	"crypto/x509"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,22 +13,53 @@ import (
 	"time"
 )
 
-// target is a loopback server that counts what it receives.
+// site is the host name the plans' URLs carry: it resolves nowhere; the
+// driver must deliver to the edge by it.
+const site = "http://shop.example.com"
+
+// target is a stand-in edge on loopback that counts what it receives.
 type target struct {
 	*httptest.Server
 	mu      sync.Mutex
 	paths   map[string]int
 	loadIDs map[string]int
 	users   map[string]int
+	hosts   map[string]int
 	total   atomic.Int64
 }
 
 func newTarget(t *testing.T) *target {
-	tg := &target{paths: map[string]int{}, loadIDs: map[string]int{}, users: map[string]int{}}
-	tg.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	tg := &target{paths: map[string]int{}, loadIDs: map[string]int{}, users: map[string]int{}, hosts: map[string]int{}}
+	tg.Server = httptest.NewServer(tg.handler())
+	t.Cleanup(tg.Close)
+	return tg
+}
+
+// newTLSTarget is the same over TLS; its certificate names example.com
+// and *.example.com.
+func newTLSTarget(t *testing.T) *target {
+	tg := &target{paths: map[string]int{}, loadIDs: map[string]int{}, users: map[string]int{}, hosts: map[string]int{}}
+	tg.Server = httptest.NewTLSServer(tg.handler())
+	t.Cleanup(tg.Close)
+	return tg
+}
+
+// edge is the driver's Edge for tg.
+func (tg *target) edge() Edge {
+	if tg.TLS != nil {
+		pool := x509.NewCertPool()
+		pool.AddCert(tg.Certificate())
+		return Edge{Addr: "127.0.0.1:1", TLSAddr: tg.Listener.Addr().String(), RootCAs: pool}
+	}
+	return Edge{Addr: tg.Listener.Addr().String()}
+}
+
+func (tg *target) handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tg.total.Add(1)
 		u, _, _ := r.BasicAuth()
 		tg.mu.Lock()
+		tg.hosts[r.Host]++
 		tg.paths[r.Method+" "+r.URL.Path]++
 		tg.loadIDs[r.Header.Get(LoadIDHeader)]++
 		tg.users[u]++
@@ -39,9 +72,7 @@ func newTarget(t *testing.T) *target {
 		default:
 			_, _ = w.Write([]byte("hello"))
 		}
-	}))
-	t.Cleanup(tg.Close)
-	return tg
+	})
 }
 
 func TestLocalRunCountsWhatTheServerSaw(t *testing.T) {
@@ -51,13 +82,13 @@ func TestLocalRunCountsWhatTheServerSaw(t *testing.T) {
 		Users: []Credential{{"ann", "pw1"}, {"bob", "pw2"}},
 		Sessions: []Session{
 			{Name: "static", Requests: []Request{
-				{Name: "home", Method: "GET", URL: tg.URL + "/", CallConstants: true},
-				{Name: "gone", Method: "POST", URL: tg.URL + "/missing"},
-				{Name: "moved", Method: "GET", URL: tg.URL + "/moved", Wait: true},
-			}, Constants: []Request{{Name: "beacon", Method: "HEAD", URL: tg.URL + "/beacon"}}, WaitTime: 5 * time.Millisecond},
+				{Name: "home", Method: "GET", URL: site + "/", CallConstants: true},
+				{Name: "gone", Method: "POST", URL: site + "/missing"},
+				{Name: "moved", Method: "GET", URL: site + "/moved", Wait: true},
+			}, Constants: []Request{{Name: "beacon", Method: "HEAD", URL: site + "/beacon"}}, WaitTime: 5 * time.Millisecond},
 			{Name: "random", Random: true, Length: 4, Requests: []Request{
-				{Name: "often", Method: "GET", URL: tg.URL + "/often", Weight: 1},
-				{Name: "never", Method: "GET", URL: tg.URL + "/never", Weight: 0},
+				{Name: "often", Method: "GET", URL: site + "/often", Weight: 1},
+				{Name: "never", Method: "GET", URL: site + "/never", Weight: 0},
 			}},
 		},
 	}
@@ -68,12 +99,12 @@ func TestLocalRunCountsWhatTheServerSaw(t *testing.T) {
 	p.Observe = func(s Sample) {
 		omu.Lock()
 		defer omu.Unlock()
-		if s.Arrival.IsZero() || s.Elapsed < s.TTFB || s.Method == "" || !strings.HasPrefix(s.URL, tg.URL) {
+		if s.Arrival.IsZero() || s.Elapsed < s.TTFB || s.Method == "" || !strings.HasPrefix(s.URL, site) {
 			t.Errorf("sample %+v", s)
 		}
 		samples[s.Status]++
 	}
-	res, err := Local{}.Run(context.Background(), p)
+	res, err := Local{Edge: tg.edge()}.Run(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +145,9 @@ func TestLocalRunCountsWhatTheServerSaw(t *testing.T) {
 	if d := tg.paths["GET /"] - tg.paths["HEAD /beacon"]; d < 0 || d > p.VirtualUsers {
 		t.Fatalf("redirects followed? %v", tg.paths)
 	}
+	if tg.hosts["shop.example.com"] != res.Requests || len(tg.hosts) != 1 {
+		t.Fatalf("hosts seen by the edge %v", tg.hosts)
+	}
 	if tg.users["ann"] == 0 || tg.users["bob"] == 0 || tg.users[""] != 0 {
 		t.Fatalf("credentials: %v", tg.users)
 	}
@@ -142,8 +176,8 @@ func TestLocalRunCountsWhatTheServerSaw(t *testing.T) {
 func TestLocalCapsAndProbability(t *testing.T) {
 	tg := newTarget(t)
 	p := Plan{LoadID: "x", Duration: time.Hour, VirtualUsers: 500, SessionProbability: 0.5,
-		Sessions: []Session{{Name: "s", Requests: []Request{{Name: "r", Method: "GET", URL: tg.URL + "/"}}}}}
-	res, err := Local{MaxDuration: 300 * time.Millisecond, MaxVirtualUsers: 4, IdleTime: 5 * time.Millisecond}.Run(context.Background(), p)
+		Sessions: []Session{{Name: "s", Requests: []Request{{Name: "r", Method: "GET", URL: site + "/"}}}}}
+	res, err := Local{Edge: tg.edge(), MaxDuration: 300 * time.Millisecond, MaxVirtualUsers: 4, IdleTime: 5 * time.Millisecond}.Run(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,37 +189,170 @@ func TestLocalCapsAndProbability(t *testing.T) {
 	}
 }
 
-func TestLocalRefusesNonLoopbackTargets(t *testing.T) {
+// trap is a listener at an address a URL names; it counts the
+// connections it accepts.
+func trap(t *testing.T) (string, *atomic.Int64) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	var n atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			_ = c.Close()
+		}
+	}()
+	return ln.Addr().String(), &n
+}
+
+// Whatever address a URL names (a listener of this machine, the metadata
+// service, a name), every connection goes to the edge and the request
+// carries the URL's host.
+func TestLocalSendsOnlyToTheEdge(t *testing.T) {
 	tg := newTarget(t)
-	for _, u := range []string{"http://192.0.2.1/", "http://10.0.0.1:8080/x", "https://[2001:db8::1]/", "http://unresolvable.invalid/"} {
-		p := Plan{LoadID: "x", Duration: time.Second, VirtualUsers: 1, SessionProbability: 1,
-			Sessions: []Session{{Name: "s", Requests: []Request{
-				{Name: "ok", Method: "GET", URL: tg.URL + "/"},
-				{Name: "bad", Method: "GET", URL: u},
-			}}}}
-		_, err := Local{}.Run(context.Background(), p)
-		if err == nil || !(strings.Contains(err.Error(), "loopback") || strings.Contains(err.Error(), "does not resolve")) {
-			t.Errorf("%s: err %v", u, err)
+	trapAddr, accepted := trap(t)
+	_, trapPort, _ := net.SplitHostPort(trapAddr)
+	urls := map[string]string{
+		"http://" + trapAddr + "/a":                trapAddr,
+		"http://localhost:" + trapPort + "/b":      "localhost:" + trapPort,
+		"http://169.254.169.254/latest/meta-data/": "169.254.169.254",
+		"http://[::1]:" + trapPort + "/c":          "[::1]:" + trapPort,
+		site + "/d":                                "shop.example.com",
+	}
+	var reqs []Request
+	for u := range urls {
+		reqs = append(reqs, Request{Name: u, Method: "GET", URL: u})
+	}
+	var (
+		dmu    sync.Mutex
+		dialed = map[string]int{}
+	)
+	l := Local{Edge: tg.edge(), Dial: func(ctx context.Context, network, address string) (net.Conn, error) {
+		dmu.Lock()
+		dialed[address]++
+		dmu.Unlock()
+		var d net.Dialer
+		return d.DialContext(ctx, network, address)
+	}}
+	p := Plan{LoadID: "x", Duration: 300 * time.Millisecond, VirtualUsers: 2, SessionProbability: 1,
+		Sessions: []Session{{Name: "s", Requests: reqs}}}
+	res, err := l.Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 0 || int64(res.Requests) != tg.total.Load() || res.Requests < len(urls) {
+		t.Fatalf("%d requests, %d errors; the edge saw %d", res.Requests, res.Errors, tg.total.Load())
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Fatalf("the address a URL named got %d connections", n)
+	}
+	dmu.Lock()
+	defer dmu.Unlock()
+	if len(dialed) != 1 || dialed[tg.Listener.Addr().String()] == 0 {
+		t.Fatalf("dialled %v, want only the edge %s", dialed, tg.Listener.Addr())
+	}
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	for u, host := range urls {
+		if tg.hosts[host] == 0 {
+			t.Errorf("%s: the edge never saw Host %q (saw %v)", u, host, tg.hosts)
 		}
 	}
-	if n := tg.total.Load(); n != 0 {
-		t.Fatalf("a refused plan sent %d requests", n)
+}
+
+// https goes to the edge's TLS endpoint, with the URL's host as the server
+// name the edge's certificate is checked against.
+func TestLocalSendsHTTPSToTheEdgesTLSEndpoint(t *testing.T) {
+	tg := newTLSTarget(t)
+	p := Plan{LoadID: "x", Duration: 200 * time.Millisecond, VirtualUsers: 1, SessionProbability: 1,
+		Sessions: []Session{{Name: "s", Requests: []Request{{Name: "r", Method: "GET", URL: "https://shop.example.com/secure"}}}}}
+	res, err := Local{Edge: tg.edge()}.Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// localhost is loopback.
-	p := Plan{LoadID: "x", Duration: 100 * time.Millisecond, VirtualUsers: 1, SessionProbability: 1,
-		Sessions: []Session{{Name: "s", Requests: []Request{{Name: "ok", Method: "GET", URL: strings.Replace(tg.URL, "127.0.0.1", "localhost", 1)}}}}}
-	if _, err := (Local{}).Run(context.Background(), p); err != nil {
-		t.Fatalf("localhost refused: %v", err)
+	if res.Requests == 0 || res.Errors != 0 || int64(res.Requests) != tg.total.Load() {
+		t.Fatalf("%d requests, %d errors; the edge saw %d", res.Requests, res.Errors, tg.total.Load())
+	}
+	// A name the edge's certificate does not cover fails the handshake:
+	// the server name really is the URL's host.
+	p.Sessions[0].Requests[0].URL = "https://shop.example.org/secure"
+	before := tg.total.Load()
+	res, err = Local{Edge: tg.edge()}.Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests == 0 || res.Errors != res.Requests || tg.total.Load() != before {
+		t.Fatalf("uncovered name: %d requests, %d errors", res.Requests, res.Errors)
+	}
+}
+
+func TestLocalNeedsAnEdge(t *testing.T) {
+	p := Plan{LoadID: "x", Duration: time.Second, VirtualUsers: 1, SessionProbability: 1,
+		Sessions: []Session{{Name: "s", Requests: []Request{{Name: "r", Method: "GET", URL: site + "/"}}}}}
+	if _, err := (Local{}).Run(context.Background(), p); err == nil || !strings.Contains(err.Error(), "no edge") {
+		t.Fatalf("no edge: %v", err)
+	}
+	p.Sessions[0].Requests[0].URL = "https://shop.example.com/"
+	if _, err := (Local{Edge: Edge{Addr: "127.0.0.1:1"}}).Run(context.Background(), p); err == nil || !strings.Contains(err.Error(), "no TLS endpoint") {
+		t.Fatalf("https without a TLS edge: %v", err)
+	}
+}
+
+// A refused request is counted as a failed request with its reason and
+// never sent; a session of refused requests only does not spin.
+func TestLocalRefusedRequestsAreErrorsNotSent(t *testing.T) {
+	tg := newTarget(t)
+	p := Plan{LoadID: "x", Duration: 300 * time.Millisecond, VirtualUsers: 2, SessionProbability: 1,
+		Sessions: []Session{
+			{Name: "mixed", Requests: []Request{
+				{Name: "ok", Method: "GET", URL: site + "/ok"},
+				{Name: "gone", Method: "GET", URL: "http://old.example.com/x", Refused: "old.example.com is no longer an alias"},
+			}},
+			{Name: "refused", Requests: []Request{{Name: "gone", Method: "GET", URL: "http://old.example.com/y", Refused: "old.example.com is no longer an alias"}}},
+		}}
+	res, err := Local{Edge: tg.edge(), IdleTime: 20 * time.Millisecond}.Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixed, refused := res.Sessions[0], res.Sessions[1]
+	ok, gone := mixed.Requests[0], mixed.Requests[1]
+	if int64(ok.Requests) != tg.total.Load() || ok.Errors != 0 || ok.Refused != "" {
+		t.Fatalf("sent requests: %+v; the edge saw %d", ok, tg.total.Load())
+	}
+	if gone.Requests == 0 || gone.Errors != gone.Requests || gone.Refused != "old.example.com is no longer an alias" || len(gone.Codes) != 0 {
+		t.Fatalf("refused request: %+v", gone)
+	}
+	r := refused.Requests[0]
+	if r.Requests == 0 || r.Errors != r.Requests || refused.Failures != refused.Runs || refused.Runs == 0 {
+		t.Fatalf("refused session: %+v", refused)
+	}
+	// Each refused-only iteration pauses IdleTime: 2 users for 300 ms.
+	if r.Requests > 2*(300/20+2) {
+		t.Fatalf("a refused-only session spun: %d turns", r.Requests)
+	}
+	if res.Errors != gone.Requests+r.Requests || res.Requests != ok.Requests+gone.Requests+r.Requests {
+		t.Fatalf("totals %d requests %d errors", res.Requests, res.Errors)
+	}
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	if tg.hosts["old.example.com"] != 0 {
+		t.Fatalf("a refused request reached the edge: %v", tg.hosts)
 	}
 }
 
 func TestLocalCountsTransportErrors(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
-	url := srv.URL
+	edge := srv.Listener.Addr().String()
 	srv.Close() // nothing listens there any more
 	p := Plan{LoadID: "x", Duration: 200 * time.Millisecond, VirtualUsers: 2, SessionProbability: 1,
-		Sessions: []Session{{Name: "s", Requests: []Request{{Name: "r", Method: "GET", URL: url}}}}}
-	res, err := Local{}.Run(context.Background(), p)
+		Sessions: []Session{{Name: "s", Requests: []Request{{Name: "r", Method: "GET", URL: site + "/"}}}}}
+	res, err := Local{Edge: Edge{Addr: edge}}.Run(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}

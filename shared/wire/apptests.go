@@ -28,15 +28,16 @@ func Tests(d Deps) apigw.ProxyHandler {
 }
 
 // TestRunner is the test runner function's handler: it executes queued
-// runs with the local load generator, which sends only to loopback
-// targets (docs/application-tests.md), and sends the access records of
-// runs that target an application to MetricsQueue.
+// runs with the load generator, which delivers every request to the
+// platform's edge (d.Edge) and nowhere else (docs/application-tests.md),
+// and sends the access records of runs that target an application to
+// MetricsQueue.
 func TestRunner(d Deps) apptests.RunHandler {
 	var sink apptests.RecordSink
 	if url := d.QueueURLs[MetricsQueue]; url != "" && d.SQS != nil {
 		sink = metrics.SQSSender{Client: d.SQS, QueueURL: url}
 	}
-	return apptests.NewRunner(d.Store, loadgen.Local{}, sink, d.Log)
+	return apptests.NewRunner(d.Store, loadgen.Local{Edge: d.Edge}, sink, d.Log)
 }
 
 // sqsQueue sends to one SQS queue.

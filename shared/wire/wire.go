@@ -21,6 +21,7 @@ import (
 	"cads/shared/authorizer"
 	"cads/shared/ddb"
 	"cads/shared/identity"
+	"cads/shared/loadgen"
 	"cads/shared/logging"
 	"cads/shared/store"
 )
@@ -33,6 +34,10 @@ type Deps struct {
 	// for functions that send to queues.
 	SQS       *sqs.Client
 	QueueURLs map[string]string
+	// Edge is where application test runs send their requests: the
+	// platform's edge (EDGE_ADDR and EDGE_TLS_ADDR on AWS; the local
+	// platform's stand-in edge locally).
+	Edge loadgen.Edge
 }
 
 // queueEnvPrefix names the environment variables that carry queue URLs:
@@ -54,6 +59,7 @@ func FromEnv(ctx context.Context) (Deps, error) {
 		return Deps{}, fmt.Errorf("dynamodb client: %w", err)
 	}
 	d := New(log, db, table)
+	d.Edge = loadgen.Edge{Addr: os.Getenv("EDGE_ADDR"), TLSAddr: os.Getenv("EDGE_TLS_ADDR")}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
 		if id, ok := strings.CutPrefix(k, queueEnvPrefix); ok && v != "" {

@@ -1,0 +1,264 @@
+package local
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"cads/shared/applications/appconfig"
+	"cads/shared/loadgen"
+)
+
+// EdgeApplicationHeader names, in the edge's answers, the application
+// that answered.
+const EdgeApplicationHeader = "X-Edge-Application"
+
+// Edge is the local platform's stand-in for the platform's edge, the front
+// door of the applications: it answers HTTP and HTTPS requests whose Host
+// (or TLS server name) is an alias of an existing application, of any
+// account, and refuses every other host (421, or a failed handshake). It
+// forwards nothing anywhere: the data plane is not part of this project,
+// so it answers for the application itself. Application test runs send
+// every request here (loadgen.Edge).
+type Edge struct {
+	// HTTPAddr and TLSAddr are its listeners' host:port; RootCAs trust the
+	// certificates it makes for aliases.
+	HTTPAddr, TLSAddr string
+	RootCAs           *x509.CertPool
+
+	aliases *aliasIndex
+	ca      *edgeCA
+	log     *slog.Logger
+
+	mu     sync.Mutex
+	served map[[2]string]int // (host, load id) -> answered requests
+}
+
+// LoadgenEdge is the edge as the load generator addresses it.
+func (e *Edge) LoadgenEdge() loadgen.Edge {
+	return loadgen.Edge{Addr: e.HTTPAddr, TLSAddr: e.TLSAddr, RootCAs: e.RootCAs}
+}
+
+// Served is how many requests for host (an alias, lower case) carrying
+// load id the edge has answered.
+func (e *Edge) Served(host, loadID string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.served[[2]string{host, loadID}]
+}
+
+// startEdge starts the edge on two free loopback ports; stop closes them.
+func startEdge(db *dynamodb.Client, table string, log *slog.Logger) (*Edge, func(context.Context) error, error) {
+	ca, err := newEdgeCA()
+	if err != nil {
+		return nil, nil, err
+	}
+	e := &Edge{aliases: &aliasIndex{db: db, table: table}, ca: ca, log: log, served: map[[2]string]int{}}
+	e.RootCAs = x509.NewCertPool()
+	e.RootCAs.AddCert(ca.cert)
+
+	plain, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, fmt.Errorf("edge listener: %w", err)
+	}
+	secure, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = plain.Close()
+		return nil, nil, fmt.Errorf("edge TLS listener: %w", err)
+	}
+	e.HTTPAddr, e.TLSAddr = plain.Addr().String(), secure.Addr().String()
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: e.certificate}}
+	var wg sync.WaitGroup
+	for _, serve := range []func() error{
+		func() error { return srv.Serve(plain) },
+		func() error { return srv.ServeTLS(secure, "", "") },
+	} {
+		wg.Go(func() {
+			if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("edge server stopped", "error", err.Error())
+			}
+		})
+	}
+	stop := func(ctx context.Context) error { err := srv.Shutdown(ctx); wg.Wait(); return err }
+	return e, stop, nil
+}
+
+// ServeHTTP answers a request for an alias; any other host is 421.
+func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	host := strings.ToLower(r.Host)
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	app, ok, err := e.aliases.lookup(r.Context(), host)
+	if err != nil {
+		e.log.ErrorContext(r.Context(), "edge: aliases not readable", "error", err.Error())
+		http.Error(w, "the edge cannot read the applications", http.StatusServiceUnavailable)
+		return
+	}
+	if !ok {
+		http.Error(w, fmt.Sprintf("no application has the alias %q", host), http.StatusMisdirectedRequest)
+		return
+	}
+	e.mu.Lock()
+	e.served[[2]string{host, r.Header.Get(loadgen.LoadIDHeader)}]++
+	e.mu.Unlock()
+	w.Header().Set(EdgeApplicationHeader, app)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = fmt.Fprintf(w, "local edge: application %s answers for %s\n", app, host)
+}
+
+// certificate makes (once per name) a certificate for an alias; other
+// server names get none.
+func (e *Edge) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	name := strings.ToLower(hello.ServerName)
+	_, ok, err := e.aliases.lookup(hello.Context(), name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("no application has the alias %q", name)
+	}
+	return e.ca.leaf(name)
+}
+
+// aliasIndex maps aliases to applications. No index of the table finds an
+// application by alias (aliases are not unique across accounts), so the
+// stand-in scans the applications, at most every refreshEvery, and again
+// on an unknown name once the last scan is minRescan old, so an alias is
+// served as soon as its application exists and not long after it is gone.
+type aliasIndex struct {
+	db    *dynamodb.Client
+	table string
+
+	mu   sync.Mutex
+	apps map[string]string
+	at   time.Time
+}
+
+const (
+	refreshEvery = time.Second
+	minRescan    = 100 * time.Millisecond
+)
+
+func (x *aliasIndex) lookup(ctx context.Context, host string) (string, bool, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	age := time.Since(x.at)
+	app, ok := x.apps[host]
+	if x.apps != nil && (age < refreshEvery && ok || age < minRescan) {
+		return app, ok, nil
+	}
+	apps, err := x.scan(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	x.apps, x.at = apps, time.Now()
+	app, ok = apps[host]
+	return app, ok, nil
+}
+
+func (x *aliasIndex) scan(ctx context.Context) (map[string]string, error) {
+	apps := map[string]string{}
+	pages := dynamodb.NewScanPaginator(x.db, &dynamodb.ScanInput{
+		TableName:                 aws.String(x.table),
+		FilterExpression:          aws.String("#e = :e"),
+		ProjectionExpression:      aws.String("#i, #c"),
+		ExpressionAttributeNames:  map[string]string{"#e": "entity", "#i": "id", "#c": "config"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":e": &types.AttributeValueMemberS{Value: "application"}},
+		ConsistentRead:            aws.Bool(true),
+	})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("edge: scan the applications: %w", err)
+		}
+		for _, it := range page.Items {
+			var a struct {
+				ID     string `dynamodbav:"id"`
+				Config string `dynamodbav:"config"`
+			}
+			if err := attributevalue.UnmarshalMap(it, &a); err != nil {
+				return nil, fmt.Errorf("edge: application item: %w", err)
+			}
+			c, err := appconfig.Parse(a.Config)
+			if err != nil {
+				continue // an application whose configuration does not read serves nothing
+			}
+			for _, al := range c.Aliases {
+				apps[al] = a.ID
+			}
+		}
+	}
+	return apps, nil
+}
+
+// edgeCA signs the edge's certificates; it lives as long as the platform.
+type edgeCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+
+	mu     sync.Mutex
+	leaves map[string]*tls.Certificate
+}
+
+func newEdgeCA() (*edgeCA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("edge CA key: %w", err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "local edge CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("edge CA certificate: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("edge CA certificate: %w", err)
+	}
+	return &edgeCA{cert: cert, key: key, leaves: map[string]*tls.Certificate{}}, nil
+}
+
+func (ca *edgeCA) leaf(name string) (*tls.Certificate, error) {
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	if c, ok := ca.leaves[name]; ok {
+		return c, nil
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("edge certificate key: %w", err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(now.UnixNano()), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
+		NotBefore: now.Add(-time.Hour), NotAfter: ca.cert.NotAfter, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		return nil, fmt.Errorf("edge certificate for %s: %w", name, err)
+	}
+	c := &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	ca.leaves[name] = c
+	return c, nil
+}

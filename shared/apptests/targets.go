@@ -1,0 +1,129 @@
+package apptests
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"sort"
+	"strings"
+
+	"cads/shared/apigw"
+	"cads/shared/applications/appconfig"
+	"cads/shared/loadgen"
+	"cads/shared/store"
+)
+
+// A test loads only the account's own applications: every request URL
+// must name, as its host, an alias of one of the account's applications,
+// and the runner delivers it to the platform's edge for that alias, never
+// to an address taken from the URL (docs/application-tests.md).
+
+// aliasLister lists an account's applications.
+type aliasLister interface {
+	ListApplications(ctx context.Context, account string) ([]store.Application, error)
+}
+
+// accountAliases is the set of aliases of the account's applications, in
+// their stored (lower-case) spelling.
+func accountAliases(ctx context.Context, st aliasLister, account string) (map[string]bool, error) {
+	apps, err := st.ListApplications(ctx, account)
+	if err != nil {
+		return nil, fmt.Errorf("list the account's applications: %w", err)
+	}
+	aliases := map[string]bool{}
+	for _, a := range apps {
+		c, err := appconfig.Parse(a.Config)
+		if err != nil {
+			return nil, fmt.Errorf("application %s: %w", a.ID, err)
+		}
+		for _, al := range c.Aliases {
+			aliases[al] = true
+		}
+	}
+	return aliases, nil
+}
+
+// aliasOf is the alias a request URL names, compared as aliases are
+// stored: lower case. Only a bare ASCII host name can be one: a port, an
+// IP literal or a non-ASCII spelling (which Unicode case folding could
+// turn into an ASCII alias, as the Kelvin sign folds to "k") is not.
+func aliasOf(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil || strings.Contains(u.Host, ":") {
+		return "", false
+	}
+	for i := 0; i < len(u.Host); i++ {
+		if u.Host[i] >= 0x80 {
+			return "", false
+		}
+	}
+	if _, err := netip.ParseAddr(u.Host); err == nil {
+		return "", false
+	}
+	return strings.ToLower(u.Host), true
+}
+
+// hostOf is a URL's host as a message names it.
+func hostOf(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Host
+	}
+	return raw
+}
+
+// checkTargets refuses a configuration with a request URL whose host is
+// not an alias of the account's applications: a 400 naming the file, the
+// request and the host.
+func checkTargets(c *Config, aliases map[string]bool) error {
+	for _, m := range c.Models {
+		file := m.File
+		if file == "" {
+			file = c.File + ": models." + m.Name
+		}
+		check := func(kind string, rs []Request) error {
+			for i, r := range rs {
+				if a, ok := aliasOf(r.URL); !ok || !aliases[a] {
+					return apigw.BadRequest("%s: %s[%d].url: host %q is not an alias of an application of this account; a test sends only to the account's own applications, named by an alias alone (no port, no address)",
+						file, kind, i, hostOf(r.URL))
+				}
+			}
+			return nil
+		}
+		if err := check("requests", m.Session.Requests); err != nil {
+			return err
+		}
+		if err := check("constants", m.Session.Constants); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refuseForeign marks the plan's requests whose host is no longer an alias
+// of the account's applications (an alias removed or an application
+// deleted since the upload): they are counted as errors, not sent. It
+// returns one sentence per such host.
+func refuseForeign(p *loadgen.Plan, aliases map[string]bool) []string {
+	refused := map[string]string{}
+	mark := func(rs []loadgen.Request) {
+		for i := range rs {
+			if a, ok := aliasOf(rs[i].URL); ok && aliases[a] {
+				continue
+			}
+			h := hostOf(rs[i].URL)
+			msg := fmt.Sprintf("not sent: host %q is not an alias of an application of this account", h)
+			rs[i].Refused, refused[h] = msg, msg
+		}
+	}
+	for si := range p.Sessions {
+		mark(p.Sessions[si].Requests)
+		mark(p.Sessions[si].Constants)
+	}
+	out := make([]string, 0, len(refused))
+	for _, msg := range refused {
+		out = append(out, msg)
+	}
+	sort.Strings(out)
+	return out
+}
