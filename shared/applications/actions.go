@@ -139,13 +139,11 @@ func validateAction(a store.Action) error {
 }
 
 func text(field, s string, max int) error {
-	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > max {
-		return apigw.BadRequest("%s must be valid UTF-8 of at most %d characters", field, max)
+	if err := apigw.CheckText(field, s); err != nil {
+		return err
 	}
-	for _, r := range s {
-		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f {
-			return apigw.BadRequest("%s must not contain control characters", field)
-		}
+	if utf8.RuneCountInString(s) > max {
+		return apigw.BadRequest("%s must be valid UTF-8 of at most %d characters", field, max)
 	}
 	return nil
 }

@@ -46,6 +46,10 @@ func Read(r *http.Request, accepted ...string) (*Body, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, apigw.BadRequest("a request body is required")
 	}
+	// Judged as sent: decoding would turn invalid text into U+FFFD.
+	if err := apigw.CheckJSONText(raw); err != nil {
+		return nil, err
+	}
 	if apigw.MediaType(r) == MediaJSONPatch {
 		var ops []json.RawMessage
 		if json.Unmarshal(raw, &ops) != nil {

@@ -224,7 +224,7 @@ func validName(s string) error {
 		return bad("name must be valid UTF-8 of at most %d characters", MaxNameLen)
 	}
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
+		if apigw.IsControl(r) {
 			return bad("name must not contain control characters")
 		}
 	}
