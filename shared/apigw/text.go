@@ -28,9 +28,9 @@ type TextOption struct {
 // AllowTabNewline lets the string fields at paths hold tab (U+0009) and
 // line feed (U+000A), and nothing else of the rule. A path is written as
 // the error messages write them ("message", "records[0].message") with
-// "[*]" for any array index ("[*].message"). It exists for free-form
-// multi-line text such as a log record's message; names, descriptions and
-// every other field stay on one line.
+// "[*]" for any array index ("[*].message"). It exists for values whose
+// format is lines: a log record's message, PEM blocks (certificates,
+// keys); names, descriptions and every other field stay on one line.
 func AllowTabNewline(paths ...string) TextOption {
 	return TextOption{lineBreaks: paths}
 }

@@ -37,6 +37,11 @@ func TestApplicationTextRule(t *testing.T) {
 		{"application/json", `{"name":"Shop\u0085"}`, `U+0085`},
 		{"application/json-patch+json", `[{"op":"replace","path":"/name","value":"\u007f"}]`, `field \"[0].value\" holds the control character U+007F`},
 		{"application/json", "{\"name\":\"\xf0\x9f\"}", `not valid UTF-8 (byte 0xF0)`},
+		// PEM fields take line breaks, and nothing else does: a JSON
+		// Patch's value is judged where it lands.
+		{"application/json-patch+json", `[{"op":"replace","path":"/name","value":"two\nlines"}]`, `field \"name\" holds the control character U+000A`},
+		{"application/json", `{"tls_configuration":{"certificate_chain":"-----BEGIN CERTIFICATE-----\r\n"}}`, `field \"tls_configuration.certificate_chain\" holds the control character U+000D; this field may contain tab and newline`},
+		{"application/json", `{"tls_configuration":{"certificate_chain":"\u0000"}}`, `U+0000`},
 	} {
 		if r := a.call(a.op, "PATCH", path, c.ct, c.body); r.Status != 400 || !strings.Contains(r.Raw, c.msg) {
 			t.Errorf("PATCH %q: %d %s, want 400 with %s", c.body, r.Status, r.Raw, c.msg)
