@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"cads/shared/apigw"
 )
 
 // optional is a PATCH field that can be absent (Set false), null (Set,
@@ -112,7 +114,7 @@ func text(field, s string, max int) (string, error) {
 		return "", fmt.Errorf("%s must be valid UTF-8 of at most %d characters", field, max)
 	}
 	for _, c := range s {
-		if c < 0x20 || c == 0x7f {
+		if apigw.IsControl(c) {
 			return "", fmt.Errorf("%s must not contain control characters", field)
 		}
 	}

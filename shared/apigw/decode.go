@@ -18,9 +18,10 @@ const MaxJSONBody = 1 << 20
 
 // DecodeJSON reads a required JSON body into v strictly: the content type
 // must be application/json (415), the body at most MaxJSONBody (413), one
-// JSON value with no unknown fields and no trailing data (400, naming the
-// field or offset). It never yields a 5xx for bad input.
-func DecodeJSON(r *http.Request, v any) error {
+// JSON value with no unknown fields and no trailing data, whose strings
+// keep the text rule (400, naming the field or offset; CheckJSONText, opts
+// widen it for named fields). It never yields a 5xx for bad input.
+func DecodeJSON(r *http.Request, v any, opts ...TextOption) error {
 	if err := RequireContentType(r, "application/json"); err != nil {
 		return err
 	}
@@ -28,14 +29,17 @@ func DecodeJSON(r *http.Request, v any) error {
 	if err != nil {
 		return err
 	}
-	return UnmarshalStrict(body, v)
+	return UnmarshalStrict(body, v, opts...)
 }
 
 // UnmarshalStrict is DecodeJSON's parser for bodies already read (JSON Patch
 // results, for instance).
-func UnmarshalStrict(body []byte, v any) error {
+func UnmarshalStrict(body []byte, v any, opts ...TextOption) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return BadRequest("a JSON request body is required")
+	}
+	if err := CheckJSONText(body, opts...); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

@@ -44,6 +44,11 @@ func handle(log *slog.Logger, e Endpoint, inAccount bool) http.HandlerFunc {
 			WriteError(r.Context(), log, w, Forbidden("this key is authenticated into no account; switch with POST /v2/users/self/authorization"))
 			return
 		}
+		// Query parameters are text too: some are stored or echoed back.
+		if err := CheckQuery(r.URL.Query()); err != nil {
+			WriteError(r.Context(), log, w, err)
+			return
+		}
 		status, body, err := e(r, p)
 		if err != nil {
 			WriteError(r.Context(), log, w, err)

@@ -92,7 +92,7 @@ func sortApps(as []Application, order []apigw.OrderKey) {
 
 func (h *handler) createApp(r *http.Request, p apigw.Principal) (int, any, error) {
 	var body json.RawMessage
-	if err := apigw.DecodeJSON(r, &body); err != nil {
+	if err := apigw.DecodeJSON(r, &body, appconfig.PEMText); err != nil {
 		return 0, nil, err
 	}
 	cfg, err := appconfig.Decode(body)
@@ -202,7 +202,7 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 		return 0, nil, err
 	}
 	// Spec 4.7: a merge patch (application/json) or a JSON Patch.
-	body, err := patch.Read(r, patch.MediaJSON, patch.MediaJSONPatch)
+	body, err := patch.ReadWith(r, appconfig.PatchPEMText, patch.MediaJSON, patch.MediaJSONPatch)
 	if err != nil {
 		return 0, nil, err
 	}

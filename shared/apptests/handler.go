@@ -322,13 +322,12 @@ func partType(contentType, filename string, data []byte) (string, error) {
 }
 
 func validDesc(s string) (string, error) {
-	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > MaxDescription {
-		return "", apigw.BadRequest("desc must be UTF-8 text of at most %d characters", MaxDescription)
+	// A form field is not JSON, so the body reader has not judged it.
+	if err := apigw.CheckText("desc", s); err != nil {
+		return "", err
 	}
-	for _, c := range s {
-		if (c < 0x20 && c != '\n' && c != '\r' && c != '\t') || c == 0x7f {
-			return "", apigw.BadRequest("desc must not contain control characters")
-		}
+	if utf8.RuneCountInString(s) > MaxDescription {
+		return "", apigw.BadRequest("desc must be UTF-8 text of at most %d characters", MaxDescription)
 	}
 	return s, nil
 }

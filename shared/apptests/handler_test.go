@@ -173,6 +173,21 @@ func TestCorruptAndOversizeStoreNothing(t *testing.T) {
 		{"description with control characters", func(id string) reply {
 			return e.form(e.op, "PUT", id, part{name: "file", filename: "t.tgz", data: tgz}, part{name: "desc", data: []byte("a\x00b")})
 		}, 400, "control"},
+		{"description with ESC", func(id string) reply {
+			return e.form(e.op, "PUT", id, part{name: "file", filename: "t.tgz", data: tgz}, part{name: "desc", data: []byte("\x1b[31mred")})
+		}, 400, "desc holds the control character U+001B"},
+		{"description with a newline", func(id string) reply {
+			return e.form(e.op, "PUT", id, part{name: "file", filename: "t.tgz", data: tgz}, part{name: "desc", data: []byte("two\nlines")})
+		}, 400, "desc holds the control character U+000A"},
+		{"description with a C1 control", func(id string) reply {
+			return e.form(e.op, "PUT", id, part{name: "file", filename: "t.tgz", data: tgz}, part{name: "desc", data: []byte("a\u009bb")})
+		}, 400, "desc holds the control character U+009B"},
+		{"description with DEL", func(id string) reply {
+			return e.form(e.op, "PATCH", id, part{name: "desc", data: []byte("a\x7f")})
+		}, 400, "desc holds the control character U+007F"},
+		{"description not UTF-8", func(id string) reply {
+			return e.form(e.op, "PUT", id, part{name: "file", filename: "t.tgz", data: tgz}, part{name: "desc", data: []byte("caf\xe9")})
+		}, 400, "desc is not valid UTF-8 (byte 0xE9 at offset 3)"},
 		{"multipart without boundary", func(id string) reply {
 			return e.call(e.op, "PUT", "/v2/tests/"+id, map[string]string{"Content-Type": "multipart/form-data"}, tgz)
 		}, 400, "boundary"},

@@ -218,7 +218,7 @@ func validName(s string) (string, error) {
 		return "", apigw.BadRequest("name must be valid UTF-8 of at most %d characters", maxNameLen)
 	}
 	for _, c := range s {
-		if c < 0x20 || c == 0x7f {
+		if apigw.IsControl(c) {
 			return "", apigw.BadRequest("name must not contain control characters")
 		}
 	}

@@ -199,6 +199,11 @@ const (
 	maxShortField    = 1024
 )
 
+// messageText is the one exception to the text rule: a record's message
+// is free text from a program's output, which may run over lines and
+// indent with tabs. Every other field stays single-line text.
+var messageText = apigw.AllowTabNewline("message", "[*].message")
+
 // CustomLog is one record of POST /v2/applications/{id}/logs (LogPost).
 type CustomLog struct {
 	Created  *string `json:"created"`
@@ -214,7 +219,7 @@ func (h *handler) postLogs(r *http.Request, p apigw.Principal) (int, any, error)
 		return 0, nil, apigw.BadRequest("type: only custom logs can be submitted")
 	}
 	var raw json.RawMessage
-	if err := apigw.DecodeJSON(r, &raw); err != nil {
+	if err := apigw.DecodeJSON(r, &raw, messageText); err != nil {
 		return 0, nil, err
 	}
 	var logs []CustomLog
@@ -230,14 +235,14 @@ func (h *handler) postLogs(r *http.Request, p apigw.Principal) (int, any, error)
 		}
 		for i, e := range elems {
 			var l CustomLog
-			if err := apigw.UnmarshalStrict(e, &l); err != nil {
+			if err := apigw.UnmarshalStrict(e, &l, messageText); err != nil {
 				return 0, nil, apigw.BadRequest("log %d: %s", i, errMessage(err))
 			}
 			logs = append(logs, l)
 		}
 	} else {
 		var l CustomLog
-		if err := apigw.UnmarshalStrict(raw, &l); err != nil {
+		if err := apigw.UnmarshalStrict(raw, &l, messageText); err != nil {
 			return 0, nil, err
 		}
 		logs = append(logs, l)

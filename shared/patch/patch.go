@@ -36,6 +36,15 @@ type Body struct {
 // Read reads r's body, which must have one of the accepted media types;
 // MediaJSONPatch bodies are JSON Patches, the others merge patches.
 func Read(r *http.Request, accepted ...string) (*Body, error) {
+	return ReadWith(r, apigw.TextOption{}, accepted...)
+}
+
+// ReadWith is Read for resources with multi-line fields: text names them
+// as paths of the body as sent (a merge patch's "certificates", a JSON
+// Patch's "[*].value"). A JSON Patch's values have no fixed path, so the
+// caller must decode the patched document strictly (patch.Decode,
+// apigw.UnmarshalStrict) with its own option to judge them where they land.
+func ReadWith(r *http.Request, text apigw.TextOption, accepted ...string) (*Body, error) {
 	if err := apigw.RequireContentType(r, accepted...); err != nil {
 		return nil, err
 	}
@@ -45,6 +54,10 @@ func Read(r *http.Request, accepted ...string) (*Body, error) {
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, apigw.BadRequest("a request body is required")
+	}
+	// Judged as sent: decoding would turn invalid text into U+FFFD.
+	if err := apigw.CheckJSONText(raw, text); err != nil {
+		return nil, err
 	}
 	if apigw.MediaType(r) == MediaJSONPatch {
 		var ops []json.RawMessage

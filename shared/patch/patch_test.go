@@ -42,6 +42,11 @@ func TestReadRefusesWhatCannotApply(t *testing.T) {
 		{"JSON Patch not an array", MediaJSONPatch, `{"op":"add"}`, all, 400, "array of operations"},
 		{"JSON Patch too long", MediaJSONPatch, many, all, 400, "at most 1000 operations"},
 		{"JSON Patch unknown op", MediaJSONPatch, `[{"op":"frobnicate","path":"/a"}]`, all, 400, "invalid JSON Patch"},
+		// Text is judged as sent: decoding would have replaced it.
+		{"merge patch with NUL", MediaJSON, `{"name":"a\u0000"}`, all, 400, `field "name" holds the control character U+0000`},
+		{"merge patch not UTF-8", MediaMergePatch, "{\"name\":\"\xff\"}", all, 400, `field "name" is not valid UTF-8 (byte 0xFF)`},
+		{"JSON Patch value with ESC", MediaJSONPatch, `[{"op":"add","path":"/d","value":"\u001b"}]`, all, 400, `field "[0].value" holds the control character U+001B`},
+		{"JSON Patch lone surrogate", MediaJSONPatch, `[{"op":"add","path":"/d","value":"\udbff"}]`, all, 400, `U+DBFF`},
 	} {
 		_, err := read(c.mt, c.body, c.accepted...)
 		if status(err) != c.want || !strings.Contains(err.Error(), c.msg) {
@@ -109,6 +114,12 @@ func FuzzPatch(f *testing.F) {
 	f.Add(2, `[{"op":"add","path":"/tags/-","value":"z"}]`, `{"tags":["x"]}`)
 	f.Add(2, `[{"op":"copy","from":"/a","path":"/b"},{"op":"move","from":"/b","path":"/c/0"}]`, `{"a":{"x":[1,2,3]}}`)
 	f.Add(2, `[{"op":"remove","path":"/tags/-1"}]`, `{"tags":["x"]}`)
+	// Text the body reader refuses: escaped and raw controls, lone
+	// surrogates, invalid UTF-8.
+	f.Add(0, `{"name":"a\u0000"}`, `{"name":"a"}`)
+	f.Add(1, "{\"name\":\"a\xc2\x9b\"}", `{"name":"a"}`)
+	f.Add(2, `[{"op":"replace","path":"/name","value":"\ud800"}]`, `{"name":"a"}`)
+	f.Add(0, "{\"name\":\"caf\xe9\"}", `{"name":"a"}`)
 	media := []string{MediaJSON, MediaMergePatch, MediaJSONPatch, "text/plain"}
 	f.Fuzz(func(t *testing.T, m int, body, doc string) {
 		mt := media[(m%len(media)+len(media))%len(media)]

@@ -15,14 +15,11 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
-	"cads/shared/builtin"
 	"cads/shared/store"
 )
 
@@ -77,35 +74,6 @@ type Deciders interface {
 // invitation.
 type Queue interface {
 	Send(ctx context.Context, body []byte) error
-}
-
-// builtinNames are the names of the built-in roles. No custom role may
-// take one, and no built-in role may lose it, so a role's name and account
-// identify the Account owner and the entitlement administrator roles for
-// the invitation rule (spec 4.3).
-type builtinNames struct {
-	owner, admin string
-	reserved     []string // lower case
-}
-
-func loadBuiltinNames() (builtinNames, error) {
-	control, err := builtin.ControlRoles("a")
-	if err != nil {
-		return builtinNames{}, err
-	}
-	admin, err := builtin.EntitlementAdministrator("a")
-	if err != nil {
-		return builtinNames{}, err
-	}
-	n := builtinNames{owner: control[0].Name, admin: admin[0].Name}
-	for _, d := range append(control, admin...) {
-		n.reserved = append(n.reserved, strings.ToLower(d.Name))
-	}
-	return n, nil
-}
-
-func (n builtinNames) isReserved(name string) bool {
-	return slices.Contains(n.reserved, strings.ToLower(strings.TrimSpace(name)))
 }
 
 type handler struct {

@@ -54,13 +54,11 @@ func validText(field, s string, max int, required bool) (string, error) {
 	if required && s == "" {
 		return "", apigw.BadRequest("%s must not be empty", field)
 	}
-	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > max {
-		return "", apigw.BadRequest("%s must be valid UTF-8 of at most %d characters", field, max)
+	if err := apigw.CheckText(field, s); err != nil {
+		return "", err
 	}
-	for _, c := range s {
-		if c < 0x20 && c != '\n' || c == 0x7f {
-			return "", apigw.BadRequest("%s must not contain control characters", field)
-		}
+	if utf8.RuneCountInString(s) > max {
+		return "", apigw.BadRequest("%s must be valid UTF-8 of at most %d characters", field, max)
 	}
 	return s, nil
 }
@@ -103,15 +101,20 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *store.Role) (s
 		r.MaxAuthAgeSecs = *in.MaximumAuthAgeSecs
 	}
 	renamed := prev == nil || prev.Name != r.Name
+	builtinRole := prev != nil && h.names.isBuiltin(*prev)
 	switch {
 	case prev != nil && prev.Control && renamed:
 		return store.Role{}, apigw.BadRequest("role %q is a control role: its name cannot change (its permissions can)", prev.Name)
 	case prev != nil && prev.Control && prev.Inheritable != r.Inheritable:
 		return store.Role{}, apigw.BadRequest("role %q is a control role: it applies in its own account, and inheritable cannot change", prev.Name)
-	case prev != nil && renamed && h.names.isReserved(prev.Name):
+	case builtinRole && renamed:
 		return store.Role{}, apigw.BadRequest("role %q is a built-in role: its name cannot change", prev.Name)
-	case renamed && h.names.isReserved(r.Name):
-		return store.Role{}, apigw.BadRequest("name %q is reserved for a built-in role; choose another", r.Name)
+	case !builtinRole:
+		// Also when a patch keeps the name: a role named before this rule
+		// must not keep passing for a built-in one through its edits.
+		if b, ok := h.names.clash(r.Name); ok {
+			return store.Role{}, apigw.BadRequest("name %q is reserved: it reads as the built-in role %q (compared after Unicode NFKC normalisation, removal of invisible characters, collapsing of white space and case folding); choose another", r.Name, b)
+		}
 	}
 	var perms []authz.Permission
 	if in.Permissions != nil {

@@ -67,7 +67,7 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, err
 	}
 	var body json.RawMessage
-	if err := apigw.DecodeJSON(r, &body); err != nil {
+	if err := apigw.DecodeJSON(r, &body, keyText); err != nil {
 		return 0, nil, err
 	}
 	req, err := ParsePost(body, h.st.Now())

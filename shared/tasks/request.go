@@ -75,10 +75,18 @@ var (
 // ValidActionID reports whether id can name an action.
 func ValidActionID(id string) bool { return len(id) <= maxActionID && actionIDRE.MatchString(id) }
 
+// keyText lets a certificate request's PEM key hold line breaks, the one
+// exception to the API's text rule in tasks; paramsKeyText is the same
+// field seen from the parameters object.
+var (
+	keyText       = apigw.AllowTabNewline("parameters.key")
+	paramsKeyText = apigw.AllowTabNewline("key")
+)
+
 // ParsePost validates the body of POST /v2/tasks.
 func ParsePost(body []byte, now time.Time) (Request, error) {
 	var in taskPost
-	if err := apigw.UnmarshalStrict(body, &in); err != nil {
+	if err := apigw.UnmarshalStrict(body, &in, keyText); err != nil {
 		return Request{}, err
 	}
 	if in.Type == nil {
@@ -198,7 +206,7 @@ func decodeParams(raw json.RawMessage, v any, required bool) error {
 		}
 		return nil
 	}
-	if err := apigw.UnmarshalStrict(raw, v); err != nil {
+	if err := apigw.UnmarshalStrict(raw, v, paramsKeyText); err != nil {
 		e, _ := apigw.As(err)
 		return apigw.BadRequest("parameters: %s", strings.TrimPrefix(e.Message, "invalid JSON body: "))
 	}

@@ -224,7 +224,7 @@ func validName(s string) error {
 		return bad("name must be valid UTF-8 of at most %d characters", MaxNameLen)
 	}
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
+		if apigw.IsControl(r) {
 			return bad("name must not contain control characters")
 		}
 	}
@@ -256,6 +256,15 @@ func intRange(field string, v *int, lo, hi int) error {
 	return nil
 }
 
+// PEMText lets the configuration's PEM field hold line breaks, the one
+// exception to the API's text rule here.
+var PEMText = apigw.AllowTabNewline("tls_configuration.certificate_chain")
+
+// PatchPEMText is PEMText for PATCH bodies as sent: a merge patch names the
+// field; a JSON Patch's values are judged again, at their place, when the
+// patched document is decoded (Decode).
+var PatchPEMText = apigw.AllowTabNewline("tls_configuration.certificate_chain", "[*].value", "[*].value.certificate_chain")
+
 // Decode reads a configuration from a client's JSON object strictly
 // (unknown fields are a 400, read-only ones too, with their own message),
 // then normalizes and validates it.
@@ -264,7 +273,7 @@ func Decode(body []byte) (Configuration, error) {
 		return Configuration{}, err
 	}
 	var c Configuration
-	if err := apigw.UnmarshalStrict(body, &c); err != nil {
+	if err := apigw.UnmarshalStrict(body, &c, PEMText); err != nil {
 		return Configuration{}, err
 	}
 	if c.TLS != nil && c.TLS.CoveredAliases != nil {
