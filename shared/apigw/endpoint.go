@@ -17,6 +17,7 @@ type Binary struct {
 	ContentType string
 	Filename    string // sent as an attachment name when set
 	Data        []byte
+	Headers     map[string]string // further response headers
 }
 
 // Handle adapts e to net/http: it reads the principal from the authorizer
@@ -51,6 +52,9 @@ func handle(log *slog.Logger, e Endpoint, inAccount bool) http.HandlerFunc {
 		}
 		if b, ok := body.(*Binary); ok {
 			w.Header().Set("Content-Type", b.ContentType)
+			for k, v := range b.Headers {
+				w.Header().Set(k, v)
+			}
 			if b.Filename != "" {
 				w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": b.Filename}))
 			}
