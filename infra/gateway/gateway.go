@@ -85,8 +85,9 @@ type Config struct {
 const DefaultMaxBodyBytes = 10 << 20
 
 // Lambda's synchronous invocation payload limits: a bigger event is refused
-// by Lambda (API Gateway answers 500), a bigger response fails the
-// integration (502).
+// by Lambda, which API Gateway answers with a 413 (docs/hardening.md,
+// Budgets: rendered here as the REQUEST_TOO_LARGE gateway response); a
+// bigger response fails the integration (502).
 const (
 	LambdaMaxRequestBytes  = 6 << 20
 	LambdaMaxResponseBytes = 6<<20 + 100
@@ -503,8 +504,10 @@ func (g *Gateway) invoke(ctx context.Context, w http.ResponseWriter, r *http.Req
 		return
 	}
 	if len(event) > LambdaMaxRequestBytes {
-		x.errText = fmt.Sprintf("proxy event is %d bytes; Lambda refuses synchronous payloads over %d bytes (API Gateway answers 500)", len(event), LambdaMaxRequestBytes)
-		g.fail(w, x, gwError{kind: respNone, status: http.StatusInternalServerError, message: "Internal server error"})
+		// The event is the body plus headers and context, the body
+		// JSON-escaped or, for binary media types, base64 (4/3).
+		x.errText = fmt.Sprintf("proxy event is %d bytes (body %d); Lambda refuses synchronous payloads over %d bytes", len(event), len(body), LambdaMaxRequestBytes)
+		g.fail(w, x, gwError{kind: RespRequestTooLarge, message: "Request Too Long"})
 		return
 	}
 	var decoded events.APIGatewayProxyRequest

@@ -700,11 +700,25 @@ func TestLambdaPayloadLimitAndRawTemplateSubstitution(t *testing.T) {
 			return policy("u1", "Deny", "*", map[string]any{"message": `role "Reader" denies this`}), nil
 		},
 	})
-	// Under API Gateway's 10 MiB but over Lambda's 6 MiB event limit: 500.
+	// Under API Gateway's 10 MiB but over Lambda's 6 MiB event limit: 413,
+	// as API Gateway answers Lambda's refusal.
 	r := s.do(t, "POST", "/big", bytes.Repeat([]byte("a"), 7<<20), "Content-Type", "text/plain")
-	r.apiError(t, 500, "internal")
+	r.apiError(t, 413, "payload_too_large")
+	if r.header.Get("x-amzn-ErrorType") != "RequestTooLargeException" {
+		t.Errorf("x-amzn-ErrorType %q", r.header.Get("x-amzn-ErrorType"))
+	}
 	if !strings.Contains(s.logs.String(), "Lambda refuses synchronous payloads") {
 		t.Errorf("payload limit not logged: %s", s.logs.String())
+	}
+	// A binary body travels base64-encoded: 4.6 MiB grows past the limit,
+	// the same bytes as text do not.
+	s2 := start(t, Config{Routes: []Route{{Method: "POST", Path: "/big", Function: "f"}}, Functions: map[string]ProxyHandler{"f": func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+		return events.APIGatewayProxyResponse{StatusCode: 200, Body: "{}"}, nil
+	}}, BinaryMediaTypes: []string{"application/zip"}})
+	body := bytes.Repeat([]byte("a"), 4700<<10)
+	s2.do(t, "POST", "/big", body, "Content-Type", "application/zip").apiError(t, 413, "payload_too_large")
+	if r := s2.do(t, "POST", "/big", body, "Content-Type", "text/plain"); r.status != 200 {
+		t.Errorf("4.6 MiB of text: %d %s", r.status, r.body)
 	}
 	// Substitution is raw, as on AWS: quotes in the message break the JSON,
 	// and the log says so.

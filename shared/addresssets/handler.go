@@ -134,11 +134,22 @@ func (h *handler) addresses(r *http.Request, p apigw.Principal) (int, any, error
 	if err != nil {
 		return 0, nil, err
 	}
+	// start and limit as on every collection, but without a limit the
+	// whole list, as before: a page cut by bytes (X-Next-Start) goes on
+	// with start.
+	q := r.URL.Query()
+	page, err := apigw.ParsePage(q)
+	if err != nil {
+		return 0, nil, err
+	}
 	list, err := h.svc.addresses(r.Context(), p.AccountID, id)
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, list, nil
+	if q.Get("limit") == "" {
+		page.Limit = len(list)
+	}
+	return http.StatusOK, apigw.Window(list, page), nil
 }
 
 func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {

@@ -1,9 +1,12 @@
 package apigw
 
 import (
+	"encoding/json"
 	"log/slog"
 	"mime"
 	"net/http"
+	"reflect"
+	"strconv"
 )
 
 // Endpoint is how every function's handlers are written: given the request
@@ -17,6 +20,7 @@ type Binary struct {
 	ContentType string
 	Filename    string // sent as an attachment name when set
 	Data        []byte
+	Headers     map[string]string // further response headers
 }
 
 // Handle adapts e to net/http: it reads the principal from the authorizer
@@ -56,6 +60,9 @@ func handle(log *slog.Logger, e Endpoint, inAccount bool) http.HandlerFunc {
 		}
 		if b, ok := body.(*Binary); ok {
 			w.Header().Set("Content-Type", b.ContentType)
+			for k, v := range b.Headers {
+				w.Header().Set(k, v)
+			}
 			if b.Filename != "" {
 				w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": b.Filename}))
 			}
@@ -63,6 +70,54 @@ func handle(log *slog.Logger, e Endpoint, inAccount bool) http.HandlerFunc {
 			_, _ = w.Write(b.Data)
 			return
 		}
+		if writeList(w, r, status, body) {
+			return
+		}
 		WriteJSON(w, status, body)
 	}
+}
+
+// Headers that state a collection page cut by bytes (docs/hardening.md,
+// Budgets): the collection is a JSON array, so the cut travels beside it.
+const (
+	HeaderCut       = "X-Result-Cut"
+	HeaderNextStart = "X-Next-Start"
+	CutBytes        = "response_bytes"
+)
+
+// writeList writes a collection (a JSON array) page by bytes as well as by
+// count: the members that fit in ResponseBudget as they travel in the
+// Lambda payload, and when some do not, X-Result-Cut and X-Next-Start
+// (the start of the next page; start as ParsePage reads it). It reports
+// false for bodies that are not collections.
+func writeList(w http.ResponseWriter, r *http.Request, status int, body any) bool {
+	v := reflect.ValueOf(body)
+	if v.Kind() != reflect.Slice || v.IsNil() || v.Type().Elem().Kind() == reflect.Uint8 {
+		return false
+	}
+	buf := []byte{'['}
+	size := 2
+	n := 0
+	for ; n < v.Len(); n++ {
+		b, err := json.Marshal(v.Index(n).Interface())
+		if err != nil {
+			return false // WriteJSON reports it
+		}
+		c := EnvelopeLen(b) + 1
+		if size+c > ResponseBudget && n > 0 {
+			start, _ := strconv.Atoi(r.URL.Query().Get("start"))
+			w.Header().Set(HeaderCut, CutBytes)
+			w.Header().Set(HeaderNextStart, strconv.Itoa(max(start, 1)+n))
+			break
+		}
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		buf, size = append(buf, b...), size+c
+	}
+	buf = append(buf, ']')
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf)
+	return true
 }

@@ -38,6 +38,13 @@ func Lambda(log *slog.Logger, h http.Handler) ProxyHandler {
 			log.ErrorContext(ctx, "proxy adapter failed", "error", err.Error(), "path", req.Path, "request_id", req.RequestContext.RequestID)
 			return errorResponse(internal), nil
 		}
+		if n := EnvelopeLen([]byte(resp.Body)); n > lambdaResponseLimit-64<<10 {
+			// A handler that does not page by bytes: Lambda would refuse
+			// the payload and the client see the gateway's 502. The API's
+			// own 500 says what happened in the log.
+			log.ErrorContext(ctx, "response over Lambda's payload limit", "bytes", n, "path", req.Path, "request_id", req.RequestContext.RequestID)
+			return errorResponse(internal), nil
+		}
 		return resp, nil
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"regexp/syntax"
 	"strconv"
 	"strings"
 	"time"
@@ -27,11 +28,23 @@ import (
 // with ' or "; \', \" and \\ stand for the character, any other backslash
 // is kept as it is (regular expressions need theirs).
 
-// Limits that keep one filter's parse and evaluation cheap.
+// Limits that keep one filter's parse and evaluation cheap
+// (docs/hardening.md, Budgets).
 const (
 	MaxFilterLen   = 4096
 	maxFilterDepth = 32
 	maxListValues  = 100
+	// MaxFilterTerms bounds the predicates of one filter, each value of an
+	// in list counting as one: every record evaluates them all at worst.
+	MaxFilterTerms = 200
+	// MaxRegexpProgram bounds one regular expression's compiled program
+	// (instructions, after simplification). RE2 matching is linear in the
+	// text but proportional to the program too: (.{100}){10}x is 1,023
+	// instructions and costs a thousand steps per byte of every message.
+	MaxRegexpProgram = 250
+	// MaxFilterProgram bounds the instructions of all of a filter's
+	// regular expressions together.
+	MaxFilterProgram = 1000
 )
 
 // SyntaxError is a filter the parser refused: Pos is the 1-based
@@ -46,7 +59,24 @@ func (e *SyntaxError) Error() string { return fmt.Sprintf("filter: at position %
 // Expr is a parsed filter.
 type Expr interface {
 	Match(r Record) bool
+	// eval is Match that adds the work it did to m (nil: not counted).
+	eval(r Record, m *Meter) bool
 }
+
+// Meter counts the work of evaluating filters, in units of one byte read
+// by a predicate times the predicate's cost per byte: the program size of
+// a regular expression, 1 for every other test (which also costs at
+// least 1 unit).
+type Meter struct{ Units int64 }
+
+func (m *Meter) add(n int64) {
+	if m != nil {
+		m.Units += n
+	}
+}
+
+// MatchMetered is e.Match, counting its work in m.
+func MatchMetered(e Expr, r Record, m *Meter) bool { return e.eval(r, m) }
 
 type tokKind int
 
@@ -178,6 +208,8 @@ type parser struct {
 	i      int
 	schema *Schema
 	depth  int
+	terms  int // predicates so far (each in-list value one)
+	insts  int // regular expression instructions so far
 }
 
 // ParseFilter parses a filter over the attributes of schema.
@@ -286,10 +318,13 @@ func (p *parser) predicate() (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return newCompare(f, op.text, v)
+		return p.newCompare(f, op.text, v)
 	case p.keyword(op, "contains"):
 		v, err := p.value()
 		if err != nil {
+			return nil, err
+		}
+		if err := p.term(v); err != nil {
 			return nil, err
 		}
 		return containsExpr{f.Name, v.text}, nil
@@ -305,6 +340,9 @@ func (p *parser) predicate() (Expr, error) {
 			if err != nil {
 				return nil, err
 			}
+			if err := p.term(v); err != nil {
+				return nil, err
+			}
 			return notExpr{containsExpr{f.Name, v.text}}, nil
 		}
 		return nil, p.expected(t, `"in" or "contains" after "not"`)
@@ -316,6 +354,9 @@ func (p *parser) predicate() (Expr, error) {
 		}
 		if !p.keyword(t, "null") {
 			return nil, p.expected(t, `"null"`)
+		}
+		if err := p.term(t); err != nil {
+			return nil, err
 		}
 		var e Expr = nullExpr{f.Name}
 		if negate {
@@ -364,7 +405,7 @@ func (p *parser) inList(f Field, negate bool) (Expr, error) {
 	}
 	var e Expr
 	for _, v := range vals {
-		c, err := newCompare(f, "=", v)
+		c, err := p.newCompare(f, "=", v)
 		if err != nil {
 			return nil, err
 		}
@@ -390,16 +431,55 @@ type compareExpr struct {
 	n     float64
 	t     time.Time
 	re    *regexp.Regexp
+	cost  int64 // work units per byte of a regular expression's text
 }
 
-func newCompare(f Field, op string, v token) (Expr, error) {
+// term counts one predicate against MaxFilterTerms.
+func (p *parser) term(at token) error {
+	p.terms++
+	if p.terms > MaxFilterTerms {
+		return &SyntaxError{at.pos, fmt.Sprintf("a filter has at most %d predicates (MaxFilterTerms; each value of an in list counts)", MaxFilterTerms)}
+	}
+	return nil
+}
+
+// compileRegexp compiles a filter's regular expression with its program
+// size bounded: parsed and simplified as regexp.Compile does, the program
+// measured, and only then compiled for use.
+func compileRegexp(src string) (*regexp.Regexp, int, error) {
+	re, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return nil, 0, fmt.Errorf("invalid regular expression: %w", err)
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return nil, 0, fmt.Errorf("invalid regular expression: %w", err)
+	}
+	if n := len(prog.Inst); n > MaxRegexpProgram {
+		return nil, 0, fmt.Errorf("regular expression compiles to %d instructions; at most %d are allowed (MaxRegexpProgram): simplify it, e.g. fewer or smaller repetitions", n, MaxRegexpProgram)
+	}
+	c, err := regexp.Compile(src)
+	if err != nil {
+		return nil, 0, fmt.Errorf("invalid regular expression: %w", err)
+	}
+	return c, len(prog.Inst), nil
+}
+
+func (p *parser) newCompare(f Field, op string, v token) (Expr, error) {
+	if err := p.term(v); err != nil {
+		return nil, err
+	}
 	c := compareExpr{field: f.Name, kind: f.Kind, op: op, s: v.text}
 	if op == "~" || op == "!~" {
-		re, err := regexp.Compile(v.text)
+		re, n, err := compileRegexp(v.text)
 		if err != nil {
-			return nil, &SyntaxError{v.pos, fmt.Sprintf("invalid regular expression: %s", err.Error())}
+			return nil, &SyntaxError{v.pos, err.Error()}
 		}
-		c.re = re
+		p.insts += n
+		if p.insts > MaxFilterProgram {
+			return nil, &SyntaxError{v.pos, fmt.Sprintf("the filter's regular expressions compile to %d instructions together; at most %d are allowed (MaxFilterProgram)", p.insts, MaxFilterProgram)}
+		}
+		c.re, c.cost = re, int64(n)
 		if op == "!~" {
 			c.op = "~"
 			return notExpr{c}, nil
@@ -431,7 +511,10 @@ func newCompare(f Field, op string, v token) (Expr, error) {
 	return c, nil
 }
 
-func (c compareExpr) Match(r Record) bool {
+func (c compareExpr) Match(r Record) bool { return c.eval(r, nil) }
+
+func (c compareExpr) eval(r Record, m *Meter) bool {
+	m.add(1)
 	v, ok := r[c.field]
 	if !ok {
 		return false
@@ -440,13 +523,16 @@ func (c compareExpr) Match(r Record) bool {
 		switch v := v.(type) {
 		case []string:
 			for _, s := range v {
+				m.add(int64(len(s)) * c.cost)
 				if c.re.MatchString(s) {
 					return true
 				}
 			}
 			return false
 		default:
-			return c.re.MatchString(render(v))
+			s := render(v)
+			m.add(int64(len(s)) * c.cost)
+			return c.re.MatchString(s)
 		}
 	}
 	var cmp int
@@ -503,10 +589,14 @@ func compareFloat(a, b float64) int {
 
 type containsExpr struct{ field, sub string }
 
-func (c containsExpr) Match(r Record) bool {
+func (c containsExpr) Match(r Record) bool { return c.eval(r, nil) }
+
+func (c containsExpr) eval(r Record, m *Meter) bool {
+	m.add(1)
 	switch v := r[c.field].(type) {
 	case []string:
 		for _, s := range v {
+			m.add(int64(len(s)))
 			if s == c.sub {
 				return true
 			}
@@ -515,13 +605,18 @@ func (c containsExpr) Match(r Record) bool {
 	case nil:
 		return false
 	default:
-		return strings.Contains(render(v), c.sub)
+		s := render(v)
+		m.add(int64(len(s)))
+		return strings.Contains(s, c.sub)
 	}
 }
 
 type nullExpr struct{ field string }
 
-func (n nullExpr) Match(r Record) bool {
+func (n nullExpr) Match(r Record) bool { return n.eval(r, nil) }
+
+func (n nullExpr) eval(r Record, m *Meter) bool {
+	m.add(1)
 	switch v := r[n.field].(type) {
 	case nil:
 		return true
@@ -535,15 +630,18 @@ func (n nullExpr) Match(r Record) bool {
 
 type andExpr struct{ l, r Expr }
 
-func (e andExpr) Match(r Record) bool { return e.l.Match(r) && e.r.Match(r) }
+func (e andExpr) Match(r Record) bool          { return e.eval(r, nil) }
+func (e andExpr) eval(r Record, m *Meter) bool { return e.l.eval(r, m) && e.r.eval(r, m) }
 
 type orExpr struct{ l, r Expr }
 
-func (e orExpr) Match(r Record) bool { return e.l.Match(r) || e.r.Match(r) }
+func (e orExpr) Match(r Record) bool          { return e.eval(r, nil) }
+func (e orExpr) eval(r Record, m *Meter) bool { return e.l.eval(r, m) || e.r.eval(r, m) }
 
 type notExpr struct{ e Expr }
 
-func (e notExpr) Match(r Record) bool { return !e.e.Match(r) }
+func (e notExpr) Match(r Record) bool          { return e.eval(r, nil) }
+func (e notExpr) eval(r Record, m *Meter) bool { return !e.e.eval(r, m) }
 
 // render is a value as text: CSV cells, regular expressions and contains
 // on numbers read it.

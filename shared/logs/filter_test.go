@@ -155,3 +155,39 @@ func FuzzParseFilter(f *testing.F) {
 		e.Match(Record{})
 	})
 }
+
+// TestFilterBudgets: constructs whose evaluation cost explodes are refused
+// at parse time with the limit named, and evaluation is metered.
+func TestFilterBudgets(t *testing.T) {
+	access, _ := SchemaOf(TypeAccess)
+	long := "status_code = 1" + strings.Repeat(" or status_code = 1", MaxFilterTerms)
+	many := "request_path ~ '" + strings.Repeat("a{200}", 1) + "'" + strings.Repeat(" or request_path ~ 'b{200}'", 5)
+	for src, limit := range map[string]string{
+		`request_path ~ '(.{100}){10}x'`: "MaxRegexpProgram",
+		`request_path ~ 'x{1000}'`:       "MaxRegexpProgram",
+		`referrer ~ '((a{10}){10}){10}'`: "MaxRegexpProgram",
+		long:                             "MaxFilterTerms",
+		many:                             "MaxFilterProgram",
+		`status_code not in (` + strings.Repeat("1,", 99) + `1) or status_code in (` + strings.Repeat("1,", 99) + `1) or status_code = 2`: "MaxFilterTerms",
+	} {
+		_, err := ParseFilter(src, access)
+		var se *SyntaxError
+		if !errors.As(err, &se) || !strings.Contains(se.Msg, limit) {
+			t.Errorf("%.60q: %v, want a refusal naming %s", src, err, limit)
+		}
+	}
+	// Just under the limits parses.
+	if _, err := ParseFilter(`request_path ~ '^/api/v[0-9]+/users/[a-z]+$' and referrer ~ '.{200}'`, access); err != nil {
+		t.Errorf("ordinary expressions: %v", err)
+	}
+	// A regular expression costs its program size per byte it reads.
+	e, err := ParseFilter(`request_path ~ 'error' and status_code = 404`, access)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Meter
+	MatchMetered(e, sample, &m)
+	if path := int64(len(sample["request_path"].(string))); m.Units < path*7 || m.Units > path*7+4 {
+		t.Errorf("metered %d units for a 7-instruction program over %d bytes", m.Units, path)
+	}
+}

@@ -44,6 +44,10 @@ type groupOrder struct {
 // DefaultGroupLimit is grouplimit's default.
 const DefaultGroupLimit = 100
 
+// MaxGroupFilters bounds groupfilters: each record is tested against
+// every one of them.
+const MaxGroupFilters = 20
+
 var groupParams = []string{"groupfilters", "grouplimit", "groupselect", "grouporder"}
 
 func parseGrouping(q url.Values, qq *Query) (*Grouping, error) {
@@ -87,6 +91,9 @@ func parseGrouping(q url.Values, qq *Query) (*Grouping, error) {
 	}
 	if v := q.Get("groupfilters"); strings.TrimSpace(v) != "" {
 		texts := splitTopLevel(v)
+		if len(texts) > MaxGroupFilters {
+			return nil, bad("groupfilters: at most %d filters (MaxGroupFilters)", MaxGroupFilters)
+		}
 		for i, t := range texts {
 			t = strings.TrimSpace(t)
 			if strings.EqualFold(t, "other") {
@@ -195,13 +202,25 @@ type groupAcc struct {
 func (q *Query) runGroups(ctx context.Context, st ScanStore, app string, f filled) (*Result, error) {
 	g := q.Group
 	groups := map[string]*groupAcc{}
+	scanCtx, cancel := context.WithDeadline(ctx, q.stopAt(ctx))
+	defer cancel()
 	var (
 		read   int
+		meter  Meter
 		decErr error
-		over   bool
+		over   error
 	)
+	// A grouped answer is only right over the whole range, so a budget
+	// refuses it rather than cutting it.
+	timeUp := func() error {
+		return bad("grouping reads every matching record and did not finish within the time limit of %s (MaxQueryTime): narrow from/to or the filter", q.timeLimit)
+	}
 	for _, h := range q.walk(f, false) {
-		err := st.ScanLogs(ctx, store.LogRange{App: app, Type: q.Schema.Type, Hour: h, From: h, To: q.To, PageSize: 100}, func(it store.LogItem) bool {
+		err := st.ScanLogs(scanCtx, store.LogRange{App: app, Type: q.Schema.Type, Hour: h, From: h, To: q.To, PageSize: 100}, func(it store.LogItem) bool {
+			if scanCtx.Err() != nil {
+				over = timeUp()
+				return false
+			}
 			recs, err := decodeChunk(it, false)
 			if err != nil {
 				decErr = err
@@ -209,33 +228,40 @@ func (q *Query) runGroups(ctx context.Context, st ScanStore, app string, f fille
 			}
 			for _, r := range recs {
 				if read >= q.budget {
-					over = true
+					over = bad("grouping reads every matching record and this range holds more than the scan budget of %d records (ScanBudget): narrow from/to or the filter", q.budget)
+					return false
+				}
+				if meter.Units >= q.work {
+					over = bad("grouping reads every matching record and its filters spent the work budget of %d units (WorkBudget): narrow from/to or simplify the filters", q.work)
 					return false
 				}
 				read++
 				if r.t.Before(q.From) || !r.t.Before(q.To) {
 					continue
 				}
-				if q.Filter == nil || q.Filter.Match(r.rec) {
-					g.add(groups, q.From, r.t, r.rec)
+				if q.Filter == nil || q.Filter.eval(r.rec, &meter) {
+					g.add(groups, q.From, r.t, r.rec, &meter)
 				}
 			}
 			return true
 		})
 		if err != nil {
+			if ctx.Err() == nil && scanCtx.Err() != nil {
+				return nil, timeUp()
+			}
 			return nil, err
 		}
 		if decErr != nil {
 			return nil, decErr
 		}
-		if over {
-			return nil, bad("grouping reads every matching record and this range holds more than the scan budget of %d: narrow from/to or the filter", q.budget)
+		if over != nil {
+			return nil, over
 		}
 	}
-	return &Result{Groups: g.rows(groups)}, nil
+	return &Result{Groups: g.rows(groups), Examined: read, Work: meter.Units}, nil
 }
 
-func (g *Grouping) add(groups map[string]*groupAcc, from, t time.Time, rec Record) {
+func (g *Grouping) add(groups map[string]*groupAcc, from, t time.Time, rec Record, m *Meter) {
 	var base []any
 	if g.Interval > 0 {
 		start := from.Add(t.Sub(from) / g.Interval * g.Interval)
@@ -256,7 +282,7 @@ func (g *Grouping) add(groups map[string]*groupAcc, from, t time.Time, rec Recor
 			}
 			continue
 		}
-		if f.expr.Match(rec) {
+		if f.expr.eval(rec, m) {
 			matchedAny = true
 			g.fold(groups, append(slices.Clip(base), f.name), rec)
 		}

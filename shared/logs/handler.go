@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -92,15 +94,49 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 		}
 		return 0, nil, runErr
 	}
+	h.log.DebugContext(ctx, "log query", "records_examined", res.Examined, "work", res.Work, "cut", cutName(res.Cut), "request_id", apigw.RequestID(ctx))
 	if q.CSV {
-		// A proxy response is one body: render it whole (bounded by limit).
+		// A proxy response is one body: render it whole (bounded by limit
+		// and by the response budget).
 		var buf bytes.Buffer
 		if err := WriteCSV(&buf, q, res); err != nil {
 			return 0, nil, err
 		}
-		return http.StatusOK, &apigw.Binary{ContentType: "text/csv; charset=utf-8", Data: buf.Bytes()}, nil
+		return http.StatusOK, &apigw.Binary{ContentType: "text/csv; charset=utf-8", Data: buf.Bytes(), Headers: CSVHeaders(q, res)}, nil
 	}
 	return http.StatusOK, Document(q, res), nil
+}
+
+func cutName(c *Cut) string {
+	if c == nil {
+		return ""
+	}
+	return c.Budget
+}
+
+// CSV has no room for the JSON document's next and cut: they travel as
+// headers (docs/logs.md).
+const (
+	HeaderNextStart = "X-Next-Start"
+	HeaderCut       = "X-Result-Cut"
+	HeaderContinue  = "X-Result-Continue"
+)
+
+// CSVHeaders are the headers that carry next and cut with a CSV answer:
+// X-Next-Start (the JSON next), X-Result-Cut (the budget that cut the
+// answer) and X-Result-Continue (the query parameters from, to and start
+// that go on from the cut).
+func CSVHeaders(q *Query, res *Result) map[string]string {
+	h := map[string]string{}
+	if res.More {
+		h[HeaderNextStart] = strconv.Itoa(q.Start + len(res.Records))
+	}
+	if c := res.Cut; c != nil {
+		h[HeaderCut] = c.Budget
+		h[HeaderContinue] = url.Values{"from": {c.From.Format(time.RFC3339Nano)}, "to": {c.To.Format(time.RFC3339Nano)},
+			"start": {strconv.Itoa(c.Start)}, "resume": {c.Resume.Encode()}}.Encode()
+	}
+	return h
 }
 
 // JSON document shapes (the reference document's ApplicationLog).
@@ -121,8 +157,44 @@ type (
 		Result [][]any  `json:"result"`
 		Start  int      `json:"start"`
 		Next   *int     `json:"next,omitempty"`
+		Cut    *CutJSON `json:"cut,omitempty"`
+	}
+	// CutJSON is present when a budget cut the answer short: which one,
+	// its number, what the query spent, and the from/to/start that go on.
+	CutJSON struct {
+		Budget          string       `json:"budget"`
+		Limit           int64        `json:"limit"`
+		Message         string       `json:"message"`
+		RecordsExamined int          `json:"records_examined"`
+		Work            int64        `json:"work"`
+		Continue        ContinueJSON `json:"continue"`
+	}
+	ContinueJSON struct {
+		From   string `json:"from"`
+		To     string `json:"to"`
+		Start  int    `json:"start"`
+		Resume string `json:"resume"`
 	}
 )
+
+var cutMessages = map[string]string{
+	CutRecords: "the query read its budget of records before its page was complete",
+	CutWork:    "the filter spent the query's work budget before its page was complete",
+	CutTime:    "the query reached its time limit before its page was complete",
+	CutBytes:   "the page reached the response size budget; the next records follow at next, or at continue",
+}
+
+// row is a record as a result row: its values in the selected fields'
+// order, nil for a missing one.
+func row(q *Query, rec Record) []any {
+	out := make([]any, len(q.Fields))
+	for i, f := range q.Fields {
+		if v, ok := rec[f]; ok {
+			out[i] = v
+		}
+	}
+	return out
+}
 
 // Document renders a result as the JSON document. A grouped query answers
 // in group and leaves records empty; an ungrouped one the other way round.
@@ -138,18 +210,16 @@ func Document(q *Query, res *Result) DocumentJSON {
 		d.Records.Fields = []string{}
 	}
 	for _, rec := range res.Records {
-		row := make([]any, len(q.Fields))
-		for i, f := range q.Fields {
-			if v, ok := rec[f]; ok {
-				row[i] = v
-			}
-		}
-		d.Records.Result = append(d.Records.Result, row)
+		d.Records.Result = append(d.Records.Result, row(q, rec))
 	}
 	d.Records.Count = len(d.Records.Result)
 	if res.More {
 		n := q.Start + d.Records.Count
 		d.Records.Next = &n
+	}
+	if c := res.Cut; c != nil {
+		d.Records.Cut = &CutJSON{Budget: c.Budget, Limit: c.Limit, Message: cutMessages[c.Budget], RecordsExamined: res.Examined, Work: res.Work,
+			Continue: ContinueJSON{From: c.From.Format(time.RFC3339Nano), To: c.To.Format(time.RFC3339Nano), Start: c.Start, Resume: c.Resume.Encode()}}
 	}
 	return d
 }

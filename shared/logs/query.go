@@ -1,13 +1,18 @@
 package logs
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"cads/shared/apigw"
 	"cads/shared/store"
 )
 
@@ -18,9 +23,28 @@ const (
 	MaxCSVLimit   = 10000
 	DefaultSpan   = 24 * time.Hour
 	MaxPartitions = 31 * 24 // a month of hourly partitions
-	// ScanBudget is the most records one query reads, matching or not:
-	// past it the query is refused rather than left to run long.
+	// ScanBudget is the most records one query reads, matching or not.
 	ScanBudget = 20000
+	// WorkBudget bounds the filter work of one query (Meter units: bytes
+	// a predicate reads times its cost per byte, a regular expression's
+	// program size). About 9 ns a unit at worst: a few seconds of CPU.
+	WorkBudget = 300_000_000
+	// MaxQueryTime is the longest a query scans, well below API Gateway's
+	// 29-second integration timeout; the request's own deadline (the
+	// Lambda's), less deadlineMargin, applies when it is earlier.
+	MaxQueryTime   = 10 * time.Second
+	deadlineMargin = 2 * time.Second
+	// ResponseBudget bounds a page's rows as they travel in the Lambda
+	// response (apigw.EnvelopeLen), less room for the document's frame.
+	ResponseBudget = apigw.ResponseBudget - 64<<10
+)
+
+// The budgets a cut names (the cut's "budget" field, docs/logs.md).
+const (
+	CutRecords = "scan_records"   // ScanBudget records read
+	CutWork    = "scan_work"      // WorkBudget units spent
+	CutTime    = "scan_time"      // MaxQueryTime or the request's deadline
+	CutBytes   = "response_bytes" // ResponseBudget bytes of rows
 )
 
 // Query is a parsed GET /v2/applications/{id}/logs.
@@ -34,8 +58,14 @@ type Query struct {
 	Limit    int
 	Desc     bool
 	Group    *Grouping // nil: no grouping
-	// budget is ScanBudget; tests lower it.
-	budget int
+	Resume   *Cursor   // nil: from the beginning
+	// The budgets (ScanBudget, WorkBudget, MaxQueryTime, ResponseBudget);
+	// tests lower them.
+	budget     int
+	work       int64
+	timeLimit  time.Duration
+	byteBudget int
+	now        func() time.Time
 }
 
 // BadQuery is a query parameter the client got wrong.
@@ -60,7 +90,8 @@ func ParseQuery(q url.Values, now time.Time) (*Query, error) {
 	if !ok {
 		return nil, bad("type: %q is not one of %s", typ, strings.Join(Types(), ", "))
 	}
-	out := &Query{Schema: s, Start: 1, Limit: DefaultLimit, budget: ScanBudget}
+	out := &Query{Schema: s, Start: 1, Limit: DefaultLimit, budget: ScanBudget, work: WorkBudget,
+		timeLimit: MaxQueryTime, byteBudget: ResponseBudget, now: time.Now}
 
 	out.To = now
 	if v := q.Get("to"); v != "" {
@@ -144,6 +175,14 @@ func ParseQuery(q url.Values, now time.Time) (*Query, error) {
 	if out.Group, err = parseGrouping(q, out); err != nil {
 		return nil, err
 	}
+	if v := q.Get("resume"); v != "" {
+		if out.Group != nil {
+			return nil, bad("resume: a grouped query is never cut, so it cannot resume")
+		}
+		if out.Resume, err = decodeCursor(v); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 
@@ -218,6 +257,23 @@ type Result struct {
 	Records []Record
 	More    bool // a matching record follows the last one returned
 	Groups  [][]any
+	// Cut is set when a budget stopped the query before it had its page.
+	Cut *Cut
+	// Examined and Work are what the query spent: records read and filter
+	// work (Meter units).
+	Examined int
+	Work     int64
+}
+
+// Cut says which budget stopped a query and how to go on: the same query
+// with From, To and Start returns the matching records that follow the
+// ones this answer returned or skipped, none twice and none lost.
+type Cut struct {
+	Budget   string
+	Limit    int64 // the budget's number (records, units, milliseconds, bytes)
+	From, To time.Time
+	Start    int
+	Resume   Cursor
 }
 
 // chunkPage is the chunks one Query call asks for: a chunk holds up to a
@@ -228,7 +284,7 @@ const chunkPage = 8
 // Run executes the query: the hour index, then the partitions it names in
 // time order, each read page by page, stopping once it holds
 // start-1+limit matching records and knows whether one more exists, or at
-// the scan budget.
+// a budget.
 func (q *Query) Run(ctx context.Context, st ScanStore, app string) (*Result, error) {
 	f, err := q.filledHours(ctx, st, app)
 	if err != nil {
@@ -237,65 +293,208 @@ func (q *Query) Run(ctx context.Context, st ScanStore, app string) (*Result, err
 	return q.run(ctx, st, app, f)
 }
 
+// stopAt is when a scan stops: MaxQueryTime from now, or the request's
+// deadline less a margin to answer in, whichever is first.
+func (q *Query) stopAt(ctx context.Context) time.Time {
+	at := q.now().Add(q.timeLimit)
+	if d, ok := ctx.Deadline(); ok && d.Add(-deadlineMargin).Before(at) {
+		at = d.Add(-deadlineMargin)
+	}
+	return at
+}
+
+// rowCost is what one record adds to the response in the Lambda payload:
+// its JSON row, or its CSV line, as apigw.EnvelopeLen counts it.
+func (q *Query) rowCost(rec Record) int {
+	var b []byte
+	if q.CSV {
+		var buf bytes.Buffer
+		w := csv.NewWriter(&buf)
+		row := make([]string, len(q.Fields))
+		for i, f := range q.Fields {
+			row[i] = render(rec[f])
+		}
+		_ = w.Write(row)
+		w.Flush()
+		b = buf.Bytes()
+	} else {
+		b, _ = json.Marshal(row(q, rec))
+	}
+	return apigw.EnvelopeLen(b) + 1
+}
+
+// Cursor is where a cut query goes on: in the partition Hour, after the
+// first Index records (in reading order) of the chunk whose sort key is
+// (ChunkTime, Chunk); Chunk "" is the partition's beginning. Chunks are
+// immutable and read in sort-key order, so resuming skips exactly what
+// was examined, without examining it again.
+type Cursor struct {
+	Hour      time.Time
+	ChunkTime time.Time
+	Chunk     string
+	Index     int
+}
+
+// Encode is the cursor as the resume parameter.
+func (c Cursor) Encode() string {
+	s := fmt.Sprintf("%d.%d.%s.%d", c.Hour.Unix(), c.ChunkTime.UnixMilli(), c.Chunk, c.Index)
+	return base64.RawURLEncoding.EncodeToString([]byte(s))
+}
+
+func decodeCursor(v string) (*Cursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil || len(b) > 200 {
+		return nil, bad("resume: not a value this service gave")
+	}
+	parts := strings.Split(string(b), ".")
+	if len(parts) != 4 {
+		return nil, bad("resume: not a value this service gave")
+	}
+	h, e1 := strconv.ParseInt(parts[0], 10, 64)
+	ms, e2 := strconv.ParseInt(parts[1], 10, 64)
+	idx, e3 := strconv.Atoi(parts[3])
+	if e1 != nil || e2 != nil || e3 != nil || idx < 0 || h%3600 != 0 || strings.ContainsAny(parts[2], "# ") {
+		return nil, bad("resume: not a value this service gave")
+	}
+	return &Cursor{Hour: time.Unix(h, 0).UTC(), ChunkTime: time.UnixMilli(ms).UTC(), Chunk: parts[2], Index: idx}, nil
+}
+
+// before reports whether a chunk comes before the cursor's in reading
+// order.
+func (c *Cursor) before(it store.LogItem, desc bool) bool {
+	if c.Chunk == "" {
+		return false
+	}
+	if x := it.Time.Compare(c.ChunkTime); x != 0 {
+		return (x < 0) != desc
+	}
+	if x := strings.Compare(it.ID, c.Chunk); x != 0 {
+		return (x < 0) != desc
+	}
+	return false
+}
+
+// skipHour reports whether partition h comes before the cursor's.
+func (c *Cursor) skipHour(h time.Time, desc bool) bool {
+	if desc {
+		return h.After(c.Hour)
+	}
+	return h.Before(c.Hour)
+}
+
 // run is Run once the hour index is read.
+//
+// A budget reached before the page is complete cuts the query: the answer
+// holds the records found so far and a continuation, the same query with
+// a cursor at the first record not examined and start reduced by the
+// matches already skipped.
 func (q *Query) run(ctx context.Context, st ScanStore, app string, f filled) (*Result, error) {
 	if q.Group != nil {
 		return q.runGroups(ctx, st, app, f)
 	}
 	skip := q.Start - 1
-	want := skip + q.Limit + 1 // one more than returned: is there a next page?
+	scanCtx, cancel := context.WithDeadline(ctx, q.stopAt(ctx))
+	defer cancel()
 	var (
 		res     Result
+		meter   Meter
 		matched int
-		read    int
+		size    int
 		decErr  error
-		over    bool
+		pos     Cursor // the first record not examined
 	)
+	cut := func(budget string, limit int64) {
+		res.Cut = &Cut{Budget: budget, Limit: limit, From: q.From, To: q.To, Start: skip - min(matched, skip) + 1, Resume: pos}
+	}
 	for _, h := range q.walk(f, q.Desc) {
-		// A chunk holds many records: a few items per page suffice.
-		page := chunkPage
+		if q.Resume != nil && q.Resume.skipHour(h, q.Desc) {
+			continue
+		}
+		pos = Cursor{Hour: h}
+		if err := scanCtx.Err(); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			cut(CutTime, q.timeLimit.Milliseconds())
+			break
+		}
+		resume := q.Resume
+		if resume != nil && !resume.Hour.Equal(h) {
+			resume = nil
+		}
 		// From the partition's start: a chunk that starts before from may
 		// hold records after it.
-		err := st.ScanLogs(ctx, store.LogRange{App: app, Type: q.Schema.Type, Hour: h, From: h, To: q.To, Desc: q.Desc, PageSize: page}, func(it store.LogItem) bool {
+		err := st.ScanLogs(scanCtx, store.LogRange{App: app, Type: q.Schema.Type, Hour: h, From: h, To: q.To, Desc: q.Desc, PageSize: chunkPage}, func(it store.LogItem) bool {
+			if resume != nil && resume.before(it, q.Desc) {
+				return true
+			}
+			if scanCtx.Err() != nil {
+				cut(CutTime, q.timeLimit.Milliseconds())
+				return false
+			}
 			recs, err := decodeChunk(it, q.Desc)
 			if err != nil {
 				decErr = err
 				return false
 			}
-			for _, r := range recs {
-				if read >= q.budget {
-					over = true
+			pos = Cursor{Hour: h, ChunkTime: it.Time, Chunk: it.ID}
+			if resume != nil && resume.Chunk == it.ID && resume.ChunkTime.Equal(it.Time) {
+				pos.Index = min(resume.Index, len(recs))
+			}
+			resume = nil
+			for ; pos.Index < len(recs); pos.Index++ {
+				r := recs[pos.Index]
+				if res.Examined >= q.budget {
+					cut(CutRecords, int64(q.budget))
 					return false
 				}
-				read++
+				if meter.Units >= q.work {
+					cut(CutWork, q.work)
+					return false
+				}
+				res.Examined++
 				if r.t.Before(q.From) || !r.t.Before(q.To) {
 					continue
 				}
-				if q.Filter != nil && !q.Filter.Match(r.rec) {
+				if q.Filter != nil && !q.Filter.eval(r.rec, &meter) {
 					continue
 				}
-				matched++
-				if matched > skip && len(res.Records) < q.Limit {
-					res.Records = append(res.Records, r.rec)
-				} else if matched > skip+q.Limit {
+				if matched >= skip+q.Limit {
 					res.More = true
 					return false
 				}
+				if matched >= skip {
+					c := q.rowCost(r.rec)
+					if size+c > q.byteBudget && len(res.Records) > 0 {
+						// The response is full: this record starts the
+						// next page.
+						res.More = true
+						cut(CutBytes, int64(q.byteBudget))
+						return false
+					}
+					size += c
+					res.Records = append(res.Records, r.rec)
+				}
+				matched++
 			}
 			return true
 		})
+		res.Work = meter.Units
 		if err != nil {
+			if ctx.Err() == nil && scanCtx.Err() != nil {
+				// Our own deadline ended a read in flight.
+				cut(CutTime, q.timeLimit.Milliseconds())
+				return &res, nil
+			}
 			return nil, err
 		}
 		if decErr != nil {
 			return nil, decErr
 		}
-		if matched >= want {
+		if res.More || res.Cut != nil {
 			return &res, nil
 		}
-		if over {
-			return nil, bad("the query read %d records, its scan budget, before finding the records asked for: narrow from/to or the filter, or lower start", q.budget)
-		}
 	}
+	res.Work = meter.Units
 	return &res, nil
 }

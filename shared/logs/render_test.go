@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func TestCSVGolden(t *testing.T) {
 		{"request_method": "GET", "status_code": 204.0},
 		{"status_code": 200.0, "elapsed": 1.0},
 	} {
-		q.Group.add(g, q.From, q.From.Add(time.Duration(i*50)*time.Second), rec)
+		q.Group.add(g, q.From, q.From.Add(time.Duration(i*50)*time.Second), rec, nil)
 	}
 	b.Reset()
 	if err := WriteCSV(&b, q, &Result{Groups: q.Group.rows(g)}); err != nil {
@@ -73,44 +74,144 @@ func TestCSVGolden(t *testing.T) {
 	golden(t, "groups.csv", b.Bytes())
 }
 
-// TestScanBudget: a filter that matches little over many records stops
-// at the budget with a 400-class error instead of reading on.
-func TestScanBudget(t *testing.T) {
+// budgetFixture stores 120 access records a minute apart over three
+// hours, written as three interleaved batches (i%3), so that each hour has
+// three chunks whose times overlap, as concurrent writes make them.
+func budgetFixture(t *testing.T) (*store.Store, time.Time) {
+	t.Helper()
 	d := testenv.NewDynamo(t)
 	st := store.New(d.Client, d.Table)
 	now := st.Now()
-	var recs []pending
+	batches := make([][]pending, 3)
 	for i := range 120 {
 		at := now.Add(-time.Duration(i) * time.Minute)
-		recs = append(recs, pending{app: "app1", typ: TypeAccess, t: at, id: fmt.Sprintf("r%d", i),
-			rec: Record{"arrival": at.Format(time.RFC3339Nano), "status_code": float64(200 + i%2*300)}})
+		batches[i%3] = append(batches[i%3], pending{app: "app1", typ: TypeAccess, t: at, id: fmt.Sprintf("r%d", i),
+			rec: Record{"arrival": at.Format(time.RFC3339Nano), "status_code": float64(200 + i%2*300), "request_path": fmt.Sprintf("/r%d", i)}})
 	}
-	items, err := chunkItems(recs, func(p string, n int) string { return fmt.Sprintf("c%d", n) + p[len(p)-2:] })
+	for b, recs := range batches {
+		items, err := chunkItems(recs, func(p string, n int) string { return fmt.Sprintf("b%dc%d", b, n) + p[len(p)-2:] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := putChunks(context.Background(), st, items); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st, now
+}
+
+// pageAll follows next and every cut's continuation from the first query
+// to the end, returning the request paths in the order received and the
+// budgets that cut.
+func pageAll(t *testing.T, st *store.Store, now time.Time, base url.Values, lower func(*Query)) ([]string, map[string]int) {
+	t.Helper()
+	v := url.Values{}
+	for k, x := range base {
+		v[k] = x
+	}
+	var got []string
+	cuts := map[string]int{}
+	for range 1000 {
+		q, err := ParseQuery(v, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lower(q)
+		res, err := q.Run(context.Background(), st, "app1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Records {
+			got = append(got, r["request_path"].(string))
+		}
+		switch {
+		case res.Cut != nil:
+			cuts[res.Cut.Budget]++
+			if res.Cut.Budget == CutBytes && !res.More {
+				t.Fatalf("a bytes cut has a next page: %+v", res.Cut)
+			}
+			v.Set("from", res.Cut.From.Format(time.RFC3339Nano))
+			v.Set("to", res.Cut.To.Format(time.RFC3339Nano))
+			v.Set("start", fmt.Sprint(res.Cut.Start))
+			v.Set("resume", res.Cut.Resume.Encode())
+		case res.More:
+			// next is relative to the same parameters, resume included.
+			v.Set("start", fmt.Sprint(q.Start+len(res.Records)))
+		default:
+			return got, cuts
+		}
+	}
+	t.Fatal("the continuations did not end")
+	return nil, nil
+}
+
+// TestBudgetsCutAndContinue: each budget (records read, filter work,
+// response bytes) cuts a query short with a continuation, and following
+// the continuations returns exactly the records of an unbounded query, in
+// its order, none twice, in both orders; grouping refuses instead.
+func TestBudgetsCutAndContinue(t *testing.T) {
+	st, now := budgetFixture(t)
+	for _, order := range []string{"arrival", "-arrival"} {
+		base := url.Values{"filter": {`status_code = 500 and request_path ~ '^/r[0-9]+$'`}, "limit": {"200"}, "order": {order},
+			"from": {now.Add(-3 * time.Hour).Format(time.RFC3339)}, "to": {now.Add(time.Second).Format(time.RFC3339Nano)}}
+		want, cuts := pageAll(t, st, now, base, func(*Query) {})
+		if len(want) != 60 || len(cuts) != 0 {
+			t.Fatalf("%s: unbounded: %d records, cuts %v", order, len(want), cuts)
+		}
+		for name, lower := range map[string]func(*Query){
+			CutRecords: func(q *Query) { q.budget = 25 },
+			CutWork:    func(q *Query) { q.work = 400 },
+			CutBytes:   func(q *Query) { q.byteBudget = 200 },
+		} {
+			for _, limit := range []string{"200", "7"} {
+				b := url.Values{}
+				for k, x := range base {
+					b[k] = x
+				}
+				b.Set("limit", limit)
+				got, cuts := pageAll(t, st, now, b, lower)
+				if cuts[name] == 0 || len(cuts) != 1 {
+					t.Errorf("%s %s limit %s: cuts %v, want only %s", order, name, limit, cuts, name)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s %s limit %s: continuing returned\n%v\nwant\n%v", order, name, limit, got, want)
+				}
+			}
+		}
+	}
+
+	// A scan past its time limit is cut where it stands.
+	q, err := ParseQuery(url.Values{"from": {now.Add(-3 * time.Hour).Format(time.RFC3339)}}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := putChunks(context.Background(), st, items); err != nil {
-		t.Fatal(err)
-	}
-	q, err := ParseQuery(url.Values{"filter": {"status_code = 500"}, "limit": {"100"}, "from": {now.Add(-3 * time.Hour).Format(time.RFC3339)}, "to": {now.Add(time.Second).Format(time.RFC3339Nano)}}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.budget = 50
-	d.Counter.Reset()
-	_, err = q.Run(context.Background(), st, "app1")
-	var bq *BadQuery
-	if !errors.As(err, &bq) || !strings.Contains(bq.Msg, "scan budget") {
-		t.Fatalf("err = %v, want the scan budget refusal", err)
-	}
-	q.budget = 1000
+	q.timeLimit = -time.Second
 	res, err := q.Run(context.Background(), st, "app1")
-	if err != nil || len(res.Records) != 60 || res.More {
-		t.Fatalf("within budget: %v, %d records, more %v", err, len(res.Records), res.More)
+	if err != nil || res.Cut == nil || res.Cut.Budget != CutTime || len(res.Records) != 0 || res.Cut.Start != 1 || res.Cut.From.Before(q.From) {
+		t.Fatalf("time limit: %v %+v", err, res)
 	}
-	q.Group = &Grouping{Limit: 10, Selects: []aggregate{{name: "count", fn: "count"}}, Fields: []string{"count"}}
-	q.budget = 50
-	if _, err := q.Run(context.Background(), st, "app1"); !errors.As(err, &bq) {
-		t.Fatalf("grouping past the budget: %v", err)
+	// The request's own deadline counts, less the margin to answer in.
+	ctx, cancel := context.WithTimeout(context.Background(), deadlineMargin)
+	defer cancel()
+	q.timeLimit = MaxQueryTime
+	if res, err := q.Run(ctx, st, "app1"); err != nil || res.Cut == nil || res.Cut.Budget != CutTime {
+		t.Fatalf("request deadline: %v %+v", err, res)
+	}
+
+	// Grouping is only right over the whole range: a budget refuses it.
+	for name, lower := range map[string]func(*Query){
+		"ScanBudget":   func(q *Query) { q.budget = 25 },
+		"WorkBudget":   func(q *Query) { q.work = 400 },
+		"MaxQueryTime": func(q *Query) { q.timeLimit = -time.Second },
+	} {
+		q, err := ParseQuery(url.Values{"groupby": {"status_code"}, "filter": {`request_path ~ '^/r'`}, "from": {now.Add(-3 * time.Hour).Format(time.RFC3339)}}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lower(q)
+		var bq *BadQuery
+		if _, err := q.Run(context.Background(), st, "app1"); !errors.As(err, &bq) || !strings.Contains(bq.Msg, name) {
+			t.Errorf("grouping past %s: %v", name, err)
+		}
 	}
 }

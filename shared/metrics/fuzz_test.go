@@ -50,6 +50,13 @@ func FuzzParseQuery(f *testing.F) {
 		if !q.From.Before(q.To) {
 			t.Fatalf("ParseQuery(%q) accepted from %v >= to %v", raw, q.From, q.To)
 		}
-		_, _ = q.Plan(now)
+		p, err := q.Plan(now)
+		if err != nil {
+			return
+		}
+		if p.Points < 1 || p.Points > metrics.MaxPoints || p.From >= p.To || p.Points*len(q.Defs) > metrics.MaxResponsePoints {
+			t.Fatalf("ParseQuery(%q) planned %d points from %d to %d", raw, p.Points, p.From, p.To)
+		}
+		p.Evaluate(q.Defs, nil)
 	})
 }

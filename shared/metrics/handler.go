@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -105,5 +106,15 @@ func (h *handler) serve(r *http.Request, f Family, scope string, owned func(cont
 	if readErr != nil {
 		return 0, nil, readErr
 	}
-	return http.StatusOK, plan.Evaluate(q.Defs, chunks), nil
+	// Map metrics make a point's size depend on the data: measured as the
+	// body travels in the Lambda payload, a response past the budget is
+	// refused, naming it, rather than failing at the gateway.
+	body, err := json.Marshal(plan.Evaluate(q.Defs, chunks))
+	if err != nil {
+		return 0, nil, err
+	}
+	if n := apigw.EnvelopeLen(body); n > apigw.ResponseBudget {
+		return 0, nil, apigw.BadRequest("the response would be %d bytes; at most %d are returned (ResponseBudget): ask for fewer names, a larger resolution or a shorter range", n, apigw.ResponseBudget)
+	}
+	return http.StatusOK, json.RawMessage(body), nil
 }

@@ -15,7 +15,14 @@ import (
 // read (10 BatchGetItem calls of 100, made in parallel).
 const (
 	MaxPoints = 10000
-	MaxChunks = 1000
+	// MaxResponsePoints bounds the points of one response, over all the
+	// metrics it names (a map metric's point holds up to a few hundred
+	// keys, so the response byte budget applies too).
+	MaxResponsePoints = 100000
+	// MaxResolution is the coarsest resolution, ten years: any range is
+	// at most one point at it, and range arithmetic on it cannot overflow.
+	MaxResolution = 10 * 366 * 86400
+	MaxChunks     = 1000
 	// defaultPoints is what the default resolution aims at.
 	defaultPoints = 360
 	// DefaultSpan is the range when neither from nor to is given.
@@ -75,6 +82,9 @@ func ParseQuery(q url.Values, f Family, now time.Time) (Query, error) {
 		}
 		if r < 5 {
 			return out, fmt.Errorf("resolution must be at least 5 seconds, not %d", r)
+		}
+		if r > MaxResolution {
+			return out, fmt.Errorf("resolution must be at most %d seconds (MaxResolution, ten years), not %d", MaxResolution, r)
 		}
 		if r%FinestBucket != 0 {
 			return out, fmt.Errorf("resolution must be a multiple of %d seconds (the finest stored bucket), not %d", FinestBucket, r)
@@ -141,14 +151,23 @@ func (q Query) Plan(now time.Time) (Plan, error) {
 	}
 	t := Tiers[ti]
 	start := floorTo(from, t.Bucket)
-	points := (to - start + res - 1) / res
+	// Checked so that no operand can overflow: times are years 2000-9999
+	// (about 2.5e11 seconds) and res at most MaxResolution, but a plan is
+	// never trusted to have come through ParseQuery.
+	if res <= 0 || res > MaxResolution || to <= start {
+		return Plan{}, fmt.Errorf("resolution: %d seconds is outside 5 to %d (MaxResolution)", res, MaxResolution)
+	}
+	points := (to-start-1)/res + 1
 	if points > MaxPoints {
-		return Plan{}, fmt.Errorf("resolution: %d points per metric; at most %d are returned: use a larger resolution or a shorter range", points, MaxPoints)
+		return Plan{}, fmt.Errorf("resolution: %d points per metric; at most %d are returned (MaxPoints): use a larger resolution or a shorter range", points, MaxPoints)
+	}
+	if total := points * int64(len(q.Defs)); total > MaxResponsePoints {
+		return Plan{}, fmt.Errorf("resolution: %d points for %d metrics; at most %d per response (MaxResponsePoints): ask for fewer names, a larger resolution or a shorter range", total, len(q.Defs), MaxResponsePoints)
 	}
 	p := Plan{From: start, To: start + points*res, Resolution: res, Points: int(points)}
 	p.segments = []segment{{tier: ti, start: p.From, end: p.To}}
 	if n := p.chunkCount(); n > MaxChunks {
-		return Plan{}, fmt.Errorf("resolution: this range and resolution read %d stored items (at most %d): use a larger resolution or a shorter range", n, MaxChunks)
+		return Plan{}, fmt.Errorf("resolution: this range and resolution read %d stored items (at most %d, MaxChunks): use a larger resolution or a shorter range", n, MaxChunks)
 	}
 	return p, nil
 }
@@ -193,7 +212,7 @@ func summarizePlan(from, to int64, now time.Time) (Plan, error) {
 	p := Plan{From: start, To: end, Resolution: end - start, Points: 1, Summarize: true}
 	p.segments = cover(start, end, len(Tiers)-1, now)
 	if n := p.chunkCount(); n > MaxChunks {
-		return Plan{}, fmt.Errorf("from/to: summarizing this range reads %d stored items (at most %d): shorten the range", n, MaxChunks)
+		return Plan{}, fmt.Errorf("from/to: summarizing this range reads %d stored items (at most %d, MaxChunks): shorten the range", n, MaxChunks)
 	}
 	return p, nil
 }

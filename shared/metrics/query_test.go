@@ -184,3 +184,44 @@ func TestDocsDefineEveryMetric(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanArithmeticIsBounded: resolutions and ranges at the edges of
+// int64 are a 400-class error naming the limit, never a panic or a plan
+// with a negative or huge number of points.
+func TestPlanArithmeticIsBounded(t *testing.T) {
+	now := time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)
+	all := strings.Join(Names(FamilyApplication), ",")
+	for _, c := range []struct {
+		q     url.Values
+		limit string // "" : accepted
+	}{
+		{url.Values{"names": {"requests"}, "resolution": {"9223372036854773800"}}, "MaxResolution"},
+		{url.Values{"names": {"requests"}, "resolution": {"9223372036854775800"}}, "MaxResolution"},
+		{url.Values{"names": {"requests"}, "resolution": {fmt.Sprint(MaxResolution + 10)}}, "MaxResolution"},
+		{url.Values{"names": {"requests"}, "resolution": {fmt.Sprint(MaxResolution)}}, ""},
+		{url.Values{"names": {"requests"}, "resolution": {fmt.Sprint(MaxResolution)}, "from": {"2000-01-01T00:00:00Z"}, "to": {"9999-12-31T23:59:59Z"}}, "MaxChunks"},
+		{url.Values{"names": {"requests"}, "from": {"2000-01-01T00:00:00Z"}, "to": {"9999-12-31T23:59:59Z"}}, "MaxChunks"},
+		{url.Values{"names": {"requests"}, "resolution": {fmt.Sprint(MaxResolution)}, "from": {"2000-01-01T00:00:00Z"}, "to": {"2001-01-01T00:00:00Z"}}, ""},
+		{url.Values{"names": {"requests"}, "summarize": {"true"}, "from": {"2000-01-01T00:00:00Z"}, "to": {"9999-12-31T23:59:59Z"}}, "at most"},
+		{url.Values{"names": {"requests"}, "resolution": {"86400"}, "from": {"2000-01-01T00:00:00Z"}, "to": {"9999-12-31T23:59:59Z"}}, "MaxPoints"},
+		{url.Values{"names": {all}, "resolution": {"10"}, "from": {"2026-10-01T05:00:00Z"}, "to": {"2026-10-01T12:00:00Z"}}, "MaxResponsePoints"},
+		{url.Values{"names": {all}, "resolution": {"10"}, "from": {"2026-10-01T06:00:00Z"}, "to": {"2026-10-01T12:00:00Z"}}, ""},
+	} {
+		q, err := ParseQuery(c.q, FamilyApplication, now)
+		var p Plan
+		if err == nil {
+			p, err = q.Plan(now)
+		}
+		switch {
+		case c.limit == "" && err != nil:
+			t.Errorf("%v: %v", c.q, err)
+		case c.limit != "" && (err == nil || !strings.Contains(err.Error(), c.limit)):
+			t.Errorf("%v: %v, want an error naming %s", c.q, err, c.limit)
+		case err == nil:
+			if p.Points < 1 || p.Points > MaxPoints || p.From >= p.To || p.Points*len(q.Defs) > MaxResponsePoints {
+				t.Errorf("%v: plan %+v", c.q, p)
+			}
+			p.Evaluate(q.Defs, nil)
+		}
+	}
+}
