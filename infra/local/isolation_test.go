@@ -392,6 +392,7 @@ func (w *isoWorld) quiet() {
 type snapshot map[string]snapItem
 
 type snapItem struct {
+	plain  map[string]any
 	canon  string
 	tokens map[string]bool // every [a-z0-9]+ run of every string in the item
 	pk     string
@@ -417,7 +418,7 @@ func (w *isoWorld) snapshot() snapshot {
 			for _, x := range tokenRE.FindAllString(strings.ToLower(string(b)), -1) {
 				toks[x] = true
 			}
-			s[pk+" | "+sk] = snapItem{canon: string(b), tokens: toks, pk: pk}
+			s[pk+" | "+sk] = snapItem{plain: plain.(map[string]any), canon: string(b), tokens: toks, pk: pk}
 		}
 	}
 	return s
@@ -461,6 +462,22 @@ func plainAV(v types.AttributeValue) any {
 	return fmt.Sprintf("%T", v)
 }
 
+// keyUseOnly reports that an item changed only in when its key was last
+// used (and the expiry that follows it): the trace of the attacker's own
+// requests, not a change it made.
+func keyUseOnly(before, after snapItem) bool {
+	strip := func(m map[string]any) string {
+		c := map[string]any{}
+		for k, v := range m {
+			if k != "last_used" && k != "ttl" {
+				c[k] = v
+			}
+		}
+		return reflectJSON(c)
+	}
+	return before.plain["entity"] == "access_key" && strip(before.plain) == strip(after.plain)
+}
+
 // foreignChanges compares two snapshots: an item added, removed or changed
 // is the attackers' own when its tokens (before or after) name one of own
 // (their accounts and identities, closed over the items so attributed:
@@ -477,7 +494,7 @@ func foreignChanges(before, after snapshot, own, foreign map[string]bool) []stri
 		switch {
 		case !ok:
 			changes = append(changes, change{k, "removed: " + b.canon, b.tokens})
-		case a.canon != b.canon:
+		case a.canon != b.canon && !keyUseOnly(b, a):
 			toks := map[string]bool{}
 			for x := range a.tokens {
 				toks[x] = true
@@ -951,13 +968,12 @@ func (w *isoWorld) encode(body any) (io.Reader, string) {
 	return strings.NewReader(reflectJSON(body)), "application/json"
 }
 
-// send makes one request; it fails the test only when no response came.
-func (w *isoWorld) send(method, path, secret string, body any) (int, string, http.Header) {
-	w.t.Helper()
+// try makes one request; it is safe to call from any goroutine.
+func (w *isoWorld) try(method, path, secret string, body any) (int, string, http.Header, error) {
 	rd, ctype := w.encode(body)
 	req, err := http.NewRequest(method, w.p.URL+path, rd)
 	if err != nil {
-		w.t.Fatal(err)
+		return 0, "", nil, err
 	}
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
@@ -965,11 +981,21 @@ func (w *isoWorld) send(method, path, secret string, body any) (int, string, htt
 	req.Header.Set("Authorization", "Bearer "+secret)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		w.t.Fatalf("%s %s: %v", method, path, err)
+		return 0, "", nil, err
 	}
 	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(raw), res.Header
+	raw, err := io.ReadAll(res.Body)
+	return res.StatusCode, string(raw), res.Header, err
+}
+
+// send is try that fails the test when no response came.
+func (w *isoWorld) send(method, path, secret string, body any) (int, string, http.Header) {
+	w.t.Helper()
+	status, raw, hdr, err := w.try(method, path, secret, body)
+	if err != nil {
+		w.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return status, raw, hdr
 }
 
 // do is send with the JSON object of the response decoded.
@@ -1011,28 +1037,60 @@ func TestIsolationInvariant(t *testing.T) {
 	setup := time.Since(began)
 
 	before := w.snapshot()
+	// One request at a time: the outcome of a case may depend on what an
+	// earlier one did, so the order is the same on every run (and on two
+	// shared cores running attackers side by side was not faster).
+	type outcome struct {
+		c       isoCase
+		status  int
+		body    string
+		hdr     http.Header
+		err     error
+		stopped *isoCase // the case before a 401
+	}
 	var (
 		seq        int
-		cases      []isoCase
 		violations []violation
 		allowed    int
 		refused    int
+		total      int
 	)
-	for _, a := range atts {
-		cases = append(cases, w.generate(a, &seq)...)
+	outcomes := make([][]outcome, len(atts))
+	for i, a := range atts {
+		cases := w.generate(a, &seq)
+		total += len(cases)
+		func() {
+			for j, c := range cases {
+				status, body, hdr, err := w.try(c.method, c.path, a.user.secret, c.body)
+				o := outcome{c: c, status: status, body: body, hdr: hdr, err: err}
+				if status == 401 && j > 0 {
+					o.stopped = &cases[j-1]
+				}
+				outcomes[i] = append(outcomes[i], o)
+				if err != nil || status == 401 {
+					return
+				}
+			}
+		}()
 	}
-	var prev isoCase
-	for _, c := range cases {
-		status, body, hdr := w.send(c.method, c.path, c.who.user.secret, c.body)
+	var flat []outcome
+	for _, os := range outcomes {
+		flat = append(flat, os...)
+	}
+	for _, o := range flat {
+		c, status, body, hdr := o.c, o.status, o.body, o.hdr
+		if o.err != nil {
+			t.Errorf("%s: no response: %v", c, o.err)
+			continue
+		}
 		if status == 401 {
 			// An attacker whose key stopped working would be refused
 			// everything after: the run would prove nothing.
-			t.Errorf("%s: 401: the attacker's key no longer authenticates (the case before: %s): %s", c, prev, excerpt(body, 200))
-			break
+			t.Errorf("%s: 401: the attacker's key no longer authenticates (the case before: %v): %s", c, o.stopped, excerpt(body, 200))
+			continue
 		}
-		prev = c
 		if *isoTrace {
-			t.Logf("DEBUG %s -> %d %s", c, status, excerpt(body, 150))
+			t.Logf("%s -> %d %s", c, status, excerpt(body, 150))
 		}
 		switch {
 		case status >= 500:
@@ -1087,7 +1145,7 @@ func TestIsolationInvariant(t *testing.T) {
 	changes := foreignChanges(before, after, own, foreign)
 
 	t.Logf("isolation: %d cases (%d attackers, %d inventory paths x %d methods) in %v after a set-up of %v: %d allowed (2xx), %d refused; %d violations; %d foreign table changes",
-		len(cases), len(atts), countPaths(), len(isoMethods), attack.Round(time.Millisecond), setup.Round(time.Millisecond), allowed, refused, len(violations), len(changes))
+		total, len(atts), countPaths(), len(isoMethods), attack.Round(time.Millisecond), setup.Round(time.Millisecond), allowed, refused, len(violations), len(changes))
 	reportViolations(t, violations, changes)
 }
 
@@ -1137,4 +1195,145 @@ func reportViolations(t *testing.T, vs []violation, changes []string) {
 		}
 	}
 	t.Error(b.String())
+}
+
+// ---------------------------------------------------------------- findings
+
+// tenantRole has the owner of A give itself a custom role of A with
+// these permits (method -> patterns), the way a hostile tenant did: it
+// first leaves the everything role the world gave it, so that only the
+// custom role and A's Account owner role remain.
+func (w *isoWorld) tenantRole(name string, permits map[string][]string) *isoUser {
+	w.t.Helper()
+	m := w.users["mallory"]
+	w.must("leave the everything role", 200, "DELETE", "/v2/users/self/roles/"+w.id["roleHere"], m.secret, nil)
+	var perms []map[string]any
+	for _, method := range isoMethods {
+		if specs := permits[method]; len(specs) > 0 {
+			perms = append(perms, map[string]any{"method": method, "effect": "permit", "spec": specs})
+		}
+	}
+	role := w.must("custom role", 200, "POST", acct(w.a)+"/roles", m.secret, map[string]any{"name": name, "permissions": perms})
+	w.invite(m.secret, w.a, role.str("href"), m)
+	return m
+}
+
+// refused requires a 403, or a 404 where the route hides what exists.
+func refused(t *testing.T, r reply, what string) bool {
+	t.Helper()
+	if r.Status == 403 || r.Status == 404 {
+		return true
+	}
+	t.Errorf("%s: %d, want 403 (or 404): %s", what, r.Status, excerpt(r.Raw, 300))
+	return false
+}
+
+// unchanged requires that the table is exactly as before, but for the
+// last_used of principal's keys.
+func (w *isoWorld) unchanged(t *testing.T, before snapshot, principal string) {
+	t.Helper()
+	w.quiet()
+	after := w.snapshot()
+	var changes []string
+	for k, b := range before {
+		a, ok := after[k]
+		switch {
+		case !ok:
+			changes = append(changes, k+" removed: "+b.canon)
+		case a.canon != b.canon && !(b.pk == "PRINCIPAL#"+principal && keyUseOnly(b, a)):
+			changes = append(changes, k+" changed:\n      before "+b.canon+"\n      after  "+a.canon)
+		}
+	}
+	for k, a := range after {
+		if _, ok := before[k]; !ok {
+			changes = append(changes, k+" added: "+a.canon)
+		}
+	}
+	sort.Strings(changes)
+	if len(changes) > 0 {
+		var b strings.Builder
+		for i, c := range changes {
+			if i == 20 {
+				fmt.Fprintf(&b, "  ... %d more\n", len(changes)-20)
+				break
+			}
+			fmt.Fprintf(&b, "  %s\n", excerpt(c, 300))
+		}
+		t.Errorf("%d items changed besides the attacker's own:\n%s", len(changes), b.String())
+	}
+}
+
+// TestFinding1_TenantRoleOnUserRoutes replays finding 1 of the tenant
+// isolation issue: a custom role of an ordinary account permitting user
+// routes must not reach any user but the caller.
+func TestFinding1_TenantRoleOnUserRoutes(t *testing.T) {
+	w := startIsoWorld(t)
+	m := w.tenantRole("User admin", map[string][]string{
+		"POST":   {"/v2/users/*/access-keys"},
+		"GET":    {"/v2/users/**"},
+		"PATCH":  {"/v2/users/*"},
+		"DELETE": {"/v2/users/*/access-keys/*"},
+	})
+	w.quiet()
+	before := w.snapshot()
+	operator, victim := w.p.Bootstrap.Operator, w.users["victim"]
+
+	t.Run("MintKeyForOperatorAndActAsOperator", func(t *testing.T) {
+		r := w.do("POST", "/v2/users/"+operator+"/access-keys", m.secret, map[string]any{"type": "bearer"})
+		if refused(t, r, "mint a key for the platform operator") {
+			return
+		}
+		// The impact, as the tenant used it: the root account and a new
+		// account, as the operator.
+		s := w.do("POST", "/v2/users/self/authorization", r.str("secret_key"), map[string]any{"account": acct(w.root)})
+		a := w.do("POST", "/v2/accounts", s.str("secret_key"), map[string]any{"name": "Made by a tenant"})
+		t.Errorf("with the minted key: switch into the root account %d, create an account as the operator %d", s.Status, a.Status)
+	})
+	t.Run("MintKeyForOtherTenantOwnerAndReadItsApplications", func(t *testing.T) {
+		r := w.do("POST", "/v2/users/"+victim.id+"/access-keys", m.secret, map[string]any{"type": "bearer"})
+		if refused(t, r, "mint a key for B's owner") {
+			return
+		}
+		s := w.do("POST", "/v2/users/self/authorization", r.str("secret_key"), map[string]any{"account": acct(w.b)})
+		apps := w.do("GET", "/v2/applications", s.str("secret_key"), nil)
+		t.Errorf("with the minted key: switch into B %d, read B's applications %d: %s", s.Status, apps.Status, excerpt(apps.Raw, 200))
+	})
+	t.Run("RenameOperator", func(t *testing.T) {
+		refused(t, w.do("PATCH", "/v2/users/"+operator, m.secret, map[string]any{"name": "Renamed by a tenant"}), "rename the platform operator")
+	})
+	t.Run("DeleteOtherTenantServiceUserKey", func(t *testing.T) {
+		refused(t, w.do("DELETE", "/v2/users/"+w.id["suB"]+"/access-keys/"+w.id["suKeyB"], m.secret, nil), "delete B's service-user key")
+	})
+	t.Run("ListEveryUsersEmail", func(t *testing.T) {
+		refused(t, w.do("GET", "/v2/users", m.secret, nil), "list the installation's users")
+		// "/v2/users/**" does not match the collection itself: the
+		// emails are read one user at a time, by ids the tenant sees.
+		for who, id := range map[string]string{"the operator": operator, "B's owner": victim.id, "B's member": w.users["bpeer"].id,
+			"B's service user": w.id["suB"], "the owner of A1": w.users["ownerA1"].id} {
+			refused(t, w.do("GET", "/v2/users/"+id, m.secret, nil), "read the user record of "+who)
+		}
+	})
+	t.Run("NoChange", func(t *testing.T) { w.unchanged(t, before, m.id) })
+}
+
+// TestFinding2_TenantRoleOnEntitlementAdministratorRoutes replays finding
+// 2: a custom role permitting account creation and entitlement writes
+// grants neither; only the entitlement administrator role does.
+func TestFinding2_TenantRoleOnEntitlementAdministratorRoutes(t *testing.T) {
+	w := startIsoWorld(t)
+	m := w.tenantRole("Account admin", map[string][]string{
+		"POST": {"/v2/accounts", "/v2/accounts/" + w.a + "/entitlements"},
+	})
+	w.quiet()
+	before := w.snapshot()
+
+	t.Run("CreateSubAccount", func(t *testing.T) {
+		refused(t, w.do("POST", "/v2/accounts", m.secret, map[string]any{"name": "Shadow account"}), "create a sub-account of A")
+	})
+	t.Run("GrantOwnAccountEntitlement", func(t *testing.T) {
+		refused(t, w.do("POST", acct(w.a)+"/entitlements", m.secret, map[string]any{"resource": "applications", "quantity": 100000}),
+			"give A an entitlement of 100,000 applications")
+	})
+	// Stricter than the invariant: not even A's own items may change.
+	t.Run("NoChange", func(t *testing.T) { w.unchanged(t, before, m.id) })
 }
