@@ -1,8 +1,11 @@
 package local
 
 import (
+	"github.com/aws/aws-lambda-go/cfn"
+
 	"cads/infra/gateway"
 	"cads/infra/sqssource"
+	"cads/shared/installer"
 	"cads/shared/wire"
 )
 
@@ -12,6 +15,10 @@ type Function struct {
 	API        func(wire.Deps) gateway.ProxyHandler
 	Authorizer func(wire.Deps) gateway.AuthorizerHandler
 	Queue      func(wire.Deps) sqssource.Handler
+	// CustomResource is a CloudFormation custom resource's handler. It runs
+	// at deployment only: locally its work is done at start (the installer
+	// is the bootstrap of Platform.runBootstrap, keeping the key in a file).
+	CustomResource func(wire.Deps, installer.SecretStore) cfn.CustomResourceFunction
 }
 
 // Functions maps each template CodeUri to its constructor. A function in
@@ -39,4 +46,9 @@ var Functions = map[string]Function{
 
 	// Application logs (issue 8); ingest rides on the aggregator above.
 	"functions/logs": {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Logs(d)) }},
+
+	// The installation of a deployed stack (docs/deploy.md).
+	"functions/installer": {CustomResource: func(d wire.Deps, s installer.SecretStore) cfn.CustomResourceFunction {
+		return (&installer.Installer{Store: d.Store, Secrets: s, Log: d.Log}).Handle
+	}},
 }

@@ -2,7 +2,9 @@ package sam
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -115,7 +117,11 @@ func codeURI(raw json.RawMessage) string {
 }
 
 type rawApi struct {
-	StageName        string
+	StageName      string
+	OpenApiVersion flexString
+	DefinitionBody struct {
+		Paths map[string]map[string]json.RawMessage
+	}
 	BinaryMediaTypes []string
 	Auth             struct {
 		DefaultAuthorizer string
@@ -150,7 +156,13 @@ func decodeApi(id string, props map[string]any) (Api, error) {
 		DefaultAuthorizer: r.Auth.DefaultAuthorizer,
 		Authorizers:       map[string]Authorizer{},
 		GatewayResponses:  map[string]GatewayResponse{},
+		OpenApiVersion:    string(r.OpenApiVersion),
 	}
+	defs, err := decodeDefinition(r.DefinitionBody.Paths)
+	if err != nil {
+		return a, err
+	}
+	a.Definition = defs
 	for _, t := range r.BinaryMediaTypes {
 		// SAM writes "/" as "~1" (JSON pointer escaping) in BinaryMediaTypes.
 		a.BinaryMediaTypes = append(a.BinaryMediaTypes, strings.ReplaceAll(t, "~1", "/"))
@@ -196,6 +208,56 @@ func decodeApi(id string, props map[string]any) (Api, error) {
 	return a, nil
 }
 
+// Operation keys of an OpenAPI path item; the rest (parameters, summary,
+// ...) are not operations.
+var operationMethods = map[string]string{
+	"get": "GET", "put": "PUT", "post": "POST", "delete": "DELETE", "options": "OPTIONS",
+	"head": "HEAD", "patch": "PATCH", "x-amazon-apigateway-any-method": "ANY",
+}
+
+// lambdaURI matches a Lambda proxy integration's uri after resolve:
+// ${F.Arn} in the Fn::Sub stays "F.Arn".
+var lambdaURI = regexp.MustCompile(`^arn:[a-z-]+:apigateway:[^:]+:lambda:path/2015-03-31/functions/([A-Za-z0-9]+)\.Arn/invocations$`)
+
+func decodeDefinition(paths map[string]map[string]json.RawMessage) ([]DefinitionRoute, error) {
+	var (
+		out  []DefinitionRoute
+		errs []error
+	)
+	for _, path := range sortedKeys(paths) {
+		for _, key := range sortedKeys(paths[path]) {
+			method, ok := operationMethods[strings.ToLower(key)]
+			if !ok {
+				continue
+			}
+			var op struct {
+				Security    *json.RawMessage `json:"security"`
+				Integration *struct {
+					Type       string `json:"type"`
+					HTTPMethod string `json:"httpMethod"`
+					URI        string `json:"uri"`
+				} `json:"x-amazon-apigateway-integration"`
+			}
+			if err := json.Unmarshal(paths[path][key], &op); err != nil {
+				errs = append(errs, fmt.Errorf("DefinitionBody %s %s: %w", method, path, err))
+				continue
+			}
+			in := op.Integration
+			if in == nil || !strings.EqualFold(in.Type, "aws_proxy") || !strings.EqualFold(in.HTTPMethod, "POST") {
+				errs = append(errs, fmt.Errorf("DefinitionBody %s %s: want an x-amazon-apigateway-integration of type aws_proxy with httpMethod POST", method, path))
+				continue
+			}
+			m := lambdaURI.FindStringSubmatch(in.URI)
+			if m == nil {
+				errs = append(errs, fmt.Errorf("DefinitionBody %s %s: integration uri %q does not invoke a function of this template (use !Sub ...functions/${F.Arn}/invocations)", method, path, in.URI))
+				continue
+			}
+			out = append(out, DefinitionRoute{Method: method, Path: normalisePath(path), Function: m[1], Security: op.Security != nil})
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
 type rawKey struct {
 	AttributeName string
 	KeyType       string
@@ -211,10 +273,11 @@ type rawIndex struct {
 }
 
 type rawTable struct {
-	TableName             string
-	BillingMode           string
-	ProvisionedThroughput json.RawMessage
-	AttributeDefinitions  []struct {
+	TableName                 string
+	DeletionProtectionEnabled flexBool
+	BillingMode               string
+	ProvisionedThroughput     json.RawMessage
+	AttributeDefinitions      []struct {
 		AttributeName string
 		AttributeType string
 	}
@@ -233,9 +296,10 @@ func decodeTable(id string, props map[string]any) (Table, error) {
 		return Table{}, err
 	}
 	t := Table{
-		LogicalID:   id,
-		TableName:   r.TableName,
-		BillingMode: r.BillingMode,
+		LogicalID:          id,
+		TableName:          r.TableName,
+		BillingMode:        r.BillingMode,
+		DeletionProtection: bool(r.DeletionProtectionEnabled),
 	}
 	if t.BillingMode == "" {
 		t.BillingMode = "PROVISIONED" // CloudFormation's default

@@ -31,6 +31,27 @@ type Template struct {
 	Tables     map[string]Table
 	Queues     map[string]Queue
 	Apis       map[string]Api
+	// Resources holds every resource as written (intrinsics resolved as
+	// described at resolve), for checks of what the typed fields above
+	// leave out: custom resources, secrets, permissions, policies.
+	Resources map[string]Resource
+	Outputs   map[string]Output
+}
+
+// Resource is one entry of Resources, undecoded.
+type Resource struct {
+	LogicalID           string
+	Type                string
+	Properties          map[string]any
+	Metadata            map[string]any
+	DeletionPolicy      string // "" = CloudFormation's default (Delete)
+	UpdateReplacePolicy string
+}
+
+// Output is one entry of Outputs.
+type Output struct {
+	Description string
+	Value       any
 }
 
 // Function is an AWS::Serverless::Function with Globals.Function merged in.
@@ -47,6 +68,7 @@ type Function struct {
 	MemorySize    int // MB
 	Environment   map[string]string
 	Events        []Event // sorted by Name
+	BuildMethod   string  // Metadata.BuildMethod, what sam build runs
 }
 
 // Event is one entry of a function's Events. Type is "Api" or "SQS" with the
@@ -90,6 +112,9 @@ type Table struct {
 	LocalSecondaryIndexes  []Index
 	TTLAttribute           string // "" when TTL is not enabled
 	BillingMode            string // PAY_PER_REQUEST or PROVISIONED
+	DeletionProtection     bool   // DeletionProtectionEnabled
+	DeletionPolicy         string // the resource attribute; "" = Delete
+	UpdateReplacePolicy    string // the resource attribute; "" = Delete
 }
 
 // AttributeDefinition declares a key attribute's type (S, N or B).
@@ -150,6 +175,20 @@ type Api struct {
 	DefaultAuthorizer string
 	Authorizers       map[string]Authorizer
 	GatewayResponses  map[string]GatewayResponse // by response type, e.g. ACCESS_DENIED
+	OpenApiVersion    string                     // "" = SAM's default (Swagger 2.0 plus a stage named Stage)
+	// Definition holds the routes of DefinitionBody: each operation's
+	// x-amazon-apigateway-integration names the function it invokes.
+	Definition []DefinitionRoute
+}
+
+// DefinitionRoute is one operation of an Api's DefinitionBody.
+type DefinitionRoute struct {
+	Method   string // upper case; "ANY" for x-amazon-apigateway-any-method
+	Path     string
+	Function string // logical id, from the integration's uri
+	// Security is true when the operation sets its own security list,
+	// which this reader does not interpret (validate refuses it).
+	Security bool
 }
 
 // Authorizer is a Lambda authorizer of an Api.
@@ -210,10 +249,17 @@ func Parse(yaml []byte) (*Template, error) {
 	return t, nil
 }
 
-// Routes lists every Api event as a route, sorted by path, method and API.
-// The authorizer is resolved: "" means the route is not guarded.
+// Routes lists every Api event and every operation of an Api's
+// DefinitionBody as a route, sorted by path, method and API. The
+// authorizer is resolved: "" means the route is not guarded. SAM puts the
+// Api's DefaultAuthorizer on every DefinitionBody operation.
 func (t *Template) Routes() []Route {
 	var rs []Route
+	for _, a := range t.Apis {
+		for _, d := range a.Definition {
+			rs = append(rs, Route{Method: d.Method, Path: d.Path, Function: d.Function, Authorizer: a.DefaultAuthorizer, Api: a.LogicalID})
+		}
+	}
 	for _, f := range t.Functions {
 		for _, ev := range f.Events {
 			if ev.Api == nil {
@@ -256,8 +302,15 @@ type rawDoc struct {
 		Api      map[string]any
 	}
 	Resources map[string]struct {
-		Type       string
-		Properties map[string]any
+		Type                string
+		Properties          map[string]any
+		Metadata            map[string]any
+		DeletionPolicy      string
+		UpdateReplacePolicy string
+	}
+	Outputs map[string]struct {
+		Description string
+		Value       any
 	}
 }
 
@@ -274,6 +327,11 @@ func build(j []byte) (*Template, error) {
 		Tables:     map[string]Table{},
 		Queues:     map[string]Queue{},
 		Apis:       map[string]Api{},
+		Resources:  map[string]Resource{},
+		Outputs:    map[string]Output{},
+	}
+	for name, o := range doc.Outputs {
+		t.Outputs[name] = Output{Description: o.Description, Value: o.Value}
 	}
 	for name, p := range doc.Parameters {
 		t.Parameters[name] = scalarString(p.Default)
@@ -281,11 +339,14 @@ func build(j []byte) (*Template, error) {
 	var errs []error
 	for _, id := range sortedKeys(doc.Resources) {
 		r := doc.Resources[id]
+		t.Resources[id] = Resource{LogicalID: id, Type: r.Type, Properties: r.Properties, Metadata: r.Metadata,
+			DeletionPolicy: r.DeletionPolicy, UpdateReplacePolicy: r.UpdateReplacePolicy}
 		var err error
 		switch r.Type {
 		case "AWS::Serverless::Function":
 			var f Function
 			f, err = decodeFunction(id, mergeGlobals(doc.Globals.Function, r.Properties))
+			f.BuildMethod, _ = r.Metadata["BuildMethod"].(string)
 			t.Functions[id] = f
 		case "AWS::Serverless::Api":
 			var a Api
@@ -294,6 +355,7 @@ func build(j []byte) (*Template, error) {
 		case "AWS::DynamoDB::Table":
 			var tb Table
 			tb, err = decodeTable(id, r.Properties)
+			tb.DeletionPolicy, tb.UpdateReplacePolicy = r.DeletionPolicy, r.UpdateReplacePolicy
 			t.Tables[id] = tb
 		case "AWS::Serverless::SimpleTable":
 			var tb Table

@@ -143,31 +143,89 @@ func (t *Template) validateRoutes() []error {
 	var errs []error
 	roots := map[string]*pathNode{}
 	seen := map[string]string{} // api method path -> function.event
+	type decl struct{ api, method, path, who string }
+	var decls []decl
 	for _, fid := range sortedKeys(t.Functions) {
 		for _, ev := range t.Functions[fid].Events {
-			a := ev.Api
-			if a == nil || !strings.HasPrefix(a.Path, "/") {
-				continue
-			}
-			who := fid + "." + ev.Name
-			path := normalisePath(a.Path)
-			key := a.RestAPI + " " + a.Method + " " + path
-			if prev, ok := seen[key]; ok {
-				errs = append(errs, fmt.Errorf("api %s: %s %s is declared twice (%s and %s)", a.RestAPI, a.Method, path, prev, who))
-				continue
-			}
-			seen[key] = who
-			root := roots[a.RestAPI]
-			if root == nil {
-				root = newPathNode()
-				roots[a.RestAPI] = root
-			}
-			if err := root.add(path, who); err != nil {
-				errs = append(errs, fmt.Errorf("api %s: %w", a.RestAPI, err))
+			if a := ev.Api; a != nil {
+				decls = append(decls, decl{a.RestAPI, a.Method, a.Path, fid + "." + ev.Name})
 			}
 		}
 	}
+	for _, aid := range sortedKeys(t.Apis) {
+		for _, d := range t.Apis[aid].Definition {
+			decls = append(decls, decl{aid, d.Method, d.Path, aid + ".DefinitionBody"})
+		}
+	}
+	for _, a := range decls {
+		if !strings.HasPrefix(a.path, "/") {
+			continue
+		}
+		who := a.who
+		path := normalisePath(a.path)
+		key := a.api + " " + a.method + " " + path
+		if prev, ok := seen[key]; ok {
+			errs = append(errs, fmt.Errorf("api %s: %s %s is declared twice (%s and %s)", a.api, a.method, path, prev, who))
+			continue
+		}
+		seen[key] = who
+		root := roots[a.api]
+		if root == nil {
+			root = newPathNode()
+			roots[a.api] = root
+		}
+		if err := root.add(path, who); err != nil {
+			errs = append(errs, fmt.Errorf("api %s: %w", a.api, err))
+		}
+	}
 	return errs
+}
+
+// validateDefinition checks an Api's DefinitionBody operations: each
+// invokes a function of this template that API Gateway may invoke. SAM
+// writes the AWS::Lambda::Permission for Api events; for DefinitionBody
+// operations the template must, or every call is a 500 on AWS while the
+// local gateway works.
+func (t *Template) validateDefinition(a Api, add func(string, ...any)) {
+	invokable := t.apiInvokable(a.LogicalID)
+	for _, d := range a.Definition {
+		where := fmt.Sprintf("api %s: DefinitionBody %s %s", a.LogicalID, d.Method, d.Path)
+		if !slices.Contains(httpMethods, d.Method) {
+			add("%s: method %q is not one of %v", where, d.Method, httpMethods)
+		}
+		if _, ok := t.Functions[d.Function]; !ok {
+			add("%s: integration invokes %q, which is not an AWS::Serverless::Function of this template", where, d.Function)
+			continue
+		}
+		if !invokable[d.Function] {
+			add("%s: function %s has no AWS::Lambda::Permission for apigateway.amazonaws.com with a SourceArn on this API", where, d.Function)
+		}
+		if d.Security {
+			add("%s: per-operation security is not supported here; guard routes with Auth.DefaultAuthorizer", where)
+		}
+	}
+}
+
+// apiInvokable lists the functions an AWS::Lambda::Permission lets API
+// Gateway invoke from the API api (SourceArn naming the API's id).
+func (t *Template) apiInvokable(api string) map[string]bool {
+	ok := map[string]bool{}
+	for _, r := range t.Resources {
+		if r.Type != "AWS::Lambda::Permission" {
+			continue
+		}
+		p := r.Properties
+		fn, _ := p["FunctionName"].(string)
+		src, _ := p["SourceArn"].(string)
+		if p["Principal"] != "apigateway.amazonaws.com" || p["Action"] != "lambda:InvokeFunction" {
+			continue
+		}
+		// After resolve, ${Api} in the Fn::Sub is the logical id.
+		if strings.HasPrefix(src, "arn:") && strings.Contains(src, ":execute-api:") && strings.Contains(src, ":"+api+"/") {
+			ok[refTarget(fn, "Arn")] = true
+		}
+	}
+	return ok
 }
 
 func (n *pathNode) add(path, who string) error {
@@ -257,6 +315,7 @@ func (t *Template) validateApi(a Api, add func(string, ...any)) {
 			add("%s: a cached REQUEST authorizer needs identity sources (or ReauthorizeEvery: 0)", where)
 		}
 	}
+	t.validateDefinition(a, add)
 	for _, typ := range sortedKeys(a.GatewayResponses) {
 		if !slices.Contains(gatewayResponseTypes, typ) {
 			add("api %s: GatewayResponses %q is not an API Gateway response type", a.LogicalID, typ)

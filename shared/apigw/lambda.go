@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
@@ -16,6 +17,14 @@ import (
 // lambda.Start, the local gateway and the tests call.
 type ProxyHandler func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error)
 
+// HandlerDeadline bounds the context of every API request. API Gateway
+// answers 504 after its 29 s integration limit whatever the function is
+// still doing, so the handler's context ends earlier, leaving time to
+// answer with the API's own error body. Lambda's own deadline (the
+// function's Timeout, at most 29 s for an API function) applies when it
+// is earlier.
+const HandlerDeadline = 28 * time.Second
+
 // Lambda runs h as an API Gateway proxy function. Before h sees anything it
 // re-checks that the path is canonical (the authorizer already refused such
 // paths; this keeps a misconfigured route from reaching a handler with one),
@@ -24,6 +33,8 @@ type ProxyHandler func(ctx context.Context, req events.APIGatewayProxyRequest) (
 func Lambda(log *slog.Logger, h http.Handler) ProxyHandler {
 	adapter := httpadapter.New(h)
 	return func(ctx context.Context, req events.APIGatewayProxyRequest) (resp events.APIGatewayProxyResponse, err error) {
+		ctx, cancel := context.WithTimeout(ctx, HandlerDeadline)
+		defer cancel()
 		if perr := authz.CheckPath(req.Path); perr != nil {
 			return errorResponse(BadRequest("%s", perr.Error())), nil
 		}

@@ -25,8 +25,8 @@ import (
 
 // crashVisibility is the visibility timeout, in seconds, of a run message
 // the tests receive and never delete: a runner that died holding it. It
-// comes back when that runs out, as on SQS (where the queue's own 960 s
-// exceed the runner's timeout).
+// comes back when that runs out, as on SQS (where the queue's own 5400 s,
+// six times the runner's timeout, run out).
 const crashVisibility = 1
 
 // takeRun receives the one message of the test runs queue, polling for up

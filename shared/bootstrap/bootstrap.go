@@ -32,6 +32,19 @@ const RootAccountName = "Platform operator"
 
 // Run bootstraps st unless it already is.
 func Run(ctx context.Context, st *store.Store, operatorEmail string) (Result, error) {
+	return RunAndKeep(ctx, st, operatorEmail, nil)
+}
+
+// ErrKeptKeyLost says RunAndKeep handed a key to keep and then found the
+// table installed by someone else: the kept key opens nothing.
+var ErrKeptKeyLost = errors.New("bootstrap: another bootstrap installed the table after the new operator key was kept; the kept key is not valid")
+
+// RunAndKeep is Run that hands the new operator secret to keep before the
+// installation is written, so a key that was not kept is never installed:
+// if keep fails, nothing is written. With keep set, callers must not run
+// concurrently on one table (losing that race returns ErrKeptKeyLost).
+// keep is not called when the table is already installed.
+func RunAndKeep(ctx context.Context, st *store.Store, operatorEmail string, keep func(ctx context.Context, secret string) error) (Result, error) {
 	if in, err := st.GetInstallation(ctx); err == nil {
 		return Result{RootAccount: in.RootAccount, Operator: in.Operator}, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
@@ -41,8 +54,16 @@ func Run(ctx context.Context, st *store.Store, operatorEmail string) (Result, er
 	if err != nil {
 		return Result{}, err
 	}
+	if keep != nil {
+		if err := keep(ctx, secret); err != nil {
+			return Result{}, fmt.Errorf("bootstrap: keep the operator key: %w", err)
+		}
+	}
 	err = st.Install(ctx, plan)
 	if errors.Is(err, store.ErrInstalled) {
+		if keep != nil {
+			return Result{}, ErrKeptKeyLost
+		}
 		// Lost a race with another bootstrap: theirs stands.
 		in, gerr := st.GetInstallation(ctx)
 		if gerr != nil {
