@@ -27,7 +27,11 @@ import (
 // the load run (infra/cmd/bench) splits CPU between the parts.
 func BenchmarkHandlers(b *testing.B) {
 	// Nothing is logged: a line per request would measure the logger.
-	p, _ := localtest.Start(b, func(o *local.Options) { o.Log = slog.New(slog.NewTextHandler(io.Discard, nil)) })
+	// The authorizer runs with its warm path as deployed (staleness 1 s).
+	p, _ := localtest.Start(b, func(o *local.Options) {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		o.AuthzStaleness = 0
+	})
 	d, boot := p.Deps, p.Bootstrap
 	op := testenv.Operator(boot)
 	created := invoke(b, d, req{fn: wire.Applications, as: op, method: "POST", resource: "/v2/applications", contentType: "application/json",
@@ -37,22 +41,32 @@ func BenchmarkHandlers(b *testing.B) {
 		b.Fatalf("fixture application: %d %s", created.StatusCode, created.Body)
 	}
 
-	az := wire.Authorizer(d)
-	b.Run("authorizer/GET application", func(b *testing.B) {
-		path := "/v2/applications/" + app.ID
-		ev := events.APIGatewayCustomAuthorizerRequestTypeRequest{Type: "REQUEST", HTTPMethod: "GET", Path: path, Resource: "/v2/applications/{id}",
-			MethodArn: "arn:aws:execute-api:us-east-1:000000000000:local/api/GET" + path,
-			Headers:   map[string]string{"Authorization": "Bearer " + boot.Secret}}
-		b.ReportAllocs()
-		for b.Loop() {
-			e := ev
-			throughJSON(b, &e)
-			res, err := az(context.Background(), e)
-			if err != nil || len(res.PolicyDocument.Statement) != 1 || res.PolicyDocument.Statement[0].Effect != "Allow" {
-				b.Fatalf("authorizer: %v %+v", err, res)
+	// Warm: the same key again within the staleness bound (what a busy
+	// container sees); cold: every decision reads the table.
+	cold := d
+	cold.AuthzStaleness = 0
+	for _, c := range []struct {
+		name string
+		az   func(context.Context, events.APIGatewayCustomAuthorizerRequestTypeRequest) (events.APIGatewayCustomAuthorizerResponse, error)
+	}{{"authorizer/GET application", wire.Authorizer(d)}, {"authorizer cold/GET application", wire.Authorizer(cold)}} {
+		az := c.az
+		b.Run(c.name, func(b *testing.B) {
+			path := "/v2/applications/" + app.ID
+			ev := events.APIGatewayCustomAuthorizerRequestTypeRequest{Type: "REQUEST", HTTPMethod: "GET", Path: path, Resource: "/v2/applications/{id}",
+				MethodArn: "arn:aws:execute-api:us-east-1:000000000000:local/api/GET" + path,
+				Headers:   map[string]string{"Authorization": "Bearer " + boot.Secret}}
+			b.ReportAllocs()
+			for b.Loop() {
+				e := ev
+				throughJSON(b, &e)
+				res, err := az(context.Background(), e)
+				if err != nil || len(res.PolicyDocument.Statement) != 1 || res.PolicyDocument.Statement[0].Effect != "Allow" {
+					b.Fatalf("authorizer: %v %+v", err, res)
+				}
 			}
-		}
-	})
+		})
+	}
+
 	for _, c := range []struct {
 		name string
 		r    req

@@ -32,6 +32,7 @@ import (
 	"cads/infra/localaws"
 	"cads/infra/sam"
 	"cads/infra/sqssource"
+	"cads/shared/access"
 	"cads/shared/bootstrap"
 	"cads/shared/ddb"
 	"cads/shared/wire"
@@ -50,6 +51,10 @@ type Options struct {
 	// DynamoOptions are added to the DynamoDB client (tests install the
 	// round-trip counter here).
 	DynamoOptions []func(*dynamodb.Options)
+	// AuthzStaleness is the authorizer's warm-path bound: 0 means
+	// access.DefaultStaleness, as deployed; negative turns the cache off
+	// (tests that assert a change on the very next request).
+	AuthzStaleness time.Duration
 }
 
 // Platform is a running local platform.
@@ -167,6 +172,12 @@ func (p *Platform) start(ctx context.Context, o Options) error {
 	}
 
 	p.Deps = wire.New(log, db, o.TableName)
+	switch {
+	case o.AuthzStaleness == 0:
+		p.Deps.AuthzStaleness = access.DefaultStaleness
+	case o.AuthzStaleness > 0:
+		p.Deps.AuthzStaleness = o.AuthzStaleness
+	}
 	edge, stopEdge, err := startEdge(db, o.TableName, log)
 	if err != nil {
 		return err

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"cads/shared/apigw"
 	"cads/shared/authz"
 	"cads/shared/store"
@@ -33,11 +35,44 @@ type Service struct {
 	log      *slog.Logger
 	now      func() time.Time
 	compiled *compileCache
+	// warm keeps what Authorize read per credential and target, for at
+	// most staleness: see Option WithStaleness and docs/rbac.md, "The
+	// authorizer's warm path". nil when staleness is 0.
+	warm      *lru.Cache[string, *loaded]
+	staleness time.Duration
 }
 
+// Option configures a Service.
+type Option func(*Service)
+
+// DefaultStaleness is how long a warm container may decide with what it
+// read: the bound within which a deleted key, a revoked grant or
+// invitation, an edited or deleted role or a deleted account takes effect.
+const DefaultStaleness = time.Second
+
+// DefaultWarmEntries bounds the warm cache: one entry per credential and
+// target account, a few KB each (compiled roles are shared between
+// entries through the compile cache).
+const DefaultWarmEntries = 4096
+
+// WithStaleness turns the warm path on with the given staleness bound. A
+// Service without it (or with 0) reads the table for every decision (two
+// round trips); the deployed authorizer uses DefaultStaleness.
+func WithStaleness(d time.Duration) Option { return func(s *Service) { s.staleness = d } }
+
+// WithClock replaces the clock (tests).
+func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
+
 // New returns a Service over st.
-func New(st Store, log *slog.Logger) *Service {
-	return &Service{store: st, log: log, now: func() time.Time { return time.Now().UTC() }, compiled: newCompileCache(4096)}
+func New(st Store, log *slog.Logger, opts ...Option) *Service {
+	s := &Service{store: st, log: log, now: func() time.Time { return time.Now().UTC() }, compiled: newCompileCache(4096)}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.staleness > 0 {
+		s.warm, _ = lru.New[string, *loaded](DefaultWarmEntries) // only fails for a size <= 0
+	}
+	return s
 }
 
 // Result is an authenticated request's decision.
@@ -46,12 +81,29 @@ type Result struct {
 	Decision  authz.Decision
 }
 
-// Authorize authenticates secret and decides method+path for its principal
-// in two sequential DynamoDB round trips whatever the depth of the account
-// tree, the number of roles or the length of the key's lineage: (1)
-// principal, key, path account and grants in parallel; (2) the roles of the
-// accounts that matter, the key's account and its lineage keys, in
-// parallel.
+// loaded is what a decision needs of the table for one credential and one
+// target account; none of it depends on the method or the path, so a warm
+// container decides any request of that key with it, within the
+// staleness bound. Read-only once built: requests share it.
+type loaded struct {
+	at          time.Time // when its reads began
+	cred        store.Credential
+	principal   apigw.Principal
+	lineage     []store.KeyRef
+	standing    store.KeyStanding
+	accountGone bool
+	acct        store.Account // the key's account, when read
+	held        []*authz.CompiledRole
+}
+
+// Authorize authenticates secret and decides method+path for its principal.
+// Cold, it reads the table in two sequential DynamoDB round trips whatever
+// the depth of the account tree, the number of roles or the length of the
+// key's lineage: (1) principal, key, path account and grants in parallel;
+// (2) the roles of the accounts that matter, the key's account and its
+// lineage keys, in parallel. Warm (the same key and target account within
+// the staleness bound), it reads nothing: the secret is still checked, the
+// expiries still compared with the clock and the decision still made.
 func (s *Service) Authorize(ctx context.Context, secret, method, path string) (Result, error) {
 	principalID, keyID, ok := ParseSecret(secret)
 	if !ok {
@@ -63,49 +115,106 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 			target = id
 		}
 	}
+	now := s.now()
+	l, err := s.load(ctx, secret, principalID, keyID, target, now)
+	if err != nil {
+		return Result{}, err
+	}
+	if l.cred.Key.Expired(now) || l.accountGone {
+		return Result{}, ErrUnauthenticated
+	}
+	for _, ref := range l.lineage {
+		if k, ok := l.standing.Keys[ref]; !ok || k.Expired(now) {
+			return Result{}, ErrUnauthenticated
+		}
+	}
+	p := l.principal
+	in := authz.Input{Method: method, Path: path, PrincipalID: p.ID, KeyAccount: p.AccountID, Target: p.AccountID,
+		TargetAncestors: l.cred.Key.AccountAncestors, Held: l.held}
+	if target != "" {
+		in.Target = target
+		in.TargetAncestors = nil
+		if l.cred.Target != nil {
+			in.TargetAncestors = l.cred.Target.Ancestors
+		} else {
+			// The engine would deny anyway (nothing applies to an unknown
+			// account); say why without telling whether it exists.
+			in.Held = nil
+		}
+	}
+	// A user route is decided by the roles of the root account alone
+	// (authz.ClassGlobal). The root is among the key account's ancestors
+	// read in the second round trip (the key account's roles too, to
+	// explain an inert permit), but the decision takes the root from the
+	// key account's own item, not from the copy on the key item.
+	if l.acct.ID != "" && authz.CheckPath(path) == nil && authz.ClassOf(method, path, p.ID) == authz.ClassGlobal {
+		in.Root = authz.RootOf(l.acct.ID, l.acct.Ancestors)
+	}
+	return Result{Principal: p, Decision: authz.Evaluate(in)}, nil
+}
+
+// load returns what the decision needs for this credential and target:
+// from the warm cache while it is younger than the staleness bound, else
+// from the table. Only a credential whose secret matched is kept, so
+// guessed secrets cannot fill the cache.
+func (s *Service) load(ctx context.Context, secret, principalID, keyID, target string, now time.Time) (*loaded, error) {
+	ck := principalID + "/" + keyID + "/" + target
+	if s.warm != nil {
+		if l, ok := s.warm.Get(ck); ok {
+			if age := now.Sub(l.at); age >= 0 && age < s.staleness {
+				if !secretMatches(secret, l.cred.Key.SecretHash) {
+					return nil, ErrUnauthenticated
+				}
+				return l, nil
+			}
+			s.warm.Remove(ck)
+		}
+	}
+	l, err := s.read(ctx, principalID, keyID, target, now)
+	if err != nil {
+		return nil, err
+	}
+	if !secretMatches(secret, l.cred.Key.SecretHash) {
+		return nil, ErrUnauthenticated
+	}
+	if s.warm != nil {
+		s.warm.Add(ck, l)
+	}
+	return l, nil
+}
+
+// read is the cold path: the two round trips.
+func (s *Service) read(ctx context.Context, principalID, keyID, target string, now time.Time) (*loaded, error) {
 	cred, err := s.store.LoadCredential(ctx, principalID, keyID, target)
 	if errors.Is(err, store.ErrNotFound) {
-		return Result{}, ErrUnauthenticated
+		return nil, ErrUnauthenticated
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("authorize: %w", err)
+		return nil, fmt.Errorf("authorize: %w", err)
 	}
-	now := s.now()
-	if !secretMatches(secret, cred.Key.SecretHash) || cred.Key.Expired(now) {
-		return Result{}, ErrUnauthenticated
-	}
+	l := &loaded{at: now, cred: cred, lineage: cred.Key.Lineage()}
 	p := apigw.Principal{ID: cred.Principal.ID, Kind: cred.Principal.Kind, Email: cred.Principal.Email, AccountID: cred.Key.Account, KeyID: cred.Key.ID,
 		KeyDurability: cred.Key.Durability, KeyExpiry: cred.Key.Expiry}
 	if o := cred.Key.Origin; o != nil {
 		p.OriginPrincipal, p.OriginKey = o.Principal, o.ID
 	}
-
-	in := authz.Input{Method: method, Path: path, PrincipalID: p.ID, KeyAccount: p.AccountID, Target: p.AccountID, TargetAncestors: cred.Key.AccountAncestors}
+	l.principal = p
+	relevant := []string{cred.Key.Account}
+	ancestors := cred.Key.AccountAncestors
 	if target != "" {
-		in.Target = target
-		in.TargetAncestors = nil
+		relevant[0], ancestors = target, nil
 		if cred.Target != nil {
-			in.TargetAncestors = cred.Target.Ancestors
+			ancestors = cred.Target.Ancestors
 		}
 	}
-	// A user route is decided by the roles of the root account alone
-	// (authz.ClassGlobal). The root is among the key account's ancestors
-	// read below (the key account's roles too, to explain an inert permit),
-	// but the decision takes the root from the key account's own item,
-	// read in the same round trip, not from the copy on the key item.
-	relevant := append([]string{in.Target}, in.TargetAncestors...)
-	global := authz.CheckPath(path) == nil && authz.ClassOf(method, path, p.ID) == authz.ClassGlobal
+	relevant = append(relevant, ancestors...)
 	var (
-		wg                       sync.WaitGroup
-		touchErr, standErr       error
-		standing                 store.KeyStanding
-		lineage                  = cred.Key.Lineage()
-		readAccount, accountGone bool
-		acct                     store.Account // the key's account, when read
+		wg                 sync.WaitGroup
+		touchErr, standErr error
 	)
 	// A busy key is touched once a minute, not on every request: the key
 	// item read above says whether it is due (TouchKey's condition guards
-	// concurrent touches).
+	// concurrent touches). A warm container touches it on its next read.
 	if cred.Key.UseIsStale(now) {
 		wg.Add(1)
 		go func() { defer wg.Done(); touchErr = s.store.TouchKey(ctx, p.ID, p.KeyID, now) }()
@@ -114,12 +223,12 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 	// keys, but a session key minted by a switch racing that deletion could
 	// land after the sweep. A key minted under another (docs/rbac.md, "Key
 	// lineage") stands only while its origin and parent do: deleting one
-	// revokes it at once. Both are read in this second round trip, in
-	// parallel with the roles, with one BatchGetItem, so a lineage costs
-	// no sequential round trip and at most one call.
-	readAccount = p.AccountID != "" && (cred.Target == nil || cred.Target.ID != p.AccountID)
+	// revokes it. Both are read in this second round trip, in parallel
+	// with the roles, with one BatchGetItem, so a lineage costs no
+	// sequential round trip and at most one call.
+	readAccount := p.AccountID != "" && (cred.Target == nil || cred.Target.ID != p.AccountID)
 	switch {
-	case len(lineage) > 0:
+	case len(l.lineage) > 0:
 		acctID := ""
 		if readAccount {
 			acctID = p.AccountID
@@ -127,50 +236,34 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			standing, standErr = s.store.LoadKeyStanding(ctx, acctID, lineage)
-			accountGone = readAccount && standErr == nil && standing.Account == nil
-			if standing.Account != nil {
-				acct = *standing.Account
+			l.standing, standErr = s.store.LoadKeyStanding(ctx, acctID, l.lineage)
+			l.accountGone = readAccount && standErr == nil && l.standing.Account == nil
+			if l.standing.Account != nil {
+				l.acct = *l.standing.Account
 			}
 		}()
 	case readAccount:
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			acct, standErr = s.store.GetAccount(ctx, p.AccountID)
+			l.acct, standErr = s.store.GetAccount(ctx, p.AccountID)
 			if errors.Is(standErr, store.ErrNotFound) {
-				accountGone, standErr = true, nil
+				l.accountGone, standErr = true, nil
 			}
 		}()
 	}
-	in.Held, err = s.heldRoles(ctx, cred.Grants, relevant)
+	l.held, err = s.heldRoles(ctx, cred.Grants, relevant)
 	wg.Wait()
 	if touchErr != nil {
 		s.log.WarnContext(ctx, "could not record key use", "key", p.KeyID, "error", touchErr.Error())
 	}
 	if standErr != nil {
-		return Result{}, fmt.Errorf("authorize: key standing: %w", standErr)
-	}
-	if accountGone {
-		return Result{}, ErrUnauthenticated
-	}
-	for _, ref := range lineage {
-		if k, ok := standing.Keys[ref]; !ok || k.Expired(now) {
-			return Result{}, ErrUnauthenticated
-		}
+		return nil, fmt.Errorf("authorize: key standing: %w", standErr)
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("authorize: %w", err)
+		return nil, fmt.Errorf("authorize: %w", err)
 	}
-	if global && acct.ID != "" {
-		in.Root = authz.RootOf(acct.ID, acct.Ancestors)
-	}
-	if target != "" && cred.Target == nil {
-		// The engine would deny anyway (nothing applies to an unknown
-		// account); say why without telling whether it exists.
-		in.Held = nil
-	}
-	return Result{Principal: p, Decision: authz.Evaluate(in)}, nil
+	return l, nil
 }
 
 // heldRoles returns the compiled roles the grants name, directly or through

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -38,6 +39,11 @@ type Deps struct {
 	// platform's edge (EDGE_ADDR and EDGE_TLS_ADDR on AWS; the local
 	// platform's stand-in edge locally).
 	Edge loadgen.Edge
+	// AuthzStaleness bounds the authorizer's warm path (access.WithStaleness):
+	// how long a warm container decides with what it read for a key. 0 (the
+	// zero value, as in tests that build Deps by hand) reads the table on
+	// every decision; deployed functions use access.DefaultStaleness.
+	AuthzStaleness time.Duration
 }
 
 // queueEnvPrefix names the environment variables that carry queue URLs:
@@ -60,6 +66,7 @@ func FromEnv(ctx context.Context) (Deps, error) {
 	}
 	d := New(log, db, table)
 	d.Edge = loadgen.Edge{Addr: os.Getenv("EDGE_ADDR"), TLSAddr: os.Getenv("EDGE_TLS_ADDR")}
+	d.AuthzStaleness = access.DefaultStaleness
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
 		if id, ok := strings.CutPrefix(k, queueEnvPrefix); ok && v != "" {
@@ -87,7 +94,7 @@ func New(log *slog.Logger, db *dynamodb.Client, table string) Deps {
 
 // Authorizer is the REQUEST authorizer's handler.
 func Authorizer(d Deps) authorizer.Handler {
-	return authorizer.New(access.New(d.Store, d.Log), d.Log)
+	return authorizer.New(access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log)
 }
 
 // Users is the users function's handler.

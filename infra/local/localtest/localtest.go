@@ -45,6 +45,10 @@ func Start(t testing.TB, opts ...func(*local.Options)) (*local.Platform, *Logs) 
 		APIAddr:  "127.0.0.1:0",
 		StateDir: t.TempDir(),
 		Log:      slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		// Tests assert what a change does to the very next request; the
+		// warm path's bound is tested with a clock in shared/access (and by
+		// tests that set it back on).
+		AuthzStaleness: -1,
 	}
 	for _, opt := range opts {
 		opt(&o)

@@ -1,0 +1,164 @@
+package access_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"cads/infra/testenv"
+	"cads/shared/access"
+	"cads/shared/authz"
+	"cads/shared/store"
+)
+
+// clock is a test clock shared by two "containers".
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// A warm container decides from what it read, reading nothing, and still
+// checks the secret and the key's expiry on every request.
+func TestWarmPathReadsNothing(t *testing.T) {
+	d := testenv.NewDynamo(t)
+	st := store.New(d.Client, d.Table)
+	ctx := context.Background()
+	chain := tree(t, st, 2)
+	rs := roles(t, st, chain[2].ID, 3, false)
+	secret := principalWithKey(t, st, chain[2], rs)
+	clk := &clock{t: time.Now().UTC()}
+	svc := access.New(st, quiet, access.WithStaleness(access.DefaultStaleness), access.WithClock(clk.now))
+
+	if res, err := svc.Authorize(ctx, secret, "GET", "/v2/applications/x"); err != nil || !res.Decision.Allowed {
+		t.Fatalf("cold: %+v %v", res.Decision, err)
+	}
+	d.Counter.Reset()
+	for _, path := range []string{"/v2/applications/x", "/v2/applications/y/logs", "/v2/tests"} {
+		res, err := svc.Authorize(ctx, secret, "GET", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := path != "/v2/tests"; res.Decision.Allowed != want {
+			t.Errorf("warm GET %s: allowed %v, want %v (%s)", path, res.Decision.Allowed, want, res.Decision.Reason)
+		}
+	}
+	if got := d.Counter.Total(); got != 0 {
+		t.Errorf("warm decisions made %d DynamoDB calls (%v), want 0", got, d.Counter.ByOperation())
+	}
+	if _, err := svc.Authorize(ctx, tampered(secret), "GET", "/v2/applications/x"); !errors.Is(err, access.ErrUnauthenticated) {
+		t.Errorf("a wrong secret against a warm entry: %v", err)
+	}
+	// A request naming another account is another entry: read cold.
+	if _, err := svc.Authorize(ctx, secret, "GET", "/v2/accounts/"+chain[2].ID+"/roles"); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Counter.Sequential(); got != 2 {
+		t.Errorf("another target account: %d sequential round trips, want 2 (cold)", got)
+	}
+
+	// An expiry is compared with the clock on every request, warm or not.
+	exp := clk.now().Add(300 * time.Millisecond)
+	short := access.NewSecret("u1", "k9")
+	if err := st.CreateKey(ctx, store.AccessKey{ID: "k9", PrincipalID: "u1", Account: chain[2].ID, AccountAncestors: chain[2].Ancestors,
+		Expiry: &exp, SecretHash: access.HashSecret(short)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Authorize(ctx, short, "GET", "/v2/applications/x"); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(400 * time.Millisecond)
+	if _, err := svc.Authorize(ctx, short, "GET", "/v2/applications/x"); !errors.Is(err, access.ErrUnauthenticated) {
+		t.Errorf("a key past its expiry, warm: %v", err)
+	}
+}
+
+// Revocation across containers: one container (here: the store, as
+// another function's container would write) changes what a key may do;
+// the other, warm, container takes the change into account no later than
+// the staleness bound, for each of the five changes the API promises.
+func TestWarmPathRevocationWithinTheBound(t *testing.T) {
+	const bound = access.DefaultStaleness
+	for _, c := range []struct {
+		name   string
+		change func(t *testing.T, st *store.Store, w world)
+		// denied: the request is refused as forbidden (else: unauthenticated)
+		denied bool
+	}{
+		{"deleted key", func(t *testing.T, st *store.Store, w world) {
+			if _, err := st.DeleteKey(context.Background(), "u1", "k1"); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"revoked grant", func(t *testing.T, st *store.Store, w world) {
+			if err := st.RevokeGrants(context.Background(), []store.Grant{{PrincipalID: "u1", AccountID: w.role.AccountID, RoleID: w.role.ID}}); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"edited role", func(t *testing.T, st *store.Store, w world) {
+			r := w.role
+			r.Permissions = append(append([]authz.Permission(nil), r.Permissions...), authz.Permission{Method: "GET", Effect: "deny", Spec: []string{"/v2/applications/**"}})
+			r.Version++
+			if err := st.PutRole(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"deleted role", func(t *testing.T, st *store.Store, w world) {
+			if _, err := st.DeleteRole(context.Background(), w.role.AccountID, w.role.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"deleted account", func(t *testing.T, st *store.Store, w world) {
+			if _, err := st.DeleteAccount(context.Background(), w.account.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := testenv.NewDynamo(t)
+			st := store.New(d.Client, d.Table)
+			chain := tree(t, st, 2)
+			role := roles(t, st, chain[2].ID, 1, false)[0]
+			secret := principalWithKey(t, st, chain[2], []store.Role{role})
+			w := world{account: chain[2], role: role}
+			clk := &clock{t: time.Now().UTC()}
+			// Two containers of the authorizer over the same table.
+			a := access.New(st, quiet, access.WithStaleness(bound), access.WithClock(clk.now))
+			b := access.New(st, quiet, access.WithStaleness(bound), access.WithClock(clk.now))
+			ctx := context.Background()
+			for _, svc := range []*access.Service{a, b} {
+				if res, err := svc.Authorize(ctx, secret, "GET", "/v2/applications/x"); err != nil || !res.Decision.Allowed {
+					t.Fatalf("before the change: %+v %v", res.Decision, err)
+				}
+			}
+			c.change(t, st, w)
+			clk.add(bound / 2)
+			// Within the bound container a may still answer from what it
+			// read; b, asked for the first time on this target, reads.
+			if _, err := b.Authorize(ctx, secret, "GET", "/v2/accounts/"+chain[2].ID+"/roles"); err == nil && !c.denied {
+				t.Errorf("a cold read after the change still authenticates")
+			}
+			clk.add(bound - bound/2)
+			res, err := a.Authorize(ctx, secret, "GET", "/v2/applications/x")
+			switch {
+			case c.denied && (err != nil || res.Decision.Allowed):
+				t.Errorf("at the bound: %+v %v, want a refusal", res.Decision, err)
+			case !c.denied && !errors.Is(err, access.ErrUnauthenticated):
+				t.Errorf("at the bound: %+v %v, want ErrUnauthenticated", res.Decision, err)
+			}
+		})
+	}
+}
+
+type world struct {
+	account store.Account
+	role    store.Role
+}
