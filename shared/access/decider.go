@@ -20,6 +20,9 @@ type Decider struct {
 	ancestors []string // of the key's account
 	root      string   // the root account of the key's account; "" if that account is gone
 	held      []*authz.CompiledRole
+
+	mu       sync.Mutex
+	prepared map[string]*authz.Prepared // by target account, for Allows and AllowsFor
 }
 
 // Decider loads the principal's grants and its key account in parallel,
@@ -64,6 +67,33 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 func (d *Decider) Decide(method, path string) authz.Decision {
 	return authz.Evaluate(authz.Input{Method: method, Path: path, PrincipalID: d.p.ID, KeyAccount: d.p.AccountID,
 		Target: d.p.AccountID, TargetAncestors: d.ancestors, Held: d.held, Root: d.root})
+}
+
+// Allows reports whether Decide(method, path) would allow, without an
+// explanation: for filtering a collection by permission, member by member,
+// at the cost of one engine match per member.
+func (d *Decider) Allows(method, path string) bool {
+	return d.allows(method, path, d.p.AccountID, d.ancestors)
+}
+
+// AllowsFor reports whether DecideFor(method, path, target) would allow,
+// without an explanation (see Allows).
+func (d *Decider) AllowsFor(method, path string, target store.Account) bool {
+	return d.allows(method, path, target.ID, target.Ancestors)
+}
+
+func (d *Decider) allows(method, path, target string, ancestors []string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := d.prepared[target]
+	if p == nil {
+		if d.prepared == nil {
+			d.prepared = map[string]*authz.Prepared{}
+		}
+		p = authz.Prepare(authz.Input{PrincipalID: d.p.ID, KeyAccount: d.p.AccountID, Target: target, TargetAncestors: ancestors, Held: d.held, Root: d.root})
+		d.prepared[target] = p
+	}
+	return p.Allowed(method, path)
 }
 
 // DecideFor decides a request whose path names account target (the

@@ -99,7 +99,7 @@ func (h *handler) listAccounts(r *http.Request, p apigw.Principal) (int, any, er
 	}
 	out := make([]Account, 0, len(cands))
 	for _, a := range cands {
-		if d.DecideFor(http.MethodGet, accountHref(a.ID), a.Account).Allowed {
+		if d.AllowsFor(http.MethodGet, accountHref(a.ID), a.Account) {
 			out = append(out, accountOut(a))
 		}
 	}

@@ -106,7 +106,7 @@ func (h *handler) listEntitlements(r *http.Request, p apigw.Principal) (int, any
 	out := make([]Entitlement, 0, len(es))
 	for _, e := range es {
 		// Spec 5.4.3: only the members the caller may GET.
-		if d.DecideFor(http.MethodGet, entitlementHref(id, e.ID), acct.Account).Allowed {
+		if d.AllowsFor(http.MethodGet, entitlementHref(id, e.ID), acct.Account) {
 			out = append(out, entitlementOut(e, now))
 		}
 	}

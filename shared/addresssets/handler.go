@@ -71,7 +71,7 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 	now := h.st.Now()
 	out := make([]AddressSet, 0, len(sets))
 	for _, s := range sets {
-		if d.Decide(http.MethodGet, Href(s.ID)).Allowed {
+		if d.Allows(http.MethodGet, Href(s.ID)) {
 			out = append(out, setOut(store.AddressSetState{Set: s}, now, false))
 		}
 	}

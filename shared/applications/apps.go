@@ -65,7 +65,7 @@ func (h *handler) listApps(r *http.Request, p apigw.Principal) (int, any, error)
 	out := make([]Application, 0, len(apps))
 	for _, a := range apps {
 		// Spec 5.4.3: only what the caller may GET.
-		if !d.Decide(http.MethodGet, tasks.AppHref(a.ID)).Allowed {
+		if !d.Allows(http.MethodGet, tasks.AppHref(a.ID)) {
 			continue
 		}
 		o, err := appOut(a, now)

@@ -141,7 +141,7 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 	// Spec 5.4.3: a collection shows only the members the caller may GET.
 	outs := make([]ApplicationTest, 0, len(tests))
 	for _, t := range tests {
-		if dec.Decide(http.MethodGet, testHref(t.ID)).Allowed {
+		if dec.Allows(http.MethodGet, testHref(t.ID)) {
 			outs = append(outs, out(t))
 		}
 	}

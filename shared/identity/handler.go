@@ -138,7 +138,7 @@ func (h *handler) listUsers(r *http.Request, p apigw.Principal) (int, any, error
 	}
 	out := make([]User, 0, len(users))
 	for _, u := range users {
-		if u.ID == p.ID || d.Decide(http.MethodGet, userHref(u.ID)).Allowed {
+		if u.ID == p.ID || d.Allows(http.MethodGet, userHref(u.ID)) {
 			out = append(out, userOut(u))
 		}
 	}

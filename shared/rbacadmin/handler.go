@@ -168,7 +168,7 @@ type inAccount struct {
 // visible reports whether the caller may GET href, a member of a
 // collection of the account (spec 5.4.3).
 func (a inAccount) visible(href string) bool {
-	return a.d.DecideFor(http.MethodGet, href, a.acct).Allowed
+	return a.d.AllowsFor(http.MethodGet, href, a.acct)
 }
 
 // parallel runs fns at once and returns their errors joined: reads that do

@@ -220,7 +220,7 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 	}
 	out := make([]Task, 0, len(all))
 	for _, t := range all {
-		if dec.Decide(http.MethodGet, Href(t.ID)).Allowed {
+		if dec.Allows(http.MethodGet, Href(t.ID)) {
 			out = append(out, Out(t))
 		}
 	}
