@@ -81,8 +81,15 @@ func runWrk(ctx context.Context, o wrkOptions) error {
 	url := srv.url + *who.Account
 
 	// Warm up: connections, the authorizer's per-key inputs, the runtime's heap.
-	if _, err := wrk(ctx, wrkPath, o.threads, o.connections, 2*time.Second, bearer, url); err != nil {
+	// A load that is not all 2xx would measure something else: stop here.
+	warmOut, err := wrk(ctx, wrkPath, o.threads, o.connections, 2*time.Second, bearer, url)
+	if err != nil {
 		return fmt.Errorf("warm-up: %w", err)
+	}
+	if r, err := parseWrk(warmOut); err != nil {
+		return fmt.Errorf("warm-up: %w:\n%s", err, warmOut)
+	} else if r.non2xx > 0 || r.socketErrors > 0 {
+		return fmt.Errorf("warm-up: %d non-2xx answers and %d socket errors:\n%s\nlast platform log lines:\n%s", r.non2xx, r.socketErrors, warmOut, strings.Join(srv.tail(), "\n"))
 	}
 	tck := clockTicks(ctx)
 	load0 := loadAvg()
@@ -159,7 +166,7 @@ func startServer(ctx context.Context, bin, dir, staleness string) (*server, erro
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	s := &server{cmd: cmd, done: make(chan struct{}), recent: &ring{max: 20}}
+	s := &server{cmd: cmd, done: make(chan struct{}), recent: &ring{max: 6}}
 	ready := make(chan string, 1)
 	go func() {
 		defer logFile.Close()
