@@ -7,6 +7,11 @@
 // stand-in's shares (the local platform labels each one's goroutines). It
 // only ever talks to the platform it started, on 127.0.0.1, and stops by
 // itself.
+//
+// With -wrk it measures the server alone instead: it builds and starts
+// make run's binary as its own process, loads one authorized
+// GET /v2/accounts/{id} with wrk and reports that process's CPU time per
+// request (wrk.go).
 package main
 
 import (
@@ -39,12 +44,22 @@ type target struct {
 func main() {
 	duration := flag.Duration("duration", 10*time.Second, "how long each endpoint is loaded (at most 60s)")
 	workers := flag.Int("c", 8, "concurrent clients (at most 64)")
+	wrkMode := flag.Bool("wrk", false, "instead: start make run's binary as its own process, load GET /v2/accounts/{root} with wrk (-t2, -c clients, -duration) and report the server process's CPU per request")
+	staleness := flag.String("authz-staleness", "", "with -wrk: passed to the platform's -authz-staleness (negative: no authorizer cache); empty keeps make run's default")
 	flag.Parse()
 	if *duration > time.Minute {
 		*duration = time.Minute
 	}
 	if *workers < 1 || *workers > 64 {
 		*workers = 8
+	}
+	if *wrkMode {
+		o := wrkOptions{duration: *duration, threads: 2, connections: *workers, staleness: *staleness}
+		if err := runWrk(context.Background(), o); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(*duration, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,6 +16,11 @@ import (
 )
 
 func main() {
+	stateDir := flag.String("state-dir", ".local", "where the operator key file is written")
+	// 0 keeps the deployed bound; a negative value turns the warm path off,
+	// so a load run can show what it saves.
+	staleness := flag.Duration("authz-staleness", 0, "how long the authorizer may decide from a key's cached inputs: 0 = the deployed default (1s), negative = no cache")
+	flag.Parse()
 	log := logging.New(os.Stderr, os.Getenv("LOG_LEVEL"))
 	// The embedded servers' adapters log through the default logger.
 	slog.SetDefault(log)
@@ -27,6 +33,8 @@ func main() {
 		DynamoEndpoint: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"),
 		SQSEndpoint:    os.Getenv("AWS_ENDPOINT_URL_SQS"),
 		OperatorEmail:  os.Getenv("OPERATOR_EMAIL"),
+		StateDir:       *stateDir,
+		AuthzStaleness: *staleness,
 		Log:            log,
 	})
 	if err != nil {
