@@ -52,6 +52,7 @@ fuzz: ## each fuzz target for FUZZTIME (default 10s)
 BENCHTIME ?= 10s
 bench: ## Go benchmarks, then a bounded load run of the local platform (BENCHTIME per endpoint; docs/performance.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	cd shared/authz/compare && $(GO) test -run '^$$' -bench . -benchmem
 	$(GO) run ./infra/cmd/bench -duration $(BENCHTIME) -c 8
 
 vet:

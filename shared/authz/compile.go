@@ -96,8 +96,7 @@ type entry struct {
 
 // matcher is what entries need of a compiled gobwas pattern. An interface
 // rather than *glob.Pattern so that the package also builds against
-// gobwas/glob v0.2.x, whose Compile returns glob.Glob (the OPA comparison
-// module in compare/ must pin that version for OPA).
+// gobwas/glob v0.2.x, whose Compile returns glob.Glob.
 type matcher interface{ Match(string) bool }
 
 // newEntry builds the entry of a normalised pattern.
