@@ -82,6 +82,7 @@ fuzz: ## each fuzz target for FUZZTIME (default 10s)
 BENCHTIME ?= 10s
 bench: ## Go benchmarks, a bounded load run of the local platform (BENCHTIME per endpoint), then make run's server CPU per request under wrk for BENCHTIME (docs/performance.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	cd shared/authz/compare && $(GO) test -run '^$$' -bench . -benchmem
 	$(GO) run ./infra/cmd/bench -duration $(BENCHTIME) -c 8
 	$(GO) run ./infra/cmd/bench -wrk -duration $(BENCHTIME) -c 8
 

@@ -9,7 +9,11 @@ import (
 
 // Benchmarks of the hot path. Run:
 //
-//	go test -run XXX -bench . -benchmem -count 5 ./shared/authz/
+//	go test -run '^$' -bench . -benchmem -cpu 1 -count 5 ./shared/authz/
+//
+// The figures in docs/performance.md come from
+//
+//	go test -run '^$' -bench 'Decide' -cpu 1 -count 5 -benchmem ./shared/authz/
 
 const benchPerms = 20
 
@@ -83,6 +87,76 @@ func BenchmarkDecide(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// worstSizes are the role counts of BenchmarkDecideWorst and
+// BenchmarkDecideSet, named as reported.
+var worstSizes = []struct {
+	name string
+	n    int
+}{{"1role", 1}, {"50x20", 50}, {"1000x20", 1000}}
+
+// BenchmarkDecideWorst is the request that looks at every role: nothing
+// matches, so every role must be ruled out. "set" is a RoleSet composed
+// once (what a caller that decides more than once should use), "slice" is
+// Decide on the plain list, the per-role loop.
+func BenchmarkDecideWorst(b *testing.B) {
+	for _, sz := range worstSizes {
+		roles := benchRoles(b, sz.n)
+		set := Compose(roles)
+		c := benchCases(sz.n)[2]
+		for _, e := range []struct {
+			name   string
+			decide func(method, path string) Decision
+		}{
+			{"set", set.Decide},
+			{"slice", func(m, p string) Decision { return Decide(roles, m, p) }},
+		} {
+			b.Run(sz.name+"/"+e.name, func(b *testing.B) {
+				if d := e.decide(c.method, c.path); d.Allowed || d.Considered != sz.n {
+					b.Fatalf("%s %s: %s", c.method, c.path, d.Explain())
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					e.decide(c.method, c.path)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkDecideSet is every case of BenchmarkDecide on a RoleSet: the
+// early grant, the grant by the last role, nothing matching, and the last
+// role blocked by its own deny.
+func BenchmarkDecideSet(b *testing.B) {
+	for _, sz := range worstSizes {
+		set := Compose(benchRoles(b, sz.n))
+		for _, c := range benchCases(sz.n) {
+			b.Run(sz.name+"/"+c.name, func(b *testing.B) {
+				if d := set.Decide(c.method, c.path); d.Allowed != c.allowed {
+					b.Fatalf("%s %s: %s", c.method, c.path, d.Explain())
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					set.Decide(c.method, c.path)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkCompose is the cost of building the index, to weigh against the
+// decisions it saves.
+func BenchmarkCompose(b *testing.B) {
+	for _, sz := range worstSizes[1:] {
+		roles := benchRoles(b, sz.n)
+		b.Run(sz.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Compose(roles)
+			}
+		})
 	}
 }
 
@@ -170,6 +244,12 @@ func TestDecideDoesNotAllocate(t *testing.T) {
 	for _, c := range benchCases(50)[:3] {
 		if n := testing.AllocsPerRun(100, func() { Decide(roles, c.method, c.path) }); n != 0 {
 			t.Errorf("%s: %v allocations per decision", c.name, n)
+		}
+	}
+	set := Compose(benchRoles(t, 1000))
+	for _, c := range benchCases(1000)[:3] {
+		if n := testing.AllocsPerRun(100, func() { set.Decide(c.method, c.path) }); n != 0 {
+			t.Errorf("RoleSet, %s: %v allocations per decision", c.name, n)
 		}
 	}
 }

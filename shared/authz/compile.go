@@ -2,6 +2,7 @@ package authz
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strings"
 
 	"github.com/gobwas/glob"
@@ -19,6 +20,7 @@ type CompiledRole struct {
 	role    Role // deep copy, permissions normalised
 	href    string
 	matches []Match // one per (permission, spec entry), in role order
+	fp      uint64  // FNV-1a of href and matches: RoleSets' hash (equality is by pointer)
 }
 
 // methodIndex locates the entries of one role, one method and one effect.
@@ -94,8 +96,7 @@ type entry struct {
 
 // matcher is what entries need of a compiled gobwas pattern. An interface
 // rather than *glob.Pattern so that the package also builds against
-// gobwas/glob v0.2.x, whose Compile returns glob.Glob (the OPA comparison
-// module in compare/ must pin that version for OPA).
+// gobwas/glob v0.2.x, whose Compile returns glob.Glob.
 type matcher interface{ Match(string) bool }
 
 // newEntry builds the entry of a normalised pattern.
@@ -278,6 +279,7 @@ func Compile(r Role) (*CompiledRole, error) {
 			(*gs)[k].entries = append((*gs)[k].entries, e)
 		}
 	}
+	cr.fp = fingerprint(href, cr.matches)
 	// Layout: per effect and method, the catch-all span, then one span per
 	// bucket holding its entries and the catch-all ones merged in role order.
 	for eff, ixs := range []*[numMethods]methodIndex{&cr.permit, &cr.deny} {
@@ -301,6 +303,18 @@ func Compile(r Role) (*CompiledRole, error) {
 		}
 	}
 	return cr, nil
+}
+
+// fingerprint hashes what a decision reads of a role, so that different
+// roles rarely share a RoleSets bucket.
+func fingerprint(href string, ms []Match) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(href))
+	for _, m := range ms {
+		h.Write([]byte{0, byte(methodNum(m.Method)), m.Effect[0]})
+		h.Write([]byte(m.Pattern))
+	}
+	return h.Sum64()
 }
 
 // appendSpan appends a and b, both in role order, merged in role order,

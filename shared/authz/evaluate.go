@@ -18,6 +18,11 @@ type Input struct {
 	// key account's own item (RootOf). Only ClassGlobal requests use it;
 	// without it they are refused.
 	Root string
+	// Sets, when not nil, caches the indexed form of the applicable roles
+	// (RoleSets): Evaluate then decides a long list of roles through it,
+	// at a cost that does not grow with the roles that cannot match.
+	// The decision is the same either way.
+	Sets *RoleSets
 }
 
 // Evaluate is the whole decision in the one order both the authorizer and
@@ -64,9 +69,9 @@ func Evaluate(in Input) Decision {
 	}
 	app := Applicable(in.Held, target, in.TargetAncestors, scope)
 	if class == ClassAdmin {
-		d = Decide(onlyAdmin(app), in.Method, in.Path)
+		d = in.Sets.decide(onlyAdmin(app), in.Method, in.Path)
 	} else {
-		d = Decide(app, in.Method, in.Path)
+		d = in.Sets.decide(app, in.Method, in.Path)
 	}
 	d.Class = class
 	d.Reason = d.Explain() + " (decided in account " + target + ", " + scope.String() + " scope"
@@ -90,7 +95,7 @@ func evaluateGlobal(in Input) Decision {
 		d.Reason = msgGlobalInert + ", and the root account of this key's account is not known"
 		return d
 	}
-	d := Decide(Applicable(in.Held, in.Root, nil, ScopeAuthenticated), in.Method, in.Path)
+	d := in.Sets.decide(Applicable(in.Held, in.Root, nil, ScopeAuthenticated), in.Method, in.Path)
 	d.Class = ClassGlobal
 	d.Reason = d.Explain() + " (decided in the root account " + in.Root + ", global route)"
 	if !d.Allowed && in.Root != in.KeyAccount {

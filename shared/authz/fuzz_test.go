@@ -2,6 +2,7 @@ package authz
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -59,6 +60,9 @@ func FuzzCheckPath(f *testing.F) {
 		d := Decide([]*CompiledRole{c}, "GET", path)
 		_ = d.Explain()
 		_ = SelfService("GET", path, "u1")
+		if got := compose([]*CompiledRole{c, c}, true).Decide("GET", path); !reflect.DeepEqual(got, Decide([]*CompiledRole{c, c}, "GET", path)) {
+			t.Fatalf("RoleSet.Decide(%q) = %+v, Decide says %+v", path, got, d)
+		}
 		if err != nil {
 			var pe *PathError
 			if !errors.As(err, &pe) || pe.Reason == "" || pe.Index >= len(path) {
