@@ -35,6 +35,9 @@ type Service struct {
 	log      *slog.Logger
 	now      func() time.Time
 	compiled *compileCache
+	// sets indexes long lists of applicable roles across roles (authz.RoleSet),
+	// once per distinct list; the compile cache keeps role pointers stable.
+	sets *authz.RoleSets
 	// warm keeps what Authorize read per credential and target, for at
 	// most staleness: see Option WithStaleness and docs/rbac.md, "The
 	// authorizer's warm path". nil when staleness is 0.
@@ -65,7 +68,7 @@ func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = 
 
 // New returns a Service over st.
 func New(st Store, log *slog.Logger, opts ...Option) *Service {
-	s := &Service{store: st, log: log, now: func() time.Time { return time.Now().UTC() }, compiled: newCompileCache(4096)}
+	s := &Service{store: st, log: log, now: func() time.Time { return time.Now().UTC() }, compiled: newCompileCache(4096), sets: authz.NewRoleSets(maxIndexedRoles)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -74,6 +77,10 @@ func New(st Store, log *slog.Logger, opts ...Option) *Service {
 	}
 	return s
 }
+
+// maxIndexedRoles bounds the roles held in indexed role sets (about 7 KB
+// each at 20 permissions: ~14 MB at most).
+const maxIndexedRoles = 2048
 
 // Result is an authenticated request's decision.
 type Result struct {
@@ -130,7 +137,7 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 	}
 	p := l.principal
 	in := authz.Input{Method: method, Path: path, PrincipalID: p.ID, KeyAccount: p.AccountID, Target: p.AccountID,
-		TargetAncestors: l.cred.Key.AccountAncestors, Held: l.held}
+		TargetAncestors: l.cred.Key.AccountAncestors, Held: l.held, Sets: s.sets}
 	if target != "" {
 		in.Target = target
 		in.TargetAncestors = nil

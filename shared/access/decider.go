@@ -20,6 +20,7 @@ type Decider struct {
 	ancestors []string // of the key's account
 	root      string   // the root account of the key's account; "" if that account is gone
 	held      []*authz.CompiledRole
+	sets      *authz.RoleSets
 
 	mu       sync.Mutex
 	prepared map[string]*authz.Prepared // by target account, for Allows and AllowsFor
@@ -55,7 +56,7 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 	if err != nil {
 		return nil, fmt.Errorf("decider: %w", err)
 	}
-	dd := &Decider{p: p, ancestors: acct.Ancestors, held: held}
+	dd := &Decider{p: p, ancestors: acct.Ancestors, held: held, sets: s.sets}
 	if acct.ID != "" {
 		// From the key account's own item, as the authorizer takes it.
 		dd.root = authz.RootOf(acct.ID, acct.Ancestors)
@@ -66,7 +67,7 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 // Decide decides a request made in the key's account.
 func (d *Decider) Decide(method, path string) authz.Decision {
 	return authz.Evaluate(authz.Input{Method: method, Path: path, PrincipalID: d.p.ID, KeyAccount: d.p.AccountID,
-		Target: d.p.AccountID, TargetAncestors: d.ancestors, Held: d.held, Root: d.root})
+		Target: d.p.AccountID, TargetAncestors: d.ancestors, Held: d.held, Root: d.root, Sets: d.sets})
 }
 
 // Allows reports whether Decide(method, path) would allow, without an
@@ -90,7 +91,7 @@ func (d *Decider) allows(method, path, target string, ancestors []string) bool {
 		if d.prepared == nil {
 			d.prepared = map[string]*authz.Prepared{}
 		}
-		p = authz.Prepare(authz.Input{PrincipalID: d.p.ID, KeyAccount: d.p.AccountID, Target: target, TargetAncestors: ancestors, Held: d.held, Root: d.root})
+		p = authz.Prepare(authz.Input{PrincipalID: d.p.ID, KeyAccount: d.p.AccountID, Target: target, TargetAncestors: ancestors, Held: d.held, Root: d.root, Sets: d.sets})
 		d.prepared[target] = p
 	}
 	return p.Allowed(method, path)
@@ -100,7 +101,7 @@ func (d *Decider) allows(method, path, target string, ancestors []string) bool {
 // /v2/accounts/{id} cases), given that account's ancestors.
 func (d *Decider) DecideFor(method, path string, target store.Account) authz.Decision {
 	return authz.Evaluate(authz.Input{Method: method, Path: path, PrincipalID: d.p.ID, KeyAccount: d.p.AccountID,
-		Target: target.ID, TargetAncestors: target.Ancestors, Held: d.held, Root: d.root})
+		Target: target.ID, TargetAncestors: target.Ancestors, Held: d.held, Root: d.root, Sets: d.sets})
 }
 
 // ApplicableFor returns the roles that apply to a request whose path names

@@ -42,7 +42,7 @@ func (p *Prepared) Allowed(method, path string) bool {
 		if !p.gbuilt {
 			p.global, p.gbuilt = Applicable(in.Held, in.Root, nil, ScopeAuthenticated), true
 		}
-		return Decide(p.global, method, path).Allowed
+		return p.in.Sets.decide(p.global, method, path).Allowed
 	}
 	target := in.Target
 	if _, fromPath := Target(method, path, in.KeyAccount); target == "" && !fromPath {
@@ -63,5 +63,5 @@ func (p *Prepared) Allowed(method, path string) bool {
 		}
 		p.scoped[scope][admin], p.built[scope][admin] = app, true
 	}
-	return Decide(p.scoped[scope][admin], method, path).Allowed
+	return p.in.Sets.decide(p.scoped[scope][admin], method, path).Allowed
 }

@@ -11,8 +11,9 @@ import (
 func TestPreparedEqualsEvaluate(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	accounts := []string{"r0", "a1", "a2", "a3"}
+	sets := NewRoleSets(1000)
 	for set := 0; set < propSets()/5; set++ {
-		roles := randRolesN(t, rng, 0.3, 8, 10)
+		roles := randRolesN(t, rng, 0.3, 20, 10) // past smallSet, so some lists are indexed
 		for i := range roles {
 			roles[i].AccountID = pick(rng, accounts)
 			roles[i].Inheritable = rng.Intn(3) == 0
@@ -27,6 +28,9 @@ func TestPreparedEqualsEvaluate(t *testing.T) {
 		in := Input{PrincipalID: "u1", KeyAccount: key, Target: target, TargetAncestors: ancestorsOf[target], Held: held, Root: "r0"}
 		if rng.Intn(10) == 0 {
 			in.Root = ""
+		}
+		if rng.Intn(2) == 0 {
+			in.Sets = sets
 		}
 		p := Prepare(in)
 		for n := 0; n < propRequests; n++ {
