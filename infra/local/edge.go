@@ -14,17 +14,14 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/applications/appconfig"
 	"cads/shared/loadgen"
+	"cads/shared/store"
 )
 
 // EdgeApplicationHeader names, in the edge's answers, the application
@@ -34,7 +31,8 @@ const EdgeApplicationHeader = "X-Edge-Application"
 // Edge is the local platform's stand-in for the platform's edge, the front
 // door of the applications: it answers HTTP and HTTPS requests whose Host
 // (or TLS server name) is an alias of an existing application, of any
-// account, and refuses every other host (421, or a failed handshake). It
+// account (an alias belongs to exactly one application), and refuses every
+// other host (421, or a failed handshake). It
 // forwards nothing anywhere: the data plane is not part of this project,
 // so it answers for the application itself. Application test runs send
 // every request here (loadgen.Edge).
@@ -71,7 +69,7 @@ func startEdge(db *dynamodb.Client, table string, log *slog.Logger) (*Edge, func
 	if err != nil {
 		return nil, nil, err
 	}
-	e := &Edge{aliases: &aliasIndex{db: db, table: table}, ca: ca, log: log, served: map[[2]string]int{}}
+	e := &Edge{aliases: &aliasIndex{st: store.New(db, table)}, ca: ca, log: log, served: map[[2]string]int{}}
 	e.RootCAs = x509.NewCertPool()
 	e.RootCAs.AddCert(ca.cert)
 
@@ -104,7 +102,7 @@ func startEdge(db *dynamodb.Client, table string, log *slog.Logger) (*Edge, func
 
 // ServeHTTP answers a request for an alias; any other host is 421.
 func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	host := strings.ToLower(r.Host)
+	host := store.AliasKey(r.Host)
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
@@ -129,7 +127,7 @@ func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // certificate makes (once per name) a certificate for an alias; other
 // server names get none.
 func (e *Edge) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	name := strings.ToLower(hello.ServerName)
+	name := store.AliasKey(hello.ServerName)
 	_, ok, err := e.aliases.lookup(hello.Context(), name)
 	if err != nil {
 		return nil, err
@@ -140,75 +138,27 @@ func (e *Edge) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error)
 	return e.ca.leaf(name)
 }
 
-// aliasIndex maps aliases to applications. No index of the table finds an
-// application by alias (aliases are not unique across accounts), so the
-// stand-in scans the applications, at most every refreshEvery, and again
-// on an unknown name once the last scan is minRescan old, so an alias is
-// served as soon as its application exists and not long after it is gone.
+// aliasIndex finds the application an alias names: the one whose claim
+// item (store.AliasOwner) holds it. An alias belongs to one application
+// of the whole installation, so a host has exactly one answer, read
+// consistently on every request: an alias is served as soon as its
+// application has it and no longer once it is dropped.
 type aliasIndex struct {
-	db    *dynamodb.Client
-	table string
-
-	mu   sync.Mutex
-	apps map[string]string
-	at   time.Time
+	st *store.Store
 }
-
-const (
-	refreshEvery = time.Second
-	minRescan    = 100 * time.Millisecond
-)
 
 func (x *aliasIndex) lookup(ctx context.Context, host string) (string, bool, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	age := time.Since(x.at)
-	app, ok := x.apps[host]
-	if x.apps != nil && (age < refreshEvery && ok || age < minRescan) {
-		return app, ok, nil
+	if host == "" || len(host) > appconfig.MaxHostnameLen {
+		return "", false, nil // no alias is spelled so; and no key may be
 	}
-	apps, err := x.scan(ctx)
+	app, _, err := x.st.AliasOwner(ctx, host)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", false, nil
+	}
 	if err != nil {
-		return "", false, err
+		return "", false, fmt.Errorf("edge: read the alias %q: %w", host, err)
 	}
-	x.apps, x.at = apps, time.Now()
-	app, ok = apps[host]
-	return app, ok, nil
-}
-
-func (x *aliasIndex) scan(ctx context.Context) (map[string]string, error) {
-	apps := map[string]string{}
-	pages := dynamodb.NewScanPaginator(x.db, &dynamodb.ScanInput{
-		TableName:                 aws.String(x.table),
-		FilterExpression:          aws.String("#e = :e"),
-		ProjectionExpression:      aws.String("#i, #c"),
-		ExpressionAttributeNames:  map[string]string{"#e": "entity", "#i": "id", "#c": "config"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":e": &types.AttributeValueMemberS{Value: "application"}},
-		ConsistentRead:            aws.Bool(true),
-	})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("edge: scan the applications: %w", err)
-		}
-		for _, it := range page.Items {
-			var a struct {
-				ID     string `dynamodbav:"id"`
-				Config string `dynamodbav:"config"`
-			}
-			if err := attributevalue.UnmarshalMap(it, &a); err != nil {
-				return nil, fmt.Errorf("edge: application item: %w", err)
-			}
-			c, err := appconfig.Parse(a.Config)
-			if err != nil {
-				continue // an application whose configuration does not read serves nothing
-			}
-			for _, al := range c.Aliases {
-				apps[al] = a.ID
-			}
-		}
-	}
-	return apps, nil
+	return app, true, nil
 }
 
 // edgeCA signs the edge's certificates; it lives as long as the platform.

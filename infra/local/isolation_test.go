@@ -702,9 +702,10 @@ func queryFor(template string) string {
 
 // bodyValues are the hrefs and names a body refers to, of one party.
 //
-// Aliases are not among them: two applications may claim the same alias
-// today (docs/tasks.md, "Not done"), so a create with another party's
-// alias is not a reach into that party.
+// Aliases are not among them: an alias belongs to one application of the
+// installation, so a create naming another party's alias is a 409 that
+// reveals nothing of the holder (TestFinding3_AliasBelongsToOneAccount);
+// the creates here name aliases of their own.
 func (w *isoWorld) bodyValues(o owner) map[string]string {
 	v := map[string]string{kAlias: "intruder.example.com"}
 	for k, x := range map[string]string{kAccount: acct(o.v[kAccount]), kRole: o.v["roleHref"], kGroup: o.v["groupHref"], kApp: o.v["appHref"]} {

@@ -2,6 +2,7 @@ package addresssets
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -215,9 +216,35 @@ func (s *Service) plan(ctx context.Context, account, id string, cur *store.Addre
 		next.Entries = append(next.Entries, e)
 	}
 	sortEntries(next.Entries)
+	// A write that adds or lengthens something must leave a set that GET
+	// can return: a set of 10,000 entries with long descriptions full of
+	// characters JSON escapes would not fit Lambda's response. Writes that
+	// only remove are always allowed, so an oversized set can be trimmed.
+	if cur == nil || len(w.PutEntries) > 0 || len(w.AddInclusions) > 0 || set.Name != cur.Set.Name || set.Description != cur.Set.Description {
+		if err := checkResponseBudget(next, now); err != nil {
+			return w, store.AddressSetState{}, nil, err
+		}
+	}
 	w.Set = set
 	w.Event = d.counts.event(account, id, now, false)
 	return w, next, d.wake, nil
+}
+
+// checkResponseBudget refuses a set whose representation, as GET
+// /v2/address-sets/{id} returns it (and PATCH and DELETE answer with it),
+// would take more than apigw.ResponseBudget in the Lambda response,
+// measured as the response travels there (apigw.EnvelopeLen). A later GET
+// shows the same set or fewer entries (expired ones are not shown), so it
+// never exceeds the budget either.
+func checkResponseBudget(next store.AddressSetState, now time.Time) error {
+	b, err := json.Marshal(setOut(next, now, true))
+	if err != nil {
+		return fmt.Errorf("address set %s: encode: %w", next.Set.ID, err)
+	}
+	if n := apigw.EnvelopeLen(b); n > apigw.ResponseBudget {
+		return apigw.BadRequest("this change would make the address set %d bytes as a response carries it, over the response budget of %d bytes (4 MiB; characters JSON escapes, such as < > & and quotes, count up to 7 bytes each): shorten entry descriptions, remove entries or split the set", n, apigw.ResponseBudget)
+	}
+	return nil
 }
 
 // checkInclusions walks the sets reachable from the added inclusions: each

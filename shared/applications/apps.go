@@ -2,9 +2,11 @@ package applications
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"cads/shared/apigw"
@@ -105,7 +107,7 @@ func (h *handler) createApp(r *http.Request, p apigw.Principal) (int, any, error
 		return 0, nil, store.NotFound(err, "no account %q", p.AccountID)
 	}
 	now := h.st.Now()
-	a := store.Application{ID: ids.New(), Account: p.AccountID, State: store.AppStopped, Config: cfg.Encode(), Version: 1, Created: now, Updated: now}
+	a := store.Application{ID: ids.New(), Account: p.AccountID, State: store.AppStopped, Config: cfg.Encode(), Aliases: cfg.Aliases, Version: 1, Created: now, Updated: now}
 	if err := h.st.CreateApplication(r.Context(), a, q); err != nil {
 		return 0, nil, store.NotFound(err, "no account %q", p.AccountID)
 	}
@@ -244,6 +246,9 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 			out, err := appOut(upd, now)
 			return http.StatusOK, out, err
 		}
+		if err := h.checkAliases(ctx, id, cur.Aliases, next.Aliases); err != nil {
+			return 0, nil, err
+		}
 		t, err := tasks.NewTask(now, p.AccountID, p.ID, tasks.Request{Type: tasks.TypePatchApplication, App: id,
 			Params: tasks.PatchParams{Changes: appconfig.ChangesOf(next, changed)}})
 		if err != nil {
@@ -255,4 +260,43 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 		return http.StatusCreated, tasks.Out(t), nil
 	}
 	return 0, nil, errBusy
+}
+
+// checkAliases answers a patch that changes the aliases before its task is
+// queued: more changes than one transaction can claim are a 400, an added
+// alias that another application holds a 409 naming it. The task's
+// transaction claims them again (store.FinishTask), so an alias taken
+// between this check and the task fails the task with the same message.
+func (h *handler) checkAliases(ctx context.Context, id string, from, to []string) error {
+	added := minusAliases(to, from)
+	if len(added) == 0 && len(from) == len(to) {
+		return nil
+	}
+	if n := len(added) + len(minusAliases(from, to)); n > store.MaxAliasWrites {
+		return apigw.BadRequest("aliases: this change adds and removes %d host names; one change may add and remove at most %d together (each is claimed or released in the one transaction that applies it): make it in steps", n, store.MaxAliasWrites)
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	owners, err := h.st.AliasOwners(ctx, added)
+	if err != nil {
+		return err
+	}
+	for _, a := range added {
+		if app, ok := owners[store.AliasKey(a)]; ok && app != id {
+			return store.AliasTaken(a)
+		}
+	}
+	return nil
+}
+
+// minusAliases is the aliases of a not in b.
+func minusAliases(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }

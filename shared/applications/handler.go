@@ -25,6 +25,7 @@ type Store interface {
 	ListApplications(ctx context.Context, account string) ([]store.Application, error)
 	UpdateApplicationConfig(ctx context.Context, account, id string, from int, config string) (store.Application, error)
 	DeleteApplication(ctx context.Context, account, id string) (store.Application, error)
+	AliasOwners(ctx context.Context, aliases []string) (map[string]string, error)
 
 	CreateAction(ctx context.Context, account string, a store.Action) error
 	GetAction(ctx context.Context, account, app, id string) (store.Action, error)

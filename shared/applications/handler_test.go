@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -339,8 +340,9 @@ func TestConcurrentPatchesLoseNothing(t *testing.T) {
 // children); every other state is a 409 and changes nothing.
 func TestDeleteInEveryState(t *testing.T) {
 	a := newAPI(t)
-	for _, state := range tasks.AppStates {
-		id := a.create(shop).Body["id"].(string)
+	for i, state := range tasks.AppStates {
+		// An alias names one application: one of its own for each.
+		id := a.create(fmt.Sprintf(`{"name":"Shop","aliases":["shop%d.example.com"]}`, i)).Body["id"].(string)
 		if r := a.do("POST", "/v2/applications/"+id+"/actions", `{"id":"ping","url":"https://ops.example.com/ping"}`); r.Status != 200 {
 			t.Fatalf("action: %d %s", r.Status, r.Raw)
 		}

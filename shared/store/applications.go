@@ -39,6 +39,11 @@ type Application struct {
 	Account string `dynamodbav:"account"`
 	State   string `dynamodbav:"state"`
 	Config  string `dynamodbav:"config"`
+	// Aliases are the configuration's host names, kept beside it so the
+	// store can claim each (aliases.go) in the transactions that write the
+	// application without reading the configuration's shape. Callers set
+	// them from the configuration they write.
+	Aliases []string `dynamodbav:"aliases,omitempty"`
 	// Version grows by one on every configuration change; configuration
 	// writes are conditional on it (optimistic locking).
 	Version int `dynamodbav:"version"`
@@ -72,10 +77,16 @@ func avNum(n int64) types.AttributeValue {
 // CreateApplication writes a new application, in one transaction with the
 // check that its account exists and is not being deleted (the account's
 // deletion marks it `deleting` before it looks for applications, so no
-// application can slip into an account on its way out) and the count of
-// the account's applications, which q (from CheckAllowance) bounds.
+// application can slip into an account on its way out), the count of the
+// account's applications, which q (from CheckAllowance) bounds, and the
+// claim of each of its aliases: an alias another application holds is a
+// *ConflictError naming it, and nothing is written.
 func (s *Store) CreateApplication(ctx context.Context, a Application, q Quota) error {
 	p, err := s.put(appKey(a), a)
+	if err != nil {
+		return err
+	}
+	claims, added, err := s.aliasChanges(a.Account, a.ID, nil, a.Aliases)
 	if err != nil {
 		return err
 	}
@@ -83,11 +94,12 @@ func (s *Store) CreateApplication(ctx context.Context, a Application, q Quota) e
 	// Every create and delete of the account's applications updates its
 	// usage item: concurrent ones may cancel each other (TransactionConflict)
 	// and are tried again.
-	err = s.transactRetry(ctx, "create application", []types.TransactWriteItem{p, {ConditionCheck: &types.ConditionCheck{
+	items := []types.TransactWriteItem{p, {ConditionCheck: &types.ConditionCheck{
 		TableName:           aws.String(s.table),
 		Key:                 key(accountPK(a.Account), skAccount),
 		ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(deleting)"),
-	}}, s.usageOp(a.Account, q, 1)})
+	}}, s.usageOp(a.Account, q, 1)}
+	err = s.transactRetry(ctx, "create application", append(items, claims...))
 	switch {
 	case txConditionFailedAt(err, 0):
 		return &ConflictError{Msg: "an application with id " + strconv.Quote(a.ID) + " already exists"}
@@ -95,6 +107,9 @@ func (s *Store) CreateApplication(ctx context.Context, a Application, q Quota) e
 		return &ConflictError{Msg: "account " + a.Account + " is being deleted or no longer exists"}
 	case txConditionFailedAt(err, 2):
 		return quotaReached(a.Account, q, "as many")
+	}
+	if c := aliasFailure(err, appTxItems, added); c != nil {
+		return c
 	}
 	return err
 }
@@ -130,9 +145,12 @@ func (s *Store) ListApplications(ctx context.Context, account string) ([]Applica
 
 // UpdateApplicationConfig replaces the configuration of an application if
 // it is still at version from; a concurrent change is ErrVersionConflict
-// (re-read and re-apply), a missing application ErrNotFound.
+// (re-read and re-apply), a missing application ErrNotFound. It leaves
+// the aliases and their claims alone: it writes descriptive changes only
+// (name, labels); a change of aliases is a patch-application task's,
+// written by FinishTask with its claims.
 func (s *Store) UpdateApplicationConfig(ctx context.Context, account, id string, from int, config string) (Application, error) {
-	in, err := s.configUpdate(account, id, from, config)
+	in, err := s.configUpdate(account, id, from, config, nil)
 	if err != nil {
 		return Application{}, err
 	}
@@ -158,11 +176,13 @@ func (s *Store) UpdateApplicationConfig(ctx context.Context, account, id string,
 // configuration; the configuration's own limits keep it far below.
 const maxConfigBytes = 300 * 1024
 
-func (s *Store) configUpdate(account, id string, from int, config string) (*types.Update, error) {
+// configUpdate replaces the configuration at version from; aliases, when
+// not nil, replace the stored aliases too (the caller claims them).
+func (s *Store) configUpdate(account, id string, from int, config string, aliases []string) (*types.Update, error) {
 	if len(config) > maxConfigBytes {
 		return nil, fmt.Errorf("application %s: configuration of %d bytes: %w", id, len(config), ddb.ErrItemTooLarge)
 	}
-	return &types.Update{
+	u := &types.Update{
 		TableName:                aws.String(s.table),
 		Key:                      key(appPK(id), skApp),
 		UpdateExpression:         aws.String("SET config = :c, version = :next, updated = :u"),
@@ -172,7 +192,16 @@ func (s *Store) configUpdate(account, id string, from int, config string) (*type
 			":c": avStr(config), ":next": avNum(int64(from + 1)), ":v": avNum(int64(from)),
 			":u": avStr(s.now().Format(timeLayout)), ":acct": avStr(account),
 		},
-	}, nil
+	}
+	if aliases != nil {
+		list := make([]types.AttributeValue, 0, len(aliases))
+		for _, a := range aliases {
+			list = append(list, avStr(AliasKey(a)))
+		}
+		*u.UpdateExpression += ", aliases = :al"
+		u.ExpressionAttributeValues[":al"] = &types.AttributeValueMemberL{Value: list}
+	}
+	return u, nil
 }
 
 // BeginTransition moves an application from state `from` (as last read) to
@@ -229,7 +258,13 @@ func (s *Store) DeleteApplication(ctx context.Context, account, id string) (Appl
 	if a.State != AppStopped {
 		return Application{}, notStopped(a)
 	}
-	err = s.transactRetry(ctx, "delete application", []types.TransactWriteItem{{Delete: &types.Delete{
+	// The application's claims go with it; the delete is conditional on
+	// the version read, so a.Aliases are the ones it holds.
+	claims, _, err := s.aliasChanges(account, id, a.Aliases, nil)
+	if err != nil {
+		return Application{}, err
+	}
+	err = s.transactRetry(ctx, "delete application", append([]types.TransactWriteItem{{Delete: &types.Delete{
 		TableName:                aws.String(s.table),
 		Key:                      key(appPK(id), skApp),
 		ConditionExpression:      aws.String("account = :acct AND #st = :stopped AND version = :v"),
@@ -237,7 +272,7 @@ func (s *Store) DeleteApplication(ctx context.Context, account, id string) (Appl
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":acct": avStr(account), ":stopped": avStr(AppStopped), ":v": avNum(int64(a.Version)),
 		},
-	}}, s.usageOp(account, Quota{Kind: ResourceApplications}, -1)})
+	}}, s.usageOp(account, Quota{Kind: ResourceApplications}, -1)}, claims...))
 	if txConditionFailedAt(err, 0) {
 		// Changed since it was read: say what it is now.
 		cur, gerr := s.GetApplication(ctx, account, id)

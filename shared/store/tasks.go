@@ -211,11 +211,17 @@ type Transition struct {
 	App, Task, To string
 }
 
-// ConfigChange replaces an application's configuration read at version From.
+// ConfigChange replaces an application's configuration read at version
+// From. Aliases are the new configuration's aliases and FromAliases those
+// of the configuration read: the aliases added are claimed and those
+// dropped released in the same transaction. Aliases nil leaves the
+// aliases and their claims as they are.
 type ConfigChange struct {
 	Account, App string
 	From         int
 	Config       string
+	Aliases      []string
+	FromAliases  []string
 }
 
 // Invalidation is a cache invalidation recorded for the data plane: URL
@@ -244,7 +250,9 @@ type TaskFinish struct {
 // FinishTask writes a task's outcome, deletes its outbox marker and applies
 // its effects in one transaction, so a task's effect happens exactly once
 // whatever the redeliveries: ErrLeaseLost when owner no longer holds the
-// task, ErrVersionConflict when the application changed under an effect.
+// task, ErrVersionConflict when the application changed under an effect,
+// a *ConflictError (AliasTaken) when an alias it adds belongs to another
+// application.
 func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
 	now := s.now().Format(timeLayout)
 	vals := map[string]types.AttributeValue{
@@ -271,15 +279,23 @@ func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
 		delete(items[0].Update.ExpressionAttributeNames, "#res")
 	}
 	effect := len(items)
+	var added []string // aliases claimed, from action effect+1 on
 	switch {
 	case f.Transition != nil:
 		items = append(items, types.TransactWriteItem{Update: s.endTransition(f.Transition.App, f.Transition.Task, f.Transition.To)})
 	case f.Config != nil:
-		u, err := s.configUpdate(f.Config.Account, f.Config.App, f.Config.From, f.Config.Config)
+		u, err := s.configUpdate(f.Config.Account, f.Config.App, f.Config.From, f.Config.Config, f.Config.Aliases)
 		if err != nil {
 			return err
 		}
 		items = append(items, types.TransactWriteItem{Update: u})
+		if f.Config.Aliases != nil {
+			claims, a, err := s.aliasChanges(f.Config.Account, f.Config.App, f.Config.FromAliases, f.Config.Aliases)
+			if err != nil {
+				return err
+			}
+			items, added = append(items, claims...), a
+		}
 	case f.Invalidation != nil:
 		p, err := s.put(keyAttrs{PK: appPK(f.Invalidation.App), SK: invalidationSK(f.Invalidation.Task), Entity: "invalidation"}, f.Invalidation)
 		if err != nil {
@@ -293,6 +309,9 @@ func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
 		return ErrLeaseLost
 	case txConditionFailedAt(err, effect):
 		return ErrVersionConflict
+	}
+	if c := aliasFailure(err, effect+1, added); c != nil {
+		return c
 	}
 	return err
 }

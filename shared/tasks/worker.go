@@ -193,6 +193,15 @@ func (w *Worker) runAndFinish(ctx context.Context, log *slog.Logger, t store.Tas
 			log.InfoContext(ctx, "task succeeded", "message", f.message)
 			return nil
 		}
+		// An alias another application holds, or more alias changes than
+		// one transaction can claim: running again cannot fix either.
+		var c *store.ConflictError
+		if errors.As(err, &c) {
+			return failf("%s", c.Msg)
+		}
+		if errors.Is(err, store.ErrTooManyAliasChanges) {
+			return failf("aliases: one change may add and remove at most %d host names together; make it in steps", store.MaxAliasWrites)
+		}
 		if !errors.Is(err, store.ErrVersionConflict) || try >= 5 {
 			return err
 		}
@@ -316,7 +325,8 @@ func (w *Worker) patch(ctx context.Context, t store.Task) (finish, error) {
 	return finish{
 		message: fmt.Sprintf("configuration of application %s updated", app.ID),
 		result:  map[string]any{"changed": changed, "version": app.Version + 1},
-		fin:     store.TaskFinish{Config: &store.ConfigChange{Account: t.Account, App: app.ID, From: app.Version, Config: next.Encode()}},
+		fin: store.TaskFinish{Config: &store.ConfigChange{Account: t.Account, App: app.ID, From: app.Version, Config: next.Encode(),
+			Aliases: next.Aliases, FromAliases: cur.Aliases}},
 	}, nil
 }
 

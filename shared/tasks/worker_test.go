@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	mrand "math/rand/v2"
@@ -331,10 +332,12 @@ func TestConcurrentTasksOnOneApplication(t *testing.T) {
 func TestConfigurationPatchKeepsConcurrentEdits(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	for range 5 {
+	for i := range 5 {
 		a := e.app(store.AppRunning)
+		// An alias names one application: a new one for each.
+		alias := fmt.Sprintf("new%d.example.com", i)
 		tk := e.submit(tasks.TypePatchApplication, a.ID, tasks.PatchParams{Changes: appconfig.Changes{
-			"aliases": json.RawMessage(`["new.example.com"]`), "request_timeout": json.RawMessage("12")}})
+			"aliases": json.RawMessage(`["` + alias + `"]`), "request_timeout": json.RawMessage("12")}})
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			for range 10 {
@@ -354,7 +357,7 @@ func TestConfigurationPatchKeepsConcurrentEdits(t *testing.T) {
 		})
 		wg.Wait()
 		c, _ := appconfig.Parse(e.appNow(a.ID).Config)
-		if c.Name != "renamed" || c.RequestTimeout != 12 || len(c.Aliases) != 1 || c.Aliases[0] != "new.example.com" {
+		if c.Name != "renamed" || c.RequestTimeout != 12 || len(c.Aliases) != 1 || c.Aliases[0] != alias {
 			t.Fatalf("lost update: %+v (task %q)", c, e.task(tk.ID).Message)
 		}
 	}

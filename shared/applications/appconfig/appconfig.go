@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"cads/shared/apigw"
+	"cads/shared/store"
 )
 
 // Configuration is what a client writes of an Application.
@@ -75,8 +76,11 @@ const (
 )
 
 // Limits this service sets where the reference document gives none.
+// MaxAliases: every alias is claimed by an item written in the same
+// transaction as the application (store.MaxAliasWrites: DynamoDB's 100
+// actions less the application's own three).
 const (
-	MaxAliases      = 100
+	MaxAliases      = store.MaxAliasWrites
 	MaxLabels       = 50
 	MaxServers      = 100
 	MaxNameLen      = 255
@@ -95,7 +99,9 @@ var (
 )
 
 // Normalize fills in defaults and canonical spellings (host names are
-// case-insensitive, so they are kept in lower case).
+// case-insensitive, so they are kept in lower case: ASCII lower case only,
+// so that a non-ASCII look-alike such as the Kelvin sign is refused by
+// Validate rather than folded onto an ASCII letter).
 func (c *Configuration) Normalize() {
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
@@ -104,9 +110,9 @@ func (c *Configuration) Normalize() {
 		c.TranslatePath = DefaultTranslatePath
 	}
 	for i, a := range c.Aliases {
-		c.Aliases[i] = strings.ToLower(a)
+		c.Aliases[i] = store.AliasKey(a)
 	}
-	c.DefaultHostname = strings.ToLower(c.DefaultHostname)
+	c.DefaultHostname = store.AliasKey(c.DefaultHostname)
 	if c.TLS != nil && c.TLS.EnableServerValidation == nil {
 		t := true
 		c.TLS.EnableServerValidation = &t

@@ -1,0 +1,143 @@
+package addresssets_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"cads/shared/apigw"
+	"cads/shared/store"
+)
+
+// A set is refused at write time before GET /v2/address-sets/{id} could
+// outgrow the response budget: entries whose descriptions are full of
+// '<' (7 bytes each in the Lambda response) fill a set to just under
+// apigw.ResponseBudget, which GET returns with 200; the entry that would
+// take it over is a 400 naming the limit, and nothing is written.
+func TestSetStaysWithinTheResponseBudget(t *testing.T) {
+	a := newAPI(t)
+	const coll, item = "/v2/address-sets", "/v2/address-sets/{id}"
+	id := a.must(a.call(a.sets, a.op, "POST", coll, coll, `{"name":"heavy","type":"manual"}`, "application/json"), 200, "create").body["id"].(string)
+	href := "/v2/address-sets/" + id
+	heavy := strings.Repeat("<", 256)
+
+	// Addresses of one width (10.100.100.100 on), so that every entry
+	// takes the same bytes.
+	next := 0
+	addr := func() string {
+		a := fmt.Sprintf("10.%d.%d.%d", 100+next/10000, 100+next/100%100, 100+next%100)
+		next++
+		return a
+	}
+	patch := func(n int, desc string) reply {
+		t.Helper()
+		var ops []string
+		for range n {
+			ops = append(ops, fmt.Sprintf(`{"op":"add","path":"/entries/-","value":{"address":%q,"description":%q}}`, addr(), desc))
+		}
+		return a.call(a.sets, a.op, "PATCH", href, item, "["+strings.Join(ops, ",")+"]", "application/json-patch+json")
+	}
+	// size is a set's representation as it travels in the Lambda
+	// response (a PATCH answers with the set, as GET shows it).
+	size := func(r reply) int { return apigw.EnvelopeLen([]byte(r.raw)) }
+	get := func() reply {
+		t.Helper()
+		return a.must(a.call(a.sets, a.op, "GET", href, item, "", ""), 200, "GET")
+	}
+
+	// seed writes n heavy entries straight to the store, as earlier
+	// writes would have (much faster than JSON Patches of a 4 MB set).
+	// Their creation times have all nine fractional digits, so that each
+	// takes the same bytes.
+	ctx := context.Background()
+	st, err := a.deps.Store.GetAddressSet(ctx, a.op.AccountID, id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := st.Set
+	seed := func(n int) {
+		t.Helper()
+		now := a.deps.Store.Now().Truncate(time.Second).Add(123456789)
+		set.Version++
+		set.EntryCount += n
+		set.Updated = now
+		w := store.AddressSetWrite{Set: set}
+		for range n {
+			ad := addr()
+			w.PutEntries = append(w.PutEntries, store.AddressEntry{Set: id, Prefix: ad + "/32", Address: ad, Description: heavy, Created: now, CreatedBy: "/v2/users/" + a.op.ID})
+		}
+		if err := a.deps.Store.WriteAddressSet(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	s0 := size(get())
+	seed(98)
+	s1 := size(get())
+	// One heavy entry, about 2 KB (the set's own updated time may have
+	// changed length by a few bytes too).
+	per := (s1 - s0) / 98
+	if per < 256*7 {
+		t.Fatalf("98 heavy entries take %d bytes", s1-s0)
+	}
+	// Seed to room for one more entry but not two, then add entries
+	// through the API one by one until one is refused.
+	for left := (apigw.ResponseBudget-s1)/per - 1; left > 0; left -= 98 {
+		seed(min(98, left))
+	}
+	accepted, last := size(get()), reply{}
+	if room := apigw.ResponseBudget - accepted; room < per+32 || room > 3*per {
+		t.Fatalf("seeded to %d bytes: %d left, an entry takes %d", accepted, room, per)
+	}
+	var refused reply
+	for i := 0; ; i++ {
+		r := patch(1, heavy)
+		if r.status == 400 {
+			refused = r
+			break
+		}
+		a.must(r, 200, "one more entry")
+		if n := size(r); n > apigw.ResponseBudget || n <= accepted {
+			t.Fatalf("an accepted entry made the set %d bytes (from %d)", n, accepted)
+		}
+		accepted, last = size(r), r
+		if i > 5 {
+			t.Fatal("no entry was refused")
+		}
+	}
+	if last.raw == "" {
+		t.Fatal("no entry was accepted through the API")
+	}
+
+	// The set as it stands: just under the budget, and GET returns it.
+	g := get()
+	got := size(g)
+	if got != accepted || g.raw != last.raw || apigw.ResponseBudget-got >= per {
+		t.Fatalf("GET: %d bytes in the response (the last accepted PATCH answered %d); budget %d, an entry %d", got, accepted, apigw.ResponseBudget, per)
+	}
+	entries := len(g.body["entries"].([]any))
+	// The refusal names the limit and the size the change would have
+	// made: over the budget, by the one entry it added.
+	e, _ := refused.body["error"].(map[string]any)
+	msg, _ := e["message"].(string)
+	m := regexp.MustCompile(`make the address set (\d+) bytes`).FindStringSubmatch(msg)
+	if e["type"] != "bad_request" || !strings.Contains(msg, strconv.Itoa(apigw.ResponseBudget)) || m == nil {
+		t.Fatalf("refusal: %s", refused.raw)
+	}
+	if would, _ := strconv.Atoi(m[1]); would <= apigw.ResponseBudget || would-got < per-16 || would-got > per+16 {
+		t.Fatalf("the refused change would have made %d bytes from %d (an entry is %d)", would, got, per)
+	}
+	// A longer set description over the limit is refused the same way
+	// (nothing written); removing entries always goes.
+	if r := a.call(a.sets, a.op, "PATCH", href, item, `{"description":"`+strings.Repeat("&", 500)+`"}`, "application/json"); r.status != 400 || !strings.Contains(r.raw, "response budget") {
+		t.Fatalf("description over the budget: %d %s", r.status, r.raw)
+	}
+	r := a.call(a.sets, a.op, "PATCH", href, item, `[{"op":"remove","path":"/entries/0"},{"op":"remove","path":"/entries/0"}]`, "application/json-patch+json")
+	if r.status != 200 || len(r.body["entries"].([]any)) != entries-2 || r.body["description"] != "" {
+		t.Fatalf("removing entries: %d, description %v", r.status, r.body["description"])
+	}
+}
