@@ -25,6 +25,7 @@ import (
 
 	"cads/shared/applications/appconfig"
 	"cads/shared/loadgen"
+	"cads/shared/wire"
 )
 
 // EdgeApplicationHeader names, in the edge's answers, the application
@@ -37,7 +38,7 @@ const EdgeApplicationHeader = "X-Edge-Application"
 // account, and refuses every other host (421, or a failed handshake). It
 // forwards nothing anywhere: the data plane is not part of this project,
 // so it answers for the application itself. Application test runs send
-// every request here (loadgen.Edge).
+// every request here (wire.Edge, loadgen.Edge).
 type Edge struct {
 	// HTTPAddr and TLSAddr are its listeners' host:port; RootCAs trust the
 	// certificates it makes for aliases.
@@ -52,9 +53,10 @@ type Edge struct {
 	served map[[2]string]int // (host, load id) -> answered requests
 }
 
-// LoadgenEdge is the edge as the load generator addresses it.
-func (e *Edge) LoadgenEdge() loadgen.Edge {
-	return loadgen.Edge{Addr: e.HTTPAddr, TLSAddr: e.TLSAddr, RootCAs: e.RootCAs}
+// WireEdge is the edge as the functions' dependencies address it (the
+// test runner's load generator sends there).
+func (e *Edge) WireEdge() wire.Edge {
+	return wire.Edge{Addr: e.HTTPAddr, TLSAddr: e.TLSAddr, RootCAs: e.RootCAs}
 }
 
 // Served is how many requests for host (an alias, lower case) carrying

@@ -1,0 +1,18 @@
+// Package authorizerwire wires the authorizer function (functions/authorizer).
+package authorizerwire
+
+import (
+	"context"
+
+	"cads/shared/access"
+	"cads/shared/authorizer"
+	"cads/shared/wire"
+)
+
+// FromEnv reads the authorizer's dependencies from the environment.
+func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx) }
+
+// Handler is the REQUEST authorizer's handler.
+func Handler(d wire.Deps) authorizer.Handler {
+	return authorizer.New(access.New(d.Store, d.Log), d.Log)
+}
