@@ -11,14 +11,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"cads/shared/wire"
+	"cads/shared/wire/aggregatorwire"
 )
 
 func main() {
-	d, err := wire.FromEnv(context.Background())
+	d, err := aggregatorwire.FromEnv(context.Background())
 	if err != nil {
 		slog.Error("start", "error", err.Error())
 		os.Exit(1)
 	}
-	lambda.Start(wire.Aggregator(d))
+	lambda.Start(aggregatorwire.Handler(d))
 }

@@ -8,14 +8,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"cads/shared/wire"
+	"cads/shared/wire/authorizerwire"
 )
 
 func main() {
-	d, err := wire.FromEnv(context.Background())
+	d, err := authorizerwire.FromEnv(context.Background())
 	if err != nil {
 		slog.Error("start", "error", err.Error())
 		os.Exit(1)
 	}
-	lambda.Start(wire.Authorizer(d))
+	lambda.Start(authorizerwire.Handler(d))
 }

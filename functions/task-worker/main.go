@@ -10,14 +10,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"cads/shared/wire"
+	"cads/shared/wire/taskworkerwire"
 )
 
 func main() {
-	d, err := wire.FromEnv(context.Background())
+	d, err := taskworkerwire.FromEnv(context.Background())
 	if err != nil {
 		slog.Error("start", "error", err.Error())
 		os.Exit(1)
 	}
-	lambda.Start(wire.TaskWorker(d))
+	lambda.Start(taskworkerwire.Handler(d))
 }

@@ -9,14 +9,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"cads/shared/wire"
+	"cads/shared/wire/taskswire"
 )
 
 func main() {
-	d, err := wire.FromEnv(context.Background())
+	d, err := taskswire.FromEnv(context.Background())
 	if err != nil {
 		slog.Error("start", "error", err.Error())
 		os.Exit(1)
 	}
-	lambda.Start(wire.Tasks(d))
+	lambda.Start(taskswire.Handler(d))
 }

@@ -15,7 +15,16 @@ import (
 	"cads/infra/local/localtest"
 	"cads/infra/testenv"
 	"cads/shared/metrics"
-	"cads/shared/wire"
+	"cads/shared/wire/accountswire"
+	"cads/shared/wire/addresssetswire"
+	"cads/shared/wire/aggregatorwire"
+	"cads/shared/wire/applicationswire"
+	"cads/shared/wire/authorizerwire"
+	"cads/shared/wire/logswire"
+	"cads/shared/wire/roleswire"
+	"cads/shared/wire/taskswire"
+	"cads/shared/wire/testswire"
+	"cads/shared/wire/userswire"
 )
 
 // BenchmarkHandlers measures the authorizer, one request of each API
@@ -34,7 +43,7 @@ func BenchmarkHandlers(b *testing.B) {
 	})
 	d, boot := p.Deps, p.Bootstrap
 	op := testenv.Operator(boot)
-	created := invoke(b, d, req{fn: wire.Applications, as: op, method: "POST", resource: "/v2/applications", contentType: "application/json",
+	created := invoke(b, d, req{fn: applicationswire.Handler, as: op, method: "POST", resource: "/v2/applications", contentType: "application/json",
 		body: `{"name":"bench","aliases":["bench.example.com"]}`})
 	var app struct{ ID string }
 	if err := json.Unmarshal([]byte(created.Body), &app); err != nil || created.StatusCode != 200 {
@@ -48,7 +57,7 @@ func BenchmarkHandlers(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		az   func(context.Context, events.APIGatewayCustomAuthorizerRequestTypeRequest) (events.APIGatewayCustomAuthorizerResponse, error)
-	}{{"authorizer/GET application", wire.Authorizer(d)}, {"authorizer cold/GET application", wire.Authorizer(cold)}} {
+	}{{"authorizer/GET application", authorizerwire.Handler(d)}, {"authorizer cold/GET application", authorizerwire.Handler(cold)}} {
 		az := c.az
 		b.Run(c.name, func(b *testing.B) {
 			path := "/v2/applications/" + app.ID
@@ -71,15 +80,15 @@ func BenchmarkHandlers(b *testing.B) {
 		name string
 		r    req
 	}{
-		{"users/GET self", req{fn: wire.Users, method: "GET", resource: "/v2/users/self/authorization"}},
-		{"accounts/GET account", req{fn: wire.Accounts, method: "GET", resource: "/v2/accounts/{id}", params: map[string]string{"id": boot.RootAccount}}},
-		{"roles/GET roles", req{fn: wire.Roles, method: "GET", resource: "/v2/accounts/{id}/roles", params: map[string]string{"id": boot.RootAccount}}},
-		{"applications/GET application", req{fn: wire.Applications, method: "GET", resource: "/v2/applications/{id}", params: map[string]string{"id": app.ID}}},
-		{"applications/GET applications", req{fn: wire.Applications, method: "GET", resource: "/v2/applications"}},
-		{"tasks/GET tasks", req{fn: wire.Tasks, method: "GET", resource: "/v2/tasks"}},
-		{"address-sets/GET address sets", req{fn: wire.AddressSets, method: "GET", resource: "/v2/address-sets"}},
-		{"logs/GET logs", req{fn: wire.Logs, method: "GET", resource: "/v2/applications/{id}/logs", params: map[string]string{"id": app.ID}}},
-		{"tests/GET tests", req{fn: wire.Tests, method: "GET", resource: "/v2/tests"}},
+		{"users/GET self", req{fn: userswire.Handler, method: "GET", resource: "/v2/users/self/authorization"}},
+		{"accounts/GET account", req{fn: accountswire.Handler, method: "GET", resource: "/v2/accounts/{id}", params: map[string]string{"id": boot.RootAccount}}},
+		{"roles/GET roles", req{fn: roleswire.Handler, method: "GET", resource: "/v2/accounts/{id}/roles", params: map[string]string{"id": boot.RootAccount}}},
+		{"applications/GET application", req{fn: applicationswire.Handler, method: "GET", resource: "/v2/applications/{id}", params: map[string]string{"id": app.ID}}},
+		{"applications/GET applications", req{fn: applicationswire.Handler, method: "GET", resource: "/v2/applications"}},
+		{"tasks/GET tasks", req{fn: taskswire.Handler, method: "GET", resource: "/v2/tasks"}},
+		{"address-sets/GET address sets", req{fn: addresssetswire.Handler, method: "GET", resource: "/v2/address-sets"}},
+		{"logs/GET logs", req{fn: logswire.Handler, method: "GET", resource: "/v2/applications/{id}/logs", params: map[string]string{"id": app.ID}}},
+		{"tests/GET tests", req{fn: testswire.Handler, method: "GET", resource: "/v2/tests"}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			r := c.r
@@ -92,7 +101,7 @@ func BenchmarkHandlers(b *testing.B) {
 			}
 		})
 	}
-	agg := wire.Aggregator(d)
+	agg := aggregatorwire.Handler(d)
 	b.Run("aggregator/100 access records", func(b *testing.B) {
 		// A new batch id per message: each is folded and stored (a
 		// repeated one would be skipped as a redelivery). Last, as the

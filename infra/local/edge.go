@@ -22,6 +22,7 @@ import (
 	"cads/shared/applications/appconfig"
 	"cads/shared/loadgen"
 	"cads/shared/store"
+	"cads/shared/wire"
 )
 
 // EdgeApplicationHeader names, in the edge's answers, the application
@@ -35,7 +36,7 @@ const EdgeApplicationHeader = "X-Edge-Application"
 // other host (421, or a failed handshake). It
 // forwards nothing anywhere: the data plane is not part of this project,
 // so it answers for the application itself. Application test runs send
-// every request here (loadgen.Edge).
+// every request here (wire.Edge, loadgen.Edge).
 type Edge struct {
 	// HTTPAddr and TLSAddr are its listeners' host:port; RootCAs trust the
 	// certificates it makes for aliases.
@@ -50,9 +51,10 @@ type Edge struct {
 	served map[[2]string]int // (host, load id) -> answered requests
 }
 
-// LoadgenEdge is the edge as the load generator addresses it.
-func (e *Edge) LoadgenEdge() loadgen.Edge {
-	return loadgen.Edge{Addr: e.HTTPAddr, TLSAddr: e.TLSAddr, RootCAs: e.RootCAs}
+// WireEdge is the edge as the functions' dependencies address it (the
+// test runner's load generator sends there).
+func (e *Edge) WireEdge() wire.Edge {
+	return wire.Edge{Addr: e.HTTPAddr, TLSAddr: e.TLSAddr, RootCAs: e.RootCAs}
 }
 
 // Served is how many requests for host (an alias, lower case) carrying

@@ -27,6 +27,13 @@ import (
 	"cads/shared/bootstrap"
 	"cads/shared/store"
 	"cads/shared/wire"
+	"cads/shared/wire/accountswire"
+	"cads/shared/wire/addresssetswire"
+	"cads/shared/wire/applicationswire"
+	"cads/shared/wire/notifierwire"
+	"cads/shared/wire/roleswire"
+	"cads/shared/wire/taskswire"
+	"cads/shared/wire/userswire"
 )
 
 // faultMode is what the injector does to DynamoDB calls once armed.
@@ -241,7 +248,7 @@ func (e *faultEnv) deliverInvitations() {
 	for _, m := range out.Messages {
 		ev.Records = append(ev.Records, events.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body)})
 	}
-	resp, err := wire.Notifier(e.deps)(ctx, ev)
+	resp, err := notifierwire.Handler(e.deps)(ctx, ev)
 	if err != nil || len(resp.BatchItemFailures) > 0 {
 		e.t.Fatalf("notifier: %v %+v", err, resp)
 	}
@@ -314,30 +321,30 @@ func faultScenarios() []faultScenario {
 	const js = "application/json"
 	return []faultScenario{
 		{"account create", func(e *faultEnv, i int) req {
-			return req{fn: wire.Accounts, as: e.op, method: "POST", resource: "/v2/accounts", contentType: js, body: fmt.Sprintf(`{"name": "fault customer %d"}`, i)}
+			return req{fn: accountswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts", contentType: js, body: fmt.Sprintf(`{"name": "fault customer %d"}`, i)}
 		}},
 		{"invitation accept", func(e *faultEnv, i int) req {
 			email := fmt.Sprintf("invitee%d@example.com", i)
-			user := e.ok(req{fn: wire.Users, as: e.op, method: "POST", resource: "/v2/users", contentType: js, body: fmt.Sprintf(`{"email": %q, "name": "Invitee"}`, email)})
+			user := e.ok(req{fn: userswire.Handler, as: e.op, method: "POST", resource: "/v2/users", contentType: js, body: fmt.Sprintf(`{"email": %q, "name": "Invitee"}`, email)})
 			root := map[string]string{"id": e.boot.RootAccount}
-			role := e.ok(req{fn: wire.Roles, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root, contentType: js,
+			role := e.ok(req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root, contentType: js,
 				body: fmt.Sprintf(`{"name": "Fault reader %d", "permissions": [{"method": "GET", "effect": "permit", "spec": ["/v2/applications/*"]}]}`, i)})
-			inv := e.ok(req{fn: wire.Roles, as: e.op, method: "POST", resource: "/v2/accounts/{id}/invitations", params: root, contentType: js,
+			inv := e.ok(req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/invitations", params: root, contentType: js,
 				body: fmt.Sprintf(`{"user_email": %q, "role": "/v2/accounts/%s/roles/%s"}`, email, e.boot.RootAccount, role)})
 			e.deliverInvitations()
 			invitee := apigw.Principal{ID: user, Kind: "user", Email: email, KeyID: "faultkey"}
-			return req{fn: wire.Roles, as: invitee, method: "PATCH", resource: "/v2/users/{id}/invitations/{invitation_id}",
+			return req{fn: roleswire.Handler, as: invitee, method: "PATCH", resource: "/v2/users/{id}/invitations/{invitation_id}",
 				params: map[string]string{"id": user, "invitation_id": inv}, contentType: js, body: `{"state": "accepted"}`}
 		}},
 		{"task create", func(e *faultEnv, i int) req {
-			app := e.ok(req{fn: wire.Applications, as: e.op, method: "POST", resource: "/v2/applications", contentType: js,
+			app := e.ok(req{fn: applicationswire.Handler, as: e.op, method: "POST", resource: "/v2/applications", contentType: js,
 				body: fmt.Sprintf(`{"name": "Fault shop %d", "aliases": ["shop%d.fault.example.com"]}`, i, i)})
-			return req{fn: wire.Tasks, as: e.op, method: "POST", resource: "/v2/tasks", contentType: js, body: fmt.Sprintf(`{"type": "start", "target": "/v2/applications/%s"}`, app)}
+			return req{fn: taskswire.Handler, as: e.op, method: "POST", resource: "/v2/tasks", contentType: js, body: fmt.Sprintf(`{"type": "start", "target": "/v2/applications/%s"}`, app)}
 		}},
 		{"address-set patch", func(e *faultEnv, i int) req {
-			set := e.ok(req{fn: wire.AddressSets, as: e.op, method: "POST", resource: "/v2/address-sets", contentType: js,
+			set := e.ok(req{fn: addresssetswire.Handler, as: e.op, method: "POST", resource: "/v2/address-sets", contentType: js,
 				body: fmt.Sprintf(`{"name": "fault exits %d", "type": "manual", "entries": [{"address": "192.0.2.0/24"}]}`, i)})
-			return req{fn: wire.AddressSets, as: e.op, method: "PATCH", resource: "/v2/address-sets/{id}", params: map[string]string{"id": set},
+			return req{fn: addresssetswire.Handler, as: e.op, method: "PATCH", resource: "/v2/address-sets/{id}", params: map[string]string{"id": set},
 				contentType: "application/json-patch+json", body: `[{"op": "add", "path": "/entries/-", "value": {"address": "198.51.100.7", "description": "added"}}, {"op": "replace", "path": "/name", "value": "renamed"}]`}
 		}},
 	}
@@ -431,7 +438,7 @@ func TestThrottlingIs429(t *testing.T) {
 	t.Run("read", func(t *testing.T) {
 		e := newFaultEnv(t)
 		e.in.arm(faultThrottle, 1)
-		resp := e.do(req{fn: wire.Accounts, as: e.op, method: "GET", resource: "/v2/accounts"})
+		resp := e.do(req{fn: accountswire.Handler, as: e.op, method: "GET", resource: "/v2/accounts"})
 		e.in.disarm()
 		if resp.StatusCode != http.StatusTooManyRequests || leaks(resp.Body) {
 			t.Fatalf("%d %s, want 429", resp.StatusCode, resp.Body)

@@ -7,10 +7,26 @@ import (
 	"cads/infra/sqssource"
 	"cads/shared/installer"
 	"cads/shared/wire"
+	"cads/shared/wire/accountswire"
+	"cads/shared/wire/addresssetswire"
+	"cads/shared/wire/aggregatorwire"
+	"cads/shared/wire/applicationswire"
+	"cads/shared/wire/authorizerwire"
+	"cads/shared/wire/installerwire"
+	"cads/shared/wire/logswire"
+	"cads/shared/wire/metricswire"
+	"cads/shared/wire/notifierwire"
+	"cads/shared/wire/roleswire"
+	"cads/shared/wire/taskswire"
+	"cads/shared/wire/taskworkerwire"
+	"cads/shared/wire/testrunnerwire"
+	"cads/shared/wire/testswire"
+	"cads/shared/wire/userswire"
 )
 
 // Function is what the local platform runs for one function folder: the
-// same constructor its Lambda main calls. Exactly one field is set.
+// same constructor its Lambda main calls (the function's own package under
+// shared/wire). Exactly one field is set.
 type Function struct {
 	API        func(wire.Deps) gateway.ProxyHandler
 	Authorizer func(wire.Deps) gateway.AuthorizerHandler
@@ -24,31 +40,33 @@ type Function struct {
 // Functions maps each template CodeUri to its constructor. A function in
 // template.yaml without an entry here fails the start (and a test).
 var Functions = map[string]Function{
-	"functions/authorizer": {Authorizer: func(d wire.Deps) gateway.AuthorizerHandler { return gateway.AuthorizerHandler(wire.Authorizer(d)) }},
-	"functions/users":      {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Users(d)) }},
-	"functions/accounts":   {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Accounts(d)) }},
-	"functions/roles":      {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Roles(d)) }},
-	"functions/notifier":   {Queue: func(d wire.Deps) sqssource.Handler { return sqssource.Handler(wire.Notifier(d)) }},
+	"functions/authorizer": {Authorizer: func(d wire.Deps) gateway.AuthorizerHandler {
+		return gateway.AuthorizerHandler(authorizerwire.Handler(d))
+	}},
+	"functions/users":    {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(userswire.Handler(d)) }},
+	"functions/accounts": {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(accountswire.Handler(d)) }},
+	"functions/roles":    {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(roleswire.Handler(d)) }},
+	"functions/notifier": {Queue: func(d wire.Deps) sqssource.Handler { return sqssource.Handler(notifierwire.Handler(d)) }},
 
 	// Applications and tasks (issue 6). Locally, run-action may call loopback only.
-	"functions/applications": {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Applications(d)) }},
-	"functions/tasks":        {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Tasks(d)) }},
-	"functions/task-worker":  {Queue: func(d wire.Deps) sqssource.Handler { return sqssource.Handler(wire.LocalTaskWorker(d)) }},
+	"functions/applications": {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(applicationswire.Handler(d)) }},
+	"functions/tasks":        {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(taskswire.Handler(d)) }},
+	"functions/task-worker":  {Queue: func(d wire.Deps) sqssource.Handler { return sqssource.Handler(taskworkerwire.Local(d)) }},
 
 	// Application tests (issue 9). The runner's load generator sends to the stand-in edge only.
-	"functions/tests":       {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Tests(d)) }},
-	"functions/test-runner": {Queue: func(d wire.Deps) sqssource.Handler { return sqssource.Handler(wire.TestRunner(d)) }},
+	"functions/tests":       {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(testswire.Handler(d)) }},
+	"functions/test-runner": {Queue: func(d wire.Deps) sqssource.Handler { return sqssource.Handler(testrunnerwire.Handler(d)) }},
 
 	// Address sets and the metrics pipeline (issue 7).
-	"functions/address-sets": {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.AddressSets(d)) }},
-	"functions/metrics":      {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Metrics(d)) }},
-	"functions/aggregator":   {Queue: func(d wire.Deps) sqssource.Handler { return sqssource.Handler(wire.Aggregator(d)) }},
+	"functions/address-sets": {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(addresssetswire.Handler(d)) }},
+	"functions/metrics":      {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(metricswire.Handler(d)) }},
+	"functions/aggregator":   {Queue: func(d wire.Deps) sqssource.Handler { return sqssource.Handler(aggregatorwire.Handler(d)) }},
 
 	// Application logs (issue 8); ingest rides on the aggregator above.
-	"functions/logs": {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(wire.Logs(d)) }},
+	"functions/logs": {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(logswire.Handler(d)) }},
 
 	// The installation of a deployed stack (docs/deploy.md).
 	"functions/installer": {CustomResource: func(d wire.Deps, s installer.SecretStore) cfn.CustomResourceFunction {
-		return (&installer.Installer{Store: d.Store, Secrets: s, Log: d.Log}).Handle
+		return installerwire.Handler(d, s)
 	}},
 }

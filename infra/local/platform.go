@@ -182,7 +182,7 @@ func (p *Platform) start(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	p.Edge, p.Deps.Edge = edge, edge.LoadgenEdge()
+	p.Edge, p.Deps.Edge = edge, edge.WireEdge()
 	p.stopServers = append(p.stopServers, stopEdge)
 	log.Info("edge: local stand-in serving every application's aliases", "http", edge.HTTPAddr, "https", edge.TLSAddr)
 	if p.SQS != nil {

@@ -39,6 +39,10 @@ import (
 	"cads/shared/store"
 	"cads/shared/tasks"
 	"cads/shared/wire"
+	"cads/shared/wire/addresssetswire"
+	"cads/shared/wire/applicationswire"
+	"cads/shared/wire/roleswire"
+	"cads/shared/wire/testswire"
 )
 
 // qfMode is what the SQS proxy does to sends once armed.
@@ -347,7 +351,7 @@ func TestQueueSendFailureTasks(t *testing.T) {
 			dp := &qfDataPlane{FakeDataPlane: tasks.NewFakeDataPlane(e.log, tasks.LoopbackOnly)}
 			worker := tasks.NewWorker(e.deps.Store, dp, outbox, e.log)
 
-			app := e.ok(req{fn: wire.Applications, as: e.op, method: "POST", resource: "/v2/applications", contentType: js,
+			app := e.ok(req{fn: applicationswire.Handler, as: e.op, method: "POST", resource: "/v2/applications", contentType: js,
 				body: `{"name": "Queue fault shop", "aliases": ["shop.queuefault.example.com"]}`})["id"].(string)
 			e.proxy.arm(m.mode)
 			resp := e.do(req{fn: handler(tasksFn), as: e.op, method: "POST", resource: "/v2/tasks", contentType: js,
@@ -459,9 +463,9 @@ func TestQueueSendFailureInvitationCreate(t *testing.T) {
 			n := &qfNotifier{}
 			notify := rbacadmin.NewNotifyHandler(e.deps.Store, n, e.log)
 			root := map[string]string{"id": e.boot.RootAccount}
-			role := e.ok(req{fn: wire.Roles, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root, contentType: js,
+			role := e.ok(req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root, contentType: js,
 				body: `{"name": "Queue fault reader", "permissions": [{"method": "GET", "effect": "permit", "spec": ["/v2/applications/*"]}]}`})["href"].(string)
-			invite := req{fn: wire.Roles, as: e.op, method: "POST", resource: "/v2/accounts/{id}/invitations", params: root, contentType: js,
+			invite := req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/invitations", params: root, contentType: js,
 				body: fmt.Sprintf(`{"user_email": "outage@example.com", "role": %q}`, role)}
 
 			before := e.snapshot()
@@ -475,7 +479,7 @@ func TestQueueSendFailureInvitationCreate(t *testing.T) {
 			if d := diff(before, e.snapshot()); len(d) > 0 {
 				t.Fatalf("the refused invitation left the table changed: %v", d)
 			}
-			list := e.do(req{fn: wire.Roles, as: e.op, method: "GET", resource: "/v2/accounts/{id}/invitations", params: root})
+			list := e.do(req{fn: roleswire.Handler, as: e.op, method: "GET", resource: "/v2/accounts/{id}/invitations", params: root})
 			if list.StatusCode != 200 || strings.TrimSpace(list.Body) != "[]" {
 				t.Fatalf("invitations after the 503: %d %s", list.StatusCode, list.Body)
 			}
@@ -521,9 +525,9 @@ func TestQueueSendFailureInvitationResend(t *testing.T) {
 			n := &qfNotifier{}
 			notify := rbacadmin.NewNotifyHandler(e.deps.Store, n, e.log)
 			root := map[string]string{"id": e.boot.RootAccount}
-			role := e.ok(req{fn: wire.Roles, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root, contentType: js,
+			role := e.ok(req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root, contentType: js,
 				body: `{"name": "Queue fault reader", "permissions": [{"method": "GET", "effect": "permit", "spec": ["/v2/applications/*"]}]}`})["href"].(string)
-			created := e.ok(req{fn: wire.Roles, as: e.op, method: "POST", resource: "/v2/accounts/{id}/invitations", params: root, contentType: js,
+			created := e.ok(req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/invitations", params: root, contentType: js,
 				body: fmt.Sprintf(`{"user_email": "resend@example.com", "role": %q}`, role)})
 			href, id := created["href"].(string), created["id"].(string)
 			if e.drain(wire.NotificationsQueue, notify) != 1 || n.count(href) != 1 {
@@ -533,7 +537,7 @@ func TestQueueSendFailureInvitationResend(t *testing.T) {
 			if err != nil || sent.State != store.InvitationSent {
 				t.Fatalf("delivered invitation: %+v %v", sent, err)
 			}
-			resend := req{fn: wire.Roles, as: e.op, method: "PATCH", resource: "/v2/accounts/{id}/invitations/{invitation_id}",
+			resend := req{fn: roleswire.Handler, as: e.op, method: "PATCH", resource: "/v2/accounts/{id}/invitations/{invitation_id}",
 				params: map[string]string{"id": e.boot.RootAccount, "invitation_id": id}, contentType: js, body: `{"state": "queued"}`}
 
 			e.proxy.arm(m.mode)
@@ -584,8 +588,8 @@ func TestQueueSendFailureTestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := `{"probabilities": 1, "models": {"home": {"type": "user.StaticSession", "requests": [{"name": "home", "method": "GET", "url": "http://shop.example.com/"}]}}}`
-	e.ok(req{fn: wire.Tests, as: e.op, method: "PUT", resource: "/v2/tests/{id}", params: map[string]string{"id": "qf"}, contentType: "application/json", body: cfg})
-	run := req{fn: wire.Tests, as: e.op, method: "POST", resource: "/v2/tests", contentType: "application/json", body: `{"id": "qf", "duration": 1, "virtualUsers": 1}`}
+	e.ok(req{fn: testswire.Handler, as: e.op, method: "PUT", resource: "/v2/tests/{id}", params: map[string]string{"id": "qf"}, contentType: "application/json", body: cfg})
+	run := req{fn: testswire.Handler, as: e.op, method: "POST", resource: "/v2/tests", contentType: "application/json", body: `{"id": "qf", "duration": 1, "virtualUsers": 1}`}
 
 	e.proxy.arm(qfRefuse)
 	resp := e.do(run)
@@ -616,7 +620,7 @@ func TestQueueSendFailureAddressSet(t *testing.T) {
 	e := newQFEnv(t)
 	ctx := context.Background()
 	e.proxy.arm(qfRefuse)
-	resp := e.do(req{fn: wire.AddressSets, as: e.op, method: "POST", resource: "/v2/address-sets", contentType: "application/json",
+	resp := e.do(req{fn: addresssetswire.Handler, as: e.op, method: "POST", resource: "/v2/address-sets", contentType: "application/json",
 		body: `{"name": "queue fault exits", "type": "manual", "entries": [{"address": "192.0.2.0/24"}]}`})
 	if n := e.proxy.disarm(); n == 0 {
 		t.Fatal("no send was failed")

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"cads/infra/fuzzkit"
-	"cads/shared/wire"
+	"cads/shared/wire/accountswire"
 )
 
 // FuzzAccounts sends fuzzed queries and bodies to every accounts route,
@@ -12,7 +12,7 @@ import (
 //
 //	go test -run '^$' -fuzz '^FuzzAccounts$' -fuzztime 20s ./shared/accounts
 func FuzzAccounts(f *testing.F) {
-	e := fuzzkit.New(f, wire.Accounts)
+	e := fuzzkit.New(f, accountswire.Handler)
 	const js = "application/json"
 	child := e.Create(f, fuzzkit.Route{Method: "POST", Resource: "/v2/accounts", ContentType: js}, `{"name": "fuzz child"}`)
 	ent := e.Create(f, fuzzkit.Route{Method: "POST", Resource: "/v2/accounts/{id}/entitlements", Params: map[string]string{"id": child}, ContentType: js},

@@ -20,6 +20,7 @@ import (
 	"cads/shared/ids"
 	"cads/shared/store"
 	"cads/shared/wire"
+	"cads/shared/wire/accountswire"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -43,7 +44,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	d.Counter.Reset()
-	return &env{t: t, d: d, st: deps.Store, h: wire.Accounts(deps), boot: res,
+	return &env{t: t, d: d, st: deps.Store, h: accountswire.Handler(deps), boot: res,
 		op: apigw.Principal{ID: res.Operator, Kind: store.KindUser, Email: "operator@localhost", AccountID: res.RootAccount, KeyID: res.KeyID}}
 }
 

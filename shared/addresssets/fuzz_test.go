@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"cads/infra/fuzzkit"
-	"cads/shared/wire"
+	"cads/shared/wire/addresssetswire"
 )
 
 // FuzzAddressSets sends fuzzed queries and bodies to the address-sets
@@ -12,7 +12,7 @@ import (
 //
 //	go test -run '^$' -fuzz '^FuzzAddressSets$' -fuzztime 20s ./shared/addresssets
 func FuzzAddressSets(f *testing.F) {
-	e := fuzzkit.New(f, wire.AddressSets)
+	e := fuzzkit.New(f, addresssetswire.Handler)
 	const js = "application/json"
 	set := e.Create(f, fuzzkit.Route{Method: "POST", Resource: "/v2/address-sets", ContentType: js},
 		`{"name": "fuzz exits", "type": "manual", "entries": [{"address": "192.0.2.0/24", "description": "HQ"}]}`)

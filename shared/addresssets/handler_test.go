@@ -20,6 +20,8 @@ import (
 	"cads/shared/metrics"
 	"cads/shared/store"
 	"cads/shared/wire"
+	"cads/shared/wire/addresssetswire"
+	"cads/shared/wire/metricswire"
 )
 
 type api struct {
@@ -40,7 +42,7 @@ func newAPI(t *testing.T) *api {
 		t.Fatal(err)
 	}
 	a.op = apigw.Principal{ID: res.Operator, Kind: "user", Email: "operator@localhost", AccountID: res.RootAccount, KeyID: res.KeyID}
-	a.sets, a.mets = wire.AddressSets(a.deps), wire.Metrics(a.deps)
+	a.sets, a.mets = addresssetswire.Handler(a.deps), metricswire.Handler(a.deps)
 	return a
 }
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"cads/infra/fuzzkit"
-	"cads/shared/wire"
+	"cads/shared/wire/applicationswire"
 )
 
 // FuzzApplications sends fuzzed queries and bodies to the applications
@@ -12,7 +12,7 @@ import (
 //
 //	go test -run '^$' -fuzz '^FuzzApplications$' -fuzztime 20s ./shared/applications
 func FuzzApplications(f *testing.F) {
-	e := fuzzkit.New(f, wire.Applications)
+	e := fuzzkit.New(f, applicationswire.Handler)
 	const js, jp = "application/json", "application/json-patch+json"
 	app := e.Create(f, fuzzkit.Route{Method: "POST", Resource: "/v2/applications", ContentType: js}, `{"name": "Fuzz shop", "aliases": ["fuzz.example.com"]}`)
 	e.Vars["app"] = app

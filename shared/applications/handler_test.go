@@ -23,6 +23,7 @@ import (
 	"cads/shared/store"
 	"cads/shared/tasks"
 	"cads/shared/wire"
+	"cads/shared/wire/applicationswire"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -49,7 +50,7 @@ func newAPI(t *testing.T) *api {
 	d := testenv.NewDynamo(t)
 	deps := wire.New(quiet, d.Client, d.Table)
 	res, op := testenv.Bootstrap(t, deps.Store)
-	return &api{t: t, d: d, st: deps.Store, h: wire.Applications(deps), root: res.RootAccount, op: op}
+	return &api{t: t, d: d, st: deps.Store, h: applicationswire.Handler(deps), root: res.RootAccount, op: op}
 }
 
 func (a *api) call(p apigw.Principal, method, path, ctype, body string) resp {

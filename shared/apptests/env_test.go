@@ -21,10 +21,11 @@ import (
 
 	"cads/infra/testenv"
 	"cads/shared/apigw"
-	"cads/shared/loadgen"
 	"cads/shared/metrics"
 	"cads/shared/store"
 	"cads/shared/wire"
+	"cads/shared/wire/testrunnerwire"
+	"cads/shared/wire/testswire"
 )
 
 // env is one test's installation: a fresh table (minidyn), the template's
@@ -53,13 +54,13 @@ func newEnv(t *testing.T) *env {
 
 	e.deps.SQS, e.deps.QueueURLs = testenv.NewQueues(t)
 	e.edge = newCountingServer(t)
-	e.deps.Edge = loadgen.Edge{Addr: e.edge.Listener.Addr().String()}
+	e.deps.Edge = wire.Edge{Addr: e.edge.Listener.Addr().String()}
 	_, e.op = testenv.Bootstrap(t, e.st)
 	// The operator's account has an application whose alias the fixtures'
 	// URLs name (base).
 	e.createApp(e.op.AccountID, "app1", alias)
-	e.tests = wire.Tests(e.deps)
-	e.runner = wire.TestRunner(e.deps)
+	e.tests = testswire.Handler(e.deps)
+	e.runner = testrunnerwire.Handler(e.deps)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("logs:\n%s", e.logs.String())

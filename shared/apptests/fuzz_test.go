@@ -9,7 +9,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/apptests"
 	"cads/shared/store"
-	"cads/shared/wire"
+	"cads/shared/wire/testswire"
 )
 
 // multipartBoundary is the boundary of the multipart route; seeds for it
@@ -22,7 +22,7 @@ const multipartBoundary = "fuzzboundary"
 //
 //	go test -run '^$' -fuzz '^FuzzTests$' -fuzztime 20s ./shared/apptests
 func FuzzTests(f *testing.F) {
-	e := fuzzkit.NewWithQueues(f, wire.Tests)
+	e := fuzzkit.NewWithQueues(f, testswire.Handler)
 	// Uploads name an alias of the account's applications.
 	now := e.Deps.Store.Now()
 	if err := e.Deps.Store.CreateApplication(context.Background(), store.Application{ID: "fuzzapp", Account: e.Principal.AccountID, State: store.AppStopped,

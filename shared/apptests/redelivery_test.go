@@ -210,7 +210,7 @@ func TestRunnerRedeliveryWhileRunningEndsTheRun(t *testing.T) {
 	loadID := e.postRun("shop", `{"id":"shop","duration":1,"virtualUsers":2}`)
 
 	msg := e.takeRun()
-	dying := apptests.NewRunner(e.st, dyingDriver{loadgen.Local{Edge: e.deps.Edge}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	dying := apptests.NewRunner(e.st, dyingDriver{loadgen.Local{Edge: loadgen.Edge(e.deps.Edge)}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
@@ -237,7 +237,7 @@ func TestRunnerRedeliveryWhileRunningEndsTheRun(t *testing.T) {
 	}
 	// After the window (the clock moved past it) the runner is known dead.
 	later := apptests.NewRunner(laterStore{e.st, time.Duration(mid.RunActiveUntil-time.Now().UnixMilli())*time.Millisecond + time.Second},
-		loadgen.Local{Edge: e.deps.Edge}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		loadgen.Local{Edge: loadgen.Edge(e.deps.Edge)}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	msg = e.redeliveredRun(msg)
 	e.handleRun(later, msg)
 	ended := e.storedTest("shop")

@@ -147,7 +147,7 @@ func TestRunDialsOnlyTheEdge(t *testing.T) {
 		mu     sync.Mutex
 		dialed = map[string]int{}
 	)
-	drv := loadgen.Local{Edge: e.deps.Edge, Dial: func(ctx context.Context, network, address string) (net.Conn, error) {
+	drv := loadgen.Local{Edge: loadgen.Edge(e.deps.Edge), Dial: func(ctx context.Context, network, address string) (net.Conn, error) {
 		mu.Lock()
 		dialed[address]++
 		mu.Unlock()

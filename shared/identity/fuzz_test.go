@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"cads/infra/fuzzkit"
-	"cads/shared/wire"
+	"cads/shared/wire/userswire"
 )
 
 // FuzzUsers sends fuzzed queries and bodies to the users function's
@@ -12,7 +12,7 @@ import (
 //
 //	go test -run '^$' -fuzz '^FuzzUsers$' -fuzztime 20s ./shared/identity
 func FuzzUsers(f *testing.F) {
-	e := fuzzkit.New(f, wire.Users)
+	e := fuzzkit.New(f, userswire.Handler)
 	const js = "application/json"
 	user := e.Create(f, fuzzkit.Route{Method: "POST", Resource: "/v2/users", ContentType: js}, `{"email": "fuzzed@example.com", "name": "Fuzzed"}`)
 	op := map[string]string{"id": e.Boot.Operator}

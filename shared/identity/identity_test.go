@@ -15,6 +15,7 @@ import (
 	"cads/shared/bootstrap"
 	"cads/shared/store"
 	"cads/shared/wire"
+	"cads/shared/wire/userswire"
 )
 
 type env struct {
@@ -32,7 +33,7 @@ func newEnv(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return env{t: t, deps: deps, users: wire.Users(deps), boot: res, d: d}
+	return env{t: t, deps: deps, users: userswire.Handler(deps), boot: res, d: d}
 }
 
 // call sends one API Gateway event to the users function as principal p.

@@ -24,6 +24,8 @@ import (
 	"cads/shared/ids"
 	"cads/shared/store"
 	"cads/shared/wire"
+	"cads/shared/wire/aggregatorwire"
+	"cads/shared/wire/logswire"
 )
 
 type env struct {
@@ -50,7 +52,7 @@ func newEnv(t *testing.T) *env {
 	if err := e.deps.Store.CreateApplication(ctx, store.Application{ID: e.app, Account: res.RootAccount, State: "stopped", Config: "{}", Version: 1, Created: now, Updated: now}, store.Quota{}); err != nil {
 		t.Fatal(err)
 	}
-	e.h = wire.Logs(e.deps)
+	e.h = logswire.Handler(e.deps)
 	return e
 }
 
@@ -144,7 +146,7 @@ func (e *env) ingest(batch string, recs ...any) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	resp, err := wire.Aggregator(e.deps)(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-" + batch, Body: string(body)}}})
+	resp, err := aggregatorwire.Handler(e.deps)(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-" + batch, Body: string(body)}}})
 	if err != nil || len(resp.BatchItemFailures) > 0 {
 		e.t.Fatalf("aggregator: %v %v", err, resp)
 	}

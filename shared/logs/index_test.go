@@ -22,6 +22,8 @@ import (
 
 	"cads/shared/logs"
 	"cads/shared/wire"
+	"cads/shared/wire/aggregatorwire"
+	"cads/shared/wire/logswire"
 )
 
 // The hour index (docs/logs.md section 1): a query reads the index, then
@@ -237,7 +239,7 @@ func TestLogsChunkWriteFailureFailsTheWrite(t *testing.T) {
 	rec := gen{ID: "f0", App: e.app, Arrival: now.Add(-time.Minute).Format(time.RFC3339Nano), Status: 200}
 	body := fmt.Sprintf(`{"batch":"fail1","records":[{"app":%q,"arrival":%q,"request_id":"f0","status_code":200}]}`, rec.App, rec.Arrival)
 	ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-fail1", Body: body}}}
-	resp, err := wire.Aggregator(broken)(context.Background(), ev)
+	resp, err := aggregatorwire.Handler(broken)(context.Background(), ev)
 	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m-fail1" {
 		t.Fatalf("a failed chunk write must fail the message: %v %+v", err, resp)
 	}
@@ -252,7 +254,7 @@ func TestLogsChunkWriteFailureFailsTheWrite(t *testing.T) {
 	}
 
 	// The redelivery, on a working store, writes the records once.
-	resp, err = wire.Aggregator(e.deps)(context.Background(), ev)
+	resp, err = aggregatorwire.Handler(e.deps)(context.Background(), ev)
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("redelivery: %v %+v", err, resp)
 	}
@@ -261,7 +263,7 @@ func TestLogsChunkWriteFailureFailsTheWrite(t *testing.T) {
 	}
 
 	// POST custom logs: the failure is the request's (5xx), nothing is kept.
-	h := wire.Logs(broken)
+	h := logswire.Handler(broken)
 	e2 := *e
 	e2.h = h
 	one := fmt.Sprintf(`{"created":%q,"stream":"s","message":"m","address":"10.0.0.1","filename":"f","hostname":"h"}`, now.Add(-time.Minute).Format(time.RFC3339))

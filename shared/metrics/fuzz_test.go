@@ -7,7 +7,9 @@ import (
 
 	"cads/infra/fuzzkit"
 	"cads/shared/metrics"
-	"cads/shared/wire"
+	"cads/shared/wire/addresssetswire"
+	"cads/shared/wire/applicationswire"
+	"cads/shared/wire/metricswire"
 )
 
 // FuzzMetricsQuery sends fuzzed query strings to the three metrics routes,
@@ -16,11 +18,11 @@ import (
 //	go test -run '^$' -fuzz '^FuzzMetricsQuery$' -fuzztime 20s ./shared/metrics
 func FuzzMetricsQuery(f *testing.F) {
 	const js = "application/json"
-	apps := fuzzkit.New(f, wire.Applications)
+	apps := fuzzkit.New(f, applicationswire.Handler)
 	app := apps.Create(f, fuzzkit.Route{Method: "POST", Resource: "/v2/applications", ContentType: js}, `{"name": "Fuzz metrics", "aliases": ["metrics.fuzz.example.com"]}`)
-	set := apps.With(wire.AddressSets).Create(f, fuzzkit.Route{Method: "POST", Resource: "/v2/address-sets", ContentType: js},
+	set := apps.With(addresssetswire.Handler).Create(f, fuzzkit.Route{Method: "POST", Resource: "/v2/address-sets", ContentType: js},
 		`{"name": "fuzz metrics", "type": "manual", "entries": [{"address": "198.51.100.0/24"}]}`)
-	e := apps.With(wire.Metrics)
+	e := apps.With(metricswire.Handler)
 	e.Fuzz(f, []fuzzkit.Route{
 		{Method: "GET", Resource: "/v2/applications/{id}/metrics", Params: map[string]string{"id": app}},
 		{Method: "GET", Resource: "/v2/address-sets/metrics"},

@@ -22,6 +22,9 @@ import (
 	"cads/shared/ids"
 	"cads/shared/store"
 	"cads/shared/wire"
+	"cads/shared/wire/authorizerwire"
+	"cads/shared/wire/notifierwire"
+	"cads/shared/wire/roleswire"
 )
 
 // env is one test's installation: a fresh table (minidyn), the template's
@@ -55,9 +58,9 @@ func newEnv(t *testing.T) *env {
 	e.queue = e.deps.QueueURLs[wire.NotificationsQueue]
 	e.boot, _ = testenv.Bootstrap(t, e.st)
 	e.op, e.root = e.boot.Secret, e.boot.RootAccount
-	e.roles = wire.Roles(e.deps)
-	e.authz = wire.Authorizer(e.deps)
-	e.notify = wire.Notifier(e.deps)
+	e.roles = roleswire.Handler(e.deps)
+	e.authz = authorizerwire.Handler(e.deps)
+	e.notify = notifierwire.Handler(e.deps)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("logs:\n%s", e.logs.String())

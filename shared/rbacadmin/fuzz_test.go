@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"cads/infra/fuzzkit"
-	"cads/shared/wire"
+	"cads/shared/wire/roleswire"
 )
 
 // FuzzRoles sends fuzzed queries and bodies to the roles function's
@@ -13,7 +13,7 @@ import (
 //
 //	go test -run '^$' -fuzz '^FuzzRoles$' -fuzztime 20s ./shared/rbacadmin
 func FuzzRoles(f *testing.F) {
-	e := fuzzkit.NewWithQueues(f, wire.Roles)
+	e := fuzzkit.NewWithQueues(f, roleswire.Handler)
 	const js, jp = "application/json", "application/json-patch+json"
 	root := map[string]string{"id": "{{root}}"}
 	in := func(res string) fuzzkit.Route {

@@ -4,7 +4,8 @@ import (
 	"testing"
 
 	"cads/infra/fuzzkit"
-	"cads/shared/wire"
+	"cads/shared/wire/applicationswire"
+	"cads/shared/wire/taskswire"
 )
 
 // FuzzTasks sends fuzzed queries and bodies to POST and GET /v2/tasks, with
@@ -12,9 +13,9 @@ import (
 //
 //	go test -run '^$' -fuzz '^FuzzTasks$' -fuzztime 20s ./shared/tasks
 func FuzzTasks(f *testing.F) {
-	apps := fuzzkit.NewWithQueues(f, wire.Applications)
+	apps := fuzzkit.NewWithQueues(f, applicationswire.Handler)
 	apps.Vars["app"] = apps.Create(f, fuzzkit.Route{Method: "POST", Resource: "/v2/applications", ContentType: "application/json"}, `{"name": "Fuzz task target", "aliases": ["tasks.fuzz.example.com"]}`)
-	e := apps.With(wire.Tasks)
+	e := apps.With(taskswire.Handler)
 	e.Fuzz(f, []fuzzkit.Route{
 		{Method: "POST", Resource: "/v2/tasks", ContentType: "application/json"},
 		{Method: "GET", Resource: "/v2/tasks"},

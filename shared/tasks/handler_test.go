@@ -18,6 +18,7 @@ import (
 	"cads/shared/store"
 	"cads/shared/tasks"
 	"cads/shared/wire"
+	"cads/shared/wire/taskswire"
 )
 
 type api struct {
@@ -42,7 +43,7 @@ func newAPI(t *testing.T) *api {
 	d := testenv.NewDynamo(t)
 	deps := wire.New(quiet, d.Client, d.Table)
 	res, op := testenv.Bootstrap(t, deps.Store)
-	return &api{t: t, d: d, st: deps.Store, h: wire.Tasks(deps), root: res.RootAccount, op: op}
+	return &api{t: t, d: d, st: deps.Store, h: taskswire.Handler(deps), root: res.RootAccount, op: op}
 }
 
 func call(t *testing.T, h apigw.ProxyHandler, p apigw.Principal, method, path, ctype, body string) resp {

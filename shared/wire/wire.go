@@ -1,15 +1,20 @@
-// Package wire builds each function's handler from its dependencies. The
-// Lambda mains call it with dependencies from the environment; the local
-// platform and the tests call it with their own, so a function is wired the
-// same way everywhere. (The linker drops the constructors a binary does not
-// call, so each function links only its own handler.)
+// Package wire holds what every function's wiring shares: the
+// dependencies (Deps), reading them from the environment, and the logical
+// ids of the queues. It imports no resource family: each function has its
+// own wiring package under shared/wire (authorizerwire, roleswire, ...)
+// that builds that function's handler and imports only that function's
+// families, so a Lambda binary links only the packages it serves. The
+// Lambda mains, the local platform and the tests all call those packages,
+// so a function is wired the same way everywhere.
 package wire
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,14 +22,22 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"cads/shared/access"
-	"cads/shared/apigw"
-	"cads/shared/authorizer"
 	"cads/shared/ddb"
-	"cads/shared/identity"
-	"cads/shared/loadgen"
 	"cads/shared/logging"
 	"cads/shared/store"
+)
+
+// Logical ids, in template.yaml, of the queues functions send to.
+const (
+	// TasksQueue carries task ids to the task worker.
+	TasksQueue = "TasksQueue"
+	// MetricsQueue is the aggregator's: the edge's ingest batches,
+	// address-set events and expiry wake-ups.
+	MetricsQueue = "MetricsQueue"
+	// TestRunsQueue carries application test runs to the test runner.
+	TestRunsQueue = "TestRunsQueue"
+	// NotificationsQueue carries invitations to deliver to the notifier.
+	NotificationsQueue = "NotificationsQueue"
 )
 
 // Deps are what functions need.
@@ -38,12 +51,35 @@ type Deps struct {
 	// Edge is where application test runs send their requests: the
 	// platform's edge (EDGE_ADDR and EDGE_TLS_ADDR on AWS; the local
 	// platform's stand-in edge locally).
-	Edge loadgen.Edge
+	Edge Edge
 	// AuthzStaleness bounds the authorizer's warm path (access.WithStaleness):
 	// how long a warm container decides with what it read for a key. 0 (the
 	// zero value, as in tests that build Deps by hand) reads the table on
-	// every decision; deployed functions use access.DefaultStaleness.
+	// every decision; the deployed authorizer uses access.DefaultStaleness
+	// (authorizerwire.FromEnv).
 	AuthzStaleness time.Duration
+}
+
+// Edge addresses the platform's edge. It mirrors loadgen.Edge (the test
+// runner converts it) so that Deps does not pull the load generator into
+// every function.
+type Edge struct {
+	// Addr is host:port of the edge's plain HTTP endpoint.
+	Addr string
+	// TLSAddr is host:port of its HTTPS endpoint; "" when it has none.
+	TLSAddr string
+	// RootCAs verify the edge's certificates; nil means the system's.
+	RootCAs *x509.CertPool
+}
+
+// QueueURL is the URL of the queue with logical id id, or "" when this
+// deployment (or test) declares no such queue or has no SQS client: the
+// caller then falls back to its no-queue behaviour.
+func (d Deps) QueueURL(id string) string {
+	if d.SQS == nil {
+		return ""
+	}
+	return d.QueueURLs[id]
 }
 
 // queueEnvPrefix names the environment variables that carry queue URLs:
@@ -51,10 +87,30 @@ type Deps struct {
 // of a queue is its URL).
 const queueEnvPrefix = "QUEUE_URL_"
 
-// FromEnv reads TABLE_NAME and LOG_LEVEL and builds the DynamoDB client
-// from the SDK's default configuration (AWS_ENDPOINT_URL_DYNAMODB points it
-// at a local server).
-func FromEnv(ctx context.Context) (Deps, error) {
+// Option adds to what FromEnv builds.
+type Option func(ctx context.Context, d *Deps) error
+
+// WithSQS builds the SQS client for the queues named by QUEUE_URL_*
+// (AWS_ENDPOINT_URL_SQS points it at a local server). Only the functions
+// that send to queues pass it: the others then do not link the SQS client.
+func WithSQS(ctx context.Context, d *Deps) error {
+	if len(d.QueueURLs) == 0 {
+		return nil
+	}
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return fmt.Errorf("sqs client: %w", err)
+	}
+	d.SQS = sqs.NewFromConfig(cfg)
+	return nil
+}
+
+// FromEnv reads TABLE_NAME, LOG_LEVEL, EDGE_ADDR, EDGE_TLS_ADDR and
+// QUEUE_URL_*, builds the DynamoDB client from the SDK's default
+// configuration (AWS_ENDPOINT_URL_DYNAMODB points it at a local server),
+// then applies opts. A queue URL without WithSQS is a start error: the
+// function would otherwise silently never send to that queue.
+func FromEnv(ctx context.Context, opts ...Option) (Deps, error) {
 	log := logging.New(os.Stderr, os.Getenv("LOG_LEVEL"))
 	table := os.Getenv("TABLE_NAME")
 	if table == "" {
@@ -65,8 +121,7 @@ func FromEnv(ctx context.Context) (Deps, error) {
 		return Deps{}, fmt.Errorf("dynamodb client: %w", err)
 	}
 	d := New(log, db, table)
-	d.Edge = loadgen.Edge{Addr: os.Getenv("EDGE_ADDR"), TLSAddr: os.Getenv("EDGE_TLS_ADDR")}
-	d.AuthzStaleness = access.DefaultStaleness
+	d.Edge = Edge{Addr: os.Getenv("EDGE_ADDR"), TLSAddr: os.Getenv("EDGE_TLS_ADDR")}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
 		if id, ok := strings.CutPrefix(k, queueEnvPrefix); ok && v != "" {
@@ -76,13 +131,18 @@ func FromEnv(ctx context.Context) (Deps, error) {
 			d.QueueURLs[id] = v
 		}
 	}
-	if len(d.QueueURLs) > 0 {
-		// AWS_ENDPOINT_URL_SQS points this at a local server.
-		cfg, err := config.LoadDefaultConfig(ctx)
-		if err != nil {
-			return Deps{}, fmt.Errorf("sqs client: %w", err)
+	for _, opt := range opts {
+		if err := opt(ctx, &d); err != nil {
+			return Deps{}, err
 		}
-		d.SQS = sqs.NewFromConfig(cfg)
+	}
+	if d.SQS == nil && len(d.QueueURLs) > 0 {
+		ids := make([]string, 0, len(d.QueueURLs))
+		for id := range d.QueueURLs {
+			ids = append(ids, queueEnvPrefix+id)
+		}
+		slices.Sort(ids)
+		return Deps{}, fmt.Errorf("%s set, but this function is wired without an SQS client (wire.WithSQS)", strings.Join(ids, ", "))
 	}
 	return d, nil
 }
@@ -90,14 +150,4 @@ func FromEnv(ctx context.Context) (Deps, error) {
 // New builds Deps from a client.
 func New(log *slog.Logger, db *dynamodb.Client, table string) Deps {
 	return Deps{Log: log, Store: store.New(db, table)}
-}
-
-// Authorizer is the REQUEST authorizer's handler.
-func Authorizer(d Deps) authorizer.Handler {
-	return authorizer.New(access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log)
-}
-
-// Users is the users function's handler.
-func Users(d Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, identity.New(d.Store, access.New(d.Store, d.Log), d.Log))
 }

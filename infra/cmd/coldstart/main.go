@@ -5,7 +5,9 @@
 // first "next invocation" call (init done) and to the first answered
 // invocation. Each function gets an event it can answer without DynamoDB
 // (an unknown route, a request without credentials, an empty SQS batch),
-// so the numbers are init plus one handler run, not network.
+// so the numbers are init plus one handler run, not network. Each function
+// gets the QUEUE_URL_* variables template.yaml gives it (pointing at an
+// unreachable address), so it builds the clients it builds on AWS.
 package main
 
 import (
@@ -22,6 +24,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"cads/infra/sam"
 )
 
 func main() {
@@ -60,10 +64,14 @@ func run(runs int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	queues, err := queueEnv("template.yaml")
+	if err != nil {
+		return err
+	}
 	fns, _ := filepath.Glob("functions/*")
 	fmt.Printf("| Function | bootstrap (this machine) | init (median of %d) | first invocation answered |\n|---|---|---|---|\n", runs)
 	for _, f := range fns {
-		r, err := Measure(context.Background(), filepath.Base(f), dir, runs)
+		r, err := Measure(context.Background(), filepath.Base(f), dir, runs, queues[filepath.ToSlash(f)])
 		if err != nil {
 			return err
 		}
@@ -78,8 +86,27 @@ func run(runs int) error {
 	return nil
 }
 
-// Measure builds functions/<fn> into dir and cold-starts it runs times.
-func Measure(ctx context.Context, fn, dir string, runs int) (Result, error) {
+// queueEnv is, by CodeUri, the QUEUE_URL_* variables the template gives
+// each function, each naming an unreachable queue.
+func queueEnv(template string) (map[string][]string, error) {
+	tpl, err := sam.Load(template)
+	if err != nil {
+		return nil, err
+	}
+	env := map[string][]string{}
+	for _, f := range tpl.Functions {
+		for k, id := range f.Environment {
+			if strings.HasPrefix(k, "QUEUE_URL_") {
+				env[f.CodeURI] = append(env[f.CodeURI], k+"=http://127.0.0.1:9/"+id)
+			}
+		}
+	}
+	return env, nil
+}
+
+// Measure builds functions/<fn> into dir and cold-starts it runs times
+// with env (KEY=value) added to the Lambda environment.
+func Measure(ctx context.Context, fn, dir string, runs int, env []string) (Result, error) {
 	bin := filepath.Join(dir, fn)
 	build := exec.CommandContext(ctx, "go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", bin, "./functions/"+fn)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -92,7 +119,7 @@ func Measure(ctx context.Context, fn, dir string, runs int) (Result, error) {
 	}
 	var inits, firsts []time.Duration
 	for i := 0; i < runs; i++ {
-		init, first, err := once(ctx, bin, eventFor(fn))
+		init, first, err := once(ctx, bin, eventFor(fn), env)
 		if err != nil {
 			return Result{}, fmt.Errorf("%s: %w", fn, err)
 		}
@@ -108,7 +135,7 @@ func median(d []time.Duration) time.Duration {
 
 // once starts the binary against a fresh Runtime API stand-in and returns
 // the time to its first `next` call and to its first answer.
-func once(ctx context.Context, bin, event string) (init, first time.Duration, err error) {
+func once(ctx context.Context, bin, event string, env []string) (init, first time.Duration, err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, 0, err
@@ -158,12 +185,12 @@ func once(ctx context.Context, bin, event string) (init, first time.Duration, er
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin)
-	cmd.Env = []string{
+	cmd.Env = append([]string{
 		"AWS_LAMBDA_RUNTIME_API=" + ln.Addr().String(),
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=cold", "AWS_SECRET_ACCESS_KEY=cold",
 		"AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:9", "AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9",
-		"TABLE_NAME=cold", "LOG_LEVEL=ERROR", "QUEUE_URL_TasksQueue=http://127.0.0.1:9/q",
-	}
+		"TABLE_NAME=cold", "LOG_LEVEL=ERROR",
+	}, env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	start = time.Now()

@@ -13,7 +13,7 @@ func TestMeasureDrivesARealBootstrap(t *testing.T) {
 	if err := os.Chdir(filepath.Join("..", "..", "..")); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Measure(context.Background(), "authorizer", t.TempDir(), 1)
+	r, err := Measure(context.Background(), "authorizer", t.TempDir(), 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,20 @@
+// Package accountswire wires the accounts function (functions/accounts).
+package accountswire
+
+import (
+	"context"
+
+	"cads/shared/access"
+	"cads/shared/accounts"
+	"cads/shared/apigw"
+	"cads/shared/wire"
+)
+
+// FromEnv reads the accounts function's dependencies from the environment.
+func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx) }
+
+// Handler is the accounts function's handler: the account tree, its
+// entitlements and billing.
+func Handler(d wire.Deps) apigw.ProxyHandler {
+	return apigw.Lambda(d.Log, accounts.New(d.Store, access.New(d.Store, d.Log), d.Log))
+}

@@ -1,0 +1,25 @@
+// Package addresssetswire wires the address-sets function
+// (functions/address-sets).
+package addresssetswire
+
+import (
+	"context"
+
+	"cads/shared/access"
+	"cads/shared/addresssets"
+	"cads/shared/apigw"
+	"cads/shared/wire"
+	"cads/shared/wire/metricswire"
+)
+
+// FromEnv reads the address-sets function's dependencies from the
+// environment, with the SQS client for wire.MetricsQueue.
+func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx, wire.WithSQS) }
+
+// Handler is the address-sets function's handler: /v2/address-sets and
+// /v2/address-sets/{id}[/addresses]. Address-set events go to
+// wire.MetricsQueue.
+func Handler(d wire.Deps) apigw.ProxyHandler {
+	svc := addresssets.NewService(d.Store, metricswire.Sender(d), d.Log)
+	return apigw.Lambda(d.Log, addresssets.New(svc, d.Store, access.New(d.Store, d.Log), d.Log))
+}

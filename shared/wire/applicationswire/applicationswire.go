@@ -1,0 +1,23 @@
+// Package applicationswire wires the applications function
+// (functions/applications).
+package applicationswire
+
+import (
+	"context"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/applications"
+	"cads/shared/wire"
+	"cads/shared/wire/taskswire"
+)
+
+// FromEnv reads the applications function's dependencies from the
+// environment, with the SQS client for wire.TasksQueue.
+func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx, wire.WithSQS) }
+
+// Handler is the applications function's handler: applications, their
+// actions and page controls. Actions submit tasks through the task outbox.
+func Handler(d wire.Deps) apigw.ProxyHandler {
+	return apigw.Lambda(d.Log, applications.New(d.Store, access.New(d.Store, d.Log), taskswire.Outbox(d), d.Log))
+}

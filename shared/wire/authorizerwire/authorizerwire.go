@@ -1,0 +1,23 @@
+// Package authorizerwire wires the authorizer function (functions/authorizer).
+package authorizerwire
+
+import (
+	"context"
+
+	"cads/shared/access"
+	"cads/shared/authorizer"
+	"cads/shared/wire"
+)
+
+// FromEnv reads the authorizer's dependencies from the environment. The
+// deployed authorizer decides on its warm path within access.DefaultStaleness.
+func FromEnv(ctx context.Context) (wire.Deps, error) {
+	d, err := wire.FromEnv(ctx)
+	d.AuthzStaleness = access.DefaultStaleness
+	return d, err
+}
+
+// Handler is the REQUEST authorizer's handler.
+func Handler(d wire.Deps) authorizer.Handler {
+	return authorizer.New(access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log)
+}

@@ -1,0 +1,222 @@
+package wire_test
+
+import (
+	"bytes"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Package paths below are relative to cads/shared/.
+var (
+	// common is what every function links: this package and what it
+	// builds (logger, DynamoDB client, store), and what the store needs.
+	common = []string{"wire", "logging", "ddb", "store", "apigw", "authz", "ids"}
+	// rbac is the permission check of the caller's roles (access) with the
+	// built-in roles it knows.
+	rbac = []string{"access", "builtin"}
+)
+
+// function is what one function may link beyond common.
+type function struct {
+	// Wire is its own wiring package under shared/wire, which its main
+	// calls.
+	Wire string
+	// Serves are the shared packages of the families it serves, with any
+	// wiring package it shares with another function.
+	Serves []string
+}
+
+// functionDeps has one row per folder of functions/. Anything a function
+// links beyond its row and common (another family, a wiring package not
+// its own, a module none of its packages brings) fails TestFunctionDeps.
+// A new function adds one row here.
+var functionDeps = map[string]function{
+	"authorizer":   {"authorizerwire", join(rbac, "authorizer")},
+	"users":        {"userswire", join(rbac, "identity")},
+	"accounts":     {"accountswire", join(rbac, "accounts")},
+	"roles":        {"roleswire", join(rbac, "rbacadmin", "identity", "patch")},
+	"notifier":     {"notifierwire", join(rbac, "rbacadmin", "identity", "patch")},
+	"applications": {"applicationswire", join(rbac, "applications", "applications/appconfig", "applications/pagecontrol", "patch", "tasks", "wire/taskswire")},
+	"tasks":        {"taskswire", join(rbac, "tasks", "applications/appconfig")},
+	"task-worker":  {"taskworkerwire", join(rbac, "tasks", "applications/appconfig", "wire/taskswire")},
+	"tests":        {"testswire", join(rbac, "apptests", "applications/appconfig", "loadgen", "metrics")},
+	"test-runner":  {"testrunnerwire", join(rbac, "apptests", "applications/appconfig", "loadgen", "metrics", "wire/metricswire")},
+	"address-sets": {"addresssetswire", join(rbac, "addresssets", "metrics", "patch", "wire/metricswire")},
+	"metrics":      {"metricswire", []string{"metrics"}},
+	"aggregator":   {"aggregatorwire", join(rbac, "metrics", "addresssets", "logs", "patch", "wire/metricswire")},
+	"logs":         {"logswire", []string{"logs", "metrics"}},
+	"installer":    {"installerwire", join(rbac, "installer", "bootstrap")},
+}
+
+// moduleOf is the third-party module a shared package brings; a function
+// may link it only if it may link that package.
+var moduleOf = map[string]string{
+	"patch":                    "github.com/evanphx/json-patch/v5",
+	"applications/pagecontrol": "github.com/santhosh-tekuri/jsonschema/v6",
+	"apptests":                 "github.com/dsnet/compress",
+	"metrics":                  "github.com/valyala/fastjson",
+	"logs":                     "github.com/valyala/fastjson",
+	"authz":                    "github.com/gobwas/glob",
+	"store":                    "golang.org/x/text",
+	"access":                   "github.com/hashicorp/golang-lru/v2",
+}
+
+// runtimeModules (prefixes) are what every Lambda function may link: the
+// Lambda runtime, its API Gateway adapter (apigw) and the AWS SDK.
+var runtimeModules = []string{
+	"github.com/aws/aws-lambda-go",
+	"github.com/awslabs/aws-lambda-go-api-proxy",
+	"github.com/aws/aws-sdk-go-v2",
+	"github.com/aws/smithy-go",
+}
+
+// localOnly are modules of the local platform and the tests (embedded
+// DynamoDB and SQS, the template parser, the profile reader and what they
+// pull in): a function that links one carries test code to Lambda.
+var localOnly = []string{
+	"github.com/truora/minidyn",
+	"github.com/Admiral-Piett/goaws",
+	"github.com/awslabs/goformation",
+	"github.com/google/pprof",
+	"github.com/sirupsen/logrus",
+	"github.com/gorilla/",
+	"gopkg.in/yaml",
+}
+
+func join(base []string, more ...string) []string { return append(slices.Clone(base), more...) }
+
+// TestFunctionDeps lists, as `make build` builds them (linux/arm64,
+// -tags lambda.norpc), the packages each function links and checks them
+// against functionDeps: each function links only what it serves.
+func TestFunctionDeps(t *testing.T) {
+	root := moduleRoot(t)
+	entries, err := os.ReadDir(filepath.Join(root, "functions"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var folders []string
+	for _, e := range entries {
+		if e.IsDir() {
+			folders = append(folders, e.Name())
+		}
+	}
+	if len(folders) == 0 {
+		t.Fatal("no function folders under functions/")
+	}
+	for name := range functionDeps {
+		if !slices.Contains(folders, name) {
+			t.Errorf("functionDeps has a row for %q but functions/%s does not exist: remove the row", name, name)
+		}
+	}
+
+	// One `go list` for every function's dependencies, one for the module
+	// of each package.
+	deps := map[string][]string{}
+	for _, line := range goList(t, root, "{{.ImportPath}}\t{{join .Deps \" \"}}", false, "./functions/...") {
+		pkg, list, _ := strings.Cut(line, "\t")
+		deps[strings.TrimPrefix(pkg, "cads/functions/")] = strings.Fields(list)
+	}
+	module := map[string]string{}
+	for _, line := range goList(t, root, "{{.ImportPath}}\t{{with .Module}}{{.Path}}{{end}}", true, "./functions/...") {
+		pkg, mod, _ := strings.Cut(line, "\t")
+		module[pkg] = mod
+	}
+
+	for _, name := range folders {
+		t.Run(name, func(t *testing.T) {
+			linked, ok := deps[name]
+			if !ok {
+				t.Fatalf("go list did not list cads/functions/%s", name)
+			}
+			row, ok := functionDeps[name]
+			if !ok {
+				t.Fatalf("functions/%s has no row in functionDeps (shared/wire/deps_test.go): add\n\t%q: {\"<its wiring package under shared/wire>\", join(rbac, <the shared packages it serves>...)},\nIt links today (cads/shared/...): %s",
+					name, name, strings.Join(sharedOf(linked), " "))
+			}
+			allowed := map[string]bool{}
+			allowedMods := slices.Clone(runtimeModules)
+			own := "cads/shared/wire/" + row.Wire
+			for _, p := range join(common, append([]string{"wire/" + row.Wire}, row.Serves...)...) {
+				allowed["cads/shared/"+p] = true
+				if m, ok := moduleOf[p]; ok {
+					allowedMods = append(allowedMods, m)
+				}
+			}
+			if !slices.Contains(linked, own) {
+				t.Errorf("does not link its wiring package %s (the row's Wire): its main must call it", own)
+			}
+			badMods := map[string]string{} // module -> its first package linked
+			for _, p := range linked {
+				switch mod := module[p]; {
+				case mod == "": // the standard library
+				case mod == "cads":
+					if !allowed[p] {
+						t.Errorf("links %s, which it does not serve (its row allows, beyond common: wire/%s %s)", p, row.Wire, strings.Join(row.Serves, " "))
+					}
+				case !hasPrefix(mod, allowedMods) || hasPrefix(mod, localOnly):
+					if _, seen := badMods[mod]; !seen {
+						badMods[mod] = p
+					}
+				}
+			}
+			for _, mod := range slices.Sorted(maps.Keys(badMods)) {
+				if hasPrefix(mod, localOnly) {
+					t.Errorf("links module %s (package %s), which only the local platform and the tests may use", mod, badMods[mod])
+				} else {
+					t.Errorf("links module %s (package %s), which none of the shared packages it may link brings", mod, badMods[mod])
+				}
+			}
+		})
+	}
+}
+
+func sharedOf(pkgs []string) []string {
+	var out []string
+	for _, p := range pkgs {
+		if s, ok := strings.CutPrefix(p, "cads/shared/"); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func hasPrefix(s string, prefixes []string) bool {
+	return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(s, p) })
+}
+
+// goList runs `go list` as `make build` builds the functions.
+func goList(t *testing.T, root, format string, withDeps bool, pkgs ...string) []string {
+	t.Helper()
+	args := []string{"list", "-tags", "lambda.norpc", "-f", format}
+	if withDeps {
+		args = append(args, "-deps")
+	}
+	cmd := exec.Command("go", append(args, pkgs...)...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, stderr.String())
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		t.Fatal("not inside a module")
+	}
+	return filepath.Dir(mod)
+}

@@ -1,0 +1,26 @@
+// Package roleswire wires the roles function (functions/roles).
+package roleswire
+
+import (
+	"context"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/rbacadmin"
+	"cads/shared/wire"
+)
+
+// FromEnv reads the roles function's dependencies from the environment,
+// with the SQS client for wire.NotificationsQueue.
+func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx, wire.WithSQS) }
+
+// Handler is the roles function's handler: roles, invitations, groups,
+// group invitations and service users of an account, and the invitee's
+// side. Invitations are queued on wire.NotificationsQueue.
+func Handler(d wire.Deps) apigw.ProxyHandler {
+	var q rbacadmin.Queue
+	if url := d.QueueURL(wire.NotificationsQueue); url != "" {
+		q = rbacadmin.SQSQueue{Client: d.SQS, URL: url}
+	}
+	return apigw.Lambda(d.Log, rbacadmin.New(d.Store, access.New(d.Store, d.Log), q, d.Log))
+}

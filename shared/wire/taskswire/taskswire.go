@@ -1,0 +1,32 @@
+// Package taskswire wires the tasks function (functions/tasks) and the
+// task outbox the applications function and the task worker share.
+package taskswire
+
+import (
+	"context"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/tasks"
+	"cads/shared/wire"
+)
+
+// FromEnv reads the tasks function's dependencies from the environment,
+// with the SQS client for wire.TasksQueue.
+func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx, wire.WithSQS) }
+
+// Handler is the tasks function's handler: POST and GET /v2/tasks.
+func Handler(d wire.Deps) apigw.ProxyHandler {
+	return apigw.Lambda(d.Log, tasks.New(d.Store, access.New(d.Store, d.Log), Outbox(d), d.Log))
+}
+
+// Outbox writes tasks and sends them to wire.TasksQueue; without a queue
+// (a deployment or test that declares none) tasks wait in the outbox and
+// every submit logs why.
+func Outbox(d wire.Deps) *tasks.Outbox {
+	var send tasks.Sender = tasks.NoQueue{}
+	if url := d.QueueURL(wire.TasksQueue); url != "" {
+		send = tasks.SQSSender{Client: d.SQS, QueueURL: url}
+	}
+	return tasks.NewOutbox(d.Store, send, d.Log)
+}

@@ -1,0 +1,20 @@
+// Package userswire wires the users function (functions/users).
+package userswire
+
+import (
+	"context"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/identity"
+	"cads/shared/wire"
+)
+
+// FromEnv reads the users function's dependencies from the environment.
+func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx) }
+
+// Handler is the users function's handler: users, access keys and the
+// caller's own authorization.
+func Handler(d wire.Deps) apigw.ProxyHandler {
+	return apigw.Lambda(d.Log, identity.New(d.Store, access.New(d.Store, d.Log), d.Log))
+}
