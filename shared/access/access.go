@@ -42,6 +42,7 @@ type Service struct {
 	// most staleness: see Option WithStaleness and docs/rbac.md, "The
 	// authorizer's warm path". nil when staleness is 0.
 	warm      *lru.Cache[string, *loaded]
+	deciders  *lru.Cache[string, *deciderInputs]
 	staleness time.Duration
 }
 
@@ -73,7 +74,9 @@ func New(st Store, log *slog.Logger, opts ...Option) *Service {
 		o(s)
 	}
 	if s.staleness > 0 {
-		s.warm, _ = lru.New[string, *loaded](DefaultWarmEntries) // only fails for a size <= 0
+		// lru.New only fails for a size <= 0.
+		s.warm, _ = lru.New[string, *loaded](DefaultWarmEntries)
+		s.deciders, _ = lru.New[string, *deciderInputs](DefaultWarmEntries)
 	}
 	return s
 }

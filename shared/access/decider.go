@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"cads/shared/apigw"
 	"cads/shared/authz"
@@ -26,9 +27,32 @@ type Decider struct {
 	prepared map[string]*authz.Prepared // by target account, for Allows and AllowsFor
 }
 
+// deciderInputs is what a Decider decides with, as read for one principal
+// and key account; shared read-only by the Deciders made from it.
+type deciderInputs struct {
+	at        time.Time
+	ancestors []string
+	root      string
+	held      []*authz.CompiledRole
+}
+
 // Decider loads the principal's grants and its key account in parallel,
-// then the roles of every account it holds grants in.
+// then the roles of every account it holds grants in: two sequential
+// round trips. With the warm path on (WithStaleness), a container reuses
+// what it read for the same principal and key account for at most the
+// staleness bound, as the authorizer does: a collection or a second
+// decision then costs no round trip of its own.
 func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, error) {
+	now := s.now()
+	ck := p.ID + "/" + p.AccountID
+	if s.deciders != nil {
+		if in, ok := s.deciders.Get(ck); ok {
+			if age := now.Sub(in.at); age >= 0 && age < s.staleness {
+				return &Decider{p: p, ancestors: in.ancestors, root: in.root, held: in.held, sets: s.sets}, nil
+			}
+			s.deciders.Remove(ck)
+		}
+	}
 	var (
 		wg         sync.WaitGroup
 		grants     []store.Grant
@@ -56,12 +80,15 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 	if err != nil {
 		return nil, fmt.Errorf("decider: %w", err)
 	}
-	dd := &Decider{p: p, ancestors: acct.Ancestors, held: held, sets: s.sets}
+	in := &deciderInputs{at: now, ancestors: acct.Ancestors, held: held}
 	if acct.ID != "" {
 		// From the key account's own item, as the authorizer takes it.
-		dd.root = authz.RootOf(acct.ID, acct.Ancestors)
+		in.root = authz.RootOf(acct.ID, acct.Ancestors)
 	}
-	return dd, nil
+	if s.deciders != nil {
+		s.deciders.Add(ck, in)
+	}
+	return &Decider{p: p, ancestors: in.ancestors, root: in.root, held: in.held, sets: s.sets}, nil
 }
 
 // Decide decides a request made in the key's account.

@@ -90,6 +90,13 @@ const queueEnvPrefix = "QUEUE_URL_"
 // Option adds to what FromEnv builds.
 type Option func(ctx context.Context, d *Deps) error
 
+// WithAuthzStaleness sets Deps.AuthzStaleness: the functions that decide
+// with package access pass access.DefaultStaleness, so their warm
+// containers reuse what they read for a caller within that bound.
+func WithAuthzStaleness(bound time.Duration) Option {
+	return func(_ context.Context, d *Deps) error { d.AuthzStaleness = bound; return nil }
+}
+
 // WithSQS builds the SQS client for the queues named by QUEUE_URL_*
 // (AWS_ENDPOINT_URL_SQS points it at a local server). Only the functions
 // that send to queues pass it: the others then do not link the SQS client.

@@ -14,12 +14,14 @@ import (
 
 // FromEnv reads the address-sets function's dependencies from the
 // environment, with the SQS client for wire.MetricsQueue.
-func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx, wire.WithSQS) }
+func FromEnv(ctx context.Context) (wire.Deps, error) {
+	return wire.FromEnv(ctx, wire.WithSQS, wire.WithAuthzStaleness(access.DefaultStaleness))
+}
 
 // Handler is the address-sets function's handler: /v2/address-sets and
 // /v2/address-sets/{id}[/addresses]. Address-set events go to
 // wire.MetricsQueue.
 func Handler(d wire.Deps) apigw.ProxyHandler {
 	svc := addresssets.NewService(d.Store, metricswire.Sender(d), d.Log)
-	return apigw.Lambda(d.Log, addresssets.New(svc, d.Store, access.New(d.Store, d.Log), d.Log))
+	return apigw.Lambda(d.Log, addresssets.New(svc, d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log))
 }

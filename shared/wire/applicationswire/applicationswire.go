@@ -14,10 +14,12 @@ import (
 
 // FromEnv reads the applications function's dependencies from the
 // environment, with the SQS client for wire.TasksQueue.
-func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx, wire.WithSQS) }
+func FromEnv(ctx context.Context) (wire.Deps, error) {
+	return wire.FromEnv(ctx, wire.WithSQS, wire.WithAuthzStaleness(access.DefaultStaleness))
+}
 
 // Handler is the applications function's handler: applications, their
 // actions and page controls. Actions submit tasks through the task outbox.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, applications.New(d.Store, access.New(d.Store, d.Log), taskswire.Outbox(d), d.Log))
+	return apigw.Lambda(d.Log, applications.New(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), taskswire.Outbox(d), d.Log))
 }

@@ -12,9 +12,7 @@ import (
 // FromEnv reads the authorizer's dependencies from the environment. The
 // deployed authorizer decides on its warm path within access.DefaultStaleness.
 func FromEnv(ctx context.Context) (wire.Deps, error) {
-	d, err := wire.FromEnv(ctx)
-	d.AuthzStaleness = access.DefaultStaleness
-	return d, err
+	return wire.FromEnv(ctx, wire.WithAuthzStaleness(access.DefaultStaleness))
 }
 
 // Handler is the REQUEST authorizer's handler.

@@ -12,7 +12,9 @@ import (
 
 // FromEnv reads the roles function's dependencies from the environment,
 // with the SQS client for wire.NotificationsQueue.
-func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx, wire.WithSQS) }
+func FromEnv(ctx context.Context) (wire.Deps, error) {
+	return wire.FromEnv(ctx, wire.WithSQS, wire.WithAuthzStaleness(access.DefaultStaleness))
+}
 
 // Handler is the roles function's handler: roles, invitations, groups,
 // group invitations and service users of an account, and the invitee's
@@ -22,5 +24,5 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 	if url := d.QueueURL(wire.NotificationsQueue); url != "" {
 		q = rbacadmin.SQSQueue{Client: d.SQS, URL: url}
 	}
-	return apigw.Lambda(d.Log, rbacadmin.New(d.Store, access.New(d.Store, d.Log), q, d.Log))
+	return apigw.Lambda(d.Log, rbacadmin.New(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), q, d.Log))
 }

@@ -13,11 +13,13 @@ import (
 
 // FromEnv reads the tasks function's dependencies from the environment,
 // with the SQS client for wire.TasksQueue.
-func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx, wire.WithSQS) }
+func FromEnv(ctx context.Context) (wire.Deps, error) {
+	return wire.FromEnv(ctx, wire.WithSQS, wire.WithAuthzStaleness(access.DefaultStaleness))
+}
 
 // Handler is the tasks function's handler: POST and GET /v2/tasks.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, tasks.New(d.Store, access.New(d.Store, d.Log), Outbox(d), d.Log))
+	return apigw.Lambda(d.Log, tasks.New(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), Outbox(d), d.Log))
 }
 
 // Outbox writes tasks and sends them to wire.TasksQueue; without a queue

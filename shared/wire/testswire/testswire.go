@@ -15,7 +15,9 @@ import (
 
 // FromEnv reads the tests function's dependencies from the environment,
 // with the SQS client for wire.TestRunsQueue.
-func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx, wire.WithSQS) }
+func FromEnv(ctx context.Context) (wire.Deps, error) {
+	return wire.FromEnv(ctx, wire.WithSQS, wire.WithAuthzStaleness(access.DefaultStaleness))
+}
 
 // Handler is the tests function's handler: application test
 // configurations and starting their runs, which are queued on
@@ -25,7 +27,7 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 	if url := d.QueueURL(wire.TestRunsQueue); url != "" {
 		q = sqsQueue{client: d.SQS, url: url}
 	}
-	return apigw.Lambda(d.Log, apptests.New(d.Store, access.New(d.Store, d.Log), q, d.Log))
+	return apigw.Lambda(d.Log, apptests.New(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), q, d.Log))
 }
 
 // sqsQueue sends to one SQS queue.

@@ -11,10 +11,12 @@ import (
 )
 
 // FromEnv reads the users function's dependencies from the environment.
-func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx) }
+func FromEnv(ctx context.Context) (wire.Deps, error) {
+	return wire.FromEnv(ctx, wire.WithAuthzStaleness(access.DefaultStaleness))
+}
 
 // Handler is the users function's handler: users, access keys and the
 // caller's own authorization.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, identity.New(d.Store, access.New(d.Store, d.Log), d.Log))
+	return apigw.Lambda(d.Log, identity.New(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log))
 }
