@@ -135,7 +135,7 @@ func (s *Scheduler) run(ctx context.Context, log *slog.Logger, r Rule, at time.T
 	began := time.Now()
 	err := s.invoke(ctx, r, at)
 	attrs := []any{"function", r.Function, "rule", r.Name, "schedule", r.Expr.String(),
-		"scheduled_at", at.UTC().Format(time.RFC3339), "duration", time.Since(began).Round(time.Millisecond)}
+		"scheduled_at", at.UTC().Format(time.RFC3339), "duration", time.Since(began).Round(time.Millisecond).String()}
 	if err != nil {
 		log.Error("schedule ran", append(attrs, "error", err.Error())...)
 		return
