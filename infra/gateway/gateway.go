@@ -78,8 +78,21 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies (REQUEST_TOO_LARGE); default
 	// 10 MiB, API Gateway's limit.
 	MaxBodyBytes int
-	Logger       *slog.Logger // default slog.Default()
+	// FunctionTimeouts are the functions' Lambda Timeouts by
+	// Route.Function: the invocation's context deadline, and a function
+	// still running then has failed (502, through DEFAULT_5XX), as a Lambda
+	// timeout is a function error. Absent or 0: no deadline.
+	FunctionTimeouts map[string]time.Duration
+	// IntegrationTimeout is how long the gateway waits for a function
+	// before it answers INTEGRATION_TIMEOUT (504) while the function goes
+	// on running; default (and API Gateway's maximum) 29 s. Tests shorten it.
+	IntegrationTimeout time.Duration
+	Logger             *slog.Logger // default slog.Default()
 }
+
+// DefaultIntegrationTimeout is API Gateway's integration timeout for REST
+// APIs, the most a Lambda proxy integration may take.
+const DefaultIntegrationTimeout = 29 * time.Second
 
 // DefaultMaxBodyBytes is API Gateway's REST API payload limit.
 const DefaultMaxBodyBytes = 10 << 20
@@ -121,6 +134,10 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.IntegrationTimeout <= 0 {
+		cfg.IntegrationTimeout = DefaultIntegrationTimeout
+	}
+	cfg.FunctionTimeouts = maps.Clone(cfg.FunctionTimeouts)
 	// Own copies: the caller may reuse its maps.
 	cfg.Functions = maps.Clone(cfg.Functions)
 	cfg.Responses = maps.Clone(cfg.Responses)
@@ -383,7 +400,8 @@ func (g *Gateway) authorize(ctx context.Context, r *http.Request, x *exchange, r
 			APIID:        g.cfg.APIID,
 		},
 	}
-	failure := &gwError{kind: RespAuthorizerFailure, message: "Internal server error"}
+	// API Gateway answers a failed authorizer with {"message":null}.
+	failure := &gwError{kind: RespAuthorizerFailure, nullMessage: true}
 	var decoded events.APIGatewayCustomAuthorizerRequestTypeRequest
 	if err := jsonRoundTrip(req, &decoded); err != nil {
 		x.auth, x.errText = "error", "encoding authorizer event: "+err.Error()
@@ -516,11 +534,11 @@ func (g *Gateway) invoke(ctx context.Context, w http.ResponseWriter, r *http.Req
 		g.fail(w, x, internal)
 		return
 	}
-	lctx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{
-		AwsRequestID:       newUUID(),
-		InvokedFunctionArn: fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", g.cfg.Region, g.cfg.AccountID, rt.function),
-	})
-	resp, err := callFunction(lctx, rt.handler, decoded)
+	resp, err, timedOut := g.call(ctx, x, rt, decoded)
+	if timedOut {
+		g.fail(w, x, gwError{kind: RespIntegrationTimeout, message: "Endpoint request timed out"})
+		return
+	}
 	if err != nil {
 		x.errText = "function " + rt.function + ": " + err.Error()
 		g.fail(w, x, internal)
@@ -549,16 +567,20 @@ func (g *Gateway) invoke(ctx context.Context, w http.ResponseWriter, r *http.Req
 		return
 	}
 	respBody := []byte(out.Body)
-	if out.IsBase64Encoded {
+	// API Gateway turns a base64 body back into bytes only when the first
+	// media type of the request's Accept header is a binary media type; the
+	// response's own Content-Type does not count. Otherwise the client gets
+	// the base64 text.
+	if accept := firstAccept(r.Header.Get("Accept")); out.IsBase64Encoded && g.isBinary(accept) {
 		respBody, err = base64.StdEncoding.DecodeString(out.Body)
 		if err != nil {
-			x.errText = "malformed Lambda proxy response: isBase64Encoded body is not base64: " + err.Error()
-			g.fail(w, x, internal)
+			// API Gateway counts a failed decoding as a configuration error.
+			x.errText = "isBase64Encoded body is not base64: " + err.Error()
+			g.fail(w, x, gwError{kind: RespAPIConfigurationError, message: "Internal server error"})
 			return
 		}
-		if accept := firstAccept(r.Header.Get("Accept")); !g.isBinary(accept) {
-			x.notes = append(x.notes, fmt.Sprintf("base64 response decoded, but API Gateway would pass the base64 text through: the request's Accept %q matches no binaryMediaType", accept))
-		}
+	} else if out.IsBase64Encoded {
+		x.notes = append(x.notes, fmt.Sprintf("base64 response sent as text: the request's first Accept type %q matches no binaryMediaType", accept))
 	}
 	h := w.Header()
 	for k, v := range mergeHeaders(out.Headers, out.MultiValueHeaders) {
@@ -575,6 +597,74 @@ func (g *Gateway) invoke(ctx context.Context, w http.ResponseWriter, r *http.Req
 	x.status = out.StatusCode
 	w.WriteHeader(out.StatusCode)
 	_, _ = w.Write(respBody)
+}
+
+// call invokes the route's function as a Lambda proxy integration: with
+// the function's Timeout as its context deadline, and waiting at most the
+// integration timeout. timedOut means the gateway gave up first (504); a
+// function past its own Timeout has failed (err), as on Lambda. A function
+// still running when the gateway answers goes on in the background, as it
+// would on Lambda, and its end is logged.
+func (g *Gateway) call(ctx context.Context, x *exchange, rt *route, req events.APIGatewayProxyRequest) (resp events.APIGatewayProxyResponse, err error, timedOut bool) {
+	timeout := g.cfg.FunctionTimeouts[rt.function]
+	fctx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{
+		AwsRequestID:       newUUID(),
+		InvokedFunctionArn: fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", g.cfg.Region, g.cfg.AccountID, rt.function),
+	})
+	cancel := context.CancelFunc(func() {})
+	if timeout > 0 {
+		fctx, cancel = context.WithTimeout(fctx, timeout)
+	}
+	began := time.Now()
+	done := make(chan invocation, 1)
+	go func() {
+		defer cancel()
+		resp, err := callFunction(fctx, rt.handler, req)
+		if err == nil && errors.Is(fctx.Err(), context.DeadlineExceeded) {
+			// Lambda would have stopped it at its Timeout.
+			err = fmt.Errorf("Task timed out after %.2f seconds", timeout.Seconds())
+		}
+		done <- invocation{resp, err}
+	}()
+	gwTimer := time.NewTimer(g.cfg.IntegrationTimeout)
+	defer gwTimer.Stop()
+	// With a Timeout at or above the integration timeout the gateway gives
+	// up first: 504, never the function's own timeout.
+	var fnTimeout <-chan time.Time
+	if timeout > 0 && timeout < g.cfg.IntegrationTimeout {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		fnTimeout = t.C
+	}
+	select {
+	case r := <-done:
+		return r.resp, r.err, false
+	case <-fnTimeout:
+		g.logLate(x, rt, began, done)
+		return resp, fmt.Errorf("Task timed out after %.2f seconds", timeout.Seconds()), false
+	case <-gwTimer.C:
+		x.errText = fmt.Sprintf("integration timeout: function %s did not answer within %v; it goes on running", rt.function, g.cfg.IntegrationTimeout)
+		g.logLate(x, rt, began, done)
+		return resp, nil, true
+	}
+}
+
+// invocation is what a function returned.
+type invocation struct {
+	resp events.APIGatewayProxyResponse
+	err  error
+}
+
+// logLate logs the end of a function the gateway stopped waiting for.
+func (g *Gateway) logLate(x *exchange, rt *route, began time.Time, done <-chan invocation) {
+	go func() {
+		r := <-done
+		attrs := []any{"function", rt.function, "request_id", x.requestID, "ran", time.Since(began).Round(time.Millisecond)}
+		if r.err != nil {
+			attrs = append(attrs, "error", r.err.Error())
+		}
+		g.log.Warn("function finished after the gateway answered", attrs...)
+	}()
 }
 
 // mergeHeaders combines headers and multiValueHeaders like API Gateway: a
@@ -609,7 +699,9 @@ func firstAccept(accept string) string {
 
 // fail writes a gateway-made error response.
 func (g *Gateway) fail(w http.ResponseWriter, x *exchange, e gwError) {
-	if e.kind == RespAccessDenied && e.authorizer == nil {
+	// $context.authorizer.* is there in every gateway response once the
+	// authorizer has answered, not only in ACCESS_DENIED.
+	if e.authorizer == nil {
 		e.authorizer = x.authorizer
 	}
 	status, h, body, note := g.render(e, &x.tc)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -730,4 +731,234 @@ func TestLambdaPayloadLimitAndRawTemplateSubstitution(t *testing.T) {
 		t.Errorf("invalid JSON not noted in the log: %s", s.logs.String())
 	}
 	t.Log(s.logs.String())
+}
+
+// The gateway-response rules of API Gateway, driven through real requests:
+// a customised type keeps its own StatusCode; a type that is not customised
+// takes DEFAULT_4XX/DEFAULT_5XX's body and, when the DEFAULT sets one, its
+// StatusCode; $context values are inserted verbatim.
+func TestGatewayResponseRules(t *testing.T) {
+	const (
+		def4 = `{"status":400,"error":{"type":"bad_request","message":"$context.error.message"}}`
+		def5 = `{"status":500,"error":{"type":"internal","message":"$context.error.message|$context.error.messageString|$context.authorizer.principalId"}}`
+	)
+	ct := map[string]string{"Content-Type": "application/json"}
+	pinned := map[string]Response{ // the template's shape: the DEFAULTs pin their status
+		"DEFAULT_4XX":         {Status: 400, Headers: ct, Template: def4},
+		"DEFAULT_5XX":         {Status: 500, Headers: ct, Template: def5},
+		"UNAUTHORIZED":        {Status: 401, Headers: ct, Template: `{"status":401}`},
+		"ACCESS_DENIED":       {Status: 403, Headers: ct, Template: `{"status":403,"error":{"type":"forbidden","message":"$context.authorizer.message"}}`},
+		"INTEGRATION_TIMEOUT": {Status: 504, Headers: ct, Template: `{"status":504,"error":{"type":"internal","message":"timed out"}}`},
+	}
+	unpinned := map[string]Response{ // DEFAULTs without StatusCode: each type keeps its own
+		"DEFAULT_4XX": {Headers: ct, Template: def4},
+		"DEFAULT_5XX": {Headers: ct, Template: def5},
+	}
+	only4xx := map[string]Response{"DEFAULT_4XX": {Status: 400, Headers: ct, Template: def4}}
+
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	cfg := Config{
+		Routes: []Route{
+			{Method: "GET", Path: "/open", Function: "echo"},
+			{Method: "POST", Path: "/open", Function: "echo"},
+			{Method: "GET", Path: "/guarded", Function: "echo", Authorized: true},
+			{Method: "GET", Path: "/error", Function: "error", Authorized: true},
+			{Method: "GET", Path: "/slow", Function: "slow"},
+			{Method: "GET", Path: "/overrun", Function: "overrun"},
+		},
+		Functions: map[string]ProxyHandler{
+			"echo": echo,
+			"error": func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+				return events.APIGatewayProxyResponse{}, errors.New("boom")
+			},
+			"slow": func(ctx context.Context, _ events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+				<-release
+				return events.APIGatewayProxyResponse{StatusCode: 200}, nil
+			},
+			"overrun": func(ctx context.Context, _ events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+				<-ctx.Done() // its own Timeout ends it
+				return events.APIGatewayProxyResponse{StatusCode: 200}, nil
+			},
+		},
+		Authorizer: func(ctx context.Context, req events.APIGatewayCustomAuthorizerRequestTypeRequest) (events.APIGatewayCustomAuthorizerResponse, error) {
+			switch req.Headers["X-Mode"] {
+			case "unauthorized":
+				return events.APIGatewayCustomAuthorizerResponse{}, errors.New("Unauthorized")
+			case "fail":
+				return events.APIGatewayCustomAuthorizerResponse{}, errors.New("table missing")
+			case "deny":
+				return policy("u1", "Deny", "*", map[string]any{"message": `role "Reader" may not`}), nil
+			}
+			return policy("u1", "Allow", "*", nil), nil
+		},
+		FunctionTimeouts:   map[string]time.Duration{"overrun": 50 * time.Millisecond, "slow": time.Hour},
+		IntegrationTimeout: 200 * time.Millisecond,
+	}
+	cases := []struct {
+		name      string
+		responses map[string]Response
+		method    string
+		path      string
+		headers   []string
+		status    int
+		body      string // exact; "" = only check the status
+		validJSON bool
+	}{
+		{"no route, DEFAULT_4XX pins 400", pinned, "GET", "/nope", nil, 400,
+			`{"status":400,"error":{"type":"bad_request","message":"Missing Authentication Token"}}`, true},
+		{"no route, DEFAULT_4XX without status: the type's 403", unpinned, "GET", "/nope", nil, 403,
+			`{"status":400,"error":{"type":"bad_request","message":"Missing Authentication Token"}}`, true},
+		{"too large, DEFAULT_4XX pins 400", pinned, "POST", "/open", []string{"Content-Type", "text/plain", "X-Big", "1"}, 400,
+			`{"status":400,"error":{"type":"bad_request","message":"Request Too Long"}}`, true},
+		{"customised UNAUTHORIZED keeps 401", pinned, "GET", "/guarded", []string{"X-Mode", "unauthorized"}, 401, `{"status":401}`, true},
+		{"UNAUTHORIZED not customised: DEFAULT_4XX's 400", only4xx, "GET", "/guarded", []string{"X-Mode", "unauthorized"}, 400,
+			`{"status":400,"error":{"type":"bad_request","message":"Unauthorized"}}`, true},
+		{"ACCESS_DENIED: authorizer context verbatim, quotes break the JSON", pinned, "GET", "/guarded", []string{"X-Mode", "deny"}, 403,
+			`{"status":403,"error":{"type":"forbidden","message":"role "Reader" may not"}}`, false},
+		{"ACCESS_DENIED not customised: DEFAULT_4XX, AWS's message", only4xx, "GET", "/guarded", []string{"X-Mode", "deny"}, 400,
+			`{"status":400,"error":{"type":"bad_request","message":"User is not authorized to access this resource with an explicit deny"}}`, true},
+		{"authorizer failure: DEFAULT_5XX's 500, message null", pinned, "GET", "/guarded", []string{"X-Mode", "fail"}, 500,
+			`{"status":500,"error":{"type":"internal","message":"|null|"}}`, true},
+		{"function error: DEFAULT_5XX pins 500, authorizer context present", pinned, "GET", "/error", nil, 500,
+			`{"status":500,"error":{"type":"internal","message":"Internal server error|"Internal server error"|u1"}}`, false},
+		{"function error, DEFAULT_5XX without status: 502", unpinned, "GET", "/error", nil, 502, "", false},
+		{"function past its Timeout: a function error", pinned, "GET", "/overrun", nil, 500,
+			`{"status":500,"error":{"type":"internal","message":"Internal server error|"Internal server error"|"}}`, false},
+		{"past the integration timeout: customised INTEGRATION_TIMEOUT", pinned, "GET", "/slow", nil, 504,
+			`{"status":504,"error":{"type":"internal","message":"timed out"}}`, true},
+		{"INTEGRATION_TIMEOUT not customised, DEFAULT_5XX without status: its 504", unpinned, "GET", "/slow", nil, 504, "", false},
+		{"INTEGRATION_TIMEOUT not customised, DEFAULT_5XX pins 500", map[string]Response{"DEFAULT_5XX": pinned["DEFAULT_5XX"]}, "GET", "/slow", nil, 500,
+			`{"status":500,"error":{"type":"internal","message":"Endpoint request timed out|"Endpoint request timed out"|"}}`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cc := cfg
+			cc.Responses = c.responses
+			cc.MaxBodyBytes = 64
+			s := start(t, cc)
+			var body []byte
+			headers := c.headers
+			if len(headers) >= 4 && headers[2] == "X-Big" {
+				body, headers = bytes.Repeat([]byte("a"), 65), headers[:2]
+			}
+			r := s.do(t, c.method, c.path, body, headers...)
+			if r.status != c.status {
+				t.Errorf("status %d, want %d (body %s)", r.status, c.status, r.body)
+			}
+			if c.body != "" && string(r.body) != c.body {
+				t.Errorf("body\n %s\nwant\n %s", r.body, c.body)
+			}
+			if c.body != "" && json.Valid(r.body) != c.validJSON {
+				t.Errorf("valid JSON %v, want %v", !c.validJSON, c.validJSON)
+			}
+		})
+	}
+}
+
+// Past the integration timeout the gateway answers 504 while the function
+// runs on; the function's context carries its Lambda Timeout as deadline.
+func TestIntegrationTimeoutAndDeadline(t *testing.T) {
+	release := make(chan struct{})
+	deadlines := make(chan time.Duration, 2)
+	fn := func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+		if dl, ok := ctx.Deadline(); ok {
+			deadlines <- time.Until(dl)
+		} else {
+			deadlines <- -1
+		}
+		if req.Path == "/slow" {
+			<-release
+		}
+		return events.APIGatewayProxyResponse{StatusCode: 200, Body: "{}"}, nil
+	}
+	s := start(t, Config{
+		Routes:             []Route{{Method: "GET", Path: "/slow", Function: "f"}, {Method: "GET", Path: "/fast", Function: "f"}, {Method: "GET", Path: "/free", Function: "g"}},
+		Functions:          map[string]ProxyHandler{"f": fn, "g": fn},
+		FunctionTimeouts:   map[string]time.Duration{"f": 10 * time.Second},
+		IntegrationTimeout: 100 * time.Millisecond,
+		Responses:          map[string]Response{"INTEGRATION_TIMEOUT": {Status: 504, Template: `{"status":504,"error":{"type":"internal","message":"the service did not answer in time"}}`}},
+	})
+	if r := s.do(t, "GET", "/fast", nil); r.status != 200 {
+		t.Fatalf("fast: %d", r.status)
+	}
+	if d := <-deadlines; d <= 9*time.Second || d > 10*time.Second {
+		t.Errorf("deadline in %v, want the 10 s Timeout", d)
+	}
+	s.do(t, "GET", "/free", nil)
+	if d := <-deadlines; d != -1 {
+		t.Errorf("no Timeout configured, but a deadline in %v", d)
+	}
+
+	began := time.Now()
+	b := s.do(t, "GET", "/slow", nil).apiError(t, 504, "internal")
+	if b.Error.Message != "the service did not answer in time" || time.Since(began) > 5*time.Second {
+		t.Errorf("504 body %+v after %v", b, time.Since(began))
+	}
+	<-deadlines
+	if logs := s.logs.String(); !strings.Contains(logs, "integration timeout: function f did not answer within 100ms") || !strings.Contains(logs, "status=504") {
+		t.Errorf("504 not logged: %s", logs)
+	}
+	close(release) // the function ends after the gateway answered: logged
+	waitLog(t, s.logs, "function finished after the gateway answered")
+}
+
+func waitLog(t *testing.T, logs *syncBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("log lacks %q: %s", want, logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A base64 body becomes bytes only when the request's first Accept type is
+// a binary media type; otherwise the client gets the base64 text, whatever
+// the response's Content-Type.
+func TestBase64ResponsesFollowAccept(t *testing.T) {
+	payload := []byte{0x1f, 0x8b, 0x00, 0xff, 'g', 'z'}
+	encoded := base64.StdEncoding.EncodeToString(payload)
+	s := start(t, Config{
+		Routes: []Route{{Method: "GET", Path: "/file", Function: "f"}, {Method: "GET", Path: "/broken", Function: "f"}},
+		Functions: map[string]ProxyHandler{"f": func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+			body := encoded
+			if req.Path == "/broken" {
+				body = "not base64!"
+			}
+			return events.APIGatewayProxyResponse{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/gzip"}, Body: body, IsBase64Encoded: true}, nil
+		}},
+		BinaryMediaTypes: []string{"application/gzip", "image/*"},
+	})
+	cases := []struct {
+		accept string
+		binary bool
+	}{
+		{"application/gzip", true},
+		{"image/png", true},                         // wildcard binary type
+		{"application/gzip;q=0.9, text/html", true}, // parameters ignored
+		{"text/html, application/gzip", false},      // only the first type counts
+		{"*/*", false},                              // matches no listed type
+		{"", false},                                 // no Accept: text, though the Content-Type is binary
+	}
+	for _, c := range cases {
+		var h []string
+		if c.accept != "" {
+			h = []string{"Accept", c.accept}
+		}
+		r := s.do(t, "GET", "/file", nil, h...)
+		want := []byte(encoded)
+		if c.binary {
+			want = payload
+		}
+		if r.status != 200 || !bytes.Equal(r.body, want) {
+			t.Errorf("Accept %q: %d %q, want %q", c.accept, r.status, r.body, want)
+		}
+	}
+	// Bad base64 is only an error where it is decoded (API_CONFIGURATION_ERROR).
+	if r := s.do(t, "GET", "/broken", nil, "Accept", "text/html"); r.status != 200 || string(r.body) != "not base64!" {
+		t.Errorf("text passthrough: %d %s", r.status, r.body)
+	}
+	s.do(t, "GET", "/broken", nil, "Accept", "application/gzip").apiError(t, 500, "internal")
 }

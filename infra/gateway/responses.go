@@ -17,6 +17,8 @@ const (
 	RespMissingAuthToken      = "MISSING_AUTHENTICATION_TOKEN"
 	RespRequestTooLarge       = "REQUEST_TOO_LARGE"
 	RespBadRequestBody        = "BAD_REQUEST_BODY"
+	RespIntegrationTimeout    = "INTEGRATION_TIMEOUT"
+	RespAPIConfigurationError = "API_CONFIGURATION_ERROR"
 	RespDefault4XX            = "DEFAULT_4XX"
 	RespDefault5XX            = "DEFAULT_5XX"
 	respNone                  = "" // no specific type: only DEFAULT_4XX/5XX apply
@@ -90,6 +92,9 @@ type gwError struct {
 	kind    string // gateway response type, or respNone
 	status  int    // status when the response type does not set one
 	message string // $context.error.message; never internal details
+	// nullMessage: API Gateway has no message for this error
+	// ($context.error.messageString is null), as for authorizer failures.
+	nullMessage bool
 	// authorizer holds what $context.authorizer.<key> renders (ACCESS_DENIED).
 	authorizer map[string]any
 }
@@ -116,13 +121,21 @@ func builtinBody(status int, message string) []byte {
 }
 
 // render resolves the gateway response for e the way API Gateway does: the
-// type's own response, else DEFAULT_4XX/DEFAULT_5XX, else the built-in API
-// error body. It returns status, headers and body, and a note when the
-// rendered template is not valid JSON.
+// type's own response, else DEFAULT_4XX/DEFAULT_5XX by the type's default
+// status, else the built-in API error body. The status is the customised
+// type's StatusCode; for a type that is not customised, the DEFAULT's
+// StatusCode when it sets one (API Gateway documents that setting it
+// changes every other response of its class), else the type's own default.
+// Errors of no named type (a failed function's 502) are not customisable
+// and follow the DEFAULT rule too. It returns status, headers and body, and
+// a note when the rendered template is not valid JSON.
 func (g *Gateway) render(e gwError, tc *templateContext) (int, http.Header, []byte, string) {
 	status := e.status
 	if d, ok := defaultStatus[e.kind]; ok && status == 0 {
 		status = d
+	}
+	if status == 0 {
+		status = http.StatusInternalServerError
 	}
 	var resp *Response
 	if r, ok := g.cfg.Responses[e.kind]; ok && e.kind != respNone {
@@ -137,10 +150,10 @@ func (g *Gateway) render(e gwError, tc *templateContext) (int, http.Header, []by
 		}
 		if r, ok := g.cfg.Responses[def]; ok {
 			resp = &r
+			if r.Status != 0 {
+				status = r.Status
+			}
 		}
-	}
-	if status == 0 {
-		status = http.StatusInternalServerError
 	}
 	h := http.Header{}
 	if t, ok := amznErrorType[e.kind]; ok {
@@ -214,6 +227,9 @@ func lookupContextVar(name string, e gwError, tc *templateContext) (string, bool
 	case "error.message":
 		return e.message, true
 	case "error.messageString":
+		if e.nullMessage {
+			return "null", true
+		}
 		b, _ := json.Marshal(e.message)
 		return string(b), true
 	case "error.responseType":

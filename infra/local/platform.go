@@ -2,13 +2,15 @@
 // embedded DynamoDB server (or the one AWS_ENDPOINT_URL_DYNAMODB names), an
 // embedded SQS server (or AWS_ENDPOINT_URL_SQS), the table and queues
 // declared by template.yaml, the bootstrap, a local API Gateway serving the
-// template's routes through the REQUEST authorizer, and an SQS event source
-// per SQS event of the template. Every function runs in-process with the
-// same constructor as its Lambda main.
+// template's routes through the REQUEST authorizer, an SQS event source
+// per SQS event and a scheduled rule per Schedule event of the template.
+// Every function runs in-process with the same constructor as its Lambda
+// main.
 package local
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +33,7 @@ import (
 	"cads/infra/gateway"
 	"cads/infra/localaws"
 	"cads/infra/sam"
+	"cads/infra/schedule"
 	"cads/infra/sqssource"
 	"cads/shared/access"
 	"cads/shared/bootstrap"
@@ -55,6 +58,15 @@ type Options struct {
 	// access.DefaultStaleness, as deployed; negative turns the cache off
 	// (tests that assert a change on the very next request).
 	AuthzStaleness time.Duration
+	// IntegrationTimeout is the gateway's wait for a function before it
+	// answers 504; default API Gateway's 29 s. Tests shorten it.
+	IntegrationTimeout time.Duration
+	// Clock drives the Schedule events; default the wall clock. Tests pass
+	// a schedule.ManualClock and move it by hand.
+	Clock schedule.Clock
+	// WrapAPI, when set, wraps every API function's handler (tests make
+	// one slow, say). It gets the function's logical id.
+	WrapAPI func(function string, h gateway.ProxyHandler) gateway.ProxyHandler
 }
 
 // Platform is a running local platform.
@@ -68,11 +80,11 @@ type Platform struct {
 	// Edge is the stand-in edge application test runs send to.
 	Edge *Edge
 
-	// Stopped in this order by Close: the API, the event sources, then the
-	// servers they use.
-	stopAPI, stopSources func(context.Context) error
-	stopServers          []func(context.Context) error
-	wg                   sync.WaitGroup
+	// Stopped in this order by Close: the API, the event sources, the
+	// scheduler, then the servers they use.
+	stopAPI, stopSources, stopSchedules func(context.Context) error
+	stopServers                         []func(context.Context) error
+	wg                                  sync.WaitGroup
 }
 
 // Start brings the platform up and returns once it serves.
@@ -196,7 +208,7 @@ func (p *Platform) start(ctx context.Context, o Options) error {
 		return err
 	}
 
-	cfg, err := gatewayConfig(tpl, p.Deps, log)
+	cfg, err := gatewayConfig(tpl, p.Deps, log, o)
 	if err != nil {
 		return err
 	}
@@ -205,6 +217,9 @@ func (p *Platform) start(ctx context.Context, o Options) error {
 		return fmt.Errorf("local API gateway: %w", err)
 	}
 	if err := p.startSources(ctx, tpl, log); err != nil {
+		return err
+	}
+	if err := p.startSchedules(ctx, tpl, log, o.Clock); err != nil {
 		return err
 	}
 	return p.serve(o.APIAddr, gw, log)
@@ -255,7 +270,7 @@ func (p *Platform) runBootstrap(ctx context.Context, o Options) error {
 
 // gatewayConfig turns the template's API into the local gateway's config.
 // Every function runs as itself (see as).
-func gatewayConfig(t *sam.Template, d wire.Deps, log *slog.Logger) (gateway.Config, error) {
+func gatewayConfig(t *sam.Template, d wire.Deps, log *slog.Logger, o Options) (gateway.Config, error) {
 	if len(t.Apis) != 1 {
 		return gateway.Config{}, fmt.Errorf("template.yaml must declare exactly one Api, found %d", len(t.Apis))
 	}
@@ -271,6 +286,10 @@ func gatewayConfig(t *sam.Template, d wire.Deps, log *slog.Logger) (gateway.Conf
 		AccountID:        localaws.AccountID,
 		Region:           localaws.Region,
 		Logger:           log,
+		// Each function's Timeout (Globals merged) is its deadline, as on
+		// Lambda; the gateway stops waiting at the integration timeout.
+		FunctionTimeouts:   map[string]time.Duration{},
+		IntegrationTimeout: o.IntegrationTimeout,
 	}
 	for typ, r := range api.GatewayResponses {
 		tmpl := r.Templates["application/json"]
@@ -302,9 +321,13 @@ func gatewayConfig(t *sam.Template, d wire.Deps, log *slog.Logger) (gateway.Conf
 		}
 		if _, done := cfg.Functions[r.Function]; !done {
 			h, id := c.API(d), r.Function
+			if o.WrapAPI != nil {
+				h = o.WrapAPI(id, h)
+			}
 			cfg.Functions[r.Function] = func(ctx context.Context, req events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 				return as(ctx, id, func(ctx context.Context) (events.APIGatewayProxyResponse, error) { return h(ctx, req) })
 			}
+			cfg.FunctionTimeouts[id] = time.Duration(fn.Timeout) * time.Second
 		}
 		cfg.Routes = append(cfg.Routes, gateway.Route{Method: r.Method, Path: r.Path, Function: r.Function, Authorized: r.Authorizer != ""})
 	}
@@ -336,7 +359,14 @@ func (p *Platform) startSources(ctx context.Context, t *sam.Template, log *slog.
 				return fmt.Errorf("function %s: queue %s was not created", id, ev.SQS.Queue)
 			}
 			h := c.Queue(p.Deps)
-			src := &sqssource.Source{Client: p.SQS, QueueURL: q.URL, QueueARN: q.ARN, BatchSize: ev.SQS.BatchSize,
+			// Lambda polls with several pollers; MaximumConcurrency caps
+			// them. Locally at least two, so concurrent and duplicate
+			// deliveries happen in every run.
+			pollers := ev.SQS.MaximumConcurrency
+			if pollers == 0 {
+				pollers = sqssource.DefaultPollers
+			}
+			src := &sqssource.Source{Client: p.SQS, QueueURL: q.URL, QueueARN: q.ARN, BatchSize: ev.SQS.BatchSize, Pollers: pollers,
 				MaxBatchingWindow: time.Duration(ev.SQS.MaximumBatchingWindowInSeconds) * time.Second,
 				WaitTime:          time.Second, ReportBatchItemFailures: ev.SQS.ReportsBatchItemFailures(),
 				Timeout: time.Duration(fn.Timeout) * time.Second, Handler: func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
@@ -352,6 +382,71 @@ func (p *Platform) startSources(ctx context.Context, t *sam.Template, log *slog.
 		}
 	}
 	return nil
+}
+
+// startSchedules arms an EventBridge-like rule for every enabled Schedule
+// event. An expression the local scheduler cannot run fails the start:
+// a sweep that silently never runs is worse than no start.
+func (p *Platform) startSchedules(ctx context.Context, t *sam.Template, log *slog.Logger, clock schedule.Clock) error {
+	var rules []schedule.Rule
+	for _, id := range sortedIDs(t.Functions) {
+		fn := t.Functions[id]
+		for _, ev := range fn.Events {
+			sc := ev.Schedule
+			if sc == nil {
+				continue
+			}
+			expr, err := schedule.Parse(sc.Schedule)
+			if err != nil {
+				return fmt.Errorf("function %s event %s: %w", id, ev.Name, err)
+			}
+			name := sc.Name
+			if name == "" {
+				name = "cads-local-" + id + ev.Name // SAM: <stack>-<function><event>-<suffix>
+			}
+			if !sc.Enabled {
+				log.Info("schedule disabled in the template", "function", id, "rule", name, "schedule", sc.Schedule)
+				continue
+			}
+			c, ok := Functions[fn.CodeURI]
+			if !ok || c.Queue == nil {
+				return fmt.Errorf("function %s (%s) has a Schedule event but no local constructor that takes events", id, fn.CodeURI)
+			}
+			h := c.Queue(p.Deps)
+			rules = append(rules, schedule.Rule{
+				Function:    id,
+				FunctionARN: fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", localaws.Region, localaws.AccountID, id),
+				Name:        name,
+				ARN:         fmt.Sprintf("arn:aws:events:%s:%s:rule/%s", localaws.Region, localaws.AccountID, name),
+				Expr:        expr,
+				Input:       []byte(sc.Input),
+				Timeout:     time.Duration(fn.Timeout) * time.Second,
+				// The runtime decodes the payload into the handler's event
+				// type: a scheduled event reaches an SQS handler as an
+				// SQSEvent without records.
+				Invoke: func(ctx context.Context, payload []byte) error {
+					var ev events.SQSEvent
+					if err := json.Unmarshal(payload, &ev); err != nil {
+						return fmt.Errorf("decode the event into events.SQSEvent: %w", err)
+					}
+					_, err := as(ctx, id, func(ctx context.Context) (events.SQSEventResponse, error) { return h(ctx, ev) })
+					return err
+				},
+			})
+		}
+	}
+	s := &schedule.Scheduler{Clock: clock, AccountID: localaws.AccountID, Region: localaws.Region, Logger: log}
+	p.stopSchedules = s.Start(ctx, rules)
+	return nil
+}
+
+func sortedIDs[V any](m map[string]V) []string {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 func (p *Platform) serve(addr string, h http.Handler, log *slog.Logger) error {
@@ -374,9 +469,9 @@ func (p *Platform) serve(addr string, h http.Handler, log *slog.Logger) error {
 
 // Close stops everything: the API first (in-flight requests finish), then
 // the event sources (a batch in progress finishes and deletes its
-// messages), then the servers.
+// messages), the scheduler (runs in progress finish), then the servers.
 func (p *Platform) Close(ctx context.Context) error {
-	stops := []func(context.Context) error{p.stopAPI, p.stopSources}
+	stops := []func(context.Context) error{p.stopAPI, p.stopSources, p.stopSchedules}
 	for i := len(p.stopServers) - 1; i >= 0; i-- {
 		stops = append(stops, p.stopServers[i])
 	}
@@ -389,6 +484,6 @@ func (p *Platform) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	p.stopAPI, p.stopSources, p.stopServers = nil, nil, nil
+	p.stopAPI, p.stopSources, p.stopSchedules, p.stopServers = nil, nil, nil, nil
 	return errors.Join(errs...)
 }

@@ -38,6 +38,17 @@ type rawSQSEvent struct {
 	BatchSize                      flexInt
 	MaximumBatchingWindowInSeconds flexInt
 	FunctionResponseTypes          []string
+	ScalingConfig                  struct {
+		MaximumConcurrency flexInt
+	}
+}
+
+type rawScheduleEvent struct {
+	Schedule string
+	Name     string
+	Input    string
+	Enabled  *flexBool
+	State    string // DISABLED turns the rule off like Enabled: false
 }
 
 func decodeFunction(id string, props map[string]any) (Function, error) {
@@ -93,7 +104,18 @@ func decodeFunction(id string, props map[string]any) (Function, error) {
 				BatchSize:                      s.BatchSize.or(10),
 				MaximumBatchingWindowInSeconds: s.MaximumBatchingWindowInSeconds.or(0),
 				FunctionResponseTypes:          s.FunctionResponseTypes,
+				MaximumConcurrency:             s.ScalingConfig.MaximumConcurrency.or(0),
 			}
+		case "Schedule":
+			var s rawScheduleEvent
+			if err := json.Unmarshal(re.Properties, &s); err != nil {
+				return f, fmt.Errorf("event %s: %w", name, err)
+			}
+			enabled := s.Enabled == nil || bool(*s.Enabled)
+			if strings.EqualFold(s.State, "DISABLED") {
+				enabled = false
+			}
+			ev.Schedule = &ScheduleEvent{Schedule: strings.TrimSpace(s.Schedule), Name: s.Name, Input: s.Input, Enabled: enabled}
 		}
 		f.Events = append(f.Events, ev)
 	}

@@ -71,13 +71,27 @@ type Function struct {
 	BuildMethod   string  // Metadata.BuildMethod, what sam build runs
 }
 
-// Event is one entry of a function's Events. Type is "Api" or "SQS" with the
-// matching pointer set; other types are kept with both pointers nil.
+// Event is one entry of a function's Events. Type is "Api", "SQS" or
+// "Schedule" with the matching pointer set; other types are kept with every
+// pointer nil.
 type Event struct {
-	Name string
-	Type string
-	Api  *ApiEvent
-	SQS  *SQSEvent
+	Name     string
+	Type     string
+	Api      *ApiEvent
+	SQS      *SQSEvent
+	Schedule *ScheduleEvent
+}
+
+// ScheduleEvent is a Schedule event: an EventBridge rule invoking the
+// function at a rate(...) or cron(...) expression. The expression is kept
+// as written; the local platform parses it.
+type ScheduleEvent struct {
+	Schedule string
+	Name     string // the rule's name; "" lets CloudFormation name it
+	// Input replaces the scheduled event as the function's payload when set
+	// (raw JSON, as the template's string holds it).
+	Input   string
+	Enabled bool // false: the rule exists but never fires
 }
 
 // ApiEvent is an Api event source.
@@ -94,6 +108,9 @@ type SQSEvent struct {
 	BatchSize                      int    // Lambda's default 10 when absent
 	MaximumBatchingWindowInSeconds int
 	FunctionResponseTypes          []string
+	// MaximumConcurrency is ScalingConfig.MaximumConcurrency: the most
+	// batches Lambda handles at once for this source; 0 = not set.
+	MaximumConcurrency int
 }
 
 // ReportsBatchItemFailures tells whether the handler's partial-batch

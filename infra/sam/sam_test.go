@@ -218,6 +218,24 @@ Resources:
       Events:
         W: {Type: SQS, Properties: {Queue: !GetAtt Q.Arn, BatchSize: 100}}
 `, "needs MaximumBatchingWindowInSeconds"},
+		{"schedule that is neither rate nor cron", `
+Resources:
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties:
+      Events:
+        S: {Type: Schedule, Properties: {Schedule: every minute}}
+`, `Schedule "every minute": want rate(...) or cron(...)`},
+		{"concurrency below Lambda's minimum", `
+Resources:
+  Q:
+    Type: AWS::SQS::Queue
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties:
+      Events:
+        W: {Type: SQS, Properties: {Queue: !GetAtt Q.Arn, ScalingConfig: {MaximumConcurrency: 1}}}
+`, "ScalingConfig.MaximumConcurrency 1 outside 2..1000"},
 		{"unknown gateway response", base(`      GatewayResponses:
         NOT_A_TYPE: {StatusCode: 400}
 `), `"NOT_A_TYPE" is not an API Gateway response type`},
@@ -230,6 +248,33 @@ Resources:
 			}
 		})
 	}
+}
+
+func TestScheduleAndScalingEvents(t *testing.T) {
+	tp, err := Parse([]byte(`
+Resources:
+  Q:
+    Type: AWS::SQS::Queue
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties:
+      Events:
+        Sweep: {Type: Schedule, Properties: {Schedule: rate(5 minutes), Name: sweeper}}
+        Off: {Type: Schedule, Properties: {Schedule: "cron(0 12 * * ? *)", Enabled: false, Input: '{"k":1}'}}
+        Disabled: {Type: Schedule, Properties: {Schedule: rate(1 hour), State: DISABLED}}
+        W: {Type: SQS, Properties: {Queue: !GetAtt Q.Arn, ScalingConfig: {MaximumConcurrency: 5}}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := map[string]Event{}
+	for _, ev := range tp.Functions["Fn"].Events {
+		evs[ev.Name] = ev
+	}
+	eq(t, "Sweep", *evs["Sweep"].Schedule, ScheduleEvent{Schedule: "rate(5 minutes)", Name: "sweeper", Enabled: true})
+	eq(t, "Off", *evs["Off"].Schedule, ScheduleEvent{Schedule: "cron(0 12 * * ? *)", Input: `{"k":1}`, Enabled: false})
+	eq(t, "Disabled", evs["Disabled"].Schedule.Enabled, false)
+	eq(t, "MaximumConcurrency", evs["W"].SQS.MaximumConcurrency, 5)
 }
 
 // The project's real template must load, and what the local platform
@@ -284,6 +329,19 @@ func TestRealTemplate(t *testing.T) {
 			if ev.SQS != nil && ev.SQS.Queue == "" {
 				t.Errorf("%s.%s: empty queue", id, ev.Name)
 			}
+		}
+	}
+
+	// The two sweeps run every minute (the local platform runs them too).
+	for _, id := range []string{"TaskWorkerFunction", "AggregatorFunction"} {
+		n := 0
+		for _, ev := range tp.Functions[id].Events {
+			if ev.Schedule != nil && ev.Schedule.Enabled && ev.Schedule.Schedule != "" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: %d enabled Schedule events, want 1", id, n)
 		}
 	}
 

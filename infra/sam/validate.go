@@ -1,6 +1,7 @@
 package sam
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -120,6 +121,17 @@ func (t *Template) validateFunction(f Function, add func(string, ...any)) {
 				if rt != "ReportBatchItemFailures" {
 					add("%s: FunctionResponseTypes %q: only ReportBatchItemFailures exists", where, rt)
 				}
+			}
+			if s.MaximumConcurrency != 0 && (s.MaximumConcurrency < 2 || s.MaximumConcurrency > 1000) {
+				add("%s: ScalingConfig.MaximumConcurrency %d outside 2..1000", where, s.MaximumConcurrency)
+			}
+		case ev.Schedule != nil:
+			sc := ev.Schedule
+			if !strings.HasPrefix(sc.Schedule, "rate(") && !strings.HasPrefix(sc.Schedule, "cron(") {
+				add("%s: Schedule %q: want rate(...) or cron(...)", where, sc.Schedule)
+			}
+			if sc.Input != "" && !json.Valid([]byte(sc.Input)) {
+				add("%s: Input is not valid JSON", where)
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -28,8 +29,15 @@ import (
 // Handler is a Lambda handler for SQS events.
 type Handler func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error)
 
-// Source polls one queue for one handler. Batches are handled one at a
-// time (Lambda runs several pollers; one keeps local runs deterministic).
+// DefaultPollers is how many batches a Source handles at once when
+// Pollers is 0. Lambda polls a queue with several pollers, so one function
+// sees concurrent batches, and a message whose visibility ends while its
+// first delivery is still running is handed out again; two pollers make
+// every local run and test exercise that.
+const DefaultPollers = 2
+
+// Source polls one queue for one handler with Pollers concurrent pollers,
+// each receiving and handling one batch at a time.
 type Source struct {
 	Client   *sqs.Client
 	QueueURL string
@@ -51,6 +59,9 @@ type Source struct {
 	// Timeout is the function timeout: the handler's context deadline, and
 	// a handler returning after it counts as failed. 0 = no deadline.
 	Timeout time.Duration
+	// Pollers is how many batches are handled at once (the event source's
+	// ScalingConfig.MaximumConcurrency); 0 means DefaultPollers.
+	Pollers int
 
 	Handler Handler
 	Logger  *slog.Logger // default slog.Default()
@@ -72,8 +83,33 @@ func (s *Source) Run(ctx context.Context) error {
 	if batchSize < 0 || batchSize > 10000 || (batchSize > 10 && s.MaxBatchingWindow <= 0) {
 		return fmt.Errorf("sqssource: BatchSize %d: want 1..10, or up to 10000 with MaxBatchingWindow", s.BatchSize)
 	}
-	log := s.logger().With("queue", s.queueName())
+	pollers := s.Pollers
+	if pollers == 0 {
+		pollers = DefaultPollers
+	}
+	if pollers < 1 {
+		return fmt.Errorf("sqssource: Pollers %d: want at least 1", s.Pollers)
+	}
+	// The first poller to find the queue missing ends them all.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for i := 1; i <= pollers; i++ {
+		wg.Go(func() {
+			if err := s.poll(ctx, s.logger().With("queue", s.queueName(), "poller", i), batchSize); err != nil {
+				cancel(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
 
+// poll is one poller: receive a batch, handle it, repeat until ctx ends.
+func (s *Source) poll(ctx context.Context, log *slog.Logger, batchSize int) error {
 	backoff := time.Duration(0)
 	for {
 		if ctx.Err() != nil {

@@ -57,6 +57,24 @@ func TestMain(m *testing.M) {
 	}())
 }
 
+// logBuf is a log sink the pollers write to while the test reads it.
+type logBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // recorder is a handler whose behaviour per call is scripted and which
 // remembers every record it saw.
 type recorder struct {
@@ -247,15 +265,18 @@ func TestPartialFailureRedeliversOnlyFailedUntilDLQ(t *testing.T) {
 
 func TestHandlerErrorAndPanicRedeliverAll(t *testing.T) {
 	t.Parallel()
-	rec := &recorder{script: func(call int, _ events.SQSEvent) (events.SQSEventResponse, error) {
-		switch call {
+	// By delivery, not by call: two pollers may split the batch, and each
+	// part must go through the panic, the error and the success.
+	rec := &recorder{}
+	rec.script = func(_ int, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		switch rec.deliveries(ev.Records[0].Body) {
 		case 1:
 			panic("boom")
 		case 2:
 			return events.SQSEventResponse{}, errors.New("downstream unavailable")
 		}
 		return events.SQSEventResponse{}, nil
-	}}
+	}
 	send(t, "Failing", "x", "y")
 	s := source("Failing", rec.handle)
 	s.BatchSize = 2
@@ -269,12 +290,13 @@ func TestHandlerErrorAndPanicRedeliverAll(t *testing.T) {
 
 func TestUnknownItemIdentifierFailsWholeBatch(t *testing.T) {
 	t.Parallel()
-	rec := &recorder{script: func(call int, _ events.SQSEvent) (events.SQSEventResponse, error) {
-		if call == 1 {
+	rec := &recorder{}
+	rec.script = func(_ int, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		if rec.deliveries(ev.Records[0].Body) == 1 {
 			return events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{{ItemIdentifier: "not-a-message-id"}}}, nil
 		}
 		return events.SQSEventResponse{}, nil
-	}}
+	}
 	send(t, "Unknown", "p", "q")
 	s := source("Unknown", rec.handle)
 	s.BatchSize = 2
@@ -304,6 +326,9 @@ func TestBatchingWindowGathersMoreThanTen(t *testing.T) {
 	})
 	s.BatchSize = 15
 	s.MaxBatchingWindow = time.Second
+	// One poller: a second one would take part of the 15 into its own
+	// batch, as on AWS.
+	s.Pollers = 1
 	run(t, s)
 	waitFor(t, "a batch", 3*time.Second, func() bool {
 		mu.Lock()
@@ -369,6 +394,73 @@ func TestCleanShutdownFinishesBatch(t *testing.T) {
 	}
 }
 
+// Two pollers handle two batches at the same time: each handler waits
+// for the other to be in flight.
+func TestPollersHandleBatchesConcurrently(t *testing.T) {
+	t.Parallel()
+	var inFlight sync.WaitGroup
+	inFlight.Add(2)
+	both := make(chan struct{})
+	go func() { inFlight.Wait(); close(both) }()
+	logs := &logBuf{}
+	s := source("Concurrent", func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		inFlight.Done()
+		select {
+		case <-both:
+			return events.SQSEventResponse{}, nil
+		case <-time.After(5 * time.Second):
+			return events.SQSEventResponse{}, errors.New("the other batch never ran alongside this one")
+		}
+	})
+	s.BatchSize = 1
+	s.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	send(t, "Concurrent", "c1", "c2")
+	stop := run(t, s)
+	select {
+	case <-both:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the two batches were not handled concurrently")
+	}
+	waitFor(t, "deletion", 2*time.Second, func() bool { return messagesIn(t, "Concurrent") == "0" })
+	stop()
+	for _, want := range []string{"poller=1", "poller=2", `msg="sqs batch processed"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, logs.String())
+		}
+	}
+}
+
+// A message whose visibility timeout ends while its first delivery is
+// still being handled is delivered again, to the other poller, at the same
+// time: handlers must tolerate concurrent duplicates, and this makes them
+// meet one locally.
+func TestConcurrentDuplicateDelivery(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	second := make(chan struct{})
+	var once sync.Once
+	rec.script = func(_ int, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		if rec.deliveries("dup") >= 2 {
+			once.Do(func() { close(second) })
+			return events.SQSEventResponse{}, nil
+		}
+		select { // the first delivery outlasts the 1 s visibility timeout
+		case <-second:
+			return events.SQSEventResponse{}, nil
+		case <-time.After(5 * time.Second):
+			return events.SQSEventResponse{}, errors.New("no second delivery while the first was in flight")
+		}
+	}
+	send(t, "Duplicate", "dup")
+	stop := run(t, source("Duplicate", rec.handle))
+	select {
+	case <-second:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the message was not redelivered while its first delivery ran")
+	}
+	stop()
+}
+
 func TestRunRefusesBadSetup(t *testing.T) {
 	t.Parallel()
 	h := func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
@@ -379,6 +471,9 @@ func TestRunRefusesBadSetup(t *testing.T) {
 	}
 	if err := (&Source{Client: client, QueueURL: queues["Big"].URL, Handler: h, BatchSize: 50}).Run(t.Context()); err == nil {
 		t.Error("BatchSize 50 without window: want an error")
+	}
+	if err := (&Source{Client: client, QueueURL: queues["Big"].URL, Handler: h, Pollers: -1}).Run(t.Context()); err == nil {
+		t.Error("Pollers -1: want an error")
 	}
 	missing := strings.TrimSuffix(queues["Big"].URL, "Big") + "NoSuchQueue"
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)

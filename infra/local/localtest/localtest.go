@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"cads/infra/local"
+	"cads/infra/schedule"
 	"cads/infra/testenv"
 )
 
@@ -36,7 +38,9 @@ func (l *Logs) String() string {
 
 // Start starts the platform with every log line, debug and up, going to
 // the returned Logs, which the test's output shows if it fails. opts
-// adjust the options before the start (a round-trip counter, say).
+// adjust the options before the start (a round-trip counter, say). The
+// schedules' clock is a schedule.ManualClock that nothing moves: a test
+// that runs schedules sets its own.
 func Start(t testing.TB, opts ...func(*local.Options)) (*local.Platform, *Logs) {
 	t.Helper()
 	logs := &Logs{}
@@ -49,6 +53,10 @@ func Start(t testing.TB, opts ...func(*local.Options)) (*local.Platform, *Logs) 
 		// warm path's bound is tested with a clock in shared/access (and by
 		// tests that set it back on).
 		AuthzStaleness: -1,
+		// Schedules run only when the test moves this clock: a sweep
+		// firing a minute into a long test would change the table and
+		// the round-trip counts the test is measuring.
+		Clock: schedule.NewManualClock(time.Now()),
 	}
 	for _, opt := range opts {
 		opt(&o)
