@@ -486,14 +486,6 @@ func keyUseOnly(before, after snapItem) bool {
 	return false
 }
 
-// housekeeping reports the platform's own schedule items, which every
-// tenant's writes move by design and which hold no tenant's data: the
-// address-expiry sweep's next run (any set's write or the sweep itself
-// moves it).
-func housekeeping(it snapItem) bool {
-	return it.plain["entity"] == "address_sweep"
-}
-
 // foreignChanges compares two snapshots: an item added, removed or changed
 // is the attackers' own when its tokens (before or after) name one of own
 // (their accounts and identities, closed over the items so attributed:
@@ -510,7 +502,7 @@ func foreignChanges(before, after snapshot, own, foreign map[string]bool) []stri
 		switch {
 		case !ok:
 			changes = append(changes, change{k, "removed: " + b.canon, b.tokens})
-		case a.canon != b.canon && !keyUseOnly(b, a) && !housekeeping(b):
+		case a.canon != b.canon && !keyUseOnly(b, a):
 			toks := map[string]bool{}
 			for x := range a.tokens {
 				toks[x] = true
