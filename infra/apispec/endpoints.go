@@ -1,8 +1,9 @@
-// Package apispec lists every endpoint of the API: those of spec section 4
-// and those the project adds (DECISIONS.md section 2, the policy simulator).
+// Package apispec lists every endpoint of the API: those of the product's
+// published API and those the project adds (users, keys, self-service and
+// the policy simulator: docs/api.md#identity-and-authentication).
 // The template test checks template.yaml against it; the bypass corpus and
 // the docs read it too. Paths use API Gateway's rule of one parameter name
-// per level (docs/local-platform.md), so they differ from the spec's
+// per level (docs/local-platform.md), so they differ from the published
 // documentation names (`{app_id}` is `{id}` here).
 package apispec
 
@@ -10,28 +11,28 @@ package apispec
 type Endpoint struct {
 	Method string
 	Path   string
-	// Issue is the work item that delivers it; Spec says whether spec
-	// section 4 names it (false: a project addition).
+	// Issue is the work item that delivers it; Spec says whether the
+	// product's published API has it (false: a project addition).
 	Issue int
 	Spec  bool
 }
 
 // Endpoints is the whole API.
 var Endpoints = []Endpoint{
-	// 4.1 accounts
+	// accounts
 	{"GET", "/v2/accounts", 4, true},
 	{"POST", "/v2/accounts", 4, true},
 	{"GET", "/v2/accounts/{id}", 4, true},
 	{"PATCH", "/v2/accounts/{id}", 4, true},
 	{"DELETE", "/v2/accounts/{id}", 4, true},
 	{"GET", "/v2/accounts/{id}/billing", 4, true},
-	// 4.2 entitlements
+	// entitlements
 	{"GET", "/v2/accounts/{id}/entitlements", 4, true},
 	{"POST", "/v2/accounts/{id}/entitlements", 4, true},
 	{"GET", "/v2/accounts/{id}/entitlements/{entitlement_id}", 4, true},
 	{"PATCH", "/v2/accounts/{id}/entitlements/{entitlement_id}", 4, true},
 	{"DELETE", "/v2/accounts/{id}/entitlements/{entitlement_id}", 4, true},
-	// 4.3 roles, invitations, groups, group invitations
+	// roles, invitations, groups, group invitations
 	{"GET", "/v2/accounts/{id}/roles", 5, true},
 	{"POST", "/v2/accounts/{id}/roles", 5, true},
 	{"GET", "/v2/accounts/{id}/roles/{role_id}", 5, true},
@@ -52,13 +53,13 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/accounts/{id}/group-invitations/{invitation_id}", 5, true},
 	{"PATCH", "/v2/accounts/{id}/group-invitations/{invitation_id}", 5, true},
 	{"DELETE", "/v2/accounts/{id}/group-invitations/{invitation_id}", 5, true},
-	// 4.4 service users
+	// service users
 	{"GET", "/v2/accounts/{id}/service-users", 5, true},
 	{"POST", "/v2/accounts/{id}/service-users", 5, true},
 	{"GET", "/v2/accounts/{id}/service-users/{service_user_id}", 5, true},
 	{"PATCH", "/v2/accounts/{id}/service-users/{service_user_id}", 5, true},
 	{"DELETE", "/v2/accounts/{id}/service-users/{service_user_id}", 5, true},
-	// 4.5 address sets
+	// address sets
 	{"GET", "/v2/address-sets", 7, true},
 	{"POST", "/v2/address-sets", 7, true},
 	{"GET", "/v2/address-sets/{id}", 7, true},
@@ -67,14 +68,14 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/address-sets/{id}/addresses", 7, true},
 	{"GET", "/v2/address-sets/{id}/metrics", 7, true},
 	{"GET", "/v2/address-sets/metrics", 7, true},
-	// 4.6 application tests
+	// application tests
 	{"GET", "/v2/tests", 9, true},
 	{"POST", "/v2/tests", 9, true},
 	{"GET", "/v2/tests/{id}", 9, true},
 	{"PUT", "/v2/tests/{id}", 9, true},
 	{"PATCH", "/v2/tests/{id}", 9, true},
 	{"DELETE", "/v2/tests/{id}", 9, true},
-	// 4.7 applications
+	// applications
 	{"GET", "/v2/applications", 6, true},
 	{"POST", "/v2/applications", 6, true},
 	{"GET", "/v2/applications/{id}", 6, true},
@@ -93,12 +94,12 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/applications/{id}/logs", 8, true},
 	{"POST", "/v2/applications/{id}/logs", 8, true},
 	{"GET", "/v2/applications/{id}/metrics", 7, true},
-	// 4.8 endpoints referenced by access control
+	// endpoints the access-control rules name
 	{"POST", "/v2/tasks", 6, true},
 	{"GET", "/v2/tasks", 6, false},
 	{"GET", "/v2/tasks/{id}", 6, false},
 	{"GET", "/v2/users/self/authorization", 3, true},
-	// DECISIONS.md section 2: identities, keys, self-service
+	// identities, keys, self-service (docs/api.md#identity-and-authentication)
 	{"POST", "/v2/users/self/authorization", 3, false},
 	{"GET", "/v2/users", 3, false},
 	{"POST", "/v2/users", 3, false},

@@ -72,7 +72,8 @@ func TestBinaryMediaTypes(t *testing.T) {
 	for _, m := range api.BinaryMediaTypes {
 		have[m] = true
 	}
-	// multipart uploads and the archive types of spec 4.6.
+	// multipart uploads and the archive types of application tests
+	// (docs/api.md#application-tests).
 	for _, m := range []string{"multipart/form-data", "application/x-tar", "application/zip", "application/x-tar+gzip", "application/x-tar+x-bzip2", "application/x-bzip2", "application/x-gzip"} {
 		if !have[m] {
 			t.Errorf("BinaryMediaTypes lacks %s", m)

@@ -59,7 +59,7 @@ var amznErrorType = map[string]string{
 }
 
 // errorTypes maps a status to the API's snake_case error type
-// (DECISIONS.md section 1) for the built-in body.
+// (docs/api.md#errors) for the built-in body.
 func errorType(status int) string {
 	switch status {
 	case 400:
@@ -99,7 +99,7 @@ type gwError struct {
 	authorizer map[string]any
 }
 
-// errorBody is the API's error body (DECISIONS.md section 1).
+// errorBody is the API's error body (docs/api.md#errors).
 type errorBody struct {
 	Status int `json:"status"`
 	Error  struct {

@@ -3,7 +3,8 @@
 // queues in them, and builds SDK clients pointed at them.
 //
 // Neither server persists anything: state lives in memory until the process
-// exits. See /work/shared/notes/local-aws.md for what each one supports.
+// exits. docs/local-platform.md says what each one supports and which of
+// their quirks the code works around.
 package localaws
 
 import (

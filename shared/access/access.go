@@ -279,7 +279,7 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, n
 // heldRoles returns the compiled roles the grants name, directly or through
 // a group membership, read from the accounts of the grants that are among
 // `relevant` (the target and its ancestors): roles elsewhere can never apply
-// (spec 5.2.7), so they are not even read. A group lists roles of its own
+// (docs/api.md#applicable-roles), so they are not even read. A group lists roles of its own
 // account, and roles and groups share the account's partition, so one
 // Query per account resolves both (the authorizer's second round trip).
 // A group's roles are read at every decision: a role added to or removed

@@ -135,7 +135,7 @@ func (d *Decider) DecideFor(method, path string, target store.Account) authz.Dec
 // account target (the /v2/accounts/{id} cases), as the engine selects them
 // for the decision: the same scope rules, the same held roles. It is for
 // rules that depend on which role applies, not only on what it permits
-// (spec 4.3: only account owners may invite). A request the engine refuses
+// (only account owners may invite: docs/api.md#who-may-invite). A request the engine refuses
 // before looking at roles (bad path, no account, out of scope) has none.
 func (d *Decider) ApplicableFor(method, path string, target store.Account) []authz.Role {
 	if authz.CheckPath(path) != nil || d.p.AccountID == "" {
@@ -156,7 +156,7 @@ func (d *Decider) ApplicableFor(method, path string, target store.Account) []aut
 }
 
 // CanSwitch decides whether the principal may authenticate into account
-// (spec 5.1): GET /v2/accounts/{id} decided as if authenticated there,
+// (docs/api.md#switching-accounts): GET /v2/accounts/{id} decided as if authenticated there,
 // whatever account (or none) the current key is in.
 func (d *Decider) CanSwitch(account store.Account) authz.Decision {
 	return authz.CanSwitch(d.held, account.ID, account.Ancestors)

@@ -220,7 +220,7 @@ func TestAuthorizeRefusesBadKeys(t *testing.T) {
 }
 
 // A role's change applies to the holder's next request, and roles of
-// accounts outside the request's hierarchy never apply (spec 5.2.7).
+// accounts outside the request's hierarchy never apply (docs/api.md#applicable-roles).
 func TestDecisionsFollowStoredRoles(t *testing.T) {
 	d := testenv.NewDynamo(t)
 	st := store.New(d.Client, d.Table)

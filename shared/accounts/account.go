@@ -78,7 +78,7 @@ const MaxListedAccounts = 1000
 const childQueriesInFlight = 16
 
 // listAccounts returns every account the caller may view: those for which
-// GET /v2/accounts/{id} would be allowed (spec 5.4.3, decided as if
+// GET /v2/accounts/{id} would be allowed (docs/api.md#collection-reads, decided as if
 // authenticated into each, like the authorizer does).
 func (h *handler) listAccounts(r *http.Request, p apigw.Principal) (int, any, error) {
 	page, err := apigw.ParsePage(r.URL.Query(), "name", "keyword", "created")
@@ -216,8 +216,8 @@ type logRetentionIn struct {
 }
 
 // createAccount makes a sub-account of the account the caller is
-// authenticated into (spec 2.2, 5.6.4), with its three control roles in
-// the same transaction and nobody invited to them (spec 5.6.5). The
+// authenticated into (docs/api.md#sub-accounts), with its three control
+// roles in the same transaction and nobody invited to them. The
 // authorizer has required the permit for POST /v2/accounts, which only the
 // entitlement administrator role gives.
 func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, error) {
@@ -360,7 +360,7 @@ func logRetention(in []logRetentionIn) ([]store.LogRetention, error) {
 
 // owner resolves an owner href to a user id. The owner is who the account
 // belongs to, for people; it grants nothing (access comes only from
-// accepted invitations, spec 5.4.1).
+// accepted invitations, docs/api.md#invitations).
 func (h *handler) owner(ctx context.Context, href string) (string, error) {
 	id, ok := strings.CutPrefix(href, "/v2/users/")
 	if !ok || !ids.Valid(id) {

@@ -64,7 +64,7 @@ func TestCreateAccount(t *testing.T) {
 	if !strings.HasPrefix(r.Raw, want) {
 		t.Fatalf("body\n%s\nwant prefix\n%s", r.Raw, want)
 	}
-	// Spec 5.6.1 and 5.6.5: three control roles, nobody invited to them.
+	// docs/api.md#sub-accounts: three control roles, nobody invited to them.
 	roles, err := e.st.RolesOf(ctx, []string{id})
 	if err != nil || len(roles) != 3 {
 		t.Fatalf("roles of the new account: %+v %v", roles, err)

@@ -1,10 +1,10 @@
 // Package accounts serves the accounts function: the account tree
-// (/v2/accounts, spec 4.1 and 5.6), the entitlements of each account
-// (/v2/accounts/{id}/entitlements, spec 4.2) and its billing
+// (/v2/accounts, docs/api.md#accounts), the entitlements of each account
+// (/v2/accounts/{id}/entitlements) and its billing
 // (/v2/accounts/{id}/billing). Its handlers are plain net/http, run as a
 // Lambda through apigw.Lambda and called in-process by the local platform
 // and the tests. The authorizer has already decided every request; this
-// package makes only the second decisions of spec 5.4.3 (which members of a
+// package makes only the second decisions of docs/api.md#collection-reads (which members of a
 // collection the caller may see), with the same engine.
 package accounts
 

@@ -12,8 +12,8 @@ import (
 // BillingRecord is one calendar month (UTC) of an account's billing: the
 // month's invoice and the payments dated in it. GET .../billing returns the
 // account's months newest first, from the month it was created to the
-// current one (spec 4.1: an array of billing records holding invoices and
-// payments).
+// current one (docs/api.md#billing: an array of billing records holding
+// invoices and payments).
 type BillingRecord struct {
 	Period   string    `json:"period"` // YYYY-MM
 	Invoices []Invoice `json:"invoices"`

@@ -82,7 +82,7 @@ func (r reply) ids() []string {
 	return out
 }
 
-// Spec 5.6 through the whole platform (gateway, authorizer, functions):
+// Sub-accounts (docs/api.md#sub-accounts) through the whole platform (gateway, authorizer, functions):
 // access to a sub-account comes only from a role defined in it (while
 // authenticated into it) or an inheritable role of an ancestor; revoking
 // those grants removes the access; deleting an account revokes its keys.
@@ -147,7 +147,7 @@ func TestSubAccountAccessEndToEnd(t *testing.T) {
 	c.expect(403, "POST", "/v2/accounts", annA1, map[string]any{"name": "Mine"})
 	c.expect(403, "POST", "/v2/accounts/"+a1+"/entitlements", annA1, map[string]any{"resource": "applications", "quantity": 100})
 	c.expect(403, "DELETE", "/v2/accounts/"+a1, annA1, nil)
-	// Owning a1 gives nothing in a2 (spec 5.6.6-7), nor in root.
+	// Owning a1 gives nothing in a2 (docs/api.md#applicable-roles), nor in root.
 	for _, path := range []string{"/v2/accounts/" + a2, "/v2/accounts/" + a2 + "/entitlements", "/v2/accounts/" + a2 + "/billing", "/v2/accounts/" + root} {
 		c.expect(403, "GET", path, annA1, nil)
 	}
@@ -156,7 +156,7 @@ func TestSubAccountAccessEndToEnd(t *testing.T) {
 		t.Fatalf("ann (owner of a1) lists %v", got)
 	}
 
-	// A role defined in a2 (spec 5.6.7): ann may switch into a2 and act
+	// A role defined in a2: ann may switch into a2 and act
 	// there, but a2's own role does not apply while authenticated in a1.
 	grant(ownA2)
 	c.expect(200, "GET", "/v2/accounts/"+a2, annA1, nil)
@@ -166,7 +166,7 @@ func TestSubAccountAccessEndToEnd(t *testing.T) {
 	if got := c.expect(200, "GET", "/v2/accounts", annA2, nil).ids(); !slices.Equal(got, sorted(a1, a2)) {
 		t.Fatalf("ann (owner of a1 and a2) lists %v", got)
 	}
-	// Revoking it removes the access at once (spec 5.6.8).
+	// Revoking it removes the access at once (docs/api.md#revoking-access).
 	revoke(ownA2)
 	c.expect(403, "GET", "/v2/accounts/"+a2+"/billing", annA2, nil)
 	c.expect(403, "GET", "/v2/accounts/"+a2, annA1, nil)
@@ -174,7 +174,7 @@ func TestSubAccountAccessEndToEnd(t *testing.T) {
 		t.Fatalf("after revoking a2's role ann lists %v", got)
 	}
 
-	// An inheritable role of the parent (spec 5.6.6): it reaches a2 (also
+	// An inheritable role of the parent (docs/api.md#inheritable-roles): it reaches a2 (also
 	// its sub-resources, decided in a2's sub-account scope), not a1.
 	support := store.Role{AccountID: a1, ID: "support", Name: "Support", Inheritable: true, Version: 1, Permissions: []authz.Permission{
 		{Method: "GET", Effect: "permit", Spec: []string{"/v2/accounts/*", "/v2/accounts/*/**"}}}}

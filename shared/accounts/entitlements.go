@@ -14,7 +14,7 @@ import (
 	"cads/shared/store"
 )
 
-// Entitlement is the wire shape of an entitlement (spec 4.2): a quantity
+// Entitlement is the wire shape of an entitlement (docs/api.md#entitlements): a quantity
 // of one resource kind allocated to the account, charged unit_price x
 // quantity per period while active (from started, until expiry if set).
 // plan_id and started are the reference document's fields.
@@ -105,7 +105,7 @@ func (h *handler) listEntitlements(r *http.Request, p apigw.Principal) (int, any
 	now := h.st.Now()
 	out := make([]Entitlement, 0, len(es))
 	for _, e := range es {
-		// Spec 5.4.3: only the members the caller may GET.
+		// Only the members the caller may GET (docs/api.md#collection-reads).
 		if d.AllowsFor(http.MethodGet, entitlementHref(id, e.ID), acct.Account) {
 			out = append(out, entitlementOut(e, now))
 		}

@@ -112,7 +112,7 @@ func TestEntitlements(t *testing.T) {
 	}
 }
 
-// Collections show only the members the caller may GET (spec 5.4.3): a
+// Collections show only the members the caller may GET (docs/api.md#collection-reads): a
 // Reader whose role denies one entitlement does not see it listed.
 func TestEntitlementListIsFiltered(t *testing.T) {
 	e := newEnv(t)

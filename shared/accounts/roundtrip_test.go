@@ -60,7 +60,7 @@ func TestRoundTrips(t *testing.T) {
 	}
 }
 
-// Spec 5.6.4 and section 8: creating, reading and authorizing in an
+// Hierarchies have no depth limit (docs/api.md#sub-accounts): creating, reading and authorizing in an
 // account at depth 1000 costs the same DynamoDB round trips as at depth 1.
 func TestDepth1000CostsWhatDepth1Costs(t *testing.T) {
 	type cost struct{ seq, total int }

@@ -13,8 +13,8 @@ import (
 	"cads/shared/store"
 )
 
-// Deciders makes second decisions with the authorizer's engine (spec
-// 5.4.3: a listing shows only what the caller may GET).
+// Deciders makes second decisions with the authorizer's engine (a listing
+// shows only what the caller may GET: docs/api.md#collection-reads).
 type Deciders interface {
 	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
 }
@@ -157,7 +157,7 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	// Spec 4.5: a merge patch (also under its own name) or a JSON Patch,
+	// A merge patch (also under its own name) or a JSON Patch (docs/api.md#patch-bodies),
 	// checked before the set is read, so a malformed patch is a 400
 	// whether or not the set exists.
 	body, err := patch.Read(r, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch)

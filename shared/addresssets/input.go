@@ -45,7 +45,7 @@ type desired struct {
 }
 
 // validate checks a set body as a whole. The same address twice is one
-// entry with the later expiry (a re-add extends, spec 4.5), so a JSON Patch
+// entry with the later expiry (a re-add extends, docs/api.md#address-sets), so a JSON Patch
 // "add" of an existing address behaves like a POST of it would.
 func validate(in setIn) (spec, error) {
 	var s spec

@@ -1,4 +1,4 @@
-// Package addresssets serves the address sets of spec 4.5: sets of IPv4
+// Package addresssets serves the address sets (docs/api.md#address-sets): sets of IPv4
 // and IPv6 addresses and CIDR blocks (manual, dynamic, or combined from
 // other sets), entries that expire, transitive inclusion, and the metrics
 // events every change of an entry produces. Sets belong to the account the

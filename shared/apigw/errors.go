@@ -11,7 +11,7 @@ import (
 )
 
 // Error is an API error: it renders as
-// {"status": N, "error": {"type": "...", "message": "..."}} (DECISIONS.md 1).
+// {"status": N, "error": {"type": "...", "message": "..."}} (docs/api.md#errors).
 type Error struct {
 	Status  int
 	Type    string

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Page is the collection window of DECISIONS.md section 1: `start` is
+// Page is the collection window of docs/api.md#collections: `start` is
 // 1-based (default 1), `limit` defaults to 100, `order` is a comma list of
 // field names with an optional -/+ prefix.
 type Page struct {

@@ -66,7 +66,7 @@ func (h *handler) listApps(r *http.Request, p apigw.Principal) (int, any, error)
 	now := h.st.Now()
 	out := make([]Application, 0, len(apps))
 	for _, a := range apps {
-		// Spec 5.4.3: only what the caller may GET.
+		// Only what the caller may GET (docs/api.md#collection-reads).
 		if !d.Allows(http.MethodGet, tasks.AppHref(a.ID)) {
 			continue
 		}
@@ -101,7 +101,7 @@ func (h *handler) createApp(r *http.Request, p apigw.Principal) (int, any, error
 	if err != nil {
 		return 0, nil, err
 	}
-	// Entitlements (spec 4.2) cap how many applications an account has.
+	// Entitlements (docs/api.md#entitlements) cap how many applications an account has.
 	q, err := h.st.CheckAllowance(r.Context(), p.AccountID, store.ResourceApplications)
 	if err != nil {
 		return 0, nil, store.NotFound(err, "no account %q", p.AccountID)
@@ -203,7 +203,7 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	// Spec 4.7: a merge patch (application/json) or a JSON Patch.
+	// A merge patch (application/json) or a JSON Patch (docs/api.md#patch-bodies).
 	body, err := patch.ReadWith(r, appconfig.PatchPEMText, patch.MediaJSON, patch.MediaJSONPatch)
 	if err != nil {
 		return 0, nil, err

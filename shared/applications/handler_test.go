@@ -222,7 +222,7 @@ func TestCreateAndReadApplications(t *testing.T) {
 	}
 }
 
-// Spec 5.4.3: the collection holds only what the caller may GET.
+// The collection holds only what the caller may GET (docs/api.md#collection-reads).
 func TestListShowsOnlyWhatTheCallerMayGet(t *testing.T) {
 	a := newAPI(t)
 	first := a.create(`{"name":"b","aliases":["b.example.com"]}`).Body["id"].(string)

@@ -18,7 +18,7 @@ import (
 	"cads/shared/apigw"
 )
 
-// Media types of a test configuration (spec 4.6).
+// Media types of a test configuration (docs/api.md#application-tests).
 const (
 	TypeJSON     = "application/json"
 	TypeTar      = "application/x-tar"

@@ -1,4 +1,4 @@
-// Package apptests serves the application tests of spec 4.6: test
+// Package apptests serves the application tests (docs/api.md#application-tests): test
 // configurations uploaded as archives (tar, zip, gzip, bzip2) or JSON,
 // checked for what they claim to be, stored as uploaded and returned byte
 // for byte or converted to tar.bz2; and test runs, queued to a runner that
@@ -138,7 +138,7 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err := errors.Join(lErr, decErr); err != nil {
 		return 0, nil, err
 	}
-	// Spec 5.4.3: a collection shows only the members the caller may GET.
+	// A collection shows only the members the caller may GET (docs/api.md#collection-reads).
 	outs := make([]ApplicationTest, 0, len(tests))
 	for _, t := range tests {
 		if dec.Allows(http.MethodGet, testHref(t.ID)) {

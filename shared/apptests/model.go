@@ -11,7 +11,7 @@ import (
 	"cads/shared/store"
 )
 
-// ApplicationTest is the wire shape of a test (spec 4.6, DECISIONS.md 4).
+// ApplicationTest is the wire shape of a test (docs/api.md#application-tests).
 type ApplicationTest struct {
 	ID            string         `json:"id"`
 	Href          string         `json:"href"`

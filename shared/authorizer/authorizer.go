@@ -74,7 +74,7 @@ func New(az Authorizer, log *slog.Logger) Handler {
 
 // credential returns the one secret the request carries: the Bearer
 // Authorization header or the authorization query parameter, never both,
-// never a repeated one (DECISIONS.md section 2).
+// never a repeated one (docs/api.md#credentials).
 func credential(req events.APIGatewayCustomAuthorizerRequestTypeRequest) (string, bool) {
 	var headers []string
 	if len(req.MultiValueHeaders) > 0 {

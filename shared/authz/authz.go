@@ -1,5 +1,6 @@
 // Package authz is the RBAC decision engine of the API: the one
-// implementation of spec sections 5.2-5.6 and DECISIONS.md sections 2-3.
+// implementation of the rules of docs/api.md#access-control (the model and
+// the engine are explained in docs/rbac.md).
 //
 // It is pure: no I/O, no AWS, no global mutable state. The Lambda authorizer
 // and every function that needs a second decision call the same code, so the
@@ -16,13 +17,13 @@
 // as its own segment ("/v2/applications/**") or glued to the last one
 // ("/v2/applications**"). Every other character is literal. Patterns are
 // compiled with github.com/gobwas/glob using '/' as the separator
-// (notes/matching.md). Glued "*" and "**" in the middle are refused: besides
-// being outside the spec's wording, gobwas matches them by backtracking,
+// (TestGobwasAgreesWithSpec checks it against the rule). Glued "*" and "**"
+// in the middle are refused: besides being outside the rule's wording, gobwas matches them by backtracking,
 // which is exponential in the number of glued stars and would let one role
 // slow every decision of its account.
 package authz
 
-// Permission is one entry of a role's permissions (spec 2.3). It is the wire
+// Permission is one entry of a role's permissions (docs/api.md#permission-patterns). It is the wire
 // shape: ValidatePermissions checks and normalises it.
 type Permission struct {
 	Method string   `json:"method"` // GET POST PATCH PUT DELETE
@@ -30,13 +31,13 @@ type Permission struct {
 	Effect string   `json:"effect"` // "permit" | "deny"
 }
 
-// Effects of a permission (spec 2.3).
+// Effects of a permission (docs/api.md#permission-patterns).
 const (
 	EffectPermit = "permit"
 	EffectDeny   = "deny"
 )
 
-// Methods is the closed list of methods a permission may name (spec 2.3),
+// Methods is the closed list of methods a permission may name,
 // in the order used by error messages.
 func Methods() []string { return []string{"GET", "POST", "PATCH", "PUT", "DELETE"} }
 
@@ -64,7 +65,7 @@ const numMethods = 5
 // Role is a role as stored: the fields the decision needs.
 type Role struct {
 	ID, AccountID, Name string
-	// Inheritable (DECISIONS 3): false = the role applies in its own account
+	// Inheritable (docs/api.md#inheritable-roles): false = the role applies in its own account
 	// only; true = it applies ONLY in the sub-accounts (any depth) of its
 	// account, never in the account itself.
 	Inheritable bool

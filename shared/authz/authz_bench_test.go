@@ -161,7 +161,7 @@ func BenchmarkCompose(b *testing.B) {
 }
 
 // BenchmarkNaiveScan is the plain linear scan over gobwas patterns that the
-// index replaces (notes/matching.md: ~4 ns per permission).
+// index replaces (about 4 ns per permission).
 func BenchmarkNaiveScan(b *testing.B) {
 	for _, n := range []int{1, 10, 50} {
 		compiled := benchRoles(b, n)

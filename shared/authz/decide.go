@@ -130,7 +130,7 @@ func plural(n int, noun string) string {
 	return strconv.Itoa(n) + " " + noun + "s"
 }
 
-// Decide applies spec 5.2 / DECISIONS 3 to roles that already apply (see
+// Decide applies docs/api.md#decision to roles that already apply (see
 // Applicable): a role grants when one of its permit permissions matches the
 // method and path and none of ITS deny permissions matches; the request is
 // allowed when at least one role grants. A deny is local to its role: a

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Spec 5.3, plus the edges DECISIONS 3 and NormalizePattern define.
+// The wildcards of docs/api.md#permission-patterns, plus the edges NormalizePattern defines.
 func TestWildcardTable(t *testing.T) {
 	cases := []struct {
 		pattern, path string

@@ -105,7 +105,7 @@ func evaluateGlobal(in Input) Decision {
 }
 
 // CanSwitch decides whether the holder of held may switch into account
-// (POST /v2/users/self/authorization, DECISIONS 2 and spec 5.1): it needs
+// (POST /v2/users/self/authorization, docs/api.md#switching-accounts): it needs
 // GET /v2/accounts/{account} decided as if authenticated into account. It
 // does not depend on the key's current account, so a key authenticated into
 // no account can switch. ancestors are account's, root first.

@@ -13,7 +13,7 @@ const MaxPathLen = 1024
 
 // PathError says why a request path is not in canonical form. It maps to a
 // 400 response: no spelling of a path other than the canonical one is decided
-// (DECISIONS 3, "decided as received").
+// (docs/api.md#canonical-paths, "decided as received").
 type PathError struct {
 	Path   string // the path as received
 	Index  int    // byte offset of the problem in Path, -1 when not about one place

@@ -144,7 +144,7 @@ func normalize(p string) (string, *PatternError) {
 // normalises every spec. It returns a normalised deep copy (the input is not
 // modified), or the first error, as a *FieldError or a *PatternError whose
 // Field names the entry, e.g. "permissions[2].spec[0]". A role may hold no
-// permissions at all (spec 2.3: any number).
+// permissions at all (docs/api.md#permission-patterns).
 func ValidatePermissions(ps []Permission) ([]Permission, error) {
 	out := make([]Permission, len(ps))
 	for i, p := range ps {

@@ -13,9 +13,9 @@ import (
 func TestNormalizePattern(t *testing.T) {
 	ok := []struct{ in, want string }{
 		{"/v2/applications/*", "/v2/applications/*"},
-		{"/applications/*", "/v2/applications/*"}, // missing /v2 prefix added (DECISIONS 3)
+		{"/applications/*", "/v2/applications/*"}, // missing /v2 prefix added (docs/api.md#permission-patterns)
 		{"/accounts/a1", "/v2/accounts/a1"},
-		{"/v2/applications**", "/v2/applications**"}, // glued ** (spec 5.3)
+		{"/v2/applications**", "/v2/applications**"}, // glued ** (docs/api.md#permission-patterns)
 		{"/applications**", "/v2/applications**"},
 		{"/v2/applications/**", "/v2/applications/**"},
 		{"/v2/**", "/v2/**"},
@@ -94,7 +94,7 @@ func TestNormalizePattern(t *testing.T) {
 
 // The reference document writes patterns as
 // ^(?:/v2)?(?:/(?:(?:[a-z0-9]|[a-z][-_][a-z])+|\*\*?)){1,}$; clients written
-// for it must keep working, except that "**" is "the rest" here (DECISIONS 3)
+// for it must keep working, except that "**" is "the rest" here (docs/api.md#permission-patterns)
 // and so must end the pattern.
 func TestReferenceDocumentPatternsAccepted(t *testing.T) {
 	for _, p := range []string{"/applications/*", "/v2/address-sets/**", "/accounts/xyz", "/v2/clusters/cabc", "/v2/load-tests/*/run", "/a_b/c-d", "/**", "/*"} {
@@ -153,7 +153,7 @@ func TestValidatePermissions(t *testing.T) {
 	}
 }
 
-// specMatch is a direct reading of spec 5.3 / DECISIONS 3 for normalised
+// specMatch is a direct reading of docs/api.md#permission-patterns for normalised
 // patterns: "*" is one whole non-empty segment, a final "**" is any rest.
 // It is the oracle gobwas is checked against.
 func specMatch(pattern, path string) bool {
@@ -178,7 +178,7 @@ func specMatch(pattern, path string) bool {
 	return rest || path == ""
 }
 
-// TestGobwasAgreesWithSpec re-checks notes/matching.md for the grammar
+// TestGobwasAgreesWithSpec checks that gobwas agrees with that rule for the grammar
 // NormalizePattern accepts, on canonical paths.
 func TestGobwasAgreesWithSpec(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
@@ -191,7 +191,7 @@ func TestGobwasAgreesWithSpec(t *testing.T) {
 		for j := 0; j < 10; j++ {
 			path := randPath(rng)
 			if g.Match(path) != specMatch(p, path) {
-				t.Fatalf("gobwas %q vs %q: %v, spec reading %v", p, path, g.Match(path), specMatch(p, path))
+				t.Fatalf("gobwas %q vs %q: %v, rule's reading %v", p, path, g.Match(path), specMatch(p, path))
 			}
 		}
 	}

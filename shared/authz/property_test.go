@@ -77,7 +77,7 @@ func randRequest(rng *rand.Rand) (method, path string) {
 
 // naive is the reference: a plain linear scan, in role order, of every
 // pattern of every permission, each compiled with gobwas, no index, no
-// shortcuts. It is spec 5.2 read literally.
+// shortcuts. It is docs/api.md#decision read literally.
 type naive struct{ globs map[string]*glob.Pattern }
 
 func (n *naive) match(pattern, path string) bool {
@@ -200,7 +200,7 @@ func TestPermitOnlyNeverDenies(t *testing.T) {
 }
 
 // Adding a deny to one role never removes a grant made by another role
-// (spec 5.2.6: a deny applies only inside its role).
+// (docs/api.md#decision: a deny applies only inside its role).
 func TestDenyIsLocalToItsRole(t *testing.T) {
 	rng := rand.New(rand.NewSource(9))
 	checked := 0

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Scope says which roles apply to a request (DECISIONS 3).
+// Scope says which roles apply to a request (docs/api.md#applicable-roles).
 type Scope int
 
 const (
@@ -20,7 +20,7 @@ const (
 	// own roles (the caller is not authenticated into {id}).
 	ScopeSubAccount
 	// ScopeSwitch: plain GET /v2/accounts/{id}, decided as if authenticated
-	// into {id} (spec 5.1: it is the check for switching accounts).
+	// into {id} (it is the check for switching accounts: docs/api.md#switching-accounts).
 	ScopeSwitch
 )
 
@@ -102,7 +102,7 @@ const msgNoAccount = "this key is authenticated into no account; switch with POS
 // Applicable filters the held roles (those whose invitations the principal
 // accepted, directly or through a group) down to those that apply in account
 // target, whose ancestors are given root first (excluding target), in scope.
-// Roles of other hierarchies never apply (spec 5.2.7). Duplicates (a role
+// Roles of other hierarchies never apply. Duplicates (a role
 // held directly and through a group) are kept once; order is preserved.
 func Applicable(held []*CompiledRole, target string, ancestors []string, scope Scope) []*CompiledRole {
 	out := make([]*CompiledRole, 0, len(held))

@@ -61,7 +61,7 @@ func TestApplicable(t *testing.T) {
 		want   []string
 	}{
 		// inheritable:false applies in its own account, inheritable:true
-		// ONLY below its account (DECISIONS 3).
+		// ONLY below its account (docs/api.md#inheritable-roles).
 		{"r0", ScopeAuthenticated, []string{}},
 		{"a1", ScopeAuthenticated, []string{"rinh", "a1own"}},
 		{"a2", ScopeAuthenticated, []string{"rinh", "a1inh", "a2own"}},          // depth 1

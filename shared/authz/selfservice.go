@@ -3,7 +3,7 @@ package authz
 import "strings"
 
 // selfServiceMethods lists what any authenticated principal may do on its
-// own identity without a role (DECISIONS 2), by the collection below
+// own identity without a role (docs/api.md#self-service), by the collection below
 // /v2/users/{self} ("" = /v2/users/self itself) and whether the path names
 // one member /{id} of it: the allowed methods, space separated.
 func selfServiceMethods(sub string, member bool) string {
@@ -28,7 +28,7 @@ func selfServiceMethods(sub string, member bool) string {
 }
 
 // SelfService reports whether method and path are a self-service call that
-// any authenticated principal may make without a role (DECISIONS 2):
+// any authenticated principal may make without a role (docs/api.md#self-service):
 //
 //	GET          /v2/users/self
 //	GET          /v2/users/self/invitations          GET|PATCH  .../invitations/{id}

@@ -49,7 +49,7 @@ func TestSelfService(t *testing.T) {
 		{"", "/v2/users/self"},
 		{"GET", "/v2/users/u2"},              // somebody else
 		{"POST", "/v2/users/u2/access-keys"}, // users create keys for others only via RBAC
-		{"POST", "/v2/users"},                // creating users is RBAC (DECISIONS 2)
+		{"POST", "/v2/users"},                // creating users is RBAC (docs/api.md#creating-users)
 		{"GET", "/v2/users"},
 		{"GET", "/v2/users/self/"},              // not canonical
 		{"GET", "/v2/users/self/../u2"},         // not canonical

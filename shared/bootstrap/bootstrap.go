@@ -1,4 +1,4 @@
-// Package bootstrap creates a fresh installation (DECISIONS.md section 2):
+// Package bootstrap creates a fresh installation (docs/api.md#bootstrap):
 // the platform operator's root account with its control roles and the
 // entitlement administrator roles, an operator user holding the Account
 // owner role and both entitlement administrator roles, and one persistent

@@ -49,7 +49,7 @@ func load() (file, error) {
 }
 
 // ControlRoles returns the Account owner, Editor and Reader roles of an
-// account (spec 5.6.1), validated and with the protected permit added.
+// account (docs/api.md#control-roles), validated and with the protected permit added.
 func ControlRoles(account string) ([]Definition, error) {
 	f, err := load()
 	if err != nil {
@@ -68,7 +68,7 @@ func ControlRoles(account string) ([]Definition, error) {
 
 // EntitlementAdministrator returns the operator's pair of roles defined in
 // the root account: one applying in the root account, one (inheritable)
-// applying in every sub-account (DECISIONS.md section 3).
+// applying in every sub-account (docs/api.md#entitlement-administrator).
 func EntitlementAdministrator(root string) ([]Definition, error) {
 	f, err := load()
 	if err != nil {
@@ -88,7 +88,7 @@ func EntitlementAdministrator(root string) ([]Definition, error) {
 }
 
 // ProtectedPermission is the permit every role carries for its own account,
-// so no holder is locked out of it (spec 5.6.3).
+// so no holder is locked out of it (docs/api.md#protected-permit).
 func ProtectedPermission(account string) authz.Permission {
 	return authz.Permission{Method: "GET", Effect: "permit", Spec: []string{"/v2/accounts/" + account}}
 }

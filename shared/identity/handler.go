@@ -122,7 +122,7 @@ func (h *handler) listUsers(r *http.Request, p apigw.Principal) (int, any, error
 	if err != nil {
 		return 0, nil, err
 	}
-	// Spec 5.4.3: a collection shows only the members the caller may GET.
+	// A collection shows only the members the caller may GET (docs/api.md#collection-reads).
 	// The list and the decider do not depend on each other.
 	var (
 		users      []store.Principal

@@ -90,7 +90,7 @@ func TestCreateKeyValidation(t *testing.T) {
 }
 
 // A key authenticated into no account can still switch into an account
-// where its principal may GET /v2/accounts/{id} (DECISIONS.md section 2).
+// where its principal may GET /v2/accounts/{id} (docs/api.md#access-keys).
 func TestSwitchFromAKeyWithNoAccount(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()

@@ -22,7 +22,7 @@ type keyPost struct {
 }
 
 // createKey makes a persistent key for a user. Binding it to an account
-// needs the same right as switching into that account (spec 5.1): the
+// needs the same right as switching into that account (docs/api.md#switching-accounts): the
 // caller must be allowed GET /v2/accounts/{id} there.
 func (h *handler) createKey(r *http.Request, p apigw.Principal) (int, any, error) {
 	uid, err := userID(r, p)
@@ -252,7 +252,7 @@ type switchPost struct {
 }
 
 // switchAccount returns a session key authenticated into another account
-// (spec 5.1, DECISIONS.md section 2).
+// (docs/api.md#switching-accounts).
 func (h *handler) switchAccount(r *http.Request, p apigw.Principal) (int, any, error) {
 	var in switchPost
 	if err := apigw.DecodeJSON(r, &in); err != nil {

@@ -1,6 +1,6 @@
 // Package ids makes the identifiers and secrets of the API.
 //
-// Generated ids match ^[a-z0-9]+$ (DECISIONS.md section 1): lowercase
+// Generated ids match ^[a-z0-9]+$ (docs/api.md#hrefs-and-ids): lowercase
 // base32 without padding uses only a-z and 2-7, so no id needs escaping in a
 // path, a DynamoDB key or an access-key secret.
 package ids
@@ -17,8 +17,8 @@ var enc = base32.StdEncoding.WithPadding(base32.NoPadding)
 // practical concern, and creates still use conditional writes.
 func New() string { return random(10) }
 
-// Secret returns 160 random bits as 32 characters, above the 128 bits the
-// decisions require for access-key secrets.
+// Secret returns 160 random bits as 32 characters, above the 128 bits
+// access-key secrets need (docs/api.md#secrets).
 func Secret() string { return random(20) }
 
 func random(n int) string {

@@ -37,7 +37,7 @@ type Edge struct {
 
 // LoadIDHeader carries the run's load id on every request a driver sends,
 // so that the target's access records can be attributed to the run (the
-// `load_id` log field, spec 2.5).
+// `load_id` log field, docs/api.md#logs).
 const LoadIDHeader = "X-Load-Id"
 
 // Plan is one run: who sends what for how long.

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Log types (spec 4.7). custom is what POST writes; it can be read back
+// Log types (docs/api.md#logs). custom is what POST writes; it can be read back
 // with type=custom.
 const (
 	TypeAccess     = "access"
@@ -72,7 +72,7 @@ func num(n string) Field  { return Field{n, KindNumber} }
 func tim(n string) Field  { return Field{n, KindTime} }
 func list(n string) Field { return Field{n, KindList} }
 
-// accessFields are spec 2.5, in its order; cdn records use the same names.
+// accessFields are the fields of docs/api.md#logs, in that order; cdn records use the same names.
 var accessFields = []Field{
 	tim("arrival"), num("bytes_in"), num("bytes_out"), str("cache_control"), str("cache_source"),
 	tim("completed"), str("country"), str("delivery_status"), num("elapsed"),
@@ -130,7 +130,7 @@ var ingestTypes = map[string]string{
 }
 
 // Retention is how long records are kept (their DynamoDB TTL). Neither the
-// application nor the spec carries an application log retention, so every
+// application nor the API carries an application log retention, so every
 // record gets this default; see docs/logs.md.
 const Retention = 30 * 24 * time.Hour
 

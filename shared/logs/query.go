@@ -75,7 +75,7 @@ func (e *BadQuery) Error() string { return e.Msg }
 
 func bad(format string, args ...any) error { return &BadQuery{fmt.Sprintf(format, args...)} }
 
-// ParseQuery validates the query string against the spec and the limits.
+// ParseQuery validates the query string against the API's parameters and the limits.
 func ParseQuery(q url.Values, now time.Time) (*Query, error) {
 	for k, v := range q {
 		if len(v) > 1 {

@@ -1,7 +1,7 @@
 // Package metrics is the metrics pipeline: the format of the records the
 // edge sends through the ingest queue, the aggregator that folds them (and
 // the address-set events) into time buckets in DynamoDB, the metric
-// definitions of spec 2.6, and the metrics endpoints that read them back.
+// definitions (docs/api.md#metrics), and the metrics endpoints that read them back.
 // docs/metrics.md describes each metric, the buckets, rollups and costs.
 package metrics
 
@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// Family says which endpoints serve a metric (spec 2.6).
+// Family says which endpoints serve a metric.
 type Family int
 
 const (
@@ -31,7 +31,7 @@ const (
 	KindQuantile             // a quantile of a histogram
 )
 
-// Definition is one metric of spec 2.6.
+// Definition is one metric the API offers.
 type Definition struct {
 	Name   string
 	Family Family
@@ -50,7 +50,7 @@ type Definition struct {
 	Doc string
 }
 
-// Definitions lists every metric of spec 2.6, in the spec's order within
+// Definitions lists every metric the API offers, in its published order within
 // each family. docs/metrics.md is generated from the same text (a test
 // keeps them in step).
 var Definitions = []Definition{

@@ -40,8 +40,8 @@ type Query struct {
 	Summarize  bool
 }
 
-// ParseQuery reads names, from, to, resolution and summarize (spec 4.5 and
-// 4.7, DECISIONS.md section 4). Its errors are fit for a 400 and name the
+// ParseQuery reads names, from, to, resolution and summarize
+// (docs/api.md#metrics). Its errors are fit for a 400 and name the
 // offending parameter. Other parameters are ignored.
 func ParseQuery(q url.Values, f Family, now time.Time) (Query, error) {
 	var out Query
@@ -265,7 +265,7 @@ func (p Plan) Keys(scope string) []store.MetricChunkKey {
 	return out
 }
 
-// Result is the Metrics body of DECISIONS.md section 4: per metric an
+// Result is the Metrics body of docs/api.md#metrics: per metric an
 // array with one value per point, or one value when summarized; values are
 // numbers, or objects for distributions.
 type Result struct {

@@ -18,7 +18,7 @@ type Message struct {
 	Records []Record `json:"records"`
 }
 
-// Record types. access, cdn and pageview are the log types of spec 4.7
+// Record types. access, cdn and pageview are the log types of docs/api.md#logs
 // (`type=access|cdn|pageviews` of GET /applications/{id}/logs).
 const (
 	TypeAccess   = "access"   // one request served by the data plane (the default)
@@ -28,8 +28,8 @@ const (
 	TypeAddress  = "address"  // an address the edge adds to a dynamic address set
 )
 
-// Record is one ingest record. An access record carries the fields of spec
-// 2.5 under their names there; the other types use the fields listed with
+// Record is one ingest record. An access record carries the log fields
+// (docs/api.md#logs) under their names there; the other types use the fields listed with
 // them. Durations are milliseconds, sizes bytes, times RFC 3339. Fields a
 // type does not use are ignored; unknown fields are ignored too, so the
 // edge can send more than this version reads. docs/metrics.md has the
@@ -38,7 +38,7 @@ type Record struct {
 	Type string `json:"type,omitempty"`
 	App  string `json:"app,omitempty"` // application id (all types but address)
 
-	// Spec 2.5 (access; cdn records use the same names).
+	// The log fields of docs/api.md#logs (access; cdn records use the same names).
 	Arrival                  string   `json:"arrival,omitempty"`
 	BytesIn                  int64    `json:"bytes_in,omitempty"`
 	BytesOut                 int64    `json:"bytes_out,omitempty"`

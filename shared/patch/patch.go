@@ -14,10 +14,10 @@ import (
 	"cads/shared/apigw"
 )
 
-// Media types of PATCH bodies. Each family accepts those its part of the
-// spec names.
+// Media types of PATCH bodies (docs/api.md#patch-bodies). Each family
+// accepts those its endpoints list.
 const (
-	MediaJSON       = "application/json"             // a merge patch, as the spec shows it
+	MediaJSON       = "application/json"             // a merge patch (docs/api.md#patch-bodies)
 	MediaMergePatch = "application/merge-patch+json" // the same under RFC 7386's name
 	MediaJSONPatch  = "application/json-patch+json"  // RFC 6902
 )

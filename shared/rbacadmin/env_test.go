@@ -258,7 +258,7 @@ func (e *env) receive() []events.SQSMessage {
 }
 
 // account creates a sub-account of parent with its control roles, as the
-// accounts function does (spec 5.6.5), and returns it and its roles by name.
+// accounts function does (docs/api.md#sub-accounts), and returns it and its roles by name.
 func (e *env) account(name, parent string) (store.Account, map[string]store.Role) {
 	e.t.Helper()
 	ctx := context.Background()

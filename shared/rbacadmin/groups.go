@@ -183,7 +183,7 @@ func (h *handler) patchGroup(r *http.Request, _ apigw.Principal) (int, any, erro
 }
 
 // deleteGroup deletes a group of the account the caller is authenticated
-// into (spec 4.3): from a parent account, even with a permit, it is a 403.
+// into (docs/api.md#groups): from a parent account, even with a permit, it is a 403.
 func (h *handler) deleteGroup(r *http.Request, p apigw.Principal) (int, any, error) {
 	acct, id, err := groupIDs(r)
 	if err != nil {

@@ -166,7 +166,7 @@ type inAccount struct {
 }
 
 // visible reports whether the caller may GET href, a member of a
-// collection of the account (spec 5.4.3).
+// collection of the account (docs/api.md#collection-reads).
 func (a inAccount) visible(href string) bool {
 	return a.d.AllowsFor(http.MethodGet, href, a.acct)
 }

@@ -305,7 +305,7 @@ func singular(k kind) string {
 }
 
 // resendInvitation is an administrator's PATCH: it sends an unanswered
-// invitation again (spec 4.3). Sending is inviting, so the invitation rule
+// invitation again (docs/api.md#invitations). Sending is inviting, so the invitation rule
 // applies as for POST.
 func (h *handler) resendInvitation(k kind) endpoint {
 	return func(r *http.Request, p apigw.Principal) (int, any, error) {
@@ -357,7 +357,7 @@ func (h *handler) resendInvitation(k kind) endpoint {
 }
 
 // deleteInvitation revokes an invitation: if it was accepted, the access
-// it granted ends with the invitee's next request (spec 3.3, 5.6.8).
+// it granted ends with the invitee's next request (docs/api.md#revoking-access).
 func (h *handler) deleteInvitation(k kind) endpoint {
 	return func(r *http.Request, _ apigw.Principal) (int, any, error) {
 		acct, id, err := invitationIDs(r)

@@ -8,7 +8,7 @@ import (
 	"cads/shared/store"
 )
 
-// Spec 5.2-5.4: invite, accept, allowed; revoke, denied. The invitation
+// docs/api.md#invitations: invite, accept, allowed; revoke, denied. The invitation
 // goes queued -> sent (by the notifier, through the queue) -> accepted.
 func TestInviteAcceptRevoke(t *testing.T) {
 	e := newEnv(t)
@@ -180,7 +180,7 @@ func TestInviteAcceptRevoke(t *testing.T) {
 	}
 }
 
-// Spec 4.3 and 5.4.2: only account owners (or the entitlement
+// docs/api.md#who-may-invite: only account owners (or the entitlement
 // administrator) invite. An Editor cannot, even with a permit for the
 // invitation endpoint in another role.
 func TestOnlyAccountOwnersInvite(t *testing.T) {
@@ -228,7 +228,7 @@ func TestOnlyAccountOwnersInvite(t *testing.T) {
 		t.Fatalf("Editor re-sending: %d %s", r.Status, r.Raw)
 	}
 	// The operator, from the root account, invites into the sub-account as
-	// entitlement administrator (spec 5.6.5).
+	// entitlement administrator (docs/api.md#entitlement-administrator).
 	e.must(e.call(e.op, "POST", base+"/invitations", body), 200, "entitlement administrator invites")
 
 	// The sub-account's owner cannot invite to its parent's roles, nor

@@ -9,8 +9,8 @@ import (
 )
 
 // mayInvite decides whether the caller may invite users to the roles and
-// groups of account target with the request method+path (spec 4.3, 5.4.2,
-// DECISIONS.md section 3): the engine must allow the request, AND one of
+// groups of account target with the request method+path
+// (docs/api.md#who-may-invite): the engine must allow the request, AND one of
 // the roles that apply to it, as the engine selects them, must be the
 // target account's own Account owner control role or the platform
 // operator's entitlement administrator role (defined in the root account).
@@ -32,7 +32,7 @@ func (h *handler) mayInvite(d *access.Decider, method, path string, target store
 			return nil
 		}
 	}
-	return apigw.Forbidden("only a holder of the %s role of account %s, or the %s, may invite users to its roles and groups (spec 4.3)",
+	return apigw.Forbidden("only a holder of the %s role of account %s, or the %s, may invite users to its roles and groups",
 		h.names.owner, target.ID, h.names.admin)
 }
 

@@ -10,7 +10,7 @@ import (
 	"cads/shared/patch"
 )
 
-// applyPatch applies the request's PATCH body (spec 4.3: a merge patch,
+// applyPatch applies the request's PATCH body (docs/api.md#patch-bodies: a merge patch,
 // also under its own name, or a JSON Patch) to doc (the resource's
 // editable fields as JSON) and decodes the result strictly into out, so the
 // result is validated as a whole by the caller, whichever way it was

@@ -67,7 +67,7 @@ func validText(field, s string, max int, required bool) (string, error) {
 // it describes: role id of account (no version or times). prev is the role
 // being patched, nil for a new one.
 //
-// The permit for GET /v2/accounts/<account> (spec 5.6.3) is always kept:
+// The permit for GET /v2/accounts/<account> (docs/api.md#protected-permit) is always kept:
 // added first when the configuration lacks it, whatever removed it. A deny
 // of the same role that would cancel it is a 400, so no configuration can
 // lock the role's holders out of the account.
@@ -145,7 +145,7 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *store.Role) (s
 			m := d.Denied[0]
 			blocker = fmt.Sprintf("permissions[%d] (deny %s %s)", m.Permission-added, m.Method, m.Pattern)
 		}
-		return store.Role{}, apigw.BadRequest("%s would lock the role's holders out of the account: every role keeps the permit for GET %s (spec 5.6.3)", blocker, protected.Spec[0])
+		return store.Role{}, apigw.BadRequest("%s would lock the role's holders out of the account: every role keeps the permit for GET %s", blocker, protected.Spec[0])
 	}
 	return r, nil
 }

@@ -21,7 +21,7 @@ func deny(method string, spec ...string) map[string]any {
 	return map[string]any{"method": method, "effect": "deny", "spec": spec}
 }
 
-// Spec 5.2.6: a deny applies only inside its role; a permit in another
+// docs/api.md#decision: a deny applies only inside its role; a permit in another
 // role of the same user still grants.
 func TestDenyInOneRolePermitInAnother(t *testing.T) {
 	e := newEnv(t)
@@ -58,7 +58,7 @@ func TestDenyInOneRolePermitInAnother(t *testing.T) {
 	}
 }
 
-// Spec 4.3 groups: a member holds the group's roles, including roles added
+// docs/api.md#groups: a member holds the group's roles, including roles added
 // later and excluding roles removed, from its next request on.
 func TestGroupWhoseRolesChange(t *testing.T) {
 	e := newEnv(t)
@@ -155,7 +155,7 @@ func TestGroupWhoseRolesChange(t *testing.T) {
 	}
 }
 
-// Spec 5.6.6-5.6.8: an inheritable role applies in every sub-account, not
+// docs/api.md#inheritable-roles: an inheritable role applies in every sub-account, not
 // in its own account; revoking it removes the access below.
 func TestInheritableRoleFromSubAccount(t *testing.T) {
 	e := newEnv(t)

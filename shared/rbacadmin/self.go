@@ -11,7 +11,7 @@ import (
 
 // The invitee's side: /v2/users/{id}/invitations, group-invitations, roles
 // and groups. For the caller's own identity ("self" or its id) the
-// authorizer allows them without a role (DECISIONS.md section 2); another
+// authorizer allows them without a role (docs/api.md#self-service); another
 // principal's can be read only where RBAC permits it, and only the
 // principal itself answers its invitations or leaves its roles and groups.
 

@@ -64,7 +64,7 @@ func (h *handler) createServiceUser(r *http.Request, _ apigw.Principal) (int, an
 		return 0, nil, err
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
-		// The body is optional (spec 4.4), but when sent it is strict JSON.
+		// The body is optional (docs/api.md#service-users), but when sent it is strict JSON.
 		if err := apigw.RequireContentType(r, "application/json"); err != nil {
 			return 0, nil, err
 		}

@@ -63,7 +63,7 @@ func Keyword(name string) string {
 }
 
 // CreateAccount writes an account, its name reservation and its roles (the
-// control roles of spec 5.6.1) in one transaction: all or nothing. A taken
+// control roles of docs/api.md#control-roles) in one transaction: all or nothing. A taken
 // name is a *ConflictError, also when two creates race.
 func (s *Store) CreateAccount(ctx context.Context, a Account, roles []Role) error {
 	kvs := s.accountWrites(a, a)

@@ -15,7 +15,7 @@ import (
 	"cads/shared/ddb"
 )
 
-// Application states (DECISIONS.md section 4). The three -ing states and
+// Application states (docs/api.md#applications). The three -ing states and
 // entering/exiting_maintenance are transitional: a task holds them.
 const (
 	AppStopped             = "stopped"

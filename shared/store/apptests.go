@@ -18,7 +18,7 @@ import (
 	"cads/shared/ddb"
 )
 
-// AppTest is an application test of an account (spec 2.4, 4.6): its
+// AppTest is an application test of an account (docs/api.md#application-tests): its
 // metadata, where its configuration archive is, and its last run. The
 // archive is stored as uploaded, and, when the upload is not already a
 // tar.bz2, also in that form (converted once, at upload, so that GET

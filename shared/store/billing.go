@@ -169,8 +169,8 @@ func (s *Store) closeInvoice(ctx context.Context, inv Invoice) (Invoice, error) 
 }
 
 // RecordPayment stores a payment received from an account. It is how the
-// platform operator records payments: the API has no route for it (spec
-// 4.1 lists only GET .../billing). The amount must be positive and the
+// platform operator records payments: the API has no route for it (billing
+// is read only: GET .../billing). The amount must be positive and the
 // date a day that is not in the future; the account must exist.
 func (s *Store) RecordPayment(ctx context.Context, p Payment) error {
 	if p.AmountCents <= 0 {

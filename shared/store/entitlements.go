@@ -38,7 +38,7 @@ const (
 	PeriodYear  = "year"
 )
 
-// Entitlement records resources allocated to an account (spec 4.2): a
+// Entitlement records resources allocated to an account (docs/api.md#entitlements): a
 // quantity of one resource kind, charged unit price x quantity per period
 // while it is active (from Started, until Expiry if set).
 type Entitlement struct {

@@ -20,7 +20,7 @@ const (
 	InvitationGroup = "group"
 )
 
-// Invitation states (DECISIONS.md section 4): queued -> sent ->
+// Invitation states (docs/api.md#invitations): queued -> sent ->
 // accepted|declined.
 const (
 	InvitationQueued   = "queued"

@@ -15,7 +15,7 @@ import (
 	"cads/shared/ddb"
 )
 
-// Task states (DECISIONS.md section 4).
+// Task states (docs/api.md#tasks).
 const (
 	TaskPending = "pending"
 	TaskRunning = "running"

@@ -57,7 +57,7 @@ type endpoint = apigw.Endpoint
 func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccount(h.log, e) }
 
 // create is POST /v2/tasks: validate, decide the task's own permission
-// (spec 5.5) with the authorizer's engine, check the target, then write the
+// (docs/api.md#tasks) with the authorizer's engine, check the target, then write the
 // task through the outbox. 201 while it runs; 200 once it has finished,
 // which ?wait=<seconds> (at most MaxWait) gives it time to do.
 func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
@@ -187,7 +187,7 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 }
 
 // list is GET /v2/tasks: the account's tasks created in [from, to) that the
-// caller may GET (spec 5.4.3), newest first unless order says otherwise.
+// caller may GET (docs/api.md#collection-reads), newest first unless order says otherwise.
 func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 	q := r.URL.Query()
 	page, err := apigw.ParsePage(q, "created", "type", "state")

@@ -146,7 +146,7 @@ func body(typ, target, params string) string {
 	return b + "}"
 }
 
-// Spec 5.5: besides POST /v2/tasks, each task type needs its own
+// docs/api.md#tasks: besides POST /v2/tasks, each task type needs its own
 // permission on the target application, decided by the authorizer's
 // engine; without it the answer is 403 and no task is written.
 func TestTaskPermissionTable(t *testing.T) {
@@ -171,7 +171,7 @@ func TestTaskPermissionTable(t *testing.T) {
 		t.Run(typ, func(t *testing.T) {
 			needed := tasks.Permission[typ]
 			if needed != want[typ] {
-				t.Fatalf("permission %s, spec 5.5 says %s", needed, want[typ])
+				t.Fatalf("permission %s, docs/api.md#tasks says %s", needed, want[typ])
 			}
 			b := body(typ, tasks.AppHref(app.ID), params[typ])
 

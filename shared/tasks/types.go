@@ -28,10 +28,10 @@ const (
 	TypePatchApplication          = "patch-application"
 )
 
-// PostTypes are the types POST /v2/tasks accepts, in the spec's order.
+// PostTypes are the types POST /v2/tasks accepts, in the order the API publishes them.
 var PostTypes = []string{TypeEnterMaintenance, TypeExitMaintenance, TypeRunAction, TypeStart, TypeStop, TypeGenerateOriginCertificate, TypeInvalidateCache}
 
-// Permission is spec 5.5: the method a caller needs on
+// Permission is docs/api.md#tasks: the method a caller needs on
 // /v2/applications/{id}, besides POST /v2/tasks, to run each task type.
 var Permission = map[string]string{
 	TypeEnterMaintenance:          http.MethodPatch,
