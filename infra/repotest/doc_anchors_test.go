@@ -1,6 +1,8 @@
 package repotest
 
 import (
+	"cads/infra/testenv"
+
 	"os"
 	"path/filepath"
 	"regexp"
@@ -64,7 +66,7 @@ var (
 // link between docs) names a heading that exists, so renaming a heading
 // cannot silently break what the code points at.
 func TestDocAnchorsResolve(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil || len(docs) == 0 {
 		t.Fatalf("no docs found: %v", err)

@@ -1,6 +1,8 @@
 package repotest
 
 import (
+	"cads/infra/testenv"
+
 	"bytes"
 	"fmt"
 	"os"
@@ -53,25 +55,6 @@ func rules(t *testing.T, root string) ([]rule, []string) {
 		rs = append(rs, rule{re: re, needle: nd, example: strings.ReplaceAll(example, `\n`, "\n")})
 	}
 	return rs, clean
-}
-
-// repoRoot is the folder holding go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test's directory")
-		}
-		dir = parent
-	}
 }
 
 // unlead returns line without its indentation and comment leader, as it
@@ -174,7 +157,7 @@ func findings(rs []rule, text string) []string {
 // The rules find what they are meant to find, and leave alone the
 // repository's own names that look like them.
 func TestRulesMatchTheirExamples(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	rs, clean := rules(t, root)
 	if len(rs) == 0 {
 		t.Fatal("no rules read")
@@ -199,7 +182,7 @@ func TestRulesMatchTheirExamples(t *testing.T) {
 // repository alone must be able to follow every reference. State the rule in
 // docs/api.md (or the doc that owns the topic) and point at its heading.
 func TestNoReferencesOutsideTheRepository(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.Root(t)
 	rs, _ := rules(t, root)
 	files := trackedFiles(t, root)
 	scanned := 0
