@@ -1,8 +1,6 @@
 package repotest
 
 import (
-	"cads/infra/testenv"
-
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"cads/infra/testenv"
 )
 
 // slug is the anchor a Markdown renderer (GitHub's) gives a heading: lower

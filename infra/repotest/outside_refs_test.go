@@ -1,8 +1,6 @@
 package repotest
 
 import (
-	"cads/infra/testenv"
-
 	"bytes"
 	"fmt"
 	"os"
@@ -12,6 +10,8 @@ import (
 	"regexp/syntax"
 	"strings"
 	"testing"
+
+	"cads/infra/testenv"
 )
 
 const patternsFile = "infra/repotest/testdata/outside-refs.txt"
