@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,12 +19,15 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"cads/infra/apispec"
 	"cads/infra/local"
 	"cads/infra/local/localtest"
+	"cads/infra/localaws"
 	"cads/infra/sam"
 	"cads/infra/testenv"
 	"cads/shared/ddb"
@@ -60,11 +64,13 @@ type costTour struct {
 	t          *testing.T
 	p          *local.Platform
 	counter    *ddb.Counter
+	db         *dynamodb.Client // the platform's table, not counted
 	tpl        *sam.Template
 	authorizer string               // logical id of the authorizer function
 	routes     map[string]sam.Route // "METHOD /path" -> route
 	rows       map[string]costRow   // by endpoint ("METHOD /path") or worker label
 	workers    []string             // worker labels in the order measured
+	scale      []string             // labels of list pages measured at two collection sizes
 }
 
 type costReply struct {
@@ -84,10 +90,26 @@ func startCostTour(t *testing.T) *costTour {
 		t.Fatal(err)
 	}
 	counter := ddb.NewCounter()
-	p, _ := localtest.Start(t, func(o *local.Options) { o.DynamoOptions = append(o.DynamoOptions, counter.Option()) })
+	// A DynamoDB server of the test's own, so that it can also write to the
+	// table directly (large collections, with a client the counter does
+	// not see).
+	ctx := context.Background()
+	endpoint, stop, err := localaws.StartDynamo(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := localaws.DynamoClient(ctx, endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stop(context.Background()) })
+	p, _ := localtest.Start(t, func(o *local.Options) {
+		o.DynamoEndpoint = endpoint
+		o.DynamoOptions = append(o.DynamoOptions, counter.Option())
+	})
 	counter.SetDelay(costDelay)
 
-	c := &costTour{t: t, p: p, counter: counter, tpl: tpl, routes: map[string]sam.Route{}, rows: map[string]costRow{}}
+	c := &costTour{t: t, p: p, counter: counter, db: db, tpl: tpl, routes: map[string]sam.Route{}, rows: map[string]costRow{}}
 	for _, api := range tpl.Apis {
 		if az, ok := api.Authorizers[api.DefaultAuthorizer]; ok {
 			c.authorizer = az.FunctionLogicalID
@@ -193,16 +215,22 @@ func (c *costTour) stepRaw(ep string, want int, method, path, secret, ctype stri
 	if ep == "" {
 		return r
 	}
+	c.record(ep, route)
+	return r
+}
+
+// record reads the counter into the row named name, for route.
+func (c *costTour) record(name string, route sam.Route) {
+	c.t.Helper()
 	a, f := c.counter.Only(c.authorizer), c.counter.Only(route.Function)
 	ar, aw := a.Consumed()
 	fr, fw := f.Consumed()
-	row := costRow{name: ep, authorizer: route.Authorizer != "", aSeq: a.Sequential(), aCalls: a.Total(), fSeq: f.Sequential(), fCalls: f.Total(),
+	row := costRow{name: name, authorizer: route.Authorizer != "", aSeq: a.Sequential(), aCalls: a.Total(), fSeq: f.Sequential(), fCalls: f.Total(),
 		rcu: ar + fr, wcu: aw + fw, aOps: a.ByOperation(), fOps: f.ByOperation(), function: route.Function}
 	if row.authorizer && row.aCalls == 0 {
-		c.t.Fatalf("%s: the authorizer made no DynamoDB call", ep)
+		c.t.Fatalf("%s: the authorizer made no DynamoDB call", name)
 	}
-	c.rows[ep] = row
-	return r
+	c.rows[name] = row
 }
 
 // queueDepth is every message of a queue: visible, in flight or delayed.
@@ -488,6 +516,19 @@ func TestCostPerEndpoint(t *testing.T) {
 	c.step("DELETE /v2/applications/{id}", 200, "DELETE", appHref, op, nil)
 	c.step("DELETE /v2/accounts/{id}", 200, "DELETE", sub, op, nil)
 
+	// ---------------------------------------------------------------- collections at scale
+	// A page of a paged collection costs the same with 10,000 members as
+	// with 10 (docs/api.md, Collections).
+	c.listAtScale("GET /v2/users", "/v2/users?limit=5", op, "users", "PRINCIPAL#"+uid, "PRINCIPAL", "USER#",
+		func(i int) {
+			c.step("", 200, "POST", "/v2/users", op, map[string]any{"email": fmt.Sprintf("scale%d@example.com", i)})
+		})
+	var lastApp string
+	c.listAtScale("GET /v2/applications", "/v2/applications?limit=5", op, "applications", "", "APP", "APP#",
+		func(i int) {
+			lastApp = c.step("", 200, "POST", "/v2/applications", op, map[string]any{"name": fmt.Sprintf("Scale %d", i), "aliases": []string{fmt.Sprintf("scale%d.example.com", i)}}).str("id")
+		}, func() string { return "APP#" + lastApp })
+
 	// ---------------------------------------------------------------- the table
 	for _, label := range c.workers {
 		r := c.rows[label]
@@ -506,8 +547,8 @@ func TestCostPerEndpoint(t *testing.T) {
 	if len(missing) > 0 {
 		t.Fatalf("no row for %d endpoints of apispec.Endpoints:\n%s", len(missing), strings.Join(missing, "\n"))
 	}
-	if len(c.rows) != len(apispec.Endpoints)+len(c.workers) {
-		t.Fatalf("%d rows for %d endpoints and %d workers: a measured route is not in apispec", len(c.rows), len(apispec.Endpoints), len(c.workers))
+	if len(c.rows) != len(apispec.Endpoints)+len(c.workers)+len(c.scale) {
+		t.Fatalf("%d rows for %d endpoints, %d workers and %d list pages at scale: a measured route is not in apispec", len(c.rows), len(apispec.Endpoints), len(c.workers), len(c.scale))
 	}
 	table := c.table()
 	t.Logf("cost tour: %d rows measured in %v\n%s", len(c.rows), time.Since(began).Round(time.Millisecond), table)
@@ -532,7 +573,77 @@ func (c *costTour) table() string {
 	for _, label := range c.workers {
 		line(label, c.rows[label])
 	}
+	for _, label := range c.scale {
+		line(label, c.rows[label])
+	}
 	return b.String()
+}
+
+// listAtScale measures the first page (path, a small limit) of the list
+// endpoint ep with 10 members in the collection, then with 10,000, and
+// requires the two rows to be equal. add creates one member through the
+// API; the rest are copies of one of them (table key pk (pkOf, if set,
+// names it after the adds) / sk; GSI1SK gsiPrefix + creation time + id)
+// written straight to the table in bulk.
+func (c *costTour) listAtScale(ep, path, secret, what, pk, sk, gsiPrefix string, add func(i int), pkOf ...func() string) {
+	c.t.Helper()
+	count := func() int {
+		return len(c.step("", 200, "GET", strings.SplitN(path, "?", 2)[0]+"?limit=1000", secret, nil).list)
+	}
+	for i := count(); i < 10; i++ {
+		add(i)
+	}
+	if n := count(); n != 10 {
+		c.t.Fatalf("%s: %d members, want 10", what, n)
+	}
+	route := c.routes[ep]
+	measure := func(label string) costRow {
+		c.counter.Reset()
+		if r := c.send("GET", path, secret, "", nil); r.status != 200 || len(r.list) != 5 {
+			c.t.Fatalf("%s: %d, %d members: %s", label, r.status, len(r.list), r.raw)
+		}
+		c.record(label, route)
+		c.scale = append(c.scale, label)
+		return c.rows[label]
+	}
+	small := measure(fmt.Sprintf("`GET %s`, 10 %s", path, what))
+
+	if len(pkOf) > 0 {
+		pk = pkOf[0]()
+	}
+	ctx := context.Background()
+	table := c.p.Deps.Store.Table()
+	base, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{
+		"PK": &types.AttributeValueMemberS{Value: pk}, "SK": &types.AttributeValueMemberS{Value: sk}}})
+	if err != nil || base.Item == nil {
+		c.t.Fatalf("%s: read %s/%s: %v", what, pk, sk, err)
+	}
+	pkPrefix, _, _ := strings.Cut(pk, "#")
+	at := time.Now().UTC().Add(time.Hour)
+	reqs := make([]types.WriteRequest, 0, 9990)
+	for i := range 9990 {
+		id := fmt.Sprintf("scale%07d", i)
+		created := at.Add(time.Duration(i) * time.Millisecond)
+		it := maps.Clone(base.Item)
+		it["PK"] = &types.AttributeValueMemberS{Value: pkPrefix + "#" + id}
+		it["GSI1SK"] = &types.AttributeValueMemberS{Value: gsiPrefix + created.Format("2006-01-02T15:04:05.000Z07:00") + "#" + id}
+		it["id"] = &types.AttributeValueMemberS{Value: id}
+		it["created"] = &types.AttributeValueMemberS{Value: created.Format(time.RFC3339Nano)}
+		if _, ok := it["email"]; ok {
+			it["email"] = &types.AttributeValueMemberS{Value: id + "@example.com"}
+		}
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
+	}
+	if err := ddb.BatchWrite(ctx, c.db, table, reqs); err != nil {
+		c.t.Fatalf("%s: bulk write: %v", what, err)
+	}
+	if n := count(); n != 1000 {
+		c.t.Fatalf("%s: a page of 1,000 has %d members after the bulk write", what, n)
+	}
+	large := measure(fmt.Sprintf("`GET %s`, 10,000 %s", path, what))
+	if small.aSeq != large.aSeq || small.aCalls != large.aCalls || small.fSeq != large.fSeq || small.fCalls != large.fCalls || small.rcu != large.rcu || small.wcu != large.wcu {
+		c.t.Errorf("%s: a page costs more with 10,000 members than with 10:\n%+v\n%+v", ep, small, large)
+	}
 }
 
 // compareCostTable compares table with the one between the markers of

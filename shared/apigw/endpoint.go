@@ -83,6 +83,9 @@ const (
 	HeaderCut       = "X-Result-Cut"
 	HeaderNextStart = "X-Next-Start"
 	CutBytes        = "response_bytes"
+	// HeaderLink carries the continuation of a Collection (RFC 8288,
+	// rel="next").
+	HeaderLink = "Link"
 )
 
 // writeList writes a collection (a JSON array) page by bytes as well as by
@@ -91,6 +94,10 @@ const (
 // (the start of the next page; start as ParsePage reads it). It reports
 // false for bodies that are not collections.
 func writeList(w http.ResponseWriter, r *http.Request, status int, body any) bool {
+	coll, _ := body.(*Collection)
+	if coll != nil {
+		body = coll.Items
+	}
 	v := reflect.ValueOf(body)
 	if v.Kind() != reflect.Slice || v.IsNil() || v.Type().Elem().Kind() == reflect.Uint8 {
 		return false
@@ -105,9 +112,14 @@ func writeList(w http.ResponseWriter, r *http.Request, status int, body any) boo
 		}
 		c := EnvelopeLen(b) + 1
 		if size+c > ResponseBudget && n > 0 {
-			start, _ := strconv.Atoi(r.URL.Query().Get("start"))
 			w.Header().Set(HeaderCut, CutBytes)
-			w.Header().Set(HeaderNextStart, strconv.Itoa(max(start, 1)+n))
+			if !r.URL.Query().Has(ParamCursor) {
+				start, _ := strconv.Atoi(r.URL.Query().Get("start"))
+				w.Header().Set(HeaderNextStart, strconv.Itoa(max(start, 1)+n))
+			}
+			if coll != nil {
+				w.Header().Set(HeaderLink, coll.linkNext(r.URL.Path, n))
+			}
 			break
 		}
 		if n > 0 {
@@ -116,6 +128,12 @@ func writeList(w http.ResponseWriter, r *http.Request, status int, body any) boo
 		buf, size = append(buf, b...), size+c
 	}
 	buf = append(buf, ']')
+	if coll != nil && n == v.Len() && coll.more {
+		w.Header().Set(HeaderLink, coll.linkNext(r.URL.Path, n))
+		if coll.cut != "" {
+			w.Header().Set(HeaderCut, coll.cut)
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf)

@@ -49,35 +49,27 @@ func (h *handler) listApps(r *http.Request, p apigw.Principal) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	var (
-		apps    []store.Application
-		listErr error
-		done    = make(chan struct{})
-	)
-	go func() { defer close(done); apps, listErr = h.st.ListApplications(r.Context(), p.AccountID) }()
-	d, err := h.dec.Decider(r.Context(), p)
-	<-done
+	now := h.st.Now()
+	list, err := apigw.List(r, page, apigw.Lister[store.Application, Application]{
+		Name: "applications", Indexed: "created", ValidPosition: store.ValidPosition,
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.Application, []string, bool, error) {
+			return h.st.PageApplications(ctx, p.AccountID, after, desc, n)
+		},
+		// Spec 5.4.3: only what the caller may GET.
+		Allow: func(ctx context.Context) (func(store.Application) bool, error) {
+			d, err := h.dec.Decider(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			return func(a store.Application) bool { return d.Allows(http.MethodGet, tasks.AppHref(a.ID)) }, nil
+		},
+		Out:  func(a store.Application) (Application, error) { return appOut(a, now) },
+		Sort: sortApps,
+	})
 	if err != nil {
 		return 0, nil, err
 	}
-	if listErr != nil {
-		return 0, nil, listErr
-	}
-	now := h.st.Now()
-	out := make([]Application, 0, len(apps))
-	for _, a := range apps {
-		// Only what the caller may GET (docs/api.md#collection-reads).
-		if !d.Allows(http.MethodGet, tasks.AppHref(a.ID)) {
-			continue
-		}
-		o, err := appOut(a, now)
-		if err != nil {
-			return 0, nil, err
-		}
-		out = append(out, o)
-	}
-	sortApps(out, page.Order)
-	return http.StatusOK, apigw.Window(out, page), nil
+	return http.StatusOK, list, nil
 }
 
 func sortApps(as []Application, order []apigw.OrderKey) {

@@ -22,7 +22,7 @@ type Store interface {
 
 	CreateApplication(ctx context.Context, a store.Application, q store.Quota) error
 	GetApplication(ctx context.Context, account, id string) (store.Application, error)
-	ListApplications(ctx context.Context, account string) ([]store.Application, error)
+	PageApplications(ctx context.Context, account, after string, desc bool, n int) ([]store.Application, []string, bool, error)
 	UpdateApplicationConfig(ctx context.Context, account, id string, from int, config string) (store.Application, error)
 	DeleteApplication(ctx context.Context, account, id string) (store.Application, error)
 	AliasOwners(ctx context.Context, aliases []string) (map[string]string, error)

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/mail"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -22,7 +21,7 @@ type Store interface {
 	Now() time.Time
 	CreatePrincipal(ctx context.Context, p store.Principal) error
 	GetPrincipal(ctx context.Context, id string) (store.Principal, error)
-	ListUsers(ctx context.Context) ([]store.Principal, error)
+	PageUsers(ctx context.Context, after string, desc bool, n int) ([]store.Principal, []string, bool, error)
 	UpdatePrincipalName(ctx context.Context, id, name string) (store.Principal, error)
 	CreateUserKey(ctx context.Context, k store.AccessKey) error
 	GetKey(ctx context.Context, principal, id string) (store.AccessKey, error)
@@ -122,28 +121,23 @@ func (h *handler) listUsers(r *http.Request, p apigw.Principal) (int, any, error
 	if err != nil {
 		return 0, nil, err
 	}
-	// A collection shows only the members the caller may GET (docs/api.md#collection-reads).
-	// The list and the decider do not depend on each other.
-	var (
-		users      []store.Principal
-		d          *access.Decider
-		uErr, dErr error
-		wg         sync.WaitGroup
-	)
-	wg.Go(func() { users, uErr = h.st.ListUsers(r.Context()) })
-	wg.Go(func() { d, dErr = h.dec.Decider(r.Context(), p) })
-	wg.Wait()
-	if err := errors.Join(uErr, dErr); err != nil {
+	list, err := apigw.List(r, page, apigw.Lister[store.Principal, User]{
+		Name: "users", Indexed: "created", Read: h.st.PageUsers, ValidPosition: store.ValidPosition,
+		// Spec 5.4.3: a collection shows only the members the caller may GET.
+		Allow: func(ctx context.Context) (func(store.Principal) bool, error) {
+			d, err := h.dec.Decider(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			return func(u store.Principal) bool { return u.ID == p.ID || d.Allows(http.MethodGet, userHref(u.ID)) }, nil
+		},
+		Out:  func(u store.Principal) (User, error) { return userOut(u), nil },
+		Sort: sortUsers,
+	})
+	if err != nil {
 		return 0, nil, err
 	}
-	out := make([]User, 0, len(users))
-	for _, u := range users {
-		if u.ID == p.ID || d.Allows(http.MethodGet, userHref(u.ID)) {
-			out = append(out, userOut(u))
-		}
-	}
-	sortUsers(out, page.Order)
-	return http.StatusOK, apigw.Window(out, page), nil
+	return http.StatusOK, list, nil
 }
 
 func sortUsers(us []User, order []apigw.OrderKey) {

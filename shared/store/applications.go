@@ -62,11 +62,14 @@ var ErrVersionConflict = errors.New("the item changed concurrently")
 
 const skApp = "APP"
 
-func appPK(id string) string    { return "APP#" + id }
-func appGSISK(id string) string { return "APP#" + id }
+func appPK(id string) string { return "APP#" + id }
+
+// appsGSISKPrefix starts the GSI1 sort key of an application in its
+// account's APPS# partition, which holds them in creation order (page.go).
+const appsGSISKPrefix = "APP#"
 
 func appKey(a Application) keyAttrs {
-	return keyAttrs{PK: appPK(a.ID), SK: skApp, GSI1PK: appsGSI(a.Account), GSI1SK: appGSISK(a.ID), Entity: "application"}
+	return keyAttrs{PK: appPK(a.ID), SK: skApp, GSI1PK: appsGSI(a.Account), GSI1SK: appsGSISKPrefix + createdPosition(a.Created, a.ID), Entity: "application"}
 }
 
 func avStr(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
@@ -141,6 +144,19 @@ func (s *Store) ListApplications(ctx context.Context, account string) ([]Applica
 		return nil, err
 	}
 	return unmarshalAll[Application](items)
+}
+
+// PageApplications reads at most n applications of account after position
+// after in creation order (desc: newest first), with their positions and
+// whether more may follow: one Query of n items.
+func (s *Store) PageApplications(ctx context.Context, account, after string, desc bool, n int) ([]Application, []string, bool, error) {
+	items, pos, more, err := s.page(ctx, gsiPage{op: "list applications", pk: appsGSI(account), skPrefix: appsGSISKPrefix,
+		tableKey: func(id string) (string, string) { return appPK(id), skApp }}, after, desc, n)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	as, err := unmarshalAll[Application](items)
+	return as, pos, more, err
 }
 
 // UpdateApplicationConfig replaces the configuration of an application if

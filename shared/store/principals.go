@@ -15,7 +15,7 @@ import (
 func (s *Store) principalWrites(p Principal) []keyAttrsValue {
 	k := keyAttrs{PK: principalPK(p.ID), SK: skPrincipal, Entity: "principal"}
 	if p.Kind == KindUser {
-		k.GSI1PK, k.GSI1SK = gsiUsers, principalPK(p.ID)
+		k.GSI1PK, k.GSI1SK = gsiUsers, usersGSISKPrefix+createdPosition(p.Created, p.ID)
 	}
 	return []keyAttrsValue{
 		{k, p},
@@ -46,19 +46,32 @@ func (s *Store) GetPrincipal(ctx context.Context, id string) (Principal, error) 
 	return p, err
 }
 
-// ListUsers returns every user (not service users), oldest id order.
+// usersGSISKPrefix starts the GSI1 sort key of a user in the USERS
+// partition, which holds them in creation order (page.go).
+const usersGSISKPrefix = "USER#"
+
+var usersPage = gsiPage{op: "list users", pk: gsiUsers, skPrefix: usersGSISKPrefix,
+	tableKey: func(id string) (string, string) { return principalPK(id), skPrincipal }}
+
+// ListUsers returns every user (not service users), in creation order.
 func (s *Store) ListUsers(ctx context.Context) ([]Principal, error) {
-	items, err := s.query(ctx, "list users", &dynamodb.QueryInput{
-		IndexName:              aws.String(IndexGSI1),
-		KeyConditionExpression: aws.String("GSI1PK = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: gsiUsers},
-		},
-	}, 0)
+	items, err := s.listByGSI(ctx, "list users", gsiUsers, usersGSISKPrefix)
 	if err != nil {
 		return nil, err
 	}
 	return unmarshalAll[Principal](items)
+}
+
+// PageUsers reads at most n users after position after in creation order
+// (desc: newest first), with their positions and whether more may follow:
+// one Query of n items, whatever the number of users.
+func (s *Store) PageUsers(ctx context.Context, after string, desc bool, n int) ([]Principal, []string, bool, error) {
+	items, pos, more, err := s.page(ctx, usersPage, after, desc, n)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	us, err := unmarshalAll[Principal](items)
+	return us, pos, more, err
 }
 
 // UpdatePrincipalName sets a principal's display name.
