@@ -55,7 +55,7 @@ func (h *handler) listApps(r *http.Request, p apigw.Principal) (int, any, error)
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.Application, []string, bool, error) {
 			return h.st.PageApplications(ctx, p.AccountID, after, desc, n)
 		},
-		// Spec 5.4.3: only what the caller may GET.
+		// Only what the caller may GET (docs/api.md#collection-reads).
 		Allow: func(ctx context.Context) (func(store.Application) bool, error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {

@@ -123,7 +123,7 @@ func (h *handler) listUsers(r *http.Request, p apigw.Principal) (int, any, error
 	}
 	list, err := apigw.List(r, page, apigw.Lister[store.Principal, User]{
 		Name: "users", Indexed: "created", Read: h.st.PageUsers, ValidPosition: store.ValidPosition,
-		// Spec 5.4.3: a collection shows only the members the caller may GET.
+		// A collection shows only the members the caller may GET (docs/api.md#collection-reads).
 		Allow: func(ctx context.Context) (func(store.Principal) bool, error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {
