@@ -42,7 +42,7 @@ type Store interface {
 	DeleteAppTestBlobs(ctx context.Context, account, id string, blobs ...store.AppTestBlob) error
 	UpdateAppTestDescription(ctx context.Context, account, id, desc string) (store.AppTest, error)
 	DeleteAppTest(ctx context.Context, account, id string) (store.AppTest, error)
-	StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time, m *store.OutboxMarker) (store.AppTest, error)
+	StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time, m *store.OutboxMarker) error
 	UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error
 	GetApplication(ctx context.Context, account, id string) (store.Application, error)
 	ListApplications(ctx context.Context, account string) ([]store.Application, error)
@@ -568,13 +568,23 @@ func (h *handler) run(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, fmt.Errorf("encode run message: %w", err)
 	}
 	m := h.q.Marker(string(msg))
-	t, err := h.st.StartAppTestRun(ctx, p.AccountID, *in.ID, run.ID, RunQueued, string(detail), until, &m)
-	if err != nil {
+	if err := h.st.StartAppTestRun(ctx, p.AccountID, *in.ID, run.ID, RunQueued, string(detail), until, &m); err != nil {
 		return 0, nil, notFound(storeError(err), *in.ID)
 	}
 	// Written with its marker, the run will start: a failed send is the
-	// outbox sweep's to repeat, and the runner ignores a duplicate.
+	// outbox sweep's to repeat, and the runner ignores a duplicate. The
+	// answer's read of the test runs alongside the send.
+	var (
+		t    store.AppTest
+		gerr error
+		read = make(chan struct{})
+	)
+	go func() { defer close(read); t, gerr = h.st.GetAppTest(ctx, p.AccountID, *in.ID) }()
 	_ = h.q.Send(ctx, &m)
+	<-read
+	if gerr != nil {
+		return 0, nil, notFound(storeError(gerr), *in.ID)
+	}
 	return http.StatusOK, out(t), nil
 }
 

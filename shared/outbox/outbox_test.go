@@ -93,7 +93,7 @@ func (f *fixture) run(t *testing.T, q *outbox.Queue, test string) store.OutboxMa
 		t.Fatal(err)
 	}
 	m := q.Marker("run " + test)
-	if _, err := f.st.StartAppTestRun(ctx, "a1", test, "r-"+test, "queued", "{}", now.Add(time.Hour), &m); err != nil {
+	if err := f.st.StartAppTestRun(ctx, "a1", test, "r-"+test, "queued", "{}", now.Add(time.Hour), &m); err != nil {
 		t.Fatal(err)
 	}
 	return m

@@ -358,13 +358,13 @@ func (s *Store) DeleteAppTest(ctx context.Context, account, id string) (AppTest,
 // naming it. The run's outbox marker m is written in the same
 // transaction, so its message is owed from then on. A run stays active
 // until activeUntil, or until UpdateAppTestRun ends it. A missing test is
-// ErrNotFound. It returns the test as updated (read back: a transaction
-// returns no values).
-func (s *Store) StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time, m *OutboxMarker) (AppTest, error) {
+// ErrNotFound. A transaction returns no values: the caller reads the test
+// back (GetAppTest) if it needs it.
+func (s *Store) StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time, m *OutboxMarker) error {
 	now := s.now()
 	mput, err := s.outboxPut(m, testRunOutboxPK(runID))
 	if err != nil {
-		return AppTest{}, err
+		return err
 	}
 	err = s.transact(ctx, "start application test run", []types.TransactWriteItem{{Update: &types.Update{
 		TableName:                aws.String(s.table),
@@ -380,18 +380,11 @@ func (s *Store) StartAppTestRun(ctx context.Context, account, id, runID, state, 
 	if txConditionFailedAt(err, 0) {
 		cur, gerr := s.GetAppTest(ctx, account, id)
 		if gerr != nil {
-			return AppTest{}, gerr
+			return gerr
 		}
-		return AppTest{}, &ConflictError{Msg: fmt.Sprintf("test %s already has run %s %s; wait until it has finished", id, cur.RunID, cur.RunState)}
+		return &ConflictError{Msg: fmt.Sprintf("test %s already has run %s %s; wait until it has finished", id, cur.RunID, cur.RunState)}
 	}
-	if err != nil {
-		return AppTest{}, err
-	}
-	var t AppTest
-	if err := s.getConsistent(ctx, "start application test run", appTestPK(account, id), skAppTest, &t); err != nil {
-		return AppTest{}, err
-	}
-	return t, nil
+	return err
 }
 
 // UpdateAppTestRun moves run runID of a test from state `from` to `to`
