@@ -1,5 +1,5 @@
 // Package taskswire wires the tasks function (functions/tasks) and the
-// task outbox the applications function and the task worker share.
+// task outbox it shares with the applications function.
 package taskswire
 
 import (
