@@ -1,6 +1,6 @@
 // Command task-worker runs tasks from the task queue (SQS event source,
 // partial batch responses) and, on every invocation including the
-// scheduled one, sweeps the task outbox.
+// scheduled one, sweeps the outbox of every queue (shared/outbox).
 package main
 
 import (

@@ -4,7 +4,10 @@ package local_test
 // committed. A proxy in front of the embedded SQS server (goaws) fails
 // SendMessage and SendMessageBatch while armed; everything else (receive,
 // delete, queue management) passes. The functions' real handlers run with
-// the real table (minidyn) and the real queues behind that proxy.
+// the real table (minidyn) and the real queues behind that proxy. Every
+// write that owes a message wrote its outbox marker with it: the request
+// succeeds, and the task worker's scheduled sweep sends the message once
+// SQS is back, with exactly one visible effect.
 
 import (
 	"bytes"
@@ -34,14 +37,18 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/apptests"
 	"cads/shared/bootstrap"
+	"cads/shared/outbox"
 	"cads/shared/rbacadmin"
 	"cads/shared/store"
 	"cads/shared/tasks"
 	"cads/shared/wire"
 	"cads/shared/wire/addresssetswire"
+	"cads/shared/wire/aggregatorwire"
 	"cads/shared/wire/applicationswire"
 	"cads/shared/wire/roleswire"
+	"cads/shared/wire/taskworkerwire"
 	"cads/shared/wire/testswire"
 )
 
@@ -286,34 +293,33 @@ func (e *qfEnv) drain(id string, h func(context.Context, events.SQSEvent) (event
 	}
 }
 
-// sqsLeaks says whether an error body shows the queue failure's
-// internals.
-func sqsLeaks(body string) bool {
-	l := strings.ToLower(body)
-	for _, s := range []string{"sqs", "sendmessage", "serviceunavailable", "internalerror", "operation error", "127.0.0.1", "http://", "qf-", "queue url", "amazon"} {
-		if strings.Contains(l, s) {
-			return true
-		}
-	}
-	return leaks(body)
+// producers is an outbox whose markers are due at once, for the
+// producing functions built by hand below: the sweep's turn needs no
+// waiting.
+func (e *qfEnv) producers() *outbox.Outbox {
+	o := outbox.New(e.deps.Store, outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}, e.log)
+	o.ResendAfter = 0
+	return o
 }
 
-// unavailable checks that resp is the documented 503: Retry-After and the
-// API error body of type unavailable, with no internals.
-func unavailable(t *testing.T, resp events.APIGatewayProxyResponse) {
-	t.Helper()
-	retryAfter := resp.Headers["Retry-After"]
-	if v := resp.MultiValueHeaders["Retry-After"]; len(v) > 0 {
-		retryAfter = v[0]
+// sweep is the task worker's scheduled invocation as wired (an event
+// without records: the outbox sweep of every queue).
+func (e *qfEnv) sweep() {
+	e.t.Helper()
+	resp, err := taskworkerwire.Local(e.deps)(context.Background(), events.SQSEvent{})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		e.t.Fatalf("scheduled sweep: %v %+v", err, resp)
 	}
-	var b apigw.Body
-	if err := json.Unmarshal([]byte(resp.Body), &b); err != nil || resp.StatusCode != http.StatusServiceUnavailable || retryAfter == "" ||
-		b.Status != 503 || b.Error.Type != "unavailable" || b.Error.Message == "" {
-		t.Fatalf("%d Retry-After %q %s; want 503 with Retry-After and {\"status\":503,\"error\":{\"type\":\"unavailable\",...}}", resp.StatusCode, retryAfter, resp.Body)
+}
+
+// markers are the outbox markers of the table, due or not.
+func (e *qfEnv) markers() []store.OutboxMarker {
+	e.t.Helper()
+	due, err := e.deps.Store.DueOutbox(context.Background(), time.Now().Add(time.Hour), 100)
+	if err != nil {
+		e.t.Fatal(err)
 	}
-	if sqsLeaks(resp.Body) {
-		t.Fatalf("the 503 shows internals: %s", resp.Body)
-	}
+	return due
 }
 
 var qfModes = []struct {
@@ -345,11 +351,11 @@ func TestQueueSendFailureTasks(t *testing.T) {
 			ctx := context.Background()
 			// The tasks function and the worker as wire builds them, with
 			// a short resend delay so that the sweep's turn comes quickly.
-			outbox := tasks.NewOutbox(e.deps.Store, tasks.SQSSender{Client: e.deps.SQS, QueueURL: e.deps.QueueURLs[wire.TasksQueue]}, e.log)
-			outbox.ResendAfter = 500 * time.Millisecond
-			tasksFn := apigw.Lambda(e.log, tasks.New(e.deps.Store, access.New(e.deps.Store, e.log), outbox, e.log))
+			ob := outbox.New(e.deps.Store, outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}, e.log)
+			ob.ResendAfter = 500 * time.Millisecond
+			tasksFn := apigw.Lambda(e.log, tasks.New(e.deps.Store, access.New(e.deps.Store, e.log), tasks.NewOutbox(e.deps.Store, ob.Queue(wire.TasksQueue)), e.log))
 			dp := &qfDataPlane{FakeDataPlane: tasks.NewFakeDataPlane(e.log, tasks.LoopbackOnly)}
-			worker := tasks.NewWorker(e.deps.Store, dp, outbox, e.log)
+			worker := tasks.NewWorker(e.deps.Store, dp, ob, e.log)
 
 			app := e.ok(req{fn: applicationswire.Handler, as: e.op, method: "POST", resource: "/v2/applications", contentType: js,
 				body: `{"name": "Queue fault shop", "aliases": ["shop.queuefault.example.com"]}`})["id"].(string)
@@ -450,11 +456,15 @@ func (n *qfNotifier) count(href string) int {
 	return n.by[href]
 }
 
+// roles is the roles function with its notifications due at once.
+func (e *qfEnv) roles() func(wire.Deps) apigw.ProxyHandler {
+	return handler(apigw.Lambda(e.log, rbacadmin.New(e.deps.Store, access.New(e.deps.Store, e.log), e.producers().Queue(wire.NotificationsQueue), e.log)))
+}
+
 // POST /v2/accounts/{id}/invitations while SQS fails the send: the
-// invitation is taken back and the answer is 503 with Retry-After. The
-// table is as before (no invitation, no grant), whatever reached the
-// queue notifies nobody, and the same request after the outage succeeds
-// and is delivered once.
+// invitation was written with its outbox marker, so the answer is 200
+// with it queued. The sweep sends it once SQS is back, and the invitee is
+// notified exactly once, whatever copies the lost answers queued.
 func TestQueueSendFailureInvitationCreate(t *testing.T) {
 	const js = "application/json"
 	for _, m := range qfModes {
@@ -465,57 +475,49 @@ func TestQueueSendFailureInvitationCreate(t *testing.T) {
 			root := map[string]string{"id": e.boot.RootAccount}
 			role := e.ok(req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root, contentType: js,
 				body: `{"name": "Queue fault reader", "permissions": [{"method": "GET", "effect": "permit", "spec": ["/v2/applications/*"]}]}`})["href"].(string)
-			invite := req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/invitations", params: root, contentType: js,
-				body: fmt.Sprintf(`{"user_email": "outage@example.com", "role": %q}`, role)}
 
-			before := e.snapshot()
 			e.proxy.arm(m.mode)
-			resp := e.do(invite)
+			resp := e.do(req{fn: e.roles(), as: e.op, method: "POST", resource: "/v2/accounts/{id}/invitations", params: root, contentType: js,
+				body: fmt.Sprintf(`{"user_email": "outage@example.com", "role": %q}`, role)})
 			failedSends := e.proxy.disarm()
 			if failedSends == 0 {
 				t.Fatal("no send was failed")
 			}
-			unavailable(t, resp)
-			if d := diff(before, e.snapshot()); len(d) > 0 {
-				t.Fatalf("the refused invitation left the table changed: %v", d)
+			var out rbacadmin.Invitation
+			if err := json.Unmarshal([]byte(resp.Body), &out); err != nil || resp.StatusCode != http.StatusOK || out.State != store.InvitationQueued {
+				t.Fatalf("POST invitation while SQS fails: %d %s; want 200 with the invitation queued", resp.StatusCode, resp.Body)
 			}
-			list := e.do(req{fn: roleswire.Handler, as: e.op, method: "GET", resource: "/v2/accounts/{id}/invitations", params: root})
-			if list.StatusCode != 200 || strings.TrimSpace(list.Body) != "[]" {
-				t.Fatalf("invitations after the 503: %d %s", list.StatusCode, list.Body)
+			if mk := e.markers(); len(mk) != 1 || mk[0].Queue != wire.NotificationsQueue {
+				t.Fatalf("outbox after the failed send: %+v", mk)
 			}
-			// Copies that reached the queue (the lost answers) name an
-			// invitation that is gone.
+			// Copies that reached the queue (the lost answers) deliver it.
 			copies := e.drain(wire.NotificationsQueue, notify)
-			if n.total() != 0 {
-				t.Fatalf("an invitation answered 503 was delivered %d times", n.total())
-			}
 			if want := map[qfMode]int{qfRefuse: 0, qfLoseAnswer: failedSends}[m.mode]; copies != want {
 				t.Fatalf("%d sends failed; %d messages reached the queue, want %d", failedSends, copies, want)
 			}
 
-			// After the outage: the same request, delivered once.
-			ok := e.ok(invite)
-			if ok["state"] != store.InvitationQueued {
-				t.Fatalf("retry: %v", ok)
+			// SQS is back: the task worker's scheduled sweep sends it.
+			e.sweep()
+			if got := e.drain(wire.NotificationsQueue, notify); got != 1 {
+				t.Fatalf("the sweep queued %d messages, want 1", got)
 			}
-			href := ok["href"].(string)
-			if got := e.drain(wire.NotificationsQueue, notify); got != 1 || n.count(href) != 1 || n.total() != 1 {
-				t.Fatalf("after the retry: %d messages, %d notifications of it, %d in all", got, n.count(href), n.total())
+			if n.count(out.Href) != 1 || n.total() != 1 {
+				t.Fatalf("notified %d times (%d in all), want once", n.count(out.Href), n.total())
 			}
-			id := ok["id"].(string)
-			inv, err := e.deps.Store.GetInvitation(context.Background(), e.boot.RootAccount, store.InvitationRole, id)
+			inv, err := e.deps.Store.GetInvitation(context.Background(), e.boot.RootAccount, store.InvitationRole, out.ID)
 			if err != nil || inv.State != store.InvitationSent {
 				t.Fatalf("after delivery: %+v %v", inv, err)
+			}
+			if mk := e.markers(); len(mk) != 0 {
+				t.Fatalf("markers left after delivery: %+v", mk)
 			}
 		})
 	}
 }
 
-// PATCH of an invitation ({"state": "queued"}: send it again) while SQS
-// fails the send: 503 with Retry-After, and the delivered invitation is
-// put back in state sent, still in the invitee's inbox (only its sent
-// time moves). Nothing is notified; the same PATCH after the outage sends
-// it once.
+// PATCH of a delivered invitation ({"state": "queued"}: send it again)
+// while SQS fails the send: 200 with it queued again, and the sweep
+// delivers it once SQS is back: one more notification, no more.
 func TestQueueSendFailureInvitationResend(t *testing.T) {
 	const js = "application/json"
 	for _, m := range qfModes {
@@ -533,51 +535,40 @@ func TestQueueSendFailureInvitationResend(t *testing.T) {
 			if e.drain(wire.NotificationsQueue, notify) != 1 || n.count(href) != 1 {
 				t.Fatal("the invitation was not delivered")
 			}
-			sent, err := e.deps.Store.GetInvitation(ctx, e.boot.RootAccount, store.InvitationRole, id)
-			if err != nil || sent.State != store.InvitationSent {
-				t.Fatalf("delivered invitation: %+v %v", sent, err)
-			}
-			resend := req{fn: roleswire.Handler, as: e.op, method: "PATCH", resource: "/v2/accounts/{id}/invitations/{invitation_id}",
-				params: map[string]string{"id": e.boot.RootAccount, "invitation_id": id}, contentType: js, body: `{"state": "queued"}`}
 
 			e.proxy.arm(m.mode)
-			resp := e.do(resend)
+			resp := e.do(req{fn: e.roles(), as: e.op, method: "PATCH", resource: "/v2/accounts/{id}/invitations/{invitation_id}",
+				params: map[string]string{"id": e.boot.RootAccount, "invitation_id": id}, contentType: js, body: `{"state": "queued"}`})
 			failedSends := e.proxy.disarm()
 			if failedSends == 0 {
 				t.Fatal("no send was failed")
 			}
-			unavailable(t, resp)
-			after, err := e.deps.Store.GetInvitation(ctx, e.boot.RootAccount, store.InvitationRole, id)
-			if err != nil || after.State != store.InvitationSent || after.Sent == nil || after.Email != sent.Email || after.Target != sent.Target || !after.Created.Equal(sent.Created) {
-				t.Fatalf("after the 503 the invitation is %+v (%v), was %+v", after, err, sent)
+			if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Body, `"state":"queued"`) {
+				t.Fatalf("re-send while SQS fails: %d %s; want 200 with the invitation queued", resp.StatusCode, resp.Body)
 			}
-			inbox, err := e.deps.Store.InboxInvitations(ctx, sent.Email, store.InvitationRole)
+			// Still in the invitee's inbox while it waits.
+			inbox, err := e.deps.Store.InboxInvitations(ctx, "resend@example.com", store.InvitationRole)
 			if err != nil || len(inbox) != 1 || inbox[0].ID != id {
-				t.Fatalf("the invitee's inbox after the 503: %+v %v", inbox, err)
+				t.Fatalf("the invitee's inbox after the failed send: %+v %v", inbox, err)
 			}
-			copies := e.drain(wire.NotificationsQueue, notify)
-			if n.count(href) != 1 {
-				t.Fatalf("a re-send answered 503 notified the invitee (%d notifications in all)", n.count(href))
+			e.drain(wire.NotificationsQueue, notify)
+			e.sweep()
+			e.drain(wire.NotificationsQueue, notify)
+			if n.count(href) != 2 {
+				t.Fatalf("%d notifications in all, want 2 (the first delivery and the re-send)", n.count(href))
 			}
-			if want := map[qfMode]int{qfRefuse: 0, qfLoseAnswer: failedSends}[m.mode]; copies != want {
-				t.Fatalf("%d sends failed; %d messages reached the queue, want %d", failedSends, copies, want)
-			}
-
-			// After the outage the same PATCH sends it once.
-			if r := e.ok(resend); r["state"] != store.InvitationQueued {
-				t.Fatalf("re-send after the outage: %v", r)
-			}
-			if e.drain(wire.NotificationsQueue, notify) != 1 || n.count(href) != 2 {
-				t.Fatalf("re-send after the outage: %d notifications in all, want 2", n.count(href))
+			after, err := e.deps.Store.GetInvitation(ctx, e.boot.RootAccount, store.InvitationRole, id)
+			if err != nil || after.State != store.InvitationSent || len(e.markers()) != 0 {
+				t.Fatalf("after the re-send's delivery: %+v %v, markers %+v", after, err, e.markers())
 			}
 		})
 	}
 }
 
-// POST /v2/tests (start a run) while SQS fails the send: the answer is a
-// 503 with Retry-After and no internals, and the run is recorded failed
-// ("could not be queued"), so the test is not blocked; after the outage a
-// new run starts.
+// POST /v2/tests (start a run) while SQS fails the send: the run was
+// written with its outbox marker, so the answer is 200 with the run
+// queued (not failed, not a 503), and the sweep queues it once SQS is
+// back.
 func TestQueueSendFailureTestRun(t *testing.T) {
 	e := newQFEnv(t)
 	ctx := context.Background()
@@ -589,36 +580,36 @@ func TestQueueSendFailureTestRun(t *testing.T) {
 	}
 	cfg := `{"probabilities": 1, "models": {"home": {"type": "user.StaticSession", "requests": [{"name": "home", "method": "GET", "url": "http://shop.example.com/"}]}}}`
 	e.ok(req{fn: testswire.Handler, as: e.op, method: "PUT", resource: "/v2/tests/{id}", params: map[string]string{"id": "qf"}, contentType: "application/json", body: cfg})
-	run := req{fn: testswire.Handler, as: e.op, method: "POST", resource: "/v2/tests", contentType: "application/json", body: `{"id": "qf", "duration": 1, "virtualUsers": 1}`}
+	testsFn := handler(apigw.Lambda(e.log, apptests.New(e.deps.Store, access.New(e.deps.Store, e.log), e.producers().Queue(wire.TestRunsQueue), e.log)))
 
 	e.proxy.arm(qfRefuse)
-	resp := e.do(run)
+	body := e.ok(req{fn: testsFn, as: e.op, method: "POST", resource: "/v2/tests", contentType: "application/json", body: `{"id": "qf", "duration": 1, "virtualUsers": 1}`})
 	if n := e.proxy.disarm(); n == 0 {
 		t.Fatal("no send was failed")
 	}
-	unavailable(t, resp)
-	at, err := e.deps.Store.GetAppTest(ctx, e.op.AccountID, "qf")
-	if err != nil || at.RunState != "failed" || at.RunActiveUntil != 0 || !strings.Contains(at.Run, "could not be queued") {
-		t.Fatalf("the unqueued run: %+v %v", at, err)
+	last, _ := body["last_run"].(map[string]any)
+	if last["state"] != "queued" {
+		t.Fatalf("the run while SQS fails: %v; want it queued", body)
 	}
 	if msgs := e.receive(wire.TestRunsQueue, 30); len(msgs) != 0 {
 		t.Fatalf("a refused send queued %d messages", len(msgs))
 	}
-	body := e.ok(run)
-	if last, _ := body["last_run"].(map[string]any); last["state"] != "queued" {
-		t.Fatalf("the run after the outage: %v", body)
+	e.sweep()
+	msgs := e.receive(wire.TestRunsQueue, 30)
+	if len(msgs) != 1 || !strings.Contains(msgs[0].Body, fmt.Sprint(last["id"])) {
+		t.Fatalf("the sweep queued %v, want the run's message", msgs)
 	}
-	if msgs := e.receive(wire.TestRunsQueue, 30); len(msgs) != 1 {
-		t.Fatalf("the run after the outage queued %d messages", len(msgs))
+	if at, err := e.deps.Store.GetAppTest(ctx, e.op.AccountID, "qf"); err != nil || at.RunState != "queued" || len(e.markers()) != 0 {
+		t.Fatalf("after the sweep: %+v %v, markers %+v", at, err, e.markers())
 	}
 }
 
 // POST /v2/address-sets while SQS fails the send of its metrics event:
-// the event was committed with the set and waits in its outbox for the
-// sweep, so the request answers 200 with the set, as always.
+// the event was committed with the set in its (held) outbox marker, so
+// the request answers 200 with the set; the sweep sends it, and the
+// aggregator's fold removes the marker.
 func TestQueueSendFailureAddressSet(t *testing.T) {
 	e := newQFEnv(t)
-	ctx := context.Background()
 	e.proxy.arm(qfRefuse)
 	resp := e.do(req{fn: addresssetswire.Handler, as: e.op, method: "POST", resource: "/v2/address-sets", contentType: "application/json",
 		body: `{"name": "queue fault exits", "type": "manual", "entries": [{"address": "192.0.2.0/24"}]}`})
@@ -628,11 +619,22 @@ func TestQueueSendFailureAddressSet(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST address set while SQS fails: %d %s", resp.StatusCode, resp.Body)
 	}
-	evs, err := e.deps.Store.UnsentMetricEvents(ctx, time.Now().Add(time.Hour), 10)
-	if err != nil || len(evs) != 1 {
-		t.Fatalf("the set's metrics event is not in its outbox: %v %v", evs, err)
+	mk := e.markers()
+	if len(mk) != 1 || mk[0].Queue != wire.MetricsQueue || !mk[0].Held {
+		t.Fatalf("the set's metrics event is not in its outbox: %+v", mk)
 	}
 	if msgs := e.receive(wire.MetricsQueue, 30); len(msgs) != 0 {
 		t.Fatalf("a refused send queued %d messages", len(msgs))
+	}
+	// Due two minutes after the write: the schedule's sweep of then.
+	if _, err := e.deps.Store.PostponeOutbox(context.Background(), &mk[0], time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	e.sweep()
+	if got := e.drain(wire.MetricsQueue, aggregatorwire.Handler(e.deps)); got != 1 {
+		t.Fatalf("the sweep queued %d metrics messages, want 1", got)
+	}
+	if mk := e.markers(); len(mk) != 0 {
+		t.Fatalf("markers left after the fold: %+v", mk)
 	}
 }

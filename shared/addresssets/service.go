@@ -17,6 +17,7 @@ import (
 	"cads/shared/ddb"
 	"cads/shared/ids"
 	"cads/shared/metrics"
+	"cads/shared/outbox"
 	"cads/shared/store"
 )
 
@@ -37,21 +38,32 @@ type Store interface {
 	ClaimAddressSweep(ctx context.Context, now time.Time, lease, gap time.Duration, force bool) (bool, error)
 	ReleaseAddressSweep(ctx context.Context, next time.Time) error
 	ArmAddressWake(ctx context.Context, at, now time.Time) (bool, error)
-	UnsentMetricEvents(ctx context.Context, before time.Time, max int) ([]store.MetricEvent, error)
 }
 
 // Service is the address sets' logic, shared by the API, the aggregator
 // (the edge's additions to dynamic sets) and the expiry sweep.
 type Service struct {
-	st   Store
-	send metrics.Sender // nil: events wait in their outbox for a sweep
-	log  *slog.Logger
-	now  func() time.Time
+	st     Store
+	events *outbox.Queue  // the metrics queue's outbox: every change's event
+	wake   metrics.Sender // nil: no expiry wake-ups are sent
+	log    *slog.Logger
+	now    func() time.Time
 }
 
-// NewService returns the service; send may be nil.
-func NewService(st Store, send metrics.Sender, log *slog.Logger) *Service {
-	return &Service{st: st, send: send, log: log, now: st.Now}
+// NewService returns the service: events is the outbox of the metrics
+// queue, wake sends the expiry sweep's wake-ups to it (nil: none).
+func NewService(st Store, events *outbox.Queue, wake metrics.Sender, log *slog.Logger) *Service {
+	return &Service{st: st, events: events, wake: wake, log: log, now: st.Now}
+}
+
+// event is the event of a change with counts c, with its outbox marker.
+func (s *Service) event(c counts, account, set string, now time.Time, purge bool) *store.MetricEvent {
+	ev := c.event(account, set, now, purge)
+	if ev != nil {
+		m := s.events.Marker(ev.Body)
+		ev.Outbox = &m
+	}
+	return ev
 }
 
 // Actor names who made an entry (created_by).
@@ -226,7 +238,7 @@ func (s *Service) plan(ctx context.Context, account, id string, cur *store.Addre
 		}
 	}
 	w.Set = set
-	w.Event = d.counts.event(account, id, now, false)
+	w.Event = s.event(d.counts, account, id, now, false)
 	return w, next, d.wake, nil
 }
 
@@ -453,19 +465,14 @@ func (c counts) event(account, set string, now time.Time, purge bool) *store.Met
 }
 
 // after sends a write's event and arms the sweep's wake-up; both are best
-// effort: the event waits in its outbox for the sweep to send it again,
-// and a missed wake-up only delays counting (expired entries are not
-// listed either way).
+// effort: the event waits in its outbox for the outbox sweep to send it
+// again, and a missed wake-up only delays counting (expired entries are
+// not listed either way).
 func (s *Service) after(ctx context.Context, ev *store.MetricEvent, wake *time.Time, now time.Time) {
-	if s.send == nil {
-		return
-	}
 	if ev != nil {
-		if err := s.send.Send(ctx, ev.Body); err != nil {
-			s.log.WarnContext(ctx, "metrics event not sent; the sweep sends it later", "event", ev.ID, "error", err.Error())
-		}
+		_ = s.events.Send(ctx, ev.Outbox)
 	}
-	if wake != nil {
+	if wake != nil && s.wake != nil {
 		s.arm(ctx, *wake, now)
 	}
 }
@@ -482,7 +489,7 @@ func (s *Service) arm(ctx context.Context, at, now time.Time) {
 		return
 	}
 	delay := at.Sub(now) + time.Second
-	if err := s.send.SendAfter(ctx, metrics.EncodeWake(at), delay); err != nil {
+	if err := s.wake.SendAfter(ctx, metrics.EncodeWake(at), delay); err != nil {
 		s.log.WarnContext(ctx, "expiry wake-up not sent", "error", err.Error())
 	}
 }
@@ -575,7 +582,7 @@ func (s *Service) remove(ctx context.Context, account, id string) (store.Address
 				c.add("entries_deleted", now, 1)
 			}
 		}
-		ev := c.event(account, id, now, true)
+		ev := s.event(c, account, id, now, true)
 		err = s.st.DeleteAddressSet(ctx, st.Set, prefixes, ev)
 		var cleanup *store.CleanupError
 		if errors.As(err, &cleanup) {
@@ -781,12 +788,10 @@ const (
 	// sweepBatch bounds the due entries read per shard in one sweep; more
 	// are left for the next, which is woken at once.
 	sweepBatch = 200
-	// resendAfter is how old an unsent event must be to be sent again.
-	resendAfter = 2 * time.Minute
 )
 
-// Sweep counts and removes expired entries, sends events again whose
-// message was lost, and arms the next wake-up. It is the "expiry job" of
+// Sweep counts and removes expired entries and arms the next wake-up
+// (events whose message was lost are the outbox sweep's). It is the "expiry job" of
 // docs/metrics.md: run by the aggregator when a wake-up is due (force) and
 // at most every 30 seconds otherwise.
 func (s *Service) Sweep(ctx context.Context, force bool) (bool, error) {
@@ -839,18 +844,7 @@ func (s *Service) Sweep(ctx context.Context, force bool) (bool, error) {
 	if expired > 0 {
 		s.log.InfoContext(ctx, "expired address entries counted", "entries", expired, "sets", len(order))
 	}
-	if s.send != nil {
-		evs, err := s.st.UnsentMetricEvents(ctx, now.Add(-resendAfter), 100)
-		if err != nil {
-			errs = append(errs, err)
-		} else if len(evs) > 0 {
-			bodies := make([]string, len(evs))
-			for i, e := range evs {
-				bodies[i] = e.Body
-			}
-			errs = append(errs, s.send.Send(ctx, bodies...))
-			s.log.InfoContext(ctx, "unsent metrics events sent again", "count", len(evs))
-		}
+	if s.wake != nil {
 		// Arm the next wake-up: at once when entries are still due (more
 		// than one sweep's worth, or more than a transaction held), else
 		// at the next expiry.

@@ -18,6 +18,7 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/apigw"
 	"cads/shared/metrics"
+	"cads/shared/outbox"
 	"cads/shared/store"
 )
 
@@ -44,6 +45,14 @@ func (q *queue) SendAfter(_ context.Context, body string, _ time.Duration) error
 	return nil
 }
 
+// eventSender is q as the outbox's sender: every event goes to the metrics
+// queue.
+type eventSender struct{ q *queue }
+
+func (e eventSender) Send(ctx context.Context, _ string, bodies ...string) error {
+	return e.q.Send(ctx, bodies...)
+}
+
 func (q *queue) drain() []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -67,7 +76,7 @@ func newEnv(t *testing.T) *env {
 	d := testenv.NewDynamo(t)
 	st := store.New(d.Client, d.Table)
 	e := &env{t: t, d: d, st: st, q: &queue{}, clock: time.Now().UTC().Truncate(time.Minute)}
-	e.svc = NewService(st, e.q, quiet)
+	e.svc = NewService(st, outbox.New(st, eventSender{e.q}, quiet).Queue("MetricsQueue"), e.q, quiet)
 	e.svc.now = func() time.Time { return e.clock }
 	e.agg = metrics.NewAggregator(st, e.svc, e.q, quiet)
 	return e
@@ -483,5 +492,40 @@ func TestConcurrentChangesAreAllKept(t *testing.T) {
 	e.fold()
 	if c := e.counts(metrics.ScopeSet(s.Set.ID)); c["added"] != 8 {
 		t.Fatalf("counts %v", c)
+	}
+}
+
+// downSender refuses every send, as SQS in an outage.
+type downSender struct{}
+
+func (downSender) Send(context.Context, string, ...string) error {
+	return errors.New("queue service unavailable")
+}
+
+// An event whose send failed waits in the outbox: the outbox sweep sends
+// it, the fold counts it once (a second copy changes nothing), and the
+// fold's last step removes the marker, so no later sweep sends it again.
+func TestLostEventIsSentByTheOutboxSweepAndCountedOnce(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	down := outbox.New(e.st, downSender{}, quiet)
+	down.ResendAfter = 0
+	e.svc.events = down.Queue("MetricsQueue")
+	s := e.create("lost", TypeManual, []entryIn{entry("192.0.2.1", nil), entry("192.0.2.2", nil)})
+	if sent := e.q.drain(); len(sent) != 0 {
+		t.Fatalf("sent while the queue is down: %v", sent)
+	}
+	sweep := outbox.New(e.st, eventSender{e.q}, quiet)
+	if n, err := sweep.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("outbox sweep: %d %v; want the one event", n, err)
+	}
+	bodies := e.q.drain()
+	e.deliver(bodies...)
+	e.deliver(bodies...) // SQS delivers a copy
+	if c := e.counts(metrics.ScopeSet(s.Set.ID)); c["added"] != 2 {
+		t.Fatalf("counts after the sweep's send and a duplicate: %v; want 2 added", c)
+	}
+	if due, err := e.st.DueOutbox(ctx, time.Now().Add(time.Hour), 10); err != nil || len(due) != 0 {
+		t.Fatalf("markers left after the fold: %+v %v", due, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"cads/shared/apigw"
+	"cads/shared/outbox"
 	"cads/shared/store"
 	"cads/shared/tasks"
 )
@@ -30,7 +31,7 @@ func itemCount(t *testing.T, a *api) int {
 func runAccountTasks(t *testing.T, a *api, account string) {
 	t.Helper()
 	ctx := context.Background()
-	w := tasks.NewWorker(a.st, tasks.NewFakeDataPlane(quiet, tasks.LoopbackOnly), tasks.NewOutbox(a.st, tasks.NoQueue{}, quiet), quiet)
+	w := tasks.NewWorker(a.st, tasks.NewFakeDataPlane(quiet, tasks.LoopbackOnly), outbox.New(a.st, outbox.SQS{}, quiet), quiet)
 	ts, err := a.st.ListTasks(ctx, account, time.Time{}, time.Time{}, 0)
 	if err != nil {
 		t.Fatal(err)

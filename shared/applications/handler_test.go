@@ -20,6 +20,7 @@ import (
 	"cads/shared/applications/appconfig"
 	"cads/shared/authz"
 	"cads/shared/ids"
+	"cads/shared/outbox"
 	"cads/shared/store"
 	"cads/shared/tasks"
 	"cads/shared/wire"
@@ -131,7 +132,7 @@ func (a *api) user(account string, perms ...authz.Permission) apigw.Principal {
 func (a *api) runTasks() {
 	a.t.Helper()
 	ctx := context.Background()
-	w := tasks.NewWorker(a.st, tasks.NewFakeDataPlane(quiet, tasks.LoopbackOnly), tasks.NewOutbox(a.st, tasks.NoQueue{}, quiet), quiet)
+	w := tasks.NewWorker(a.st, tasks.NewFakeDataPlane(quiet, tasks.LoopbackOnly), outbox.New(a.st, outbox.SQS{}, quiet), quiet)
 	ts, err := a.st.ListTasks(ctx, a.root, time.Time{}, time.Time{}, 0)
 	if err != nil {
 		a.t.Fatal(err)

@@ -27,6 +27,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/ddb"
 	"cads/shared/ids"
+	"cads/shared/outbox"
 	"cads/shared/store"
 )
 
@@ -41,7 +42,7 @@ type Store interface {
 	DeleteAppTestBlobs(ctx context.Context, account, id string, blobs ...store.AppTestBlob) error
 	UpdateAppTestDescription(ctx context.Context, account, id, desc string) (store.AppTest, error)
 	DeleteAppTest(ctx context.Context, account, id string) (store.AppTest, error)
-	StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time) (store.AppTest, error)
+	StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time, m *store.OutboxMarker) error
 	UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error
 	GetApplication(ctx context.Context, account, id string) (store.Application, error)
 	ListApplications(ctx context.Context, account string) ([]store.Application, error)
@@ -50,11 +51,6 @@ type Store interface {
 // Deciders makes second decisions with the authorizer's engine.
 type Deciders interface {
 	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
-}
-
-// Queue takes run messages to the runner.
-type Queue interface {
-	Send(ctx context.Context, body []byte) error
 }
 
 // Limits of the API's own fields.
@@ -76,13 +72,14 @@ var idPattern = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
 type handler struct {
 	st  Store
 	dec Deciders
-	q   Queue
+	q   *outbox.Queue
 	log *slog.Logger
 }
 
-// New returns the tests function's HTTP handler. q may be nil in a
-// deployment without the run queue: runs are then refused.
-func New(st Store, dec Deciders, q Queue, log *slog.Logger) http.Handler {
+// New returns the tests function's HTTP handler. q is the outbox of the
+// run queue; it may be nil in a deployment without one: runs are then
+// refused.
+func New(st Store, dec Deciders, q *outbox.Queue, log *slog.Logger) http.Handler {
 	h := &handler{st: st, dec: dec, q: q, log: log}
 	mux := apigw.NewMux()
 	mux.HandleFunc("GET /v2/tests", h.wrap(h.list))
@@ -566,31 +563,30 @@ func (h *handler) run(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, fmt.Errorf("encode run: %w", err)
 	}
 	until := now.Add(time.Duration(run.Duration)*time.Second + RunGrace)
-	t, err := h.st.StartAppTestRun(ctx, p.AccountID, *in.ID, run.ID, RunQueued, string(detail), until)
+	msg, err := json.Marshal(runMessage{Account: p.AccountID, Test: *in.ID, Run: run.ID})
 	if err != nil {
+		return 0, nil, fmt.Errorf("encode run message: %w", err)
+	}
+	m := h.q.Marker(string(msg))
+	if err := h.st.StartAppTestRun(ctx, p.AccountID, *in.ID, run.ID, RunQueued, string(detail), until, &m); err != nil {
 		return 0, nil, notFound(storeError(err), *in.ID)
 	}
-	msg, _ := json.Marshal(runMessage{Account: p.AccountID, Test: *in.ID, Run: run.ID})
-	if err := h.q.Send(ctx, msg); err != nil {
-		// Not queued: the run must not look pending forever.
-		run.State, run.Message = RunFailed, "the run could not be queued; start it again"
-		failed, _ := json.Marshal(run)
-		if uerr := h.st.UpdateAppTestRun(context.WithoutCancel(ctx), p.AccountID, *in.ID, run.ID, RunQueued, RunFailed, string(failed), time.Time{}); uerr != nil {
-			// Neither queued nor marked failed: the store's error (500 or
-			// 429) says so; the run lapses at its deadline.
-			return 0, nil, errors.Join(fmt.Errorf("queue test run %s: %w", run.ID, err), uerr)
-		}
-		// The queue service failed: the run is marked failed and a retry
-		// may start another.
-		h.log.ErrorContext(ctx, "test run not queued; answered 503", "run", run.ID, "error", err.Error())
-		return 0, nil, apigw.Unavailable(queueRetryAfter, "the run could not be queued, so it did not start; start it again later")
+	// Written with its marker, the run will start: a failed send is the
+	// outbox sweep's to repeat, and the runner ignores a duplicate. The
+	// answer's read of the test runs alongside the send.
+	var (
+		t    store.AppTest
+		gerr error
+		read = make(chan struct{})
+	)
+	go func() { defer close(read); t, gerr = h.st.GetAppTest(ctx, p.AccountID, *in.ID) }()
+	_ = h.q.Send(ctx, &m)
+	<-read
+	if gerr != nil {
+		return 0, nil, notFound(storeError(gerr), *in.ID)
 	}
 	return http.StatusOK, out(t), nil
 }
-
-// queueRetryAfter is the Retry-After, in seconds, of a run whose message
-// the queue service refused.
-const queueRetryAfter = 5
 
 // target resolves `targets` (an application id or href of the caller's
 // account) and checks that the caller may read that application: a run's

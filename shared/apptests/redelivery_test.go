@@ -3,6 +3,7 @@ package apptests_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"reflect"
@@ -17,8 +18,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"cads/shared/access"
+	"cads/shared/apigw"
 	"cads/shared/apptests"
 	"cads/shared/loadgen"
+	"cads/shared/outbox"
 	"cads/shared/store"
 	"cads/shared/wire"
 )
@@ -267,5 +271,51 @@ func TestRunnerRedeliveryWhileRunningEndsTheRun(t *testing.T) {
 	next := lastRun(t, r)["load_id"].(string)
 	if e.drain() != 1 || srv.count(next) == 0 || e.storedTest("shop").RunState != apptests.RunSucceeded {
 		t.Fatalf("the new run: %d requests, state %s", srv.count(next), e.storedTest("shop").RunState)
+	}
+}
+
+// refusingSender is SQS in an outage: every send fails.
+type refusingSender struct{}
+
+func (refusingSender) Send(context.Context, string, ...string) error {
+	return errors.New("service unavailable")
+}
+
+// A run whose send SQS refused was written with its outbox marker: POST
+// answers 200 with the run queued, and the outbox sweep sends it once
+// SQS is back; the runner runs it once, and a second copy of its message
+// (as a sweep sends after a lost answer) runs nothing.
+func TestRunSendRefusedIsStartedByTheSweepOnce(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	down := outbox.New(e.st, refusingSender{}, e.deps.Log)
+	down.ResendAfter = 0
+	e.tests = apigw.Lambda(e.deps.Log, apptests.New(e.st, access.New(e.st, e.deps.Log), down.Queue(wire.TestRunsQueue), e.deps.Log))
+	loadID := e.postRun("shop", `{"id":"shop","duration":1,"virtualUsers":1}`)
+	if at := e.storedTest("shop"); at.RunState != apptests.RunQueued || at.RunID != loadID {
+		t.Fatalf("the accepted run: %+v", at)
+	}
+	if got := e.drain(); got != 0 {
+		t.Fatalf("a refused send queued %d messages", got)
+	}
+
+	sweep := outbox.New(e.st, outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}, e.deps.Log)
+	if n, err := sweep.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep: %d %v", n, err)
+	}
+	msg := e.takeRun()
+	e.handleRun(e.runner, msg)
+	e.deleteRun(msg)
+	done := e.storedTest("shop")
+	seen := e.edge.count(loadID)
+	if done.RunState != apptests.RunSucceeded || seen == 0 {
+		t.Fatalf("the swept run: state %s, %d requests", done.RunState, seen)
+	}
+	if due, err := e.st.DueOutbox(ctx, time.Now().Add(time.Hour), 10); err != nil || len(due) != 0 {
+		t.Fatalf("markers after the sweep: %+v %v", due, err)
+	}
+	e.handleRun(e.runner, msg) // a second copy
+	if n := e.edge.count(loadID); n != seen || !reflect.DeepEqual(e.storedTest("shop"), done) {
+		t.Fatalf("a second copy ran again: %d requests (was %d), %+v", n, seen, e.storedTest("shop"))
 	}
 }

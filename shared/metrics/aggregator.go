@@ -31,8 +31,8 @@ type AggregatorStore interface {
 type AddressSets interface {
 	// AddDynamic applies address records to dynamic sets.
 	AddDynamic(ctx context.Context, recs []AddressRecord) error
-	// Sweep counts and removes expired entries and re-sends unsent
-	// events. force skips the rate limit (a wake-up is due); ran is false
+	// Sweep counts and removes expired entries (the outbox sweep sends
+	// unsent events). force skips the rate limit (a wake-up is due); ran is false
 	// when another sweep holds the lease or the rate limit applied.
 	Sweep(ctx context.Context, force bool) (ran bool, err error)
 	// Purge removes what is left of a deleted set's partition.
@@ -290,7 +290,7 @@ func (a *Aggregator) sendAfter(ctx context.Context, body string, d time.Duration
 }
 
 // maybeSweep runs the sweep at most every sweepEvery per instance, so that
-// expiries and unsent events are handled even when a wake-up was lost.
+// expiries are handled even when a wake-up was lost.
 func (a *Aggregator) maybeSweep(ctx context.Context, now time.Time) {
 	if a.sets == nil {
 		return

@@ -20,6 +20,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/outbox"
 	"cads/shared/store"
 )
 
@@ -40,15 +41,12 @@ type Store interface {
 	PutGroup(ctx context.Context, g store.Group) error
 	DeleteGroup(ctx context.Context, account, id string) (store.Group, error)
 
-	CreateInvitation(ctx context.Context, inv store.Invitation) error
+	CreateInvitation(ctx context.Context, inv store.Invitation, m *store.OutboxMarker) error
 	GetInvitation(ctx context.Context, account, kind, id string) (store.Invitation, error)
 	ListInvitations(ctx context.Context, account, kind string) ([]store.Invitation, error)
 	InboxInvitations(ctx context.Context, email, kind string) ([]store.Invitation, error)
 	InboxInvitation(ctx context.Context, email, kind, id string) (store.Invitation, error)
-	RequeueInvitation(ctx context.Context, ref store.InvitationRef) (store.Invitation, error)
-	// MarkInvitationSent puts a re-sent invitation whose message could
-	// not be queued back in state sent (the notifier's write).
-	MarkInvitationSent(ctx context.Context, inv store.Invitation) (store.Invitation, error)
+	RequeueInvitation(ctx context.Context, inv store.Invitation, m *store.OutboxMarker) (store.Invitation, error)
 	AcceptInvitation(ctx context.Context, inv store.Invitation, principal string) (store.Invitation, error)
 	DeclineInvitation(ctx context.Context, ref store.InvitationRef) (store.Invitation, error)
 	DeleteInvitation(ctx context.Context, inv store.Invitation) error
@@ -70,24 +68,19 @@ type Deciders interface {
 	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
 }
 
-// Queue takes the messages that ask the notifier to deliver an
-// invitation.
-type Queue interface {
-	Send(ctx context.Context, body []byte) error
-}
-
 type handler struct {
 	st    Store
 	dec   Deciders
-	queue Queue // nil: invitations that need sending cannot be made
+	queue *outbox.Queue // nil: invitations that need sending cannot be made
 	log   *slog.Logger
 	names builtinNames
 }
 
-// New returns the roles function's HTTP handler. queue receives the
-// invitations to send; without one (nil), creating or re-sending an
-// invitation that needs a notification fails with a 500 and a log line.
-func New(st Store, dec Deciders, queue Queue, log *slog.Logger) http.Handler {
+// New returns the roles function's HTTP handler. queue is the outbox of
+// the notification queue: an invitation to send is written with its
+// marker and sent through it. Without one (nil), creating or re-sending
+// an invitation that needs a notification fails with a 500 and a log line.
+func New(st Store, dec Deciders, queue *outbox.Queue, log *slog.Logger) http.Handler {
 	names, err := loadBuiltinNames()
 	if err != nil {
 		// The built-in roles are embedded data checked by tests: a build

@@ -1,7 +1,6 @@
 package rbacadmin
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -139,7 +138,15 @@ func (h *handler) createInvitation(k kind) endpoint {
 		if isSvc {
 			inv.State, inv.Accepted, inv.Principal = store.InvitationAccepted, &now, svcID
 		}
-		switch err := h.st.CreateInvitation(ctx, inv); {
+		var m *store.OutboxMarker
+		if inv.State == store.InvitationQueued {
+			mk, err := h.marker(inv)
+			if err != nil {
+				return 0, nil, err
+			}
+			m = &mk
+		}
+		switch err := h.st.CreateInvitation(ctx, inv, m); {
 		case errors.Is(err, store.ErrNotFound):
 			return 0, nil, apigw.BadRequest("%s %s does not exist", k.target, targetHref(k, acct, target))
 		case errors.Is(err, store.ErrAlreadyHeld):
@@ -147,13 +154,10 @@ func (h *handler) createInvitation(k kind) endpoint {
 		case err != nil:
 			return 0, nil, err
 		}
-		if inv.State == store.InvitationQueued {
-			if err := h.enqueue(ctx, inv); err != nil {
-				// Nobody could ever receive it: take it back, so that the
-				// failed request leaves nothing behind and can be retried.
-				return h.unsent(ctx, inv, err, func(ctx context.Context) error { return h.st.DeleteInvitation(ctx, inv) },
-					"the invitation could not be queued for delivery, so it was not created; retry later")
-			}
+		if m != nil {
+			// Written with its marker, the invitation will be delivered: a
+			// failed send is the outbox sweep's to repeat.
+			_ = h.queue.Send(ctx, m)
 		}
 		return http.StatusOK, invitationOut(inv), nil
 	}
@@ -182,67 +186,18 @@ type notification struct {
 	ID      string `json:"id"`
 }
 
-// queueRetryAfter is the Retry-After, in seconds, of a request whose
-// message the queue service refused.
-const queueRetryAfter = 5
-
-// sendError is a failed send to the notification queue: the queue
-// service's failure, which a later retry may not meet.
-type sendError struct{ err error }
-
-func (e *sendError) Error() string { return e.err.Error() }
-func (e *sendError) Unwrap() error { return e.err }
-
-// enqueue sends the message that asks the notifier to deliver inv. A
-// failed send is a *sendError; a missing queue (a deployment error) is
-// a plain error.
-func (h *handler) enqueue(ctx context.Context, inv store.Invitation) error {
+// marker is the outbox marker of the message that asks the notifier to
+// deliver inv. A missing queue is a deployment error (a 500), found
+// before anything is written.
+func (h *handler) marker(inv store.Invitation) (store.OutboxMarker, error) {
 	if h.queue == nil {
-		return fmt.Errorf("no notification queue is configured: invitation %s cannot be sent", inv.Ref().Href())
+		return store.OutboxMarker{}, fmt.Errorf("no notification queue is configured: invitation %s cannot be sent", inv.Ref().Href())
 	}
 	body, err := json.Marshal(notification{Kind: inv.Kind, Account: inv.AccountID, ID: inv.ID})
 	if err != nil {
-		return fmt.Errorf("encode notification: %w", err)
+		return store.OutboxMarker{}, fmt.Errorf("encode notification: %w", err)
 	}
-	if err := h.queue.Send(ctx, body); err != nil {
-		return &sendError{fmt.Errorf("queue invitation %s: %w", inv.Ref().Href(), err)}
-	}
-	return nil
-}
-
-// unsent answers a request that wrote inv but could not queue its
-// message (sendErr, from enqueue). undo first puts the invitation back as
-// it was before the request, even if the caller has gone.
-//
-// A send whose answer was lost may have reached the queue all the same,
-// and the notifier may have delivered it meanwhile: undo then finds the
-// invitation changed, and if it was delivered since the request wrote it
-// the request did take effect, so it is answered as a success. Otherwise
-// a failed send is a 503 with Retry-After and msg (nothing of the failure
-// itself), and a missing queue, a deployment error, the usual 500.
-func (h *handler) unsent(ctx context.Context, inv store.Invitation, sendErr error, undo func(context.Context) error, msg string) (int, any, error) {
-	bg := context.WithoutCancel(ctx)
-	href := inv.Ref().Href()
-	switch err := undo(bg); {
-	case errors.Is(err, store.ErrStateChanged):
-		cur, gerr := h.st.GetInvitation(bg, inv.AccountID, inv.Kind, inv.ID)
-		if gerr == nil && cur.State != store.InvitationQueued && cur.Sent != nil && !cur.Sent.Before(inv.Updated) {
-			h.log.WarnContext(ctx, "invitation delivered although its send reported a failure", "invitation", href, "state", cur.State, "error", sendErr.Error())
-			return http.StatusOK, invitationOut(cur), nil
-		}
-	case err != nil:
-		// Neither sent nor undone: it stays queued with no message until
-		// a re-send (PATCH) sends it. No 503 can claim the request had no
-		// effect, so the answer is the 500 (or 429) of the store's failure.
-		h.log.ErrorContext(ctx, "could not undo an invitation whose message was not queued", "invitation", href, "error", err.Error())
-		return 0, nil, errors.Join(sendErr, fmt.Errorf("undo invitation %s: %w", href, err))
-	}
-	var se *sendError
-	if !errors.As(sendErr, &se) {
-		return 0, nil, sendErr
-	}
-	h.log.ErrorContext(ctx, "invitation message not queued; answered 503", "invitation", href, "error", sendErr.Error(), "request_id", apigw.RequestID(ctx))
-	return 0, nil, apigw.Unavailable(queueRetryAfter, "%s", msg)
+	return h.queue.Marker(string(body)), nil
 }
 
 func (h *handler) listInvitations(k kind) endpoint {
@@ -332,26 +287,19 @@ func (h *handler) resendInvitation(k kind) endpoint {
 		if inv.State == store.InvitationAccepted || inv.State == store.InvitationDeclined {
 			return 0, nil, apigw.Conflict("the invitation was %s already; invite again with POST /v2/accounts/%s/%s", inv.State, acct, k.collection)
 		}
-		requeued, err := h.st.RequeueInvitation(ctx, inv.Ref())
+		m, err := h.marker(inv)
+		if err != nil {
+			return 0, nil, err
+		}
+		requeued, err := h.st.RequeueInvitation(ctx, inv, &m)
 		if errors.Is(err, store.ErrStateChanged) {
 			return 0, nil, apigw.Conflict("the invitation was answered or revoked meanwhile")
 		}
 		if err != nil {
 			return 0, nil, err
 		}
-		if err := h.enqueue(ctx, requeued); err != nil {
-			// Queued with no message, it would wait for ever: a delivered
-			// invitation goes back to sent (its sent time becomes now: the
-			// store has no write that keeps the old one). One that was
-			// queued already stays so; its earlier message may be on its way.
-			return h.unsent(ctx, requeued, err, func(ctx context.Context) error {
-				if inv.State != store.InvitationSent {
-					return nil
-				}
-				_, err := h.st.MarkInvitationSent(ctx, requeued)
-				return err
-			}, "the invitation could not be queued for delivery, so it was not sent again; retry later")
-		}
+		// Queued with its marker: a failed send is the sweep's to repeat.
+		_ = h.queue.Send(ctx, &m)
 		return http.StatusOK, invitationOut(requeued), nil
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"cads/shared/store"
 )
@@ -106,16 +104,4 @@ func deliver(ctx context.Context, st NotifierStore, n Notifier, body string) err
 		return err
 	}
 	return nil
-}
-
-// SQSQueue sends to one SQS queue.
-type SQSQueue struct {
-	Client *sqs.Client
-	URL    string
-}
-
-// Send sends body as one message.
-func (q SQSQueue) Send(ctx context.Context, body []byte) error {
-	_, err := q.Client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String(string(body))})
-	return err
 }

@@ -3,65 +3,142 @@ package rbacadmin_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/outbox"
 	"cads/shared/rbacadmin"
 	"cads/shared/store"
+	"cads/shared/wire"
 )
 
-// lostAnswerQueue queues the message for real, lets the notifier deliver
-// it at once, and then reports the send as failed: the answer of a send
-// that did reach SQS was lost, and the notifier was quicker than the
-// request's undo.
-type lostAnswerQueue struct {
-	e    *env
-	real rbacadmin.Queue
+// faultySender is the real SQS sender behind a switch: refuse sends
+// nothing; loseAnswer sends and then reports a failure (the answer of a
+// send that reached SQS was lost).
+type faultySender struct {
+	real       outbox.Sender
+	refuse     atomic.Bool
+	loseAnswer atomic.Bool
 }
 
-func (q lostAnswerQueue) Send(ctx context.Context, body []byte) error {
-	if err := q.real.Send(ctx, body); err != nil {
+func (s *faultySender) Send(ctx context.Context, queue string, bodies ...string) error {
+	if s.refuse.Load() {
+		return errors.New("service unavailable")
+	}
+	if err := s.real.Send(ctx, queue, bodies...); err != nil {
 		return err
 	}
-	if q.e.deliver() != 1 {
-		q.e.t.Error("the lost answer's message was not delivered")
+	if s.loseAnswer.Load() {
+		return errors.New("connection reset before the answer")
 	}
-	return errors.New("connection reset before the answer")
+	return nil
+}
+
+// withSender makes the roles function of e send through s; its markers
+// are due at once, so the next sweep is theirs. It returns that sweep's
+// outbox: the task worker's, over the real queues.
+func (e *env) withSender(s outbox.Sender) *outbox.Outbox {
+	o := outbox.New(e.st, s, e.deps.Log)
+	o.ResendAfter = 0
+	e.withQueue(o.Queue(wire.NotificationsQueue))
+	sweep := outbox.New(e.st, outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}, e.deps.Log)
+	sweep.ResendAfter = time.Hour
+	return sweep
 }
 
 // withQueue makes the roles function of e use q (nil: none).
-func (e *env) withQueue(q rbacadmin.Queue) {
+func (e *env) withQueue(q *outbox.Queue) {
 	e.roles = apigw.Lambda(e.deps.Log, rbacadmin.New(e.st, access.New(e.st, e.deps.Log), q, e.deps.Log))
 }
 
-// A send reported as failed whose message was delivered all the same:
-// the invitation went out, so the request answers 200 with it (state
-// sent), not a 503 that would make the caller invite twice.
-func TestInvitationDeliveredDespiteAFailedSendIsASuccess(t *testing.T) {
-	e := newEnv(t)
-	base := "/v2/accounts/" + e.root
-	role := e.must(e.call(e.op, "POST", base+"/roles", map[string]any{"name": "Lost answers",
-		"permissions": []map[string]any{{"method": "GET", "effect": "permit", "spec": []string{"/v2/applications/*"}}}}), 200, "create role").str("href")
-	e.withQueue(lostAnswerQueue{e: e, real: rbacadmin.SQSQueue{Client: e.deps.SQS, URL: e.queue}})
+func (e *env) markers() []store.OutboxMarker {
+	e.t.Helper()
+	due, err := e.st.DueOutbox(context.Background(), time.Now().Add(time.Hour), 10)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return due
+}
 
-	r := e.must(e.call(e.op, "POST", base+"/invitations", map[string]any{"user_email": "quick@example.com", "role": role}), 200, "invite")
-	if r.str("state") != store.InvitationSent || r.Body["sent"] == nil {
-		t.Fatalf("invitation delivered before the failed send returned: %s", r.Raw)
-	}
+// An invitation whose send SQS refused was written with its outbox
+// marker: the request answers 200 with it queued, and the sweep delivers
+// it once SQS is back. The same for a re-send (PATCH) of a delivered
+// invitation.
+func TestInvitationSendRefusedIsQueuedAndTheSweepDelivers(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	base := "/v2/accounts/" + e.root
+	role := e.must(e.call(e.op, "POST", base+"/roles", map[string]any{"name": "Outage",
+		"permissions": []map[string]any{{"method": "GET", "effect": "permit", "spec": []string{"/v2/applications/*"}}}}), 200, "create role").str("href")
+	s := &faultySender{real: outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}}
+	sweep := e.withSender(s)
+
+	s.refuse.Store(true)
+	r := e.must(e.call(e.op, "POST", base+"/invitations", map[string]any{"user_email": "later@example.com", "role": role}), 200, "invite")
 	href := r.str("href")
-	if got := e.stored(href); got.State != store.InvitationSent {
-		t.Fatalf("stored: %+v", got)
+	if r.str("state") != store.InvitationQueued {
+		t.Fatalf("invitation whose send was refused: %s", r.Raw)
 	}
-	// The same for a re-send of the delivered invitation.
+	if m := e.markers(); len(m) != 1 || m[0].Queue != wire.NotificationsQueue {
+		t.Fatalf("outbox after the refused send: %+v", m)
+	}
+	if !e.queueEmpty() {
+		t.Fatal("a refused send queued a message")
+	}
+	if n, err := sweep.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep: %d %v", n, err)
+	}
+	if got := e.deliver(); got != 1 || e.stored(href).State != store.InvitationSent || len(e.markers()) != 0 {
+		t.Fatalf("after the sweep: %d delivered, %+v, markers %+v", got, e.stored(href), e.markers())
+	}
+
+	// Re-send of the delivered invitation while SQS refuses: 200, queued
+	// again, delivered by the sweep.
 	r = e.must(e.call(e.op, "PATCH", href, map[string]any{"state": "queued"}), 200, "re-send")
-	if r.str("state") != store.InvitationSent {
-		t.Fatalf("re-send delivered before the failed send returned: %s", r.Raw)
+	if r.str("state") != store.InvitationQueued || e.stored(href).State != store.InvitationQueued {
+		t.Fatalf("re-send whose send was refused: %s", r.Raw)
+	}
+	if n, err := sweep.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("sweep after the re-send: %d %v", n, err)
+	}
+	if got := e.deliver(); got != 1 || e.stored(href).State != store.InvitationSent {
+		t.Fatalf("after the re-send's sweep: %d delivered, %+v", got, e.stored(href))
+	}
+	if n, err := sweep.Sweep(ctx); err != nil || n != 0 {
+		t.Fatalf("a sweep after delivery sent %d (%v)", n, err)
+	}
+}
+
+// A send reported as failed whose message reached the queue: the marker
+// stays, so the sweep sends a second copy, which finds the invitation
+// sent and notifies nobody.
+func TestInvitationLostAnswerIsDeliveredOnce(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	n := &countingNotifier{}
+	e.notify = rbacadmin.NewNotifyHandler(e.st, n, quietLog)
+	s := &faultySender{real: outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}}
+	sweep := e.withSender(s)
+	s.loseAnswer.Store(true)
+	href := e.newInvitation("quick@example.com")
+	s.loseAnswer.Store(false)
+	if got := e.deliver(); got != 1 || n.count(href) != 1 {
+		t.Fatalf("first copy: %d delivered, %d notifications", got, n.count(href))
+	}
+	if c, err := sweep.Sweep(ctx); err != nil || c != 1 {
+		t.Fatalf("sweep: %d %v; want the marker the lost answer left", c, err)
+	}
+	if got := e.deliver(); got != 1 || n.count(href) != 1 || e.stored(href).State != store.InvitationSent {
+		t.Fatalf("second copy: %d handled, %d notifications, %+v; want one notification in all", got, n.count(href), e.stored(href))
 	}
 }
 
 // Without a notification queue (a deployment error, not an outage) an
-// invitation that needs sending is still a 500, and it is taken back.
+// invitation that needs sending is a 500, found before anything is
+// written.
 func TestInvitationWithoutAQueueIs500(t *testing.T) {
 	e := newEnv(t)
 	base := "/v2/accounts/" + e.root
@@ -74,5 +151,8 @@ func TestInvitationWithoutAQueueIs500(t *testing.T) {
 	}
 	if r := e.must(e.call(e.op, "GET", base+"/invitations", nil), 200, "list"); len(r.List) != 0 {
 		t.Fatalf("the unsendable invitation was kept: %s", r.Raw)
+	}
+	if m := e.markers(); len(m) != 0 {
+		t.Fatalf("markers: %+v", m)
 	}
 }

@@ -242,7 +242,7 @@ func TestDeleteAccount(t *testing.T) {
 	if err := st.PutGrant(ctx, store.Grant{PrincipalID: "u2", AccountID: "a1", Group: "g1", Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreateInvitation(ctx, store.Invitation{AccountID: "a1", ID: "i1", Kind: store.InvitationRole, Email: "x@example.com", Target: "r1", State: store.InvitationSent}); err != nil {
+	if err := st.CreateInvitation(ctx, store.Invitation{AccountID: "a1", ID: "i1", Kind: store.InvitationRole, Email: "x@example.com", Target: "r1", State: store.InvitationSent}, nil); err != nil {
 		t.Fatal(err)
 	}
 	suEmail := store.ServiceUserEmail("a1", "su1")

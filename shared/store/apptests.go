@@ -355,12 +355,18 @@ func (s *Store) DeleteAppTest(ctx context.Context, account, id string) (AppTest,
 
 // StartAppTestRun records a new run of a test (state `state`, details
 // `run`) unless the test has an active run: that is a *ConflictError
-// naming it. A run stays active until activeUntil, or until
-// UpdateAppTestRun ends it. A missing test is ErrNotFound. It returns the
-// test as updated.
-func (s *Store) StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time) (AppTest, error) {
+// naming it. The run's outbox marker m is written in the same
+// transaction, so its message is owed from then on. A run stays active
+// until activeUntil, or until UpdateAppTestRun ends it. A missing test is
+// ErrNotFound. A transaction returns no values: the caller reads the test
+// back (GetAppTest) if it needs it.
+func (s *Store) StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time, m *OutboxMarker) error {
 	now := s.now()
-	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	mput, err := s.outboxPut(m, testRunOutboxPK(runID))
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, "start application test run", []types.TransactWriteItem{{Update: &types.Update{
 		TableName:                aws.String(s.table),
 		Key:                      key(appTestPK(account, id), skAppTest),
 		UpdateExpression:         aws.String("SET #id = :id, #st = :st, #run = :run, #until = :until"),
@@ -370,23 +376,15 @@ func (s *Store) StartAppTestRun(ctx context.Context, account, id, runID, state, 
 			":id": atStr(runID), ":st": atStr(state), ":run": atStr(run),
 			":until": atNum(activeUntil.UnixMilli()), ":now": atNum(now.UnixMilli()),
 		},
-		ReturnValues: types.ReturnValueAllNew,
-	})
-	if ddb.IsConditionFailed(err) {
+	}}, mput})
+	if txConditionFailedAt(err, 0) {
 		cur, gerr := s.GetAppTest(ctx, account, id)
 		if gerr != nil {
-			return AppTest{}, gerr
+			return gerr
 		}
-		return AppTest{}, &ConflictError{Msg: fmt.Sprintf("test %s already has run %s %s; wait until it has finished", id, cur.RunID, cur.RunState)}
+		return &ConflictError{Msg: fmt.Sprintf("test %s already has run %s %s; wait until it has finished", id, cur.RunID, cur.RunState)}
 	}
-	if err != nil {
-		return AppTest{}, wrap("start application test run", err)
-	}
-	var t AppTest
-	if err := attributevalue.UnmarshalMap(res.Attributes, &t); err != nil {
-		return AppTest{}, fmt.Errorf("start application test run: unmarshal: %w", err)
-	}
-	return t, nil
+	return err
 }
 
 // UpdateAppTestRun moves run runID of a test from state `from` to `to`

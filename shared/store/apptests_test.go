@@ -184,15 +184,16 @@ func TestAppTestRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	until := st.Now().Add(time.Hour)
-	got, err := st.StartAppTestRun(ctx, "acct1", "t1", "r1", "queued", `{"id":"r1"}`, until)
+	err := st.StartAppTestRun(ctx, "acct1", "t1", "r1", "queued", `{"id":"r1"}`, until, runMarker("r1"))
+	got, _ := st.GetAppTest(ctx, "acct1", "t1")
 	if err != nil || got.RunID != "r1" || got.RunState != "queued" || got.Run != `{"id":"r1"}` || got.Description != "d" {
 		t.Fatalf("start: %+v, %v", got, err)
 	}
 	var c *store.ConflictError
-	if _, err := st.StartAppTestRun(ctx, "acct1", "t1", "r2", "queued", `{}`, until); !errors.As(err, &c) {
+	if err := st.StartAppTestRun(ctx, "acct1", "t1", "r2", "queued", `{}`, until, runMarker("r2")); !errors.As(err, &c) {
 		t.Fatalf("second run while one is active: %v", err)
 	}
-	if _, err := st.StartAppTestRun(ctx, "acct1", "nope", "r2", "queued", `{}`, until); !errors.Is(err, store.ErrNotFound) {
+	if err := st.StartAppTestRun(ctx, "acct1", "nope", "r2", "queued", `{}`, until, runMarker("r2")); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("run of a missing test: %v", err)
 	}
 	if err := st.UpdateAppTestRun(ctx, "acct1", "t1", "r1", "running", "succeeded", `{}`, time.Time{}); !errors.Is(err, store.ErrRunChanged) {
@@ -209,7 +210,7 @@ func TestAppTestRuns(t *testing.T) {
 		t.Fatalf("after the run: %+v", got)
 	}
 	// Finished: the next run may start, and the old one can no longer change.
-	if _, err := st.StartAppTestRun(ctx, "acct1", "t1", "r2", "queued", `{}`, until); err != nil {
+	if err := st.StartAppTestRun(ctx, "acct1", "t1", "r2", "queued", `{}`, until, runMarker("r2")); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.UpdateAppTestRun(ctx, "acct1", "t1", "r1", "succeeded", "failed", `{}`, time.Time{}); !errors.Is(err, store.ErrRunChanged) {
@@ -219,8 +220,12 @@ func TestAppTestRuns(t *testing.T) {
 	if err := st.UpdateAppTestRun(ctx, "acct1", "t1", "r2", "queued", "running", `{}`, st.Now().Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.StartAppTestRun(ctx, "acct1", "t1", "r3", "queued", `{}`, until); err != nil {
+	if err := st.StartAppTestRun(ctx, "acct1", "t1", "r3", "queued", `{}`, until, runMarker("r3")); err != nil {
 		t.Fatalf("a stale run blocks: %v", err)
+	}
+	// Each started run wrote its outbox marker; the refused ones none.
+	if due := dueBodies(t, st); len(due) != 3 || due[`{"run":"r1"}`].Queue != "TestRunsQueue" || due[`{"run":"r3"}`].Held {
+		t.Fatalf("run markers: %+v", due)
 	}
 	// Archive changes leave the run alone.
 	cur, _ := st.GetAppTest(ctx, "acct1", "t1")

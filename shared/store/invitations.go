@@ -140,8 +140,9 @@ var ErrAlreadyHeld = errors.New("already held")
 // CreateInvitation writes a new invitation; its role or group must exist
 // (ErrNotFound). An invitation created accepted (to a service user, whose
 // acceptance is implied) writes the grant of inv.Principal in the same
-// transaction (ErrAlreadyHeld if it exists).
-func (s *Store) CreateInvitation(ctx context.Context, inv Invitation) error {
+// transaction (ErrAlreadyHeld if it exists). A queued invitation passes
+// its outbox marker m, written in the same transaction (nil: none).
+func (s *Store) CreateInvitation(ctx context.Context, inv Invitation, m *OutboxMarker) error {
 	put, err := s.put(invitationKey(inv), inv)
 	if err != nil {
 		return err
@@ -153,6 +154,13 @@ func (s *Store) CreateInvitation(ctx context.Context, inv Invitation) error {
 			return err
 		}
 		tx = append(tx, gput)
+	}
+	if m != nil {
+		mput, err := s.outboxPut(m, invitationOutboxPK(inv))
+		if err != nil {
+			return err
+		}
+		tx = append(tx, mput)
 	}
 	err = s.transact(ctx, "create invitation", tx)
 	var txe *ddb.TxCanceledError
@@ -294,16 +302,34 @@ func (s *Store) MarkInvitationSent(ctx context.Context, inv Invitation) (Invitat
 }
 
 // RequeueInvitation puts an unanswered invitation back in state queued, to
-// be sent again (ErrStateChanged once answered). It stays in the invitee's
-// inbox if it was delivered before.
-func (s *Store) RequeueInvitation(ctx context.Context, ref InvitationRef) (Invitation, error) {
-	return s.updateInvitation(ctx, "requeue invitation", ref, &dynamodb.UpdateItemInput{
-		UpdateExpression:    aws.String("SET #st = :queued, updated = :now"),
-		ConditionExpression: aws.String("attribute_exists(PK) AND (#st = :queued OR #st = :sent)"),
+// be sent again (ErrStateChanged once answered), and writes its outbox
+// marker m in the same transaction. It stays in the invitee's inbox if it
+// was delivered before. inv is the invitation as read; the result is inv
+// as requeued.
+func (s *Store) RequeueInvitation(ctx context.Context, inv Invitation, m *OutboxMarker) (Invitation, error) {
+	now := s.now()
+	mput, err := s.outboxPut(m, invitationOutboxPK(inv))
+	if err != nil {
+		return Invitation{}, err
+	}
+	err = s.transact(ctx, "requeue invitation", []types.TransactWriteItem{{Update: &types.Update{
+		TableName:                aws.String(s.table),
+		Key:                      key(invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID)),
+		UpdateExpression:         aws.String("SET #st = :queued, updated = :now"),
+		ConditionExpression:      aws.String("attribute_exists(PK) AND (#st = :queued OR #st = :sent)"),
+		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":sent": str(InvitationSent), ":queued": str(InvitationQueued), ":now": str(s.now().Format(timeLayout)),
+			":sent": str(InvitationSent), ":queued": str(InvitationQueued), ":now": str(now.Format(timeLayout)),
 		},
-	})
+	}}, mput})
+	if txConditionFailedAt(err, 0) {
+		return Invitation{}, ErrStateChanged
+	}
+	if err != nil {
+		return Invitation{}, err
+	}
+	inv.State, inv.Updated = InvitationQueued, now
+	return inv, nil
 }
 
 // DeclineInvitation records the invitee's refusal of an unanswered

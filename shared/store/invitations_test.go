@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"cads/shared/store"
 )
@@ -32,7 +33,8 @@ func TestInvitationGrantInvariants(t *testing.T) {
 	mk := func(id string) store.Invitation {
 		inv := store.Invitation{AccountID: "a1", ID: id, Kind: store.InvitationRole, Email: "u@example.com", Target: r.ID,
 			State: store.InvitationQueued, Created: now, Updated: now}
-		if err := st.CreateInvitation(ctx, inv); err != nil {
+		m := store.OutboxMarker{Queue: "NotificationsQueue", Body: id, Due: now.Add(time.Minute)}
+		if err := st.CreateInvitation(ctx, inv, &m); err != nil {
 			t.Fatal(err)
 		}
 		return inv

@@ -31,7 +31,6 @@ func metricEventPK(id string) string  { return "METRICEVENT#" + id }
 const (
 	skMetricMarker = "MSG"
 	skMetricEvent  = "EVENT"
-	gsiMetricEvent = "METRICEVENTS"
 	// metricDedupKeep is how long markers and unsent events live: longer
 	// than any message can stay in the queue (SQS keeps at most 14 days).
 	metricDedupKeep = 15 * 24 * time.Hour
@@ -276,33 +275,32 @@ func (s *Store) MetricChunks(ctx context.Context, keys []MetricChunkKey) (map[Me
 }
 
 // MetricEvent is an address-set event waiting in its outbox until the
-// aggregator has folded it.
+// aggregator has folded it. Its item is its outbox marker (Outbox: the
+// producer's Queue and Due), held until the last fold step deletes it, so
+// the sweep sends it again until it was folded, and the fold's dedup
+// reads its progress from the same item.
 type MetricEvent struct {
-	ID      string    `dynamodbav:"id"`
-	Body    string    `dynamodbav:"body"`
-	Created time.Time `dynamodbav:"created"`
-	TTL     int64     `dynamodbav:"ttl"`
+	ID      string        `dynamodbav:"id"`
+	Body    string        `dynamodbav:"body"`
+	Created time.Time     `dynamodbav:"created"`
+	TTL     int64         `dynamodbav:"ttl"`
+	Outbox  *OutboxMarker `dynamodbav:"-"`
 }
 
 func (s *Store) metricEventPut(e MetricEvent) (types.TransactWriteItem, error) {
-	e.TTL = e.Created.Add(metricDedupKeep).Unix()
-	return s.put(keyAttrs{PK: metricEventPK(e.ID), SK: skMetricEvent, GSI1PK: gsiMetricEvent,
-		GSI1SK: e.Created.UTC().Format(timeLayout) + "#" + e.ID, Entity: "metric_event"}, e)
-}
-
-// UnsentMetricEvents lists up to max events created before `before` that
-// the aggregator has not folded yet (their message was lost, or is still
-// queued): the sweep sends them again, and the fold's dedup makes that safe.
-func (s *Store) UnsentMetricEvents(ctx context.Context, before time.Time, max int) ([]MetricEvent, error) {
-	items, err := s.query(ctx, "unsent metric events", &dynamodb.QueryInput{
-		IndexName:              aws.String(IndexGSI1),
-		KeyConditionExpression: aws.String("GSI1PK = :pk AND GSI1SK < :before"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": avStr(gsiMetricEvent), ":before": avStr(before.UTC().Format(timeLayout)),
-		},
-	}, max)
-	if err != nil {
-		return nil, err
+	m := e.Outbox
+	if m == nil || m.Queue == "" {
+		return types.TransactWriteItem{}, fmt.Errorf("metric event %s: no outbox marker", e.ID)
 	}
-	return unmarshalAll[MetricEvent](items)
+	e.TTL = e.Created.Add(metricDedupKeep).Unix()
+	m.Body = e.Body
+	m.place(metricEventPK(e.ID), skMetricEvent, true)
+	it, err := item(m.keys("metric_event"), e)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	it["queue"] = avStr(m.Queue)
+	it["held"] = &types.AttributeValueMemberBOOL{Value: true}
+	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
+		ConditionExpression: aws.String("attribute_not_exists(PK)")}}, nil
 }

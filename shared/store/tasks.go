@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -53,16 +52,6 @@ type Task struct {
 // Finished reports whether the task reached success or failed.
 func (t Task) Finished() bool { return t.State == TaskSuccess || t.State == TaskFailed }
 
-// OutboxEntry is the marker that a task still has to be run: written with
-// the task, deleted when it finishes. While it exists a sweeper re-sends
-// the task's message whenever Due passes, so a message that was never sent
-// (or lost with a crashed worker) cannot strand the task.
-type OutboxEntry struct {
-	TaskID  string    `dynamodbav:"task"`
-	Due     time.Time `dynamodbav:"-"`
-	sortKey string
-}
-
 // Errors of the worker's conditional writes.
 var (
 	// ErrLeaseHeld: another invocation is running the task, or it is finished.
@@ -73,8 +62,6 @@ var (
 
 const (
 	skTask      = "TASK"
-	skOutbox    = "OUTBOX"
-	gsiOutbox   = "OUTBOX"
 	prefixTaskG = "TASK#"
 )
 
@@ -87,15 +74,15 @@ func taskGSISK(created time.Time, id string) string {
 	return prefixTaskG + created.UTC().Format(timeLayout) + "#" + id
 }
 
-func outboxSK(due time.Time, id string) string { return due.UTC().Format(timeLayout) + "#" + id }
-
-// CreateTask writes a pending task and its outbox marker (due at resendAt)
-// in one transaction: from then on the task cannot be lost, whether or not
-// the queue message that follows is sent.
-func (s *Store) CreateTask(ctx context.Context, t Task, resendAt time.Time) error {
+// CreateTask writes a pending task and its outbox marker m in one
+// transaction: from then on the task cannot be lost, whether or not the
+// queue message that follows is sent. The marker lives in the task's
+// partition (SK OUTBOX) and is held: FinishTask deletes it.
+func (s *Store) CreateTask(ctx context.Context, t Task, m *OutboxMarker) error {
+	m.place(taskPK(t.ID), skOutbox, true)
 	items, err := s.puts([]keyAttrsValue{
 		{keyAttrs{PK: taskPK(t.ID), SK: skTask, GSI1PK: tasksGSI(t.Account), GSI1SK: taskGSISK(t.Created, t.ID), Entity: "task"}, t},
-		{keyAttrs{PK: taskPK(t.ID), SK: skOutbox, GSI1PK: gsiOutbox, GSI1SK: outboxSK(resendAt, t.ID), Entity: "task_outbox"}, OutboxEntry{TaskID: t.ID}},
+		{m.keys("task_outbox"), m},
 	})
 	if err != nil {
 		return err
@@ -329,57 +316,6 @@ func (s *Store) ListInvalidations(ctx context.Context, app string) ([]Invalidati
 		return nil, err
 	}
 	return unmarshalAll[Invalidation](items)
-}
-
-// DueOutbox returns up to max outbox markers whose due time is at or
-// before now, earliest first.
-func (s *Store) DueOutbox(ctx context.Context, now time.Time, max int) ([]OutboxEntry, error) {
-	items, err := s.query(ctx, "due outbox", &dynamodb.QueryInput{
-		IndexName:              aws.String(IndexGSI1),
-		KeyConditionExpression: aws.String("GSI1PK = :pk AND GSI1SK < :bound"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			// '#' < '$': every "<due>#<id>" with due <= now sorts below.
-			":pk": avStr(gsiOutbox), ":bound": avStr(now.UTC().Format(timeLayout) + "$"),
-		},
-	}, max)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]OutboxEntry, 0, len(items))
-	for _, it := range items {
-		var e OutboxEntry
-		if err := attributevalue.UnmarshalMap(it, &e); err != nil {
-			return nil, fmt.Errorf("due outbox: unmarshal: %w", err)
-		}
-		sk, _ := it[AttrGSI1SK].(*types.AttributeValueMemberS)
-		if sk == nil {
-			continue
-		}
-		e.sortKey = sk.Value
-		due, _, _ := strings.Cut(sk.Value, "#")
-		e.Due, _ = time.Parse(time.RFC3339, due)
-		out = append(out, e)
-	}
-	return out, nil
-}
-
-// PostponeOutbox moves a marker's due time to next, unless it changed or
-// went away since it was read (then false: another sweeper has it, or the
-// task finished). Only the sweeper that moved it re-sends the message.
-func (s *Store) PostponeOutbox(ctx context.Context, e OutboxEntry, next time.Time) (bool, error) {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.table),
-		Key:                 key(taskPK(e.TaskID), skOutbox),
-		UpdateExpression:    aws.String("SET GSI1SK = :next"),
-		ConditionExpression: aws.String("GSI1SK = :old"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":next": avStr(outboxSK(next, e.TaskID)), ":old": avStr(e.sortKey),
-		},
-	})
-	if ddb.IsConditionFailed(err) {
-		return false, nil
-	}
-	return err == nil, wrap("postpone outbox", err)
 }
 
 // CertificateAuthority is an account's private CA, which signs origin

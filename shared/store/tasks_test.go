@@ -13,7 +13,8 @@ func newTask(t *testing.T, st *store.Store, id, account string, created time.Tim
 	t.Helper()
 	tk := store.Task{ID: id, Account: account, Type: "start", Target: "/v2/applications/app1", App: "app1",
 		State: store.TaskPending, CreatedBy: "u1", Created: created, Updated: created}
-	if err := st.CreateTask(context.Background(), tk, created.Add(time.Minute)); err != nil {
+	m := store.OutboxMarker{Queue: "TasksQueue", Body: `{"task":"` + id + `"}`, Due: created.Add(time.Minute)}
+	if err := st.CreateTask(context.Background(), tk, &m); err != nil {
 		t.Fatal(err)
 	}
 	return tk
@@ -150,15 +151,21 @@ func TestOutboxAndListing(t *testing.T) {
 
 	// Markers are due one minute after creation.
 	due, err := st.DueOutbox(ctx, base.Add(61*time.Minute), 10)
-	if err != nil || len(due) != 3 || due[0].TaskID != "t1" && due[0].TaskID != "t9" {
+	if err != nil || len(due) != 3 || due[0].Body != `{"task":"t1"}` && due[0].Body != `{"task":"t9"}` {
 		t.Fatalf("due = %+v, %v", due, err)
 	}
-	moved, err := st.PostponeOutbox(ctx, due[0], base.Add(24*time.Hour))
-	if err != nil || !moved {
-		t.Fatalf("postpone: %v %v", moved, err)
+	for _, m := range due {
+		if !m.Held || m.Queue != "TasksQueue" || !m.Due.Equal(base.Add(time.Minute)) && !m.Due.Equal(base.Add(time.Hour+time.Minute)) {
+			t.Fatalf("task marker %+v: want held, on TasksQueue, due a minute after its task", m)
+		}
+	}
+	stale := due[0]
+	moved, err := st.PostponeOutbox(ctx, &due[0], base.Add(24*time.Hour))
+	if err != nil || !moved || !due[0].Due.Equal(base.Add(24*time.Hour)) {
+		t.Fatalf("postpone: %v %v %v", moved, err, due[0].Due)
 	}
 	// A second sweeper holding the same read loses.
-	if moved, err := st.PostponeOutbox(ctx, due[0], base.Add(48*time.Hour)); err != nil || moved {
+	if moved, err := st.PostponeOutbox(ctx, &stale, base.Add(48*time.Hour)); err != nil || moved {
 		t.Fatalf("second postpone: %v %v", moved, err)
 	}
 	if due, _ := st.DueOutbox(ctx, base.Add(61*time.Minute), 10); len(due) != 2 {

@@ -12,6 +12,7 @@ import (
 	"cads/infra/localaws"
 	"cads/infra/sam"
 	"cads/infra/sqssource"
+	"cads/shared/outbox"
 	"cads/shared/store"
 	"cads/shared/tasks"
 )
@@ -44,8 +45,7 @@ func TestPoisonTasksEndInTheDLQ(t *testing.T) {
 	e := newEnv(t)
 	e.w.MaxAttempts = receives
 	e.dp.failures.Store(-1)
-	sender := tasks.SQSSender{Client: client, QueueURL: queues["Tasks"].URL}
-	e.outbox = tasks.NewOutbox(e.st, sender, quiet)
+	e.ob, e.outbox = newOutbox(e.st, outbox.SQS{Client: client, URLs: map[string]string{"TasksQueue": queues["Tasks"].URL}})
 	a := e.app(store.AppRunning)
 	tk := e.submit(tasks.TypeStop, a.ID, nil)
 	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queues["Tasks"].URL), MessageBody: aws.String("not a task")}); err != nil {

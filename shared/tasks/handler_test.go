@@ -321,14 +321,16 @@ func TestCreateTaskStatusAndRoundTrips(t *testing.T) {
 	app := a.app(a.root, store.AppStopped)
 	e := &env{t: t, d: a.d, st: a.st, sent: &sentLog{}}
 	e.dp = &testDP{FakeDataPlane: tasks.NewFakeDataPlane(quiet, tasks.LoopbackOnly)}
-	e.w = tasks.NewWorker(a.st, e.dp, tasks.NewOutbox(a.st, e.sent, quiet), quiet)
+	ob, _ := newOutbox(a.st, e.sent)
+	e.w = tasks.NewWorker(a.st, e.dp, ob, quiet)
 	// A queue that delivers at once to the worker.
 	inline := senderFunc(func(ids ...string) {
 		for _, id := range ids {
 			go e.w.Process(context.Background(), msg(id))
 		}
 	})
-	h := apigw.Lambda(quiet, tasks.New(a.st, access.New(a.st, quiet), tasks.NewOutbox(a.st, inline, quiet), quiet))
+	_, inlineOutbox := newOutbox(a.st, inline)
+	h := apigw.Lambda(quiet, tasks.New(a.st, access.New(a.st, quiet), inlineOutbox, quiet))
 
 	r := call(t, h, a.op, "POST", "/v2/tasks?wait=5", "application/json", body("start", tasks.AppHref(app.ID), ""))
 	if r.Status != 200 || r.Body["state"] != "success" || r.Body["message"] != fmt.Sprintf("application %s is running", app.ID) {
@@ -338,7 +340,8 @@ func TestCreateTaskStatusAndRoundTrips(t *testing.T) {
 	a.d.Counter.SetDelay(20 * time.Millisecond)
 	defer a.d.Counter.SetDelay(0)
 	a.d.Counter.Reset()
-	plain := apigw.Lambda(quiet, tasks.New(a.st, access.New(a.st, quiet), tasks.NewOutbox(a.st, &sentLog{}, quiet), quiet))
+	_, plainOutbox := newOutbox(a.st, &sentLog{})
+	plain := apigw.Lambda(quiet, tasks.New(a.st, access.New(a.st, quiet), plainOutbox, quiet))
 	r = call(t, plain, a.op, "POST", "/v2/tasks", "application/json", body("stop", tasks.AppHref(app.ID), ""))
 	if r.Status != 201 || r.Body["state"] != "pending" {
 		t.Fatalf("stop: %d %s", r.Status, r.Raw)
@@ -361,4 +364,7 @@ func TestCreateTaskStatusAndRoundTrips(t *testing.T) {
 
 type senderFunc func(ids ...string)
 
-func (f senderFunc) Send(_ context.Context, ids ...string) error { f(ids...); return nil }
+func (f senderFunc) Send(_ context.Context, _ string, bodies ...string) error {
+	f(taskIDs(bodies)...)
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/applications/appconfig"
 	"cads/shared/ids"
+	"cads/shared/outbox"
 	"cads/shared/store"
 	"cads/shared/tasks"
 )
@@ -32,14 +34,32 @@ type sentLog struct {
 	fail atomic.Bool
 }
 
-func (s *sentLog) Send(_ context.Context, ids ...string) error {
+func (s *sentLog) Send(_ context.Context, _ string, bodies ...string) error {
 	if s.fail.Load() {
 		return errors.New("queue unavailable")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ids = append(s.ids, ids...)
+	s.ids = append(s.ids, taskIDs(bodies)...)
 	return nil
+}
+
+// taskIDs are the task ids of task messages.
+func taskIDs(bodies []string) []string {
+	out := make([]string, len(bodies))
+	for i, b := range bodies {
+		var m struct{ Task string }
+		_ = json.Unmarshal([]byte(b), &m)
+		out[i] = m.Task
+	}
+	return out
+}
+
+// newOutbox is the generic outbox over st sending through send, and the
+// task outbox of its task queue.
+func newOutbox(st *store.Store, send outbox.Sender) (*outbox.Outbox, *tasks.Outbox) {
+	ob := outbox.New(st, send, quiet)
+	return ob, tasks.NewOutbox(st, ob.Queue("TasksQueue"))
 }
 
 func (s *sentLog) all() []string {
@@ -73,6 +93,7 @@ type env struct {
 	st     *store.Store
 	dp     *testDP
 	sent   *sentLog
+	ob     *outbox.Outbox
 	outbox *tasks.Outbox
 	w      *tasks.Worker
 }
@@ -83,8 +104,8 @@ func newEnv(t *testing.T) *env {
 	st := store.New(d.Client, d.Table)
 	e := &env{t: t, d: d, st: st, sent: &sentLog{}}
 	e.dp = &testDP{FakeDataPlane: tasks.NewFakeDataPlane(quiet, tasks.LoopbackOnly)}
-	e.outbox = tasks.NewOutbox(st, e.sent, quiet)
-	e.w = tasks.NewWorker(st, e.dp, e.outbox, quiet)
+	e.ob, e.outbox = newOutbox(st, e.sent)
+	e.w = tasks.NewWorker(st, e.dp, e.ob, quiet)
 	if err := st.CreateAccount(context.Background(), store.Account{ID: "acct", Name: "acct", Ancestors: []string{}}, nil); err != nil {
 		t.Fatal(err)
 	}

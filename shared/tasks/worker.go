@@ -21,7 +21,7 @@ import (
 
 // WorkerStore is what the worker reads and writes.
 type WorkerStore interface {
-	OutboxStore
+	Now() time.Time
 	CAStore
 	ClaimTask(ctx context.Context, id, owner string, now, leaseUntil time.Time) (store.Task, error)
 	ReleaseTask(ctx context.Context, id, owner, lastError string) error
@@ -45,16 +45,23 @@ const (
 type Worker struct {
 	st          WorkerStore
 	dp          DataPlane
-	outbox      *Outbox
+	sweep       Sweeper
 	log         *slog.Logger
 	MaxAttempts int
 	Lease       time.Duration
 }
 
-// NewWorker returns a worker; outbox is swept at the start of every
+// Sweeper sends the messages the outbox owes (outbox.Outbox): those of
+// every kind, not only tasks, since the worker's schedule is the one
+// sweep of the deployment.
+type Sweeper interface {
+	Sweep(ctx context.Context) (int, error)
+}
+
+// NewWorker returns a worker; sweep runs at the start of every
 // invocation.
-func NewWorker(st WorkerStore, dp DataPlane, outbox *Outbox, log *slog.Logger) *Worker {
-	return &Worker{st: st, dp: dp, outbox: outbox, log: log, MaxAttempts: MaxAttempts, Lease: DefaultLease}
+func NewWorker(st WorkerStore, dp DataPlane, sweep Sweeper, log *slog.Logger) *Worker {
+	return &Worker{st: st, dp: dp, sweep: sweep, log: log, MaxAttempts: MaxAttempts, Lease: DefaultLease}
 }
 
 // SQSHandler is the worker's Lambda signature.
@@ -72,7 +79,7 @@ func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 	)
 	wg.Go(func() {
 		// Sweep logs what it re-sent; only its failure is reported here.
-		if _, err := w.outbox.Sweep(ctx); err != nil {
+		if _, err := w.sweep.Sweep(ctx); err != nil {
 			w.log.WarnContext(ctx, "outbox sweep failed", "error", err.Error())
 		}
 	})

@@ -92,7 +92,7 @@ func TestStateMachineTable(t *testing.T) {
 					t.Fatalf("finished task without started/completed: %+v", got)
 				}
 				// No outbox marker is left for a finished task.
-				if due, _ := e.st.DueOutbox(ctx, time.Now().Add(time.Hour), 1000); slices.ContainsFunc(due, func(o store.OutboxEntry) bool { return o.TaskID == tk.ID }) {
+				if due, _ := e.st.DueOutbox(ctx, time.Now().Add(time.Hour), 1000); slices.ContainsFunc(due, func(o store.OutboxMarker) bool { return o.Body == msg(tk.ID) }) {
 					t.Fatal("the outbox marker outlived the task")
 				}
 			})
@@ -374,7 +374,7 @@ func TestConfigurationPatchKeepsConcurrentEdits(t *testing.T) {
 // and the sweep sends it once it is due, once per due time.
 func TestOutboxResendsUnsentTasks(t *testing.T) {
 	e := newEnv(t)
-	e.outbox.ResendAfter = 300 * time.Millisecond
+	e.ob.ResendAfter = 300 * time.Millisecond
 	a := e.app(store.AppStopped)
 	e.sent.fail.Store(true)
 	tk := e.submit(tasks.TypeStart, a.ID, nil)
@@ -382,7 +382,7 @@ func TestOutboxResendsUnsentTasks(t *testing.T) {
 		t.Fatalf("task %+v", got)
 	}
 	e.sent.fail.Store(false)
-	if n, err := e.outbox.Sweep(context.Background()); err != nil || n != 0 {
+	if n, err := e.ob.Sweep(context.Background()); err != nil || n != 0 {
 		t.Fatalf("sweep before due: %d, %v", n, err)
 	}
 	time.Sleep(400 * time.Millisecond)
@@ -392,7 +392,7 @@ func TestOutboxResendsUnsentTasks(t *testing.T) {
 	total := 0
 	for range 2 {
 		wg.Go(func() {
-			n, err := e.outbox.Sweep(context.Background())
+			n, err := e.ob.Sweep(context.Background())
 			if err != nil {
 				t.Error(err)
 			}
@@ -408,7 +408,7 @@ func TestOutboxResendsUnsentTasks(t *testing.T) {
 	// Once the task finishes its marker is gone: nothing more to send.
 	e.run(tk.ID)
 	time.Sleep(400 * time.Millisecond)
-	if n, _ := e.outbox.Sweep(context.Background()); n != 0 {
+	if n, _ := e.ob.Sweep(context.Background()); n != 0 {
 		t.Fatalf("a finished task was re-sent")
 	}
 }
@@ -417,7 +417,7 @@ func TestOutboxResendsUnsentTasks(t *testing.T) {
 // of conditional writes, however many tasks wait.
 func TestOutboxSweepRoundTrips(t *testing.T) {
 	e := newEnv(t)
-	e.outbox.ResendAfter = 200 * time.Millisecond
+	e.ob.ResendAfter = 200 * time.Millisecond
 	e.sent.fail.Store(true)
 	var want []string
 	for range 12 {
@@ -428,7 +428,7 @@ func TestOutboxSweepRoundTrips(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	e.d.Counter.SetDelay(20 * time.Millisecond)
 	e.d.Counter.Reset()
-	n, err := e.outbox.Sweep(context.Background())
+	n, err := e.ob.Sweep(context.Background())
 	if err != nil || n != len(want) {
 		t.Fatalf("sweep sent %d, %v; want %d", n, err, len(want))
 	}

@@ -24,6 +24,7 @@ import (
 	"cads/infra/local"
 	"cads/shared/logging"
 	"cads/shared/metrics"
+	"cads/shared/outbox"
 	"cads/shared/wire"
 )
 
@@ -83,7 +84,7 @@ func serve(ctx context.Context, p *local.Platform, app string, rate float64, log
 		"  curl -s -H \"Authorization: Bearer $(cat %s)\" '%s/v2/applications/%s/metrics?names=requests,status_codes,response_time,countries&resolution=60'\n"+
 		"  curl -s -H \"Authorization: Bearer $(cat %s)\" '%s/v2/address-sets/%s/metrics?names=entries_added,entries_extended,entries_expired&resolution=60'\n\n",
 		d.app, rate, p.KeyFile, p.URL, d.app, p.KeyFile, p.URL, d.set)
-	send := metrics.SQSSender{Client: p.SQS, QueueURL: q.URL}
+	send := outbox.SQS{Client: p.SQS, URLs: map[string]string{wire.MetricsQueue: q.URL}}.To(wire.MetricsQueue)
 	return run(ctx, newGenerator(d.app, d.set, rate, uint64(time.Now().UnixNano())), send, time.Second, log)
 }
 
@@ -144,7 +145,7 @@ func call(ctx context.Context, base, secret, method, path string, body, out any)
 	return json.Unmarshal(raw, out)
 }
 
-// sender sends message bodies to the metrics queue (metrics.SQSSender).
+// sender sends message bodies to the metrics queue (outbox.Bound).
 type sender interface {
 	Send(ctx context.Context, bodies ...string) error
 }

@@ -13,6 +13,7 @@ import (
 
 	"cads/infra/local/localtest"
 	"cads/shared/metrics"
+	"cads/shared/outbox"
 	"cads/shared/wire"
 )
 
@@ -62,7 +63,7 @@ func TestTrafficReachesMetricsThroughThePlatform(t *testing.T) {
 	q := p.Queues[wire.MetricsQueue]
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_ = run(ctx, newGenerator(d.app, d.set, 30, 7), metrics.SQSSender{Client: p.SQS, QueueURL: q.URL}, 250*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		_ = run(ctx, newGenerator(d.app, d.set, 30, 7), outbox.SQS{Client: p.SQS, URLs: map[string]string{wire.MetricsQueue: q.URL}}.To(wire.MetricsQueue), 250*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	})
 	defer wg.Wait()
 	defer cancel()

@@ -22,6 +22,6 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // /v2/address-sets/{id}[/addresses]. Address-set events go to
 // wire.MetricsQueue.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	svc := addresssets.NewService(d.Store, metricswire.Sender(d), d.Log)
+	svc := addresssets.NewService(d.Store, metricswire.Events(d), metricswire.Sender(d), d.Log)
 	return apigw.Lambda(d.Log, addresssets.New(svc, d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log))
 }

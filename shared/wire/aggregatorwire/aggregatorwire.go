@@ -13,8 +13,8 @@ import (
 )
 
 // FromEnv reads the aggregator's dependencies from the environment, with
-// the SQS client for wire.MetricsQueue (expiry wake-ups and address-set
-// events it re-sends).
+// the SQS client for wire.MetricsQueue (expiry wake-ups, and the events of
+// the address-set changes its sweep and the edge's additions make).
 func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx, wire.WithSQS) }
 
 // Handler is the metrics queue's handler: it folds the edge's records and
@@ -23,7 +23,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx, 
 // runs the address-expiry sweep.
 func Handler(d wire.Deps) metrics.SQSHandler {
 	send := metricswire.Sender(d)
-	a := metrics.NewAggregator(d.Store, addresssets.NewService(d.Store, send, d.Log), send, d.Log)
+	a := metrics.NewAggregator(d.Store, addresssets.NewService(d.Store, metricswire.Events(d), send, d.Log), send, d.Log)
 	a.Logs = logs.NewIngester(d.Store, d.Log)
 	return a.Handle
 }

@@ -1,5 +1,5 @@
 // Package metricswire wires the metrics function (functions/metrics) and
-// the metrics-queue sender the address-sets function, the aggregator and
+// the metrics-queue senders the address-sets function, the aggregator and
 // the test runner share.
 package metricswire
 
@@ -8,6 +8,7 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/metrics"
+	"cads/shared/outbox"
 	"cads/shared/wire"
 )
 
@@ -20,12 +21,18 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 	return apigw.Lambda(d.Log, metrics.NewHandler(d.Store, d.Log))
 }
 
-// Sender is wire.MetricsQueue, or nil where none is configured (address-set
-// events then wait in their outbox for the sweep; test runs keep no
-// access records).
+// Sender sends to wire.MetricsQueue what needs no outbox marker (expiry
+// wake-ups, a test run's access records), or is nil where no metrics
+// queue is configured (test runs then keep no access records).
 func Sender(d wire.Deps) metrics.Sender {
-	if url := d.QueueURL(wire.MetricsQueue); url != "" {
-		return metrics.SQSSender{Client: d.SQS, QueueURL: url}
+	if d.QueueURL(wire.MetricsQueue) != "" {
+		return outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}.To(wire.MetricsQueue)
 	}
 	return nil
+}
+
+// Events is the outbox of wire.MetricsQueue, which address-set events go
+// through; without a metrics queue they wait in it.
+func Events(d wire.Deps) *outbox.Queue {
+	return outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.MetricsQueue)
 }

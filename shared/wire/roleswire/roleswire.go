@@ -6,6 +6,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/outbox"
 	"cads/shared/rbacadmin"
 	"cads/shared/wire"
 )
@@ -18,11 +19,11 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 
 // Handler is the roles function's handler: roles, invitations, groups,
 // group invitations and service users of an account, and the invitee's
-// side. Invitations are queued on wire.NotificationsQueue.
+// side. Invitations go to wire.NotificationsQueue through its outbox.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	var q rbacadmin.Queue
-	if url := d.QueueURL(wire.NotificationsQueue); url != "" {
-		q = rbacadmin.SQSQueue{Client: d.SQS, URL: url}
+	var q *outbox.Queue
+	if d.QueueURL(wire.NotificationsQueue) != "" {
+		q = outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.NotificationsQueue)
 	}
 	return apigw.Lambda(d.Log, rbacadmin.New(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), q, d.Log))
 }

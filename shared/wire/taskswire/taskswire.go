@@ -1,5 +1,5 @@
 // Package taskswire wires the tasks function (functions/tasks) and the
-// task outbox the applications function and the task worker share.
+// task outbox it shares with the applications function.
 package taskswire
 
 import (
@@ -7,6 +7,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/outbox"
 	"cads/shared/tasks"
 	"cads/shared/wire"
 )
@@ -26,9 +27,5 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 // (a deployment or test that declares none) tasks wait in the outbox and
 // every submit logs why.
 func Outbox(d wire.Deps) *tasks.Outbox {
-	var send tasks.Sender = tasks.NoQueue{}
-	if url := d.QueueURL(wire.TasksQueue); url != "" {
-		send = tasks.SQSSender{Client: d.SQS, QueueURL: url}
-	}
-	return tasks.NewOutbox(d.Store, send, d.Log)
+	return tasks.NewOutbox(d.Store, outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.TasksQueue))
 }

@@ -4,13 +4,14 @@ package taskworkerwire
 import (
 	"context"
 
+	"cads/shared/outbox"
 	"cads/shared/tasks"
 	"cads/shared/wire"
-	"cads/shared/wire/taskswire"
 )
 
 // FromEnv reads the task worker's dependencies from the environment, with
-// the SQS client for wire.TasksQueue (the outbox sweep re-sends to it).
+// the SQS client for every queue the outbox sweep sends to (wire.TasksQueue,
+// wire.MetricsQueue, wire.NotificationsQueue, wire.TestRunsQueue).
 func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx, wire.WithSQS) }
 
 // Handler is the task queue's handler as deployed: run-action calls may
@@ -25,7 +26,11 @@ func Local(d wire.Deps) tasks.SQSHandler {
 	return worker(d, tasks.LoopbackOnly)
 }
 
+// worker sweeps the outbox of every kind at the start of each invocation
+// (its scheduled invocation, every minute, only sweeps): the one sweep of
+// the deployment.
 func worker(d wire.Deps, policy tasks.DialPolicy) tasks.SQSHandler {
-	w := tasks.NewWorker(d.Store, tasks.NewFakeDataPlane(d.Log, policy), taskswire.Outbox(d), d.Log)
+	sweep := outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log)
+	w := tasks.NewWorker(d.Store, tasks.NewFakeDataPlane(d.Log, policy), sweep, d.Log)
 	return w.Handle
 }

@@ -4,12 +4,10 @@ package testswire
 import (
 	"context"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/apptests"
+	"cads/shared/outbox"
 	"cads/shared/wire"
 )
 
@@ -20,23 +18,12 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 }
 
 // Handler is the tests function's handler: application test
-// configurations and starting their runs, which are queued on
-// wire.TestRunsQueue.
+// configurations and starting their runs, which go to wire.TestRunsQueue
+// through its outbox.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	var q apptests.Queue
-	if url := d.QueueURL(wire.TestRunsQueue); url != "" {
-		q = sqsQueue{client: d.SQS, url: url}
+	var q *outbox.Queue
+	if d.QueueURL(wire.TestRunsQueue) != "" {
+		q = outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.TestRunsQueue)
 	}
 	return apigw.Lambda(d.Log, apptests.New(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), q, d.Log))
-}
-
-// sqsQueue sends to one SQS queue.
-type sqsQueue struct {
-	client *sqs.Client
-	url    string
-}
-
-func (q sqsQueue) Send(ctx context.Context, body []byte) error {
-	_, err := q.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.url), MessageBody: aws.String(string(body))})
-	return err
 }
