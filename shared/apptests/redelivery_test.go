@@ -304,8 +304,10 @@ func TestRunSendRefusedIsStartedByTheSweepOnce(t *testing.T) {
 		t.Fatalf("sweep: %d %v", n, err)
 	}
 	msg := e.takeRun()
+	// Not deleted from the queue afterwards: the run (1 s) can outlast the
+	// receive's short visibility timeout on a busy machine, which voids
+	// the receipt; nothing below reads the queue again.
 	e.handleRun(e.runner, msg)
-	e.deleteRun(msg)
 	done := e.storedTest("shop")
 	seen := e.edge.count(loadID)
 	if done.RunState != apptests.RunSucceeded || seen == 0 {
