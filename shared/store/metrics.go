@@ -29,7 +29,7 @@ func metricPK(scope, tier string, shard int) string {
 	}
 	return "METRICS#" + scope + "#" + tier
 }
-func metricSK(start int64) string        { return fmt.Sprintf("%012d", start) }
+func metricSK(start int64) string { return fmt.Sprintf("%012d", start) }
 
 // Dedup items of the aggregator: one per ingest batch (a marker) and one per
 // address-set event (its outbox item, written with the change).
