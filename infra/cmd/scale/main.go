@@ -651,4 +651,3 @@ func (s *sim) call(ctx context.Context, key, method, path string, body, out any)
 	}
 	return nil
 }
-
