@@ -86,6 +86,10 @@ bench: ## Go benchmarks, a bounded load run of the local platform (BENCHTIME per
 	$(GO) run ./infra/cmd/bench -duration $(BENCHTIME) -c 8
 	$(GO) run ./infra/cmd/bench -wrk -duration $(BENCHTIME) -c 8
 
+.PHONY: scale
+scale: ## load simulation of the key design: hottest DynamoDB partition keys at the design load against the per-partition limits (docs/scale.md; about a minute)
+	$(GO) run ./infra/cmd/scale
+
 vet:
 	$(GO) vet ./...
 

@@ -33,13 +33,16 @@ import (
 // condition is billed, but the error carries no ConsumedCapacity).
 type meter struct {
 	next http.Handler
+	// parts, when set, also receives every request's capacity per
+	// partition key, whether or not the request asked for it.
+	parts *PartitionMeter
 
 	mu     sync.Mutex
 	tables map[string]*tableSchema
 }
 
-func newMeter(next http.Handler) *meter {
-	return &meter{next: next, tables: map[string]*tableSchema{}}
+func newMeter(next http.Handler, parts *PartitionMeter) *meter {
+	return &meter{next: next, parts: parts, tables: map[string]*tableSchema{}}
 }
 
 const targetPrefix = "DynamoDB_20120810."
@@ -51,12 +54,14 @@ type (
 
 type tableSchema struct {
 	keys    []string
+	hash    string // the partition key attribute
 	indexes []indexSchema
 }
 
 type indexSchema struct {
 	name       string
 	keys       []string
+	hash       string
 	projection string   // ALL, KEYS_ONLY or INCLUDE
 	include    []string // INCLUDE's non-key attributes
 }
@@ -84,7 +89,8 @@ func (m *meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if op == "CreateTable" || op == "DeleteTable" || op == "UpdateTable" {
 		clear(m.tables)
 	}
-	if mode != "TOTAL" && mode != "INDEXES" {
+	asked := mode == "TOTAL" || mode == "INDEXES"
+	if !asked && m.parts == nil {
 		m.next.ServeHTTP(w, r)
 		return
 	}
@@ -102,7 +108,12 @@ func (m *meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == nil && rec.Code == http.StatusOK {
 		var cc []consumed
 		if cc, err = done(out); err == nil {
-			out, err = withCapacity(out, op, mode, cc)
+			if m.parts != nil {
+				m.parts.add(cc)
+			}
+			if asked {
+				out, err = withCapacity(out, op, mode, cc)
+			}
 		}
 	}
 	for k, v := range rec.Header() {
@@ -115,9 +126,12 @@ func (m *meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(out)
 }
 
-// consumed is one table's (or index's) share of a request.
+// consumed is one table's (or index's) share of a request, in one
+// partition: key is the value of the table's (or index's) partition key
+// attribute ("" when unknown, as for a Scan).
 type consumed struct {
 	table, index string
+	key          string
 	read         bool
 	units        float64
 }
@@ -162,8 +176,12 @@ func meterGet(m *meter, req obj) (func([]byte) ([]consumed, error), error) {
 	if err != nil {
 		return nil, err
 	}
+	pk, err := m.partitionOf(in.TableName, in.Key)
+	if err != nil {
+		return nil, err
+	}
 	return func([]byte) ([]consumed, error) {
-		return []consumed{{table: in.TableName, read: true, units: readUnits(itemSize(it), in.ConsistentRead)}}, nil
+		return []consumed{{table: in.TableName, key: pk, read: true, units: readUnits(itemSize(it), in.ConsistentRead)}}, nil
 	}, nil
 }
 
@@ -177,15 +195,23 @@ func meterBatchGet(m *meter, req obj) (func([]byte) ([]consumed, error), error) 
 	if err := json.Unmarshal(mustJSON(req), &in); err != nil {
 		return nil, err
 	}
-	units := map[string]map[string]float64{} // table → key → units
+	type read struct {
+		pk    string
+		units float64
+	}
+	units := map[string]map[string]read{} // table → key → units
 	for table, ka := range in.RequestItems {
-		units[table] = map[string]float64{}
+		units[table] = map[string]read{}
 		for _, k := range ka.Keys {
 			it, err := m.getItem(table, k)
 			if err != nil {
 				return nil, err
 			}
-			units[table][canonical(k)] = readUnits(itemSize(it), ka.ConsistentRead)
+			pk, err := m.partitionOf(table, k)
+			if err != nil {
+				return nil, err
+			}
+			units[table][canonical(k)] = read{pk, readUnits(itemSize(it), ka.ConsistentRead)}
 		}
 	}
 	return func(resp []byte) ([]consumed, error) {
@@ -202,11 +228,9 @@ func meterBatchGet(m *meter, req obj) (func([]byte) ([]consumed, error), error) 
 		}
 		var cc []consumed
 		for table, byKey := range units {
-			c := consumed{table: table, read: true}
-			for _, u := range byKey {
-				c.units += u
+			for _, r := range byKey {
+				cc = append(cc, consumed{table: table, key: r.pk, read: true, units: r.units})
 			}
-			cc = append(cc, c)
 		}
 		return cc, nil
 	}, nil
@@ -230,7 +254,11 @@ func meterTransactGet(m *meter, req obj) (func([]byte) ([]consumed, error), erro
 		if err != nil {
 			return nil, err
 		}
-		cc = append(cc, consumed{table: ti.Get.TableName, read: true, units: 2 * readUnits(itemSize(it), true)})
+		pk, err := m.partitionOf(ti.Get.TableName, ti.Get.Key)
+		if err != nil {
+			return nil, err
+		}
+		cc = append(cc, consumed{table: ti.Get.TableName, key: pk, read: true, units: 2 * readUnits(itemSize(it), true)})
 	}
 	return func([]byte) ([]consumed, error) { return cc, nil }, nil
 }
@@ -292,8 +320,14 @@ func meterQuery(m *meter, req obj) (func([]byte) ([]consumed, error), error) {
 	for _, it := range out.Items {
 		size += itemSize(it)
 	}
+	pk := ""
+	if op == "Query" {
+		if pk, err = m.queryPartition(table, index, req); err != nil {
+			return nil, err
+		}
+	}
 	return func([]byte) ([]consumed, error) {
-		return []consumed{{table: table, index: index, read: true, units: readUnits(size, consistent)}}, nil
+		return []consumed{{table: table, index: index, key: pk, read: true, units: readUnits(size, consistent)}}, nil
 	}, nil
 }
 
@@ -417,13 +451,19 @@ func (m *meter) writes(ws []write, factor float64) (func([]byte) ([]consumed, er
 				return nil, err
 			}
 			size := max(itemSize(w.old), itemSize(w.new_))
-			cc = append(cc, consumed{table: w.table, units: factor * writeUnits(size)})
+			cc = append(cc, consumed{table: w.table, key: attrString(w.key[s.hash]), units: factor * writeUnits(size)})
 			if w.check {
 				continue
 			}
 			for _, ix := range s.indexes {
 				if u := ix.writeUnits(s, w.old, w.new_); u > 0 {
-					cc = append(cc, consumed{table: w.table, index: ix.name, units: u})
+					// An entry that moves between index partitions is
+					// billed to the new one; one that leaves, to the old.
+					pk := attrString(w.new_[ix.hash])
+					if pk == "" {
+						pk = attrString(w.old[ix.hash])
+					}
+					cc = append(cc, consumed{table: w.table, index: ix.name, key: pk, units: u})
 				}
 			}
 		}
@@ -561,7 +601,7 @@ func (m *meter) schema(table string) (*tableSchema, error) {
 	if err != nil {
 		return nil, err
 	}
-	type keySchema []struct{ AttributeName string }
+	type keySchema []struct{ AttributeName, KeyType string }
 	var out struct {
 		Table struct {
 			KeySchema              keySchema
@@ -585,13 +625,87 @@ func (m *meter) schema(table string) (*tableSchema, error) {
 		}
 		return n
 	}
-	s := &tableSchema{keys: names(out.Table.KeySchema)}
+	hash := func(ks keySchema) string {
+		for _, k := range ks {
+			if k.KeyType == "HASH" {
+				return k.AttributeName
+			}
+		}
+		return ""
+	}
+	s := &tableSchema{keys: names(out.Table.KeySchema), hash: hash(out.Table.KeySchema)}
 	for _, g := range out.Table.GlobalSecondaryIndexes {
-		s.indexes = append(s.indexes, indexSchema{name: g.IndexName, keys: names(g.KeySchema),
+		s.indexes = append(s.indexes, indexSchema{name: g.IndexName, keys: names(g.KeySchema), hash: hash(g.KeySchema),
 			projection: g.Projection.ProjectionType, include: g.Projection.NonKeyAttributes})
 	}
 	m.tables[table] = s
 	return s, nil
+}
+
+// partitionOf is the partition key value of a table key.
+func (m *meter) partitionOf(table string, key item) (string, error) {
+	s, err := m.schema(table)
+	if err != nil {
+		return "", err
+	}
+	return attrString(key[s.hash]), nil
+}
+
+// keyEquals finds "name = :value" (either way round) in a key condition.
+var keyEquals = regexp.MustCompile(`([#:]?[A-Za-z0-9_]+)\s*=\s*([#:]?[A-Za-z0-9_]+)`)
+
+// queryPartition is the partition a Query reads: the value its key
+// condition compares the table's (or index's) partition key with.
+func (m *meter) queryPartition(table, index string, req obj) (string, error) {
+	s, err := m.schema(table)
+	if err != nil {
+		return "", err
+	}
+	hash := s.hash
+	if index != "" {
+		hash = ""
+		for _, ix := range s.indexes {
+			if ix.name == index {
+				hash = ix.hash
+			}
+		}
+	}
+	var kce string
+	var names map[string]string
+	var values map[string]any
+	_ = json.Unmarshal(req["KeyConditionExpression"], &kce)
+	_ = json.Unmarshal(req["ExpressionAttributeNames"], &names)
+	_ = json.Unmarshal(req["ExpressionAttributeValues"], &values)
+	name := func(ref string) string {
+		if n, ok := names[ref]; ok {
+			return n
+		}
+		return ref
+	}
+	for _, eq := range keyEquals.FindAllStringSubmatch(kce, -1) {
+		a, b := eq[1], eq[2]
+		if strings.HasPrefix(a, ":") {
+			a, b = b, a
+		}
+		if name(a) == hash && strings.HasPrefix(b, ":") {
+			return attrString(values[b]), nil
+		}
+	}
+	return "", nil
+}
+
+// attrString is a key attribute's value as text (S, N or B as sent).
+func attrString(v any) string {
+	av, ok := v.(map[string]any)
+	if !ok {
+		return ""
+	}
+	for _, x := range av {
+		if s, ok := x.(string); ok {
+			return s
+		}
+	}
+	return ""
 }
 
 // getItem reads the whole item (nil when there is none).

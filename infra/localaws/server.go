@@ -28,7 +28,14 @@ import (
 // Requests that ask for ReturnConsumedCapacity get it, computed by the
 // meter (capacity.go): minidyn itself does not report it.
 func StartDynamo(ctx context.Context, addr string) (endpoint string, stop func(context.Context) error, err error) {
-	return serve(ctx, "dynamodb", addr, newMeter(server.NewServer()), nil)
+	return StartDynamoMetered(ctx, addr, nil)
+}
+
+// StartDynamoMetered is StartDynamo with every request's consumed capacity
+// also counted per partition key in parts (nil: not counted), whether or
+// not the request asked for ReturnConsumedCapacity.
+func StartDynamoMetered(ctx context.Context, addr string, parts *PartitionMeter) (endpoint string, stop func(context.Context) error, err error) {
+	return serve(ctx, "dynamodb", addr, newMeter(server.NewServer(), parts), nil)
 }
 
 // serve listens on a loopback address and serves h until stop. Request

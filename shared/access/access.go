@@ -41,9 +41,22 @@ type Service struct {
 	// warm keeps what Authorize read per credential and target, for at
 	// most staleness: see Option WithStaleness and docs/rbac.md, "The
 	// authorizer's warm path". nil when staleness is 0.
-	warm      *lru.Cache[string, *loaded]
-	deciders  *lru.Cache[string, *deciderInputs]
+	warm     *lru.Cache[string, *loaded]
+	deciders *lru.Cache[string, *deciderInputs]
+	// rbac keeps each account's roles and groups as read, for the same
+	// bound, shared by every credential of the container: an account's
+	// RBAC partition is read at most once per staleness period per
+	// container, however many of its keys the container serves
+	// (docs/scale.md: it is the hottest key a busy tenant has).
+	rbac      *lru.Cache[string, *rbacEntry]
 	staleness time.Duration
+}
+
+// rbacEntry is one account's RBAC partition as read at `at`.
+type rbacEntry struct {
+	at     time.Time
+	roles  []store.Role
+	groups []store.Group
 }
 
 // Option configures a Service.
@@ -77,6 +90,7 @@ func New(st Store, log *slog.Logger, opts ...Option) *Service {
 		// lru.New only fails for a size <= 0.
 		s.warm, _ = lru.New[string, *loaded](DefaultWarmEntries)
 		s.deciders, _ = lru.New[string, *deciderInputs](DefaultWarmEntries)
+		s.rbac, _ = lru.New[string, *rbacEntry](DefaultWarmEntries)
 	}
 	return s
 }
@@ -262,7 +276,13 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, n
 			}
 		}()
 	}
-	l.held, err = s.heldRoles(ctx, cred.Grants, relevant)
+	var rbacAt time.Time
+	l.held, rbacAt, err = s.heldRoles(ctx, cred.Grants, relevant, now)
+	// The entry is as old as the oldest thing it holds: roles taken from
+	// the per-account cache bring their own read time.
+	if rbacAt.Before(l.at) {
+		l.at = rbacAt
+	}
 	wg.Wait()
 	if touchErr != nil {
 		s.log.WarnContext(ctx, "could not record key use", "key", p.KeyID, "error", touchErr.Error())
@@ -283,8 +303,10 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, n
 // account, and roles and groups share the account's partition, so one
 // Query per account resolves both (the authorizer's second round trip).
 // A group's roles are read at every decision: a role added to or removed
-// from it applies to its members' very next request.
-func (s *Service) heldRoles(ctx context.Context, grants []store.Grant, relevant []string) ([]*authz.CompiledRole, error) {
+// from it applies to its members' very next request (on the warm path:
+// within the staleness bound). It also returns when the oldest of the
+// partitions it used was read (now, when every one was read now).
+func (s *Service) heldRoles(ctx context.Context, grants []store.Grant, relevant []string, now time.Time) ([]*authz.CompiledRole, time.Time, error) {
 	rel := make(map[string]bool, len(relevant))
 	for _, a := range relevant {
 		if a != "" {
@@ -310,11 +332,11 @@ func (s *Service) heldRoles(ctx context.Context, grants []store.Grant, relevant 
 		}
 	}
 	if len(accounts) == 0 {
-		return nil, nil
+		return nil, now, nil
 	}
-	roles, gs, err := s.store.RBACOf(ctx, accounts)
+	roles, gs, at, err := s.rbacOf(ctx, accounts, now)
 	if err != nil {
-		return nil, err
+		return nil, now, err
 	}
 	for _, g := range gs {
 		if groups[[2]string{g.AccountID, g.ID}] {
@@ -337,7 +359,57 @@ func (s *Service) heldRoles(ctx context.Context, grants []store.Grant, relevant 
 		}
 		out = append(out, c)
 	}
-	return out, nil
+	return out, at, nil
+}
+
+// rbacOf returns the roles and groups of accounts: from the per-account
+// cache while an entry is younger than the staleness bound, the others
+// read in one RBACOf (one Query per account, in parallel). at is when the
+// oldest partition used was read.
+func (s *Service) rbacOf(ctx context.Context, accounts []string, now time.Time) (roles []store.Role, groups []store.Group, at time.Time, err error) {
+	at = now
+	missing := accounts
+	if s.rbac != nil {
+		missing = nil
+		for _, a := range accounts {
+			e, ok := s.rbac.Get(a)
+			if !ok || now.Sub(e.at) < 0 || now.Sub(e.at) >= s.staleness {
+				missing = append(missing, a)
+				continue
+			}
+			roles, groups = append(roles, e.roles...), append(groups, e.groups...)
+			if e.at.Before(at) {
+				at = e.at
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return roles, groups, at, nil
+	}
+	rs, gs, err := s.store.RBACOf(ctx, missing)
+	if err != nil {
+		return nil, nil, now, err
+	}
+	if s.rbac != nil {
+		fresh := make(map[string]*rbacEntry, len(missing))
+		for _, a := range missing {
+			fresh[a] = &rbacEntry{at: now}
+		}
+		for _, r := range rs {
+			if e := fresh[r.AccountID]; e != nil {
+				e.roles = append(e.roles, r)
+			}
+		}
+		for _, g := range gs {
+			if e := fresh[g.AccountID]; e != nil {
+				e.groups = append(e.groups, g)
+			}
+		}
+		for a, e := range fresh {
+			s.rbac.Add(a, e)
+		}
+	}
+	return append(roles, rs...), append(groups, gs...), at, nil
 }
 
 // compileCache keeps compiled roles keyed by role and last update, so a

@@ -76,11 +76,11 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 	for _, g := range grants {
 		all = append(all, g.AccountID)
 	}
-	held, err := s.heldRoles(ctx, grants, all)
+	held, at, err := s.heldRoles(ctx, grants, all, now)
 	if err != nil {
 		return nil, fmt.Errorf("decider: %w", err)
 	}
-	in := &deciderInputs{at: now, ancestors: acct.Ancestors, held: held}
+	in := &deciderInputs{at: at, ancestors: acct.Ancestors, held: held}
 	if acct.ID != "" {
 		// From the key account's own item, as the authorizer takes it.
 		in.root = authz.RootOf(acct.ID, acct.Ancestors)

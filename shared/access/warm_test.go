@@ -57,12 +57,14 @@ func TestWarmPathReadsNothing(t *testing.T) {
 	if _, err := svc.Authorize(ctx, tampered(secret), "GET", "/v2/applications/x"); !errors.Is(err, access.ErrUnauthenticated) {
 		t.Errorf("a wrong secret against a warm entry: %v", err)
 	}
-	// A request naming another account is another entry: read cold.
+	// A request naming another account is another entry: its credential
+	// is read cold; the account's roles, read within the bound by the
+	// first request, come from the container's per-account cache.
 	if _, err := svc.Authorize(ctx, secret, "GET", "/v2/accounts/"+chain[2].ID+"/roles"); err != nil {
 		t.Fatal(err)
 	}
-	if got := d.Counter.Sequential(); got != 2 {
-		t.Errorf("another target account: %d sequential round trips, want 2 (cold)", got)
+	if got, q := d.Counter.Sequential(), d.Counter.ByOperation()["Query"]; got != 1 || q != 1 {
+		t.Errorf("another target account: %d sequential round trips, %d Queries (%v), want 1 and 1 (the grants)", got, q, d.Counter.ByOperation())
 	}
 
 	// An expiry is compared with the clock on every request, warm or not.
@@ -161,4 +163,62 @@ func TestWarmPathRevocationWithinTheBound(t *testing.T) {
 type world struct {
 	account store.Account
 	role    store.Role
+}
+
+// An account's RBAC partition is read once per staleness period per
+// container, whatever the number of its credentials that container
+// serves: a second principal's cold read takes the roles the first one's
+// read, and the entry it makes expires with them, so a role change still
+// takes effect within the bound.
+func TestWarmPathSharesAnAccountsRoles(t *testing.T) {
+	d := testenv.NewDynamo(t)
+	st := store.New(d.Client, d.Table)
+	ctx := context.Background()
+	chain := tree(t, st, 1)
+	acct := chain[1]
+	rs := roles(t, st, acct.ID, 3, false)
+	first := principalWithKey(t, st, acct, rs)
+	if err := st.CreatePrincipal(ctx, store.Principal{ID: "u2", Kind: store.KindUser, Email: "u2@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	second := access.NewSecret("u2", "k2")
+	if err := st.CreateKey(ctx, store.AccessKey{ID: "k2", PrincipalID: "u2", Type: "bearer", Account: acct.ID, AccountAncestors: acct.Ancestors, SecretHash: access.HashSecret(second)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutGrant(ctx, store.Grant{PrincipalID: "u2", AccountID: acct.ID, RoleID: rs[0].ID, Via: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{t: time.Now().UTC()}
+	svc := access.New(st, quiet, access.WithStaleness(access.DefaultStaleness), access.WithClock(clk.now))
+	allowed := func(secret string) bool {
+		t.Helper()
+		res, err := svc.Authorize(ctx, secret, "GET", "/v2/applications/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Decision.Allowed
+	}
+	if !allowed(first) {
+		t.Fatal("first key denied")
+	}
+	clk.add(600 * time.Millisecond)
+	d.Counter.Reset()
+	if !allowed(second) {
+		t.Fatal("second key denied")
+	}
+	if q := d.Counter.ByOperation()["Query"]; q != 1 { // its grants; not the account's roles
+		t.Errorf("second credential, same account within the bound: %d Queries (%v), want 1", q, d.Counter.ByOperation())
+	}
+	// The role the second key holds loses its permission; at the bound of
+	// the first read (not of the second key's own read) both see it.
+	r := rs[0]
+	r.Permissions = []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{"/v2/tests"}}}
+	r.Version++
+	if err := st.PutRole(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(400 * time.Millisecond)
+	if allowed(second) {
+		t.Error("the second key still allowed at the first read's bound")
+	}
 }

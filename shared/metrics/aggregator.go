@@ -79,6 +79,9 @@ type Aggregator struct {
 	Logs LogSink
 
 	parsers fastjson.ParserPool
+	// shard draws the write shard of an invocation's application chunks
+	// (randomShard; tests pin it).
+	shard func(n int) int
 
 	mu        sync.Mutex
 	lastSweep time.Time
@@ -87,7 +90,7 @@ type Aggregator struct {
 // NewAggregator returns the aggregator; sets and send may be nil (no
 // address sets wired, no queue to send to).
 func NewAggregator(st AggregatorStore, sets AddressSets, send Sender, log *slog.Logger) *Aggregator {
-	return &Aggregator{st: st, sets: sets, send: send, log: log}
+	return &Aggregator{st: st, sets: sets, send: send, log: log, shard: randomShard}
 }
 
 // unit is one message's contribution and how it proves it was applied once.
@@ -102,6 +105,10 @@ type unit struct {
 // as batch item failures, so only they come back.
 func (a *Aggregator) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	now := a.st.Now()
+	// One shard for the whole invocation: its transactions touch one item
+	// per application chunk, as before sharding, and a concurrent
+	// invocation most likely another.
+	shard := a.shard(AppShards)
 	var (
 		failed  = map[string]bool{}
 		units   []*unit
@@ -136,7 +143,7 @@ func (a *Aggregator) Handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 				f.Count(ScopeSet(env.Set), cnt, c.Time, c.N)
 				f.Count(ScopeSetsOf(env.Account), cnt, c.Time, c.N)
 			}
-			u := &unit{msgID: m.MessageId, dedup: store.MetricDedup{Kind: store.MetricOutbox, ID: env.ID}, updates: toStore(f.Updates())}
+			u := &unit{msgID: m.MessageId, dedup: store.MetricDedup{Kind: store.MetricOutbox, ID: env.ID}, updates: toStore(f.Updates(), shard)}
 			if env.Purge {
 				u.purge = env.Set
 			}
@@ -160,7 +167,7 @@ func (a *Aggregator) Handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 				addrIDs = append(addrIDs, m.MessageId)
 			}
 			if !f.Empty() {
-				units = append(units, &unit{msgID: m.MessageId, dedup: store.MetricDedup{Kind: store.MetricMarker, ID: id}, updates: toStore(f.Updates())})
+				units = append(units, &unit{msgID: m.MessageId, dedup: store.MetricDedup{Kind: store.MetricMarker, ID: id}, updates: toStore(f.Updates(), shard)})
 			}
 		}
 	}
@@ -309,14 +316,17 @@ func (a *Aggregator) maybeSweep(ctx context.Context, now time.Time) {
 	}
 }
 
-func toStore(us []Update) []store.MetricUpdate {
+// toStore converts a fold's updates, writing sharded scopes to shard
+// (modulo their shard count).
+func toStore(us []Update, shard int) []store.MetricUpdate {
 	out := make([]store.MetricUpdate, len(us))
 	for i, u := range us {
 		attrs := make([]store.MetricAttr, len(u.Attrs))
 		for j, a := range u.Attrs {
 			attrs[j] = store.MetricAttr{Name: a.Name, Value: a.Value}
 		}
-		out[i] = store.MetricUpdate{Key: store.MetricChunkKey{Scope: u.Key.Scope, Tier: u.Key.Tier, Start: u.Key.Start}, Attrs: attrs, Expires: u.Expires}
+		key := store.MetricChunkKey{Scope: u.Key.Scope, Tier: u.Key.Tier, Start: u.Key.Start, Shard: shard % shardsOf(u.Key.Scope)}
+		out[i] = store.MetricUpdate{Key: key, Attrs: attrs, Expires: u.Expires}
 	}
 	return out
 }

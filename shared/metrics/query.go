@@ -247,17 +247,23 @@ func (p Plan) chunkCount() int {
 	return n
 }
 
-// Keys lists the chunk items the plan reads for a scope.
+// Keys lists the chunk items the plan reads for a scope: every write
+// shard of every chunk (Evaluate sums them).
 func (p Plan) Keys(scope string) []store.MetricChunkKey {
 	var out []store.MetricChunkKey
 	seen := map[store.MetricChunkKey]bool{}
+	shards := shardsOf(scope)
 	for _, s := range p.segments {
 		t := Tiers[s.tier]
 		span := t.Bucket * t.PerChunk
 		for c := t.Chunk(s.start); c < s.end; c += span {
 			k := store.MetricChunkKey{Scope: scope, Tier: t.Name, Start: c}
-			if !seen[k] {
-				seen[k] = true
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			for sh := range shards {
+				k.Shard = sh
 				out = append(out, k)
 			}
 		}

@@ -92,9 +92,10 @@ func TestPlanChoosesTiersAndAligns(t *testing.T) {
 	if p.Resolution != 10 || p.Points != 361 {
 		t.Fatalf("default resolution: %+v", p)
 	}
-	// 30 days at one hour: the hourly tier, 60 items.
+	// 30 days at one hour: the hourly tier, 60 chunks (in AppShards
+	// write shards each).
 	p, err = Query{From: now.Add(-30 * 24 * time.Hour), To: now, Resolution: 3600}.Plan(now)
-	if err != nil || Tiers[p.segments[0].tier].Name != "h1" || len(p.Keys("app#a")) > 62 {
+	if err != nil || Tiers[p.segments[0].tier].Name != "h1" || len(p.Keys("app#a")) > 62*AppShards || len(p.Keys("set#a")) > 62 {
 		t.Fatalf("30 days hourly: %+v %v (%d keys)", p, err, len(p.Keys("app#a")))
 	}
 	// 10-second data is gone after 2 days: a clear 400 naming what is kept.
@@ -132,8 +133,12 @@ func TestCoverIsExactAndUsesCoarseTiers(t *testing.T) {
 	if pos != p.To || !tiers["d1"] || !tiers["h1"] || !tiers["m1"] || !tiers["s10"] {
 		t.Fatalf("segments %+v", p.segments)
 	}
-	if n := len(p.Keys("app#a")); n > 20 {
+	// At most 20 chunks, each in its write shards.
+	if n := len(p.Keys("app#a")); n > 20*AppShards {
 		t.Fatalf("summarizing 19 days reads %d items", n)
+	}
+	if n := len(p.Keys("set#a")); n > 20 {
+		t.Fatalf("summarizing 19 days of a set reads %d items", n)
 	}
 }
 

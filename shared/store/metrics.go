@@ -16,12 +16,20 @@ import (
 	"cads/shared/ddb"
 )
 
-// Metric chunks: one item per scope, tier and chunk of buckets, holding one
-// number attribute per accumulator and bucket ("<offset>.<code>[.<key>]",
-// see shared/metrics). Written only with ADD, so concurrent aggregators
-// add up; read with BatchGetItem by key. docs/metrics.md has the design.
-func metricPK(scope, tier string) string { return "METRICS#" + scope + "#" + tier }
-func metricSK(start int64) string        { return fmt.Sprintf("%012d", start) }
+// Metric chunks: one item per scope, tier, chunk of buckets and write
+// shard, holding one number attribute per accumulator and bucket
+// ("<offset>.<code>[.<key>]", see shared/metrics). Written only with ADD,
+// so concurrent aggregators add up; read with BatchGetItem by key, the
+// shards of a chunk summed by the reader. Shard 0 has no suffix (the key
+// of every chunk written before shards existed). docs/metrics.md has the
+// design.
+func metricPK(scope, tier string, shard int) string {
+	if shard > 0 {
+		return "METRICS#" + scope + "#" + tier + "#" + strconv.Itoa(shard)
+	}
+	return "METRICS#" + scope + "#" + tier
+}
+func metricSK(start int64) string { return fmt.Sprintf("%012d", start) }
 
 // Dedup items of the aggregator: one per ingest batch (a marker) and one per
 // address-set event (its outbox item, written with the change).
@@ -41,6 +49,9 @@ type MetricChunkKey struct {
 	Scope string
 	Tier  string
 	Start int64 // unix seconds
+	// Shard is the write shard (0 for unsharded scopes): concurrent
+	// aggregators spread one busy scope over several items and partitions.
+	Shard int
 }
 
 // MetricAttr is an amount to add to one accumulator attribute.
@@ -197,7 +208,7 @@ func (s *Store) metricUpdateOp(u MetricUpdate) *types.Update {
 		}
 		b.WriteString(n + " " + v)
 	}
-	return &types.Update{TableName: aws.String(s.table), Key: key(metricPK(u.Key.Scope, u.Key.Tier), metricSK(u.Key.Start)),
+	return &types.Update{TableName: aws.String(s.table), Key: key(metricPK(u.Key.Scope, u.Key.Tier, u.Key.Shard), metricSK(u.Key.Start)),
 		UpdateExpression: aws.String(b.String()), ExpressionAttributeNames: names, ExpressionAttributeValues: values}
 }
 
@@ -238,7 +249,7 @@ func (s *Store) MetricChunks(ctx context.Context, keys []MetricChunkKey) (map[Me
 	byPK := make(map[string]MetricChunkKey, len(keys))
 	req := make([]map[string]types.AttributeValue, 0, len(keys))
 	for _, k := range keys {
-		pk, sk := metricPK(k.Scope, k.Tier), metricSK(k.Start)
+		pk, sk := metricPK(k.Scope, k.Tier, k.Shard), metricSK(k.Start)
 		byPK[pk+"|"+sk] = k
 		req = append(req, key(pk, sk))
 	}
