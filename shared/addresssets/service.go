@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"sort"
@@ -18,6 +17,7 @@ import (
 	"cads/shared/ids"
 	"cads/shared/metrics"
 	"cads/shared/outbox"
+	"cads/shared/retry"
 	"cads/shared/store"
 )
 
@@ -88,15 +88,7 @@ const writeRetries = 8
 // backoff waits a little, more after each lost race, with jitter so that
 // the writers of a busy set spread out.
 func backoff(ctx context.Context, attempt int) error {
-	d := time.Duration(rand.N(int64(5<<min(attempt, 6)))+1) * time.Millisecond
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return retry.Backoff(ctx, attempt+1, 5*time.Millisecond, 320*time.Millisecond)
 }
 
 // change computes a set's desired state from its current one (nil for a

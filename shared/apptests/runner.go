@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"cads/shared/loadgen"
+	"cads/shared/retry"
 	"cads/shared/store"
 )
 
@@ -181,7 +182,9 @@ func (r *runner) finish(ctx context.Context, log *slog.Logger, t store.AppTest, 
 	var err error
 	for attempt := range 3 {
 		if attempt > 0 {
-			time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+			if werr := retry.Wait(ctx, time.Duration(attempt)*200*time.Millisecond); werr != nil {
+				return errors.Join(err, werr)
+			}
 		}
 		err = r.update(ctx, t, run, from, time.Time{})
 		if err == nil || errors.Is(err, store.ErrRunChanged) || errors.Is(err, store.ErrNotFound) {

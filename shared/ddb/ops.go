@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -12,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"cads/shared/retry"
 )
 
 // API is the subset of *dynamodb.Client the helpers in this package use.
@@ -44,22 +45,10 @@ var (
 )
 
 func backoff(ctx context.Context, failures int) error {
-	d := unprocessedBaseBackoff
-	for i := 1; i < failures && d < unprocessedMaxBackoff; i++ {
-		d *= 2
+	if failures == 0 {
+		return retry.Wait(ctx, unprocessedBaseBackoff)
 	}
-	d = min(d, unprocessedMaxBackoff)
-	if failures > 0 && d > 0 {
-		d = d/2 + rand.N(d/2+1) // equal jitter
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return retry.Backoff(ctx, failures, unprocessedBaseBackoff, unprocessedMaxBackoff)
 }
 
 // TransactWrite sends one TransactWriteItems call after validating it

@@ -1,0 +1,49 @@
+// Package retry is how the service waits between attempts: exponential
+// backoff with full jitter, always cut short by the request's context, so
+// that no retry loop sleeps past a deadline or a client that went away.
+//
+// Full jitter (a uniformly random wait between zero and the exponential
+// cap) spreads the retries of writers that failed together better than
+// equal jitter does, for the same expected wait (AWS Architecture Blog,
+// "Exponential Backoff And Jitter").
+package retry
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+)
+
+// Delay is the wait before retry n (1 for the first retry): uniformly
+// random in [0, min(max, base·2^(n-1))]. n below 1 counts as 1.
+func Delay(n int, base, max time.Duration) time.Duration {
+	d := base
+	for i := 1; i < n && d < max; i++ {
+		d *= 2
+	}
+	d = min(d, max)
+	if d <= 0 {
+		return 0
+	}
+	return rand.N(d + 1)
+}
+
+// Wait waits d, or returns the context's error as soon as it is done.
+func Wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Backoff waits Delay(n, base, max), cut short by ctx.
+func Backoff(ctx context.Context, n int, base, max time.Duration) error {
+	return Wait(ctx, Delay(n, base, max))
+}
