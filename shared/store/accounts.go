@@ -570,7 +570,12 @@ func (s *Store) revokeAccountAccess(ctx context.Context, id string) error {
 	for _, it := range keys {
 		var ka keyAttrs
 		if err := attributevalue.UnmarshalMap(it, &ka); err != nil {
-			return fmt.Errorf("revoke account access: key: %w", err)
+			// Not a return: the role and group queries started above
+			// must finish before this function does.
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("revoke account access: key: %w", err))
+			mu.Unlock()
+			continue
 		}
 		p, ok1 := strings.CutPrefix(ka.PK, "PRINCIPAL#")
 		k, ok2 := strings.CutPrefix(ka.SK, prefixKey)
@@ -592,7 +597,10 @@ func (s *Store) revokeAccountAccess(ctx context.Context, id string) error {
 	for _, it := range sus {
 		var su ServiceUser
 		if err := attributevalue.UnmarshalMap(it, &su); err != nil {
-			return fmt.Errorf("revoke account access: service user: %w", err)
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("revoke account access: service user: %w", err))
+			mu.Unlock()
+			continue
 		}
 		// collect's goroutines append to more under mu: so must this.
 		mu.Lock()
