@@ -618,11 +618,20 @@ func (c *costTour) listAtScale(ep, path, secret, what, pk, sk, gsiPrefix string,
 	}
 	route := c.routes[ep]
 	measure := func(label string) costRow {
-		c.counter.Reset()
-		if r := c.send("GET", path, secret, "", nil); r.status != 200 || len(r.list) != 5 {
-			c.t.Fatalf("%s: %d, %d members: %s", label, r.status, len(r.list), r.raw)
+		// The authorizer's once-a-minute touch of the key (last_used) is
+		// not the page's cost, and on a slow machine one may fall in either
+		// measurement: one that did is measured again, within the minute
+		// the touch just started.
+		for range 2 {
+			c.counter.Reset()
+			if r := c.send("GET", path, secret, "", nil); r.status != 200 || len(r.list) != 5 {
+				c.t.Fatalf("%s: %d, %d members: %s", label, r.status, len(r.list), r.raw)
+			}
+			c.record(label, route)
+			if c.rows[label].aOps["UpdateItem"] == 0 {
+				break
+			}
 		}
-		c.record(label, route)
 		c.scale = append(c.scale, label)
 		return c.rows[label]
 	}
