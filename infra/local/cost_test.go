@@ -32,6 +32,7 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/ddb"
 	"cads/shared/metrics"
+	"cads/shared/store"
 )
 
 // costUpdate rewrites the cost table of docs/performance.md instead of
@@ -528,6 +529,25 @@ func TestCostPerEndpoint(t *testing.T) {
 		func(i int) {
 			lastApp = c.step("", 200, "POST", "/v2/applications", op, map[string]any{"name": fmt.Sprintf("Scale %d", i), "aliases": []string{fmt.Sprintf("scale%d.example.com", i)}}).str("id")
 		}, func() string { return "APP#" + lastApp })
+	// Tasks are written through the store: every task type targets an
+	// application, and these need no worker (finished, their outbox marker
+	// due long after the tour).
+	var lastTask string
+	c.listAtScale("GET /v2/tasks", "/v2/tasks?limit=5", op, "tasks", "", "TASK", "TASK#",
+		func(i int) {
+			now := c.p.Deps.Store.Now()
+			lastTask = fmt.Sprintf("scaletask%d", i)
+			tk := store.Task{ID: lastTask, Account: rootID, Type: "start", Target: "/v2/applications/none", State: store.TaskSuccess,
+				CreatedBy: "cost", Created: now, Updated: now}
+			if err := c.p.Deps.Store.CreateTask(context.Background(), tk, &store.OutboxMarker{Queue: "TasksQueue", Body: "{}", Due: now.Add(24 * time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+		}, func() string { return "TASK#" + lastTask })
+	var lastSet string
+	c.listAtScale("GET /v2/address-sets", "/v2/address-sets?limit=5", op, "address sets", "", "ADDRSET", "ADDRSET#",
+		func(i int) {
+			lastSet = c.step("", 200, "POST", "/v2/address-sets", op, map[string]any{"name": fmt.Sprintf("scale %d", i), "type": "manual"}).str("id")
+		}, func() string { return "ADDRSET#" + lastSet })
 
 	// ---------------------------------------------------------------- the table
 	for _, label := range c.workers {
@@ -598,11 +618,20 @@ func (c *costTour) listAtScale(ep, path, secret, what, pk, sk, gsiPrefix string,
 	}
 	route := c.routes[ep]
 	measure := func(label string) costRow {
-		c.counter.Reset()
-		if r := c.send("GET", path, secret, "", nil); r.status != 200 || len(r.list) != 5 {
-			c.t.Fatalf("%s: %d, %d members: %s", label, r.status, len(r.list), r.raw)
+		// The authorizer's once-a-minute touch of the key (last_used) is
+		// not the page's cost, and on a slow machine one may fall in either
+		// measurement: one that did is measured again, within the minute
+		// the touch just started.
+		for range 2 {
+			c.counter.Reset()
+			if r := c.send("GET", path, secret, "", nil); r.status != 200 || len(r.list) != 5 {
+				c.t.Fatalf("%s: %d, %d members: %s", label, r.status, len(r.list), r.raw)
+			}
+			c.record(label, route)
+			if c.rows[label].aOps["UpdateItem"] == 0 {
+				break
+			}
 		}
-		c.record(label, route)
 		c.scale = append(c.scale, label)
 		return c.rows[label]
 	}

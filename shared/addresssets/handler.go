@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"sync"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
@@ -47,36 +46,36 @@ func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccou
 // other missing set.
 func setID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "address set") }
 
+// list is GET /v2/address-sets: the account's sets the caller may GET,
+// paged in the store in creation order (apigw.List).
 func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 	page, err := apigw.ParsePage(r.URL.Query(), "name", "type", "created", "updated")
 	if err != nil {
 		return 0, nil, err
 	}
-	var (
-		wg         sync.WaitGroup
-		sets       []store.AddressSet
-		d          *access.Decider
-		lErr, dErr error
-	)
-	ctx := r.Context()
-	wg.Go(func() { sets, lErr = h.st.ListAddressSets(ctx, p.AccountID) })
-	wg.Go(func() { d, dErr = h.dec.Decider(ctx, p) })
-	wg.Wait()
-	if lErr != nil {
-		return 0, nil, lErr
-	}
-	if dErr != nil {
-		return 0, nil, dErr
-	}
 	now := h.st.Now()
-	out := make([]AddressSet, 0, len(sets))
-	for _, s := range sets {
-		if d.Allows(http.MethodGet, Href(s.ID)) {
-			out = append(out, setOut(store.AddressSetState{Set: s}, now, false))
-		}
+	list, err := apigw.List(r, page, apigw.Lister[store.AddressSet, AddressSet]{
+		Name: "address-sets", Indexed: "created", ValidPosition: store.ValidPosition,
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.AddressSet, []string, bool, error) {
+			return h.st.PageAddressSets(ctx, p.AccountID, after, desc, n)
+		},
+		// Only what the caller may GET (docs/api.md#collection-reads).
+		Allow: func(ctx context.Context) (func(store.AddressSet) bool, error) {
+			d, err := h.dec.Decider(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			return func(s store.AddressSet) bool { return d.Allows(http.MethodGet, Href(s.ID)) }, nil
+		},
+		Out: func(s store.AddressSet) (AddressSet, error) {
+			return setOut(store.AddressSetState{Set: s}, now, false), nil
+		},
+		Sort: sortSets,
+	})
+	if err != nil {
+		return 0, nil, err
 	}
-	sortSets(out, page.Order)
-	return http.StatusOK, apigw.Window(out, page), nil
+	return http.StatusOK, list, nil
 }
 
 func sortSets(s []AddressSet, order []apigw.OrderKey) {

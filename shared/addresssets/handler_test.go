@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 
 	"cads/infra/testenv"
 	"cads/shared/apigw"
+	"cads/shared/authz"
 	"cads/shared/bootstrap"
 	"cads/shared/metrics"
 	"cads/shared/store"
@@ -51,6 +53,7 @@ type reply struct {
 	body   map[string]any
 	list   []any
 	raw    string
+	header map[string]string
 }
 
 // call sends an API Gateway proxy event, as the gateway would, and counts
@@ -87,7 +90,13 @@ func (a *api) call(h apigw.ProxyHandler, p apigw.Principal, method, path, resour
 	if err != nil {
 		a.t.Fatalf("%s %s: %v", method, path, err)
 	}
-	r := reply{status: resp.StatusCode, raw: resp.Body}
+	r := reply{status: resp.StatusCode, raw: resp.Body, header: map[string]string{}}
+	for k, v := range resp.MultiValueHeaders {
+		r.header[k] = strings.Join(v, ", ")
+	}
+	for k, v := range resp.Headers {
+		r.header[k] = v
+	}
 	if strings.HasPrefix(strings.TrimSpace(resp.Body), "[") {
 		_ = json.Unmarshal([]byte(resp.Body), &r.list)
 	} else {
@@ -298,4 +307,95 @@ func TestMetricsEndpoints(t *testing.T) {
 	// The account's address-set metrics need no set.
 	a.must(a.call(a.mets, a.op, "GET", "/v2/address-sets/metrics?names=entries_added,entries_expired&summarize=true", "/v2/address-sets/metrics", "", ""), 200, "account address-set metrics")
 	a.errType(a.call(a.mets, a.op, "GET", "/v2/address-sets/metrics?names=requests", "/v2/address-sets/metrics", "", ""), 400, `unknown metric "requests"`, "app metric on sets")
+}
+
+// GET /v2/address-sets pages in the store in creation order: a Link to the
+// next page, and a page the read budget cut says so and goes on from where
+// the reading stopped.
+func TestAddressSetsPageWithLinks(t *testing.T) {
+	a := newAPI(t)
+	ctx := context.Background()
+	st := a.deps.Store
+	const coll = "/v2/address-sets"
+	base := time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)
+	n := apigw.ReadBudget + 2
+	made := make([]string, n) // oldest first
+	for i := range n {
+		created := base.Add(time.Duration(i) * time.Millisecond)
+		set := store.AddressSet{ID: fmt.Sprintf("s%05d", n-i), Account: a.op.AccountID, Name: "n", Type: "manual", Version: 1, Created: created, Updated: created}
+		if err := st.WriteAddressSet(ctx, store.AddressSetWrite{Set: set, Create: true}); err != nil {
+			t.Fatal(err)
+		}
+		made[i] = set.ID
+	}
+	listed := func(r reply) []string {
+		t.Helper()
+		if r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.raw)
+		}
+		var out []string
+		for _, e := range r.list {
+			out = append(out, e.(map[string]any)["id"].(string))
+		}
+		return out
+	}
+	next := func(r reply) string {
+		t.Helper()
+		l := r.header["Link"]
+		if l == "" {
+			return ""
+		}
+		if !strings.HasPrefix(l, "<"+coll+"?") || !strings.HasSuffix(l, `>; rel="next"`) {
+			t.Fatalf("Link %q", l)
+		}
+		return strings.TrimSuffix(strings.TrimPrefix(l, "<"), `>; rel="next"`)
+	}
+
+	// Oldest first (ids against creation order), pages of two by Link.
+	path := coll + "?limit=2"
+	var got []string
+	for range 3 {
+		r := a.call(a.sets, a.op, "GET", path, coll, "", "")
+		if r.header["X-Result-Cut"] != "" {
+			t.Fatalf("an unhidden page was cut: %v", r.header)
+		}
+		got = append(got, listed(r)...)
+		if path = next(r); path == "" {
+			t.Fatal("no Link to the next page")
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(made[:6]) {
+		t.Fatalf("oldest first %v, want %v", got, made[:6])
+	}
+	r := a.call(a.sets, a.op, "GET", coll+"?order=-created&limit=2", coll, "", "")
+	if got := listed(r); fmt.Sprint(got) != fmt.Sprint([]string{made[n-1], made[n-2]}) {
+		t.Fatalf("newest first %v", got)
+	}
+
+	// A caller who may see only the newest set: oldest first, the read
+	// budget runs out before it; the page says so and the Link goes on.
+	id := "u" + fmt.Sprint(time.Now().UnixNano())
+	if err := st.CreatePrincipal(ctx, store.Principal{ID: id, Kind: store.KindUser, Email: id + "@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	role := store.Role{AccountID: a.op.AccountID, ID: "r" + id, Name: "one set", Version: 1, Permissions: []authz.Permission{
+		{Method: "GET", Effect: "permit", Spec: []string{coll, coll + "/" + made[n-1]}}}}
+	if err := st.CreateRole(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutGrant(ctx, store.Grant{PrincipalID: id, AccountID: a.op.AccountID, RoleID: role.ID, Via: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	one := apigw.Principal{ID: id, Kind: store.KindUser, Email: id + "@example.com", AccountID: a.op.AccountID, KeyID: "k"}
+	r = a.call(a.sets, one, "GET", coll+"?limit=1", coll, "", "")
+	if got := listed(r); len(got) != 0 || r.header["X-Result-Cut"] != apigw.CutRead || next(r) == "" {
+		t.Fatalf("cut page: %v, headers %v", got, r.header)
+	}
+	r = a.call(a.sets, one, "GET", next(r), coll, "", "")
+	if got := listed(r); fmt.Sprint(got) != fmt.Sprint(made[n-1:]) || r.header["X-Result-Cut"] != "" || r.header["Link"] != "" {
+		t.Fatalf("after the cut: %v, headers %v", got, r.header)
+	}
+
+	// An order the store does not keep, over more than the budget: a 400.
+	a.errType(a.call(a.sets, a.op, "GET", coll+"?order=name", coll, "", ""), 400, "stored order", "order=name")
 }

@@ -27,7 +27,7 @@ type Store interface {
 	GetAddressSet(ctx context.Context, account, id string, consistent bool) (store.AddressSetState, error)
 	AddressSetByID(ctx context.Context, id string, consistent bool) (store.AddressSetState, error)
 	GetAddressSetItems(ctx context.Context, ids []string) ([]store.AddressSet, error)
-	ListAddressSets(ctx context.Context, account string) ([]store.AddressSet, error)
+	PageAddressSets(ctx context.Context, account, after string, desc bool, n int) ([]store.AddressSet, []string, bool, error)
 	WriteAddressSet(ctx context.Context, w store.AddressSetWrite) error
 	DeleteAddressSet(ctx context.Context, a store.AddressSet, entries []string, ev *store.MetricEvent) error
 	CheckAllowance(ctx context.Context, account, kind string) (store.Quota, error)

@@ -27,14 +27,17 @@ import (
 func addrSetPK(id string) string        { return "ADDRSET#" + id }
 func addrEntrySK(prefix string) string  { return prefixAddrEntry + prefix }
 func addrIncludedBySK(id string) string { return prefixAddrIncludedBy + id }
-func addrSetGSISK(id string) string     { return "ADDRSET#" + id }
 func addrExpiryGSI(shard uint32) string { return fmt.Sprintf("ADDREXP#%d", shard) }
 func addrExpiryGSISK(e AddressEntry) string {
 	return e.Expiry.UTC().Format(timeLayout) + "#" + e.Set + "#" + e.Prefix
 }
 
 const (
-	skAddrSet            = "ADDRSET"
+	skAddrSet = "ADDRSET"
+	// addrSetsGSISKPrefix starts the GSI1 sort key of a set in its
+	// account's collection, which is listed page by page in creation order
+	// (see page.go).
+	addrSetsGSISKPrefix  = "ADDRSET#"
 	prefixAddrEntry      = "ENTRY#"
 	prefixAddrIncludedBy = "INCLUDEDBY#"
 	pkAddrSweep          = "ADDREXPIRY"
@@ -94,7 +97,7 @@ type AddressSetState struct {
 }
 
 func addrSetKey(s AddressSet) keyAttrs {
-	return keyAttrs{PK: addrSetPK(s.ID), SK: skAddrSet, GSI1PK: addressSetsGSI(s.Account), GSI1SK: addrSetGSISK(s.ID), Entity: "address_set"}
+	return keyAttrs{PK: addrSetPK(s.ID), SK: skAddrSet, GSI1PK: addressSetsGSI(s.Account), GSI1SK: addrSetsGSISKPrefix + createdPosition(s.Created, s.ID), Entity: "address_set"}
 }
 
 func addrEntryItem(e AddressEntry) (map[string]types.AttributeValue, error) {
@@ -185,13 +188,17 @@ func (s *Store) GetAddressSetItems(ctx context.Context, ids []string) ([]Address
 	return unmarshalAll[AddressSet](items)
 }
 
-// ListAddressSets returns the set items of an account (GSI1).
-func (s *Store) ListAddressSets(ctx context.Context, account string) ([]AddressSet, error) {
-	items, err := s.query(ctx, "list address sets", gsiQuery(addressSetsGSI(account)), 0)
+// PageAddressSets reads at most n address sets of account after position
+// after in creation order (desc: newest first), with their positions and
+// whether more may follow: one Query of n items.
+func (s *Store) PageAddressSets(ctx context.Context, account, after string, desc bool, n int) ([]AddressSet, []string, bool, error) {
+	items, pos, more, err := s.page(ctx, gsiPage{op: "list address sets", pk: addressSetsGSI(account), skPrefix: addrSetsGSISKPrefix,
+		tableKey: func(id string) (string, string) { return addrSetPK(id), skAddrSet }}, after, desc, n)
 	if err != nil {
-		return nil, err
+		return nil, nil, false, err
 	}
-	return unmarshalAll[AddressSet](items)
+	as, err := unmarshalAll[AddressSet](items)
+	return as, pos, more, err
 }
 
 // AddressSetRef is a set and the version a write saw it at.

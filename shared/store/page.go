@@ -34,12 +34,28 @@ type gsiPage struct {
 	// tableKey is the table key of the member with the given id (the
 	// base-table half of an index's ExclusiveStartKey).
 	tableKey func(id string) (pk, sk string)
+	// lo and hi bound the positions read, lo inclusive, hi exclusive ("":
+	// unbounded); both are creation times (timeLayout), so a bound falls
+	// before every member created at that time.
+	lo, hi string
 }
 
 // page reads up to n members of the collection after position after (""
 // from the beginning; desc reverses the order): the items, their
 // positions, and whether DynamoDB stopped before the partition's end.
 func (s *Store) page(ctx context.Context, g gsiPage, after string, desc bool, n int) ([]map[string]types.AttributeValue, []string, bool, error) {
+	// A position outside the bounds (a cursor kept while the bounds
+	// changed) is either before everything in them or past their end:
+	// DynamoDB refuses a start key outside the key condition.
+	if after != "" {
+		before, past := g.lo != "" && after < g.lo, g.hi != "" && after >= g.hi
+		switch {
+		case desc && before, !desc && past:
+			return nil, nil, false, nil
+		case before, past:
+			after = ""
+		}
+	}
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		IndexName:              aws.String(IndexGSI1),
@@ -49,6 +65,16 @@ func (s *Store) page(ctx context.Context, g gsiPage, after string, desc bool, n 
 		},
 		ScanIndexForward: aws.Bool(!desc),
 		Limit:            aws.Int32(int32(max(n, 1))),
+	}
+	if g.lo != "" || g.hi != "" {
+		// prefix+hi sorts before every key of a member created at hi;
+		// prefix+"~" after every key of the collection.
+		hi := g.skPrefix + "~"
+		if g.hi != "" {
+			hi = g.skPrefix + g.hi
+		}
+		in.KeyConditionExpression = aws.String("GSI1PK = :pk AND GSI1SK BETWEEN :lo AND :hi")
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":pk": str(g.pk), ":lo": str(g.skPrefix + g.lo), ":hi": str(hi)}
 	}
 	if after != "" {
 		_, id, _ := strings.Cut(after, "#")

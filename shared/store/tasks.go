@@ -138,6 +138,27 @@ func (s *Store) ListTasks(ctx context.Context, account string, from, to time.Tim
 	return unmarshalAll[Task](items)
 }
 
+// PageTasks reads at most n tasks of account created in [from, to) (zero
+// times: unbounded) after position after in creation order (desc: newest
+// first), with their positions and whether more may follow: one Query of
+// n items, whatever the number of tasks.
+func (s *Store) PageTasks(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]Task, []string, bool, error) {
+	g := gsiPage{op: "list tasks", pk: tasksGSI(account), skPrefix: prefixTaskG,
+		tableKey: func(id string) (string, string) { return taskPK(id), skTask }}
+	if !from.IsZero() {
+		g.lo = from.UTC().Format(timeLayout)
+	}
+	if !to.IsZero() {
+		g.hi = to.UTC().Format(timeLayout)
+	}
+	items, pos, more, err := s.page(ctx, g, after, desc, n)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	ts, err := unmarshalAll[Task](items)
+	return ts, pos, more, err
+}
+
 // ClaimTask gives the invocation `owner` the task until leaseUntil: it
 // becomes running (started is set once) and its attempt count grows by one.
 // It is ErrLeaseHeld, with the task as it is, when the task is finished or

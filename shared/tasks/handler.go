@@ -18,7 +18,7 @@ import (
 type Store interface {
 	OutboxStore
 	GetTask(ctx context.Context, account, id string) (store.Task, error)
-	ListTasks(ctx context.Context, account string, from, to time.Time, max int) ([]store.Task, error)
+	PageTasks(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]store.Task, []string, bool, error)
 	GetApplication(ctx context.Context, account, id string) (store.Application, error)
 	GetAction(ctx context.Context, account, app, id string) (store.Action, error)
 }
@@ -30,10 +30,6 @@ type Deciders interface {
 
 // MaxWait bounds POST /v2/tasks?wait=<seconds>.
 const MaxWait = 5
-
-// MaxListed bounds one GET /v2/tasks read: the newest MaxListed tasks of
-// the [from, to) range (start/limit/order apply within them).
-const MaxListed = 5000
 
 type handler struct {
 	st     Store
@@ -187,7 +183,8 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 }
 
 // list is GET /v2/tasks: the account's tasks created in [from, to) that the
-// caller may GET (docs/api.md#collection-reads), newest first unless order says otherwise.
+// caller may GET (docs/api.md#collection-reads), newest first unless order
+// says otherwise, paged in the store (apigw.List).
 func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 	q := r.URL.Query()
 	page, err := apigw.ParsePage(q, "created", "type", "state")
@@ -202,30 +199,31 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	var (
-		wg      sync.WaitGroup
-		dec     *access.Decider
-		decErr  error
-		all     []store.Task
-		listErr error
-	)
-	wg.Go(func() { dec, decErr = h.dec.Decider(r.Context(), p) })
-	all, listErr = h.st.ListTasks(r.Context(), p.AccountID, from, to, MaxListed)
-	wg.Wait()
-	if decErr != nil {
-		return 0, nil, decErr
+	if len(page.Order) == 0 {
+		// Newest first is this collection's default: the stored order,
+		// read backwards. A next page (no order in its query either) comes
+		// back here and gets the same order its cursor names.
+		page.Order = []apigw.OrderKey{{Field: "created", Desc: true}}
 	}
-	if listErr != nil {
-		return 0, nil, listErr
+	list, err := apigw.List(r, page, apigw.Lister[store.Task, Task]{
+		Name: "tasks", Indexed: "created", ValidPosition: store.ValidPosition,
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.Task, []string, bool, error) {
+			return h.st.PageTasks(ctx, p.AccountID, from, to, after, desc, n)
+		},
+		Allow: func(ctx context.Context) (func(store.Task) bool, error) {
+			d, err := h.dec.Decider(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			return func(t store.Task) bool { return d.Allows(http.MethodGet, Href(t.ID)) }, nil
+		},
+		Out:  func(t store.Task) (Task, error) { return Out(t), nil },
+		Sort: sortTasks,
+	})
+	if err != nil {
+		return 0, nil, err
 	}
-	out := make([]Task, 0, len(all))
-	for _, t := range all {
-		if dec.Allows(http.MethodGet, Href(t.ID)) {
-			out = append(out, Out(t))
-		}
-	}
-	sortTasks(out, page.Order)
-	return http.StatusOK, apigw.Window(out, page), nil
+	return http.StatusOK, list, nil
 }
 
 func sortTasks(ts []Task, order []apigw.OrderKey) {

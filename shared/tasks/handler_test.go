@@ -34,6 +34,7 @@ type resp struct {
 	Status int
 	Raw    string
 	Body   map[string]any
+	Header map[string]string
 }
 
 // newAPI bootstraps an installation and serves the tasks function through
@@ -71,7 +72,13 @@ func call(t *testing.T, h apigw.ProxyHandler, p apigw.Principal, method, path, c
 	if err != nil {
 		t.Fatalf("%s %s: function error %v", method, path, err)
 	}
-	r := resp{Status: out.StatusCode, Raw: out.Body}
+	r := resp{Status: out.StatusCode, Raw: out.Body, Header: map[string]string{}}
+	for k, v := range out.MultiValueHeaders {
+		r.Header[k] = strings.Join(v, ", ")
+	}
+	for k, v := range out.Headers {
+		r.Header[k] = v
+	}
 	_ = json.Unmarshal([]byte(out.Body), &r.Body)
 	if out.StatusCode >= 400 {
 		e, _ := r.Body["error"].(map[string]any)
@@ -367,4 +374,101 @@ type senderFunc func(ids ...string)
 func (f senderFunc) Send(_ context.Context, _ string, bodies ...string) error {
 	f(taskIDs(bodies)...)
 	return nil
+}
+
+// nextLink is the path of a Link: rel="next" header ("" without one).
+func nextLink(t *testing.T, r resp) string {
+	t.Helper()
+	l := r.Header["Link"]
+	if l == "" {
+		return ""
+	}
+	if !strings.HasPrefix(l, "</v2/tasks?") || !strings.HasSuffix(l, `>; rel="next"`) {
+		t.Fatalf("Link %q", l)
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(l, "<"), `>; rel="next"`)
+}
+
+// GET /v2/tasks pages in the store: newest first by default, a Link to the
+// next page, and a page the read budget cut says so and goes on from where
+// the reading stopped.
+func TestTasksPageWithLinks(t *testing.T) {
+	a := newAPI(t)
+	ctx := context.Background()
+	base := time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)
+	n := apigw.ReadBudget + 2
+	made := make([]string, n) // oldest first
+	for i := range n {
+		id := ids.New()
+		created := base.Add(time.Duration(i) * time.Millisecond)
+		tk := store.Task{ID: id, Account: a.root, Type: "start", Target: "/v2/applications/x", State: store.TaskSuccess,
+			CreatedBy: a.op.ID, Created: created, Updated: created}
+		if err := a.st.CreateTask(ctx, tk, &store.OutboxMarker{Queue: "TasksQueue", Body: "{}", Due: created}); err != nil {
+			t.Fatal(err)
+		}
+		made[i] = id
+	}
+	listed := func(r resp) []string {
+		t.Helper()
+		var list []tasks.Task
+		if r.Status != 200 || json.Unmarshal([]byte(r.Raw), &list) != nil {
+			t.Fatalf("%d %s", r.Status, r.Raw)
+		}
+		var out []string
+		for _, tk := range list {
+			out = append(out, tk.ID)
+		}
+		return out
+	}
+
+	// Newest first, three pages of two through the Link header.
+	path := "/v2/tasks?limit=2"
+	var got []string
+	for range 3 {
+		r := a.do(a.op, "GET", path, "")
+		if r.Header["X-Result-Cut"] != "" {
+			t.Fatalf("an unhidden page was cut: %v", r.Header)
+		}
+		got = append(got, listed(r)...)
+		if path = nextLink(t, r); path == "" {
+			t.Fatal("no Link to the next page")
+		}
+	}
+	if want := []string{made[n-1], made[n-2], made[n-3], made[n-4], made[n-5], made[n-6]}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("newest first %v, want %v", got, want)
+	}
+	// order=created goes the other way.
+	r := a.do(a.op, "GET", "/v2/tasks?order=created&limit=2", "")
+	if got := listed(r); fmt.Sprint(got) != fmt.Sprint(made[:2]) {
+		t.Fatalf("oldest first %v, want %v", got, made[:2])
+	}
+	if got := listed(a.do(a.op, "GET", nextLink(t, r), "")); fmt.Sprint(got) != fmt.Sprint(made[2:4]) {
+		t.Fatalf("oldest first, page 2 %v, want %v", got, made[2:4])
+	}
+
+	// A caller who may see only the oldest task: newest first, the read
+	// budget runs out before it; the page says so and the Link goes on.
+	one := a.user(permit("GET", "/v2/tasks", "/v2/tasks/"+made[0]))
+	r = a.do(one, "GET", "/v2/tasks?limit=1", "")
+	if got := listed(r); len(got) != 0 || r.Header["X-Result-Cut"] != apigw.CutRead {
+		t.Fatalf("cut page: %v, headers %v", got, r.Header)
+	}
+	next := nextLink(t, r)
+	if next == "" {
+		t.Fatal("a cut page without a continuation")
+	}
+	r = a.do(one, "GET", next, "")
+	if got := listed(r); fmt.Sprint(got) != fmt.Sprint(made[:1]) || r.Header["X-Result-Cut"] != "" || r.Header["Link"] != "" {
+		t.Fatalf("after the cut: %v, headers %v", got, r.Header)
+	}
+
+	// An order the store does not keep, over more than the budget: a 400
+	// that says how to list instead, never a silent cut.
+	if r := a.do(a.op, "GET", "/v2/tasks?order=type", ""); r.Status != 400 || !strings.Contains(r.Raw, "stored order") {
+		t.Fatalf("order=type over %d tasks: %d %s", n, r.Status, r.Raw)
+	}
+	// A cursor of another collection is refused.
+	if r := a.do(a.op, "GET", "/v2/tasks?cursor=eyJjIjoidXNlcnMiLCJvIjoiY3JlYXRlZCIsImEiOiIyMDI2LTAxLTAxVDAwOjAwOjAwLjAwMFojdTEifQ", ""); r.Status != 400 {
+		t.Fatalf("a users cursor: %d %s", r.Status, r.Raw)
+	}
 }
