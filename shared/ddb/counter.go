@@ -194,6 +194,21 @@ func (c *Counter) Only(caller string) *Counter {
 	return out
 }
 
+// Without returns a new Counter holding copies of the calls other than
+// those of operation (say, a write whose timing depends on the clock
+// rather than on the request being measured). It records nothing itself.
+func (c *Counter) Without(operation string) *Counter {
+	out := NewCounter()
+	c.mu.Lock()
+	for _, call := range c.calls {
+		if call.Operation != operation {
+			out.calls = append(out.calls, call)
+		}
+	}
+	c.mu.Unlock()
+	return out
+}
+
 // Consumed sums the capacity units the recorded calls reported.
 func (c *Counter) Consumed() (rcu, wcu float64) {
 	c.mu.Lock()
