@@ -1358,6 +1358,10 @@ func TestFinding2_TenantRoleOnEntitlementAdministratorRoutes(t *testing.T) {
 // resource fails here, rather than being tried with no foreign ids at
 // all. Teach paramKind the kind and give the world one of it per party.
 func TestIsolationKnowsEveryPathParameter(t *testing.T) {
+	// The check itself: a made-up resource is an unknown kind.
+	if ps := pathParams("/v2/widgets/{id}"); len(ps) != 1 || !strings.HasPrefix(ps[0].kind, "unknown:") {
+		t.Fatalf("a new kind of resource is not recognised as unknown: %+v", ps)
+	}
 	for _, e := range apispec.Endpoints {
 		for _, p := range pathParams(e.Path) {
 			if strings.HasPrefix(p.kind, "unknown:") {

@@ -166,15 +166,22 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 			in.Held = nil
 		}
 	}
-	// A user route is decided by the roles of the root account alone
-	// (authz.ClassGlobal). The root is among the key account's ancestors
-	// read in the second round trip (the key account's roles too, to
-	// explain an inert permit), but the decision takes the root from the
-	// key account's own item, not from the copy on the key item.
-	if l.acct.ID != "" && authz.CheckPath(path) == nil && authz.ClassOf(method, path, p.ID) == authz.ClassGlobal {
+	// The engine decides user routes (authz.ClassGlobal) by the root
+	// account's roles alone. Their partition is among the key account's
+	// ancestors read in the second round trip, but the root is taken from
+	// the key account's own item, not from the copy on the key item.
+	if l.acct.ID != "" {
 		in.Root = authz.RootOf(l.acct.ID, l.acct.Ancestors)
 	}
 	return Result{Principal: p, Decision: authz.Evaluate(in)}, nil
+}
+
+// fresh reports whether something read at at may still be decided with
+// at now: younger than the staleness bound (and not from the future, if
+// the clock went back). One rule for every warm cache of the service.
+func (s *Service) fresh(at, now time.Time) bool {
+	age := now.Sub(at)
+	return age >= 0 && age < s.staleness
 }
 
 // load returns what the decision needs for this credential and target:
@@ -185,7 +192,7 @@ func (s *Service) load(ctx context.Context, secret, principalID, keyID, target s
 	ck := principalID + "/" + keyID + "/" + target
 	if s.warm != nil {
 		if l, ok := s.warm.Get(ck); ok {
-			if age := now.Sub(l.at); age >= 0 && age < s.staleness {
+			if s.fresh(l.at, now) {
 				if !secretMatches(secret, l.cred.Key.SecretHash) {
 					return nil, ErrUnauthenticated
 				}
@@ -373,7 +380,7 @@ func (s *Service) rbacOf(ctx context.Context, accounts []string, now time.Time) 
 		missing = nil
 		for _, a := range accounts {
 			e, ok := s.rbac.Get(a)
-			if !ok || now.Sub(e.at) < 0 || now.Sub(e.at) >= s.staleness {
+			if !ok || !s.fresh(e.at, now) {
 				missing = append(missing, a)
 				continue
 			}
@@ -414,8 +421,8 @@ func (s *Service) rbacOf(ctx context.Context, accounts []string, now time.Time) 
 
 // compileCache keeps compiled roles keyed by role and last update, so a
 // warm function compiles each role version once. It caches no decisions
-// and no role data: roles are read on every request, so a change applies
-// to the very next request.
+// and no role data: which roles a key holds, and their contents, come from
+// the table or from the warm caches above, within the staleness bound.
 type compileCache struct {
 	mu  sync.Mutex
 	max int

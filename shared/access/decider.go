@@ -47,7 +47,7 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 	ck := p.ID + "/" + p.AccountID
 	if s.deciders != nil {
 		if in, ok := s.deciders.Get(ck); ok {
-			if age := now.Sub(in.at); age >= 0 && age < s.staleness {
+			if s.fresh(in.at, now) {
 				return &Decider{p: p, ancestors: in.ancestors, root: in.root, held: in.held, sets: s.sets}, nil
 			}
 			s.deciders.Remove(ck)

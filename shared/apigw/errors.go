@@ -70,16 +70,6 @@ func TooManyRequests(retryAfter int, format string, args ...any) *Error {
 	return e
 }
 
-// Unavailable is a service the request depends on (the queue service)
-// failing for now: the request did not take effect, and it may be sent
-// again after retryAfter seconds. The message must not name the failure's
-// internals.
-func Unavailable(retryAfter int, format string, args ...any) *Error {
-	e := newErr(http.StatusServiceUnavailable, "unavailable", format, args...)
-	e.RetryAfter = retryAfter
-	return e
-}
-
 // internal is the only 5xx body; it never carries details of the failure.
 var internal = &Error{Status: http.StatusInternalServerError, Type: "internal", Message: "internal error; the request id identifies it in the service logs"}
 
