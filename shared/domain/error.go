@@ -6,7 +6,7 @@
 // It depends on no storage or transport: shared/store keeps these types in
 // DynamoDB (the dynamodbav tags name their attributes there) and
 // shared/apigw turns an Error's Code into an HTTP status. A test
-// (deps_test.go) keeps it that way.
+// (TestDomainDeps, shared/wire/deps_test.go) keeps it that way.
 package domain
 
 import (

@@ -161,8 +161,8 @@ type usage struct {
 	N int `dynamodbav:"n"`
 }
 
-// CheckAllowance refuses (with a *domain.Error whose message is fit for
-// a 409) creating one more application or address set in an account that
+// CheckAllowance refuses (with domain.QuotaReached, a conflict) creating
+// one more application or address set in an account that
 // already has as many as its entitlements allow, and otherwise returns
 // the Quota the create must pass on. It reads the allowance and the
 // account's usage item in parallel: one round trip of wall time.
