@@ -94,10 +94,16 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/applications/{id}/logs", 8, true},
 	{"POST", "/v2/applications/{id}/logs", 8, true},
 	{"GET", "/v2/applications/{id}/metrics", 7, true},
+	{"GET", "/v2/applications/metrics", 18, true},
+	{"GET", "/v2/log-schemas", 18, true},
+	{"GET", "/v2/archived-logs", 18, true},
+	{"GET", "/v2/archived-logs/applications/{id}/{log_type}", 18, true},
+	{"DELETE", "/v2/archived-logs/applications/{id}/{log_type}", 18, true},
 	// endpoints the access-control rules name
 	{"POST", "/v2/tasks", 6, true},
 	{"GET", "/v2/tasks", 6, false},
 	{"GET", "/v2/tasks/{id}", 6, false},
+	{"GET", "/v2/tasks/{id}/logs", 18, true},
 	{"GET", "/v2/users/self/authorization", 3, true},
 	// identities, keys, self-service (docs/api.md#identity-and-authentication)
 	{"POST", "/v2/users/self/authorization", 3, false},
@@ -124,4 +130,4 @@ var Endpoints = []Endpoint{
 // Delivered says which work items have landed: their endpoints must be
 // routed, the others must not be (a route without its function would be a
 // stub). Each issue that lands adds itself here.
-var Delivered = map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true}
+var Delivered = map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true, 18: true}

@@ -28,16 +28,19 @@ type Store interface {
 }
 
 type handler struct {
-	st  Store
-	log *slog.Logger
+	st      Store
+	log     *slog.Logger
+	schemas []LogSchemaJSON
 }
 
-// NewHandler serves GET and POST /v2/applications/{id}/logs. The
+// NewHandler serves GET and POST /v2/applications/{id}/logs, GET
+// /v2/log-schemas and the archived logs (archive.go). The
 // authorizer has allowed the route; the application must be in the
 // caller's account (404 otherwise).
 func NewHandler(st Store, log *slog.Logger) http.Handler {
-	h := &handler{st: st, log: log}
+	h := &handler{st: st, log: log, schemas: LogSchemas()}
 	mux := apigw.NewMux()
+	mux.HandleFunc("GET /v2/log-schemas", apigw.HandleInAccount(log, h.logSchemas))
 	mux.HandleFunc("GET /v2/applications/{id}/logs", apigw.HandleInAccount(log, h.get))
 	mux.HandleFunc("POST /v2/applications/{id}/logs", apigw.HandleInAccount(log, h.postLogs))
 	return mux

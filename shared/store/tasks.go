@@ -47,6 +47,46 @@ type Task struct {
 	LeaseOwner string `dynamodbav:"lease_owner,omitempty"`
 	LeaseUntil int64  `dynamodbav:"lease_until,omitempty"`
 	LastError  string `dynamodbav:"last_error,omitempty"`
+	// Log is the task's progress, oldest first: one line when it is
+	// submitted and one per claim, release and finish, each appended by
+	// the write that makes the step (no item or round trip of its own),
+	// so it is bounded by the attempts (MaxAttempts in shared/tasks).
+	Log []TaskLogLine `dynamodbav:"log,omitempty"`
+}
+
+// Severities and activities of task log lines (the reference document's
+// event severities).
+const (
+	SeverityInfo    = "info"
+	SeverityWarning = "warning"
+	SeveritySevere  = "severe"
+
+	ActivitySubmit = "submit"
+	ActivityClaim  = "claim"
+	ActivityRetry  = "retry"
+	ActivityFinish = "finish"
+)
+
+// TaskLogLine is one line of a task's log. Process is the lease owner:
+// the worker invocation that wrote it ("" for the submission).
+type TaskLogLine struct {
+	Created  time.Time `dynamodbav:"t"`
+	Severity string    `dynamodbav:"s"`
+	Activity string    `dynamodbav:"a"`
+	Message  string    `dynamodbav:"m"`
+	Process  string    `dynamodbav:"p,omitempty"`
+}
+
+// appendLog is the update term that appends one line to the task's log,
+// with its values.
+func appendLog(l TaskLogLine) (string, map[string]types.AttributeValue, error) {
+	av, err := attributevalue.Marshal([]TaskLogLine{l})
+	if err != nil {
+		return "", nil, wrap("encode task log line", err)
+	}
+	return "#log = list_append(if_not_exists(#log, :nolog), :line)", map[string]types.AttributeValue{
+		":line": av, ":nolog": &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
+	}, nil
 }
 
 // Finished reports whether the task reached success or failed.
@@ -164,18 +204,25 @@ func (s *Store) PageTasks(ctx context.Context, account string, from, to time.Tim
 // It is ErrLeaseHeld, with the task as it is, when the task is finished or
 // another lease is live; ErrNotFound when there is no such task.
 func (s *Store) ClaimTask(ctx context.Context, id, owner string, now, leaseUntil time.Time) (Task, error) {
+	logTerm, vals, err := appendLog(TaskLogLine{Created: now.UTC(), Severity: SeverityInfo, Activity: ActivityClaim, Message: "a worker took the task", Process: owner})
+	if err != nil {
+		return Task{}, err
+	}
+	for k, v := range map[string]types.AttributeValue{
+		":running": avStr(TaskRunning), ":pending": avStr(TaskPending), ":now": avStr(now.UTC().Format(timeLayout)),
+		":o": avStr(owner), ":lu": avNum(leaseUntil.UnixMilli()), ":nowms": avNum(now.UnixMilli()), ":one": avNum(1),
+	} {
+		vals[k] = v
+	}
 	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table),
 		Key:       key(taskPK(id), skTask),
 		UpdateExpression: aws.String("SET #st = :running, started = if_not_exists(started, :now), lease_owner = :o, " +
-			"lease_until = :lu, updated = :now ADD attempts :one"),
-		ConditionExpression:      aws.String("(#st = :pending OR #st = :running) AND (attribute_not_exists(lease_until) OR lease_until < :nowms)"),
-		ExpressionAttributeNames: map[string]string{"#st": "state"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":running": avStr(TaskRunning), ":pending": avStr(TaskPending), ":now": avStr(now.UTC().Format(timeLayout)),
-			":o": avStr(owner), ":lu": avNum(leaseUntil.UnixMilli()), ":nowms": avNum(now.UnixMilli()), ":one": avNum(1),
-		},
-		ReturnValues: types.ReturnValueAllNew,
+			"lease_until = :lu, updated = :now, " + logTerm + " ADD attempts :one"),
+		ConditionExpression:       aws.String("(#st = :pending OR #st = :running) AND (attribute_not_exists(lease_until) OR lease_until < :nowms)"),
+		ExpressionAttributeNames:  map[string]string{"#st": "state", "#log": "log"},
+		ExpressionAttributeValues: vals,
+		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if ddb.IsConditionFailed(err) {
 		// The task as it is, to tell "finished" from "leased elsewhere".
@@ -196,16 +243,25 @@ func (s *Store) ClaimTask(ctx context.Context, id, owner string, now, leaseUntil
 // the error, so that the next delivery may claim the task at once. (Leases
 // are cleared with SET, not REMOVE, which minidyn ignores.)
 func (s *Store) ReleaseTask(ctx context.Context, id, owner, lastError string) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      key(taskPK(id), skTask),
-		UpdateExpression:         aws.String("SET last_error = :e, updated = :u, lease_until = :zero, lease_owner = :none"),
-		ConditionExpression:      aws.String("lease_owner = :o AND #st = :running"),
-		ExpressionAttributeNames: map[string]string{"#st": "state"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":e": avStr(clipText(lastError, 1000)), ":u": avStr(s.now().Format(timeLayout)), ":o": avStr(owner), ":running": avStr(TaskRunning),
-			":zero": avNum(0), ":none": avStr(""),
-		},
+	now := s.now()
+	lastError = clipText(lastError, 1000)
+	logTerm, vals, err := appendLog(TaskLogLine{Created: now.UTC(), Severity: SeverityWarning, Activity: ActivityRetry, Message: lastError, Process: owner})
+	if err != nil {
+		return err
+	}
+	for k, v := range map[string]types.AttributeValue{
+		":e": avStr(lastError), ":u": avStr(now.Format(timeLayout)), ":o": avStr(owner), ":running": avStr(TaskRunning),
+		":zero": avNum(0), ":none": avStr(""),
+	} {
+		vals[k] = v
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(taskPK(id), skTask),
+		UpdateExpression:          aws.String("SET last_error = :e, updated = :u, lease_until = :zero, lease_owner = :none, " + logTerm),
+		ConditionExpression:       aws.String("lease_owner = :o AND #st = :running"),
+		ExpressionAttributeNames:  map[string]string{"#st": "state", "#log": "log"},
+		ExpressionAttributeValues: vals,
 	})
 	if ddb.IsConditionFailed(err) {
 		return ErrLeaseLost
@@ -262,12 +318,24 @@ type TaskFinish struct {
 // a *ConflictError (AliasTaken) when an alias it adds belongs to another
 // application.
 func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
-	now := s.now().Format(timeLayout)
-	vals := map[string]types.AttributeValue{
-		":st": avStr(f.State), ":m": avStr(clipText(f.Message, 2000)), ":now": avStr(now), ":o": avStr(f.Owner), ":running": avStr(TaskRunning),
-		":zero": avNum(0), ":none": avStr(""),
+	at := s.now()
+	now := at.Format(timeLayout)
+	msg := clipText(f.Message, 2000)
+	sev := SeverityInfo
+	if f.State == TaskFailed {
+		sev = SeveritySevere
 	}
-	set := "SET #st = :st, message = :m, completed = :now, updated = :now, lease_owner = :none, lease_until = :zero"
+	logTerm, vals, err := appendLog(TaskLogLine{Created: at.UTC(), Severity: sev, Activity: ActivityFinish, Message: f.State + ": " + msg, Process: f.Owner})
+	if err != nil {
+		return err
+	}
+	for k, v := range map[string]types.AttributeValue{
+		":st": avStr(f.State), ":m": avStr(msg), ":now": avStr(now), ":o": avStr(f.Owner), ":running": avStr(TaskRunning),
+		":zero": avNum(0), ":none": avStr(""),
+	} {
+		vals[k] = v
+	}
+	set := "SET #st = :st, message = :m, completed = :now, updated = :now, lease_owner = :none, lease_until = :zero, " + logTerm
 	if f.Result != "" {
 		set += ", #res = :r"
 		vals[":r"] = avStr(f.Result)
@@ -278,7 +346,7 @@ func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
 			Key:                       key(taskPK(f.ID), skTask),
 			UpdateExpression:          aws.String(set),
 			ConditionExpression:       aws.String("lease_owner = :o AND #st = :running"),
-			ExpressionAttributeNames:  map[string]string{"#st": "state", "#res": "result"},
+			ExpressionAttributeNames:  map[string]string{"#st": "state", "#res": "result", "#log": "log"},
 			ExpressionAttributeValues: vals,
 		}},
 		{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(taskPK(f.ID), skOutbox)}},
@@ -311,7 +379,7 @@ func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
 		}
 		items = append(items, p)
 	}
-	err := s.transact(ctx, "finish task", items)
+	err = s.transact(ctx, "finish task", items)
 	switch {
 	case txConditionFailedAt(err, 0):
 		return ErrLeaseLost

@@ -38,7 +38,8 @@ func NewTask(now time.Time, account, principal string, r Request) (store.Task, e
 		return store.Task{}, fmt.Errorf("encode task parameters: %w", err)
 	}
 	t := store.Task{ID: ids.New(), Account: account, Type: r.Type, App: r.App, Parameters: string(params),
-		State: store.TaskPending, CreatedBy: principal, Created: now, Updated: now}
+		State: store.TaskPending, CreatedBy: principal, Created: now, Updated: now,
+		Log: []store.TaskLogLine{{Created: now.UTC(), Severity: store.SeverityInfo, Activity: store.ActivitySubmit, Message: "queued"}}}
 	if r.App != "" {
 		t.Target = AppHref(r.App)
 	}

@@ -6,6 +6,7 @@ package metricswire
 import (
 	"context"
 
+	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/metrics"
 	"cads/shared/outbox"
@@ -13,12 +14,14 @@ import (
 )
 
 // FromEnv reads the metrics function's dependencies from the environment.
-func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx) }
+func FromEnv(ctx context.Context) (wire.Deps, error) {
+	return wire.FromEnv(ctx, wire.WithAuthzStaleness(access.DefaultStaleness))
+}
 
 // Handler is the metrics function's handler: the metrics of applications
 // and address sets.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, metrics.NewHandler(d.Store, d.Log))
+	return apigw.Lambda(d.Log, metrics.NewHandler(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log))
 }
 
 // Sender sends to wire.MetricsQueue what needs no outbox marker (expiry
