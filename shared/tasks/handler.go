@@ -94,9 +94,9 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, decErr
 	}
 	if req.App != "" {
-		method := Permission[req.Type]
-		if d := dec.Decide(method, AppHref(req.App)); !d.Allowed {
-			return 0, nil, apigw.Forbidden("a %s task needs %s %s besides POST /v2/tasks: %s", req.Type, method, AppHref(req.App), d.Explain())
+		method, path := Permission[req.Type], PermissionPath(req)
+		if d := dec.Decide(method, path); !d.Allowed {
+			return 0, nil, apigw.Forbidden("a %s task needs %s %s besides POST /v2/tasks: %s", req.Type, method, path, d.Explain())
 		}
 		if errors.Is(appErr, store.ErrNotFound) {
 			return 0, nil, apigw.NotFound("no application %q", req.App)

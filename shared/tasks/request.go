@@ -10,6 +10,7 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
+	"cads/shared/logs"
 )
 
 // Request is a validated task request: what POST /v2/tasks (or a PATCH of
@@ -42,6 +43,17 @@ type (
 	InvalidateParams struct {
 		URLs []string `json:"urls,omitempty"`
 		Tags []string `json:"tags,omitempty"`
+	}
+	// PrepareParams are prepare-for-download's: the archive's reference,
+	// its range of whole hours, how many days it is kept, and the
+	// restore urgency (accepted; every range is online, so all are
+	// prepared at once).
+	PrepareParams struct {
+		Reference   string     `json:"reference"`
+		From        *time.Time `json:"from"`
+		To          *time.Time `json:"to"`
+		Retention   *int       `json:"retention,omitempty"`
+		RestoreType string     `json:"restore_type,omitempty"`
 	}
 	// PatchParams are patch-application's: the new values of the changed
 	// configuration fields (null: back to the default).
@@ -103,6 +115,15 @@ func ParsePost(body []byte, now time.Time) (Request, error) {
 	target, err := parseTarget(in.Target)
 	if err != nil {
 		return Request{}, err
+	}
+	if typ == TypePrepareForDownload {
+		p, err := parsePrepareParams(in.Parameters, target)
+		if err != nil {
+			return Request{}, err
+		}
+		r.App, _, _ = logs.ParseReference(p.Reference)
+		r.Params = p
+		return r, nil
 	}
 	if target == "" && typ != TypeGenerateOriginCertificate {
 		return Request{}, apigw.BadRequest("target is required: the application's href, like /v2/applications/<id>")
@@ -234,6 +255,46 @@ func (p InvalidateParams) validate() error {
 		}
 	}
 	return nil
+}
+
+func parsePrepareParams(raw json.RawMessage, target string) (PrepareParams, error) {
+	var p PrepareParams
+	if err := decodeParams(raw, &p, true); err != nil {
+		return p, err
+	}
+	if p.Reference == "" {
+		return p, apigw.BadRequest("parameters.reference is required: the archive's reference, like /v2/archived-logs/applications/<id>/proxy-logs")
+	}
+	app, _, err := logs.ParseReference(p.Reference)
+	if err != nil {
+		return p, apigw.BadRequest("parameters.%s", err.Error())
+	}
+	if target != "" && target != AppHref(app) {
+		return p, apigw.BadRequest("target %q is not the application of parameters.reference (%s); leave it out", target, AppHref(app))
+	}
+	if p.From == nil || p.To == nil {
+		return p, apigw.BadRequest("parameters.from and parameters.to are required: the range to archive, on whole hours")
+	}
+	from, to := p.From.UTC(), p.To.UTC()
+	if !from.Truncate(time.Hour).Equal(from) || !to.Truncate(time.Hour).Equal(to) {
+		return p, apigw.BadRequest("parameters.from and parameters.to must be on whole hours, like 2026-05-01T13:00:00Z")
+	}
+	if !from.Before(to) {
+		return p, apigw.BadRequest("parameters.from must be before parameters.to")
+	}
+	if to.Sub(from) > logs.MaxPartitions*time.Hour {
+		return p, apigw.BadRequest("parameters: a range of at most %d hours (MaxPartitions)", logs.MaxPartitions)
+	}
+	if p.Retention != nil && (*p.Retention < logs.MinArchiveRetention || *p.Retention > logs.MaxArchiveRetention) {
+		return p, apigw.BadRequest("parameters.retention: %d to %d days", logs.MinArchiveRetention, logs.MaxArchiveRetention)
+	}
+	switch p.RestoreType {
+	case "", "bulk", "standard", "expedited":
+	default:
+		return p, apigw.BadRequest("parameters.restore_type: bulk, standard or expedited")
+	}
+	p.From, p.To = &from, &to
+	return p, nil
 }
 
 func parseCertificateParams(raw json.RawMessage, now time.Time, hasTarget bool) (CertificateParams, error) {

@@ -16,6 +16,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
 	"cads/shared/ids"
+	"cads/shared/logs"
 	"cads/shared/store"
 )
 
@@ -49,6 +50,14 @@ type Worker struct {
 	log         *slog.Logger
 	MaxAttempts int
 	Lease       time.Duration
+	// Archives prepares log archives (prepare-for-download); without it
+	// those tasks fail.
+	Archives Archiver
+}
+
+// Archiver writes log archives (logs.Archiver).
+type Archiver interface {
+	Prepare(ctx context.Context, r logs.ArchiveRequest) (store.LogArchive, error)
 }
 
 // Sweeper sends the messages the outbox owes (outbox.Outbox): those of
@@ -245,6 +254,8 @@ func (w *Worker) run(ctx context.Context, t store.Task) (finish, error) {
 		return w.certificate(ctx, t)
 	case TypeInvalidateCache:
 		return w.invalidate(ctx, t)
+	case TypePrepareForDownload:
+		return w.prepare(ctx, t)
 	}
 	return finish{}, failf("unknown task type %q", t.Type)
 }
@@ -423,6 +434,42 @@ func (w *Worker) invalidate(ctx context.Context, t store.Task) (finish, error) {
 		message: "invalidation recorded for the data plane",
 		result:  map[string]any{"scope": scope, "urls": p.URLs, "tags": p.Tags},
 		fin:     store.TaskFinish{Invalidation: &inv},
+	}, nil
+}
+
+// prepare writes the archive a prepare-for-download task asks for. A
+// range past a budget fails the task, naming the limit; nothing is
+// written unless the whole archive is.
+func (w *Worker) prepare(ctx context.Context, t store.Task) (finish, error) {
+	var p PrepareParams
+	if err := json.Unmarshal([]byte(t.Parameters), &p); err != nil || p.From == nil || p.To == nil {
+		return finish{}, failf("stored parameters do not parse: %v", err)
+	}
+	if w.Archives == nil {
+		return finish{}, failf("log archives are not available in this deployment")
+	}
+	app, typ, err := logs.ParseReference(p.Reference)
+	if err != nil {
+		return finish{}, failf("%v", err)
+	}
+	days := 0
+	if p.Retention != nil {
+		days = *p.Retention
+	}
+	a, err := w.Archives.Prepare(ctx, logs.ArchiveRequest{Account: t.Account, App: app, ArchiveType: typ, From: *p.From, To: *p.To, RetentionDays: days, Task: t.ID})
+	var bq *logs.BadQuery
+	switch {
+	case errors.As(err, &bq):
+		return finish{}, failf("%s", bq.Msg)
+	case errors.Is(err, store.ErrNotFound):
+		return finish{}, failf("application %s no longer exists", app)
+	case err != nil:
+		return finish{}, err
+	}
+	res := logs.ArchivedLogs([]store.LogArchive{a})[0]
+	return finish{
+		message: fmt.Sprintf("archive of %d records (%d bytes) ready until %s", a.Count, a.Size, time.Unix(a.Expires, 0).UTC().Format(time.RFC3339)),
+		result:  res,
 	}, nil
 }
 

@@ -4,6 +4,7 @@ package taskworkerwire
 import (
 	"context"
 
+	"cads/shared/logs"
 	"cads/shared/outbox"
 	"cads/shared/tasks"
 	"cads/shared/wire"
@@ -32,5 +33,6 @@ func Local(d wire.Deps) tasks.SQSHandler {
 func worker(d wire.Deps, policy tasks.DialPolicy) tasks.SQSHandler {
 	sweep := outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log)
 	w := tasks.NewWorker(d.Store, tasks.NewFakeDataPlane(d.Log, policy), sweep, d.Log)
+	w.Archives = logs.NewArchiver(d.Store)
 	return w.Handle
 }
