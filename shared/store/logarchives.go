@@ -50,8 +50,8 @@ func LogArchiveSK(app, typ string, from, to time.Time) string {
 	return app + "#" + typ + "#" + from.UTC().Format(timeLayout) + "#" + to.UTC().Format(timeLayout)
 }
 
-func logArchiveBlobPK(blob string) string { return "LOGARCHIVE#" + blob }
-func logArchiveChunkSK(n int) string      { return fmt.Sprintf("CHUNK#%04d", n) }
+func logArchiveBlobPK(account, blob string) string { return "LOGARCHIVE#" + account + "#" + blob }
+func logArchiveChunkSK(n int) string               { return fmt.Sprintf("CHUNK#%04d", n) }
 
 // PutLogArchive writes an archive: its header (replacing one of the same
 // application, type and range) and its file's chunks, in one transaction
@@ -68,7 +68,7 @@ func (s *Store) PutLogArchive(ctx context.Context, a LogArchive, data []byte) er
 	items := []types.TransactWriteItem{s.appInAccount(a.Account, a.App), {Put: &types.Put{TableName: aws.String(s.table), Item: hdr}}}
 	for n := 0; n < a.Chunks; n++ {
 		part := data[n*LogArchiveChunkBytes : min(len(data), (n+1)*LogArchiveChunkBytes)]
-		it, err := item(keyAttrs{PK: logArchiveBlobPK(a.Blob), SK: logArchiveChunkSK(n), Entity: "log_archive_chunk"}, logArchiveChunk{Data: part})
+		it, err := item(keyAttrs{PK: logArchiveBlobPK(a.Account, a.Blob), SK: logArchiveChunkSK(n), Entity: "log_archive_chunk"}, logArchiveChunk{Data: part})
 		if err != nil {
 			return err
 		}
@@ -130,7 +130,7 @@ func (s *Store) GetLogArchive(ctx context.Context, account, app, typ string, fro
 func (s *Store) LogArchiveData(ctx context.Context, a LogArchive) ([]byte, error) {
 	items, err := s.query(ctx, "read log archive", &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("PK = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(logArchiveBlobPK(a.Blob))},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(logArchiveBlobPK(a.Account, a.Blob))},
 		ConsistentRead:            aws.Bool(true),
 	}, a.Chunks)
 	if err != nil {
@@ -158,7 +158,7 @@ func (s *Store) LogArchiveData(ctx context.Context, a LogArchive) ([]byte, error
 func (s *Store) DeleteLogArchive(ctx context.Context, a LogArchive) error {
 	items := []types.TransactWriteItem{{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(logArchivesPK(a.Account), LogArchiveSK(a.App, a.Type, a.From, a.To))}}}
 	for n := 0; n < a.Chunks; n++ {
-		items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(logArchiveBlobPK(a.Blob), logArchiveChunkSK(n))}})
+		items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(logArchiveBlobPK(a.Account, a.Blob), logArchiveChunkSK(n))}})
 	}
 	return s.transact(ctx, "delete log archive", items)
 }
