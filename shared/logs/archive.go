@@ -50,21 +50,6 @@ func ArchiveHref(app, archiveType string) string {
 	return "/v2/archived-logs/applications/" + app + "/" + archiveType
 }
 
-var referenceRE = regexp.MustCompile(`^/v2/archived-logs/applications/([a-z0-9]{1,64})/([a-z-]+)$`)
-
-// ParseReference reads an archive reference (an href): the application id
-// and the archive type, or an error fit for a 400.
-func ParseReference(ref string) (app, archiveType string, err error) {
-	m := referenceRE.FindStringSubmatch(ref)
-	if m == nil {
-		return "", "", fmt.Errorf("reference %q is not an archived-logs reference like /v2/archived-logs/applications/<id>/proxy-logs", clip(ref, 100))
-	}
-	if _, ok := ArchiveTypes[m[2]]; !ok {
-		return "", "", fmt.Errorf("reference: %q is not an archive type; use one of %s", m[2], strings.Join(archiveTypeNames(), ", "))
-	}
-	return m[1], m[2], nil
-}
-
 func archiveTypeNames() []string {
 	out := make([]string, 0, len(ArchiveTypes))
 	for k := range ArchiveTypes {
@@ -81,15 +66,12 @@ func clip(s string, n int) string {
 	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
-// Archive limits: the range is whole hours, at most MaxPartitions of
-// them; the file is at most store.MaxLogArchiveBytes (its download
-// travels base64-encoded within the response budget); it is kept 3 to 30
-// days (the task's retention, default DefaultArchiveRetention).
-const (
-	MinArchiveRetention     = 3
-	MaxArchiveRetention     = 30
-	DefaultArchiveRetention = 3
-)
+// DefaultArchiveRetention is how many days an archive is kept when the
+// task names no retention (3 to 30, checked with the task's parameters).
+// The range is whole hours, at most MaxPartitions of them; the file is at
+// most store.MaxLogArchiveBytes (its download travels base64-encoded
+// within the response budget).
+const DefaultArchiveRetention = 3
 
 // ArchiveStore is what preparing an archive reads and writes.
 type ArchiveStore interface {

@@ -16,7 +16,6 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
 	"cads/shared/ids"
-	"cads/shared/logs"
 	"cads/shared/store"
 )
 
@@ -55,10 +54,30 @@ type Worker struct {
 	Archives Archiver
 }
 
-// Archiver writes log archives (logs.Archiver).
+// Archiver writes log archives (the logs family's, plugged in by the
+// worker's wiring). A range it refuses (a budget, too many archives) is a
+// Permanent error; store.ErrNotFound means the application is gone.
 type Archiver interface {
-	Prepare(ctx context.Context, r logs.ArchiveRequest) (store.LogArchive, error)
+	PrepareArchive(ctx context.Context, r ArchiveRequest) (ArchiveResult, error)
 }
+
+// ArchiveRequest is what a prepare-for-download task asks for.
+type ArchiveRequest struct {
+	Account, App, ArchiveType string
+	From, To                  time.Time
+	RetentionDays             int // 0: the default
+	Task                      string
+}
+
+// ArchiveResult is a prepared archive: the task's message and result.
+type ArchiveResult struct {
+	Message string
+	Result  any
+}
+
+// Permanent is an error that fails a task at once with msg: running it
+// again cannot help.
+func Permanent(msg string) error { return permanent{msg} }
 
 // Sweeper sends the messages the outbox owes (outbox.Outbox): those of
 // every kind, not only tasks, since the worker's schedule is the one
@@ -448,7 +467,7 @@ func (w *Worker) prepare(ctx context.Context, t store.Task) (finish, error) {
 	if w.Archives == nil {
 		return finish{}, failf("log archives are not available in this deployment")
 	}
-	app, typ, err := logs.ParseReference(p.Reference)
+	app, typ, err := ParseArchiveReference(p.Reference)
 	if err != nil {
 		return finish{}, failf("%v", err)
 	}
@@ -456,21 +475,14 @@ func (w *Worker) prepare(ctx context.Context, t store.Task) (finish, error) {
 	if p.Retention != nil {
 		days = *p.Retention
 	}
-	a, err := w.Archives.Prepare(ctx, logs.ArchiveRequest{Account: t.Account, App: app, ArchiveType: typ, From: *p.From, To: *p.To, RetentionDays: days, Task: t.ID})
-	var bq *logs.BadQuery
+	res, err := w.Archives.PrepareArchive(ctx, ArchiveRequest{Account: t.Account, App: app, ArchiveType: typ, From: *p.From, To: *p.To, RetentionDays: days, Task: t.ID})
 	switch {
-	case errors.As(err, &bq):
-		return finish{}, failf("%s", bq.Msg)
 	case errors.Is(err, store.ErrNotFound):
 		return finish{}, failf("application %s no longer exists", app)
 	case err != nil:
 		return finish{}, err
 	}
-	res := logs.ArchivedLogs([]store.LogArchive{a})[0]
-	return finish{
-		message: fmt.Sprintf("archive of %d records (%d bytes) ready until %s", a.Count, a.Size, time.Unix(a.Expires, 0).UTC().Format(time.RFC3339)),
-		result:  res,
-	}, nil
+	return finish{message: res.Message, result: res.Result}, nil
 }
 
 func orNone(s string) string {

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"cads/shared/applications/appconfig"
+	"cads/shared/logs"
 	"cads/shared/store"
 	"cads/shared/tasks"
 )
@@ -58,6 +59,10 @@ func TestStateMachineTable(t *testing.T) {
 					params = tasks.InvalidateParams{Tags: []string{"css"}}
 				case tasks.TypePatchApplication:
 					params = tasks.PatchParams{Changes: appconfig.Changes{"request_timeout": json.RawMessage("45")}}
+				case tasks.TypePrepareForDownload:
+					from := time.Now().UTC().Truncate(time.Hour)
+					to := from.Add(time.Hour)
+					params = tasks.PrepareParams{Reference: logs.ArchiveHref(a.ID, "custom"), From: &from, To: &to}
 				}
 				tk := e.submit(typ, a.ID, params)
 				if out := e.run(tk.ID); out != tasks.Done {
