@@ -15,6 +15,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 )
@@ -77,8 +78,8 @@ const DefaultArchiveRetention = 3
 type ArchiveStore interface {
 	Now() time.Time
 	ScanStore
-	PutLogArchive(ctx context.Context, a store.LogArchive, data []byte) error
-	ListLogArchives(ctx context.Context, account, prefix string, now time.Time) ([]store.LogArchive, error)
+	PutLogArchive(ctx context.Context, a domain.LogArchive, data []byte) error
+	ListLogArchives(ctx context.Context, account, prefix string, now time.Time) ([]domain.LogArchive, error)
 }
 
 // Archiver prepares archives (the prepare-for-download task's work).
@@ -109,24 +110,24 @@ type ArchiveRequest struct {
 // order, and writes it with its header in one transaction. A range that
 // passes a budget (records read, scan time, file size) or an account at
 // MaxLogArchives is a *BadQuery naming the limit, and nothing is written;
-// an application that is gone is store.ErrNotFound.
-func (a *Archiver) Prepare(ctx context.Context, r ArchiveRequest) (store.LogArchive, error) {
+// an application that is gone is domain.ErrNotFound.
+func (a *Archiver) Prepare(ctx context.Context, r ArchiveRequest) (domain.LogArchive, error) {
 	typ, ok := ArchiveTypes[r.ArchiveType]
 	if !ok {
-		return store.LogArchive{}, bad("no archive type %q", r.ArchiveType)
+		return domain.LogArchive{}, bad("no archive type %q", r.ArchiveType)
 	}
 	now := a.st.Now()
 	have, err := a.st.ListLogArchives(ctx, r.Account, "", now)
 	if err != nil {
-		return store.LogArchive{}, err
+		return domain.LogArchive{}, err
 	}
 	sk := store.LogArchiveSK(r.App, typ, r.From, r.To)
-	if len(have) >= store.MaxLogArchives && !slices.ContainsFunc(have, func(x store.LogArchive) bool { return store.LogArchiveSK(x.App, x.Type, x.From, x.To) == sk }) {
-		return store.LogArchive{}, bad("the account keeps %d archives (MaxLogArchives): delete some first", store.MaxLogArchives)
+	if len(have) >= store.MaxLogArchives && !slices.ContainsFunc(have, func(x domain.LogArchive) bool { return store.LogArchiveSK(x.App, x.Type, x.From, x.To) == sk }) {
+		return domain.LogArchive{}, bad("the account keeps %d archives (MaxLogArchives): delete some first", store.MaxLogArchives)
 	}
 	hours, err := a.st.LogHours(ctx, r.App, typ, r.From, r.To)
 	if err != nil {
-		return store.LogArchive{}, err
+		return domain.LogArchive{}, err
 	}
 	slices.SortFunc(hours, func(x, y time.Time) int { return x.Compare(y) })
 	scanCtx, cancel := context.WithTimeout(ctx, a.timeLimit)
@@ -139,7 +140,7 @@ func (a *Archiver) Prepare(ctx context.Context, r ArchiveRequest) (store.LogArch
 	gz := gzip.NewWriter(&buf)
 	enc := json.NewEncoder(gz)
 	for _, h := range hours {
-		err := a.st.ScanLogs(scanCtx, store.LogRange{App: r.App, Type: typ, Hour: h, From: h, To: r.To, PageSize: chunkPage}, func(it store.LogItem) bool {
+		err := a.st.ScanLogs(scanCtx, store.LogRange{App: r.App, Type: typ, Hour: h, From: h, To: r.To, PageSize: chunkPage}, func(it domain.LogItem) bool {
 			recs, err := decodeChunk(it, false)
 			if err != nil {
 				writeErr = err
@@ -167,30 +168,30 @@ func (a *Archiver) Prepare(ctx context.Context, r ArchiveRequest) (store.LogArch
 		})
 		switch {
 		case stopErr != nil:
-			return store.LogArchive{}, stopErr
+			return domain.LogArchive{}, stopErr
 		case writeErr != nil:
-			return store.LogArchive{}, writeErr
+			return domain.LogArchive{}, writeErr
 		case err != nil && ctx.Err() == nil && scanCtx.Err() != nil:
-			return store.LogArchive{}, bad("reading the range took longer than %s (MaxQueryTime): prepare a shorter range", a.timeLimit)
+			return domain.LogArchive{}, bad("reading the range took longer than %s (MaxQueryTime): prepare a shorter range", a.timeLimit)
 		case err != nil:
-			return store.LogArchive{}, err
+			return domain.LogArchive{}, err
 		}
 	}
 	if err := gz.Close(); err != nil {
-		return store.LogArchive{}, err
+		return domain.LogArchive{}, err
 	}
 	if buf.Len() > a.maxBytes {
-		return store.LogArchive{}, bad("the archive would pass %d bytes compressed (MaxLogArchiveBytes): prepare a shorter range", a.maxBytes)
+		return domain.LogArchive{}, bad("the archive would pass %d bytes compressed (MaxLogArchiveBytes): prepare a shorter range", a.maxBytes)
 	}
 	days := r.RetentionDays
 	if days == 0 {
 		days = DefaultArchiveRetention
 	}
-	arc := store.LogArchive{Account: r.Account, App: r.App, Type: typ, From: r.From.UTC(), To: r.To.UTC(), Count: count, Size: buf.Len(),
+	arc := domain.LogArchive{Account: r.Account, App: r.App, Type: typ, From: r.From.UTC(), To: r.To.UTC(), Count: count, Size: buf.Len(),
 		Blob: ids.New(), Chunks: (buf.Len() + store.LogArchiveChunkBytes - 1) / store.LogArchiveChunkBytes, Task: r.Task, Created: now,
 		Expires: now.Add(time.Duration(days) * 24 * time.Hour).Unix()}
 	if err := a.st.PutLogArchive(ctx, arc, buf.Bytes()); err != nil {
-		return store.LogArchive{}, err
+		return domain.LogArchive{}, err
 	}
 	return arc, nil
 }
@@ -215,7 +216,7 @@ type RangeJSON struct {
 }
 
 // ArchivedLogs groups archives by reference, in the order given.
-func ArchivedLogs(as []store.LogArchive) []ArchivedLogJSON {
+func ArchivedLogs(as []domain.LogArchive) []ArchivedLogJSON {
 	out := []ArchivedLogJSON{}
 	for _, a := range as {
 		href := ArchiveHref(a.App, archiveTypeOf(a.Type))
@@ -229,10 +230,10 @@ func ArchivedLogs(as []store.LogArchive) []ArchivedLogJSON {
 
 // ArchiveReadStore is what the archived-logs endpoints read and delete.
 type ArchiveReadStore interface {
-	ListLogArchives(ctx context.Context, account, prefix string, now time.Time) ([]store.LogArchive, error)
-	GetLogArchive(ctx context.Context, account, app, typ string, from, to, now time.Time) (store.LogArchive, error)
-	LogArchiveData(ctx context.Context, a store.LogArchive) ([]byte, error)
-	DeleteLogArchive(ctx context.Context, a store.LogArchive) error
+	ListLogArchives(ctx context.Context, account, prefix string, now time.Time) ([]domain.LogArchive, error)
+	GetLogArchive(ctx context.Context, account, app, typ string, from, to, now time.Time) (domain.LogArchive, error)
+	LogArchiveData(ctx context.Context, a domain.LogArchive) ([]byte, error)
+	DeleteLogArchive(ctx context.Context, a domain.LogArchive) error
 }
 
 // Deciders makes second decisions with the authorizer's engine: the
@@ -284,12 +285,12 @@ func rangeParams(r *http.Request, required bool) (from, to time.Time, err error)
 }
 
 // within reports whether the archive lies inside [from, to) (zero: open).
-func within(a store.LogArchive, from, to time.Time) bool {
+func within(a domain.LogArchive, from, to time.Time) bool {
 	return (from.IsZero() || !a.From.Before(from)) && (to.IsZero() || !a.To.After(to))
 }
 
 // overlaps reports whether the archive meets [from, to) (zero: open).
-func overlaps(a store.LogArchive, from, to time.Time) bool {
+func overlaps(a domain.LogArchive, from, to time.Time) bool {
 	return (from.IsZero() || a.To.After(from)) && (to.IsZero() || a.From.Before(to))
 }
 
@@ -320,7 +321,7 @@ func (h *handler) listArchives(r *http.Request, p apigw.Principal) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	var keep []store.LogArchive
+	var keep []domain.LogArchive
 	for _, a := range as {
 		if typ != "" && a.Type != typ || !overlaps(a, from, to) || !d.Allows(http.MethodGet, ArchiveHref(a.App, archiveTypeOf(a.Type))) {
 			continue
@@ -388,14 +389,14 @@ func (h *handler) downloadArchive(r *http.Request, p apigw.Principal) (int, any,
 	notFound := apigw.NotFound("no archive of %s from %s to %s; prepare one with a prepare-for-download task", ArchiveHref(app, archiveTypeOf(typ)),
 		from.Format(time.RFC3339), to.Format(time.RFC3339))
 	a, err := h.st.GetLogArchive(r.Context(), p.AccountID, app, typ, from, to, h.st.Now())
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return 0, nil, notFound
 	}
 	if err != nil {
 		return 0, nil, err
 	}
 	data, err := h.st.LogArchiveData(r.Context(), a)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return 0, nil, notFound
 	}
 	if err != nil {
@@ -422,7 +423,7 @@ func (h *handler) deleteArchives(r *http.Request, p apigw.Principal) (int, any, 
 	if err != nil {
 		return 0, nil, err
 	}
-	var gone []store.LogArchive
+	var gone []domain.LogArchive
 	for _, a := range as {
 		if !within(a, from, to) {
 			continue

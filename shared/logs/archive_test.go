@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"cads/shared/domain"
 	"cads/shared/logs"
-	"cads/shared/store"
 )
 
 // custom posts n custom records at t.
@@ -85,7 +85,7 @@ func TestPrepareArchive(t *testing.T) {
 	// Not the account's application: nothing written.
 	stray := req
 	stray.Account = "someotheraccount"
-	if _, err := a.Prepare(ctx, stray); !errors.Is(err, store.ErrNotFound) {
+	if _, err := a.Prepare(ctx, stray); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("another account's application: %v", err)
 	}
 	if have, _ := st.ListLogArchives(ctx, "someotheraccount", "", st.Now()); len(have) != 0 {
@@ -126,7 +126,7 @@ func TestPrepareArchive(t *testing.T) {
 		t.Fatalf("delete: %d %s", r.status, r.raw)
 	}
 	e.wantError(e.call(e.op, "GET", ref, rng, ""), 404, "no archive")
-	if _, err := st.LogArchiveData(ctx, arc); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.LogArchiveData(ctx, arc); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("chunks after delete: %v", err)
 	}
 }

@@ -11,16 +11,17 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
 // QueryStore is what the metrics endpoints read.
 type QueryStore interface {
 	Now() time.Time
-	GetApplication(ctx context.Context, account, id string) (store.Application, error)
-	GetAddressSetItem(ctx context.Context, account, id string) (store.AddressSet, error)
+	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
+	GetAddressSetItem(ctx context.Context, account, id string) (domain.AddressSet, error)
 	MetricChunks(ctx context.Context, keys []store.MetricChunkKey) (map[store.MetricChunkKey]map[string]int64, error)
-	PageApplications(ctx context.Context, account, after string, desc bool, n int) ([]store.Application, []string, bool, error)
+	PageApplications(ctx context.Context, account, after string, desc bool, n int) ([]domain.Application, []string, bool, error)
 }
 
 // Deciders makes second decisions with the authorizer's engine: which of
@@ -69,7 +70,7 @@ func (h *handler) application(r *http.Request, p apigw.Principal) (int, any, err
 	}
 	return h.serve(r, FamilyApplication, ScopeApp(id), func(ctx context.Context) error {
 		_, err := h.st.GetApplication(ctx, p.AccountID, id)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, domain.ErrNotFound) {
 			return apigw.NotFound("no application %q", id)
 		}
 		return err
@@ -83,7 +84,7 @@ func (h *handler) addressSet(r *http.Request, p apigw.Principal) (int, any, erro
 	}
 	return h.serve(r, FamilyAddressSet, ScopeSet(id), func(ctx context.Context) error {
 		_, err := h.st.GetAddressSetItem(ctx, p.AccountID, id)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, domain.ErrNotFound) {
 			return apigw.NotFound("no address set %q", id)
 		}
 		return err
@@ -113,7 +114,7 @@ func (h *handler) applications(r *http.Request, p apigw.Principal) (int, any, er
 		wg      sync.WaitGroup
 		d       *access.Decider
 		decErr  error
-		apps    []store.Application
+		apps    []domain.Application
 		listErr error
 	)
 	wg.Go(func() { d, decErr = h.dec.Decider(ctx, p) })
@@ -145,9 +146,9 @@ func (h *handler) applications(r *http.Request, p apigw.Principal) (int, any, er
 }
 
 // allApps lists the account's applications, at most MaxCollectionApps.
-func (h *handler) allApps(ctx context.Context, account string) ([]store.Application, error) {
+func (h *handler) allApps(ctx context.Context, account string) ([]domain.Application, error) {
 	var (
-		out   []store.Application
+		out   []domain.Application
 		after string
 	)
 	for {

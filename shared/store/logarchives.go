@@ -9,26 +9,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-)
 
-// LogArchive is a prepared archive of an application's logs of one type
-// over [From, To): a gzip file kept in the blob's chunk items, described
-// by this header in the account's partition (docs/logs.md, Archived logs).
-type LogArchive struct {
-	Account string    `dynamodbav:"account"`
-	App     string    `dynamodbav:"app"`
-	Type    string    `dynamodbav:"type"`
-	From    time.Time `dynamodbav:"from"`
-	To      time.Time `dynamodbav:"to"`
-	Count   int       `dynamodbav:"count"`
-	Size    int       `dynamodbav:"size"`
-	Blob    string    `dynamodbav:"blob"`
-	Chunks  int       `dynamodbav:"chunks"`
-	Task    string    `dynamodbav:"task"`
-	Created time.Time `dynamodbav:"created"`
-	// Expires is when the archive stops being served (and its TTL).
-	Expires int64 `dynamodbav:"ttl"`
-}
+	"cads/shared/domain"
+)
 
 // LogArchiveChunk is one part of an archive's file.
 type logArchiveChunk struct {
@@ -57,7 +40,7 @@ func logArchiveChunkSK(n int) string               { return fmt.Sprintf("CHUNK#%
 // application, type and range) and its file's chunks, in one transaction
 // conditional on the application still being the account's. The chunks
 // of a replaced archive are left to their TTL.
-func (s *Store) PutLogArchive(ctx context.Context, a LogArchive, data []byte) error {
+func (s *Store) PutLogArchive(ctx context.Context, a domain.LogArchive, data []byte) error {
 	if len(data) > MaxLogArchiveBytes {
 		return fmt.Errorf("log archive of %d bytes: at most %d", len(data), MaxLogArchiveBytes)
 	}
@@ -77,7 +60,7 @@ func (s *Store) PutLogArchive(ctx context.Context, a LogArchive, data []byte) er
 	}
 	err = s.transact(ctx, "put log archive", items)
 	if txConditionFailedAt(err, 0) {
-		return ErrNotFound
+		return domain.ErrNotFound
 	}
 	return err
 }
@@ -90,7 +73,7 @@ const MaxLogArchives = 100
 // now, by application, type and range (at most MaxLogArchives+1 read).
 // prefix narrows them to one application ("<app>#") or one application
 // and type ("<app>#<type>#").
-func (s *Store) ListLogArchives(ctx context.Context, account, prefix string, now time.Time) ([]LogArchive, error) {
+func (s *Store) ListLogArchives(ctx context.Context, account, prefix string, now time.Time) ([]domain.LogArchive, error) {
 	items, err := s.query(ctx, "list log archives", &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :p)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(logArchivesPK(account)), ":p": avStr(prefix)},
@@ -98,7 +81,7 @@ func (s *Store) ListLogArchives(ctx context.Context, account, prefix string, now
 	if err != nil {
 		return nil, err
 	}
-	all, err := unmarshalAll[LogArchive](items)
+	all, err := unmarshalAll[domain.LogArchive](items)
 	if err != nil {
 		return nil, err
 	}
@@ -111,23 +94,23 @@ func (s *Store) ListLogArchives(ctx context.Context, account, prefix string, now
 	return out, nil
 }
 
-// GetLogArchive reads one archive's header; ErrNotFound when there is
+// GetLogArchive reads one archive's header; domain.ErrNotFound when there is
 // none (or it has expired at now).
-func (s *Store) GetLogArchive(ctx context.Context, account, app, typ string, from, to, now time.Time) (LogArchive, error) {
-	var a LogArchive
+func (s *Store) GetLogArchive(ctx context.Context, account, app, typ string, from, to, now time.Time) (domain.LogArchive, error) {
+	var a domain.LogArchive
 	if err := s.get(ctx, "get log archive", logArchivesPK(account), LogArchiveSK(app, typ, from, to), false, &a); err != nil {
 		return a, err
 	}
 	if a.Expires <= now.Unix() {
-		return LogArchive{}, ErrNotFound
+		return domain.LogArchive{}, domain.ErrNotFound
 	}
 	return a, nil
 }
 
 // LogArchiveData reads an archive's file: one Query of its chunks.
 // A file whose chunks are not all there (expired under the reader) is
-// ErrNotFound, never a part.
-func (s *Store) LogArchiveData(ctx context.Context, a LogArchive) ([]byte, error) {
+// domain.ErrNotFound, never a part.
+func (s *Store) LogArchiveData(ctx context.Context, a domain.LogArchive) ([]byte, error) {
 	items, err := s.query(ctx, "read log archive", &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("PK = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(logArchiveBlobPK(a.Account, a.Blob))},
@@ -137,7 +120,7 @@ func (s *Store) LogArchiveData(ctx context.Context, a LogArchive) ([]byte, error
 		return nil, err
 	}
 	if len(items) != a.Chunks {
-		return nil, ErrNotFound
+		return nil, domain.ErrNotFound
 	}
 	out := make([]byte, 0, a.Size)
 	for _, it := range items {
@@ -148,14 +131,14 @@ func (s *Store) LogArchiveData(ctx context.Context, a LogArchive) ([]byte, error
 		out = append(out, c.Data...)
 	}
 	if len(out) != a.Size {
-		return nil, ErrNotFound
+		return nil, domain.ErrNotFound
 	}
 	return out, nil
 }
 
 // DeleteLogArchive deletes an archive, header and chunks, in one
 // transaction: it is served whole or not at all.
-func (s *Store) DeleteLogArchive(ctx context.Context, a LogArchive) error {
+func (s *Store) DeleteLogArchive(ctx context.Context, a domain.LogArchive) error {
 	items := []types.TransactWriteItem{{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(logArchivesPK(a.Account), LogArchiveSK(a.App, a.Type, a.From, a.To))}}}
 	for n := 0; n < a.Chunks; n++ {
 		items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(logArchiveBlobPK(a.Account, a.Blob), logArchiveChunkSK(n))}})

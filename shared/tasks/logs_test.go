@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"cads/shared/apigw"
-	"cads/shared/store"
+	"cads/shared/domain"
 	"cads/shared/tasks"
 	"cads/shared/wire"
 	"cads/shared/wire/taskswire"
@@ -19,7 +19,7 @@ import (
 func TestTaskLogs(t *testing.T) {
 	e := newEnv(t)
 	e.dp.failures.Store(1)
-	a := e.app(store.AppStopped)
+	a := e.app(domain.AppStopped)
 	tk := e.submit(tasks.TypeStart, a.ID, nil)
 	if out := e.run(tk.ID); out != tasks.Retry {
 		t.Fatalf("first attempt: %v, want Retry", out)
@@ -28,7 +28,7 @@ func TestTaskLogs(t *testing.T) {
 		t.Fatalf("second attempt: %v, want Done", out)
 	}
 	h := taskswire.Handler(wire.New(quiet, e.d.Client, e.d.Table))
-	p := apigw.Principal{ID: "u1", Kind: store.KindUser, AccountID: "acct", KeyID: "k"}
+	p := apigw.Principal{ID: "u1", Kind: domain.KindUser, AccountID: "acct", KeyID: "k"}
 	read := func(query string) (int, []tasks.ProcessLog, string) {
 		t.Helper()
 		r := call(t, h, p, "GET", "/v2/tasks/"+tk.ID+"/logs"+query, "", "")

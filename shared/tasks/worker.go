@@ -13,8 +13,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 )
@@ -23,12 +23,12 @@ import (
 type WorkerStore interface {
 	Now() time.Time
 	CAStore
-	ClaimTask(ctx context.Context, id, owner string, now, leaseUntil time.Time) (store.Task, error)
+	ClaimTask(ctx context.Context, id, owner string, now, leaseUntil time.Time) (domain.Task, error)
 	ReleaseTask(ctx context.Context, id, owner, lastError string) error
 	FinishTask(ctx context.Context, f store.TaskFinish) error
-	GetApplication(ctx context.Context, account, id string) (store.Application, error)
+	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
 	BeginTransition(ctx context.Context, id, from, mid, task string) error
-	GetAction(ctx context.Context, account, app, id string) (store.Action, error)
+	GetAction(ctx context.Context, account, app, id string) (domain.Action, error)
 }
 
 // Worker defaults. MaxAttempts must equal the task queue's maxReceiveCount
@@ -163,7 +163,7 @@ func (w *Worker) Process(ctx context.Context, body string) Outcome {
 	now := w.st.Now()
 	t, err := w.st.ClaimTask(ctx, m.Task, owner, now, now.Add(w.Lease))
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, domain.ErrNotFound):
 		w.log.ErrorContext(ctx, "poison message: no such task", "task", m.Task)
 		return Retry
 	case errors.Is(err, store.ErrLeaseHeld):
@@ -209,13 +209,13 @@ func (w *Worker) Process(ctx context.Context, body string) Outcome {
 // runAndFinish runs the task and writes its outcome with its effects. An
 // effect conditional on the application's version (a configuration
 // change) that lost to a concurrent edit is recomputed from a fresh read.
-func (w *Worker) runAndFinish(ctx context.Context, log *slog.Logger, t store.Task, owner string) error {
+func (w *Worker) runAndFinish(ctx context.Context, log *slog.Logger, t domain.Task, owner string) error {
 	for try := 0; ; try++ {
 		f, err := w.run(ctx, t)
 		if err != nil {
 			return err
 		}
-		f.fin.ID, f.fin.Owner, f.fin.State, f.fin.Message = t.ID, owner, store.TaskSuccess, f.message
+		f.fin.ID, f.fin.Owner, f.fin.State, f.fin.Message = t.ID, owner, domain.TaskSuccess, f.message
 		if f.result != nil {
 			b, err := json.Marshal(f.result)
 			if err != nil {
@@ -230,9 +230,8 @@ func (w *Worker) runAndFinish(ctx context.Context, log *slog.Logger, t store.Tas
 		}
 		// An alias another application holds, or more alias changes than
 		// one transaction can claim: running again cannot fix either.
-		var c *store.ConflictError
-		if errors.As(err, &c) {
-			return failf("%s", c.Msg)
+		if domain.ErrorCode(err) == domain.Conflict {
+			return failf("%s", domain.ErrorMessage(err))
 		}
 		if errors.Is(err, store.ErrTooManyAliasChanges) {
 			return failf("aliases: one change may add and remove at most %d host names together; make it in steps", store.MaxAliasWrites)
@@ -245,8 +244,8 @@ func (w *Worker) runAndFinish(ctx context.Context, log *slog.Logger, t store.Tas
 
 // fail marks the task failed and, if it holds a transition of its
 // application, puts the application back in the state it came from.
-func (w *Worker) fail(ctx context.Context, log *slog.Logger, t store.Task, owner, msg string) {
-	fin := store.TaskFinish{ID: t.ID, Owner: owner, State: store.TaskFailed, Message: msg}
+func (w *Worker) fail(ctx context.Context, log *slog.Logger, t domain.Task, owner, msg string) {
+	fin := store.TaskFinish{ID: t.ID, Owner: owner, State: domain.TaskFailed, Message: msg}
 	if t.App != "" {
 		if app, err := w.st.GetApplication(ctx, t.Account, t.App); err == nil && app.TransitionTask == t.ID {
 			fin.Transition = &store.Transition{App: app.ID, Task: t.ID, To: app.TransitionFrom}
@@ -260,7 +259,7 @@ func (w *Worker) fail(ctx context.Context, log *slog.Logger, t store.Task, owner
 	log.WarnContext(ctx, "task failed", "message", msg)
 }
 
-func (w *Worker) run(ctx context.Context, t store.Task) (finish, error) {
+func (w *Worker) run(ctx context.Context, t domain.Task) (finish, error) {
 	if lc, ok := Lifecycles[t.Type]; ok {
 		return w.lifecycle(ctx, t, lc)
 	}
@@ -280,9 +279,9 @@ func (w *Worker) run(ctx context.Context, t store.Task) (finish, error) {
 }
 
 // application reads the task's application; a missing one fails the task.
-func (w *Worker) application(ctx context.Context, t store.Task) (store.Application, error) {
+func (w *Worker) application(ctx context.Context, t domain.Task) (domain.Application, error) {
 	app, err := w.st.GetApplication(ctx, t.Account, t.App)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return app, failf("application %s no longer exists", t.App)
 	}
 	return app, err
@@ -292,10 +291,10 @@ func (w *Worker) application(ctx context.Context, t store.Task) (store.Applicati
 // lc.To. Each step is conditional, so a redelivered task resumes its own
 // transition and never applies twice, and concurrent tasks on the same
 // application cannot both pass the same state.
-func (w *Worker) lifecycle(ctx context.Context, t store.Task, lc Lifecycle) (finish, error) {
+func (w *Worker) lifecycle(ctx context.Context, t domain.Task, lc Lifecycle) (finish, error) {
 	var (
 		from string
-		app  store.Application
+		app  domain.Application
 		err  error
 	)
 	for try := 0; ; try++ {
@@ -337,7 +336,7 @@ func verb(typ string) string {
 // patch applies a patch-application task's changes to the configuration
 // as it is now, conditional on its version (re-read on a conflict), in the
 // transaction that finishes the task.
-func (w *Worker) patch(ctx context.Context, t store.Task) (finish, error) {
+func (w *Worker) patch(ctx context.Context, t domain.Task) (finish, error) {
 	var p PatchParams
 	if err := json.Unmarshal([]byte(t.Parameters), &p); err != nil {
 		return finish{}, failf("stored parameters do not parse: %v", err)
@@ -368,19 +367,19 @@ func (w *Worker) patch(ctx context.Context, t store.Task) (finish, error) {
 }
 
 func errorMessage(err error) string {
-	if e, ok := apigw.As(err); ok {
+	if e, ok := domain.AsError(err); ok {
 		return e.Message
 	}
 	return err.Error()
 }
 
-func (w *Worker) runAction(ctx context.Context, t store.Task) (finish, error) {
+func (w *Worker) runAction(ctx context.Context, t domain.Task) (finish, error) {
 	var p RunActionParams
 	if err := json.Unmarshal([]byte(t.Parameters), &p); err != nil {
 		return finish{}, failf("stored parameters do not parse: %v", err)
 	}
 	act, err := w.st.GetAction(ctx, t.Account, t.App, p.ID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return finish{}, failf("application %s has no action %q (any more)", t.App, p.ID)
 	}
 	if err != nil {
@@ -397,7 +396,7 @@ func (w *Worker) runAction(ctx context.Context, t store.Task) (finish, error) {
 	return finish{message: fmt.Sprintf("action %s answered %d", act.ID, res.StatusCode), result: res}, nil
 }
 
-func (w *Worker) certificate(ctx context.Context, t store.Task) (finish, error) {
+func (w *Worker) certificate(ctx context.Context, t domain.Task) (finish, error) {
 	var p CertificateParams
 	if err := json.Unmarshal([]byte(t.Parameters), &p); err != nil {
 		return finish{}, failf("stored parameters do not parse: %v", err)
@@ -430,7 +429,7 @@ func (w *Worker) certificate(ctx context.Context, t store.Task) (finish, error) 
 	return finish{message: fmt.Sprintf("origin certificate issued for %s", strings.Join(hosts, ", ")), result: res}, nil
 }
 
-func (w *Worker) invalidate(ctx context.Context, t store.Task) (finish, error) {
+func (w *Worker) invalidate(ctx context.Context, t domain.Task) (finish, error) {
 	var p InvalidateParams
 	if err := json.Unmarshal([]byte(t.Parameters), &p); err != nil {
 		return finish{}, failf("stored parameters do not parse: %v", err)
@@ -459,7 +458,7 @@ func (w *Worker) invalidate(ctx context.Context, t store.Task) (finish, error) {
 // prepare writes the archive a prepare-for-download task asks for. A
 // range past a budget fails the task, naming the limit; nothing is
 // written unless the whole archive is.
-func (w *Worker) prepare(ctx context.Context, t store.Task) (finish, error) {
+func (w *Worker) prepare(ctx context.Context, t domain.Task) (finish, error) {
 	var p PrepareParams
 	if err := json.Unmarshal([]byte(t.Parameters), &p); err != nil || p.From == nil || p.To == nil {
 		return finish{}, failf("stored parameters do not parse: %v", err)
@@ -477,7 +476,7 @@ func (w *Worker) prepare(ctx context.Context, t store.Task) (finish, error) {
 	}
 	res, err := w.Archives.PrepareArchive(ctx, ArchiveRequest{Account: t.Account, App: app, ArchiveType: typ, From: *p.From, To: *p.To, RetentionDays: days, Task: t.ID})
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, domain.ErrNotFound):
 		return finish{}, failf("application %s no longer exists", app)
 	case err != nil:
 		return finish{}, err

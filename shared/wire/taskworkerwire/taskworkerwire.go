@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"time"
 
+	"cads/shared/domain"
 	"cads/shared/logs"
 	"cads/shared/outbox"
-	"cads/shared/store"
 	"cads/shared/tasks"
 	"cads/shared/wire"
 )
@@ -59,6 +59,6 @@ func (x archiver) PrepareArchive(ctx context.Context, r tasks.ArchiveRequest) (t
 	}
 	return tasks.ArchiveResult{
 		Message: fmt.Sprintf("archive of %d records (%d bytes) ready until %s", a.Count, a.Size, time.Unix(a.Expires, 0).UTC().Format(time.RFC3339)),
-		Result:  logs.ArchivedLogs([]store.LogArchive{a})[0],
+		Result:  logs.ArchivedLogs([]domain.LogArchive{a})[0],
 	}, nil
 }
