@@ -46,7 +46,7 @@ func TestPrepareArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if arc.Count != 40 || arc.Chunks != 1 || arc.Type != logs.TypeCustom || arc.Expires != st.Now().Add(3*24*time.Hour).Unix() {
+	if arc.Count != 40 || arc.Chunks != 1 || arc.Type != logs.TypeCustom || arc.Expires != arc.Created.Add(3*24*time.Hour).Unix() {
 		t.Fatalf("archive %+v", arc)
 	}
 	data, err := st.LogArchiveData(ctx, arc)
