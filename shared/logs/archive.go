@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"cads/shared/access"
@@ -313,13 +314,22 @@ func (h *handler) listArchives(r *http.Request, p apigw.Principal) (int, any, er
 			prefix += typ + "#"
 		}
 	}
-	as, err := h.st.ListLogArchives(r.Context(), p.AccountID, prefix, h.st.Now())
-	if err != nil {
-		return 0, nil, err
+	// The archives and the decision's data are read in parallel: one
+	// round trip of wall time when the decision's data is warm.
+	var (
+		wg            sync.WaitGroup
+		as            []domain.LogArchive
+		d             *access.Decider
+		listErr, dErr error
+	)
+	wg.Go(func() { as, listErr = h.st.ListLogArchives(r.Context(), p.AccountID, prefix, h.st.Now()) })
+	wg.Go(func() { d, dErr = h.dec.Decider(r.Context(), p) })
+	wg.Wait()
+	if listErr != nil {
+		return 0, nil, listErr
 	}
-	d, err := h.dec.Decider(r.Context(), p)
-	if err != nil {
-		return 0, nil, err
+	if dErr != nil {
+		return 0, nil, dErr
 	}
 	var keep []domain.LogArchive
 	for _, a := range as {
