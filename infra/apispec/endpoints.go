@@ -101,6 +101,10 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/users/self/authorization", 3, true},
 	// identities, keys, self-service (docs/api.md#identity-and-authentication)
 	{"POST", "/v2/users/self/authorization", 3, false},
+	// the same with the caller's own id for self (issue 18: the published
+	// path is /users/{id}/authorization)
+	{"GET", "/v2/users/{id}/authorization", 18, true},
+	{"POST", "/v2/users/{id}/authorization", 18, true},
 	{"GET", "/v2/users", 3, false},
 	{"POST", "/v2/users", 3, false},
 	{"GET", "/v2/users/{id}", 3, false},
@@ -124,4 +128,4 @@ var Endpoints = []Endpoint{
 // Delivered says which work items have landed: their endpoints must be
 // routed, the others must not be (a route without its function would be a
 // stub). Each issue that lands adds itself here.
-var Delivered = map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true}
+var Delivered = map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true, 18: true}

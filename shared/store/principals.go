@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -74,20 +75,36 @@ func (s *Store) PageUsers(ctx context.Context, after string, desc bool, n int) (
 	return us, pos, more, err
 }
 
-// UpdatePrincipalName sets a principal's display name.
-func (s *Store) UpdatePrincipalName(ctx context.Context, id, name string) (Principal, error) {
-	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      key(principalPK(id), skPrincipal),
-		UpdateExpression:         aws.String("SET #n = :n, updated = :u"),
-		ConditionExpression:      aws.String("attribute_exists(PK)"),
-		ExpressionAttributeNames: map[string]string{"#n": "name"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":n": &types.AttributeValueMemberS{Value: name},
-			":u": &types.AttributeValueMemberS{Value: s.now().Format(timeLayout)},
-		},
-		ReturnValues: types.ReturnValueAllNew,
-	})
+// UpdatePrincipal sets a principal's display name and phone number.
+func (s *Store) UpdatePrincipal(ctx context.Context, id string, c PrincipalChange) (Principal, error) {
+	set := []string{"updated = :u"}
+	names := map[string]string{}
+	vals := map[string]types.AttributeValue{":u": &types.AttributeValueMemberS{Value: s.now().Format(timeLayout)}}
+	if c.Name != nil {
+		set = append(set, "#n = :n")
+		names["#n"] = "name"
+		vals[":n"] = &types.AttributeValueMemberS{Value: *c.Name}
+	}
+	if c.Phone != nil {
+		// "" is stored as "" (read back as no phone), not removed: one SET
+		// expression whatever the change.
+		set = append(set, "#ph = :p")
+		names["#ph"] = "phone"
+		vals[":p"] = &types.AttributeValueMemberS{Value: *c.Phone}
+	}
+	expr := "SET " + strings.Join(set, ", ")
+	in := &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(principalPK(id), skPrincipal),
+		UpdateExpression:          aws.String(expr),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: vals,
+		ReturnValues:              types.ReturnValueAllNew,
+	}
+	if len(names) > 0 {
+		in.ExpressionAttributeNames = names
+	}
+	res, err := s.db.UpdateItem(ctx, in)
 	if ddb.IsConditionFailed(err) {
 		return Principal{}, ErrNotFound
 	}
@@ -96,6 +113,12 @@ func (s *Store) UpdatePrincipalName(ctx context.Context, id, name string) (Princ
 	}
 	var p Principal
 	return p, attributevalue.UnmarshalMap(res.Attributes, &p)
+}
+
+// PrincipalChange is what UpdatePrincipal sets: the fields that are not
+// nil; an empty Phone clears it.
+type PrincipalChange struct {
+	Name, Phone *string
 }
 
 // timeLayout is a fixed-width RFC 3339 form (UTC, milliseconds) for times
