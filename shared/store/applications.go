@@ -49,8 +49,13 @@ type Application struct {
 	Version int `dynamodbav:"version"`
 	// TransitionTask is the task holding a transitional state, and
 	// TransitionFrom the state it started from (restored if it fails).
-	TransitionTask string    `dynamodbav:"transition_task,omitempty"`
-	TransitionFrom string    `dynamodbav:"transition_from,omitempty"`
+	TransitionTask string `dynamodbav:"transition_task,omitempty"`
+	TransitionFrom string `dynamodbav:"transition_from,omitempty"`
+	// StateTask is the task whose success brought the application into
+	// its current state (a failed task that restores a state leaves it),
+	// so a scheduled end of a maintenance ends only the one it was
+	// scheduled for (docs/tasks.md#task-types-and-parameters).
+	StateTask      string    `dynamodbav:"state_task,omitempty"`
 	PageControlSeq int       `dynamodbav:"pagecontrol_seq,omitempty"`
 	Created        time.Time `dynamodbav:"created"`
 	Updated        time.Time `dynamodbav:"updated"`
@@ -243,12 +248,16 @@ func (s *Store) BeginTransition(ctx context.Context, id, from, mid, task string)
 
 // endTransition sets the state a task's transition ends in (its target on
 // success, the state it came from on failure), if that task still holds it.
-func (s *Store) endTransition(id, task, to string) *types.Update {
+func (s *Store) endTransition(id, task, to string, restore bool) *types.Update {
+	set := "SET #st = :to, updated = :u, transition_task = :none, transition_from = :none"
+	if !restore {
+		set += ", state_task = :t"
+	}
 	return &types.Update{
 		TableName: aws.String(s.table),
 		Key:       key(appPK(id), skApp),
 		// Cleared with SET rather than REMOVE: minidyn ignores REMOVE.
-		UpdateExpression:         aws.String("SET #st = :to, updated = :u, transition_task = :none, transition_from = :none"),
+		UpdateExpression:         aws.String(set),
 		ConditionExpression:      aws.String("transition_task = :t"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
