@@ -56,12 +56,12 @@ type Query struct {
 	// Arrays: JSON result rows are arrays in fields order (rows=arrays)
 	// rather than objects keyed by field (docs/logs.md#responses).
 	Arrays bool
-	Filter   Expr // nil: every record
-	Start    int  // 1-based
-	Limit    int
-	Desc     bool
-	Group    *Grouping // nil: no grouping
-	Resume   *Cursor   // nil: from the beginning
+	Filter Expr // nil: every record
+	Start  int  // 1-based
+	Limit  int
+	Desc   bool
+	Group  *Grouping // nil: no grouping
+	Resume *Cursor   // nil: from the beginning
 	// The budgets (ScanBudget, WorkBudget, MaxQueryTime, ResponseBudget);
 	// tests lower them.
 	budget     int
