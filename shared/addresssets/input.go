@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/ids"
 )
 
@@ -188,10 +189,7 @@ func parseDomainsParams(raw json.RawMessage, present bool) ([]string, error) {
 
 // prefixed puts where in the body a nested decoding error happened.
 func prefixed(where string, err error) error {
-	if e, ok := apigw.As(err); ok {
-		return apigw.BadRequest("%s: %s", where, e.Message)
-	}
-	return apigw.BadRequest("%s: %s", where, err.Error())
+	return apigw.BadRequest("%s: %s", where, domain.ErrorMessage(err))
 }
 
 // checkExpiry refuses an expiry that is not in the future or too far in it.

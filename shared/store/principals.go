@@ -11,11 +11,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
 
-func (s *Store) principalWrites(p Principal) []keyAttrsValue {
+func (s *Store) principalWrites(p domain.Principal) []keyAttrsValue {
 	k := keyAttrs{PK: principalPK(p.ID), SK: skPrincipal, Entity: "principal"}
-	if p.Kind == KindUser {
+	if p.Kind == domain.KindUser {
 		k.GSI1PK, k.GSI1SK = gsiUsers, usersGSISKPrefix+createdPosition(p.Created, p.ID)
 	}
 	return []keyAttrsValue{
@@ -27,22 +28,22 @@ func (s *Store) principalWrites(p Principal) []keyAttrsValue {
 }
 
 // CreatePrincipal writes a principal and reserves its email in one
-// transaction; a taken email is a *ConflictError.
-func (s *Store) CreatePrincipal(ctx context.Context, p Principal) error {
+// transaction; a taken email is a *domain.Error.
+func (s *Store) CreatePrincipal(ctx context.Context, p domain.Principal) error {
 	items, err := s.puts(s.principalWrites(p))
 	if err != nil {
 		return err
 	}
 	err = s.transact(ctx, "create principal", items)
 	if errors.Is(err, ddb.ErrConditionFailed) {
-		return &ConflictError{Msg: "a user with email " + p.Email + " already exists"}
+		return conflict("a user with email " + p.Email + " already exists")
 	}
 	return err
 }
 
 // GetPrincipal reads a user or service user.
-func (s *Store) GetPrincipal(ctx context.Context, id string) (Principal, error) {
-	var p Principal
+func (s *Store) GetPrincipal(ctx context.Context, id string) (domain.Principal, error) {
+	var p domain.Principal
 	err := s.getItem(ctx, "get principal", principalPK(id), skPrincipal, &p)
 	return p, err
 }
@@ -55,29 +56,30 @@ var usersPage = gsiPage{op: "list users", pk: gsiUsers, skPrefix: usersGSISKPref
 	tableKey: func(id string) (string, string) { return principalPK(id), skPrincipal }}
 
 // ListUsers returns every user (not service users), in creation order.
-func (s *Store) ListUsers(ctx context.Context) ([]Principal, error) {
+func (s *Store) ListUsers(ctx context.Context) ([]domain.Principal, error) {
 	items, err := s.listByGSI(ctx, "list users", gsiUsers, usersGSISKPrefix)
 	if err != nil {
 		return nil, err
 	}
-	return unmarshalAll[Principal](items)
+	return unmarshalAll[domain.Principal](items)
 }
 
 // PageUsers reads at most n users after position after in creation order
 // (desc: newest first), with their positions and whether more may follow:
 // one Query of n items, whatever the number of users.
-func (s *Store) PageUsers(ctx context.Context, after string, desc bool, n int) ([]Principal, []string, bool, error) {
+func (s *Store) PageUsers(ctx context.Context, after string, desc bool, n int) ([]domain.Principal, []string, bool, error) {
 	items, pos, more, err := s.page(ctx, usersPage, after, desc, n)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	us, err := unmarshalAll[Principal](items)
+	us, err := unmarshalAll[domain.Principal](items)
 	return us, pos, more, err
 }
 
 // UpdatePrincipal sets a principal's display name and phone number.
-func (s *Store) UpdatePrincipal(ctx context.Context, id string, c PrincipalChange) (Principal, error) {
+func (s *Store) UpdatePrincipal(ctx context.Context, id string, c PrincipalChange) (domain.Principal, error) {
 	set := []string{"updated = :u"}
+	var remove []string
 	names := map[string]string{}
 	vals := map[string]types.AttributeValue{":u": &types.AttributeValueMemberS{Value: s.now().Format(timeLayout)}}
 	if c.Name != nil {
@@ -86,13 +88,18 @@ func (s *Store) UpdatePrincipal(ctx context.Context, id string, c PrincipalChang
 		vals[":n"] = &types.AttributeValueMemberS{Value: *c.Name}
 	}
 	if c.Phone != nil {
-		// "" is stored as "" (read back as no phone), not removed: one SET
-		// expression whatever the change.
-		set = append(set, "#ph = :p")
 		names["#ph"] = "phone"
-		vals[":p"] = &types.AttributeValueMemberS{Value: *c.Phone}
+		if *c.Phone == "" {
+			remove = append(remove, "#ph")
+		} else {
+			set = append(set, "#ph = :p")
+			vals[":p"] = &types.AttributeValueMemberS{Value: *c.Phone}
+		}
 	}
 	expr := "SET " + strings.Join(set, ", ")
+	if len(remove) > 0 {
+		expr += " REMOVE " + strings.Join(remove, ", ")
+	}
 	in := &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       key(principalPK(id), skPrincipal),
@@ -106,17 +113,17 @@ func (s *Store) UpdatePrincipal(ctx context.Context, id string, c PrincipalChang
 	}
 	res, err := s.db.UpdateItem(ctx, in)
 	if ddb.IsConditionFailed(err) {
-		return Principal{}, ErrNotFound
+		return domain.Principal{}, domain.ErrNotFound
 	}
 	if err != nil {
-		return Principal{}, wrap("update principal", err)
+		return domain.Principal{}, wrap("update principal", err)
 	}
-	var p Principal
+	var p domain.Principal
 	return p, attributevalue.UnmarshalMap(res.Attributes, &p)
 }
 
 // PrincipalChange is what UpdatePrincipal sets: the fields that are not
-// nil; an empty Phone clears it.
+// nil; an empty Phone removes it.
 type PrincipalChange struct {
 	Name, Phone *string
 }

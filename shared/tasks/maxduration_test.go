@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"cads/shared/store"
+	"cads/shared/domain"
 	"cads/shared/tasks"
 	"cads/shared/wire"
 )
@@ -45,10 +45,10 @@ func TestMaximumDurationEndsTheMaintenance(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	one := 1
-	scheduled := func(app store.Application) (store.Task, store.Task) {
+	scheduled := func(app domain.Application) (domain.Task, domain.Task) {
 		t.Helper()
 		enter := e.submit(tasks.TypeEnterMaintenance, app.ID, tasks.EnterParams{MaximumDuration: &one})
-		if got := e.run(enter.ID); got != tasks.Done || e.appNow(app.ID).State != store.AppMaintenance {
+		if got := e.run(enter.ID); got != tasks.Done || e.appNow(app.ID).State != domain.AppMaintenance {
 			t.Fatalf("enter: %v, app %s", got, e.appNow(app.ID).State)
 		}
 		m := taskHrefRE.FindStringSubmatch(e.task(enter.ID).Message)
@@ -57,16 +57,16 @@ func TestMaximumDurationEndsTheMaintenance(t *testing.T) {
 		}
 		return enter, e.task(m[1])
 	}
-	a, b := e.app(store.AppRunning), e.app(store.AppRunning)
+	a, b := e.app(domain.AppRunning), e.app(domain.AppRunning)
 	enterA, exitA := scheduled(a)
 	_, exitB := scheduled(b)
-	if exitA.Type != tasks.TypeExitMaintenance || exitA.State != store.TaskPending || exitA.Ends != enterA.ID || exitA.App != a.ID ||
+	if exitA.Type != tasks.TypeExitMaintenance || exitA.State != domain.TaskPending || exitA.Ends != enterA.ID || exitA.App != a.ID ||
 		exitA.CreatedBy != enterA.CreatedBy || !strings.Contains(tasks.Out(exitA).Message, "ends the maintenance that task /v2/tasks/"+enterA.ID) {
 		t.Fatalf("scheduled exit: %+v", exitA)
 	}
 	// Delivered before its time: not claimed, still pending, nothing moved.
-	if got := e.run(exitA.ID); got != tasks.Done || e.task(exitA.ID).State != store.TaskPending || e.task(exitA.ID).Attempts != 0 ||
-		e.appNow(a.ID).State != store.AppMaintenance {
+	if got := e.run(exitA.ID); got != tasks.Done || e.task(exitA.ID).State != domain.TaskPending || e.task(exitA.ID).Attempts != 0 ||
+		e.appNow(a.ID).State != domain.AppMaintenance {
 		t.Fatalf("early delivery: %v %+v", got, e.task(exitA.ID))
 	}
 	// B leaves maintenance and enters it again (without a limit) before
@@ -90,12 +90,12 @@ func TestMaximumDurationEndsTheMaintenance(t *testing.T) {
 	if due := time.UnixMilli(exitA.NotBefore); time.Now().Before(due) {
 		t.Fatalf("sent before it was due (%s)", due)
 	}
-	if got := e.run(exitA.ID); got != tasks.Done || e.task(exitA.ID).State != store.TaskSuccess || e.appNow(a.ID).State != store.AppRunning {
+	if got := e.run(exitA.ID); got != tasks.Done || e.task(exitA.ID).State != domain.TaskSuccess || e.appNow(a.ID).State != domain.AppRunning {
 		t.Fatalf("scheduled exit of A: %v %+v, app %s", got, e.task(exitA.ID), e.appNow(a.ID).State)
 	}
 	got := e.run(exitB.ID)
-	if fin := e.task(exitB.ID); got != tasks.Done || fin.State != store.TaskSuccess || !strings.HasPrefix(fin.Message, "nothing to do") ||
-		e.appNow(b.ID).State != store.AppMaintenance {
+	if fin := e.task(exitB.ID); got != tasks.Done || fin.State != domain.TaskSuccess || !strings.HasPrefix(fin.Message, "nothing to do") ||
+		e.appNow(b.ID).State != domain.AppMaintenance {
 		t.Fatalf("scheduled exit of B's earlier maintenance: %v %+v, app %s", got, fin, e.appNow(b.ID).State)
 	}
 }
