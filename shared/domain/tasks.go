@@ -35,6 +35,12 @@ type Task struct {
 	LeaseOwner string `dynamodbav:"lease_owner,omitempty"`
 	LeaseUntil int64  `dynamodbav:"lease_until,omitempty"`
 	LastError  string `dynamodbav:"last_error,omitempty"`
+	// A scheduled task: it is not claimed before NotBefore (epoch
+	// milliseconds, a number so that the claim's condition compares it),
+	// and Ends is the enter_maintenance task whose maintenance it ends (an
+	// exit_maintenance made by maximum_duration).
+	NotBefore int64  `dynamodbav:"not_before,omitempty"`
+	Ends      string `dynamodbav:"ends,omitempty"`
 	// Log is the task's progress, oldest first: one line when it is
 	// submitted and one per claim, release and finish, each appended by
 	// the write that makes the step (no item or round trip of its own),
@@ -67,6 +73,9 @@ type TaskLogLine struct {
 
 // Finished reports whether the task reached success or failed.
 func (t Task) Finished() bool { return t.State == TaskSuccess || t.State == TaskFailed }
+
+// Due reports whether t may run at now (it is not scheduled for later).
+func (t Task) Due(now time.Time) bool { return t.NotBefore == 0 || now.UnixMilli() >= t.NotBefore }
 
 // CertificateAuthority is an account's private CA, which signs origin
 // certificates. Its key is stored in the table (docs/tasks.md: production
