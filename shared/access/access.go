@@ -10,6 +10,8 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"golang.org/x/sync/errgroup"
+
 	"cads/shared/apigw"
 	"cads/shared/authz"
 	"cads/shared/store"
@@ -240,15 +242,16 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, n
 	}
 	relevant = append(relevant, ancestors...)
 	var (
-		wg                 sync.WaitGroup
-		touchErr, standErr error
+		// Not WithContext: a failed read must not cut the touch short,
+		// whose failure is only logged.
+		g        errgroup.Group
+		touchErr error
 	)
 	// A busy key is touched once a minute, not on every request: the key
 	// item read above says whether it is due (TouchKey's condition guards
 	// concurrent touches). A warm container touches it on its next read.
 	if cred.Key.UseIsStale(now) {
-		wg.Add(1)
-		go func() { defer wg.Done(); touchErr = s.store.TouchKey(ctx, p.ID, p.KeyID, now) }()
+		g.Go(func() error { touchErr = s.store.TouchKey(ctx, p.ID, p.KeyID, now); return nil })
 	}
 	// The key's account must still exist: deleting an account sweeps its
 	// keys, but a session key minted by a switch racing that deletion could
@@ -264,24 +267,22 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, n
 		if readAccount {
 			acctID = p.AccountID
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.standing, standErr = s.store.LoadKeyStanding(ctx, acctID, l.lineage)
-			l.accountGone = readAccount && standErr == nil && l.standing.Account == nil
+		g.Go(func() (err error) {
+			l.standing, err = s.store.LoadKeyStanding(ctx, acctID, l.lineage)
+			l.accountGone = readAccount && err == nil && l.standing.Account == nil
 			if l.standing.Account != nil {
 				l.acct = *l.standing.Account
 			}
-		}()
+			return err
+		})
 	case readAccount:
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.acct, standErr = s.store.GetAccount(ctx, p.AccountID)
-			if errors.Is(standErr, store.ErrNotFound) {
-				l.accountGone, standErr = true, nil
+		g.Go(func() (err error) {
+			l.acct, err = s.store.GetAccount(ctx, p.AccountID)
+			if errors.Is(err, store.ErrNotFound) {
+				l.accountGone, err = true, nil
 			}
-		}()
+			return err
+		})
 	}
 	var rbacAt time.Time
 	l.held, rbacAt, err = s.heldRoles(ctx, cred.Grants, relevant, now)
@@ -290,7 +291,7 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, n
 	if rbacAt.Before(l.at) {
 		l.at = rbacAt
 	}
-	wg.Wait()
+	standErr := g.Wait()
 	if touchErr != nil {
 		s.log.WarnContext(ctx, "could not record key use", "key", p.KeyID, "error", touchErr.Error())
 	}

@@ -184,3 +184,8 @@ func dropEmpty(m map[string]types.AttributeValue) {
 		}
 	}
 }
+
+// maxFanOut bounds the queries one call has in flight when it fans out over
+// a list whose length the caller does not bound (accounts, roles, groups,
+// principals).
+const maxFanOut = 16
