@@ -67,12 +67,14 @@ var moduleOf = map[string]string{
 }
 
 // runtimeModules (prefixes) are what every Lambda function may link: the
-// Lambda runtime, its API Gateway adapter (apigw) and the AWS SDK.
+// Lambda runtime, its API Gateway adapter (apigw), the AWS SDK, and the
+// fan-out helper (errgroup) that the store and most families use.
 var runtimeModules = []string{
 	"github.com/aws/aws-lambda-go",
 	"github.com/awslabs/aws-lambda-go-api-proxy",
 	"github.com/aws/aws-sdk-go-v2",
 	"github.com/aws/smithy-go",
+	"golang.org/x/sync",
 }
 
 // localOnly are modules of the local platform and the tests (embedded
