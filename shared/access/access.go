@@ -14,6 +14,7 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/clock"
 	"cads/shared/store"
 )
 
@@ -35,7 +36,7 @@ var ErrUnauthenticated = errors.New("unauthenticated")
 type Service struct {
 	store    Store
 	log      *slog.Logger
-	now      func() time.Time
+	now      clock.Clock
 	compiled *compileCache
 	// sets indexes long lists of applicable roles across roles (authz.RoleSet),
 	// once per distinct list; the compile cache keeps role pointers stable.
@@ -79,12 +80,19 @@ const DefaultWarmEntries = 4096
 // round trips); the deployed authorizer uses DefaultStaleness.
 func WithStaleness(d time.Duration) Option { return func(s *Service) { s.staleness = d } }
 
-// WithClock replaces the clock (tests).
-func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
+// WithClock sets the clock freshness and key use are judged by
+// (clock.System by default); the wiring passes wire.Deps.Clock.
+func WithClock(c clock.Clock) Option {
+	return func(s *Service) {
+		if c != nil { // Deps built by hand may have none
+			s.now = c
+		}
+	}
+}
 
 // New returns a Service over st.
 func New(st Store, log *slog.Logger, opts ...Option) *Service {
-	s := &Service{store: st, log: log, now: func() time.Time { return time.Now().UTC() }, compiled: newCompileCache(4096), sets: authz.NewRoleSets(maxIndexedRoles)}
+	s := &Service{store: st, log: log, now: clock.System, compiled: newCompileCache(4096), sets: authz.NewRoleSets(maxIndexedRoles)}
 	for _, o := range opts {
 		o(s)
 	}

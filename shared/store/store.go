@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/apigw"
+	"cads/shared/clock"
 	"cads/shared/ddb"
 )
 
@@ -44,9 +45,29 @@ type Store struct {
 	now   func() time.Time
 }
 
+// Option configures a Store.
+type Option func(*storeOptions)
+
+type storeOptions struct{ clock clock.Clock }
+
+// WithClock makes c the store's clock (clock.System by default): the time
+// it stamps on what it writes and that Now returns.
+func WithClock(c clock.Clock) Option {
+	return func(o *storeOptions) {
+		if c != nil {
+			o.clock = c
+		}
+	}
+}
+
 // New returns a Store over the named table.
-func New(db *dynamodb.Client, table string) *Store {
-	return &Store{db: db, table: table, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+func New(db *dynamodb.Client, table string, opts ...Option) *Store {
+	o := storeOptions{clock: clock.System}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := o.clock
+	return &Store{db: db, table: table, now: func() time.Time { return c().UTC().Truncate(time.Millisecond) }}
 }
 
 // Now is the store's clock (UTC, millisecond precision, as stored).

@@ -15,10 +15,10 @@ import (
 var (
 	// common is what every function links: this package and what it
 	// builds (logger, DynamoDB client, store), and what the store needs.
-	common = []string{"wire", "logging", "ddb", "retry", "store", "apigw", "authz", "ids"}
+	common = []string{"wire", "logging", "ddb", "retry", "clock", "store", "apigw", "authz", "ids"}
 	// rbac is the permission check of the caller's roles (access) with the
-	// built-in roles it knows.
-	rbac = []string{"access", "builtin"}
+	// built-in roles it knows, and the wiring that builds it.
+	rbac = []string{"access", "builtin", "wire/accesswire"}
 )
 
 // function is what one function may link beyond common.

@@ -8,6 +8,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/identity"
 	"cads/shared/wire"
+	"cads/shared/wire/accesswire"
 )
 
 // FromEnv reads the users function's dependencies from the environment.
@@ -18,5 +19,5 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // Handler is the users function's handler: users, access keys and the
 // caller's own authorization.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, identity.New(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log))
+	return apigw.Lambda(d.Log, identity.New(d.Store, accesswire.New(d), d.Log))
 }
