@@ -9,27 +9,16 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
-
-// Credential is everything the authorizer needs to authenticate a key and
-// find the principal's roles, read in one round trip of wall time.
-type Credential struct {
-	Principal Principal
-	Key       AccessKey
-	Grants    []Grant
-	// Target is the account named by the request path when one was asked
-	// for (the /v2/accounts/{id} cases), nil otherwise or when it does not
-	// exist.
-	Target *Account
-}
 
 // LoadCredential reads, in parallel, the principal, the key and (when
 // target != "") the target account with one BatchGetItem, and the
 // principal's grants with one Query. A missing principal or key is
-// ErrNotFound.
-func (s *Store) LoadCredential(ctx context.Context, principal, keyID, target string) (Credential, error) {
+// domain.ErrNotFound.
+func (s *Store) LoadCredential(ctx context.Context, principal, keyID, target string) (domain.Credential, error) {
 	var (
-		c     Credential
+		c     domain.Credential
 		batch []map[string]types.AttributeValue
 	)
 	keys := []map[string]types.AttributeValue{key(principalPK(principal), skPrincipal), key(principalPK(principal), keySK(keyID))}
@@ -58,7 +47,7 @@ func (s *Store) LoadCredential(ctx context.Context, principal, keyID, target str
 		case "access_key":
 			haveKey, err = true, attributevalue.UnmarshalMap(it, &c.Key)
 		case "account":
-			c.Target = &Account{}
+			c.Target = &domain.Account{}
 			err = attributevalue.UnmarshalMap(it, c.Target)
 		}
 		if err != nil {
@@ -66,7 +55,7 @@ func (s *Store) LoadCredential(ctx context.Context, principal, keyID, target str
 		}
 	}
 	if !havePrincipal || !haveKey {
-		return c, ErrNotFound
+		return c, domain.ErrNotFound
 	}
 	return c, nil
 }

@@ -15,15 +15,16 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
 
-func roleKey(r Role) keyAttrs {
+func roleKey(r domain.Role) keyAttrs {
 	return keyAttrs{PK: rbacPK(r.AccountID), SK: roleSK(r.ID), Entity: "role"}
 }
 
 // GetRole reads one role of an account.
-func (s *Store) GetRole(ctx context.Context, account, id string) (Role, error) {
-	var r Role
+func (s *Store) GetRole(ctx context.Context, account, id string) (domain.Role, error) {
+	var r domain.Role
 	err := s.getItem(ctx, "get role", rbacPK(account), roleSK(id), &r)
 	return r, err
 }
@@ -31,7 +32,7 @@ func (s *Store) GetRole(ctx context.Context, account, id string) (Role, error) {
 // RolesOf returns every role of each account, reading the accounts' RBAC
 // partitions in parallel: one round trip of wall time however many accounts
 // are asked for.
-func (s *Store) RolesOf(ctx context.Context, accounts []string) ([]Role, error) {
+func (s *Store) RolesOf(ctx context.Context, accounts []string) ([]domain.Role, error) {
 	roles, _, err := s.RBACOf(ctx, accounts)
 	return roles, err
 }
@@ -41,11 +42,11 @@ func (s *Store) RolesOf(ctx context.Context, accounts []string) ([]Role, error) 
 // both, all accounts in parallel: one round trip of wall time. The
 // authorizer uses it for the accounts in which the principal holds grants,
 // and expands group memberships without a further read.
-func (s *Store) RBACOf(ctx context.Context, accounts []string) ([]Role, []Group, error) {
+func (s *Store) RBACOf(ctx context.Context, accounts []string) ([]domain.Role, []domain.Group, error) {
 	var (
 		mu     sync.Mutex
-		roles  []Role
-		groups []Group
+		roles  []domain.Role
+		groups []domain.Group
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(maxFanOut)
@@ -66,7 +67,7 @@ func (s *Store) RBACOf(ctx context.Context, accounts []string) ([]Role, []Group,
 	return roles, groups, err
 }
 
-func (s *Store) rbacPartition(ctx context.Context, acct string) ([]Role, []Group, error) {
+func (s *Store) rbacPartition(ctx context.Context, acct string) ([]domain.Role, []domain.Group, error) {
 	items, err := s.query(ctx, "query rbac", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -87,16 +88,16 @@ func (s *Store) rbacPartition(ctx context.Context, acct string) ([]Role, []Group
 			gs = append(gs, it)
 		}
 	}
-	roles, err := unmarshalAll[Role](rs)
+	roles, err := unmarshalAll[domain.Role](rs)
 	if err != nil {
 		return nil, nil, err
 	}
-	groups, err := unmarshalAll[Group](gs)
+	groups, err := unmarshalAll[domain.Group](gs)
 	return roles, groups, err
 }
 
 // CreateRole writes a new role; its account must exist.
-func (s *Store) CreateRole(ctx context.Context, r Role) error {
+func (s *Store) CreateRole(ctx context.Context, r domain.Role) error {
 	put, err := s.put(roleKey(r), r)
 	if err != nil {
 		return err
@@ -110,11 +111,11 @@ func (s *Store) CreateRole(ctx context.Context, r Role) error {
 	if errors.As(err, &tx) {
 		for _, reason := range tx.Reasons {
 			if reason.Index == 0 && reason.Code == ddb.ReasonConditionalCheckFailed {
-				return &ConflictError{Msg: "a role with id " + r.ID + " already exists in account " + r.AccountID}
+				return conflict("a role with id " + r.ID + " already exists in account " + r.AccountID)
 			}
 		}
 		if errors.Is(err, ddb.ErrConditionFailed) {
-			return ErrNotFound // the account does not exist
+			return domain.ErrNotFound // the account does not exist
 		}
 	}
 	return err
@@ -122,8 +123,8 @@ func (s *Store) CreateRole(ctx context.Context, r Role) error {
 
 // PutRole replaces an existing role, only if the stored version is the one
 // before r.Version: two concurrent edits cannot silently overwrite each
-// other (the loser gets a *ConflictError).
-func (s *Store) PutRole(ctx context.Context, r Role) error {
+// other (the loser gets a *domain.Error).
+func (s *Store) PutRole(ctx context.Context, r domain.Role) error {
 	m, err := item(roleKey(r), r)
 	if err != nil {
 		return err
@@ -137,7 +138,7 @@ func (s *Store) PutRole(ctx context.Context, r Role) error {
 		},
 	})
 	if ddb.IsConditionFailed(err) {
-		return &ConflictError{Msg: "the role changed meanwhile; read it again and retry"}
+		return conflict("the role changed meanwhile; read it again and retry")
 	}
 	return wrap("put role", err)
 }
@@ -147,13 +148,13 @@ func (s *Store) PutRole(ctx context.Context, r Role) error {
 // and the invitations to it go too: in the same transaction when everything
 // fits in one, otherwise afterwards (a *CleanupError if that fails; grants
 // of a missing role never apply, so access ends with the role either way).
-// A control role is a *ConflictError; a missing one ErrNotFound.
-func (s *Store) DeleteRole(ctx context.Context, account, id string) (Role, error) {
+// A control role is a *domain.Error; a missing one domain.ErrNotFound.
+func (s *Store) DeleteRole(ctx context.Context, account, id string) (domain.Role, error) {
 	var (
-		roles   []Role
-		groups  []Group
+		roles   []domain.Role
+		groups  []domain.Group
 		holders []map[string]types.AttributeValue
-		invs    []Invitation
+		invs    []domain.Invitation
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) { roles, groups, err = s.rbacPartition(gctx, account); return err })
@@ -161,21 +162,21 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string) (Role, error
 		holders, err = s.gsiKeys(gctx, "query role holders", roleHoldersGSI(account, id))
 		return err
 	})
-	g.Go(func() (err error) { invs, err = s.ListInvitations(gctx, account, InvitationRole); return err })
+	g.Go(func() (err error) { invs, err = s.ListInvitations(gctx, account, domain.InvitationRole); return err })
 	if err := g.Wait(); err != nil {
-		return Role{}, err
+		return domain.Role{}, err
 	}
-	var r Role
+	var r domain.Role
 	for _, x := range roles {
 		if x.ID == id {
 			r = x
 		}
 	}
 	if r.ID == "" {
-		return Role{}, ErrNotFound
+		return domain.Role{}, domain.ErrNotFound
 	}
 	if r.Control {
-		return Role{}, &ConflictError{Msg: "role " + strconv.Quote(r.Name) + " is a control role of the account; control roles cannot be deleted (their permissions can be edited)"}
+		return domain.Role{}, conflict("role " + strconv.Quote(r.Name) + " is a control role of the account; control roles cannot be deleted (their permissions can be edited)")
 	}
 	must := []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName:           aws.String(s.table),
@@ -195,7 +196,7 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string) (Role, error
 		g.Updated = now
 		put, err := s.replaceGroup(g)
 		if err != nil {
-			return Role{}, err
+			return domain.Role{}, err
 		}
 		must = append(must, put)
 	}
@@ -209,9 +210,9 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string) (Role, error
 	var ce *CleanupError
 	if err != nil && !errors.As(err, &ce) {
 		if errors.Is(err, ddb.ErrConditionFailed) {
-			return Role{}, &ConflictError{Msg: "the role or one of its groups changed meanwhile; retry"}
+			return domain.Role{}, conflict("the role or one of its groups changed meanwhile; retry")
 		}
-		return Role{}, err
+		return domain.Role{}, err
 	}
 	return r, err
 }
