@@ -11,8 +11,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
@@ -317,19 +318,17 @@ func (h *handler) listArchives(r *http.Request, p apigw.Principal) (int, any, er
 	// The archives and the decision's data are read in parallel: one
 	// round trip of wall time when the decision's data is warm.
 	var (
-		wg            sync.WaitGroup
-		as            []domain.LogArchive
-		d             *access.Decider
-		listErr, dErr error
+		as []domain.LogArchive
+		d  *access.Decider
+		g  errgroup.Group
 	)
-	wg.Go(func() { as, listErr = h.st.ListLogArchives(r.Context(), p.AccountID, prefix, h.st.Now()) })
-	wg.Go(func() { d, dErr = h.dec.Decider(r.Context(), p) })
-	wg.Wait()
-	if listErr != nil {
-		return 0, nil, listErr
-	}
-	if dErr != nil {
-		return 0, nil, dErr
+	g.Go(func() (err error) {
+		as, err = h.st.ListLogArchives(r.Context(), p.AccountID, prefix, h.st.Now())
+		return err
+	})
+	g.Go(func() (err error) { d, err = h.dec.Decider(r.Context(), p); return err })
+	if err := g.Wait(); err != nil {
+		return 0, nil, err
 	}
 	var keep []domain.LogArchive
 	for _, a := range as {

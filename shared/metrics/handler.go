@@ -6,8 +6,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
@@ -111,20 +112,14 @@ func (h *handler) applications(r *http.Request, p apigw.Principal) (int, any, er
 	perApp := len(plan.Keys(ScopeApp("x")))
 	ctx := r.Context()
 	var (
-		wg      sync.WaitGroup
-		d       *access.Decider
-		decErr  error
-		apps    []domain.Application
-		listErr error
+		d    *access.Decider
+		apps []domain.Application
+		g    errgroup.Group
 	)
-	wg.Go(func() { d, decErr = h.dec.Decider(ctx, p) })
-	wg.Go(func() { apps, listErr = h.allApps(ctx, p.AccountID) })
-	wg.Wait()
-	if decErr != nil {
-		return 0, nil, decErr
-	}
-	if listErr != nil {
-		return 0, nil, listErr
+	g.Go(func() (err error) { d, err = h.dec.Decider(ctx, p); return err })
+	g.Go(func() (err error) { apps, err = h.allApps(ctx, p.AccountID); return err })
+	if err := g.Wait(); err != nil {
+		return 0, nil, err
 	}
 	var keys []store.MetricChunkKey
 	n := 0
@@ -185,18 +180,16 @@ func (h *handler) serve(r *http.Request, f Family, scope string, owned func(cont
 		return 0, nil, apigw.BadRequest("%s", err.Error())
 	}
 	var (
-		wg       sync.WaitGroup
-		chunks   map[store.MetricChunkKey]map[string]int64
-		readErr  error
-		ownerErr error
+		g       errgroup.Group // both answers are needed to choose the error
+		chunks  map[store.MetricChunkKey]map[string]int64
+		readErr error
 	)
 	ctx := r.Context()
 	if owned != nil {
-		wg.Go(func() { ownerErr = owned(ctx) })
+		g.Go(func() error { return owned(ctx) })
 	}
-	wg.Go(func() { chunks, readErr = h.st.MetricChunks(ctx, plan.Keys(scope)) })
-	wg.Wait()
-	if ownerErr != nil {
+	g.Go(func() error { chunks, readErr = h.st.MetricChunks(ctx, plan.Keys(scope)); return nil })
+	if ownerErr := g.Wait(); ownerErr != nil {
 		return 0, nil, ownerErr
 	}
 	if readErr != nil {
