@@ -91,9 +91,16 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/applications/{id}/pagecontrols/{pagecontrol_id}", 6, false},
 	{"PATCH", "/v2/applications/{id}/pagecontrols/{pagecontrol_id}", 6, false},
 	{"DELETE", "/v2/applications/{id}/pagecontrols/{pagecontrol_id}", 6, false},
+	{"GET", "/v2/applications/{id}/webcontrols", 18, false},
+	{"GET", "/v2/applications/{id}/webcontrols/{webcontrol_id}", 18, false},
 	{"GET", "/v2/applications/{id}/logs", 8, true},
 	{"POST", "/v2/applications/{id}/logs", 8, true},
 	{"GET", "/v2/applications/{id}/metrics", 7, true},
+	// metric prototypes (per account)
+	{"GET", "/v2/metric-prototypes", 18, false},
+	{"POST", "/v2/metric-prototypes", 18, false},
+	{"GET", "/v2/metric-prototypes/{id}", 18, false},
+	{"DELETE", "/v2/metric-prototypes/{id}", 18, false},
 	// endpoints the access-control rules name
 	{"POST", "/v2/tasks", 6, true},
 	{"GET", "/v2/tasks", 6, false},
@@ -116,12 +123,14 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/users/{id}/group-invitations/{invitation_id}", 5, false},
 	{"PATCH", "/v2/users/{id}/group-invitations/{invitation_id}", 5, false},
 	{"GET", "/v2/users/{id}/roles", 5, false},
+	{"GET", "/v2/users/{id}/roles/{role_id}", 18, false},
 	{"DELETE", "/v2/users/{id}/roles/{role_id}", 5, false},
 	{"GET", "/v2/users/{id}/groups", 5, false},
+	{"GET", "/v2/users/{id}/groups/{group_id}", 18, false},
 	{"DELETE", "/v2/users/{id}/groups/{group_id}", 5, false},
 }
 
 // Delivered says which work items have landed: their endpoints must be
 // routed, the others must not be (a route without its function would be a
 // stub). Each issue that lands adds itself here.
-var Delivered = map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true}
+var Delivered = map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true, 18: true}

@@ -17,7 +17,7 @@ func selfServiceMethods(sub string, member bool) string {
 	case "access-keys":
 		x = m{"GET POST", "GET DELETE"}
 	case "roles", "groups":
-		x = m{"GET", "DELETE"}
+		x = m{"GET", "GET DELETE"}
 	case "authorization":
 		x = m{"GET POST", ""}
 	}
@@ -34,8 +34,8 @@ func selfServiceMethods(sub string, member bool) string {
 //	GET          /v2/users/self/invitations          GET|PATCH  .../invitations/{id}
 //	GET          /v2/users/self/group-invitations    GET|PATCH  .../group-invitations/{id}
 //	GET|POST     /v2/users/self/access-keys          GET|DELETE .../access-keys/{id}
-//	GET          /v2/users/self/roles                DELETE     .../roles/{id}
-//	GET          /v2/users/self/groups               DELETE     .../groups/{id}
+//	GET          /v2/users/self/roles                GET|DELETE .../roles/{id}
+//	GET          /v2/users/self/groups               GET|DELETE .../groups/{id}
 //	GET|POST     /v2/users/self/authorization
 //
 // "self" and the caller's own principal id are interchangeable; an empty

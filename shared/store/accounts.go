@@ -328,9 +328,11 @@ func (s *Store) UpdateAccount(ctx context.Context, prev, next AccountRecord) err
 }
 
 // Leftovers is what keeps an account from being deleted.
-type Leftovers struct{ SubAccounts, Applications, AddressSets, Tests bool }
+type Leftovers struct{ SubAccounts, Applications, AddressSets, Tests, MetricPrototypes bool }
 
-func (l Leftovers) any() bool { return l.SubAccounts || l.Applications || l.AddressSets || l.Tests }
+func (l Leftovers) any() bool {
+	return l.SubAccounts || l.Applications || l.AddressSets || l.Tests || l.MetricPrototypes
+}
 
 func (l Leftovers) String() string {
 	var parts []string
@@ -346,6 +348,9 @@ func (l Leftovers) String() string {
 	if l.Tests {
 		parts = append(parts, "application tests")
 	}
+	if l.MetricPrototypes {
+		parts = append(parts, "metric prototypes")
+	}
 	switch len(parts) {
 	case 0:
 		return "nothing"
@@ -356,8 +361,8 @@ func (l Leftovers) String() string {
 }
 
 // AccountLeftovers tells whether an account still has sub-accounts,
-// applications, address sets or application tests: four Limit-1 GSI
-// queries in parallel.
+// applications, address sets, application tests or metric prototypes:
+// five Limit-1 GSI queries in parallel.
 func (s *Store) AccountLeftovers(ctx context.Context, id string) (Leftovers, error) {
 	var (
 		l    Leftovers
@@ -365,7 +370,8 @@ func (s *Store) AccountLeftovers(ctx context.Context, id string) (Leftovers, err
 		mu   sync.Mutex
 		errs []error
 	)
-	for pk, found := range map[string]*bool{childrenGSI(id): &l.SubAccounts, appsGSI(id): &l.Applications, addressSetsGSI(id): &l.AddressSets, appTestsGSI(id): &l.Tests} {
+	for pk, found := range map[string]*bool{childrenGSI(id): &l.SubAccounts, appsGSI(id): &l.Applications, addressSetsGSI(id): &l.AddressSets, appTestsGSI(id): &l.Tests,
+		metricProtosGSI(id): &l.MetricPrototypes} {
 		wg.Go(func() {
 			items, err := s.query(ctx, "query "+pk, gsiQuery(pk), 1)
 			mu.Lock()
@@ -387,8 +393,8 @@ func (s *Store) AccountLeftovers(ctx context.Context, id string) (Leftovers, err
 //  1. mark the account `deleting` (new sub-accounts, entitlements and edits
 //     are refused from here on) and read it;
 //  2. refuse with a *ConflictError naming what is left if the account has
-//     sub-accounts, applications, address sets or application tests (and
-//     unmark it);
+//     sub-accounts, applications, address sets, application tests or metric
+//     prototypes (and unmark it);
 //  3. delete every access key bound to the account and everything that
 //     exists for it elsewhere: its roles and groups, their grants and
 //     memberships, its invitations and its service users;
