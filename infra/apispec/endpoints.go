@@ -86,13 +86,15 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/applications/{id}/actions/{action_id}", 6, true},
 	{"PATCH", "/v2/applications/{id}/actions/{action_id}", 6, true},
 	{"DELETE", "/v2/applications/{id}/actions/{action_id}", 6, true},
+	// Web controls come before page controls so that the isolation
+	// invariant reads them while the page controls still exist.
+	{"GET", "/v2/applications/{id}/webcontrols", 18, false},
+	{"GET", "/v2/applications/{id}/webcontrols/{webcontrol_id}", 18, false},
 	{"GET", "/v2/applications/{id}/pagecontrols", 6, false},
 	{"POST", "/v2/applications/{id}/pagecontrols", 6, false},
 	{"GET", "/v2/applications/{id}/pagecontrols/{pagecontrol_id}", 6, false},
 	{"PATCH", "/v2/applications/{id}/pagecontrols/{pagecontrol_id}", 6, false},
 	{"DELETE", "/v2/applications/{id}/pagecontrols/{pagecontrol_id}", 6, false},
-	{"GET", "/v2/applications/{id}/webcontrols", 18, false},
-	{"GET", "/v2/applications/{id}/webcontrols/{webcontrol_id}", 18, false},
 	{"GET", "/v2/applications/{id}/logs", 8, true},
 	{"POST", "/v2/applications/{id}/logs", 8, true},
 	{"GET", "/v2/applications/{id}/metrics", 7, true},
