@@ -31,6 +31,7 @@ import (
 	"cads/infra/sam"
 	"cads/infra/testenv"
 	"cads/shared/ddb"
+	"cads/shared/domain"
 	"cads/shared/metrics"
 	"cads/shared/store"
 )
@@ -552,7 +553,7 @@ func TestCostPerEndpoint(t *testing.T) {
 		func(i int) {
 			now := c.p.Deps.Store.Now()
 			lastTask = fmt.Sprintf("scaletask%d", i)
-			tk := store.Task{ID: lastTask, Account: rootID, Type: "start", Target: "/v2/applications/none", State: store.TaskSuccess,
+			tk := domain.Task{ID: lastTask, Account: rootID, Type: "start", Target: "/v2/applications/none", State: domain.TaskSuccess,
 				CreatedBy: "cost", Created: now, Updated: now}
 			if err := c.p.Deps.Store.CreateTask(context.Background(), tk, &store.OutboxMarker{Queue: "TasksQueue", Body: "{}", Due: now.Add(24 * time.Hour)}); err != nil {
 				t.Fatal(err)

@@ -10,8 +10,8 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/ids"
-	"cads/shared/store"
 )
 
 // Entitlement is the wire shape of an entitlement (docs/api.md#entitlements): a quantity
@@ -38,7 +38,7 @@ func entitlementHref(account, id string) string {
 	return accountHref(account) + "/entitlements/" + id
 }
 
-func entitlementOut(e store.Entitlement, now time.Time) Entitlement {
+func entitlementOut(e domain.Entitlement, now time.Time) Entitlement {
 	out := Entitlement{ID: e.ID, Href: entitlementHref(e.Account, e.ID), Account: accountHref(e.Account), Resource: e.Resource,
 		Quantity: e.Quantity, Period: e.Period, UnitPrice: Money(e.UnitPriceCents), Started: e.Started, Expiry: e.Expiry,
 		Active: e.ActiveAt(now), Created: e.Created, Updated: e.Updated}
@@ -54,7 +54,7 @@ const (
 	maxPlanIDLen = 100
 )
 
-var periods = []string{store.PeriodMonth, store.PeriodYear}
+var periods = []string{domain.PeriodMonth, domain.PeriodYear}
 
 type entitlementPost struct {
 	PlanID    *string    `json:"plan_id"`
@@ -88,8 +88,8 @@ func (h *handler) listEntitlements(r *http.Request, p apigw.Principal) (int, any
 	var (
 		wg               sync.WaitGroup
 		d                *access.Decider
-		acct             store.AccountRecord
-		es               []store.Entitlement
+		acct             domain.AccountRecord
+		es               []domain.Entitlement
 		dErr, aErr, lErr error
 	)
 	wg.Go(func() { d, dErr = h.dec.Decider(r.Context(), p) })
@@ -97,7 +97,7 @@ func (h *handler) listEntitlements(r *http.Request, p apigw.Principal) (int, any
 	wg.Go(func() { es, lErr = h.st.ListEntitlements(r.Context(), id) })
 	wg.Wait()
 	if aErr != nil {
-		return 0, nil, store.NotFound(aErr, "no account %s", accountHref(id))
+		return 0, nil, domain.IfNotFound(aErr, "no account %s", accountHref(id))
 	}
 	if err := errors.Join(dErr, lErr); err != nil {
 		return 0, nil, err
@@ -138,12 +138,12 @@ func (h *handler) createEntitlement(r *http.Request, _ apigw.Principal) (int, an
 		return 0, nil, err
 	}
 	now := h.st.Now()
-	e := store.Entitlement{ID: ids.New(), Account: id, Period: store.PeriodMonth, Started: now, Version: 1, Created: now, Updated: now}
+	e := domain.Entitlement{ID: ids.New(), Account: id, Period: domain.PeriodMonth, Started: now, Version: 1, Created: now, Updated: now}
 	if in.Resource == nil {
-		return 0, nil, apigw.BadRequest("resource is required: one of %s", strings.Join(store.ResourceKinds(), ", "))
+		return 0, nil, apigw.BadRequest("resource is required: one of %s", strings.Join(domain.ResourceKinds(), ", "))
 	}
-	if !slices.Contains(store.ResourceKinds(), *in.Resource) {
-		return 0, nil, apigw.BadRequest("resource %q is not a resource kind: use one of %s", *in.Resource, strings.Join(store.ResourceKinds(), ", "))
+	if !slices.Contains(domain.ResourceKinds(), *in.Resource) {
+		return 0, nil, apigw.BadRequest("resource %q is not a resource kind: use one of %s", *in.Resource, strings.Join(domain.ResourceKinds(), ", "))
 	}
 	e.Resource = *in.Resource
 	if in.Quantity == nil {
@@ -158,18 +158,18 @@ func (h *handler) createEntitlement(r *http.Request, _ apigw.Principal) (int, an
 	if err != nil {
 		return 0, nil, err
 	}
-	if len(existing) >= store.MaxEntitlementsPerAccount {
+	if len(existing) >= domain.MaxEntitlementsPerAccount {
 		return 0, nil, apigw.Conflict("account %s already has %d entitlements, the most an account can have; delete or change one", accountHref(id), len(existing))
 	}
 	if err := h.st.CreateEntitlement(r.Context(), e); err != nil {
-		return 0, nil, store.NotFound(err, "no account %s", accountHref(id))
+		return 0, nil, domain.IfNotFound(err, "no account %s", accountHref(id))
 	}
 	return http.StatusOK, entitlementOut(e, now), nil
 }
 
 // applyEntitlement validates the fields of in that are set and applies
 // them to e.
-func applyEntitlement(e store.Entitlement, in entitlementPatch) (store.Entitlement, error) {
+func applyEntitlement(e domain.Entitlement, in entitlementPatch) (domain.Entitlement, error) {
 	if in.Resource {
 		return e, apigw.BadRequest("resource cannot be changed: delete this entitlement and create one for the other resource")
 	}
@@ -233,7 +233,7 @@ func (h *handler) getEntitlement(r *http.Request, _ apigw.Principal) (int, any, 
 	}
 	e, err := h.st.GetEntitlement(r.Context(), id, eid)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no entitlement %s", entitlementHref(id, eid))
+		return 0, nil, domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
 	}
 	return http.StatusOK, entitlementOut(e, h.st.Now()), nil
 }
@@ -252,7 +252,7 @@ func (h *handler) patchEntitlement(r *http.Request, _ apigw.Principal) (int, any
 	}
 	prev, err := h.st.GetEntitlement(r.Context(), id, eid)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no entitlement %s", entitlementHref(id, eid))
+		return 0, nil, domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
 	}
 	next, err := applyEntitlement(prev, in)
 	if err != nil {
@@ -260,7 +260,7 @@ func (h *handler) patchEntitlement(r *http.Request, _ apigw.Principal) (int, any
 	}
 	next.Version, next.Updated = prev.Version+1, h.st.Now()
 	if err := h.st.PutEntitlement(r.Context(), next); err != nil {
-		return 0, nil, store.NotFound(err, "no entitlement %s", entitlementHref(id, eid))
+		return 0, nil, domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
 	}
 	return http.StatusOK, entitlementOut(next, next.Updated), nil
 }
@@ -274,7 +274,7 @@ func (h *handler) deleteEntitlement(r *http.Request, _ apigw.Principal) (int, an
 	}
 	e, err := h.st.DeleteEntitlement(r.Context(), id, eid)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no entitlement %s", entitlementHref(id, eid))
+		return 0, nil, domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
 	}
 	return http.StatusOK, entitlementOut(e, h.st.Now()), nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
+	"cads/shared/domain"
 	"cads/shared/patch"
 	"cads/shared/store"
 	"cads/shared/tasks"
@@ -36,7 +37,7 @@ type Action struct {
 
 func actionHref(app, id string) string { return tasks.AppHref(app) + "/actions/" + id }
 
-func actionOut(a store.Action) Action {
+func actionOut(a domain.Action) Action {
 	return Action{ID: a.ID, Href: actionHref(a.App, a.ID), URL: a.URL, Name: a.Name, HTTPMethod: a.HTTPMethod,
 		Description: a.Description, Certificates: a.Certificates, Created: a.Created, Updated: a.Updated}
 }
@@ -73,7 +74,7 @@ var (
 )
 
 // apply sets f's non-nil fields on a and validates the result.
-func (f actionFields) apply(a *store.Action) error {
+func (f actionFields) apply(a *domain.Action) error {
 	if f.URL != nil {
 		a.URL = *f.URL
 	}
@@ -98,7 +99,7 @@ func (f actionFields) apply(a *store.Action) error {
 	return validateAction(*a)
 }
 
-func validateAction(a store.Action) error {
+func validateAction(a domain.Action) error {
 	if a.URL == "" {
 		return apigw.BadRequest("url is required: the http(s) URL the action calls, like https://ops.example.com/hooks/purge")
 	}
@@ -165,7 +166,7 @@ func (h *handler) listActions(r *http.Request, p apigw.Principal) (int, any, err
 	}
 	acts, err := h.st.ListActions(r.Context(), p.AccountID, app)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no application %q", app)
+		return 0, nil, domain.IfNotFound(err, "no application %q", app)
 	}
 	out := make([]Action, 0, len(acts))
 	for _, a := range acts {
@@ -203,12 +204,12 @@ func (h *handler) createAction(r *http.Request, p apigw.Principal) (int, any, er
 		return 0, nil, apigw.BadRequest("id %q must start with a letter, use a-z, 0-9 and -, not end with -, and have 2 to 63 characters", *in.ID)
 	}
 	now := h.st.Now()
-	a := store.Action{App: app, ID: *in.ID, Version: 1, Created: now, Updated: now}
+	a := domain.Action{App: app, ID: *in.ID, Version: 1, Created: now, Updated: now}
 	if err := in.actionFields.apply(&a); err != nil {
 		return 0, nil, err
 	}
 	if err := h.st.CreateAction(r.Context(), p.AccountID, a); err != nil {
-		return 0, nil, store.NotFound(err, "no application %q", app)
+		return 0, nil, domain.IfNotFound(err, "no application %q", app)
 	}
 	return http.StatusOK, actionOut(a), nil
 }
@@ -224,7 +225,7 @@ func (h *handler) getAction(r *http.Request, p apigw.Principal) (int, any, error
 	}
 	a, err := h.st.GetAction(r.Context(), p.AccountID, app, id)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no action %q in application %s", id, app)
+		return 0, nil, domain.IfNotFound(err, "no action %q in application %s", id, app)
 	}
 	return http.StatusOK, actionOut(a), nil
 }
@@ -248,7 +249,7 @@ func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, err
 	for range maxRetries {
 		cur, err := h.st.GetAction(r.Context(), p.AccountID, app, id)
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no action %q in application %s", id, app)
+			return 0, nil, domain.IfNotFound(err, "no action %q in application %s", id, app)
 		}
 		next, err := patchAction(cur, maps.Clone(body.Fields()))
 		if err != nil {
@@ -260,7 +261,7 @@ func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, err
 			continue
 		}
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no action %q in application %s", id, app)
+			return 0, nil, domain.IfNotFound(err, "no action %q in application %s", id, app)
 		}
 		return http.StatusOK, actionOut(next), nil
 	}
@@ -269,7 +270,7 @@ func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, err
 
 // patchAction applies a merge patch's top-level fields (which it may
 // change) to an action.
-func patchAction(cur store.Action, top map[string]json.RawMessage) (store.Action, error) {
+func patchAction(cur domain.Action, top map[string]json.RawMessage) (domain.Action, error) {
 	shown, _ := json.Marshal(actionOut(cur))
 	var ro map[string]json.RawMessage
 	_ = json.Unmarshal(shown, &ro)
@@ -312,14 +313,14 @@ func (h *handler) deleteAction(r *http.Request, p apigw.Principal) (int, any, er
 	for range maxRetries {
 		cur, err := h.st.GetAction(r.Context(), p.AccountID, app, id)
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no action %q in application %s", id, app)
+			return 0, nil, domain.IfNotFound(err, "no action %q in application %s", id, app)
 		}
 		err = h.st.DeleteAction(r.Context(), p.AccountID, app, id, cur.Version)
 		if errors.Is(err, store.ErrVersionConflict) {
 			continue
 		}
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no action %q in application %s", id, app)
+			return 0, nil, domain.IfNotFound(err, "no action %q in application %s", id, app)
 		}
 		return http.StatusOK, actionOut(cur), nil
 	}

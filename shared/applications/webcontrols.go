@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/store"
 	"cads/shared/tasks"
 )
@@ -47,7 +48,7 @@ func webControlHref(app string, id int) string {
 	return tasks.AppHref(app) + "/webcontrols/" + strconv.Itoa(id)
 }
 
-func webControlOne(pc store.PageControl) (WebControl, error) {
+func webControlOne(pc domain.PageControl) (WebControl, error) {
 	conds, err := conditionList(pc.Conditions)
 	if err != nil {
 		return WebControl{}, fmt.Errorf("page control %d of %s: %w", pc.ID, pc.App, err)
@@ -60,7 +61,7 @@ func webControlOne(pc store.PageControl) (WebControl, error) {
 	return out, nil
 }
 
-func webControlOut(v store.PageControlVersions, history bool) (WebControl, error) {
+func webControlOut(v domain.PageControlVersions, history bool) (WebControl, error) {
 	out, err := webControlOne(v.Current)
 	if err != nil || !history {
 		return out, err
@@ -241,23 +242,23 @@ func (h *handler) listWebControls(r *http.Request, p apigw.Principal) (int, any,
 	if err != nil {
 		return 0, nil, err
 	}
-	list, err := apigw.List(r, page, apigw.Lister[store.PageControlVersions, json.RawMessage]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.PageControlVersions, json.RawMessage]{
 		Name: "webcontrols", Indexed: "id", ValidPosition: store.ValidPageControlPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.PageControlVersions, []string, bool, error) {
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.PageControlVersions, []string, bool, error) {
 			vs, pos, more, err := h.st.PagePageControls(ctx, p.AccountID, app, after, desc, n, attrs["history"])
-			return vs, pos, more, store.NotFound(err, "no application %q", app)
+			return vs, pos, more, domain.IfNotFound(err, "no application %q", app)
 		},
 		// Only what the caller may GET (docs/api.md#collection-reads).
-		Allow: func(ctx context.Context) (func(store.PageControlVersions) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.PageControlVersions) bool, error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {
 				return nil, err
 			}
-			return func(v store.PageControlVersions) bool {
+			return func(v domain.PageControlVersions) bool {
 				return d.Allows(http.MethodGet, webControlHref(app, v.Current.ID))
 			}, nil
 		},
-		Out: func(v store.PageControlVersions) (json.RawMessage, error) {
+		Out: func(v domain.PageControlVersions) (json.RawMessage, error) {
 			w, err := webControlOut(v, attrs["history"])
 			if err != nil {
 				return nil, err
@@ -287,7 +288,7 @@ func (h *handler) getWebControl(r *http.Request, p apigw.Principal) (int, any, e
 	}
 	v, err := h.st.GetPageControl(r.Context(), p.AccountID, app, id)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no web control %d in application %s", id, app)
+		return 0, nil, domain.IfNotFound(err, "no web control %d in application %s", id, app)
 	}
 	w, err := webControlOut(v, attrs["history"])
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 )
@@ -31,7 +32,7 @@ func (h *handler) whoIs(r *http.Request, p apigw.Principal) (who, error) {
 	}
 	u, err := h.st.GetPrincipal(r.Context(), id)
 	if err != nil {
-		return who{}, store.NotFound(err, "no user %q", id)
+		return who{}, domain.IfNotFound(err, "no user %q", id)
 	}
 	return who{id: u.ID, email: u.Email}, nil
 }
@@ -81,7 +82,7 @@ func (h *handler) getInbox(k kind) endpoint {
 		}
 		inv, err := h.st.InboxInvitation(r.Context(), w.email, k.name, id)
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no %s %q for %s", singular(k), id, w.email)
+			return 0, nil, domain.IfNotFound(err, "no %s %q for %s", singular(k), id, w.email)
 		}
 		return http.StatusOK, invitationOut(inv), nil
 	}
@@ -107,24 +108,24 @@ func (h *handler) answerInvitation(k kind) endpoint {
 		if err := apigw.DecodeJSON(r, &in); err != nil {
 			return 0, nil, err
 		}
-		if in.State == nil || (*in.State != store.InvitationAccepted && *in.State != store.InvitationDeclined) {
+		if in.State == nil || (*in.State != domain.InvitationAccepted && *in.State != domain.InvitationDeclined) {
 			return 0, nil, apigw.BadRequest("state is required: \"accepted\" or \"declined\"")
 		}
 		ctx := r.Context()
 		inv, err := h.st.InboxInvitation(ctx, w.email, k.name, id)
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no %s %q for %s", singular(k), id, w.email)
+			return 0, nil, domain.IfNotFound(err, "no %s %q for %s", singular(k), id, w.email)
 		}
 		want := *in.State
 		switch {
-		case inv.State == want && (want == store.InvitationDeclined || inv.Principal == p.ID):
+		case inv.State == want && (want == domain.InvitationDeclined || inv.Principal == p.ID):
 			return http.StatusOK, invitationOut(inv), nil
-		case inv.State == store.InvitationAccepted:
+		case inv.State == domain.InvitationAccepted:
 			return 0, nil, apigw.Conflict("the invitation was accepted already; to give up what it granted, DELETE /v2/users/self/%ss/%s", k.target, inv.Target)
-		case inv.State == store.InvitationDeclined:
+		case inv.State == domain.InvitationDeclined:
 			return 0, nil, apigw.Conflict("the invitation was declined already; ask for a new one")
 		}
-		if want == store.InvitationDeclined {
+		if want == domain.InvitationDeclined {
 			inv, err = h.st.DeclineInvitation(ctx, inv.Ref())
 		} else {
 			inv, err = h.st.AcceptInvitation(ctx, inv, p.ID)
@@ -134,7 +135,7 @@ func (h *handler) answerInvitation(k kind) endpoint {
 			return 0, nil, apigw.Conflict("the invitation was answered or revoked meanwhile")
 		case errors.Is(err, store.ErrAlreadyHeld):
 			return 0, nil, apigw.Conflict("you hold %s %s already", k.target, targetHref(k, inv.AccountID, inv.Target))
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, domain.ErrNotFound):
 			return 0, nil, apigw.Conflict("%s %s no longer exists", k.target, targetHref(k, inv.AccountID, inv.Target))
 		case err != nil:
 			return 0, nil, err
@@ -145,12 +146,12 @@ func (h *handler) answerInvitation(k kind) endpoint {
 
 // heldGrants returns w's grants of the wanted kind (direct role grants, or
 // group memberships) and the roles and groups of the accounts they name.
-func (h *handler) heldGrants(r *http.Request, w who, groups bool) ([]store.Grant, []store.Role, []store.Group, error) {
+func (h *handler) heldGrants(r *http.Request, w who, groups bool) ([]domain.Grant, []domain.Role, []domain.Group, error) {
 	all, err := h.st.Grants(r.Context(), w.id)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var grants []store.Grant
+	var grants []domain.Grant
 	var accounts []string
 	seen := map[string]bool{}
 	for _, g := range all {
@@ -288,13 +289,13 @@ func (h *handler) getHeld(r *http.Request, p apigw.Principal, group bool) (int, 
 	if group {
 		g, err := h.st.GetGroup(ctx, account, id)
 		if err != nil {
-			return 0, nil, store.NotFound(err, "%s holds no %s %q", userHref(w.id), what, id)
+			return 0, nil, domain.IfNotFound(err, "%s holds no %s %q", userHref(w.id), what, id)
 		}
 		return http.StatusOK, groupOut(g), nil
 	}
 	role, err := h.st.GetRole(ctx, account, id)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "%s holds no %s %q", userHref(w.id), what, id)
+		return 0, nil, domain.IfNotFound(err, "%s holds no %s %q", userHref(w.id), what, id)
 	}
 	return http.StatusOK, roleOut(role), nil
 }
@@ -333,7 +334,7 @@ func (h *handler) leave(r *http.Request, p apigw.Principal, group bool) (int, an
 		return 0, nil, err
 	}
 	// Ids are unique across accounts, so the id alone names the grant.
-	var g store.Grant
+	var g domain.Grant
 	for _, x := range grants {
 		if x.RoleID == id && !group && x.Group == "" || x.Group == id && group {
 			g = x
@@ -344,10 +345,10 @@ func (h *handler) leave(r *http.Request, p apigw.Principal, group bool) (int, an
 	}
 	// Delete the grant and read the one role or group to echo back, in
 	// parallel (the answer does not depend on the delete).
-	via, _ := store.ParseInvitationHref(g.Via)
+	via, _ := domain.ParseInvitationHref(g.Via)
 	var (
-		role   store.Role
-		grp    store.Group
+		role   domain.Role
+		grp    domain.Group
 		delErr error
 	)
 	err = parallel(
@@ -361,7 +362,7 @@ func (h *handler) leave(r *http.Request, p apigw.Principal, group bool) (int, an
 			return ignoreNotFound(err)
 		})
 	if delErr != nil {
-		return 0, nil, store.NotFound(delErr, "you hold no %s %q", what, id)
+		return 0, nil, domain.IfNotFound(delErr, "you hold no %s %q", what, id)
 	}
 	if err != nil {
 		return 0, nil, err

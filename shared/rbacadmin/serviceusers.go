@@ -7,6 +7,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/identity"
 	"cads/shared/ids"
 	"cads/shared/store"
@@ -77,23 +78,23 @@ func (h *handler) createServiceUser(r *http.Request, _ apigw.Principal) (int, an
 	}
 	account, err := h.st.GetAccount(r.Context(), acct)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no account %s", acct)
+		return 0, nil, domain.IfNotFound(err, "no account %s", acct)
 	}
 	now := h.st.Now()
-	u := store.ServiceUser{ID: ids.New(), Kind: store.KindServiceUser, Account: acct, Created: now, Updated: now}
-	u.Email = store.ServiceUserEmail(acct, u.ID)
+	u := domain.ServiceUser{ID: ids.New(), Kind: domain.KindServiceUser, Account: acct, Created: now, Updated: now}
+	u.Email = domain.ServiceUserEmail(acct, u.ID)
 	if in.Name != nil {
 		u.Name = *in.Name
 	}
 	if in.Description != nil {
 		u.Description = *in.Description
 	}
-	k := store.AccessKey{ID: ids.New(), PrincipalID: u.ID, Type: "bearer", Durability: store.DurabilityPersistent,
+	k := domain.AccessKey{ID: ids.New(), PrincipalID: u.ID, Type: "bearer", Durability: domain.DurabilityPersistent,
 		Account: acct, AccountAncestors: account.Ancestors, Created: now}
 	secret := access.NewSecret(u.ID, k.ID)
 	k.SecretHash = access.HashSecret(secret)
 	if err := h.st.CreateServiceUser(r.Context(), u, k); err != nil {
-		return 0, nil, store.NotFound(err, "no account %s", acct)
+		return 0, nil, domain.IfNotFound(err, "no account %s", acct)
 	}
 	out := serviceUserOut(u, nil, now)
 	out.AccessKeys = []any{identity.AccessKeySecret{AccessKey: keyOut(k), SecretKey: secret}}
@@ -109,18 +110,18 @@ func (h *handler) listServiceUsers(r *http.Request, p apigw.Principal) (int, any
 	if err != nil {
 		return 0, nil, err
 	}
-	var users []store.ServiceUser
+	var users []domain.ServiceUser
 	a, err := h.account(r, p, acct, func() (err error) { users, err = h.st.ListServiceUsers(r.Context(), acct); return err })
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no account %s", acct)
+		return 0, nil, domain.IfNotFound(err, "no account %s", acct)
 	}
-	var shown []store.ServiceUser
+	var shown []domain.ServiceUser
 	for _, u := range users {
 		if a.visible(serviceUserHref(u.Account, u.ID)) {
 			shown = append(shown, u)
 		}
 	}
-	apigw.Sort(shown, page.Order, func(x store.ServiceUser, field string) any {
+	apigw.Sort(shown, page.Order, func(x domain.ServiceUser, field string) any {
 		switch field {
 		case "name":
 			return x.Name
@@ -128,10 +129,10 @@ func (h *handler) listServiceUsers(r *http.Request, p apigw.Principal) (int, any
 			return x.Updated
 		}
 		return x.Created
-	}, func(x store.ServiceUser) string { return x.ID }, apigw.OrderKey{Field: "created"})
+	}, func(x domain.ServiceUser) string { return x.ID }, apigw.OrderKey{Field: "created"})
 	shown = apigw.Window(shown, page)
 	// The page's keys, all at once.
-	keys := make([][]store.AccessKey, len(shown))
+	keys := make([][]domain.AccessKey, len(shown))
 	fns := make([]func() error, len(shown))
 	for i, u := range shown {
 		fns[i] = func() (err error) { keys[i], err = h.st.ListKeys(r.Context(), u.ID); return err }
@@ -153,15 +154,15 @@ func (h *handler) getServiceUser(r *http.Request, _ apigw.Principal) (int, any, 
 		return 0, nil, err
 	}
 	var (
-		u    store.ServiceUser
-		keys []store.AccessKey
+		u    domain.ServiceUser
+		keys []domain.AccessKey
 	)
 	err = parallel(
 		func() (err error) { u, err = h.st.GetServiceUser(r.Context(), acct, id); return err },
 		func() (err error) { keys, err = h.st.ListKeys(r.Context(), id); return err },
 	)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no service user %q in account %s", id, acct)
+		return 0, nil, domain.IfNotFound(err, "no service user %q in account %s", id, acct)
 	}
 	return http.StatusOK, serviceUserOut(u, keys, h.st.Now()), nil
 }
@@ -182,8 +183,8 @@ func (h *handler) patchServiceUser(r *http.Request, _ apigw.Principal) (int, any
 		return 0, nil, err
 	}
 	var (
-		u    store.ServiceUser
-		keys []store.AccessKey
+		u    domain.ServiceUser
+		keys []domain.AccessKey
 	)
 	err = parallel(
 		func() (err error) {
@@ -193,7 +194,7 @@ func (h *handler) patchServiceUser(r *http.Request, _ apigw.Principal) (int, any
 		func() (err error) { keys, err = h.st.ListKeys(r.Context(), id); return err },
 	)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no service user %q in account %s", id, acct)
+		return 0, nil, domain.IfNotFound(err, "no service user %q in account %s", id, acct)
 	}
 	return http.StatusOK, serviceUserOut(u, keys, h.st.Now()), nil
 }
@@ -208,7 +209,7 @@ func (h *handler) deleteServiceUser(r *http.Request, _ apigw.Principal) (int, an
 	u, err := h.st.DeleteServiceUser(r.Context(), acct, id)
 	var ce *store.CleanupError
 	if err != nil && !errors.As(err, &ce) {
-		return 0, nil, store.NotFound(err, "no service user %q in account %s", id, acct)
+		return 0, nil, domain.IfNotFound(err, "no service user %q in account %s", id, acct)
 	}
 	return http.StatusOK, serviceUserOut(u, nil, h.st.Now()), err
 }

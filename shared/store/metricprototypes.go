@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -11,25 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
-
-// MetricPrototype is the definition of a custom metric, kept per account:
-// which log type it reads, the expression computing its value, an optional
-// filter and grouping. Prototypes are written whole and never changed.
-type MetricPrototype struct {
-	ID               string    `dynamodbav:"id"`
-	Account          string    `dynamodbav:"account"`
-	DefaultName      string    `dynamodbav:"default_name"`
-	Display          string    `dynamodbav:"display"`
-	Description      string    `dynamodbav:"description,omitempty"`
-	Expression       string    `dynamodbav:"expression"`
-	Filter           *string   `dynamodbav:"filter,omitempty"`
-	GroupBy          string    `dynamodbav:"group_by,omitempty"`
-	LogType          string    `dynamodbav:"log_type"`
-	DefaultFrequency int       `dynamodbav:"default_frequency"`
-	CreatedBy        string    `dynamodbav:"created_by,omitempty"`
-	Created          time.Time `dynamodbav:"created"`
-}
 
 const (
 	skMetricProto = "METRICPROTO"
@@ -40,14 +22,14 @@ const (
 
 func metricProtoPK(id string) string        { return "METRICPROTO#" + id }
 func metricProtosGSI(account string) string { return "METRICPROTOS#" + account }
-func metricProtoKey(p MetricPrototype) keyAttrs {
+func metricProtoKey(p domain.MetricPrototype) keyAttrs {
 	return keyAttrs{PK: metricProtoPK(p.ID), SK: skMetricProto, GSI1PK: metricProtosGSI(p.Account),
 		GSI1SK: metricProtosGSISKPrefix + createdPosition(p.Created, p.ID), Entity: "metric_prototype"}
 }
 
 // CreateMetricPrototype writes a new prototype of p.Account, which must
-// exist and not be being deleted (a *ConflictError otherwise).
-func (s *Store) CreateMetricPrototype(ctx context.Context, p MetricPrototype) error {
+// exist and not be being deleted (a conflict otherwise).
+func (s *Store) CreateMetricPrototype(ctx context.Context, p domain.MetricPrototype) error {
 	put, err := s.put(metricProtoKey(p), p)
 	if err != nil {
 		return err
@@ -59,22 +41,22 @@ func (s *Store) CreateMetricPrototype(ctx context.Context, p MetricPrototype) er
 	}}})
 	switch {
 	case txConditionFailedAt(err, 0):
-		return &ConflictError{Msg: fmt.Sprintf("a metric prototype with id %q already exists", p.ID)}
+		return conflict(fmt.Sprintf("a metric prototype with id %q already exists", p.ID))
 	case txConditionFailedAt(err, 1):
-		return &ConflictError{Msg: "account " + p.Account + " is being deleted or no longer exists"}
+		return conflict("account " + p.Account + " is being deleted or no longer exists")
 	}
 	return err
 }
 
 // GetMetricPrototype reads a prototype of account; one of another account
-// is ErrNotFound, exactly like a missing one.
-func (s *Store) GetMetricPrototype(ctx context.Context, account, id string) (MetricPrototype, error) {
-	var p MetricPrototype
+// is domain.ErrNotFound, exactly like a missing one.
+func (s *Store) GetMetricPrototype(ctx context.Context, account, id string) (domain.MetricPrototype, error) {
+	var p domain.MetricPrototype
 	if err := s.getItem(ctx, "get metric prototype", metricProtoPK(id), skMetricProto, &p); err != nil {
-		return MetricPrototype{}, err
+		return domain.MetricPrototype{}, err
 	}
 	if p.Account != account {
-		return MetricPrototype{}, ErrNotFound
+		return domain.MetricPrototype{}, domain.ErrNotFound
 	}
 	return p, nil
 }
@@ -82,19 +64,19 @@ func (s *Store) GetMetricPrototype(ctx context.Context, account, id string) (Met
 // PageMetricPrototypes reads at most n prototypes of account after
 // position after in creation order (desc: newest first), with their
 // positions and whether more may follow: one Query of n items.
-func (s *Store) PageMetricPrototypes(ctx context.Context, account, after string, desc bool, n int) ([]MetricPrototype, []string, bool, error) {
+func (s *Store) PageMetricPrototypes(ctx context.Context, account, after string, desc bool, n int) ([]domain.MetricPrototype, []string, bool, error) {
 	items, pos, more, err := s.page(ctx, gsiPage{op: "list metric prototypes", pk: metricProtosGSI(account), skPrefix: metricProtosGSISKPrefix,
 		tableKey: func(id string) (string, string) { return metricProtoPK(id), skMetricProto }}, after, desc, n)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	ps, err := unmarshalAll[MetricPrototype](items)
+	ps, err := unmarshalAll[domain.MetricPrototype](items)
 	return ps, pos, more, err
 }
 
 // DeleteMetricPrototype deletes a prototype of account in one conditional
-// delete and returns it as it was; one of another account is ErrNotFound.
-func (s *Store) DeleteMetricPrototype(ctx context.Context, account, id string) (MetricPrototype, error) {
+// delete and returns it as it was; one of another account is domain.ErrNotFound.
+func (s *Store) DeleteMetricPrototype(ctx context.Context, account, id string) (domain.MetricPrototype, error) {
 	res, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       key(metricProtoPK(id), skMetricProto),
@@ -103,14 +85,14 @@ func (s *Store) DeleteMetricPrototype(ctx context.Context, account, id string) (
 		ReturnValues:              types.ReturnValueAllOld,
 	})
 	if ddb.IsConditionFailed(err) {
-		return MetricPrototype{}, ErrNotFound
+		return domain.MetricPrototype{}, domain.ErrNotFound
 	}
 	if err != nil {
-		return MetricPrototype{}, wrap("delete metric prototype", err)
+		return domain.MetricPrototype{}, wrap("delete metric prototype", err)
 	}
-	var p MetricPrototype
+	var p domain.MetricPrototype
 	if err := attributevalue.UnmarshalMap(res.Attributes, &p); err != nil {
-		return MetricPrototype{}, fmt.Errorf("delete metric prototype: unmarshal: %w", err)
+		return domain.MetricPrototype{}, fmt.Errorf("delete metric prototype: unmarshal: %w", err)
 	}
 	return p, nil
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"cads/shared/store"
+	"cads/shared/domain"
 )
 
 func TestMetricPrototypesBelongToTheirAccount(t *testing.T) {
@@ -21,40 +21,40 @@ func TestMetricPrototypesBelongToTheirAccount(t *testing.T) {
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	filter := "elapsed > 100"
-	p := store.MetricPrototype{ID: "p1", Account: "a1", DefaultName: "slow", Display: "slow", Expression: "count()", Filter: &filter,
+	p := domain.MetricPrototype{ID: "p1", Account: "a1", DefaultName: "slow", Display: "slow", Expression: "count()", Filter: &filter,
 		LogType: "proxy-logs", DefaultFrequency: 60, CreatedBy: "/v2/users/u1", Created: now}
 	if err := st.CreateMetricPrototype(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	var c *store.ConflictError
-	if err := st.CreateMetricPrototype(ctx, p); !errors.As(err, &c) {
+	var c *domain.Error
+	if err := st.CreateMetricPrototype(ctx, p); !errors.As(err, &c) || c.Code != domain.Conflict {
 		t.Errorf("same id again: %v, want a conflict", err)
 	}
 	orphan := p
 	orphan.ID, orphan.Account = "p2", "nosuchaccount"
-	if err := st.CreateMetricPrototype(ctx, orphan); !errors.As(err, &c) || !strings.Contains(c.Msg, "no longer exists") {
+	if err := st.CreateMetricPrototype(ctx, orphan); !errors.As(err, &c) || c.Code != domain.Conflict || !strings.Contains(c.Message, "no longer exists") {
 		t.Errorf("in a missing account: %v, want a conflict", err)
 	}
 	got, err := st.GetMetricPrototype(ctx, "a1", "p1")
 	if err != nil || got.Filter == nil || *got.Filter != filter || got.Expression != "count()" || !got.Created.Equal(now) {
 		t.Fatalf("get: %+v %v", got, err)
 	}
-	if _, err := st.GetMetricPrototype(ctx, "root", "p1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetMetricPrototype(ctx, "root", "p1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("another account's: %v, want ErrNotFound", err)
 	}
-	if _, err := st.DeleteMetricPrototype(ctx, "root", "p1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.DeleteMetricPrototype(ctx, "root", "p1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("delete from another account: %v, want ErrNotFound", err)
 	}
 
 	// The account cannot be deleted while it has one.
-	if _, err := st.DeleteAccount(ctx, "a1"); !errors.As(err, &c) || !strings.Contains(c.Msg, "metric prototypes") {
+	if _, err := st.DeleteAccount(ctx, "a1"); !errors.As(err, &c) || c.Code != domain.Conflict || !strings.Contains(c.Message, "metric prototypes") {
 		t.Errorf("delete the account: %v, want a conflict naming metric prototypes", err)
 	}
 	del, err := st.DeleteMetricPrototype(ctx, "a1", "p1")
 	if err != nil || del.ID != "p1" || del.DefaultName != "slow" {
 		t.Fatalf("delete: %+v %v", del, err)
 	}
-	if _, err := st.GetMetricPrototype(ctx, "a1", "p1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetMetricPrototype(ctx, "a1", "p1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("after delete: %v", err)
 	}
 	if _, err := st.DeleteAccount(ctx, "a1"); err != nil {
@@ -68,7 +68,7 @@ func TestPageMetricPrototypesInCreationOrder(t *testing.T) {
 	rootAccount(t, st)
 	base := time.Now().UTC().Truncate(time.Millisecond)
 	for i := range 5 {
-		p := store.MetricPrototype{ID: fmt.Sprintf("p%d", i), Account: "root", DefaultName: "m", Display: "m", Expression: "count()",
+		p := domain.MetricPrototype{ID: fmt.Sprintf("p%d", i), Account: "root", DefaultName: "m", Display: "m", Expression: "count()",
 			LogType: "pageviews", DefaultFrequency: 60, Created: base.Add(time.Duration(i) * time.Second)}
 		if err := st.CreateMetricPrototype(ctx, p); err != nil {
 			t.Fatal(err)

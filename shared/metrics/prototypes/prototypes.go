@@ -21,6 +21,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/logs"
 	"cads/shared/store"
@@ -29,10 +30,10 @@ import (
 // Store is what the metric prototype endpoints read and write.
 type Store interface {
 	Now() time.Time
-	CreateMetricPrototype(ctx context.Context, p store.MetricPrototype) error
-	GetMetricPrototype(ctx context.Context, account, id string) (store.MetricPrototype, error)
-	PageMetricPrototypes(ctx context.Context, account, after string, desc bool, n int) ([]store.MetricPrototype, []string, bool, error)
-	DeleteMetricPrototype(ctx context.Context, account, id string) (store.MetricPrototype, error)
+	CreateMetricPrototype(ctx context.Context, p domain.MetricPrototype) error
+	GetMetricPrototype(ctx context.Context, account, id string) (domain.MetricPrototype, error)
+	PageMetricPrototypes(ctx context.Context, account, after string, desc bool, n int) ([]domain.MetricPrototype, []string, bool, error)
+	DeleteMetricPrototype(ctx context.Context, account, id string) (domain.MetricPrototype, error)
 }
 
 // Deciders makes second decisions with the authorizer's engine (a listing
@@ -85,7 +86,7 @@ type Prototype struct {
 	CreatedBy string `json:"created_by,omitempty"`
 }
 
-func out(p store.MetricPrototype) Prototype {
+func out(p domain.MetricPrototype) Prototype {
 	return Prototype{ID: p.ID, Href: Href(p.ID), DefaultName: p.DefaultName, Display: p.Display, Description: p.Description,
 		Expression: p.Expression, Filter: p.Filter, GroupBy: p.GroupBy, LogType: p.LogType, DefaultFrequency: p.DefaultFrequency,
 		Created: p.Created, CreatedBy: p.CreatedBy}
@@ -124,8 +125,8 @@ func logTypeNames() string { return "cdn-logs, csp-reports, pageviews or proxy-l
 
 // build validates a POST body into the stored form (without id, account
 // and creation fields).
-func (in post) build() (store.MetricPrototype, error) {
-	var p store.MetricPrototype
+func (in post) build() (domain.MetricPrototype, error) {
+	var p domain.MetricPrototype
 	if in.DefaultName == nil {
 		return p, apigw.BadRequest("default_name is required: 1 to %d characters of a-z, 0-9, - and _", MaxName)
 	}
@@ -226,19 +227,19 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	list, err := apigw.List(r, page, apigw.Lister[store.MetricPrototype, Prototype]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.MetricPrototype, Prototype]{
 		Name: "metric-prototypes", Indexed: "created", ValidPosition: store.ValidPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.MetricPrototype, []string, bool, error) {
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.MetricPrototype, []string, bool, error) {
 			return h.st.PageMetricPrototypes(ctx, p.AccountID, after, desc, n)
 		},
-		Allow: func(ctx context.Context) (func(store.MetricPrototype) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.MetricPrototype) bool, error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {
 				return nil, err
 			}
-			return func(x store.MetricPrototype) bool { return d.Allows(http.MethodGet, Href(x.ID)) }, nil
+			return func(x domain.MetricPrototype) bool { return d.Allows(http.MethodGet, Href(x.ID)) }, nil
 		},
-		Out: func(x store.MetricPrototype) (Prototype, error) { return out(x), nil },
+		Out: func(x domain.MetricPrototype) (Prototype, error) { return out(x), nil },
 		Sort: func(ps []Prototype, order []apigw.OrderKey) {
 			apigw.Sort(ps, order, func(x Prototype, field string) any {
 				switch field {
@@ -288,7 +289,7 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 	}
 	x, err := h.st.GetMetricPrototype(r.Context(), p.AccountID, id)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no metric prototype %q", id)
+		return 0, nil, domain.IfNotFound(err, "no metric prototype %q", id)
 	}
 	return http.StatusOK, out(x), nil
 }
@@ -299,7 +300,7 @@ func (h *handler) delete(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, err
 	}
 	x, err := h.st.DeleteMetricPrototype(r.Context(), p.AccountID, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return 0, nil, apigw.NotFound("no metric prototype %q", id)
 	}
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 	"cads/shared/wire"
@@ -123,7 +124,7 @@ func TestMetricPrototypes(t *testing.T) {
 	}
 
 	// Another account's principal sees none of them, and deletes none.
-	other := apigw.Principal{ID: ids.New(), Kind: store.KindUser, AccountID: "elsewhere", KeyID: "k"}
+	other := apigw.Principal{ID: ids.New(), Kind: domain.KindUser, AccountID: "elsewhere", KeyID: "k"}
 	if r := e.call(other, "GET", "/v2/metric-prototypes/"+id, nil, ""); r.Status != 404 {
 		t.Errorf("another account's GET: %d %s", r.Status, r.Raw)
 	}
@@ -155,15 +156,15 @@ func (e *env) user(account string, perms ...authz.Permission) apigw.Principal {
 	e.t.Helper()
 	ctx := context.Background()
 	id := ids.New()
-	if err := e.st.CreatePrincipal(ctx, store.Principal{ID: id, Kind: store.KindUser, Email: id + "@example.com"}); err != nil {
+	if err := e.st.CreatePrincipal(ctx, domain.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com"}); err != nil {
 		e.t.Fatal(err)
 	}
-	role := store.Role{AccountID: account, ID: ids.New(), Name: "custom " + id, Permissions: perms, Version: 1}
+	role := domain.Role{AccountID: account, ID: ids.New(), Name: "custom " + id, Permissions: perms, Version: 1}
 	if err := e.st.CreateRole(ctx, role); err != nil {
 		e.t.Fatal(err)
 	}
-	if err := e.st.PutGrant(ctx, store.Grant{PrincipalID: id, AccountID: account, RoleID: role.ID, Via: "test"}); err != nil {
+	if err := e.st.PutGrant(ctx, domain.Grant{PrincipalID: id, AccountID: account, RoleID: role.ID, Via: "test"}); err != nil {
 		e.t.Fatal(err)
 	}
-	return apigw.Principal{ID: id, Kind: store.KindUser, AccountID: account, KeyID: "k"}
+	return apigw.Principal{ID: id, Kind: domain.KindUser, AccountID: account, KeyID: "k"}
 }
