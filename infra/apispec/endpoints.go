@@ -130,6 +130,8 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/users/{id}/groups", 5, false},
 	{"GET", "/v2/users/{id}/groups/{group_id}", 18, false},
 	{"DELETE", "/v2/users/{id}/groups/{group_id}", 5, false},
+	// the API's own description (docs/api.md#api-description)
+	{"GET", "/v2/openapi.json", 18, false},
 }
 
 // Delivered says which work items have landed: their endpoints must be
