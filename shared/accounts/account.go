@@ -23,13 +23,14 @@ import (
 
 // Account is the wire shape of an account. Field names follow the
 // reference document (name, keyword, owner, log_retention, href); parent
-// is read-only and null for the root, so clients can draw the tree.
+// is read-only and null for the root, so clients can draw the tree; owner
+// is absent when there is none (a string when present, never null).
 type Account struct {
 	ID           string         `json:"id"`
 	Href         string         `json:"href"`
 	Name         string         `json:"name"`
 	Keyword      string         `json:"keyword"`
-	Owner        *string        `json:"owner"`
+	Owner        *string        `json:"owner,omitempty"`
 	LogRetention []LogRetention `json:"log_retention"`
 	Parent       *string        `json:"parent"`
 	Created      time.Time      `json:"created"`

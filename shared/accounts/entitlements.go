@@ -17,13 +17,14 @@ import (
 // Entitlement is the wire shape of an entitlement (docs/api.md#entitlements): a quantity
 // of one resource kind allocated to the account, charged unit_price x
 // quantity per period while active (from started, until expiry if set).
-// plan_id and started are the reference document's fields.
+// plan_id and started are the reference document's fields; an entitlement
+// made from them alone records a plan: no resource, quantity 0.
 type Entitlement struct {
 	ID        string     `json:"id"`
 	Href      string     `json:"href"`
 	Account   string     `json:"account"`
-	PlanID    *string    `json:"plan_id"`
-	Resource  string     `json:"resource"`
+	PlanID    *string    `json:"plan_id,omitempty"`
+	Resource  string     `json:"resource,omitempty"`
 	Quantity  int        `json:"quantity"`
 	Period    string     `json:"period"`
 	UnitPrice Money      `json:"unit_price"`
@@ -57,7 +58,7 @@ const (
 var periods = []string{domain.PeriodMonth, domain.PeriodYear}
 
 type entitlementPost struct {
-	PlanID    *string    `json:"plan_id"`
+	PlanID    *string    `json:"plan_id,omitempty"`
 	Resource  *string    `json:"resource"`
 	Quantity  *int       `json:"quantity"`
 	Period    *string    `json:"period"`
@@ -139,15 +140,23 @@ func (h *handler) createEntitlement(r *http.Request, _ apigw.Principal) (int, an
 	}
 	now := h.st.Now()
 	e := domain.Entitlement{ID: ids.New(), Account: id, Period: domain.PeriodMonth, Started: now, Version: 1, Created: now, Updated: now}
-	if in.Resource == nil {
-		return 0, nil, apigw.BadRequest("resource is required: one of %s", strings.Join(domain.ResourceKinds(), ", "))
-	}
-	if !slices.Contains(domain.ResourceKinds(), *in.Resource) {
+	switch {
+	case in.Resource == nil && in.PlanID != nil:
+		// A plan entitlement (the reference document's EntitlementPost:
+		// plan_id and started): it records the plan and allocates no
+		// resource, so it meters and charges nothing (docs/api.md#entitlements).
+		if in.Quantity != nil {
+			return 0, nil, apigw.BadRequest("quantity needs resource: an entitlement without resource records a plan and allocates nothing")
+		}
+	case in.Resource == nil:
+		return 0, nil, apigw.BadRequest("resource is required: one of %s (or plan_id alone, to record a plan)", strings.Join(domain.ResourceKinds(), ", "))
+	case !slices.Contains(domain.ResourceKinds(), *in.Resource):
 		return 0, nil, apigw.BadRequest("resource %q is not a resource kind: use one of %s", *in.Resource, strings.Join(domain.ResourceKinds(), ", "))
-	}
-	e.Resource = *in.Resource
-	if in.Quantity == nil {
-		return 0, nil, apigw.BadRequest("quantity is required: how many %s the account may have (application_tests: run per period)", e.Resource)
+	default:
+		e.Resource = *in.Resource
+		if in.Quantity == nil {
+			return 0, nil, apigw.BadRequest("quantity is required: how many %s the account may have (application_tests: run per period)", e.Resource)
+		}
 	}
 	patch := entitlementPatch{Quantity: in.Quantity, Period: in.Period, UnitPrice: in.UnitPrice, Started: in.Started,
 		PlanID: optional[string]{Set: in.PlanID != nil, Value: in.PlanID}, Expiry: optional[time.Time]{Set: in.Expiry != nil, Value: in.Expiry}}
@@ -184,6 +193,9 @@ func applyEntitlement(e domain.Entitlement, in entitlementPatch) (domain.Entitle
 		}
 	}
 	if in.Quantity != nil {
+		if e.Resource == "" && *in.Quantity != 0 {
+			return e, apigw.BadRequest("quantity needs resource: this entitlement records a plan and allocates nothing")
+		}
 		if *in.Quantity < 0 || *in.Quantity > maxQuantity {
 			return e, apigw.BadRequest("quantity must be an integer from 0 to %d", maxQuantity)
 		}

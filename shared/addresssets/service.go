@@ -152,7 +152,7 @@ func (s *Service) write(ctx context.Context, account, id string, create *domain.
 func (s *Service) plan(ctx context.Context, account, id string, cur *store.AddressSetState, sp spec, now time.Time, actor Actor) (store.AddressSetWrite, store.AddressSetState, *time.Time, error) {
 	var w store.AddressSetWrite
 	set := domain.AddressSet{ID: id, Account: account, Name: sp.Name, Description: sp.Description, Type: sp.Type,
-		Inclusions: sp.Inclusions, Version: 1, Created: now, Updated: now, CreatedBy: string(actor)}
+		Inclusions: sp.Inclusions, Domains: sp.Domains, Version: 1, Created: now, Updated: now, CreatedBy: string(actor)}
 	var entries []domain.AddressEntry
 	if cur == nil {
 		w.Create = true
@@ -321,7 +321,8 @@ func (s *Service) checkInclusions(ctx context.Context, account, id string, added
 // unchanged reports whether a write would change nothing of the set.
 func unchanged(cur domain.AddressSet, w store.AddressSetWrite) bool {
 	return len(w.PutEntries)+len(w.DeleteEntries)+len(w.AddInclusions)+len(w.RemoveInclusions) == 0 &&
-		w.Set.Name == cur.Name && w.Set.Description == cur.Description && slices.Equal(w.Set.Inclusions, cur.Inclusions)
+		w.Set.Name == cur.Name && w.Set.Description == cur.Description && slices.Equal(w.Set.Inclusions, cur.Inclusions) &&
+		slices.Equal(w.Set.Domains, cur.Domains)
 }
 
 func minus(a, b []string) []string {
@@ -764,7 +765,7 @@ func (s *Service) addDynamic(ctx context.Context, set string, recs []metrics.Add
 // liveSpec is a set's current state as a desired state (no change).
 func liveSpec(cur *store.AddressSetState, now time.Time) spec {
 	sp := spec{Name: cur.Set.Name, Description: cur.Set.Description, Type: cur.Set.Type, Inclusions: cur.Set.Inclusions,
-		Entries: map[netip.Prefix]desired{}}
+		Domains: cur.Set.Domains, Entries: map[netip.Prefix]desired{}}
 	for _, e := range visible(cur.Entries, now) {
 		if p, err := netip.ParsePrefix(e.Prefix); err == nil {
 			sp.Entries[p] = desired{address: e.Address, description: e.Description, expiry: e.Expiry}

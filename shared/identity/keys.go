@@ -183,6 +183,9 @@ func (h *handler) deleteKey(r *http.Request, p apigw.Principal) (int, any, error
 // ---------------------------------------------------------------- self authorization
 
 func (h *handler) getAuthorization(r *http.Request, p apigw.Principal) (int, any, error) {
+	if err := ownID(r, p); err != nil {
+		return 0, nil, err
+	}
 	q := r.URL.Query()
 	method, path := q.Get("method"), q.Get("path")
 	if (method == "") != (path == "") {
@@ -255,6 +258,9 @@ type switchPost struct {
 // switchAccount returns a session key authenticated into another account
 // (docs/api.md#switching-accounts).
 func (h *handler) switchAccount(r *http.Request, p apigw.Principal) (int, any, error) {
+	if err := ownID(r, p); err != nil {
+		return 0, nil, err
+	}
 	var in switchPost
 	if err := apigw.DecodeJSON(r, &in); err != nil {
 		return 0, nil, err

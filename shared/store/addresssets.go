@@ -290,7 +290,7 @@ func addrTxError(err error) error {
 // addrSetUpdate rewrites the set's own attributes (never includers) if
 // the set is still at the version the write started from.
 func (s *Store) addrSetUpdate(a domain.AddressSet) *types.Update {
-	names := map[string]string{"#n": "name", "#t": "type", "#d": "description", "#i": "inclusions",
+	names := map[string]string{"#n": "name", "#t": "type", "#d": "description", "#i": "inclusions", "#dom": "domains",
 		"#ver": "version", "#cnt": "entry_count", "#upd": "updated", "#acct": "account"}
 	values := map[string]types.AttributeValue{
 		":n": avStr(a.Name), ":t": avStr(a.Type), ":v": avNum(int64(a.Version)), ":prev": avNum(int64(a.Version - 1)),
@@ -313,6 +313,16 @@ func (s *Store) addrSetUpdate(a domain.AddressSet) *types.Update {
 		values[":i"] = &types.AttributeValueMemberL{Value: l}
 	} else {
 		remove = append(remove, "#i")
+	}
+	if len(a.Domains) > 0 {
+		l := make([]types.AttributeValue, len(a.Domains))
+		for i, d := range a.Domains {
+			l[i] = avStr(d)
+		}
+		set = append(set, "#dom = :dom")
+		values[":dom"] = &types.AttributeValueMemberL{Value: l}
+	} else {
+		remove = append(remove, "#dom")
 	}
 	expr := "SET " + strings.Join(set, ", ")
 	if len(remove) > 0 {

@@ -247,7 +247,7 @@ func TestCreateTaskValidation(t *testing.T) {
 		{`{"type":"start","target":{"href":"` + target + `","x":1}}`, 400, "target must be"},
 		{`{"type":"start","target":"` + target + `","extra":1}`, 400, "unknown field"},
 		{body("start", target, `{"now":true}`), 400, "takes no parameters"},
-		{body("enter_maintenance", target, `{"maximum_duration":60}`), 400, "not supported"},
+		{body("enter_maintenance", target, `{"maximum_duration":0}`), 400, "maximum_duration must be a whole number of seconds from 1"},
 		{body("enter_maintenance", target, `{"other":1}`), 400, "unknown field"},
 		{body("run-action", target, ``), 400, "parameters is required"},
 		{body("run-action", target, `{}`), 400, "parameters.id is required"},
