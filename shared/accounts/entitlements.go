@@ -1,12 +1,12 @@
 package accounts
 
 import (
-	"errors"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
@@ -87,20 +87,20 @@ func (h *handler) listEntitlements(r *http.Request, p apigw.Principal) (int, any
 		return 0, nil, err
 	}
 	var (
-		wg               sync.WaitGroup
-		d                *access.Decider
-		acct             domain.AccountRecord
-		es               []domain.Entitlement
-		dErr, aErr, lErr error
+		g    errgroup.Group // the account's error comes first
+		d    *access.Decider
+		acct domain.AccountRecord
+		es   []domain.Entitlement
+		aErr error
 	)
-	wg.Go(func() { d, dErr = h.dec.Decider(r.Context(), p) })
-	wg.Go(func() { acct, aErr = h.st.GetAccountRecord(r.Context(), id) })
-	wg.Go(func() { es, lErr = h.st.ListEntitlements(r.Context(), id) })
-	wg.Wait()
+	g.Go(func() (err error) { d, err = h.dec.Decider(r.Context(), p); return err })
+	g.Go(func() error { acct, aErr = h.st.GetAccountRecord(r.Context(), id); return nil })
+	g.Go(func() (err error) { es, err = h.st.ListEntitlements(r.Context(), id); return err })
+	err = g.Wait()
 	if aErr != nil {
 		return 0, nil, domain.IfNotFound(aErr, "no account %s", accountHref(id))
 	}
-	if err := errors.Join(dErr, lErr); err != nil {
+	if err != nil {
 		return 0, nil, err
 	}
 	now := h.st.Now()

@@ -11,9 +11,10 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/apigw"
 	"cads/shared/domain"
@@ -73,14 +74,13 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, apigw.BadRequest("%s", err.Error())
 	}
 	var (
-		f          filled
-		fErr, oErr error
-		wg         sync.WaitGroup
+		f    filled
+		fErr error
+		g    errgroup.Group // both answers are needed to choose the error
 	)
-	wg.Go(func() { oErr = h.owned(ctx, p, app) })
-	wg.Go(func() { f, fErr = q.filledHours(ctx, h.st, app) })
-	wg.Wait()
-	if oErr != nil {
+	g.Go(func() error { return h.owned(ctx, p, app) })
+	g.Go(func() error { f, fErr = q.filledHours(ctx, h.st, app); return nil })
+	if oErr := g.Wait(); oErr != nil {
 		return 0, nil, oErr
 	}
 	if fErr != nil {

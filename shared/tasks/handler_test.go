@@ -14,6 +14,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/clock"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
@@ -26,6 +27,7 @@ type api struct {
 	t    *testing.T
 	d    testenv.Dynamo
 	st   *store.Store
+	clk  *clock.Shifted // the function's clock (wire.Deps.Clock)
 	h    apigw.ProxyHandler
 	root string
 	op   apigw.Principal
@@ -43,9 +45,10 @@ type resp struct {
 func newAPI(t *testing.T) *api {
 	t.Helper()
 	d := testenv.NewDynamo(t)
-	deps := wire.New(quiet, d.Client, d.Table)
+	clk := &clock.Shifted{}
+	deps := wire.NewClocked(quiet, d.Client, d.Table, clk.Now)
 	res, op := testenv.Bootstrap(t, deps.Store)
-	return &api{t: t, d: d, st: deps.Store, h: taskswire.Handler(deps), root: res.RootAccount, op: op}
+	return &api{t: t, d: d, st: deps.Store, clk: clk, h: taskswire.Handler(deps), root: res.RootAccount, op: op}
 }
 
 func call(t *testing.T, h apigw.ProxyHandler, p apigw.Principal, method, path, ctype, body string) resp {
@@ -291,7 +294,7 @@ func TestReadTasks(t *testing.T) {
 			t.Fatalf("%d %s", r.Status, r.Raw)
 		}
 		made = append(made, r.Body["id"].(string))
-		time.Sleep(2 * time.Millisecond)
+		a.clk.Advance(2 * time.Millisecond) // distinct creation times, as stored (ms)
 	}
 	var list []tasks.Task
 	r := a.do(a.op, "GET", "/v2/tasks", "")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/applications/appconfig"
 	"cads/shared/domain"
@@ -75,24 +76,26 @@ func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 	var (
 		mu   sync.Mutex
 		resp events.SQSEventResponse
-		wg   sync.WaitGroup
+		g    errgroup.Group // each record's outcome is in resp; the batch size bounds the fan-out
 	)
-	wg.Go(func() {
+	g.Go(func() error {
 		// Sweep logs what it re-sent; only its failure is reported here.
 		if _, err := w.sweep.Sweep(ctx); err != nil {
 			w.log.WarnContext(ctx, "outbox sweep failed", "error", err.Error())
 		}
+		return nil
 	})
 	for _, rec := range ev.Records {
-		wg.Go(func() {
+		g.Go(func() error {
 			if w.Process(ctx, rec.Body) == Retry {
 				mu.Lock()
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 				mu.Unlock()
 			}
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return resp, nil
 }
 
