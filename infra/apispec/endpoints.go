@@ -86,6 +86,10 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/applications/{id}/actions/{action_id}", 6, true},
 	{"PATCH", "/v2/applications/{id}/actions/{action_id}", 6, true},
 	{"DELETE", "/v2/applications/{id}/actions/{action_id}", 6, true},
+	// Web controls come before page controls so that the isolation
+	// invariant reads them while the page controls still exist.
+	{"GET", "/v2/applications/{id}/webcontrols", 18, false},
+	{"GET", "/v2/applications/{id}/webcontrols/{webcontrol_id}", 18, false},
 	{"GET", "/v2/applications/{id}/pagecontrols", 6, false},
 	{"POST", "/v2/applications/{id}/pagecontrols", 6, false},
 	{"GET", "/v2/applications/{id}/pagecontrols/{pagecontrol_id}", 6, false},
@@ -99,6 +103,11 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/archived-logs", 18, true},
 	{"GET", "/v2/archived-logs/applications/{id}/{log_type}", 18, true},
 	{"DELETE", "/v2/archived-logs/applications/{id}/{log_type}", 18, true},
+	// metric prototypes (per account)
+	{"GET", "/v2/metric-prototypes", 18, false},
+	{"POST", "/v2/metric-prototypes", 18, false},
+	{"GET", "/v2/metric-prototypes/{id}", 18, false},
+	{"DELETE", "/v2/metric-prototypes/{id}", 18, false},
 	// endpoints the access-control rules name
 	{"POST", "/v2/tasks", 6, true},
 	{"GET", "/v2/tasks", 6, false},
@@ -126,8 +135,10 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/users/{id}/group-invitations/{invitation_id}", 5, false},
 	{"PATCH", "/v2/users/{id}/group-invitations/{invitation_id}", 5, false},
 	{"GET", "/v2/users/{id}/roles", 5, false},
+	{"GET", "/v2/users/{id}/roles/{role_id}", 18, false},
 	{"DELETE", "/v2/users/{id}/roles/{role_id}", 5, false},
 	{"GET", "/v2/users/{id}/groups", 5, false},
+	{"GET", "/v2/users/{id}/groups/{group_id}", 18, false},
 	{"DELETE", "/v2/users/{id}/groups/{group_id}", 5, false},
 	// the API's own description (docs/api.md#api-description)
 	{"GET", "/v2/openapi.json", 18, false},
