@@ -98,6 +98,11 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/applications/{id}/logs", 8, true},
 	{"POST", "/v2/applications/{id}/logs", 8, true},
 	{"GET", "/v2/applications/{id}/metrics", 7, true},
+	{"GET", "/v2/applications/metrics", 18, true},
+	{"GET", "/v2/log-schemas", 18, true},
+	{"GET", "/v2/archived-logs", 18, true},
+	{"GET", "/v2/archived-logs/applications/{id}/{log_type}", 18, true},
+	{"DELETE", "/v2/archived-logs/applications/{id}/{log_type}", 18, true},
 	// metric prototypes (per account)
 	{"GET", "/v2/metric-prototypes", 18, false},
 	{"POST", "/v2/metric-prototypes", 18, false},
@@ -107,6 +112,7 @@ var Endpoints = []Endpoint{
 	{"POST", "/v2/tasks", 6, true},
 	{"GET", "/v2/tasks", 6, false},
 	{"GET", "/v2/tasks/{id}", 6, false},
+	{"GET", "/v2/tasks/{id}/logs", 18, true},
 	{"GET", "/v2/users/self/authorization", 3, true},
 	// identities, keys, self-service (docs/api.md#identity-and-authentication)
 	{"POST", "/v2/users/self/authorization", 3, false},
