@@ -86,6 +86,10 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/applications/{id}/actions/{action_id}", 6, true},
 	{"PATCH", "/v2/applications/{id}/actions/{action_id}", 6, true},
 	{"DELETE", "/v2/applications/{id}/actions/{action_id}", 6, true},
+	// Web controls come before page controls so that the isolation
+	// invariant reads them while the page controls still exist.
+	{"GET", "/v2/applications/{id}/webcontrols", 18, false},
+	{"GET", "/v2/applications/{id}/webcontrols/{webcontrol_id}", 18, false},
 	{"GET", "/v2/applications/{id}/pagecontrols", 6, false},
 	{"POST", "/v2/applications/{id}/pagecontrols", 6, false},
 	{"GET", "/v2/applications/{id}/pagecontrols/{pagecontrol_id}", 6, false},
@@ -94,13 +98,28 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/applications/{id}/logs", 8, true},
 	{"POST", "/v2/applications/{id}/logs", 8, true},
 	{"GET", "/v2/applications/{id}/metrics", 7, true},
+	{"GET", "/v2/applications/metrics", 18, true},
+	{"GET", "/v2/log-schemas", 18, true},
+	{"GET", "/v2/archived-logs", 18, true},
+	{"GET", "/v2/archived-logs/applications/{id}/{log_type}", 18, true},
+	{"DELETE", "/v2/archived-logs/applications/{id}/{log_type}", 18, true},
+	// metric prototypes (per account)
+	{"GET", "/v2/metric-prototypes", 18, false},
+	{"POST", "/v2/metric-prototypes", 18, false},
+	{"GET", "/v2/metric-prototypes/{id}", 18, false},
+	{"DELETE", "/v2/metric-prototypes/{id}", 18, false},
 	// endpoints the access-control rules name
 	{"POST", "/v2/tasks", 6, true},
 	{"GET", "/v2/tasks", 6, false},
 	{"GET", "/v2/tasks/{id}", 6, false},
+	{"GET", "/v2/tasks/{id}/logs", 18, true},
 	{"GET", "/v2/users/self/authorization", 3, true},
 	// identities, keys, self-service (docs/api.md#identity-and-authentication)
 	{"POST", "/v2/users/self/authorization", 3, false},
+	// the same with the caller's own id for self (issue 18: the published
+	// path is /users/{id}/authorization)
+	{"GET", "/v2/users/{id}/authorization", 18, true},
+	{"POST", "/v2/users/{id}/authorization", 18, true},
 	{"GET", "/v2/users", 3, false},
 	{"POST", "/v2/users", 3, false},
 	{"GET", "/v2/users/{id}", 3, false},
@@ -116,12 +135,16 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/users/{id}/group-invitations/{invitation_id}", 5, false},
 	{"PATCH", "/v2/users/{id}/group-invitations/{invitation_id}", 5, false},
 	{"GET", "/v2/users/{id}/roles", 5, false},
+	{"GET", "/v2/users/{id}/roles/{role_id}", 18, false},
 	{"DELETE", "/v2/users/{id}/roles/{role_id}", 5, false},
 	{"GET", "/v2/users/{id}/groups", 5, false},
+	{"GET", "/v2/users/{id}/groups/{group_id}", 18, false},
 	{"DELETE", "/v2/users/{id}/groups/{group_id}", 5, false},
+	// the API's own description (docs/api.md#api-description)
+	{"GET", "/v2/openapi.json", 18, false},
 }
 
 // Delivered says which work items have landed: their endpoints must be
 // routed, the others must not be (a route without its function would be a
 // stub). Each issue that lands adds itself here.
-var Delivered = map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true}
+var Delivered = map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true, 18: true}

@@ -21,7 +21,6 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -29,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"golang.org/x/sync/errgroup"
 
 	"cads/infra/gateway"
 	"cads/infra/localaws"
@@ -67,6 +67,10 @@ type Options struct {
 	// WrapAPI, when set, wraps every API function's handler (tests make
 	// one slow, say). It gets the function's logical id.
 	WrapAPI func(function string, h gateway.ProxyHandler) gateway.ProxyHandler
+	// WrapHTTP, when set, wraps the whole API as served on APIAddr: the
+	// tests' harness checks every response against the API's OpenAPI
+	// document there (infra/local/localtest).
+	WrapHTTP func(http.Handler) http.Handler
 }
 
 // Platform is a running local platform.
@@ -84,7 +88,6 @@ type Platform struct {
 	// scheduler, then the servers they use.
 	stopAPI, stopSources, stopSchedules func(context.Context) error
 	stopServers                         []func(context.Context) error
-	wg                                  sync.WaitGroup
 }
 
 // Start brings the platform up and returns once it serves.
@@ -222,7 +225,11 @@ func (p *Platform) start(ctx context.Context, o Options) error {
 	if err := p.startSchedules(ctx, tpl, log, o.Clock); err != nil {
 		return err
 	}
-	return p.serve(o.APIAddr, gw, log)
+	var h http.Handler = gw
+	if o.WrapHTTP != nil {
+		h = o.WrapHTTP(h)
+	}
+	return p.serve(o.APIAddr, h, log)
 }
 
 // as runs one invocation of function id with its logical ID on the context
@@ -342,8 +349,8 @@ func (p *Platform) startSources(ctx context.Context, t *sam.Template, log *slog.
 	}
 	sort.Strings(ids)
 	srcCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var sources sync.WaitGroup
-	p.stopSources = func(context.Context) error { cancel(); sources.Wait(); return nil }
+	var sources errgroup.Group // a source that stops is logged; stopSources waits for all
+	p.stopSources = func(context.Context) error { cancel(); _ = sources.Wait(); return nil }
 	for _, id := range ids {
 		fn := t.Functions[id]
 		for _, ev := range fn.Events {
@@ -372,13 +379,12 @@ func (p *Platform) startSources(ctx context.Context, t *sam.Template, log *slog.
 				Timeout: time.Duration(fn.Timeout) * time.Second, Handler: func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 					return as(ctx, id, func(ctx context.Context) (events.SQSEventResponse, error) { return h(ctx, ev) })
 				}, Logger: log.With("function", id)}
-			sources.Add(1)
-			go func() {
-				defer sources.Done()
+			sources.Go(func() error {
 				if err := src.Run(srcCtx); err != nil {
 					log.Error("sqs event source stopped", "function", id, "error", err.Error())
 				}
-			}()
+				return nil
+			})
 		}
 	}
 	return nil
@@ -456,14 +462,14 @@ func (p *Platform) serve(addr string, h http.Handler, log *slog.Logger) error {
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	p.URL = "http://" + ln.Addr().String()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
+	var g errgroup.Group // a server that stops is logged; stopAPI waits for it
+	g.Go(func() error {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("API server stopped", "error", err.Error())
 		}
-	}()
-	p.stopAPI = func(ctx context.Context) error { err := srv.Shutdown(ctx); p.wg.Wait(); return err }
+		return nil
+	})
+	p.stopAPI = func(ctx context.Context) error { err := srv.Shutdown(ctx); _ = g.Wait(); return err }
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/text/unicode/norm"
 
 	"cads/shared/access"
@@ -23,13 +24,14 @@ import (
 
 // Account is the wire shape of an account. Field names follow the
 // reference document (name, keyword, owner, log_retention, href); parent
-// is read-only and null for the root, so clients can draw the tree.
+// is read-only and null for the root, so clients can draw the tree; owner
+// is absent when there is none (a string when present, never null).
 type Account struct {
 	ID           string         `json:"id"`
 	Href         string         `json:"href"`
 	Name         string         `json:"name"`
 	Keyword      string         `json:"keyword"`
-	Owner        *string        `json:"owner"`
+	Owner        *string        `json:"owner,omitempty"`
 	LogRetention []LogRetention `json:"log_retention"`
 	Parent       *string        `json:"parent"`
 	Created      time.Time      `json:"created"`
@@ -87,15 +89,13 @@ func (h *handler) listAccounts(r *http.Request, p apigw.Principal) (int, any, er
 		return 0, nil, err
 	}
 	var (
-		wg         sync.WaitGroup
-		cands      []domain.AccountRecord
-		d          *access.Decider
-		cErr, dErr error
+		cands []domain.AccountRecord
+		d     *access.Decider
 	)
-	wg.Go(func() { cands, cErr = h.candidates(r.Context(), p) })
-	wg.Go(func() { d, dErr = h.dec.Decider(r.Context(), p) })
-	wg.Wait()
-	if err := errors.Join(cErr, dErr); err != nil {
+	g, gctx := errgroup.WithContext(r.Context())
+	g.Go(func() (err error) { cands, err = h.candidates(gctx, p); return err })
+	g.Go(func() (err error) { d, err = h.dec.Decider(gctx, p); return err })
+	if err := g.Wait(); err != nil {
 		return 0, nil, err
 	}
 	out := make([]Account, 0, len(cands))
@@ -164,26 +164,24 @@ func (h *handler) candidates(ctx context.Context, p apigw.Principal) ([]domain.A
 // children reads the sub-accounts of every parent, in parallel.
 func (h *handler) children(ctx context.Context, parents []string, max int) ([]domain.AccountRecord, error) {
 	var (
-		mu   sync.Mutex
-		wg   sync.WaitGroup
-		out  []domain.AccountRecord
-		errs []error
-		sem  = make(chan struct{}, childQueriesInFlight)
+		mu  sync.Mutex
+		out []domain.AccountRecord
 	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(childQueriesInFlight)
 	for _, id := range parents {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			cs, err := h.st.ChildAccounts(ctx, id, max)
+		g.Go(func() error {
+			cs, err := h.st.ChildAccounts(gctx, id, max)
 			mu.Lock()
 			defer mu.Unlock()
-			out, errs = append(out, cs...), append(errs, err)
+			out = append(out, cs...)
+			return err
 		})
 	}
-	wg.Wait()
+	err := g.Wait()
 	// Parallel answers arrive in any order; keep the result stable.
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, errors.Join(errs...)
+	return out, err
 }
 
 func sortAccounts(as []Account, order []apigw.OrderKey) {
@@ -259,16 +257,15 @@ func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, e
 		}
 	}
 	var (
-		wg           sync.WaitGroup
-		parent       domain.AccountRecord
-		pErr, ownErr error
+		g      errgroup.Group // both answers are needed to choose the error
+		parent domain.AccountRecord
+		pErr   error
 	)
-	wg.Go(func() { parent, pErr = h.st.GetAccountRecord(r.Context(), p.AccountID) })
+	g.Go(func() error { parent, pErr = h.st.GetAccountRecord(r.Context(), p.AccountID); return nil })
 	if in.Owner != nil {
-		wg.Go(func() { a.Owner, ownErr = h.owner(r.Context(), *in.Owner) })
+		g.Go(func() (err error) { a.Owner, err = h.owner(r.Context(), *in.Owner); return err })
 	}
-	wg.Wait()
-	if ownErr != nil {
+	if ownErr := g.Wait(); ownErr != nil {
 		return 0, nil, ownErr
 	}
 	if errors.Is(pErr, domain.ErrNotFound) || pErr == nil && parent.Deleting != nil {
@@ -436,15 +433,15 @@ func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, er
 		}
 	}
 	var (
-		wg           sync.WaitGroup
-		prev         domain.AccountRecord
-		gErr, ownErr error
+		g    errgroup.Group // both answers are needed to choose the error
+		prev domain.AccountRecord
+		gErr error
 	)
-	wg.Go(func() { prev, gErr = h.st.GetAccountRecord(r.Context(), id) })
+	g.Go(func() error { prev, gErr = h.st.GetAccountRecord(r.Context(), id); return nil })
 	if in.Owner.Set && in.Owner.Value != nil {
-		wg.Go(func() { owner, ownErr = h.owner(r.Context(), *in.Owner.Value) })
+		g.Go(func() (err error) { owner, err = h.owner(r.Context(), *in.Owner.Value); return err })
 	}
-	wg.Wait()
+	ownErr := g.Wait()
 	if gErr != nil {
 		return 0, nil, domain.IfNotFound(gErr, "no account %s", accountHref(id))
 	}

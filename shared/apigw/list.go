@@ -9,7 +9,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // ReadBudget is how many members one collection request may examine
@@ -127,9 +128,9 @@ func List[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collection, er
 	var (
 		allow    func(T) bool
 		allowErr error
-		wg       sync.WaitGroup
+		g        errgroup.Group // the read's error comes first
 	)
-	wg.Go(func() { allow, allowErr = l.Allow(ctx) })
+	g.Go(func() error { allow, allowErr = l.Allow(ctx); return nil })
 
 	want := c.Skip + page.Limit + 1 // one more tells whether a next page exists
 	var (
@@ -150,7 +151,7 @@ func List[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collection, er
 		)
 		items, ps, more, readErr = l.Read(ctx, pos, desc, n)
 		if examined == 0 {
-			wg.Wait()
+			_ = g.Wait()
 		}
 		if readErr != nil || allowErr != nil {
 			break
@@ -169,7 +170,7 @@ func List[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collection, er
 			more = false
 		}
 	}
-	wg.Wait()
+	_ = g.Wait()
 	if readErr != nil || allowErr != nil {
 		return nil, firstErr(readErr, allowErr)
 	}
@@ -221,11 +222,11 @@ func listSorted[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collecti
 	var (
 		allow    func(T) bool
 		allowErr error
-		wg       sync.WaitGroup
+		g        errgroup.Group // the read's error comes first
 	)
-	wg.Go(func() { allow, allowErr = l.Allow(ctx) })
+	g.Go(func() error { allow, allowErr = l.Allow(ctx); return nil })
 	items, _, _, err := l.Read(ctx, "", false, ReadBudget+1)
-	wg.Wait()
+	_ = g.Wait()
 	if err != nil || allowErr != nil {
 		return nil, firstErr(err, allowErr)
 	}

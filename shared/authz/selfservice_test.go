@@ -17,15 +17,20 @@ func TestSelfService(t *testing.T) {
 		{"GET", "/v2/users/self/access-keys/k1"},
 		{"DELETE", "/v2/users/self/access-keys/k1"},
 		{"GET", "/v2/users/self/roles"},
+		{"GET", "/v2/users/self/roles/r1"},
 		{"DELETE", "/v2/users/self/roles/r1"},
 		{"GET", "/v2/users/self/groups"},
+		{"GET", "/v2/users/self/groups/g1"},
 		{"DELETE", "/v2/users/self/groups/g1"},
+		{"GET", "/v2/users/u1/roles/r1"},
 		{"GET", "/v2/users/self/authorization"},
 		{"POST", "/v2/users/self/authorization"},
 		// the caller's own id is interchangeable with self
 		{"GET", "/v2/users/u1"},
 		{"DELETE", "/v2/users/u1/access-keys/k1"},
 		{"POST", "/v2/users/u1/authorization"},
+		// the API description, with or without a principal
+		{"GET", "/v2/openapi.json"},
 	}
 	for _, c := range allowed {
 		if !SelfService(c[0], c[1], me) {
@@ -39,8 +44,10 @@ func TestSelfService(t *testing.T) {
 		{"DELETE", "/v2/users/self/invitations/i1"},
 		{"PATCH", "/v2/users/self/access-keys/k1"},
 		{"POST", "/v2/users/self/roles"},
-		{"GET", "/v2/users/self/roles/r1"},
+		{"PATCH", "/v2/users/self/roles/r1"},
+		{"GET", "/v2/users/self/roles/r1/x"},
 		{"PATCH", "/v2/users/self/groups/g1"},
+		{"GET", "/v2/users/u2/roles/r1"}, // somebody else's held role
 		{"DELETE", "/v2/users/self/authorization"},
 		{"GET", "/v2/users/self/authorization/x"},
 		{"GET", "/v2/users/self/access-keys/k1/x"},
@@ -57,6 +64,10 @@ func TestSelfService(t *testing.T) {
 		{"GET", "/v2/users/self/invitations/."}, // not canonical
 		{"GET", "/v1/users/self"},
 		{"GET", "/v2/users/selfish"},
+		{"POST", "/v2/openapi.json"},
+		{"GET", "/v2/openapi.json/x"},
+		{"GET", "/v2/openapi.yaml"},
+		{"GET", "/v2/openapi.json/"}, // not canonical
 	}
 	for _, c := range refused {
 		if SelfService(c[0], c[1], me) {

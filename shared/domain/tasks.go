@@ -35,10 +35,47 @@ type Task struct {
 	LeaseOwner string `dynamodbav:"lease_owner,omitempty"`
 	LeaseUntil int64  `dynamodbav:"lease_until,omitempty"`
 	LastError  string `dynamodbav:"last_error,omitempty"`
+	// A scheduled task: it is not claimed before NotBefore (epoch
+	// milliseconds, a number so that the claim's condition compares it),
+	// and Ends is the enter_maintenance task whose maintenance it ends (an
+	// exit_maintenance made by maximum_duration).
+	NotBefore int64  `dynamodbav:"not_before,omitempty"`
+	Ends      string `dynamodbav:"ends,omitempty"`
+	// Log is the task's progress, oldest first: one line when it is
+	// submitted and one per claim, release and finish, each appended by
+	// the write that makes the step (no item or round trip of its own),
+	// so it is bounded by the attempts (MaxAttempts in shared/tasks).
+	Log []TaskLogLine `dynamodbav:"log,omitempty"`
+}
+
+// Severities and activities of task log lines (the reference document's
+// event severities).
+const (
+	SeverityInfo    = "info"
+	SeverityWarning = "warning"
+	SeveritySevere  = "severe"
+
+	ActivitySubmit = "submit"
+	ActivityClaim  = "claim"
+	ActivityRetry  = "retry"
+	ActivityFinish = "finish"
+)
+
+// TaskLogLine is one line of a task's log. Process is the lease owner:
+// the worker invocation that wrote it ("" for the submission).
+type TaskLogLine struct {
+	Created  time.Time `dynamodbav:"t"`
+	Severity string    `dynamodbav:"s"`
+	Activity string    `dynamodbav:"a"`
+	Message  string    `dynamodbav:"m"`
+	Process  string    `dynamodbav:"p,omitempty"`
 }
 
 // Finished reports whether the task reached success or failed.
 func (t Task) Finished() bool { return t.State == TaskSuccess || t.State == TaskFailed }
+
+// Due reports whether t may run at now (it is not scheduled for later).
+func (t Task) Due(now time.Time) bool { return t.NotBefore == 0 || now.UnixMilli() >= t.NotBefore }
 
 // CertificateAuthority is an account's private CA, which signs origin
 // certificates. Its key is stored in the table (docs/tasks.md: production

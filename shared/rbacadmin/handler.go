@@ -15,8 +15,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
@@ -123,8 +124,10 @@ func New(st Store, dec Deciders, queue *outbox.Queue, log *slog.Logger) http.Han
 	route("DELETE /v2/accounts/{id}/service-users/{service_user_id}", h.deleteServiceUser)
 
 	route("GET /v2/users/{id}/roles", h.listHeldRoles)
+	route("GET /v2/users/{id}/roles/{role_id}", h.getHeldRole)
 	route("DELETE /v2/users/{id}/roles/{role_id}", h.leaveRole)
 	route("GET /v2/users/{id}/groups", h.listHeldGroups)
+	route("GET /v2/users/{id}/groups/{group_id}", h.getHeldGroup)
 	route("DELETE /v2/users/{id}/groups/{group_id}", h.leaveGroup)
 	return mux
 }
@@ -166,15 +169,16 @@ func (a inAccount) visible(href string) bool {
 }
 
 // parallel runs fns at once and returns their errors joined: reads that do
-// not depend on each other cost one round trip of wall time.
+// not depend on each other cost one round trip of wall time. Every fn runs
+// to its end (none is cut short by another's failure): the caller maps the
+// joined errors to one answer, such as a 404 whatever else failed.
 func parallel(fns ...func() error) error {
 	errs := make([]error, len(fns))
-	var wg sync.WaitGroup
+	var g errgroup.Group
 	for i, fn := range fns {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = fn() }()
+		g.Go(func() error { errs[i] = fn(); return nil })
 	}
-	wg.Wait()
+	_ = g.Wait() // every fn returned nil; their errors are in errs
 	return errors.Join(errs...)
 }
 

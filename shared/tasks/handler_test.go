@@ -14,6 +14,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/clock"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
@@ -26,6 +27,7 @@ type api struct {
 	t    *testing.T
 	d    testenv.Dynamo
 	st   *store.Store
+	clk  *clock.Shifted // the function's clock (wire.Deps.Clock)
 	h    apigw.ProxyHandler
 	root string
 	op   apigw.Principal
@@ -43,9 +45,10 @@ type resp struct {
 func newAPI(t *testing.T) *api {
 	t.Helper()
 	d := testenv.NewDynamo(t)
-	deps := wire.New(quiet, d.Client, d.Table)
+	clk := &clock.Shifted{}
+	deps := wire.NewClocked(quiet, d.Client, d.Table, clk.Now)
 	res, op := testenv.Bootstrap(t, deps.Store)
-	return &api{t: t, d: d, st: deps.Store, h: taskswire.Handler(deps), root: res.RootAccount, op: op}
+	return &api{t: t, d: d, st: deps.Store, clk: clk, h: taskswire.Handler(deps), root: res.RootAccount, op: op}
 }
 
 func call(t *testing.T, h apigw.ProxyHandler, p apigw.Principal, method, path, ctype, body string) resp {
@@ -169,10 +172,14 @@ func TestTaskPermissionTable(t *testing.T) {
 		tasks.TypeRunAction:                 `{"id":"ping"}`,
 		tasks.TypeGenerateOriginCertificate: `{"key":` + string(keyJSON) + `}`,
 		tasks.TypeInvalidateCache:           `{"tags":["css"]}`,
+		tasks.TypePrepareForDownload:        `{"reference":"/v2/archived-logs/applications/` + app.ID + `/proxy-logs","from":"2026-05-01T10:00:00Z","to":"2026-05-01T12:00:00Z"}`,
 	}
+	// The path the permission is decided on: the target, or the archive.
+	on := map[string]string{tasks.TypePrepareForDownload: "/v2/archived-logs/applications/" + app.ID + "/proxy-logs"}
 	want := map[string]string{
 		tasks.TypeEnterMaintenance: "PATCH", tasks.TypeExitMaintenance: "PATCH", tasks.TypeRunAction: "PATCH",
 		tasks.TypeStart: "PATCH", tasks.TypeStop: "PATCH", tasks.TypeGenerateOriginCertificate: "GET", tasks.TypeInvalidateCache: "PUT",
+		tasks.TypePrepareForDownload: "GET",
 	}
 	methods := []string{"GET", "POST", "PATCH", "PUT", "DELETE"}
 	for _, typ := range tasks.PostTypes {
@@ -182,18 +189,22 @@ func TestTaskPermissionTable(t *testing.T) {
 				t.Fatalf("permission %s, docs/api.md#tasks says %s", needed, want[typ])
 			}
 			b := body(typ, tasks.AppHref(app.ID), params[typ])
+			path := tasks.AppHref(app.ID)
+			if p, ok := on[typ]; ok {
+				path = p
+			}
 
 			// Everything but the needed method: refused, nothing written.
 			var others []authz.Permission
 			for _, m := range methods {
 				if m != needed {
-					others = append(others, permit(m, "/v2/applications**"))
+					others = append(others, permit(m, "/v2/applications**", "/v2/archived-logs**"))
 				}
 			}
 			lacking := a.user(append(others, permit("POST", "/v2/tasks"))...)
 			before := a.taskCount()
 			r := a.do(lacking, "POST", "/v2/tasks", b)
-			if r.Status != 403 || !strings.Contains(r.Raw, needed+" /v2/applications/"+app.ID) {
+			if r.Status != 403 || !strings.Contains(r.Raw, needed+" "+path) {
 				t.Fatalf("without %s: %d %s", needed, r.Status, r.Raw)
 			}
 			if a.taskCount() != before {
@@ -201,13 +212,13 @@ func TestTaskPermissionTable(t *testing.T) {
 			}
 
 			// A deny in the same role blocks it too.
-			denied := a.user(permit("POST", "/v2/tasks"), permit(needed, "/v2/applications/*"), deny(needed, "/v2/applications/"+app.ID))
+			denied := a.user(permit("POST", "/v2/tasks"), permit(needed, "/v2/applications/*", "/v2/archived-logs/**"), deny(needed, path))
 			if r := a.do(denied, "POST", "/v2/tasks", b); r.Status != 403 {
 				t.Fatalf("denied: %d %s", r.Status, r.Raw)
 			}
 
 			// Exactly the needed permission: accepted.
-			exact := a.user(permit("POST", "/v2/tasks"), permit(needed, "/v2/applications/"+app.ID))
+			exact := a.user(permit("POST", "/v2/tasks"), permit(needed, path))
 			r = a.do(exact, "POST", "/v2/tasks", b)
 			if r.Status != 201 || r.Body["state"] != "pending" || r.Body["type"] != typ || r.Body["target"] != tasks.AppHref(app.ID) {
 				t.Fatalf("with %s: %d %s", needed, r.Status, r.Raw)
@@ -247,12 +258,24 @@ func TestCreateTaskValidation(t *testing.T) {
 		{`{"type":"start","target":{"href":"` + target + `","x":1}}`, 400, "target must be"},
 		{`{"type":"start","target":"` + target + `","extra":1}`, 400, "unknown field"},
 		{body("start", target, `{"now":true}`), 400, "takes no parameters"},
-		{body("enter_maintenance", target, `{"maximum_duration":60}`), 400, "not supported"},
+		{body("enter_maintenance", target, `{"maximum_duration":0}`), 400, "maximum_duration must be a whole number of seconds from 1"},
 		{body("enter_maintenance", target, `{"other":1}`), 400, "unknown field"},
 		{body("run-action", target, ``), 400, "parameters is required"},
 		{body("run-action", target, `{}`), 400, "parameters.id is required"},
 		{body("run-action", target, `{"id":"nosuch"}`), 404, "no action"},
 		{body("generate-origin-certificate", target, `{}`), 400, "key is required"},
+		{body("prepare-for-download", "", ``), 400, "parameters is required"},
+		{body("prepare-for-download", "", `{"from":"2026-05-01T10:00:00Z","to":"2026-05-01T11:00:00Z"}`), 400, "reference is required"},
+		{body("prepare-for-download", "", `{"reference":"/v2/applications/`+app.ID+`/logs","from":"2026-05-01T10:00:00Z","to":"2026-05-01T11:00:00Z"}`), 400, "not an archived-logs reference"},
+		{body("prepare-for-download", "", `{"reference":"/v2/archived-logs/applications/`+app.ID+`/access","from":"2026-05-01T10:00:00Z","to":"2026-05-01T11:00:00Z"}`), 400, "not an archive type"},
+		{body("prepare-for-download", "", `{"reference":"/v2/archived-logs/applications/`+app.ID+`/cdn"}`), 400, "from and parameters.to are required"},
+		{body("prepare-for-download", "", `{"reference":"/v2/archived-logs/applications/`+app.ID+`/cdn","from":"2026-05-01T10:30:00Z","to":"2026-05-01T11:00:00Z"}`), 400, "whole hours"},
+		{body("prepare-for-download", "", `{"reference":"/v2/archived-logs/applications/`+app.ID+`/cdn","from":"2026-05-01T11:00:00Z","to":"2026-05-01T10:00:00Z"}`), 400, "before"},
+		{body("prepare-for-download", "", `{"reference":"/v2/archived-logs/applications/`+app.ID+`/cdn","from":"2026-03-01T10:00:00Z","to":"2026-05-01T10:00:00Z"}`), 400, "MaxPartitions"},
+		{body("prepare-for-download", "", `{"reference":"/v2/archived-logs/applications/`+app.ID+`/cdn","from":"2026-05-01T10:00:00Z","to":"2026-05-01T11:00:00Z","retention":31}`), 400, "3 to 30 days"},
+		{body("prepare-for-download", "", `{"reference":"/v2/archived-logs/applications/`+app.ID+`/cdn","from":"2026-05-01T10:00:00Z","to":"2026-05-01T11:00:00Z","restore_type":"now"}`), 400, "restore_type"},
+		{body("prepare-for-download", tasks.AppHref(other.ID), `{"reference":"/v2/archived-logs/applications/`+app.ID+`/cdn","from":"2026-05-01T10:00:00Z","to":"2026-05-01T11:00:00Z"}`), 400, "not the application of parameters.reference"},
+		{body("prepare-for-download", "", `{"reference":"/v2/archived-logs/applications/`+other.ID+`/cdn","from":"2026-05-01T10:00:00Z","to":"2026-05-01T11:00:00Z"}`), 404, "no application"},
 		{body("generate-origin-certificate", target, `{"key":"x"}`), 400, "not a PEM block"},
 		{body("generate-origin-certificate", target, `{"key":`+string(weak)+`}`), 400, "at least 2048"},
 		{body("invalidate-cache", target, `{"urls":["/a"],"tags":["b"]}`), 400, "not both"},
@@ -291,7 +314,7 @@ func TestReadTasks(t *testing.T) {
 			t.Fatalf("%d %s", r.Status, r.Raw)
 		}
 		made = append(made, r.Body["id"].(string))
-		time.Sleep(2 * time.Millisecond)
+		a.clk.Advance(2 * time.Millisecond) // distinct creation times, as stored (ms)
 	}
 	var list []tasks.Task
 	r := a.do(a.op, "GET", "/v2/tasks", "")

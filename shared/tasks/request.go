@@ -3,6 +3,7 @@ package tasks
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -24,7 +25,9 @@ type Request struct {
 // Parameters of each type, decoded strictly (unknown members are a 400, as
 // the reference document's additionalProperties: false says).
 type (
-	enterParams struct {
+	// EnterParams are enter_maintenance's: maximum_duration (seconds)
+	// schedules the end of the maintenance.
+	EnterParams struct {
 		MaximumDuration *int `json:"maximum_duration,omitempty"`
 	}
 	// RunActionParams names the action to run.
@@ -44,6 +47,17 @@ type (
 		URLs []string `json:"urls,omitempty"`
 		Tags []string `json:"tags,omitempty"`
 	}
+	// PrepareParams are prepare-for-download's: the archive's reference,
+	// its range of whole hours, how many days it is kept, and the
+	// restore urgency (accepted; every range is online, so all are
+	// prepared at once).
+	PrepareParams struct {
+		Reference   string     `json:"reference"`
+		From        *time.Time `json:"from"`
+		To          *time.Time `json:"to"`
+		Retention   *int       `json:"retention,omitempty"`
+		RestoreType string     `json:"restore_type,omitempty"`
+	}
 	// PatchParams are patch-application's: the new values of the changed
 	// configuration fields (null: back to the default).
 	PatchParams struct {
@@ -60,6 +74,8 @@ type taskPost struct {
 // Limits of task parameters this service sets where the reference gives none.
 const (
 	MaxInvalidationEntries = 1000
+	// MaxMaintenanceDuration bounds enter_maintenance's maximum_duration.
+	MaxMaintenanceDuration = 30 * 24 * time.Hour
 	MaxCertHostnames       = 100
 	MaxCertLifetime        = 15 * 365 * 24 * time.Hour
 	DefaultCertLifetime    = 365 * 24 * time.Hour
@@ -105,6 +121,15 @@ func ParsePost(body []byte, now time.Time) (Request, error) {
 	if err != nil {
 		return Request{}, err
 	}
+	if typ == TypePrepareForDownload {
+		p, err := parsePrepareParams(in.Parameters, target)
+		if err != nil {
+			return Request{}, err
+		}
+		r.App, _, _ = ParseArchiveReference(p.Reference)
+		r.Params = p
+		return r, nil
+	}
 	if target == "" && typ != TypeGenerateOriginCertificate {
 		return Request{}, apigw.BadRequest("target is required: the application's href, like /v2/applications/<id>")
 	}
@@ -122,16 +147,14 @@ func ParsePost(body []byte, now time.Time) (Request, error) {
 		}
 		r.Params = struct{}{}
 	case TypeEnterMaintenance:
-		var p enterParams
+		var p EnterParams
 		if err := decodeParams(in.Parameters, &p, false); err != nil {
 			return Request{}, err
 		}
-		if p.MaximumDuration != nil {
-			// Honouring it needs a scheduler this service does not have;
-			// accepting it and never exiting would be a lie.
-			return Request{}, apigw.BadRequest("parameters.maximum_duration is not supported: exit maintenance with an exit_maintenance task")
+		if d := p.MaximumDuration; d != nil && (*d < 1 || *d > int(MaxMaintenanceDuration/time.Second)) {
+			return Request{}, apigw.BadRequest("parameters.maximum_duration must be a whole number of seconds from 1 to %d (30 days)", int(MaxMaintenanceDuration/time.Second))
 		}
-		r.Params = struct{}{}
+		r.Params = p
 	case TypeRunAction:
 		var p RunActionParams
 		if err := decodeParams(in.Parameters, &p, true); err != nil {
@@ -237,6 +260,46 @@ func (p InvalidateParams) validate() error {
 	return nil
 }
 
+func parsePrepareParams(raw json.RawMessage, target string) (PrepareParams, error) {
+	var p PrepareParams
+	if err := decodeParams(raw, &p, true); err != nil {
+		return p, err
+	}
+	if p.Reference == "" {
+		return p, apigw.BadRequest("parameters.reference is required: the archive's reference, like /v2/archived-logs/applications/<id>/proxy-logs")
+	}
+	app, _, err := ParseArchiveReference(p.Reference)
+	if err != nil {
+		return p, apigw.BadRequest("parameters.%s", err.Error())
+	}
+	if target != "" && target != AppHref(app) {
+		return p, apigw.BadRequest("target %q is not the application of parameters.reference (%s); leave it out", target, AppHref(app))
+	}
+	if p.From == nil || p.To == nil {
+		return p, apigw.BadRequest("parameters.from and parameters.to are required: the range to archive, on whole hours")
+	}
+	from, to := p.From.UTC(), p.To.UTC()
+	if !from.Truncate(time.Hour).Equal(from) || !to.Truncate(time.Hour).Equal(to) {
+		return p, apigw.BadRequest("parameters.from and parameters.to must be on whole hours, like 2026-05-01T13:00:00Z")
+	}
+	if !from.Before(to) {
+		return p, apigw.BadRequest("parameters.from must be before parameters.to")
+	}
+	if to.Sub(from) > MaxArchiveHours*time.Hour {
+		return p, apigw.BadRequest("parameters: a range of at most %d hours (MaxPartitions of the logs)", MaxArchiveHours)
+	}
+	if p.Retention != nil && (*p.Retention < MinArchiveRetention || *p.Retention > MaxArchiveRetention) {
+		return p, apigw.BadRequest("parameters.retention: %d to %d days", MinArchiveRetention, MaxArchiveRetention)
+	}
+	switch p.RestoreType {
+	case "", "bulk", "standard", "expedited":
+	default:
+		return p, apigw.BadRequest("parameters.restore_type: bulk, standard or expedited")
+	}
+	p.From, p.To = &from, &to
+	return p, nil
+}
+
 func parseCertificateParams(raw json.RawMessage, now time.Time, hasTarget bool) (CertificateParams, error) {
 	var p CertificateParams
 	if err := decodeParams(raw, &p, true); err != nil {
@@ -280,4 +343,33 @@ func parseCertificateParams(raw json.RawMessage, now time.Time, hasTarget bool) 
 		p.Expiry = &e
 	}
 	return p, nil
+}
+
+// Archive references and limits of prepare-for-download (docs/logs.md,
+// Archived logs). They are the logs family's (shared/logs, which the
+// worker's wiring plugs in as its Archiver); this package keeps its own
+// copy so that the tasks and applications functions do not link the logs,
+// and a test checks that the two agree.
+const (
+	MaxArchiveHours     = 31 * 24
+	MinArchiveRetention = 3
+	MaxArchiveRetention = 30
+)
+
+// ArchiveTypes are the archive types a reference names.
+var ArchiveTypes = []string{"cdn", "csp-reports", "custom", "pageviews", "proxy-logs"}
+
+var archiveRefRE = regexp.MustCompile(`^/v2/archived-logs/applications/([a-z0-9]{1,64})/([a-z-]+)$`)
+
+// ParseArchiveReference reads an archive reference: the application id
+// and the archive type, or an error fit for a 400.
+func ParseArchiveReference(ref string) (app, archiveType string, err error) {
+	m := archiveRefRE.FindStringSubmatch(ref)
+	if m == nil {
+		return "", "", fmt.Errorf("reference %q is not an archived-logs reference like /v2/archived-logs/applications/<id>/proxy-logs", clip(ref, 100))
+	}
+	if !slices.Contains(ArchiveTypes, m[2]) {
+		return "", "", fmt.Errorf("reference: %q is not an archive type; use one of %s", m[2], strings.Join(ArchiveTypes, ", "))
+	}
+	return m[1], m[2], nil
 }

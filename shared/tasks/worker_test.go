@@ -25,6 +25,7 @@ import (
 
 	"cads/shared/applications/appconfig"
 	"cads/shared/domain"
+	"cads/shared/logs"
 	"cads/shared/store"
 	"cads/shared/tasks"
 )
@@ -59,6 +60,10 @@ func TestStateMachineTable(t *testing.T) {
 					params = tasks.InvalidateParams{Tags: []string{"css"}}
 				case tasks.TypePatchApplication:
 					params = tasks.PatchParams{Changes: appconfig.Changes{"request_timeout": json.RawMessage("45")}}
+				case tasks.TypePrepareForDownload:
+					from := time.Now().UTC().Truncate(time.Hour)
+					to := from.Add(time.Hour)
+					params = tasks.PrepareParams{Reference: logs.ArchiveHref(a.ID, "custom"), From: &from, To: &to}
 				}
 				tk := e.submit(typ, a.ID, params)
 				if out := e.run(tk.ID); out != tasks.Done {
@@ -386,7 +391,7 @@ func TestOutboxResendsUnsentTasks(t *testing.T) {
 	if n, err := e.ob.Sweep(context.Background()); err != nil || n != 0 {
 		t.Fatalf("sweep before due: %d, %v", n, err)
 	}
-	time.Sleep(400 * time.Millisecond)
+	e.clk.Advance(400 * time.Millisecond)
 	// Two sweeps at once send the task once.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -408,7 +413,7 @@ func TestOutboxResendsUnsentTasks(t *testing.T) {
 	}
 	// Once the task finishes its marker is gone: nothing more to send.
 	e.run(tk.ID)
-	time.Sleep(400 * time.Millisecond)
+	e.clk.Advance(400 * time.Millisecond)
 	if n, _ := e.ob.Sweep(context.Background()); n != 0 {
 		t.Fatalf("a finished task was re-sent")
 	}
@@ -426,7 +431,7 @@ func TestOutboxSweepRoundTrips(t *testing.T) {
 		want = append(want, e.submit(tasks.TypeStart, a.ID, nil).ID)
 	}
 	e.sent.fail.Store(false)
-	time.Sleep(300 * time.Millisecond)
+	e.clk.Advance(300 * time.Millisecond)
 	e.d.Counter.SetDelay(20 * time.Millisecond)
 	e.d.Counter.Reset()
 	n, err := e.ob.Sweep(context.Background())

@@ -16,10 +16,10 @@ var (
 	// common is what every function links: this package and what it
 	// builds (logger, DynamoDB client, store), what the store needs, and
 	// the domain at the centre of it all.
-	common = []string{"wire", "logging", "ddb", "retry", "store", "apigw", "domain", "authz", "ids"}
+	common = []string{"wire", "logging", "ddb", "retry", "clock", "store", "apigw", "domain", "authz", "ids"}
 	// rbac is the permission check of the caller's roles (access) with the
-	// built-in roles it knows.
-	rbac = []string{"access", "builtin"}
+	// built-in roles it knows, and the wiring that builds it.
+	rbac = []string{"access", "builtin", "wire/accesswire"}
 )
 
 // function is what one function may link beyond common.
@@ -38,19 +38,19 @@ type function struct {
 // A new function adds one row here.
 var functionDeps = map[string]function{
 	"authorizer":   {"authorizerwire", join(rbac, "authorizer")},
-	"users":        {"userswire", join(rbac, "identity")},
+	"users":        {"userswire", join(rbac, "identity", "openapi")},
 	"accounts":     {"accountswire", join(rbac, "accounts")},
 	"roles":        {"roleswire", join(rbac, "rbacadmin", "identity", "patch", "outbox")},
 	"notifier":     {"notifierwire", join(rbac, "rbacadmin", "identity", "patch", "outbox")},
 	"applications": {"applicationswire", join(rbac, "applications", "applications/appconfig", "applications/pagecontrol", "patch", "tasks", "outbox", "wire/taskswire")},
 	"tasks":        {"taskswire", join(rbac, "tasks", "applications/appconfig", "outbox")},
-	"task-worker":  {"taskworkerwire", join(rbac, "tasks", "applications/appconfig", "outbox")},
+	"task-worker":  {"taskworkerwire", join(rbac, "tasks", "applications/appconfig", "outbox", "logs", "metrics")},
 	"tests":        {"testswire", join(rbac, "apptests", "applications/appconfig", "loadgen", "metrics", "outbox")},
 	"test-runner":  {"testrunnerwire", join(rbac, "apptests", "applications/appconfig", "loadgen", "metrics", "outbox", "wire/metricswire")},
 	"address-sets": {"addresssetswire", join(rbac, "addresssets", "metrics", "patch", "outbox", "wire/metricswire")},
-	"metrics":      {"metricswire", []string{"metrics", "outbox"}},
+	"metrics":      {"metricsapiwire", join(rbac, "metrics", "metrics/prototypes", "logs")},
 	"aggregator":   {"aggregatorwire", join(rbac, "metrics", "addresssets", "logs", "patch", "outbox", "wire/metricswire")},
-	"logs":         {"logswire", []string{"logs", "metrics"}},
+	"logs":         {"logswire", join(rbac, "logs", "metrics")},
 	"installer":    {"installerwire", join(rbac, "installer", "bootstrap")},
 }
 
@@ -68,12 +68,14 @@ var moduleOf = map[string]string{
 }
 
 // runtimeModules (prefixes) are what every Lambda function may link: the
-// Lambda runtime, its API Gateway adapter (apigw) and the AWS SDK.
+// Lambda runtime, its API Gateway adapter (apigw), the AWS SDK, and the
+// fan-out helper (errgroup) that the store and most families use.
 var runtimeModules = []string{
 	"github.com/aws/aws-lambda-go",
 	"github.com/awslabs/aws-lambda-go-api-proxy",
 	"github.com/aws/aws-sdk-go-v2",
 	"github.com/aws/smithy-go",
+	"golang.org/x/sync",
 }
 
 // localOnly are modules of the local platform and the tests (embedded

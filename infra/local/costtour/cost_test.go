@@ -337,6 +337,10 @@ func TestCostPerEndpoint(t *testing.T) {
 	// ---------------------------------------------------------------- identity
 	c.step("GET /v2/users/self/authorization", 200, "GET", "/v2/users/self/authorization", op, nil)
 	c.step("POST /v2/users/self/authorization", 200, "POST", "/v2/users/self/authorization", op, map[string]any{"account": root})
+	opSelf := "/v2/users/" + p.Bootstrap.Operator + "/authorization"
+	c.step("GET /v2/users/{id}/authorization", 200, "GET", opSelf, op, nil)
+	c.step("POST /v2/users/{id}/authorization", 200, "POST", opSelf, op, map[string]any{"account": root})
+	c.step("GET /v2/openapi.json", 200, "GET", "/v2/openapi.json", op, nil)
 	uid := c.step("POST /v2/users", 200, "POST", "/v2/users", op, map[string]any{"email": "dev@example.com", "name": "Dev"}).str("id")
 	users := "/v2/users/" + uid
 	c.step("GET /v2/users", 200, "GET", "/v2/users", op, nil)
@@ -405,6 +409,8 @@ func TestCostPerEndpoint(t *testing.T) {
 	c.step("PATCH /v2/users/{id}/group-invitations/{invitation_id}", 200, "PATCH", users+"/group-invitations/"+giID, dev, map[string]any{"state": "accepted"})
 	c.step("GET /v2/users/{id}/roles", 200, "GET", users+"/roles", dev, nil)
 	c.step("GET /v2/users/{id}/groups", 200, "GET", users+"/groups", dev, nil)
+	c.step("GET /v2/users/{id}/roles/{role_id}", 200, "GET", users+"/roles/"+roleID, dev, nil)
+	c.step("GET /v2/users/{id}/groups/{group_id}", 200, "GET", users+"/groups/"+groupID, dev, nil)
 	c.step("", 200, "GET", root+"/service-users", dev, nil) // the role applies
 	c.step("DELETE /v2/users/{id}/roles/{role_id}", 200, "DELETE", users+"/roles/"+roleID, dev, nil)
 	c.step("DELETE /v2/users/{id}/groups/{group_id}", 200, "DELETE", users+"/groups/"+groupID, dev, nil)
@@ -437,6 +443,8 @@ func TestCostPerEndpoint(t *testing.T) {
 	c.step("GET /v2/applications/{id}/pagecontrols", 200, "GET", appHref+"/pagecontrols", op, nil)
 	c.step("GET /v2/applications/{id}/pagecontrols/{pagecontrol_id}", 200, "GET", pc, op, nil)
 	c.step("PATCH /v2/applications/{id}/pagecontrols/{pagecontrol_id}", 200, "PATCH", pc, op, map[string]any{"enabled": false})
+	c.step("GET /v2/applications/{id}/webcontrols", 200, "GET", appHref+"/webcontrols", op, nil)
+	c.step("GET /v2/applications/{id}/webcontrols/{webcontrol_id}", 200, "GET", strings.Replace(pc, "/pagecontrols/", "/webcontrols/", 1), op, nil)
 	c.step("DELETE /v2/applications/{id}/pagecontrols/{pagecontrol_id}", 200, "DELETE", pc, op, nil)
 
 	// ---------------------------------------------------------------- tasks
@@ -446,6 +454,7 @@ func TestCostPerEndpoint(t *testing.T) {
 	}, func() bool { return state(task.str("href")) == "success" })
 	c.step("GET /v2/tasks", 200, "GET", "/v2/tasks", op, nil)
 	c.step("GET /v2/tasks/{id}", 200, "GET", task.str("href"), op, nil)
+	c.step("GET /v2/tasks/{id}/logs", 200, "GET", task.str("href")+"/logs", op, nil)
 
 	// ---------------------------------------------------------------- metrics and logs
 	// The aggregator runs the address-expiry sweep with the first message
@@ -474,6 +483,7 @@ func TestCostPerEndpoint(t *testing.T) {
 		})
 	}
 	c.step("GET /v2/applications/{id}/metrics", 200, "GET", appHref+"/metrics?"+metricsQuery.Encode(), op, nil)
+	c.step("GET /v2/applications/metrics", 200, "GET", "/v2/applications/metrics?"+metricsQuery.Encode(), op, nil)
 	c.step("POST /v2/applications/{id}/logs", 200, "POST", appHref+"/logs", op,
 		map[string]any{"created": at.Format(time.RFC3339), "stream": "deploy", "message": "v2 live", "address": "192.0.2.1", "filename": "deploy.log", "hostname": "ci-1"})
 	// The default span (24 hours before now) as 24 whole hours, so that
@@ -482,6 +492,17 @@ func TestCostPerEndpoint(t *testing.T) {
 	if r := c.step("GET /v2/applications/{id}/logs", 200, "GET", appHref+"/logs?"+logsQuery.Encode(), op, nil); !bytes.Contains(r.raw, []byte("cost-1-09")) {
 		t.Fatalf("GET logs did not return the aggregated records: %s", r.raw)
 	}
+	c.step("GET /v2/log-schemas", 200, "GET", "/v2/log-schemas", op, nil)
+	// An archive of the hour's access records (the 20 aggregated above).
+	ref := "/v2/archived-logs/applications/" + appID + "/proxy-logs"
+	var prep costReply
+	c.worker("task-worker: one prepare-for-download task (an hour of 20 access records)", "functions/task-worker", func() {
+		prep = c.step("", 201, "POST", "/v2/tasks", op, map[string]any{"type": "prepare-for-download",
+			"parameters": map[string]any{"reference": ref, "from": window["from"][0], "to": window["to"][0]}})
+	}, func() bool { return state(prep.str("href")) == "success" })
+	c.step("GET /v2/archived-logs", 200, "GET", "/v2/archived-logs", op, nil)
+	c.step("GET /v2/archived-logs/applications/{id}/{log_type}", 200, "GET", ref+"?"+window.Encode(), op, nil)
+	c.step("DELETE /v2/archived-logs/applications/{id}/{log_type}", 200, "DELETE", ref, op, nil)
 
 	// ---------------------------------------------------------------- address sets
 	set := c.step("POST /v2/address-sets", 200, "POST", "/v2/address-sets", op, map[string]any{"name": "office", "type": "manual",
@@ -495,6 +516,13 @@ func TestCostPerEndpoint(t *testing.T) {
 	setQuery := url.Values{"names": {"entries_added"}, "summarize": {"true"}, "from": window["from"], "to": window["to"]}
 	c.step("GET /v2/address-sets/{id}/metrics", 200, "GET", set+"/metrics?"+setQuery.Encode(), op, nil)
 	c.step("GET /v2/address-sets/metrics", 200, "GET", "/v2/address-sets/metrics?"+setQuery.Encode(), op, nil)
+
+	// ---------------------------------------------------------------- metric prototypes
+	proto := c.step("POST /v2/metric-prototypes", 200, "POST", "/v2/metric-prototypes", op, map[string]any{"default_name": "slow_pages",
+		"expression": "count()", "log_type": "proxy-logs", "filter": "elapsed > 2000", "group_by": "request_path"}).str("href")
+	c.step("GET /v2/metric-prototypes", 200, "GET", "/v2/metric-prototypes", op, nil)
+	c.step("GET /v2/metric-prototypes/{id}", 200, "GET", proto, op, nil)
+	c.step("DELETE /v2/metric-prototypes/{id}", 200, "DELETE", proto, op, nil)
 
 	// ---------------------------------------------------------------- application tests
 	c.stepRaw("PUT /v2/tests/{id}", 200, "PUT", "/v2/tests/shop", op, "application/x-tar", localtest.TestTar(t, "http://shop.example.com", "first\n"))
