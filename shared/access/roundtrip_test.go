@@ -260,3 +260,48 @@ func tampered(secret string) string {
 	}
 	return secret[:len(secret)-1] + string(last)
 }
+
+// At 1,000 held roles the authorizer makes the same calls in the same two
+// waves as at 5, but it reads the grants and every role of the account
+// whole (a decision needs them all), so the capacity units grow with the
+// roles held and defined: docs/performance.md, "The authorizer at 1,000
+// held roles".
+func TestAuthorizerAtThousandHeldRoles(t *testing.T) {
+	type cost struct {
+		seq, calls int
+		rcu        float64
+	}
+	measure := func(n int) cost {
+		d := testenv.NewDynamo(t)
+		st := store.New(d.Client, d.Table)
+		chain := tree(t, st, 1)
+		leaf := chain[len(chain)-1]
+		held := append(roles(t, st, leaf.ID, n, false), roles(t, st, "root", 1, true)...)
+		secret := principalWithKey(t, st, leaf, held)
+		svc := access.New(st, quiet)
+		d.Counter.SetDelay(25 * time.Millisecond)
+		var c cost
+		// The second decision: the key's last_used was written by the first.
+		for range 2 {
+			d.Counter.Reset()
+			res, err := svc.Authorize(context.Background(), secret, "GET", "/v2/applications/app1/logs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Decision.Allowed {
+				t.Fatalf("denied: %s", res.Decision.Reason)
+			}
+			rcu, _ := d.Counter.Consumed()
+			c = cost{d.Counter.Sequential(), d.Counter.Total(), rcu}
+		}
+		t.Logf("%d held roles: %d sequential, %d calls %v, %.1f RCU", n, c.seq, c.calls, d.Counter.ByOperation(), c.rcu)
+		return c
+	}
+	few, many := measure(5), measure(1000)
+	if few.seq != 2 || many.seq != 2 {
+		t.Errorf("sequential round trips %d at 5 roles, %d at 1,000, want 2 at both", few.seq, many.seq)
+	}
+	if many.rcu <= few.rcu {
+		t.Errorf("1,000 held roles cost %.1f RCU, 5 cost %.1f: the grants and roles are read whole, so more roles must cost more", many.rcu, few.rcu)
+	}
+}

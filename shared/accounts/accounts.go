@@ -27,7 +27,7 @@ type Store interface {
 
 	GetAccountRecord(ctx context.Context, id string) (store.AccountRecord, error)
 	GetAccountRecords(ctx context.Context, ids []string) ([]store.AccountRecord, error)
-	ChildAccounts(ctx context.Context, parent string, max int) ([]store.AccountRecord, error)
+	PageAccounts(ctx context.Context, after string, desc bool, n int) ([]store.AccountRecord, []string, bool, error)
 	CreateSubAccount(ctx context.Context, a store.AccountRecord, roles []store.Role) error
 	UpdateAccount(ctx context.Context, prev, next store.AccountRecord) error
 	DeleteAccount(ctx context.Context, id string) (store.AccountRecord, error)
@@ -35,6 +35,7 @@ type Store interface {
 	CreateEntitlement(ctx context.Context, e store.Entitlement) error
 	GetEntitlement(ctx context.Context, account, id string) (store.Entitlement, error)
 	ListEntitlements(ctx context.Context, account string) ([]store.Entitlement, error)
+	PageEntitlements(ctx context.Context, account, after string, desc bool, n int) ([]store.Entitlement, []string, bool, error)
 	PutEntitlement(ctx context.Context, e store.Entitlement) error
 	DeleteEntitlement(ctx context.Context, account, id string) (store.Entitlement, error)
 

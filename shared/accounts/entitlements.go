@@ -1,7 +1,7 @@
 package accounts
 
 import (
-	"errors"
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -85,33 +85,40 @@ func (h *handler) listEntitlements(r *http.Request, p apigw.Principal) (int, any
 	if err != nil {
 		return 0, nil, err
 	}
-	var (
-		wg               sync.WaitGroup
-		d                *access.Decider
-		acct             store.AccountRecord
-		es               []store.Entitlement
-		dErr, aErr, lErr error
-	)
-	wg.Go(func() { d, dErr = h.dec.Decider(r.Context(), p) })
-	wg.Go(func() { acct, aErr = h.st.GetAccountRecord(r.Context(), id) })
-	wg.Go(func() { es, lErr = h.st.ListEntitlements(r.Context(), id) })
-	wg.Wait()
-	if aErr != nil {
-		return 0, nil, store.NotFound(aErr, "no account %s", accountHref(id))
-	}
-	if err := errors.Join(dErr, lErr); err != nil {
+	now := h.st.Now()
+	list, err := apigw.List(r, page, apigw.Lister[store.Entitlement, Entitlement]{
+		Name: "entitlements", Indexed: "created", ValidPosition: store.ValidPosition,
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.Entitlement, []string, bool, error) {
+			return h.st.PageEntitlements(ctx, id, after, desc, n)
+		},
+		// Only the members the caller may GET (docs/api.md#collection-reads).
+		Allow: func(ctx context.Context) (func(store.Entitlement) bool, error) {
+			var (
+				wg         sync.WaitGroup
+				d          *access.Decider
+				acct       store.AccountRecord
+				dErr, aErr error
+			)
+			wg.Go(func() { d, dErr = h.dec.Decider(ctx, p) })
+			wg.Go(func() { acct, aErr = h.st.GetAccountRecord(ctx, id) })
+			wg.Wait()
+			if aErr != nil {
+				return nil, store.NotFound(aErr, "no account %s", accountHref(id))
+			}
+			if dErr != nil {
+				return nil, dErr
+			}
+			return func(e store.Entitlement) bool {
+				return d.AllowsFor(http.MethodGet, entitlementHref(id, e.ID), acct.Account)
+			}, nil
+		},
+		Out:  func(e store.Entitlement) (Entitlement, error) { return entitlementOut(e, now), nil },
+		Sort: sortEntitlements,
+	})
+	if err != nil {
 		return 0, nil, err
 	}
-	now := h.st.Now()
-	out := make([]Entitlement, 0, len(es))
-	for _, e := range es {
-		// Only the members the caller may GET (docs/api.md#collection-reads).
-		if d.AllowsFor(http.MethodGet, entitlementHref(id, e.ID), acct.Account) {
-			out = append(out, entitlementOut(e, now))
-		}
-	}
-	sortEntitlements(out, page.Order)
-	return http.StatusOK, apigw.Window(out, page), nil
+	return http.StatusOK, list, nil
 }
 
 func sortEntitlements(es []Entitlement, order []apigw.OrderKey) {

@@ -29,14 +29,15 @@ type Store interface {
 
 	CreateAction(ctx context.Context, account string, a store.Action) error
 	GetAction(ctx context.Context, account, app, id string) (store.Action, error)
-	ListActions(ctx context.Context, account, app string) ([]store.Action, error)
+	PageActions(ctx context.Context, app, after string, desc bool, n int) ([]store.Action, []string, bool, error)
+	ApplicationInAccount(ctx context.Context, account, app string) error
 	ReplaceAction(ctx context.Context, account string, a store.Action, from int) error
 	DeleteAction(ctx context.Context, account, app, id string, from int) error
 
 	NextPageControlID(ctx context.Context, account, app string) (int, error)
 	CreatePageControl(ctx context.Context, account string, pc store.PageControl) error
 	GetPageControl(ctx context.Context, account, app string, id int) (store.PageControlVersions, error)
-	ListPageControls(ctx context.Context, account, app string) ([]store.PageControlVersions, error)
+	PagePageControls(ctx context.Context, app, after string, desc bool, n int) ([]store.PageControlVersions, []string, bool, error)
 	UpdatePageControl(ctx context.Context, account string, old, next store.PageControl) error
 	DeletePageControl(ctx context.Context, account string, pc store.PageControlVersions) error
 }

@@ -2,6 +2,7 @@ package applications
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -157,15 +158,18 @@ func (h *handler) listPageControls(r *http.Request, p apigw.Principal) (int, any
 	if err != nil {
 		return 0, nil, err
 	}
-	all, err := h.st.ListPageControls(r.Context(), p.AccountID, app)
+	list, err := apigw.List(r, page, apigw.Lister[store.PageControlVersions, PageControl]{
+		Name: "pagecontrols", Indexed: "id", ValidPosition: store.ValidPageControlPosition,
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.PageControlVersions, []string, bool, error) {
+			return h.st.PagePageControls(ctx, app, after, desc, n)
+		},
+		Allow: inApp[store.PageControlVersions](h, p, app),
+		Out:   func(v store.PageControlVersions) (PageControl, error) { return pageControlOut(v), nil },
+	})
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no application %q", app)
+		return 0, nil, err
 	}
-	out := make([]PageControl, 0, len(all))
-	for _, v := range all {
-		out = append(out, pageControlOut(v))
-	}
-	return http.StatusOK, apigw.Window(out, page), nil
+	return http.StatusOK, list, nil
 }
 
 func (h *handler) createPageControl(r *http.Request, p apigw.Principal) (int, any, error) {

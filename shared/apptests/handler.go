@@ -36,7 +36,7 @@ type Store interface {
 	Now() time.Time
 	CreateAppTest(ctx context.Context, t store.AppTest, archive, converted []byte) error
 	GetAppTest(ctx context.Context, account, id string) (store.AppTest, error)
-	ListAppTests(ctx context.Context, account string) ([]store.AppTest, error)
+	PageAppTests(ctx context.Context, account, after string, desc bool, n int) ([]store.AppTest, []string, bool, error)
 	AppTestBlobData(ctx context.Context, account, id string, b store.AppTestBlob) ([]byte, error)
 	ReplaceAppTestArchive(ctx context.Context, prev, next store.AppTest, archive, converted []byte) (store.AppTest, error)
 	DeleteAppTestBlobs(ctx context.Context, account, id string, blobs ...store.AppTestBlob) error
@@ -122,28 +122,28 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	ctx := r.Context()
-	var (
-		wg           sync.WaitGroup
-		tests        []store.AppTest
-		dec          *access.Decider
-		lErr, decErr error
-	)
-	wg.Go(func() { tests, lErr = h.st.ListAppTests(ctx, p.AccountID) })
-	wg.Go(func() { dec, decErr = h.dec.Decider(ctx, p) })
-	wg.Wait()
-	if err := errors.Join(lErr, decErr); err != nil {
+	list, err := apigw.List(r, page, apigw.Lister[store.AppTest, ApplicationTest]{
+		// Tests are kept in id order (their ids are the caller's).
+		Name: "tests", Indexed: "id",
+		ValidPosition: func(s string) bool { return len(s) <= MaxIDLen && idPattern.MatchString(s) },
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.AppTest, []string, bool, error) {
+			return h.st.PageAppTests(ctx, p.AccountID, after, desc, n)
+		},
+		// A collection shows only the members the caller may GET (docs/api.md#collection-reads).
+		Allow: func(ctx context.Context) (func(store.AppTest) bool, error) {
+			dec, err := h.dec.Decider(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			return func(t store.AppTest) bool { return dec.Allows(http.MethodGet, testHref(t.ID)) }, nil
+		},
+		Out:  func(t store.AppTest) (ApplicationTest, error) { return out(t), nil },
+		Sort: sortTests,
+	})
+	if err != nil {
 		return 0, nil, err
 	}
-	// A collection shows only the members the caller may GET (docs/api.md#collection-reads).
-	outs := make([]ApplicationTest, 0, len(tests))
-	for _, t := range tests {
-		if dec.Allows(http.MethodGet, testHref(t.ID)) {
-			outs = append(outs, out(t))
-		}
-	}
-	sortTests(outs, page.Order)
-	return http.StatusOK, apigw.Window(outs, page), nil
+	return http.StatusOK, list, nil
 }
 
 func sortTests(ts []ApplicationTest, order []apigw.OrderKey) {

@@ -26,6 +26,7 @@ type Store interface {
 	CreateUserKey(ctx context.Context, k store.AccessKey) error
 	GetKey(ctx context.Context, principal, id string) (store.AccessKey, error)
 	ListKeys(ctx context.Context, principal string) ([]store.AccessKey, error)
+	PageKeys(ctx context.Context, principal, after string, desc bool, n int) ([]store.AccessKey, []string, bool, error)
 	DeleteKey(ctx context.Context, principal, id string) (store.AccessKey, error)
 	GetAccount(ctx context.Context, id string) (store.Account, error)
 }

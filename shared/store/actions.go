@@ -97,15 +97,6 @@ func (s *Store) GetAction(ctx context.Context, account, app, id string) (Action,
 	return act, nil
 }
 
-// ListActions returns the actions of an application of account.
-func (s *Store) ListActions(ctx context.Context, account, app string) ([]Action, error) {
-	items, err := s.childrenOf(ctx, account, app, prefixAction)
-	if err != nil {
-		return nil, err
-	}
-	return unmarshalAll[Action](items)
-}
-
 // childrenOf reads an application (to check its account) and queries its
 // partition for sk prefix, in parallel: one round trip of wall time.
 func (s *Store) childrenOf(ctx context.Context, account, app, prefix string) ([]map[string]types.AttributeValue, error) {

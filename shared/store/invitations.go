@@ -114,9 +114,13 @@ func invitationSK(kind, id string) string {
 func inviteeGSI(email string) string { return "INVITEE#" + strings.ToLower(email) }
 
 func invitationKey(inv Invitation) keyAttrs {
-	k := keyAttrs{PK: invitationsPK(inv.AccountID), SK: invitationSK(inv.Kind, inv.ID), Entity: "invitation"}
+	k := keyAttrs{PK: invitationsPK(inv.AccountID), SK: invitationSK(inv.Kind, inv.ID), Entity: "invitation",
+		GSI2PK: invitationsPK(inv.AccountID), GSI2SK: invitationSK(inv.Kind, createdPosition(inv.Created, inv.ID))}
 	if inv.State != InvitationQueued {
+		// The inbox: GSI1 finds one invitation by id, GSI3 lists them in
+		// creation order.
 		k.GSI1PK, k.GSI1SK = inviteeGSI(inv.Email), invitationSK(inv.Kind, inv.ID)
+		k.GSI3PK, k.GSI3SK = inviteeGSI(inv.Email), invitationSK(inv.Kind, createdPosition(inv.Created, inv.ID))
 	}
 	return k
 }

@@ -1,0 +1,283 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"cads/shared/ddb"
+)
+
+// The collections below are read a page at a time (page.go): every Page
+// method reads at most n members after a position, in the collection's
+// stored order, with one Query (and, for the members that name another
+// item, one BatchGetItem of those). docs/data-model.md, Paged collections.
+
+// GSI2 partitions of collections kept in creation order.
+func rolesList(acct string) string        { return "ROLES#" + acct }
+func groupsList(acct string) string       { return "GROUPS#" + acct }
+func entitlementsList(acct string) string { return "ENTITLEMENTS#" + acct }
+func keysList(principal string) string    { return "KEYS#" + principal }
+func heldList(principal string) string    { return "HELD#" + principal }
+
+const accountsList = "ACCOUNTS"
+
+const (
+	prefixServiceUserG = "PRINCIPAL#"
+	prefixHeldRole     = "ROLE#"
+	prefixHeldGroup    = "GROUP#"
+)
+
+// heldPosition is the position of a member that is named by two ids (an
+// account's role or group held by a principal; an invitation in an
+// inbox, which holds invitations of every account): the creation time,
+// the account and the id.
+func heldPosition(created time.Time, acct, id string) string {
+	return created.UTC().Format(timeLayout) + "#" + acct + "#" + id
+}
+
+var pairPositionRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z#[a-z0-9]{1,64}#[a-z0-9]{1,64}$`)
+
+// ValidPairPosition reports whether p has the shape of a position of a
+// collection whose members are named by an account and an id (a user's
+// roles, groups and invitations).
+func ValidPairPosition(p string) bool { return pairPositionRE.MatchString(p) }
+
+// pairOf splits a pair position into its account and id.
+func pairOf(pos string) (acct, id string) {
+	parts := strings.SplitN(pos, "#", 3)
+	if len(parts) != 3 {
+		return "", ""
+	}
+	return parts[1], parts[2]
+}
+
+// PageRoles reads an account's roles in creation order.
+func (s *Store) PageRoles(ctx context.Context, account, after string, desc bool, n int) ([]Role, []string, bool, error) {
+	return pageOf[Role](ctx, s, collection{op: "list roles", index: IndexGSI2, pk: rolesList(account),
+		tableKey: func(pos string) (string, string) { return rbacPK(account), roleSK(idOf(pos)) }}, after, desc, n)
+}
+
+// PageGroups reads an account's groups in creation order.
+func (s *Store) PageGroups(ctx context.Context, account, after string, desc bool, n int) ([]Group, []string, bool, error) {
+	return pageOf[Group](ctx, s, collection{op: "list groups", index: IndexGSI2, pk: groupsList(account),
+		tableKey: func(pos string) (string, string) { return rbacPK(account), groupSK(idOf(pos)) }}, after, desc, n)
+}
+
+// PageEntitlements reads an account's entitlements in creation order.
+func (s *Store) PageEntitlements(ctx context.Context, account, after string, desc bool, n int) ([]Entitlement, []string, bool, error) {
+	return pageOf[Entitlement](ctx, s, collection{op: "list entitlements", index: IndexGSI2, pk: entitlementsList(account),
+		tableKey: func(pos string) (string, string) { return accountPK(account), entitlementSK(idOf(pos)) }}, after, desc, n)
+}
+
+// PageInvitations reads an account's invitations of one kind in creation
+// order.
+func (s *Store) PageInvitations(ctx context.Context, account, kind, after string, desc bool, n int) ([]Invitation, []string, bool, error) {
+	return pageOf[Invitation](ctx, s, collection{op: "list invitations", index: IndexGSI2, pk: invitationsPK(account), skPrefix: invitationSK(kind, ""),
+		tableKey: func(pos string) (string, string) { return invitationsPK(account), invitationSK(kind, idOf(pos)) }}, after, desc, n)
+}
+
+// PageInbox reads the delivered invitations of one kind addressed to
+// email, in creation order (positions: ValidPairPosition).
+func (s *Store) PageInbox(ctx context.Context, email, kind, after string, desc bool, n int) ([]Invitation, []string, bool, error) {
+	return pageOf[Invitation](ctx, s, collection{op: "list inbox", index: IndexGSI3, pk: inviteeGSI(email), skPrefix: invitationSK(kind, ""),
+		tableKey: func(pos string) (string, string) {
+			acct, id := pairOf(pos)
+			return invitationsPK(acct), invitationSK(kind, id)
+		}}, after, desc, n)
+}
+
+// PageKeys reads a principal's access keys in creation order, expired
+// ones included (they stay until their TTL removes them).
+func (s *Store) PageKeys(ctx context.Context, principal, after string, desc bool, n int) ([]AccessKey, []string, bool, error) {
+	return pageOf[AccessKey](ctx, s, collection{op: "list access keys", index: IndexGSI2, pk: keysList(principal),
+		tableKey: func(pos string) (string, string) { return principalPK(principal), keySK(idOf(pos)) }}, after, desc, n)
+}
+
+// PageServiceUsers reads an account's service users in creation order.
+func (s *Store) PageServiceUsers(ctx context.Context, account, after string, desc bool, n int) ([]ServiceUser, []string, bool, error) {
+	return pageOf[ServiceUser](ctx, s, collection{op: "list service users", index: IndexGSI1, pk: serviceUsersGSI(account), skPrefix: prefixServiceUserG,
+		tableKey: func(pos string) (string, string) { return principalPK(idOf(pos)), skPrincipal }}, after, desc, n)
+}
+
+// PageAppTests reads an account's application tests in id order (the
+// position is the test's id).
+func (s *Store) PageAppTests(ctx context.Context, account, after string, desc bool, n int) ([]AppTest, []string, bool, error) {
+	return pageOf[AppTest](ctx, s, collection{op: "list application tests", index: IndexGSI1, pk: appTestsGSI(account), skPrefix: appTestGSISK(""),
+		tableKey: func(pos string) (string, string) { return appTestPK(account, pos), skAppTest }}, after, desc, n)
+}
+
+// PageActions reads an application's actions in id order (the position is
+// the action's id). The caller checks that the application belongs to
+// the account (ApplicationInAccount).
+func (s *Store) PageActions(ctx context.Context, app, after string, desc bool, n int) ([]Action, []string, bool, error) {
+	return pageOf[Action](ctx, s, collection{op: "list actions", pk: appPK(app), skPrefix: prefixAction}, after, desc, n)
+}
+
+// ApplicationInAccount is ErrNotFound unless application app exists in
+// account.
+func (s *Store) ApplicationInAccount(ctx context.Context, account, app string) error {
+	_, err := s.GetApplication(ctx, account, app)
+	return err
+}
+
+var pageControlPositionRE = regexp.MustCompile(`^\d{10}$`)
+
+// ValidPageControlPosition reports whether p is a position of an
+// application's page controls: a zero-padded id.
+func ValidPageControlPosition(p string) bool { return pageControlPositionRE.MatchString(p) }
+
+// PagePageControls reads up to n page controls of an application, each
+// with its history, in id order (the position is the zero-padded id; desc
+// is not offered: the collection has no `order`). A control and its
+// earlier versions are neighbours in the application's partition, so the
+// Query reads on (in further calls only when DynamoDB stops) until n
+// whole controls are read or the partition ends.
+func (s *Store) PagePageControls(ctx context.Context, app, after string, desc bool, n int) ([]PageControlVersions, []string, bool, error) {
+	if desc {
+		return nil, nil, false, fmt.Errorf("list page controls: only in id order")
+	}
+	lo := prefixPageControl
+	if after != "" {
+		// Past the control at after and every version of it ('#' sorts
+		// before the digits of the next id, '~' after all of them).
+		lo = prefixPageControl + after + "#~"
+	}
+	in := &dynamodb.QueryInput{
+		TableName:              aws.String(s.table),
+		KeyConditionExpression: aws.String("PK = :pk AND SK BETWEEN :lo AND :hi"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": str(appPK(app)), ":lo": str(lo), ":hi": str(prefixPageControl + "~"),
+		},
+		Limit:          aws.Int32(int32(max(n, 1) + 1)),
+		ConsistentRead: aws.Bool(true),
+	}
+	var items []map[string]types.AttributeValue
+	more := false
+	for {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, nil, false, wrap("list page controls", err)
+		}
+		items = append(items, out.Items...)
+		more = len(out.LastEvaluatedKey) > 0
+		// Stop when n+1 controls have begun (the n-th is whole) or the
+		// partition ended.
+		if !more || currentCount(items) > n {
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	if currentCount(items) > n {
+		// The (n+1)-th control and what follows it are the next page's.
+		more = true
+		seen := 0
+		for i, it := range items {
+			if isCurrentPageControl(it) {
+				if seen++; seen > n {
+					items = items[:i]
+					break
+				}
+			}
+		}
+	}
+	vs, err := groupPageControls(items)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	pos := make([]string, len(vs))
+	for i, v := range vs {
+		pos[i] = fmt.Sprintf("%010d", v.Current.ID)
+	}
+	return vs, pos, more, nil
+}
+
+func isCurrentPageControl(it map[string]types.AttributeValue) bool {
+	sk, _ := it[AttrSK].(*types.AttributeValueMemberS)
+	return sk != nil && !strings.Contains(strings.TrimPrefix(sk.Value, prefixPageControl), "#")
+}
+
+func currentCount(items []map[string]types.AttributeValue) int {
+	n := 0
+	for _, it := range items {
+		if isCurrentPageControl(it) {
+			n++
+		}
+	}
+	return n
+}
+
+// PageHeldRoles reads the roles a principal holds directly, in the order
+// they were granted: a page of its grants, then the roles they name (one
+// BatchGetItem). A grant whose role is gone comes back as a zero Role
+// (empty ID). Positions: ValidPairPosition.
+func (s *Store) PageHeldRoles(ctx context.Context, principal, after string, desc bool, n int) ([]Role, []string, bool, error) {
+	return pageHeld[Role](ctx, s, principal, prefixHeldRole, after, desc, n)
+}
+
+// PageHeldGroups is PageHeldRoles for group memberships.
+func (s *Store) PageHeldGroups(ctx context.Context, principal, after string, desc bool, n int) ([]Group, []string, bool, error) {
+	return pageHeld[Group](ctx, s, principal, prefixHeldGroup, after, desc, n)
+}
+
+func pageHeld[T any](ctx context.Context, s *Store, principal, prefix, after string, desc bool, n int) ([]T, []string, bool, error) {
+	sk := func(acct, id string) string { return grantSK(acct, id) }
+	target := func(acct, id string) map[string]types.AttributeValue { return key(rbacPK(acct), roleSK(id)) }
+	if prefix == prefixHeldGroup {
+		sk = groupGrantSK
+		target = func(acct, id string) map[string]types.AttributeValue { return key(rbacPK(acct), groupSK(id)) }
+	}
+	_, pos, more, err := s.page(ctx, collection{op: "list held " + strings.ToLower(strings.TrimSuffix(prefix, "#")) + "s", index: IndexGSI2,
+		pk: heldList(principal), skPrefix: prefix,
+		tableKey: func(pos string) (string, string) {
+			acct, id := pairOf(pos)
+			return principalPK(principal), sk(acct, id)
+		}}, after, desc, n)
+	if err != nil || len(pos) == 0 {
+		return nil, nil, more, err
+	}
+	keys := make([]map[string]types.AttributeValue, len(pos))
+	for i, p := range pos {
+		keys[i] = target(pairOf(p))
+	}
+	items, err := ddb.BatchGet(ctx, s.db, s.table, keys)
+	if err != nil {
+		return nil, nil, false, wrap("list held "+prefix, err)
+	}
+	byKey := map[string]map[string]types.AttributeValue{}
+	for _, it := range items {
+		pk, _ := it[AttrPK].(*types.AttributeValueMemberS)
+		sk, _ := it[AttrSK].(*types.AttributeValueMemberS)
+		if pk != nil && sk != nil {
+			byKey[pk.Value+"|"+sk.Value] = it
+		}
+	}
+	// A grant whose role (group) is gone stays a member, as a zero value
+	// (empty ID) for the caller to pass over like any hidden member: its
+	// position is read, so the next page starts after it.
+	out := make([]T, len(keys))
+	for i, k := range keys {
+		it, ok := byKey[k[AttrPK].(*types.AttributeValueMemberS).Value+"|"+k[AttrSK].(*types.AttributeValueMemberS).Value]
+		if !ok {
+			continue
+		}
+		v, err := unmarshalAll[T]([]map[string]types.AttributeValue{it})
+		if err != nil {
+			return nil, nil, false, err
+		}
+		out[i] = v[0]
+	}
+	return out, pos, more, nil
+}
+
+// PageAccounts reads the installation's accounts in creation order.
+func (s *Store) PageAccounts(ctx context.Context, after string, desc bool, n int) ([]AccountRecord, []string, bool, error) {
+	return pageOf[AccountRecord](ctx, s, collection{op: "list accounts", index: IndexGSI2, pk: accountsList,
+		tableKey: func(pos string) (string, string) { return accountPK(idOf(pos)), skAccount }}, after, desc, n)
+}
