@@ -127,6 +127,16 @@ func TestCostListsAtScale(t *testing.T) {
 			fmt.Fprintf(&b, "| %s | %d / %d | %d / %d | %.1f | %.1f |\n", label, r.aSeq, r.aCalls, r.fSeq, r.fCalls, r.rcu, r.wcu)
 		}
 	}
+	t.Run("authorizer", func(t *testing.T) {
+		few, many := measureAuthorizerAtScale(t)
+		for _, r := range []struct {
+			n   string
+			row costRow
+		}{{"10", few}, {"1,000", many}} {
+			fmt.Fprintf(&b, "| Authorizer, `GET /v2/users/{id}` by a user holding %s roles of its key's account (not a collection: grants and roles are read whole) | %d / %d | %d / %d | %.1f | %.1f |\n",
+				r.n, r.row.aSeq, r.row.aCalls, r.row.fSeq, r.row.fCalls, r.row.rcu, r.row.wcu)
+		}
+	})
 	if len(missing) > 0 {
 		t.Fatalf("no 10 / 10,000 pair for %d list endpoints of apispec (add them to scaleCases):\n%s", len(missing), strings.Join(missing, "\n"))
 	}
@@ -569,4 +579,66 @@ func scaleCases() []scaleCase {
 				}}
 		}},
 	}
+}
+
+// measureAuthorizerAtScale measures a request by a user holding 10 roles
+// of its key's account, then 1,000: the authorizer reads the caller's
+// grants and the account's roles whole (a decision needs every role), so
+// only its round trips are required to stay the same.
+func measureAuthorizerAtScale(t *testing.T) (few, many costRow) {
+	c := startCostTour(t)
+	op, root := c.p.Bootstrap.Secret, c.p.Bootstrap.RootAccount
+	ctx := context.Background()
+	uid := c.step("", 200, "POST", "/v2/users", op, map[string]any{"email": "holder@example.com", "name": "Holder"}).str("id")
+	secret := c.step("", 200, "POST", "/v2/users/"+uid+"/access-keys", op, map[string]any{"type": "bearer", "account": "/v2/accounts/" + root}).str("secret_key")
+	var last string
+	for i := range 10 {
+		now := c.p.Deps.Store.Now()
+		r := store.Role{AccountID: root, ID: fmt.Sprintf("heldrole%08d", i), Name: fmt.Sprintf("Held %d", i),
+			Permissions: []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{"/v2/things/*"}}}, Version: 1, Created: now, Updated: now}
+		if err := c.p.Deps.Store.CreateRole(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.p.Deps.Store.PutGrant(ctx, store.Grant{PrincipalID: uid, AccountID: root, RoleID: r.ID, Via: "cost", Created: now}); err != nil {
+			t.Fatal(err)
+		}
+		last = r.ID
+	}
+	route := c.routes["GET /v2/users/{id}"]
+	measure := func(label string) costRow {
+		// Twice: the first request also touches the key's last_used.
+		for range 2 {
+			c.counter.Reset()
+			if r := c.send("GET", "/v2/users/"+uid, secret, "", nil); r.status != http.StatusOK {
+				t.Fatalf("%s: %d %s", label, r.status, r.raw)
+			}
+		}
+		c.record(label, route)
+		return c.rows[label]
+	}
+	few = measure("few")
+	table := c.p.Deps.Store.Table()
+	var bases []map[string]types.AttributeValue
+	for _, k := range [][2]string{{"PRINCIPAL#" + uid, "GRANT#" + root + "#" + last}, {"RBAC#" + root, "ROLE#" + last}} {
+		out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{
+			"PK": &types.AttributeValueMemberS{Value: k[0]}, "SK": &types.AttributeValueMemberS{Value: k[1]}}})
+		if err != nil || out.Item == nil {
+			t.Fatalf("read %s/%s: %v", k[0], k[1], err)
+		}
+		bases = append(bases, out.Item)
+	}
+	var reqs []types.WriteRequest
+	for i := range 990 {
+		for _, base := range bases {
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: copyMember(base, last, fmt.Sprintf("z%015d", i), time.Hour+time.Duration(i)*time.Millisecond)}})
+		}
+	}
+	if err := ddb.BatchWrite(ctx, c.db, table, reqs); err != nil {
+		t.Fatal(err)
+	}
+	many = measure("many")
+	if few.aSeq != many.aSeq || few.aCalls != many.aCalls {
+		t.Errorf("the authorizer makes other calls with 1,000 held roles than with 10:\n%+v\n%+v", few, many)
+	}
+	return few, many
 }
