@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"cads/shared/applications/appconfig"
+	"cads/shared/domain"
 	"cads/shared/loadgen"
 	"cads/shared/store"
 	"cads/shared/wire"
@@ -104,7 +105,7 @@ func startEdge(db *dynamodb.Client, table string, log *slog.Logger) (*Edge, func
 
 // ServeHTTP answers a request for an alias; any other host is 421.
 func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	host := store.AliasKey(r.Host)
+	host := domain.AliasKey(r.Host)
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
@@ -129,7 +130,7 @@ func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // certificate makes (once per name) a certificate for an alias; other
 // server names get none.
 func (e *Edge) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	name := store.AliasKey(hello.ServerName)
+	name := domain.AliasKey(hello.ServerName)
 	_, ok, err := e.aliases.lookup(hello.Context(), name)
 	if err != nil {
 		return nil, err
@@ -154,7 +155,7 @@ func (x *aliasIndex) lookup(ctx context.Context, host string) (string, bool, err
 		return "", false, nil // no alias is spelled so; and no key may be
 	}
 	app, _, err := x.st.AliasOwner(ctx, host)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return "", false, nil
 	}
 	if err != nil {

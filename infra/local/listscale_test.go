@@ -18,6 +18,7 @@ import (
 	"cads/infra/apispec"
 	"cads/shared/authz"
 	"cads/shared/ddb"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -298,7 +299,7 @@ func scaleCases() []scaleCase {
 	// would be measured too.
 	storeRole := func(c *costTour, acct string, i int) string {
 		now := c.p.Deps.Store.Now()
-		r := store.Role{AccountID: acct, ID: fmt.Sprintf("scalerole%07d", i), Name: fmt.Sprintf("Scale role %d", i),
+		r := domain.Role{AccountID: acct, ID: fmt.Sprintf("scalerole%07d", i), Name: fmt.Sprintf("Scale role %d", i),
 			Permissions: []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{"/v2/accounts/" + acct + "/service-users"}}},
 			Version:     1, Created: now, Updated: now}
 		if err := c.p.Deps.Store.CreateRole(context.Background(), r); err != nil {
@@ -308,7 +309,7 @@ func scaleCases() []scaleCase {
 	}
 	storeGroup := func(c *costTour, acct, role string, i int) string {
 		now := c.p.Deps.Store.Now()
-		g := store.Group{AccountID: acct, ID: fmt.Sprintf("scalegroup%06d", i), Name: fmt.Sprintf("Scale group %d", i), Roles: []string{role},
+		g := domain.Group{AccountID: acct, ID: fmt.Sprintf("scalegroup%06d", i), Name: fmt.Sprintf("Scale group %d", i), Roles: []string{role},
 			Version: 1, Created: now, Updated: now}
 		if err := c.p.Deps.Store.CreateGroup(context.Background(), g); err != nil {
 			c.t.Fatal(err)
@@ -490,7 +491,7 @@ func scaleCases() []scaleCase {
 				add: func(i int) {
 					now := c.p.Deps.Store.Now()
 					l.id = fmt.Sprintf("scaletask%07d", i)
-					tk := store.Task{ID: l.id, Account: c.p.Bootstrap.RootAccount, Type: "start", Target: "/v2/applications/none", State: store.TaskSuccess,
+					tk := domain.Task{ID: l.id, Account: c.p.Bootstrap.RootAccount, Type: "start", Target: "/v2/applications/none", State: domain.TaskSuccess,
 						CreatedBy: "cost", Created: now, Updated: now}
 					if err := c.p.Deps.Store.CreateTask(context.Background(), tk, &store.OutboxMarker{Queue: "TasksQueue", Body: "{}", Due: now.Add(24 * time.Hour)}); err != nil {
 						c.t.Fatal(err)
@@ -554,7 +555,7 @@ func scaleCases() []scaleCase {
 			return scaleSetup{path: href + "/roles", secret: ownKey(c, href),
 				add: func(i int) {
 					l.id = storeRole(c, acct, i)
-					if err := c.p.Deps.Store.PutGrant(context.Background(), store.Grant{PrincipalID: uid, AccountID: acct, RoleID: l.id, Via: "cost", Created: c.p.Deps.Store.Now()}); err != nil {
+					if err := c.p.Deps.Store.PutGrant(context.Background(), domain.Grant{PrincipalID: uid, AccountID: acct, RoleID: l.id, Via: "cost", Created: c.p.Deps.Store.Now()}); err != nil {
 						c.t.Fatal(err)
 					}
 				},
@@ -570,7 +571,7 @@ func scaleCases() []scaleCase {
 			return scaleSetup{path: href + "/groups", secret: ownKey(c, href),
 				add: func(i int) {
 					l.id = storeGroup(c, acct, r, i)
-					if err := c.p.Deps.Store.PutGrant(context.Background(), store.Grant{PrincipalID: uid, AccountID: acct, Group: l.id, Via: "cost", Created: c.p.Deps.Store.Now()}); err != nil {
+					if err := c.p.Deps.Store.PutGrant(context.Background(), domain.Grant{PrincipalID: uid, AccountID: acct, Group: l.id, Via: "cost", Created: c.p.Deps.Store.Now()}); err != nil {
 						c.t.Fatal(err)
 					}
 				},
@@ -594,12 +595,12 @@ func measureAuthorizerAtScale(t *testing.T) (few, many costRow) {
 	var last string
 	for i := range 10 {
 		now := c.p.Deps.Store.Now()
-		r := store.Role{AccountID: root, ID: fmt.Sprintf("heldrole%08d", i), Name: fmt.Sprintf("Held %d", i),
+		r := domain.Role{AccountID: root, ID: fmt.Sprintf("heldrole%08d", i), Name: fmt.Sprintf("Held %d", i),
 			Permissions: []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{"/v2/things/*"}}}, Version: 1, Created: now, Updated: now}
 		if err := c.p.Deps.Store.CreateRole(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.p.Deps.Store.PutGrant(ctx, store.Grant{PrincipalID: uid, AccountID: root, RoleID: r.ID, Via: "cost", Created: now}); err != nil {
+		if err := c.p.Deps.Store.PutGrant(ctx, domain.Grant{PrincipalID: uid, AccountID: root, RoleID: r.ID, Via: "cost", Created: now}); err != nil {
 			t.Fatal(err)
 		}
 		last = r.ID

@@ -39,6 +39,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/apptests"
 	"cads/shared/bootstrap"
+	"cads/shared/domain"
 	"cads/shared/outbox"
 	"cads/shared/rbacadmin"
 	"cads/shared/store"
@@ -333,7 +334,7 @@ type qfDataPlane struct {
 	setState atomic.Int32
 }
 
-func (d *qfDataPlane) SetState(ctx context.Context, app store.Application, state string) error {
+func (d *qfDataPlane) SetState(ctx context.Context, app domain.Application, state string) error {
 	d.setState.Add(1)
 	return d.FakeDataPlane.SetState(ctx, app, state)
 }
@@ -367,7 +368,7 @@ func TestQueueSendFailureTasks(t *testing.T) {
 				t.Fatal("no send was failed")
 			}
 			var out tasks.Task
-			if err := json.Unmarshal([]byte(resp.Body), &out); err != nil || resp.StatusCode != http.StatusCreated || out.ID == "" || out.State != store.TaskPending {
+			if err := json.Unmarshal([]byte(resp.Body), &out); err != nil || resp.StatusCode != http.StatusCreated || out.ID == "" || out.State != domain.TaskPending {
 				t.Fatalf("POST /v2/tasks while SQS fails: %d %s; want 201 with the pending task", resp.StatusCode, resp.Body)
 			}
 			if m.mode == qfRefuse {
@@ -378,7 +379,7 @@ func TestQueueSendFailureTasks(t *testing.T) {
 
 			// SQS is back: the scheduled sweep and the queue's event
 			// source, as deployed, until the task has finished.
-			task := func() store.Task {
+			task := func() domain.Task {
 				tk, err := e.deps.Store.GetTask(ctx, e.op.AccountID, out.ID)
 				if err != nil {
 					t.Fatal(err)
@@ -417,7 +418,7 @@ func TestQueueSendFailureTasks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.State != store.TaskSuccess || got.Attempts != 1 || dp.setState.Load() != 1 || a.State != store.AppRunning {
+			if got.State != domain.TaskSuccess || got.Attempts != 1 || dp.setState.Load() != 1 || a.State != domain.AppRunning {
 				t.Fatalf("task %s after %d attempts, %d data plane calls, application %s; want success once", got.State, got.Attempts, dp.setState.Load(), a.State)
 			}
 		})
@@ -484,7 +485,7 @@ func TestQueueSendFailureInvitationCreate(t *testing.T) {
 				t.Fatal("no send was failed")
 			}
 			var out rbacadmin.Invitation
-			if err := json.Unmarshal([]byte(resp.Body), &out); err != nil || resp.StatusCode != http.StatusOK || out.State != store.InvitationQueued {
+			if err := json.Unmarshal([]byte(resp.Body), &out); err != nil || resp.StatusCode != http.StatusOK || out.State != domain.InvitationQueued {
 				t.Fatalf("POST invitation while SQS fails: %d %s; want 200 with the invitation queued", resp.StatusCode, resp.Body)
 			}
 			if mk := e.markers(); len(mk) != 1 || mk[0].Queue != wire.NotificationsQueue {
@@ -504,8 +505,8 @@ func TestQueueSendFailureInvitationCreate(t *testing.T) {
 			if n.count(out.Href) != 1 || n.total() != 1 {
 				t.Fatalf("notified %d times (%d in all), want once", n.count(out.Href), n.total())
 			}
-			inv, err := e.deps.Store.GetInvitation(context.Background(), e.boot.RootAccount, store.InvitationRole, out.ID)
-			if err != nil || inv.State != store.InvitationSent {
+			inv, err := e.deps.Store.GetInvitation(context.Background(), e.boot.RootAccount, domain.InvitationRole, out.ID)
+			if err != nil || inv.State != domain.InvitationSent {
 				t.Fatalf("after delivery: %+v %v", inv, err)
 			}
 			if mk := e.markers(); len(mk) != 0 {
@@ -547,7 +548,7 @@ func TestQueueSendFailureInvitationResend(t *testing.T) {
 				t.Fatalf("re-send while SQS fails: %d %s; want 200 with the invitation queued", resp.StatusCode, resp.Body)
 			}
 			// Still in the invitee's inbox while it waits.
-			inbox, err := e.deps.Store.InboxInvitations(ctx, "resend@example.com", store.InvitationRole)
+			inbox, err := e.deps.Store.InboxInvitations(ctx, "resend@example.com", domain.InvitationRole)
 			if err != nil || len(inbox) != 1 || inbox[0].ID != id {
 				t.Fatalf("the invitee's inbox after the failed send: %+v %v", inbox, err)
 			}
@@ -557,8 +558,8 @@ func TestQueueSendFailureInvitationResend(t *testing.T) {
 			if n.count(href) != 2 {
 				t.Fatalf("%d notifications in all, want 2 (the first delivery and the re-send)", n.count(href))
 			}
-			after, err := e.deps.Store.GetInvitation(ctx, e.boot.RootAccount, store.InvitationRole, id)
-			if err != nil || after.State != store.InvitationSent || len(e.markers()) != 0 {
+			after, err := e.deps.Store.GetInvitation(ctx, e.boot.RootAccount, domain.InvitationRole, id)
+			if err != nil || after.State != domain.InvitationSent || len(e.markers()) != 0 {
 				t.Fatalf("after the re-send's delivery: %+v %v, markers %+v", after, err, e.markers())
 			}
 		})
@@ -574,8 +575,8 @@ func TestQueueSendFailureTestRun(t *testing.T) {
 	ctx := context.Background()
 	// A test names an alias of the account's applications.
 	now := e.deps.Store.Now()
-	if err := e.deps.Store.CreateApplication(ctx, store.Application{ID: "qfapp", Account: e.op.AccountID, State: store.AppStopped,
-		Config: `{"name":"qf","aliases":["shop.example.com"]}`, Version: 1, Created: now, Updated: now}, store.Quota{}); err != nil {
+	if err := e.deps.Store.CreateApplication(ctx, domain.Application{ID: "qfapp", Account: e.op.AccountID, State: domain.AppStopped,
+		Config: `{"name":"qf","aliases":["shop.example.com"]}`, Version: 1, Created: now, Updated: now}, domain.Quota{}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := `{"probabilities": 1, "models": {"home": {"type": "user.StaticSession", "requests": [{"name": "home", "method": "GET", "url": "http://shop.example.com/"}]}}}`

@@ -20,6 +20,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/bootstrap"
 	"cads/shared/ddb"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -133,5 +134,5 @@ const operatorEmail = "operator@localhost"
 // Operator is the principal the authorizer passes on for the key of an
 // installation's operator.
 func Operator(res bootstrap.Result) apigw.Principal {
-	return apigw.Principal{ID: res.Operator, Kind: store.KindUser, Email: operatorEmail, AccountID: res.RootAccount, KeyID: res.KeyID}
+	return apigw.Principal{ID: res.Operator, Kind: domain.KindUser, Email: operatorEmail, AccountID: res.RootAccount, KeyID: res.KeyID}
 }

@@ -12,16 +12,16 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/authz"
-	"cads/shared/store"
+	"cads/shared/domain"
 )
 
 // Store is what access reads.
 type Store interface {
-	LoadCredential(ctx context.Context, principal, keyID, target string) (store.Credential, error)
-	RBACOf(ctx context.Context, accounts []string) ([]store.Role, []store.Group, error)
-	Grants(ctx context.Context, principal string) ([]store.Grant, error)
-	GetAccount(ctx context.Context, id string) (store.Account, error)
-	LoadKeyStanding(ctx context.Context, account string, refs []store.KeyRef) (store.KeyStanding, error)
+	LoadCredential(ctx context.Context, principal, keyID, target string) (domain.Credential, error)
+	RBACOf(ctx context.Context, accounts []string) ([]domain.Role, []domain.Group, error)
+	Grants(ctx context.Context, principal string) ([]domain.Grant, error)
+	GetAccount(ctx context.Context, id string) (domain.Account, error)
+	LoadKeyStanding(ctx context.Context, account string, refs []domain.KeyRef) (domain.KeyStanding, error)
 	TouchKey(ctx context.Context, principal, id string, now time.Time) error
 }
 
@@ -55,8 +55,8 @@ type Service struct {
 // rbacEntry is one account's RBAC partition as read at `at`.
 type rbacEntry struct {
 	at     time.Time
-	roles  []store.Role
-	groups []store.Group
+	roles  []domain.Role
+	groups []domain.Group
 }
 
 // Option configures a Service.
@@ -111,12 +111,12 @@ type Result struct {
 // staleness bound. Read-only once built: requests share it.
 type loaded struct {
 	at          time.Time // when its reads began
-	cred        store.Credential
+	cred        domain.Credential
 	principal   apigw.Principal
-	lineage     []store.KeyRef
-	standing    store.KeyStanding
+	lineage     []domain.KeyRef
+	standing    domain.KeyStanding
 	accountGone bool
-	acct        store.Account // the key's account, when read
+	acct        domain.Account // the key's account, when read
 	held        []*authz.CompiledRole
 }
 
@@ -217,7 +217,7 @@ func (s *Service) load(ctx context.Context, secret, principalID, keyID, target s
 // read is the cold path: the two round trips.
 func (s *Service) read(ctx context.Context, principalID, keyID, target string, now time.Time) (*loaded, error) {
 	cred, err := s.store.LoadCredential(ctx, principalID, keyID, target)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return nil, ErrUnauthenticated
 	}
 	if err != nil {
@@ -278,7 +278,7 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, n
 		go func() {
 			defer wg.Done()
 			l.acct, standErr = s.store.GetAccount(ctx, p.AccountID)
-			if errors.Is(standErr, store.ErrNotFound) {
+			if errors.Is(standErr, domain.ErrNotFound) {
 				l.accountGone, standErr = true, nil
 			}
 		}()
@@ -313,7 +313,7 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, n
 // from it applies to its members' very next request (on the warm path:
 // within the staleness bound). It also returns when the oldest of the
 // partitions it used was read (now, when every one was read now).
-func (s *Service) heldRoles(ctx context.Context, grants []store.Grant, relevant []string, now time.Time) ([]*authz.CompiledRole, time.Time, error) {
+func (s *Service) heldRoles(ctx context.Context, grants []domain.Grant, relevant []string, now time.Time) ([]*authz.CompiledRole, time.Time, error) {
 	rel := make(map[string]bool, len(relevant))
 	for _, a := range relevant {
 		if a != "" {
@@ -373,7 +373,7 @@ func (s *Service) heldRoles(ctx context.Context, grants []store.Grant, relevant 
 // cache while an entry is younger than the staleness bound, the others
 // read in one RBACOf (one Query per account, in parallel). at is when the
 // oldest partition used was read.
-func (s *Service) rbacOf(ctx context.Context, accounts []string, now time.Time) (roles []store.Role, groups []store.Group, at time.Time, err error) {
+func (s *Service) rbacOf(ctx context.Context, accounts []string, now time.Time) (roles []domain.Role, groups []domain.Group, at time.Time, err error) {
 	at = now
 	missing := accounts
 	if s.rbac != nil {
@@ -433,7 +433,7 @@ func newCompileCache(max int) *compileCache {
 	return &compileCache{max: max, m: map[string]*authz.CompiledRole{}}
 }
 
-func (c *compileCache) get(r store.Role) (*authz.CompiledRole, error) {
+func (c *compileCache) get(r domain.Role) (*authz.CompiledRole, error) {
 	k := fmt.Sprintf("%s/%s@%d", r.AccountID, r.ID, r.Version)
 	c.mu.Lock()
 	cr, ok := c.m[k]

@@ -9,7 +9,7 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/authz"
-	"cads/shared/store"
+	"cads/shared/domain"
 )
 
 // Decider makes further decisions for an already authenticated principal
@@ -55,8 +55,8 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 	}
 	var (
 		wg         sync.WaitGroup
-		grants     []store.Grant
-		acct       store.Account
+		grants     []domain.Grant
+		acct       domain.Account
 		gErr, aErr error
 	)
 	wg.Add(1)
@@ -69,7 +69,7 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 	if gErr != nil {
 		return nil, fmt.Errorf("decider: %w", gErr)
 	}
-	if aErr != nil && !errors.Is(aErr, store.ErrNotFound) {
+	if aErr != nil && !errors.Is(aErr, domain.ErrNotFound) {
 		return nil, fmt.Errorf("decider: %w", aErr)
 	}
 	var all []string
@@ -106,7 +106,7 @@ func (d *Decider) Allows(method, path string) bool {
 
 // AllowsFor reports whether DecideFor(method, path, target) would allow,
 // without an explanation (see Allows).
-func (d *Decider) AllowsFor(method, path string, target store.Account) bool {
+func (d *Decider) AllowsFor(method, path string, target domain.Account) bool {
 	return d.allows(method, path, target.ID, target.Ancestors)
 }
 
@@ -126,7 +126,7 @@ func (d *Decider) allows(method, path, target string, ancestors []string) bool {
 
 // DecideFor decides a request whose path names account target (the
 // /v2/accounts/{id} cases), given that account's ancestors.
-func (d *Decider) DecideFor(method, path string, target store.Account) authz.Decision {
+func (d *Decider) DecideFor(method, path string, target domain.Account) authz.Decision {
 	return authz.Evaluate(authz.Input{Method: method, Path: path, PrincipalID: d.p.ID, KeyAccount: d.p.AccountID,
 		Target: target.ID, TargetAncestors: target.Ancestors, Held: d.held, Root: d.root, Sets: d.sets})
 }
@@ -137,7 +137,7 @@ func (d *Decider) DecideFor(method, path string, target store.Account) authz.Dec
 // rules that depend on which role applies, not only on what it permits
 // (only account owners may invite: docs/api.md#who-may-invite). A request the engine refuses
 // before looking at roles (bad path, no account, out of scope) has none.
-func (d *Decider) ApplicableFor(method, path string, target store.Account) []authz.Role {
+func (d *Decider) ApplicableFor(method, path string, target domain.Account) []authz.Role {
 	if authz.CheckPath(path) != nil || d.p.AccountID == "" {
 		return nil
 	}
@@ -158,6 +158,6 @@ func (d *Decider) ApplicableFor(method, path string, target store.Account) []aut
 // CanSwitch decides whether the principal may authenticate into account
 // (docs/api.md#switching-accounts): GET /v2/accounts/{id} decided as if authenticated there,
 // whatever account (or none) the current key is in.
-func (d *Decider) CanSwitch(account store.Account) authz.Decision {
+func (d *Decider) CanSwitch(account domain.Account) authz.Decision {
 	return authz.CanSwitch(d.held, account.ID, account.Ancestors)
 }

@@ -7,6 +7,7 @@ import (
 
 	"cads/infra/testenv"
 	"cads/shared/access"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -22,15 +23,15 @@ func TestGroupMembershipKeepsTwoRoundTrips(t *testing.T) {
 	rs := roles(t, st, leaf.ID, 3, false)
 	inherited := roles(t, st, "a1", 1, true)[0]
 	secret := principalWithKey(t, st, leaf, nil)
-	g := store.Group{AccountID: leaf.ID, ID: "g1", Name: "ops", Roles: []string{rs[0].ID}, Version: 1}
+	g := domain.Group{AccountID: leaf.ID, ID: "g1", Name: "ops", Roles: []string{rs[0].ID}, Version: 1}
 	if err := st.CreateGroup(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	gi := store.Group{AccountID: "a1", ID: "g2", Name: "support", Roles: []string{inherited.ID}, Version: 1}
+	gi := domain.Group{AccountID: "a1", ID: "g2", Name: "support", Roles: []string{inherited.ID}, Version: 1}
 	if err := st.CreateGroup(ctx, gi); err != nil {
 		t.Fatal(err)
 	}
-	for _, gr := range []store.Grant{{PrincipalID: "u1", AccountID: leaf.ID, Group: g.ID, Via: "test"}, {PrincipalID: "u1", AccountID: "a1", Group: gi.ID, Via: "test"}} {
+	for _, gr := range []domain.Grant{{PrincipalID: "u1", AccountID: leaf.ID, Group: g.ID, Via: "test"}, {PrincipalID: "u1", AccountID: "a1", Group: gi.ID, Via: "test"}} {
 		if err := st.PutGrant(ctx, gr); err != nil {
 			t.Fatal(err)
 		}

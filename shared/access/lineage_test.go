@@ -12,23 +12,24 @@ import (
 
 	"cads/infra/testenv"
 	"cads/shared/access"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
 // lineageKey stores a key of principal in account, minted under origin
 // with parent (nil, nil: a key of its own lineage), and returns its secret.
-func lineageKey(t testing.TB, st *store.Store, principal, id string, account store.Account, origin, parent *store.KeyRef, expiry *time.Time) string {
+func lineageKey(t testing.TB, st *store.Store, principal, id string, account domain.Account, origin, parent *domain.KeyRef, expiry *time.Time) string {
 	t.Helper()
 	secret := access.NewSecret(principal, id)
-	dur := store.DurabilityPersistent
+	dur := domain.DurabilityPersistent
 	if origin != nil {
-		dur = store.DurabilitySession
+		dur = domain.DurabilitySession
 		if expiry == nil {
 			e := time.Now().Add(time.Hour).UTC()
 			expiry = &e
 		}
 	}
-	k := store.AccessKey{ID: id, PrincipalID: principal, Type: "bearer", Durability: dur, Account: account.ID, AccountAncestors: account.Ancestors,
+	k := domain.AccessKey{ID: id, PrincipalID: principal, Type: "bearer", Durability: dur, Account: account.ID, AccountAncestors: account.Ancestors,
 		SecretHash: access.HashSecret(secret), Expiry: expiry, Origin: origin, Parent: parent, Created: time.Now().UTC()}
 	if err := st.CreateKey(context.Background(), k); err != nil {
 		t.Fatal(err)
@@ -47,15 +48,15 @@ func TestDeletingAKeyRevokesItsLineageAtOnce(t *testing.T) {
 	acct := chain[1]
 	held := roles(t, st, acct.ID, 1, false)
 	p0 := principalWithKey(t, st, acct, held) // u1/k1
-	if err := st.CreatePrincipal(context.Background(), store.Principal{ID: "u2", Kind: store.KindUser, Email: "u2@example.com"}); err != nil {
+	if err := st.CreatePrincipal(context.Background(), domain.Principal{ID: "u2", Kind: domain.KindUser, Email: "u2@example.com"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PutGrant(context.Background(), store.Grant{PrincipalID: "u2", AccountID: acct.ID, RoleID: held[0].ID, Via: "test"}); err != nil {
+	if err := st.PutGrant(context.Background(), domain.Grant{PrincipalID: "u2", AccountID: acct.ID, RoleID: held[0].ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	svc := access.New(st, quiet)
 	ctx := context.Background()
-	k1, s1ref := &store.KeyRef{Principal: "u1", ID: "k1"}, &store.KeyRef{Principal: "u1", ID: "s1"}
+	k1, s1ref := &domain.KeyRef{Principal: "u1", ID: "k1"}, &domain.KeyRef{Principal: "u1", ID: "s1"}
 	keys := map[string]string{
 		"origin":                p0,
 		"session":               lineageKey(t, st, "u1", "s1", acct, k1, k1, nil),
@@ -97,9 +98,9 @@ func TestDeletingAKeyRevokesItsLineageAtOnce(t *testing.T) {
 	// that cannot reach another partition would): the authorizer alone
 	// refuses its whole lineage, whatever the depth.
 	keys["session"] = lineageKey(t, st, "u1", "s6", acct, k1, k1, nil)
-	keys["session of a session"] = lineageKey(t, st, "u1", "s7", acct, k1, &store.KeyRef{Principal: "u1", ID: "s6"}, nil)
-	keys["deep"] = lineageKey(t, st, "u1", "s8", acct, k1, &store.KeyRef{Principal: "u1", ID: "s7"}, nil)
-	keys["another user's"] = lineageKey(t, st, "u2", "k9", acct, k1, &store.KeyRef{Principal: "u1", ID: "s6"}, nil)
+	keys["session of a session"] = lineageKey(t, st, "u1", "s7", acct, k1, &domain.KeyRef{Principal: "u1", ID: "s6"}, nil)
+	keys["deep"] = lineageKey(t, st, "u1", "s8", acct, k1, &domain.KeyRef{Principal: "u1", ID: "s7"}, nil)
+	keys["another user's"] = lineageKey(t, st, "u2", "k9", acct, k1, &domain.KeyRef{Principal: "u1", ID: "s6"}, nil)
 	for _, name := range []string{"session", "session of a session", "deep", "another user's"} {
 		if err := allowed(name); err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -130,14 +131,14 @@ func TestAnExpiredOriginEndsItsLineage(t *testing.T) {
 	svc := access.New(st, quiet)
 	past := time.Now().Add(-time.Second).UTC()
 	lineageKey(t, st, "u1", "old", acct, nil, nil, &past)
-	old := &store.KeyRef{Principal: "u1", ID: "old"}
+	old := &domain.KeyRef{Principal: "u1", ID: "old"}
 	s := lineageKey(t, st, "u1", "s1", acct, old, old, nil)
 	if _, err := svc.Authorize(context.Background(), s, "GET", "/v2/applications/x"); !errors.Is(err, access.ErrUnauthenticated) {
 		t.Fatalf("session key of an expired origin: %v, want ErrUnauthenticated", err)
 	}
 	// And the authorizer tells the functions what a key minted with this
 	// one inherits.
-	k1 := &store.KeyRef{Principal: "u1", ID: "k1"}
+	k1 := &domain.KeyRef{Principal: "u1", ID: "k1"}
 	exp := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
 	s2 := lineageKey(t, st, "u1", "s2", acct, k1, k1, &exp)
 	res, err := svc.Authorize(context.Background(), s2, "GET", "/v2/applications/x")
@@ -145,7 +146,7 @@ func TestAnExpiredOriginEndsItsLineage(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := res.Principal
-	if !p.Minted() || p.KeyDurability != store.DurabilitySession || p.OriginPrincipal != "u1" || p.OriginKey != "k1" || p.KeyExpiry == nil || !p.KeyExpiry.Equal(exp) {
+	if !p.Minted() || p.KeyDurability != domain.DurabilitySession || p.OriginPrincipal != "u1" || p.OriginKey != "k1" || p.KeyExpiry == nil || !p.KeyExpiry.Equal(exp) {
 		t.Fatalf("principal %+v does not carry the key's lineage", p)
 	}
 }

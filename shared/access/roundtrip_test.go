@@ -12,6 +12,7 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/access"
 	"cads/shared/authz"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -21,14 +22,14 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // only the root and the last two accounts: the authorizer reads no account
 // between them (that is the point of the ancestor list), and writing a
 // thousand growing items through minidyn's transactions costs minutes.
-func tree(t testing.TB, st *store.Store, depth int) []store.Account {
+func tree(t testing.TB, st *store.Store, depth int) []domain.Account {
 	t.Helper()
 	ctx := context.Background()
-	chain := []store.Account{{ID: "root", Name: "root", Ancestors: nil}}
+	chain := []domain.Account{{ID: "root", Name: "root", Ancestors: nil}}
 	for i := 1; i <= depth; i++ {
 		parent := chain[i-1]
 		anc := append(append([]string{}, parent.Ancestors...), parent.ID)
-		chain = append(chain, store.Account{ID: fmt.Sprintf("a%d", i), Name: fmt.Sprintf("account %d", i), Parent: parent.ID, Ancestors: anc})
+		chain = append(chain, domain.Account{ID: fmt.Sprintf("a%d", i), Name: fmt.Sprintf("account %d", i), Parent: parent.ID, Ancestors: anc})
 	}
 	for i, a := range chain {
 		if depth > 10 && i > 0 && i < depth-1 {
@@ -42,16 +43,16 @@ func tree(t testing.TB, st *store.Store, depth int) []store.Account {
 }
 
 // roles creates n roles of 20 permissions in account acct.
-func roles(t testing.TB, st *store.Store, acct string, n int, inheritable bool) []store.Role {
+func roles(t testing.TB, st *store.Store, acct string, n int, inheritable bool) []domain.Role {
 	t.Helper()
-	var out []store.Role
+	var out []domain.Role
 	for i := 0; i < n; i++ {
 		var ps []authz.Permission
 		for j := 0; j < 19; j++ {
 			ps = append(ps, authz.Permission{Method: "GET", Effect: "permit", Spec: []string{fmt.Sprintf("/v2/thing%d/*", j)}})
 		}
 		ps = append(ps, authz.Permission{Method: "GET", Effect: "permit", Spec: []string{"/v2/applications/**"}})
-		r := store.Role{AccountID: acct, ID: fmt.Sprintf("r%s%v%d", acct, inheritable, i), Name: fmt.Sprintf("role %d", i), Inheritable: inheritable, Permissions: ps, Version: 1}
+		r := domain.Role{AccountID: acct, ID: fmt.Sprintf("r%s%v%d", acct, inheritable, i), Name: fmt.Sprintf("role %d", i), Inheritable: inheritable, Permissions: ps, Version: 1}
 		if err := st.CreateRole(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}
@@ -60,18 +61,18 @@ func roles(t testing.TB, st *store.Store, acct string, n int, inheritable bool) 
 	return out
 }
 
-func principalWithKey(t testing.TB, st *store.Store, account store.Account, held []store.Role) string {
+func principalWithKey(t testing.TB, st *store.Store, account domain.Account, held []domain.Role) string {
 	t.Helper()
 	ctx := context.Background()
-	if err := st.CreatePrincipal(ctx, store.Principal{ID: "u1", Kind: store.KindUser, Email: "u1@example.com"}); err != nil {
+	if err := st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	secret := access.NewSecret("u1", "k1")
-	if err := st.CreateKey(ctx, store.AccessKey{ID: "k1", PrincipalID: "u1", Type: "bearer", Account: account.ID, AccountAncestors: account.Ancestors, SecretHash: access.HashSecret(secret)}); err != nil {
+	if err := st.CreateKey(ctx, domain.AccessKey{ID: "k1", PrincipalID: "u1", Type: "bearer", Account: account.ID, AccountAncestors: account.Ancestors, SecretHash: access.HashSecret(secret)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range held {
-		if err := st.PutGrant(ctx, store.Grant{PrincipalID: "u1", AccountID: r.AccountID, RoleID: r.ID, Via: "test"}); err != nil {
+		if err := st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: r.AccountID, RoleID: r.ID, Via: "test"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -142,10 +143,10 @@ func TestAuthorizeRoundTripsDoNotGrowWithDepthOrRoles(t *testing.T) {
 				// minted with that: the origin and the parent are read in
 				// the second round trip with the key's account, in one
 				// BatchGetItem, so they cost what a persistent key does.
-				k1 := &store.KeyRef{Principal: "u1", ID: "k1"}
+				k1 := &domain.KeyRef{Principal: "u1", ID: "k1"}
 				s1 := lineageKey(t, st, "u1", "s1", leaf, k1, k1, nil)
-				s2 := lineageKey(t, st, "u1", "s2", leaf, k1, &store.KeyRef{Principal: "u1", ID: "s1"}, nil)
-				k3 := lineageKey(t, st, "u1", "k3", leaf, k1, &store.KeyRef{Principal: "u1", ID: "s2"}, nil)
+				s2 := lineageKey(t, st, "u1", "s2", leaf, k1, &domain.KeyRef{Principal: "u1", ID: "s1"}, nil)
+				k3 := lineageKey(t, st, "u1", "k3", leaf, k1, &domain.KeyRef{Principal: "u1", ID: "s2"}, nil)
 				for name, secret := range map[string]string{"session": s1, "session of a session": s2, "minted with a session": k3} {
 					d.Counter.Reset()
 					res, err := svc.Authorize(context.Background(), secret, "GET", "/v2/applications/app1/logs")
@@ -196,7 +197,7 @@ func TestAuthorizeRefusesBadKeys(t *testing.T) {
 	// An expired key is refused from its expiry on.
 	past := time.Now().Add(-time.Second)
 	exp := access.NewSecret("u1", "k2")
-	if err := st.CreateKey(ctx, store.AccessKey{ID: "k2", PrincipalID: "u1", Account: chain[1].ID, SecretHash: access.HashSecret(exp), Expiry: &past}); err != nil {
+	if err := st.CreateKey(ctx, domain.AccessKey{ID: "k2", PrincipalID: "u1", Account: chain[1].ID, SecretHash: access.HashSecret(exp), Expiry: &past}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Authorize(ctx, exp, "GET", "/v2/applications"); !errors.Is(err, access.ErrUnauthenticated) {
@@ -204,7 +205,7 @@ func TestAuthorizeRefusesBadKeys(t *testing.T) {
 	}
 	// A key whose account is gone is dead, even if the sweep missed it.
 	orphan := access.NewSecret("u1", "k3")
-	if err := st.CreateKey(ctx, store.AccessKey{ID: "k3", PrincipalID: "u1", Account: "gone", AccountAncestors: []string{"root"}, SecretHash: access.HashSecret(orphan)}); err != nil {
+	if err := st.CreateKey(ctx, domain.AccessKey{ID: "k3", PrincipalID: "u1", Account: "gone", AccountAncestors: []string{"root"}, SecretHash: access.HashSecret(orphan)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Authorize(ctx, orphan, "GET", "/v2/applications"); !errors.Is(err, access.ErrUnauthenticated) {
@@ -226,13 +227,13 @@ func TestDecisionsFollowStoredRoles(t *testing.T) {
 	st := store.New(d.Client, d.Table)
 	chain := tree(t, st, 2) // root -> a1 -> a2
 	ctx := context.Background()
-	if err := st.CreateAccount(ctx, store.Account{ID: "other", Name: "other", Ancestors: []string{"root"}, Parent: "root"}, nil); err != nil {
+	if err := st.CreateAccount(ctx, domain.Account{ID: "other", Name: "other", Ancestors: []string{"root"}, Parent: "root"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	inh := roles(t, st, "a1", 1, true)[0]  // applies in a2, not in a1
 	own := roles(t, st, "a1", 1, false)[0] // applies in a1 only
 	foreign := roles(t, st, "other", 1, false)[0]
-	secret := principalWithKey(t, st, chain[2], []store.Role{inh, own, foreign})
+	secret := principalWithKey(t, st, chain[2], []domain.Role{inh, own, foreign})
 	svc := access.New(st, quiet)
 
 	res, err := svc.Authorize(ctx, secret, "GET", "/v2/applications/x")

@@ -10,6 +10,7 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/access"
 	"cads/shared/authz"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -75,7 +76,7 @@ func TestWarmPathReadsNothing(t *testing.T) {
 	// An expiry is compared with the clock on every request, warm or not.
 	exp := clk.now().Add(300 * time.Millisecond)
 	short := access.NewSecret("u1", "k9")
-	if err := st.CreateKey(ctx, store.AccessKey{ID: "k9", PrincipalID: "u1", Account: chain[2].ID, AccountAncestors: chain[2].Ancestors,
+	if err := st.CreateKey(ctx, domain.AccessKey{ID: "k9", PrincipalID: "u1", Account: chain[2].ID, AccountAncestors: chain[2].Ancestors,
 		Expiry: &exp, SecretHash: access.HashSecret(short)}); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestWarmPathRevocationWithinTheBound(t *testing.T) {
 			}
 		}, false},
 		{"revoked grant", func(t *testing.T, st *store.Store, w world) {
-			if err := st.RevokeGrants(context.Background(), []store.Grant{{PrincipalID: "u1", AccountID: w.role.AccountID, RoleID: w.role.ID}}); err != nil {
+			if err := st.RevokeGrants(context.Background(), []domain.Grant{{PrincipalID: "u1", AccountID: w.role.AccountID, RoleID: w.role.ID}}); err != nil {
 				t.Fatal(err)
 			}
 		}, true},
@@ -134,7 +135,7 @@ func TestWarmPathRevocationWithinTheBound(t *testing.T) {
 			st := store.New(d.Client, d.Table)
 			chain := tree(t, st, 2)
 			role := roles(t, st, chain[2].ID, 1, false)[0]
-			secret := principalWithKey(t, st, chain[2], []store.Role{role})
+			secret := principalWithKey(t, st, chain[2], []domain.Role{role})
 			w := world{account: chain[2], role: role}
 			clk := &clock{t: time.Now().UTC()}
 			// Two containers of the authorizer over the same table.
@@ -166,8 +167,8 @@ func TestWarmPathRevocationWithinTheBound(t *testing.T) {
 }
 
 type world struct {
-	account store.Account
-	role    store.Role
+	account domain.Account
+	role    domain.Role
 }
 
 // An account's RBAC partition is read once per staleness period per
@@ -183,14 +184,14 @@ func TestWarmPathSharesAnAccountsRoles(t *testing.T) {
 	acct := chain[1]
 	rs := roles(t, st, acct.ID, 3, false)
 	first := principalWithKey(t, st, acct, rs)
-	if err := st.CreatePrincipal(ctx, store.Principal{ID: "u2", Kind: store.KindUser, Email: "u2@example.com"}); err != nil {
+	if err := st.CreatePrincipal(ctx, domain.Principal{ID: "u2", Kind: domain.KindUser, Email: "u2@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	second := access.NewSecret("u2", "k2")
-	if err := st.CreateKey(ctx, store.AccessKey{ID: "k2", PrincipalID: "u2", Type: "bearer", Account: acct.ID, AccountAncestors: acct.Ancestors, SecretHash: access.HashSecret(second)}); err != nil {
+	if err := st.CreateKey(ctx, domain.AccessKey{ID: "k2", PrincipalID: "u2", Type: "bearer", Account: acct.ID, AccountAncestors: acct.Ancestors, SecretHash: access.HashSecret(second)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PutGrant(ctx, store.Grant{PrincipalID: "u2", AccountID: acct.ID, RoleID: rs[0].ID, Via: "test"}); err != nil {
+	if err := st.PutGrant(ctx, domain.Grant{PrincipalID: "u2", AccountID: acct.ID, RoleID: rs[0].ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	clk := &clock{t: time.Now().UTC()}

@@ -14,6 +14,7 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/builtin"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 )
@@ -42,7 +43,7 @@ type LogRetention struct {
 	ArchiveSpaceAllowance *int   `json:"archive_space_allowance,omitempty"`
 }
 
-func accountOut(a store.AccountRecord) Account {
+func accountOut(a domain.AccountRecord) Account {
 	out := Account{ID: a.ID, Href: accountHref(a.ID), Name: a.Name, Keyword: a.Keyword, LogRetention: []LogRetention{}, Created: a.Created, Updated: a.Updated}
 	if a.Owner != "" {
 		o := userHref(a.Owner)
@@ -76,16 +77,16 @@ func (h *handler) listAccounts(r *http.Request, p apigw.Principal) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	list, err := apigw.List(r, page, apigw.Lister[store.AccountRecord, Account]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.AccountRecord, Account]{
 		Name: "accounts", Indexed: "created", Read: h.st.PageAccounts, ValidPosition: store.ValidPosition,
-		Allow: func(ctx context.Context) (func(store.AccountRecord) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.AccountRecord) bool, error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {
 				return nil, err
 			}
-			return func(a store.AccountRecord) bool { return d.AllowsFor(http.MethodGet, accountHref(a.ID), a.Account) }, nil
+			return func(a domain.AccountRecord) bool { return d.AllowsFor(http.MethodGet, accountHref(a.ID), a.Account) }, nil
 		},
-		Out:  func(a store.AccountRecord) (Account, error) { return accountOut(a), nil },
+		Out:  func(a domain.AccountRecord) (Account, error) { return accountOut(a), nil },
 		Sort: sortAccounts,
 	})
 	if err != nil {
@@ -145,12 +146,12 @@ func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, e
 	}
 	id := ids.New()
 	now := h.st.Now()
-	a := store.AccountRecord{Account: store.Account{ID: id, Parent: p.AccountID, Created: now, Updated: now}}
+	a := domain.AccountRecord{Account: domain.Account{ID: id, Parent: p.AccountID, Created: now, Updated: now}}
 	var err error
 	if a.Name, err = accountName(*in.Name); err != nil {
 		return 0, nil, err
 	}
-	a.Keyword = store.Keyword(a.Name)
+	a.Keyword = domain.Keyword(a.Name)
 	if in.Keyword != nil {
 		if a.Keyword, err = keyword(*in.Keyword); err != nil {
 			return 0, nil, err
@@ -168,7 +169,7 @@ func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, e
 	}
 	var (
 		wg           sync.WaitGroup
-		parent       store.AccountRecord
+		parent       domain.AccountRecord
 		pErr, ownErr error
 	)
 	wg.Go(func() { parent, pErr = h.st.GetAccountRecord(r.Context(), p.AccountID) })
@@ -179,7 +180,7 @@ func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, e
 	if ownErr != nil {
 		return 0, nil, ownErr
 	}
-	if errors.Is(pErr, store.ErrNotFound) || pErr == nil && parent.Deleting != nil {
+	if errors.Is(pErr, domain.ErrNotFound) || pErr == nil && parent.Deleting != nil {
 		return 0, nil, apigw.Conflict("the account you are authenticated into (%s) is being deleted or no longer exists: no sub-account can be created in it", accountHref(p.AccountID))
 	}
 	if pErr != nil {
@@ -190,13 +191,13 @@ func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
-	roles := make([]store.Role, 0, len(defs))
+	roles := make([]domain.Role, 0, len(defs))
 	for _, d := range defs {
-		roles = append(roles, store.Role{AccountID: id, ID: ids.New(), Name: d.Name, Description: d.Description, Inheritable: d.Inheritable,
+		roles = append(roles, domain.Role{AccountID: id, ID: ids.New(), Name: d.Name, Description: d.Description, Inheritable: d.Inheritable,
 			Control: true, Permissions: d.Permissions, Version: 1, Created: now, Updated: now})
 	}
 	if err := h.st.CreateSubAccount(r.Context(), a, roles); err != nil {
-		return 0, nil, store.NotFound(err, "account %s no longer exists", accountHref(p.AccountID))
+		return 0, nil, domain.IfNotFound(err, "account %s no longer exists", accountHref(p.AccountID))
 	}
 	return http.StatusOK, accountOut(a), nil
 }
@@ -205,7 +206,7 @@ func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, e
 // same name typed with combining accents is the same name (names are
 // unique without regard to case).
 func accountName(s string) (string, error) {
-	name, err := text("name", norm.NFC.String(s), store.AccountNameMaxRunes)
+	name, err := text("name", norm.NFC.String(s), domain.AccountNameMaxRunes)
 	if err != nil {
 		return "", apigw.BadRequest("%s", err.Error())
 	}
@@ -218,8 +219,8 @@ func accountName(s string) (string, error) {
 var keywordRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 func keyword(s string) (string, error) {
-	if len(s) > store.AccountKeywordMaxBytes || !keywordRE.MatchString(s) {
-		return "", apigw.BadRequest("keyword must be lower-case letters and digits in dash-separated words (like \"exito-s-a\"), at most %d characters, not %q", store.AccountKeywordMaxBytes, s)
+	if len(s) > domain.AccountKeywordMaxBytes || !keywordRE.MatchString(s) {
+		return "", apigw.BadRequest("keyword must be lower-case letters and digits in dash-separated words (like \"exito-s-a\"), at most %d characters, not %q", domain.AccountKeywordMaxBytes, s)
 	}
 	return s, nil
 }
@@ -231,8 +232,8 @@ const (
 	maxRetentionAllowance = 1<<31 - 1
 )
 
-func logRetention(in []logRetentionIn) ([]store.LogRetention, error) {
-	var out []store.LogRetention
+func logRetention(in []logRetentionIn) ([]domain.LogRetention, error) {
+	var out []domain.LogRetention
 	seen := map[string]bool{}
 	for i, l := range in {
 		if l.Type == nil || *l.Type != "events" {
@@ -242,7 +243,7 @@ func logRetention(in []logRetentionIn) ([]store.LogRetention, error) {
 			return nil, apigw.BadRequest("log_retention[%d]: type %q is given twice", i, *l.Type)
 		}
 		seen[*l.Type] = true
-		v := store.LogRetention{Type: *l.Type}
+		v := domain.LogRetention{Type: *l.Type}
 		for _, f := range []struct {
 			name string
 			in   *int
@@ -276,7 +277,7 @@ func (h *handler) owner(ctx context.Context, href string) (string, error) {
 		return "", apigw.BadRequest("owner must be a user href like /v2/users/<id>, not %q", href)
 	}
 	u, err := h.st.GetPrincipal(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || err == nil && u.Kind != store.KindUser {
+	if errors.Is(err, domain.ErrNotFound) || err == nil && u.Kind != domain.KindUser {
 		return "", apigw.BadRequest("owner %s is not a user", href)
 	}
 	return id, err
@@ -291,7 +292,7 @@ func (h *handler) getAccount(r *http.Request, _ apigw.Principal) (int, any, erro
 	}
 	a, err := h.st.GetAccountRecord(r.Context(), id)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no account %s", accountHref(id))
+		return 0, nil, domain.IfNotFound(err, "no account %s", accountHref(id))
 	}
 	return http.StatusOK, accountOut(a), nil
 }
@@ -326,7 +327,7 @@ func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, er
 	}
 	var (
 		name, kw, owner string
-		lr              []store.LogRetention
+		lr              []domain.LogRetention
 	)
 	if in.Name != nil {
 		if name, err = accountName(*in.Name); err != nil {
@@ -345,7 +346,7 @@ func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, er
 	}
 	var (
 		wg           sync.WaitGroup
-		prev         store.AccountRecord
+		prev         domain.AccountRecord
 		gErr, ownErr error
 	)
 	wg.Go(func() { prev, gErr = h.st.GetAccountRecord(r.Context(), id) })
@@ -354,7 +355,7 @@ func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, er
 	}
 	wg.Wait()
 	if gErr != nil {
-		return 0, nil, store.NotFound(gErr, "no account %s", accountHref(id))
+		return 0, nil, domain.IfNotFound(gErr, "no account %s", accountHref(id))
 	}
 	if ownErr != nil {
 		return 0, nil, ownErr
@@ -374,7 +375,7 @@ func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, er
 		next.LogRetention = lr
 	}
 	if err := h.st.UpdateAccount(r.Context(), prev, next); err != nil {
-		return 0, nil, store.NotFound(err, "no account %s", accountHref(id))
+		return 0, nil, domain.IfNotFound(err, "no account %s", accountHref(id))
 	}
 	return http.StatusOK, accountOut(next), nil
 }
@@ -396,7 +397,7 @@ func (h *handler) deleteAccount(r *http.Request, _ apigw.Principal) (int, any, e
 		err = nil
 	}
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no account %s", accountHref(id))
+		return 0, nil, domain.IfNotFound(err, "no account %s", accountHref(id))
 	}
 	return http.StatusOK, accountOut(a), nil
 }

@@ -9,16 +9,16 @@ import (
 	"time"
 
 	"cads/shared/authz"
-	"cads/shared/store"
+	"cads/shared/domain"
 )
 
 func TestCreateAccount(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if err := e.st.CreatePrincipal(ctx, store.Principal{ID: "u1", Kind: store.KindUser, Email: "u1@example.com"}); err != nil {
+	if err := e.st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
 		t.Fatal(err)
 	}
-	long := strings.Repeat("é", store.AccountNameMaxRunes+1)
+	long := strings.Repeat("é", domain.AccountNameMaxRunes+1)
 	for _, c := range []struct {
 		name, body, ct string
 		want           int
@@ -138,7 +138,7 @@ func TestGetPatchAccount(t *testing.T) {
 	root := e.root()
 	a := e.account(root, "Alpha", time.Now().UTC())
 	e.account(root, "Beta", time.Now().UTC())
-	if err := e.st.CreatePrincipal(ctx, store.Principal{ID: "u1", Kind: store.KindUser, Email: "u1@example.com"}); err != nil {
+	if err := e.st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	path := "/v2/accounts/" + a.ID
@@ -230,7 +230,7 @@ func TestDeleteAccount(t *testing.T) {
 	second, _ := e.st.ChildAccounts(ctx, parent.ID, 0)
 
 	// A session key of the operator in the child, and an entitlement.
-	if err := e.st.CreateKey(ctx, store.AccessKey{ID: "session", PrincipalID: e.boot.Operator, Type: "bearer", Durability: store.DurabilitySession,
+	if err := e.st.CreateKey(ctx, domain.AccessKey{ID: "session", PrincipalID: e.boot.Operator, Type: "bearer", Durability: domain.DurabilitySession,
 		Account: child.ID, AccountAncestors: child.Ancestors}); err != nil {
 		t.Fatal(err)
 	}
@@ -293,13 +293,13 @@ func TestListAccounts(t *testing.T) {
 	// A user who owns A1 (a non-inheritable role) sees A1 only, whatever
 	// account the key is in; an inheritable role in A shows A's subtree
 	// below A, not A itself.
-	if err := e.st.CreatePrincipal(ctx, store.Principal{ID: "u1", Kind: store.KindUser, Email: "u1@example.com"}); err != nil {
+	if err := e.st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	roles, _ := e.st.RolesOf(ctx, []string{a1.ID})
 	for _, ro := range roles {
 		if ro.Name == "Account owner" {
-			if err := e.st.PutGrant(ctx, store.Grant{PrincipalID: "u1", AccountID: a1.ID, RoleID: ro.ID, Via: "test"}); err != nil {
+			if err := e.st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: a1.ID, RoleID: ro.ID, Via: "test"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -309,12 +309,12 @@ func TestListAccounts(t *testing.T) {
 	if r := e.call(u, "GET", "/v2/accounts", ""); names(r) != "A1" {
 		t.Fatalf("owner of A1 sees %s", names(r))
 	}
-	support := store.Role{AccountID: a.ID, ID: "support", Name: "Support", Inheritable: true, Version: 1,
+	support := domain.Role{AccountID: a.ID, ID: "support", Name: "Support", Inheritable: true, Version: 1,
 		Permissions: []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{"/v2/accounts/*"}}}}
 	if err := e.st.CreateRole(ctx, support); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.PutGrant(ctx, store.Grant{PrincipalID: "u1", AccountID: a.ID, RoleID: "support", Via: "test"}); err != nil {
+	if err := e.st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: a.ID, RoleID: "support", Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := e.call(u, "GET", "/v2/accounts?order=name", ""); names(r) != "A1,A11" {

@@ -16,31 +16,31 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
-	"cads/shared/store"
+	"cads/shared/domain"
 )
 
 // Store is what the accounts function reads and writes.
 type Store interface {
 	Now() time.Time
-	Grants(ctx context.Context, principal string) ([]store.Grant, error)
-	GetPrincipal(ctx context.Context, id string) (store.Principal, error)
+	Grants(ctx context.Context, principal string) ([]domain.Grant, error)
+	GetPrincipal(ctx context.Context, id string) (domain.Principal, error)
 
-	GetAccountRecord(ctx context.Context, id string) (store.AccountRecord, error)
-	GetAccountRecords(ctx context.Context, ids []string) ([]store.AccountRecord, error)
-	PageAccounts(ctx context.Context, after string, desc bool, n int) ([]store.AccountRecord, []string, bool, error)
-	CreateSubAccount(ctx context.Context, a store.AccountRecord, roles []store.Role) error
-	UpdateAccount(ctx context.Context, prev, next store.AccountRecord) error
-	DeleteAccount(ctx context.Context, id string) (store.AccountRecord, error)
+	GetAccountRecord(ctx context.Context, id string) (domain.AccountRecord, error)
+	GetAccountRecords(ctx context.Context, ids []string) ([]domain.AccountRecord, error)
+	PageAccounts(ctx context.Context, after string, desc bool, n int) ([]domain.AccountRecord, []string, bool, error)
+	CreateSubAccount(ctx context.Context, a domain.AccountRecord, roles []domain.Role) error
+	UpdateAccount(ctx context.Context, prev, next domain.AccountRecord) error
+	DeleteAccount(ctx context.Context, id string) (domain.AccountRecord, error)
 
-	CreateEntitlement(ctx context.Context, e store.Entitlement) error
-	GetEntitlement(ctx context.Context, account, id string) (store.Entitlement, error)
-	ListEntitlements(ctx context.Context, account string) ([]store.Entitlement, error)
-	PageEntitlements(ctx context.Context, account, after string, desc bool, n int) ([]store.Entitlement, []string, bool, error)
-	PutEntitlement(ctx context.Context, e store.Entitlement) error
-	DeleteEntitlement(ctx context.Context, account, id string) (store.Entitlement, error)
+	CreateEntitlement(ctx context.Context, e domain.Entitlement) error
+	GetEntitlement(ctx context.Context, account, id string) (domain.Entitlement, error)
+	ListEntitlements(ctx context.Context, account string) ([]domain.Entitlement, error)
+	PageEntitlements(ctx context.Context, account, after string, desc bool, n int) ([]domain.Entitlement, []string, bool, error)
+	PutEntitlement(ctx context.Context, e domain.Entitlement) error
+	DeleteEntitlement(ctx context.Context, account, id string) (domain.Entitlement, error)
 
-	LoadBilling(ctx context.Context, account string) (store.Billing, error)
-	CloseInvoices(ctx context.Context, invs []store.Invoice) ([]store.Invoice, error)
+	LoadBilling(ctx context.Context, account string) (domain.Billing, error)
+	CloseInvoices(ctx context.Context, invs []domain.Invoice) ([]domain.Invoice, error)
 }
 
 // Deciders makes second decisions with the authorizer's engine.

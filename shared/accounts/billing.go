@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"cads/shared/apigw"
-	"cads/shared/store"
+	"cads/shared/domain"
 )
 
 // BillingRecord is one calendar month (UTC) of an account's billing: the
@@ -78,7 +78,7 @@ func (h *handler) getBilling(r *http.Request, _ apigw.Principal) (int, any, erro
 	}
 	b, err := h.st.LoadBilling(r.Context(), id)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no account %s", accountHref(id))
+		return 0, nil, domain.IfNotFound(err, "no account %s", accountHref(id))
 	}
 	now := h.st.Now()
 	closed, toClose := closedInvoices(b, now)
@@ -101,7 +101,7 @@ const maxBilledMonths = 1200
 // firstMonth is the first month billed: the account's creation month, or
 // the current month for an account with no creation time (written before
 // accounts had one), and never more than maxBilledMonths back.
-func firstMonth(a store.AccountRecord, now time.Time) time.Time {
+func firstMonth(a domain.AccountRecord, now time.Time) time.Time {
 	current := monthStart(now)
 	if a.Created.IsZero() || a.Created.After(now) {
 		return current
@@ -129,12 +129,12 @@ func dueDate(month time.Time) string { return month.AddDate(0, 2, -1).Format(tim
 
 // closedInvoices returns the stored invoices by period, and the invoices
 // of ended months that are not stored yet (to be frozen now).
-func closedInvoices(b store.Billing, now time.Time) (map[string]store.Invoice, []store.Invoice) {
-	closed := make(map[string]store.Invoice, len(b.Invoices))
+func closedInvoices(b domain.Billing, now time.Time) (map[string]domain.Invoice, []domain.Invoice) {
+	closed := make(map[string]domain.Invoice, len(b.Invoices))
 	for _, inv := range b.Invoices {
 		closed[inv.Period] = inv
 	}
-	var toClose []store.Invoice
+	var toClose []domain.Invoice
 	current := monthStart(now)
 	for m := firstMonth(b.Account, now); m.Before(current); m = m.AddDate(0, 1, 0) {
 		if _, ok := closed[period(m)]; ok {
@@ -152,8 +152,8 @@ func closedInvoices(b store.Billing, now time.Time) (map[string]store.Invoice, [
 // every entitlement active at some time in the month is charged unit price
 // x quantity, monthly ones every month, yearly ones in the month they
 // started and every twelfth month after.
-func invoiceFor(account string, month time.Time, es []store.Entitlement) store.Invoice {
-	es = append([]store.Entitlement(nil), es...)
+func invoiceFor(account string, month time.Time, es []domain.Entitlement) domain.Invoice {
+	es = append([]domain.Entitlement(nil), es...)
 	sort.Slice(es, func(i, j int) bool {
 		if !es[i].Created.Equal(es[j].Created) {
 			return es[i].Created.Before(es[j].Created)
@@ -161,19 +161,19 @@ func invoiceFor(account string, month time.Time, es []store.Entitlement) store.I
 		return es[i].ID < es[j].ID
 	})
 	end := month.AddDate(0, 1, 0)
-	inv := store.Invoice{Account: account, Period: period(month), DueDate: dueDate(month)}
+	inv := domain.Invoice{Account: account, Period: period(month), DueDate: dueDate(month)}
 	for _, e := range es {
 		if !e.Started.Before(end) || e.Expiry != nil && !e.Expiry.After(month) {
 			continue
 		}
-		if e.Period == store.PeriodYear {
+		if e.Period == domain.PeriodYear {
 			s := monthStart(e.Started)
 			if n := (month.Year()-s.Year())*12 + int(month.Month()-s.Month()); n%12 != 0 {
 				continue
 			}
 		}
 		amount := int64(e.Quantity) * e.UnitPriceCents
-		inv.Lines = append(inv.Lines, store.InvoiceLine{Entitlement: e.ID, Resource: e.Resource, PlanID: e.PlanID, Quantity: e.Quantity,
+		inv.Lines = append(inv.Lines, domain.InvoiceLine{Entitlement: e.ID, Resource: e.Resource, PlanID: e.PlanID, Quantity: e.Quantity,
 			Period: e.Period, UnitPriceCents: e.UnitPriceCents, AmountCents: amount})
 		inv.TotalCents += amount
 	}
@@ -182,7 +182,7 @@ func invoiceFor(account string, month time.Time, es []store.Entitlement) store.I
 
 // billingRecords builds one record per month, newest first, applying the
 // payments to the invoices oldest first.
-func billingRecords(b store.Billing, closed map[string]store.Invoice, now time.Time) []BillingRecord {
+func billingRecords(b domain.Billing, closed map[string]domain.Invoice, now time.Time) []BillingRecord {
 	current := monthStart(now)
 	first := firstMonth(b.Account, now)
 	var invs []Invoice
@@ -230,7 +230,7 @@ func billingRecords(b store.Billing, closed map[string]store.Invoice, now time.T
 	return out
 }
 
-func invoiceOut(inv store.Invoice, state string) Invoice {
+func invoiceOut(inv domain.Invoice, state string) Invoice {
 	out := Invoice{Period: inv.Period, State: state, DueDate: inv.DueDate, TotalAmount: Money(inv.TotalCents), Lines: []InvoiceLine{}}
 	for _, l := range inv.Lines {
 		line := InvoiceLine{Entitlement: entitlementHref(inv.Account, l.Entitlement), Resource: l.Resource, Quantity: l.Quantity,

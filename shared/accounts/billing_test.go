@@ -1,6 +1,7 @@
 package accounts_test
 
 import (
+	"cads/shared/domain"
 	"context"
 	"fmt"
 	"strings"
@@ -10,8 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"cads/shared/store"
 )
 
 // An account created two months ago with a monthly and a yearly
@@ -26,17 +25,17 @@ func TestBilling(t *testing.T) {
 	m2, m1 := cur.AddDate(0, -2, 0), cur.AddDate(0, -1, 0)
 	created := m2.Add(36 * time.Hour)
 	a := e.account(e.root(), "Billed", created)
-	for _, en := range []store.Entitlement{
-		{ID: "monthly", Resource: store.ResourceApplications, Quantity: 3, Period: store.PeriodMonth, UnitPriceCents: 1000, PlanID: "pro", Started: created},
-		{ID: "yearly", Resource: store.ResourceAddressSets, Quantity: 1, Period: store.PeriodYear, UnitPriceCents: 12000, Started: created},
-		{ID: "ended", Resource: store.ResourceApplicationTests, Quantity: 100, Period: store.PeriodMonth, UnitPriceCents: 1, Started: created, Expiry: ptr(m2.AddDate(0, 0, 20))},
+	for _, en := range []domain.Entitlement{
+		{ID: "monthly", Resource: domain.ResourceApplications, Quantity: 3, Period: domain.PeriodMonth, UnitPriceCents: 1000, PlanID: "pro", Started: created},
+		{ID: "yearly", Resource: domain.ResourceAddressSets, Quantity: 1, Period: domain.PeriodYear, UnitPriceCents: 12000, Started: created},
+		{ID: "ended", Resource: domain.ResourceApplicationTests, Quantity: 100, Period: domain.PeriodMonth, UnitPriceCents: 1, Started: created, Expiry: ptr(m2.AddDate(0, 0, 20))},
 	} {
 		en.Account, en.Version, en.Created = a.ID, 1, created
 		if err := e.st.CreateEntitlement(ctx, en); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := e.st.RecordPayment(ctx, store.Payment{ID: "p1", Account: a.ID, AmountCents: 2500, Date: m1.AddDate(0, 0, 4).Format(time.DateOnly), Reference: "wire 42"}); err != nil {
+	if err := e.st.RecordPayment(ctx, domain.Payment{ID: "p1", Account: a.ID, AmountCents: 2500, Date: m1.AddDate(0, 0, 4).Format(time.DateOnly), Reference: "wire 42"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, app := range []string{"x1", "x2"} {
@@ -119,7 +118,7 @@ func TestBilling(t *testing.T) {
 	}
 	// An account item without a creation time is billed from now, not
 	// from year 1.
-	if err := e.st.CreateAccount(ctx, store.Account{ID: "undated", Name: "Undated", Parent: e.boot.RootAccount, Ancestors: []string{e.boot.RootAccount}}, nil); err != nil {
+	if err := e.st.CreateAccount(ctx, domain.Account{ID: "undated", Name: "Undated", Parent: e.boot.RootAccount, Ancestors: []string{e.boot.RootAccount}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if r := e.call(e.op, "GET", "/v2/accounts/undated/billing", ""); r.Status != 200 || len(r.List) != 1 || r.List[0].(map[string]any)["period"] != per(cur) {

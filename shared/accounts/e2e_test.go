@@ -12,7 +12,7 @@ import (
 
 	"cads/infra/local/localtest"
 	"cads/shared/authz"
-	"cads/shared/store"
+	"cads/shared/domain"
 )
 
 type client struct {
@@ -110,26 +110,26 @@ func TestSubAccountAccessEndToEnd(t *testing.T) {
 	// Ann owns a1 (its non-inheritable Account owner role).
 	ann := c.expect(200, "POST", "/v2/users", op, map[string]any{"email": "ann@example.com"}).Obj["id"].(string)
 	annKey := c.expect(200, "POST", "/v2/users/"+ann+"/access-keys", op, map[string]any{"type": "bearer"}).Obj["secret_key"].(string)
-	owner := func(account string) store.Grant {
+	owner := func(account string) domain.Grant {
 		roles, err := st.RolesOf(ctx, []string{account})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range roles {
 			if r.Name == "Account owner" {
-				return store.Grant{PrincipalID: ann, AccountID: account, RoleID: r.ID, Via: "test"}
+				return domain.Grant{PrincipalID: ann, AccountID: account, RoleID: r.ID, Via: "test"}
 			}
 		}
 		t.Fatalf("no Account owner role in %s", account)
-		return store.Grant{}
+		return domain.Grant{}
 	}
-	grant := func(g store.Grant) {
+	grant := func(g domain.Grant) {
 		if err := st.PutGrant(ctx, g); err != nil {
 			t.Fatal(err)
 		}
 	}
-	revoke := func(g store.Grant) {
-		if err := st.RevokeGrants(ctx, []store.Grant{g}); err != nil {
+	revoke := func(g domain.Grant) {
+		if err := st.RevokeGrants(ctx, []domain.Grant{g}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -176,12 +176,12 @@ func TestSubAccountAccessEndToEnd(t *testing.T) {
 
 	// An inheritable role of the parent (docs/api.md#inheritable-roles): it reaches a2 (also
 	// its sub-resources, decided in a2's sub-account scope), not a1.
-	support := store.Role{AccountID: a1, ID: "support", Name: "Support", Inheritable: true, Version: 1, Permissions: []authz.Permission{
+	support := domain.Role{AccountID: a1, ID: "support", Name: "Support", Inheritable: true, Version: 1, Permissions: []authz.Permission{
 		{Method: "GET", Effect: "permit", Spec: []string{"/v2/accounts/*", "/v2/accounts/*/**"}}}}
 	if err := st.CreateRole(ctx, support); err != nil {
 		t.Fatal(err)
 	}
-	sup := store.Grant{PrincipalID: ann, AccountID: a1, RoleID: "support", Via: "test"}
+	sup := domain.Grant{PrincipalID: ann, AccountID: a1, RoleID: "support", Via: "test"}
 	grant(sup)
 	c.expect(200, "GET", "/v2/accounts/"+a2, annA1, nil)
 	c.expect(200, "GET", "/v2/accounts/"+a2+"/entitlements", annA1, nil)

@@ -10,6 +10,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 )
@@ -38,7 +39,7 @@ func entitlementHref(account, id string) string {
 	return accountHref(account) + "/entitlements/" + id
 }
 
-func entitlementOut(e store.Entitlement, now time.Time) Entitlement {
+func entitlementOut(e domain.Entitlement, now time.Time) Entitlement {
 	out := Entitlement{ID: e.ID, Href: entitlementHref(e.Account, e.ID), Account: accountHref(e.Account), Resource: e.Resource,
 		Quantity: e.Quantity, Period: e.Period, UnitPrice: Money(e.UnitPriceCents), Started: e.Started, Expiry: e.Expiry,
 		Active: e.ActiveAt(now), Created: e.Created, Updated: e.Updated}
@@ -54,7 +55,7 @@ const (
 	maxPlanIDLen = 100
 )
 
-var periods = []string{store.PeriodMonth, store.PeriodYear}
+var periods = []string{domain.PeriodMonth, domain.PeriodYear}
 
 type entitlementPost struct {
 	PlanID    *string    `json:"plan_id"`
@@ -86,33 +87,33 @@ func (h *handler) listEntitlements(r *http.Request, p apigw.Principal) (int, any
 		return 0, nil, err
 	}
 	now := h.st.Now()
-	list, err := apigw.List(r, page, apigw.Lister[store.Entitlement, Entitlement]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.Entitlement, Entitlement]{
 		Name: "entitlements", Indexed: "created", ValidPosition: store.ValidPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.Entitlement, []string, bool, error) {
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Entitlement, []string, bool, error) {
 			return h.st.PageEntitlements(ctx, id, after, desc, n)
 		},
 		// Only the members the caller may GET (docs/api.md#collection-reads).
-		Allow: func(ctx context.Context) (func(store.Entitlement) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.Entitlement) bool, error) {
 			var (
 				wg         sync.WaitGroup
 				d          *access.Decider
-				acct       store.AccountRecord
+				acct       domain.AccountRecord
 				dErr, aErr error
 			)
 			wg.Go(func() { d, dErr = h.dec.Decider(ctx, p) })
 			wg.Go(func() { acct, aErr = h.st.GetAccountRecord(ctx, id) })
 			wg.Wait()
 			if aErr != nil {
-				return nil, store.NotFound(aErr, "no account %s", accountHref(id))
+				return nil, domain.IfNotFound(aErr, "no account %s", accountHref(id))
 			}
 			if dErr != nil {
 				return nil, dErr
 			}
-			return func(e store.Entitlement) bool {
+			return func(e domain.Entitlement) bool {
 				return d.AllowsFor(http.MethodGet, entitlementHref(id, e.ID), acct.Account)
 			}, nil
 		},
-		Out:  func(e store.Entitlement) (Entitlement, error) { return entitlementOut(e, now), nil },
+		Out:  func(e domain.Entitlement) (Entitlement, error) { return entitlementOut(e, now), nil },
 		Sort: sortEntitlements,
 	})
 	if err != nil {
@@ -145,12 +146,12 @@ func (h *handler) createEntitlement(r *http.Request, _ apigw.Principal) (int, an
 		return 0, nil, err
 	}
 	now := h.st.Now()
-	e := store.Entitlement{ID: ids.New(), Account: id, Period: store.PeriodMonth, Started: now, Version: 1, Created: now, Updated: now}
+	e := domain.Entitlement{ID: ids.New(), Account: id, Period: domain.PeriodMonth, Started: now, Version: 1, Created: now, Updated: now}
 	if in.Resource == nil {
-		return 0, nil, apigw.BadRequest("resource is required: one of %s", strings.Join(store.ResourceKinds(), ", "))
+		return 0, nil, apigw.BadRequest("resource is required: one of %s", strings.Join(domain.ResourceKinds(), ", "))
 	}
-	if !slices.Contains(store.ResourceKinds(), *in.Resource) {
-		return 0, nil, apigw.BadRequest("resource %q is not a resource kind: use one of %s", *in.Resource, strings.Join(store.ResourceKinds(), ", "))
+	if !slices.Contains(domain.ResourceKinds(), *in.Resource) {
+		return 0, nil, apigw.BadRequest("resource %q is not a resource kind: use one of %s", *in.Resource, strings.Join(domain.ResourceKinds(), ", "))
 	}
 	e.Resource = *in.Resource
 	if in.Quantity == nil {
@@ -165,18 +166,18 @@ func (h *handler) createEntitlement(r *http.Request, _ apigw.Principal) (int, an
 	if err != nil {
 		return 0, nil, err
 	}
-	if len(existing) >= store.MaxEntitlementsPerAccount {
+	if len(existing) >= domain.MaxEntitlementsPerAccount {
 		return 0, nil, apigw.Conflict("account %s already has %d entitlements, the most an account can have; delete or change one", accountHref(id), len(existing))
 	}
 	if err := h.st.CreateEntitlement(r.Context(), e); err != nil {
-		return 0, nil, store.NotFound(err, "no account %s", accountHref(id))
+		return 0, nil, domain.IfNotFound(err, "no account %s", accountHref(id))
 	}
 	return http.StatusOK, entitlementOut(e, now), nil
 }
 
 // applyEntitlement validates the fields of in that are set and applies
 // them to e.
-func applyEntitlement(e store.Entitlement, in entitlementPatch) (store.Entitlement, error) {
+func applyEntitlement(e domain.Entitlement, in entitlementPatch) (domain.Entitlement, error) {
 	if in.Resource {
 		return e, apigw.BadRequest("resource cannot be changed: delete this entitlement and create one for the other resource")
 	}
@@ -240,7 +241,7 @@ func (h *handler) getEntitlement(r *http.Request, _ apigw.Principal) (int, any, 
 	}
 	e, err := h.st.GetEntitlement(r.Context(), id, eid)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no entitlement %s", entitlementHref(id, eid))
+		return 0, nil, domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
 	}
 	return http.StatusOK, entitlementOut(e, h.st.Now()), nil
 }
@@ -259,7 +260,7 @@ func (h *handler) patchEntitlement(r *http.Request, _ apigw.Principal) (int, any
 	}
 	prev, err := h.st.GetEntitlement(r.Context(), id, eid)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no entitlement %s", entitlementHref(id, eid))
+		return 0, nil, domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
 	}
 	next, err := applyEntitlement(prev, in)
 	if err != nil {
@@ -267,7 +268,7 @@ func (h *handler) patchEntitlement(r *http.Request, _ apigw.Principal) (int, any
 	}
 	next.Version, next.Updated = prev.Version+1, h.st.Now()
 	if err := h.st.PutEntitlement(r.Context(), next); err != nil {
-		return 0, nil, store.NotFound(err, "no entitlement %s", entitlementHref(id, eid))
+		return 0, nil, domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
 	}
 	return http.StatusOK, entitlementOut(next, next.Updated), nil
 }
@@ -281,7 +282,7 @@ func (h *handler) deleteEntitlement(r *http.Request, _ apigw.Principal) (int, an
 	}
 	e, err := h.st.DeleteEntitlement(r.Context(), id, eid)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no entitlement %s", entitlementHref(id, eid))
+		return 0, nil, domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
 	}
 	return http.StatusOK, entitlementOut(e, h.st.Now()), nil
 }

@@ -1,13 +1,12 @@
 package accounts_test
 
 import (
+	"cads/shared/domain"
 	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"cads/shared/store"
 )
 
 func TestEntitlements(t *testing.T) {
@@ -86,7 +85,7 @@ func TestEntitlements(t *testing.T) {
 	if r.Status != 200 || r.Obj["quantity"] != 5.0 || r.Obj["expiry"] != nil || r.Obj["plan_id"] != nil || !strings.Contains(r.Raw, `"unit_price":7.00`) {
 		t.Fatalf("PATCH: %d %s", r.Status, r.Raw)
 	}
-	if limit, limited, err := e.st.Allowance(ctx, a.ID, store.ResourceApplications); err != nil || !limited || limit != 5 {
+	if limit, limited, err := e.st.Allowance(ctx, a.ID, domain.ResourceApplications); err != nil || !limited || limit != 5 {
 		t.Fatalf("allowance after PATCH: %d %v %v", limit, limited, err)
 	}
 	if r := e.call(e.op, "DELETE", href, ""); r.Status != 200 || r.str("id") != id {
@@ -102,8 +101,8 @@ func TestEntitlements(t *testing.T) {
 	}
 
 	// At most MaxEntitlementsPerAccount per account.
-	for i := 0; i < store.MaxEntitlementsPerAccount-1; i++ {
-		if err := e.st.CreateEntitlement(ctx, store.Entitlement{ID: fmt.Sprintf("e%d", i), Account: a.ID, Resource: store.ResourceApplicationTests, Period: store.PeriodMonth, Version: 1}); err != nil {
+	for i := 0; i < domain.MaxEntitlementsPerAccount-1; i++ {
+		if err := e.st.CreateEntitlement(ctx, domain.Entitlement{ID: fmt.Sprintf("e%d", i), Account: a.ID, Resource: domain.ResourceApplicationTests, Period: domain.PeriodMonth, Version: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,10 +135,10 @@ func TestEntitlementListIsFiltered(t *testing.T) {
 		if err := e.st.PutRole(ctx, ro); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.st.CreatePrincipal(ctx, store.Principal{ID: "reader", Kind: store.KindUser, Email: "r@example.com"}); err != nil {
+		if err := e.st.CreatePrincipal(ctx, domain.Principal{ID: "reader", Kind: domain.KindUser, Email: "r@example.com"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.st.PutGrant(ctx, store.Grant{PrincipalID: "reader", AccountID: a.ID, RoleID: ro.ID, Via: "test"}); err != nil {
+		if err := e.st.PutGrant(ctx, domain.Grant{PrincipalID: "reader", AccountID: a.ID, RoleID: ro.ID, Via: "test"}); err != nil {
 			t.Fatal(err)
 		}
 	}

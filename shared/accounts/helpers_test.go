@@ -17,6 +17,7 @@ import (
 	"cads/shared/authz"
 	"cads/shared/bootstrap"
 	"cads/shared/builtin"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 	"cads/shared/wire"
@@ -45,7 +46,7 @@ func newEnv(t *testing.T) *env {
 	}
 	d.Counter.Reset()
 	return &env{t: t, d: d, st: deps.Store, h: accountswire.Handler(deps), boot: res,
-		op: apigw.Principal{ID: res.Operator, Kind: store.KindUser, Email: "operator@localhost", AccountID: res.RootAccount, KeyID: res.KeyID}}
+		op: apigw.Principal{ID: res.Operator, Kind: domain.KindUser, Email: "operator@localhost", AccountID: res.RootAccount, KeyID: res.KeyID}}
 }
 
 type resp struct {
@@ -115,18 +116,18 @@ func jsonBody(v any) string { b, _ := json.Marshal(v); return string(b) }
 
 // account writes an account directly (no handler), with its control roles,
 // under parent; created sets its creation time.
-func (e *env) account(parent store.AccountRecord, name string, created time.Time) store.AccountRecord {
+func (e *env) account(parent domain.AccountRecord, name string, created time.Time) domain.AccountRecord {
 	e.t.Helper()
 	id := ids.New()
-	a := store.AccountRecord{Account: store.Account{ID: id, Name: name, Keyword: store.Keyword(name), Parent: parent.ID,
+	a := domain.AccountRecord{Account: domain.Account{ID: id, Name: name, Keyword: domain.Keyword(name), Parent: parent.ID,
 		Ancestors: append(append([]string{}, parent.Ancestors...), parent.ID), Created: created, Updated: created}}
 	defs, err := builtin.ControlRoles(id)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var roles []store.Role
+	var roles []domain.Role
 	for _, d := range defs {
-		roles = append(roles, store.Role{AccountID: id, ID: ids.New(), Name: d.Name, Inheritable: d.Inheritable, Control: true, Permissions: d.Permissions, Version: 1})
+		roles = append(roles, domain.Role{AccountID: id, ID: ids.New(), Name: d.Name, Inheritable: d.Inheritable, Control: true, Permissions: d.Permissions, Version: 1})
 	}
 	if err := e.st.CreateSubAccount(context.Background(), a, roles); err != nil {
 		e.t.Fatal(err)
@@ -134,7 +135,7 @@ func (e *env) account(parent store.AccountRecord, name string, created time.Time
 	return a
 }
 
-func (e *env) root() store.AccountRecord {
+func (e *env) root() domain.AccountRecord {
 	e.t.Helper()
 	r, err := e.st.GetAccountRecord(context.Background(), e.boot.RootAccount)
 	if err != nil {

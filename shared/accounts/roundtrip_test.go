@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"cads/shared/access"
-	"cads/shared/store"
+	"cads/shared/domain"
 )
 
 // delay makes parallel calls overlap even on a loaded machine under -race,
@@ -23,7 +23,7 @@ func TestRoundTrips(t *testing.T) {
 	root := e.root()
 	a := e.account(root, "Measured", time.Now().UTC().AddDate(0, -1, 0))
 	empty := e.account(root, "Empty", time.Now().UTC())
-	if err := e.st.CreateEntitlement(ctx, store.Entitlement{ID: "ent1", Account: a.ID, Resource: store.ResourceApplications, Quantity: 1, Period: store.PeriodMonth, Version: 1}); err != nil {
+	if err := e.st.CreateEntitlement(ctx, domain.Entitlement{ID: "ent1", Account: a.ID, Resource: domain.ResourceApplications, Quantity: 1, Period: domain.PeriodMonth, Version: 1}); err != nil {
 		t.Fatal(err)
 	}
 	acct := "/v2/accounts/" + a.ID
@@ -76,7 +76,7 @@ func TestDepth1000CostsWhatDepth1Costs(t *testing.T) {
 			for i := 1; i < depth-1; i++ {
 				anc = append(anc, fmt.Sprintf("between%08d", i))
 			}
-			parent = store.AccountRecord{Account: store.Account{ID: "parent", Name: "Parent", Parent: anc[len(anc)-1], Ancestors: anc}}
+			parent = domain.AccountRecord{Account: domain.Account{ID: "parent", Name: "Parent", Parent: anc[len(anc)-1], Ancestors: anc}}
 			if err := e.st.CreateAccount(ctx, parent.Account, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +110,7 @@ func TestDepth1000CostsWhatDepth1Costs(t *testing.T) {
 
 		// The operator's session key in the new account, as a switch makes.
 		secret := access.NewSecret(e.boot.Operator, "deepkey")
-		if err := e.st.CreateKey(ctx, store.AccessKey{ID: "deepkey", PrincipalID: e.boot.Operator, Type: "bearer", Durability: store.DurabilitySession,
+		if err := e.st.CreateKey(ctx, domain.AccessKey{ID: "deepkey", PrincipalID: e.boot.Operator, Type: "bearer", Durability: domain.DurabilitySession,
 			Account: id, AccountAncestors: leaf.Ancestors, SecretHash: access.HashSecret(secret)}); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -68,7 +69,7 @@ func TestSetStaysWithinTheResponseBudget(t *testing.T) {
 		w := store.AddressSetWrite{Set: set}
 		for range n {
 			ad := addr()
-			w.PutEntries = append(w.PutEntries, store.AddressEntry{Set: id, Prefix: ad + "/32", Address: ad, Description: heavy, Created: now, CreatedBy: "/v2/users/" + a.op.ID})
+			w.PutEntries = append(w.PutEntries, domain.AddressEntry{Set: id, Prefix: ad + "/32", Address: ad, Description: heavy, Created: now, CreatedBy: "/v2/users/" + a.op.ID})
 		}
 		if err := a.deps.Store.WriteAddressSet(ctx, w); err != nil {
 			t.Fatal(err)

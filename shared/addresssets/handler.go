@@ -9,6 +9,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/patch"
 	"cads/shared/store"
 )
@@ -55,20 +56,20 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, err
 	}
 	now := h.st.Now()
-	list, err := apigw.List(r, page, apigw.Lister[store.AddressSet, AddressSet]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.AddressSet, AddressSet]{
 		Name: "address-sets", Indexed: "created", ValidPosition: store.ValidPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.AddressSet, []string, bool, error) {
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.AddressSet, []string, bool, error) {
 			return h.st.PageAddressSets(ctx, p.AccountID, after, desc, n)
 		},
 		// Only what the caller may GET (docs/api.md#collection-reads).
-		Allow: func(ctx context.Context) (func(store.AddressSet) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.AddressSet) bool, error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {
 				return nil, err
 			}
-			return func(s store.AddressSet) bool { return d.Allows(http.MethodGet, Href(s.ID)) }, nil
+			return func(s domain.AddressSet) bool { return d.Allows(http.MethodGet, Href(s.ID)) }, nil
 		},
-		Out: func(s store.AddressSet) (AddressSet, error) {
+		Out: func(s domain.AddressSet) (AddressSet, error) {
 			return setOut(store.AddressSetState{Set: s}, now, false), nil
 		},
 		Sort: sortSets,

@@ -19,6 +19,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/authz"
 	"cads/shared/bootstrap"
+	"cads/shared/domain"
 	"cads/shared/metrics"
 	"cads/shared/store"
 	"cads/shared/wire"
@@ -231,8 +232,8 @@ func TestMetricsEndpoints(t *testing.T) {
 	a := newAPI(t)
 	st := a.deps.Store
 	now := st.Now()
-	app := store.Application{ID: "shop1", Account: a.op.AccountID, State: store.AppRunning, Config: "{}", Version: 1, Created: now, Updated: now}
-	if err := st.CreateApplication(context.Background(), app, store.Quota{}); err != nil {
+	app := domain.Application{ID: "shop1", Account: a.op.AccountID, State: domain.AppRunning, Config: "{}", Version: 1, Created: now, Updated: now}
+	if err := st.CreateApplication(context.Background(), app, domain.Quota{}); err != nil {
 		t.Fatal(err)
 	}
 	agg := metrics.NewAggregator(st, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -322,7 +323,7 @@ func TestAddressSetsPageWithLinks(t *testing.T) {
 	made := make([]string, n) // oldest first
 	for i := range n {
 		created := base.Add(time.Duration(i) * time.Millisecond)
-		set := store.AddressSet{ID: fmt.Sprintf("s%05d", n-i), Account: a.op.AccountID, Name: "n", Type: "manual", Version: 1, Created: created, Updated: created}
+		set := domain.AddressSet{ID: fmt.Sprintf("s%05d", n-i), Account: a.op.AccountID, Name: "n", Type: "manual", Version: 1, Created: created, Updated: created}
 		if err := st.WriteAddressSet(ctx, store.AddressSetWrite{Set: set, Create: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -375,18 +376,18 @@ func TestAddressSetsPageWithLinks(t *testing.T) {
 	// A caller who may see only the newest set: oldest first, the read
 	// budget runs out before it; the page says so and the Link goes on.
 	id := "u" + fmt.Sprint(time.Now().UnixNano())
-	if err := st.CreatePrincipal(ctx, store.Principal{ID: id, Kind: store.KindUser, Email: id + "@example.com"}); err != nil {
+	if err := st.CreatePrincipal(ctx, domain.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com"}); err != nil {
 		t.Fatal(err)
 	}
-	role := store.Role{AccountID: a.op.AccountID, ID: "r" + id, Name: "one set", Version: 1, Permissions: []authz.Permission{
+	role := domain.Role{AccountID: a.op.AccountID, ID: "r" + id, Name: "one set", Version: 1, Permissions: []authz.Permission{
 		{Method: "GET", Effect: "permit", Spec: []string{coll, coll + "/" + made[n-1]}}}}
 	if err := st.CreateRole(ctx, role); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PutGrant(ctx, store.Grant{PrincipalID: id, AccountID: a.op.AccountID, RoleID: role.ID, Via: "test"}); err != nil {
+	if err := st.PutGrant(ctx, domain.Grant{PrincipalID: id, AccountID: a.op.AccountID, RoleID: role.ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	one := apigw.Principal{ID: id, Kind: store.KindUser, Email: id + "@example.com", AccountID: a.op.AccountID, KeyID: "k"}
+	one := apigw.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com", AccountID: a.op.AccountID, KeyID: "k"}
 	r = a.call(a.sets, one, "GET", coll+"?limit=1", coll, "", "")
 	if got := listed(r); len(got) != 0 || r.header["X-Result-Cut"] != apigw.CutRead || next(r) == "" {
 		t.Fatalf("cut page: %v, headers %v", got, r.header)

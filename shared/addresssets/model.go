@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -91,14 +92,14 @@ func setOut(st store.AddressSetState, now time.Time, withEntries bool) AddressSe
 	return out
 }
 
-func entryOut(e store.AddressEntry) Entry {
+func entryOut(e domain.AddressEntry) Entry {
 	return Entry{Address: e.Address, Description: e.Description, Expiry: e.Expiry, Created: e.Created, CreatedBy: e.CreatedBy}
 }
 
 // visible returns the entries that have not expired at now, in address
 // order.
-func visible(es []store.AddressEntry, now time.Time) []store.AddressEntry {
-	out := make([]store.AddressEntry, 0, len(es))
+func visible(es []domain.AddressEntry, now time.Time) []domain.AddressEntry {
+	out := make([]domain.AddressEntry, 0, len(es))
 	for _, e := range es {
 		if !e.ExpiredAt(now) {
 			out = append(out, e)
@@ -108,8 +109,8 @@ func visible(es []store.AddressEntry, now time.Time) []store.AddressEntry {
 	return out
 }
 
-func sortEntries(es []store.AddressEntry) {
-	slices.SortFunc(es, func(a, b store.AddressEntry) int { return comparePrefix(a.Prefix, b.Prefix) })
+func sortEntries(es []domain.AddressEntry) {
+	slices.SortFunc(es, func(a, b domain.AddressEntry) int { return comparePrefix(a.Prefix, b.Prefix) })
 }
 
 // comparePrefix orders networks by address (IPv4 first), then by length.

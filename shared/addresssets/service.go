@@ -14,6 +14,7 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/ddb"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/metrics"
 	"cads/shared/outbox"
@@ -26,12 +27,12 @@ type Store interface {
 	Now() time.Time
 	GetAddressSet(ctx context.Context, account, id string, consistent bool) (store.AddressSetState, error)
 	AddressSetByID(ctx context.Context, id string, consistent bool) (store.AddressSetState, error)
-	GetAddressSetItems(ctx context.Context, ids []string) ([]store.AddressSet, error)
-	PageAddressSets(ctx context.Context, account, after string, desc bool, n int) ([]store.AddressSet, []string, bool, error)
+	GetAddressSetItems(ctx context.Context, ids []string) ([]domain.AddressSet, error)
+	PageAddressSets(ctx context.Context, account, after string, desc bool, n int) ([]domain.AddressSet, []string, bool, error)
 	WriteAddressSet(ctx context.Context, w store.AddressSetWrite) error
-	DeleteAddressSet(ctx context.Context, a store.AddressSet, entries []string, ev *store.MetricEvent) error
-	CheckAllowance(ctx context.Context, account, kind string) (store.Quota, error)
-	DueAddressEntries(ctx context.Context, now time.Time, max int) ([]store.AddressEntry, error)
+	DeleteAddressSet(ctx context.Context, a domain.AddressSet, entries []string, ev *store.MetricEvent) error
+	CheckAllowance(ctx context.Context, account, kind string) (domain.Quota, error)
+	DueAddressEntries(ctx context.Context, now time.Time, max int) ([]domain.AddressEntry, error)
 	NextAddressExpiry(ctx context.Context, now time.Time) (time.Time, bool, error)
 	DeleteOrphanEntries(ctx context.Context, set string, prefixes []string) error
 	PurgeAddressSet(ctx context.Context, id string) error
@@ -101,7 +102,7 @@ type change func(cur *store.AddressSetState, now time.Time) (spec, error)
 // passes the account's quota (CheckAllowance), which its transaction
 // enforces; a caller that has just read the set consistently passes it as
 // known, saving the first attempt's read.
-func (s *Service) write(ctx context.Context, account, id string, create *store.Quota, known *store.AddressSetState, actor Actor, fn change) (store.AddressSetState, error) {
+func (s *Service) write(ctx context.Context, account, id string, create *domain.Quota, known *store.AddressSetState, actor Actor, fn change) (store.AddressSetState, error) {
 	for attempt := 0; ; attempt++ {
 		now := s.now()
 		var cur *store.AddressSetState
@@ -150,9 +151,9 @@ func (s *Service) write(ctx context.Context, account, id string, create *store.Q
 // and the earliest new expiry (for the sweep's wake-up).
 func (s *Service) plan(ctx context.Context, account, id string, cur *store.AddressSetState, sp spec, now time.Time, actor Actor) (store.AddressSetWrite, store.AddressSetState, *time.Time, error) {
 	var w store.AddressSetWrite
-	set := store.AddressSet{ID: id, Account: account, Name: sp.Name, Description: sp.Description, Type: sp.Type,
+	set := domain.AddressSet{ID: id, Account: account, Name: sp.Name, Description: sp.Description, Type: sp.Type,
 		Inclusions: sp.Inclusions, Version: 1, Created: now, Updated: now, CreatedBy: string(actor)}
-	var entries []store.AddressEntry
+	var entries []domain.AddressEntry
 	if cur == nil {
 		w.Create = true
 	} else {
@@ -201,7 +202,7 @@ func (s *Service) plan(ctx context.Context, account, id string, cur *store.Addre
 	}
 
 	// The resulting partition.
-	remaining := map[string]store.AddressEntry{}
+	remaining := map[string]domain.AddressEntry{}
 	for _, e := range entries {
 		remaining[e.Prefix] = e
 	}
@@ -256,7 +257,7 @@ func checkResponseBudget(next store.AddressSetState, now time.Time) error {
 // It returns the added sets with the versions seen, and the other sets
 // walked; the transaction fails if any of them changed meanwhile.
 func (s *Service) checkInclusions(ctx context.Context, account, id string, added []string) ([]store.AddressSetRef, []store.AddressSetRef, error) {
-	seen := map[string]store.AddressSet{}
+	seen := map[string]domain.AddressSet{}
 	// origin maps every set reached to the added inclusion it was reached
 	// through, so a cycle names the inclusion that closes it.
 	origin := map[string]string{}
@@ -269,7 +270,7 @@ func (s *Service) checkInclusions(ctx context.Context, account, id string, added
 		if err != nil {
 			return nil, nil, err
 		}
-		byID := map[string]store.AddressSet{}
+		byID := map[string]domain.AddressSet{}
 		for _, it := range items {
 			byID[it.ID] = it
 		}
@@ -318,7 +319,7 @@ func (s *Service) checkInclusions(ctx context.Context, account, id string, added
 }
 
 // unchanged reports whether a write would change nothing of the set.
-func unchanged(cur store.AddressSet, w store.AddressSetWrite) bool {
+func unchanged(cur domain.AddressSet, w store.AddressSetWrite) bool {
 	return len(w.PutEntries)+len(w.DeleteEntries)+len(w.AddInclusions)+len(w.RemoveInclusions) == 0 &&
 		w.Set.Name == cur.Name && w.Set.Description == cur.Description && slices.Equal(w.Set.Inclusions, cur.Inclusions)
 }
@@ -335,9 +336,9 @@ func minus(a, b []string) []string {
 
 // diff is the entry side of a change.
 type diff struct {
-	puts    []store.AddressEntry
+	puts    []domain.AddressEntry
 	deletes []string
-	expired []store.AddressEntry // expired entries no longer wanted, oldest first
+	expired []domain.AddressEntry // expired entries no longer wanted, oldest first
 	counts  counts
 	wake    *time.Time // earliest expiry written
 	err     error
@@ -351,9 +352,9 @@ type diff struct {
 //     expiry changes;
 //   - a live entry not desired is deleted; an expired one not desired is
 //     left in expired for the caller to remove and count.
-func diffEntries(set string, cur []store.AddressEntry, want map[netip.Prefix]desired, now time.Time, actor Actor) diff {
+func diffEntries(set string, cur []domain.AddressEntry, want map[netip.Prefix]desired, now time.Time, actor Actor) diff {
 	var d diff
-	byPrefix := make(map[string]store.AddressEntry, len(cur))
+	byPrefix := make(map[string]domain.AddressEntry, len(cur))
 	for _, e := range cur {
 		byPrefix[e.Prefix] = e
 	}
@@ -377,7 +378,7 @@ func diffEntries(set string, cur []store.AddressEntry, want map[netip.Prefix]des
 			if ok {
 				d.counts.add("entries_expired", *c.Expiry, 1)
 			}
-			d.puts = append(d.puts, store.AddressEntry{Set: set, Prefix: key, Address: in.address, Description: in.description,
+			d.puts = append(d.puts, domain.AddressEntry{Set: set, Prefix: key, Address: in.address, Description: in.description,
 				Expiry: in.expiry, Created: now, CreatedBy: string(actor)})
 			d.counts.add("entries_added", now, 1)
 			noteWake(in.expiry)
@@ -413,7 +414,7 @@ func diffEntries(set string, cur []store.AddressEntry, want map[netip.Prefix]des
 		d.deletes = append(d.deletes, e.Prefix)
 		d.counts.add("entries_deleted", now, 1)
 	}
-	slices.SortFunc(d.expired, func(a, b store.AddressEntry) int { return a.Expiry.Compare(*b.Expiry) })
+	slices.SortFunc(d.expired, func(a, b domain.AddressEntry) int { return a.Expiry.Compare(*b.Expiry) })
 	return d
 }
 
@@ -487,7 +488,7 @@ func (s *Service) arm(ctx context.Context, at, now time.Time) {
 }
 
 func notFound(err error, id string) error {
-	return store.NotFound(err, "no address set %q", id)
+	return domain.IfNotFound(err, "no address set %q", id)
 }
 
 // create makes a set from a validated body.
@@ -499,7 +500,7 @@ func (s *Service) create(ctx context.Context, account string, actor Actor, in se
 	if sp.Type == TypeDynamic && len(sp.Entries) > 0 {
 		return store.AddressSetState{}, apigw.BadRequest("entries of a %s set are added by the edge, not through the API", TypeDynamic)
 	}
-	q, err := s.st.CheckAllowance(ctx, account, store.ResourceAddressSets)
+	q, err := s.st.CheckAllowance(ctx, account, domain.ResourceAddressSets)
 	if err != nil {
 		return store.AddressSetState{}, err
 	}
@@ -529,7 +530,7 @@ func (s *Service) replace(ctx context.Context, account, id string, actor Actor, 
 }
 
 // sameLive reports whether the desired entries are exactly the live ones.
-func sameLive(cur []store.AddressEntry, want map[netip.Prefix]desired, now time.Time) bool {
+func sameLive(cur []domain.AddressEntry, want map[netip.Prefix]desired, now time.Time) bool {
 	live := visible(cur, now)
 	if len(live) != len(want) {
 		return false
@@ -609,7 +610,7 @@ func (s *Service) addresses(ctx context.Context, account, id string) ([]Entry, e
 		return nil, notFound(err, id)
 	}
 	type found struct {
-		e   store.AddressEntry
+		e   domain.AddressEntry
 		set string
 	}
 	best := map[string]found{}
@@ -643,7 +644,7 @@ func (s *Service) addresses(ctx context.Context, account, id string) ([]Entry, e
 			frontier = append(frontier, st.Set.Inclusions...)
 		}
 	}
-	out := make([]store.AddressEntry, 0, len(best))
+	out := make([]domain.AddressEntry, 0, len(best))
 	from := map[string]string{}
 	for p, f := range best {
 		out = append(out, f.e)
@@ -669,7 +670,7 @@ func (s *Service) readAll(ctx context.Context, account string, setIDs []string) 
 	for i, sid := range setIDs {
 		wg.Go(func() {
 			st, err := s.st.GetAddressSet(ctx, account, sid, false)
-			if errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, domain.ErrNotFound) {
 				return
 			}
 			out[i], errs[i], ok[i] = st, err, err == nil
@@ -718,7 +719,7 @@ func (s *Service) AddDynamic(ctx context.Context, recs []metrics.AddressRecord) 
 func (s *Service) addDynamic(ctx context.Context, set string, recs []metrics.AddressRecord) error {
 	// Read consistently: the same state is the write's first attempt.
 	st, err := s.st.AddressSetByID(ctx, set, true)
-	if errors.Is(err, store.ErrNotFound) || err == nil && st.Set.Type != TypeDynamic {
+	if errors.Is(err, domain.ErrNotFound) || err == nil && st.Set.Type != TypeDynamic {
 		s.log.WarnContext(ctx, "address records for a set that is missing or not dynamic dropped", "set", set, "count", len(recs))
 		return nil
 	}
@@ -814,7 +815,7 @@ func (s *Service) Sweep(ctx context.Context, force bool) (bool, error) {
 	expired := 0
 	for _, set := range order {
 		st, err := s.st.AddressSetByID(ctx, set, true)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, domain.ErrNotFound) {
 			// The set was deleted (its DELETE counted these entries).
 			errs = append(errs, s.st.DeleteOrphanEntries(ctx, set, bySet[set]))
 			continue
@@ -847,7 +848,7 @@ func (s *Service) Sweep(ctx context.Context, force bool) (bool, error) {
 		if len(errs) > 0 && errors.Join(errs...) != nil {
 			retry = end.Add(sweepGap)
 		}
-		var left []store.AddressEntry
+		var left []domain.AddressEntry
 		if len(due) > 0 {
 			left, err = s.st.DueAddressEntries(ctx, end, 1)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"cads/infra/testenv"
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/metrics"
 	"cads/shared/outbox"
 	"cads/shared/store"
@@ -183,8 +184,8 @@ func addrs(st store.AddressSetState, now time.Time) []string {
 }
 
 func status(err error) int {
-	if e, ok := apigw.As(err); ok {
-		return e.Status
+	if _, ok := domain.AsError(err); ok {
+		return apigw.Status(err)
 	}
 	return 0
 }
@@ -268,7 +269,7 @@ func TestExpiryAndExtensionAreCountedOnce(t *testing.T) {
 		t.Fatalf("account scope %v, set scope %v", a, c)
 	}
 	// The partition is gone; the expiry index holds nothing due.
-	if _, err := e.st.AddressSetByID(context.Background(), id, true); !errors.Is(err, store.ErrNotFound) {
+	if _, err := e.st.AddressSetByID(context.Background(), id, true); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("set still there: %v", err)
 	}
 	if due, _ := e.st.DueAddressEntries(context.Background(), e.clock.Add(24*time.Hour), 10); len(due) != 0 {

@@ -1,6 +1,7 @@
 package apigw
 
 import (
+	"cads/shared/domain"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -44,8 +45,8 @@ func TestDecodeJSON(t *testing.T) {
 				}
 				return
 			}
-			e, ok := As(err)
-			if !ok || e.Status != c.status || !strings.Contains(e.Message, c.msg) {
+			e, ok := domain.AsError(err)
+			if !ok || Status(err) != c.status || !strings.Contains(e.Message, c.msg) {
 				t.Fatalf("got %v; want %d containing %q", err, c.status, c.msg)
 			}
 		})

@@ -1,6 +1,7 @@
 package apigw
 
 import (
+	"cads/shared/domain"
 	"context"
 	"errors"
 	"fmt"
@@ -63,15 +64,9 @@ func TestHandle(t *testing.T) {
 	}
 }
 
-// conflictOfAnotherLayer stands for the store's ConflictError: an error
-// that knows its API form.
-type conflictOfAnotherLayer struct{ msg string }
-
-func (e *conflictOfAnotherLayer) Error() string    { return e.msg }
-func (e *conflictOfAnotherLayer) APIError() *Error { return Conflict("%s", e.msg) }
-
-// WriteError renders an error that knows its API form as that form, even
-// wrapped; other errors are a bare 500, throttling a 429.
+// WriteError renders a domain error by its code, even wrapped, with the
+// status and type of the error table; the message of an internal error and
+// any error without a code stays in the log.
 func TestWriteErrorMapsKnownErrors(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, c := range []struct {
@@ -79,14 +74,28 @@ func TestWriteErrorMapsKnownErrors(t *testing.T) {
 		status int
 		body   string
 	}{
-		{fmt.Errorf("create: %w", &conflictOfAnotherLayer{"name taken"}), 409, `{"status":409,"error":{"type":"conflict","message":"name taken"}}`},
-		{&ThrottledError{Err: errors.New("slow down")}, 429, `{"status":429,"error":{"type":"too_many_requests","message":"the service is busy; retry after a second"}}`},
+		{fmt.Errorf("create: %w", domain.Errorf(domain.Conflict, "name taken")), 409, `{"status":409,"error":{"type":"conflict","message":"name taken"}}`},
+		{fmt.Errorf("get: %w", domain.IfNotFound(domain.ErrNotFound, "no such thing")), 404, `{"status":404,"error":{"type":"not_found","message":"no such thing"}}`},
+		{domain.Errorf(domain.Invalid, "bad name"), 400, `{"status":400,"error":{"type":"bad_request","message":"bad name"}}`},
+		{domain.Errorf(domain.Unauthorized, "no key"), 401, `{"status":401,"error":{"type":"unauthorized","message":"no key"}}`},
+		{domain.Errorf(domain.Forbidden, "not yours"), 403, `{"status":403,"error":{"type":"forbidden","message":"not yours"}}`},
+		{domain.Errorf(domain.TooLarge, "too big"), 413, `{"status":413,"error":{"type":"payload_too_large","message":"too big"}}`},
+		{domain.Errorf(domain.Unsupported, "not xml"), 415, `{"status":415,"error":{"type":"unsupported_media_type","message":"not xml"}}`},
+		{domain.Throttle(errors.New("slow down")), 429, `{"status":429,"error":{"type":"too_many_requests","message":"the service is busy; retry after a second"}}`},
+		{&domain.Error{Code: domain.Internal, Message: "secret internals"}, 500, `{"status":500,"error":{"type":"internal","message":"internal error; the request id identifies it in the service logs"}}`},
+		{domain.Errorf("no_such_code", "secret internals"), 500, `{"status":500,"error":{"type":"internal","message":"internal error; the request id identifies it in the service logs"}}`},
 		{errors.New("secret internals"), 500, `{"status":500,"error":{"type":"internal","message":"internal error; the request id identifies it in the service logs"}}`},
 	} {
 		w := httptest.NewRecorder()
 		WriteError(context.Background(), log, w, c.err)
 		if w.Code != c.status || w.Body.String() != c.body {
 			t.Errorf("%v: %d %s, want %d %s", c.err, w.Code, w.Body.String(), c.status, c.body)
+		}
+		if got := Status(c.err); got != c.status {
+			t.Errorf("Status(%v) = %d, want %d", c.err, got, c.status)
+		}
+		if retry := w.Header().Get("Retry-After"); (retry == "1") != (c.status == 429) {
+			t.Errorf("%v: Retry-After %q", c.err, retry)
 		}
 	}
 }

@@ -5,22 +5,31 @@
 package apigw
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
+
+	"cads/shared/domain"
 )
 
-// Error is an API error: it renders as
-// {"status": N, "error": {"type": "...", "message": "..."}} (docs/api.md#errors).
-type Error struct {
-	Status  int
-	Type    string
-	Message string
-	// RetryAfter, in seconds, is sent as a Retry-After header when set.
-	RetryAfter int
+// The error body: {"status": N, "error": {"type": "...", "message": "..."}}
+// (docs/api.md#errors). Every layer reports failures as a *domain.Error;
+// this table alone says which status and type each code is.
+var statuses = map[string]struct {
+	status int
+	typ    string
+}{
+	domain.Invalid:      {http.StatusBadRequest, "bad_request"},
+	domain.Unauthorized: {http.StatusUnauthorized, "unauthorized"},
+	domain.Forbidden:    {http.StatusForbidden, "forbidden"},
+	domain.NotFound:     {http.StatusNotFound, "not_found"},
+	domain.Conflict:     {http.StatusConflict, "conflict"},
+	domain.TooLarge:     {http.StatusRequestEntityTooLarge, "payload_too_large"},
+	domain.Unsupported:  {http.StatusUnsupportedMediaType, "unsupported_media_type"},
+	domain.Throttled:    {http.StatusTooManyRequests, "too_many_requests"},
+	domain.Internal:     {http.StatusInternalServerError, "internal"},
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Type, e.Message) }
+// throttledRetryAfter is the Retry-After (seconds) of a throttled answer.
+const throttledRetryAfter = 1
 
 // Body is the wire shape of an error response.
 type Body struct {
@@ -34,58 +43,51 @@ type BodyError struct {
 	Message string `json:"message"`
 }
 
-func newErr(status int, typ, format string, args ...any) *Error {
-	return &Error{Status: status, Type: typ, Message: fmt.Sprintf(format, args...)}
+// internalMessage is the only message a 5xx carries: never details of the
+// failure, which go to the log.
+const internalMessage = "internal error; the request id identifies it in the service logs"
+
+// Status is the HTTP status err is answered with.
+func Status(err error) int {
+	b, _ := body(err)
+	return b.Status
 }
 
-func BadRequest(format string, args ...any) *Error {
-	return newErr(http.StatusBadRequest, "bad_request", format, args...)
-}
-func Unauthorized(format string, args ...any) *Error {
-	return newErr(http.StatusUnauthorized, "unauthorized", format, args...)
-}
-func Forbidden(format string, args ...any) *Error {
-	return newErr(http.StatusForbidden, "forbidden", format, args...)
-}
-func NotFound(format string, args ...any) *Error {
-	return newErr(http.StatusNotFound, "not_found", format, args...)
-}
-func MethodNotAllowed(format string, args ...any) *Error {
-	return newErr(http.StatusMethodNotAllowed, "method_not_allowed", format, args...)
-}
-func Conflict(format string, args ...any) *Error {
-	return newErr(http.StatusConflict, "conflict", format, args...)
-}
-func PayloadTooLarge(format string, args ...any) *Error {
-	return newErr(http.StatusRequestEntityTooLarge, "payload_too_large", format, args...)
-}
-func UnsupportedMediaType(format string, args ...any) *Error {
-	return newErr(http.StatusUnsupportedMediaType, "unsupported_media_type", format, args...)
-}
-
-// TooManyRequests is what a throttled store becomes: the client should retry.
-func TooManyRequests(retryAfter int, format string, args ...any) *Error {
-	e := newErr(http.StatusTooManyRequests, "too_many_requests", format, args...)
-	e.RetryAfter = retryAfter
-	return e
-}
-
-// internal is the only 5xx body; it never carries details of the failure.
-var internal = &Error{Status: http.StatusInternalServerError, Type: "internal", Message: "internal error; the request id identifies it in the service logs"}
-
-// As extracts an *Error from err's chain.
-func As(err error) (*Error, bool) {
-	var e *Error
-	if errors.As(err, &e) {
-		return e, true
+// body is err's error body, and whether its cause belongs in the log (an
+// error without a client-facing code is answered as internal).
+func body(err error) (Body, bool) {
+	e, ok := domain.AsError(err)
+	if !ok {
+		return internalBody, true
 	}
-	var c converts
-	if errors.As(err, &c) {
-		return c.APIError(), true
+	st, known := statuses[e.Code]
+	if !known || e.Code == domain.Internal {
+		return internalBody, true
 	}
-	return nil, false
+	return Body{Status: st.status, Error: BodyError{Type: st.typ, Message: e.Message}}, false
 }
 
-// converts is an error of another layer that knows the API error it is
-// (the store's conflicts), so that no function maps it by hand.
-type converts interface{ APIError() *Error }
+// The constructors of the errors handlers answer with, named after the
+// answer.
+
+func BadRequest(format string, args ...any) *domain.Error {
+	return domain.Errorf(domain.Invalid, format, args...)
+}
+func Unauthorized(format string, args ...any) *domain.Error {
+	return domain.Errorf(domain.Unauthorized, format, args...)
+}
+func Forbidden(format string, args ...any) *domain.Error {
+	return domain.Errorf(domain.Forbidden, format, args...)
+}
+func NotFound(format string, args ...any) *domain.Error {
+	return domain.Errorf(domain.NotFound, format, args...)
+}
+func Conflict(format string, args ...any) *domain.Error {
+	return domain.Errorf(domain.Conflict, format, args...)
+}
+func PayloadTooLarge(format string, args ...any) *domain.Error {
+	return domain.Errorf(domain.TooLarge, format, args...)
+}
+func UnsupportedMediaType(format string, args ...any) *domain.Error {
+	return domain.Errorf(domain.Unsupported, format, args...)
+}

@@ -36,35 +36,36 @@ func Lambda(log *slog.Logger, h http.Handler) ProxyHandler {
 		ctx, cancel := context.WithTimeout(ctx, HandlerDeadline)
 		defer cancel()
 		if perr := authz.CheckPath(req.Path); perr != nil {
-			return errorResponse(BadRequest("%s", perr.Error())), nil
+			b, _ := body(BadRequest("%s", perr.Error()))
+			return errorResponse(b), nil
 		}
 		defer func() {
 			if r := recover(); r != nil {
 				log.ErrorContext(ctx, "handler panic", "panic", r, "path", req.Path, "request_id", req.RequestContext.RequestID, "stack", string(debug.Stack()))
-				resp, err = errorResponse(internal), nil
+				resp, err = errorResponse(internalBody), nil
 			}
 		}()
 		resp, err = adapter.ProxyWithContext(ctx, req)
 		if err != nil {
 			log.ErrorContext(ctx, "proxy adapter failed", "error", err.Error(), "path", req.Path, "request_id", req.RequestContext.RequestID)
-			return errorResponse(internal), nil
+			return errorResponse(internalBody), nil
 		}
 		if n := EnvelopeLen([]byte(resp.Body)); n > lambdaResponseLimit-64<<10 {
 			// A handler that does not page by bytes: Lambda would refuse
 			// the payload and the client see the gateway's 502. The API's
 			// own 500 says what happened in the log.
 			log.ErrorContext(ctx, "response over Lambda's payload limit", "bytes", n, "path", req.Path, "request_id", req.RequestContext.RequestID)
-			return errorResponse(internal), nil
+			return errorResponse(internalBody), nil
 		}
 		return resp, nil
 	}
 }
 
-func errorResponse(e *Error) events.APIGatewayProxyResponse {
+func errorResponse(b Body) events.APIGatewayProxyResponse {
 	return events.APIGatewayProxyResponse{
-		StatusCode: e.Status,
+		StatusCode: b.Status,
 		Headers:    map[string]string{"Content-Type": "application/json"},
-		Body:       string(mustBody(e)),
+		Body:       string(mustBody(b)),
 	}
 }
 

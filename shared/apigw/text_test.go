@@ -1,6 +1,7 @@
 package apigw
 
 import (
+	"cads/shared/domain"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -60,8 +61,8 @@ func TestTextRuleBoundaries(t *testing.T) {
 					continue
 				}
 				want := fmt.Sprintf(`field "name" holds the control character U+%04X`, c.r)
-				e, ok := As(err)
-				if !ok || e.Status != 400 || e.Type != "bad_request" || !strings.Contains(e.Message, want) {
+				e, ok := domain.AsError(err)
+				if !ok || Status(err) != 400 || e.Code != domain.Invalid || !strings.Contains(e.Message, want) {
 					t.Fatalf("%q: got %v; want a 400 containing %q", body, err, want)
 				}
 			}
@@ -130,8 +131,8 @@ func TestCheckJSONText(t *testing.T) {
 				}
 				return
 			}
-			e, ok := As(err)
-			if !ok || e.Status != 400 || e.Type != "bad_request" || !strings.Contains(e.Message, c.msg) {
+			e, ok := domain.AsError(err)
+			if !ok || Status(err) != 400 || e.Code != domain.Invalid || !strings.Contains(e.Message, c.msg) {
 				t.Fatalf("got %v; want a 400 containing %q", err, c.msg)
 			}
 		})
@@ -144,7 +145,7 @@ func TestDecodeJSONRefusesBadText(t *testing.T) {
 	r.Header.Set("Content-Type", "application/json")
 	var v textSample
 	err := DecodeJSON(r, &v)
-	if e, ok := As(err); !ok || e.Status != 400 || !strings.Contains(e.Message, `"name"`) || !strings.Contains(e.Message, "U+001B") {
+	if e, ok := domain.AsError(err); !ok || Status(err) != 400 || !strings.Contains(e.Message, `"name"`) || !strings.Contains(e.Message, "U+001B") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -163,7 +164,7 @@ func TestCheckText(t *testing.T) {
 			}
 			continue
 		}
-		if e, ok := As(err); !ok || e.Status != 400 || !strings.Contains(e.Message, `form field "desc"`) || !strings.Contains(e.Message, c.msg) {
+		if e, ok := domain.AsError(err); !ok || Status(err) != 400 || !strings.Contains(e.Message, `form field "desc"`) || !strings.Contains(e.Message, c.msg) {
 			t.Errorf("%q: got %v; want %q", c.s, err, c.msg)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
+	"cads/shared/domain"
 	"cads/shared/patch"
 	"cads/shared/store"
 	"cads/shared/tasks"
@@ -37,7 +38,7 @@ type Action struct {
 
 func actionHref(app, id string) string { return tasks.AppHref(app) + "/actions/" + id }
 
-func actionOut(a store.Action) Action {
+func actionOut(a domain.Action) Action {
 	return Action{ID: a.ID, Href: actionHref(a.App, a.ID), URL: a.URL, Name: a.Name, HTTPMethod: a.HTTPMethod,
 		Description: a.Description, Certificates: a.Certificates, Created: a.Created, Updated: a.Updated}
 }
@@ -74,7 +75,7 @@ var (
 )
 
 // apply sets f's non-nil fields on a and validates the result.
-func (f actionFields) apply(a *store.Action) error {
+func (f actionFields) apply(a *domain.Action) error {
 	if f.URL != nil {
 		a.URL = *f.URL
 	}
@@ -99,7 +100,7 @@ func (f actionFields) apply(a *store.Action) error {
 	return validateAction(*a)
 }
 
-func validateAction(a store.Action) error {
+func validateAction(a domain.Action) error {
 	if a.URL == "" {
 		return apigw.BadRequest("url is required: the http(s) URL the action calls, like https://ops.example.com/hooks/purge")
 	}
@@ -164,13 +165,13 @@ func (h *handler) listActions(r *http.Request, p apigw.Principal) (int, any, err
 	if err != nil {
 		return 0, nil, err
 	}
-	list, err := apigw.List(r, page, apigw.Lister[store.Action, Action]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.Action, Action]{
 		Name: "actions", Indexed: "id", ValidPosition: tasks.ValidActionID,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.Action, []string, bool, error) {
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Action, []string, bool, error) {
 			return h.st.PageActions(ctx, app, after, desc, n)
 		},
-		Allow: inApp[store.Action](h, p, app),
-		Out:   func(a store.Action) (Action, error) { return actionOut(a), nil },
+		Allow: inApp[domain.Action](h, p, app),
+		Out:   func(a domain.Action) (Action, error) { return actionOut(a), nil },
 		Sort:  sortActions,
 	})
 	if err != nil {
@@ -185,7 +186,7 @@ func (h *handler) listActions(r *http.Request, p apigw.Principal) (int, any, err
 func inApp[T any](h *handler, p apigw.Principal, app string) func(ctx context.Context) (func(T) bool, error) {
 	return func(ctx context.Context) (func(T) bool, error) {
 		if err := h.st.ApplicationInAccount(ctx, p.AccountID, app); err != nil {
-			return nil, store.NotFound(err, "no application %q", app)
+			return nil, domain.IfNotFound(err, "no application %q", app)
 		}
 		return func(T) bool { return true }, nil
 	}
@@ -219,12 +220,12 @@ func (h *handler) createAction(r *http.Request, p apigw.Principal) (int, any, er
 		return 0, nil, apigw.BadRequest("id %q must start with a letter, use a-z, 0-9 and -, not end with -, and have 2 to 63 characters", *in.ID)
 	}
 	now := h.st.Now()
-	a := store.Action{App: app, ID: *in.ID, Version: 1, Created: now, Updated: now}
+	a := domain.Action{App: app, ID: *in.ID, Version: 1, Created: now, Updated: now}
 	if err := in.actionFields.apply(&a); err != nil {
 		return 0, nil, err
 	}
 	if err := h.st.CreateAction(r.Context(), p.AccountID, a); err != nil {
-		return 0, nil, store.NotFound(err, "no application %q", app)
+		return 0, nil, domain.IfNotFound(err, "no application %q", app)
 	}
 	return http.StatusOK, actionOut(a), nil
 }
@@ -240,7 +241,7 @@ func (h *handler) getAction(r *http.Request, p apigw.Principal) (int, any, error
 	}
 	a, err := h.st.GetAction(r.Context(), p.AccountID, app, id)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no action %q in application %s", id, app)
+		return 0, nil, domain.IfNotFound(err, "no action %q in application %s", id, app)
 	}
 	return http.StatusOK, actionOut(a), nil
 }
@@ -264,7 +265,7 @@ func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, err
 	for range maxRetries {
 		cur, err := h.st.GetAction(r.Context(), p.AccountID, app, id)
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no action %q in application %s", id, app)
+			return 0, nil, domain.IfNotFound(err, "no action %q in application %s", id, app)
 		}
 		next, err := patchAction(cur, maps.Clone(body.Fields()))
 		if err != nil {
@@ -276,7 +277,7 @@ func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, err
 			continue
 		}
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no action %q in application %s", id, app)
+			return 0, nil, domain.IfNotFound(err, "no action %q in application %s", id, app)
 		}
 		return http.StatusOK, actionOut(next), nil
 	}
@@ -285,7 +286,7 @@ func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, err
 
 // patchAction applies a merge patch's top-level fields (which it may
 // change) to an action.
-func patchAction(cur store.Action, top map[string]json.RawMessage) (store.Action, error) {
+func patchAction(cur domain.Action, top map[string]json.RawMessage) (domain.Action, error) {
 	shown, _ := json.Marshal(actionOut(cur))
 	var ro map[string]json.RawMessage
 	_ = json.Unmarshal(shown, &ro)
@@ -328,14 +329,14 @@ func (h *handler) deleteAction(r *http.Request, p apigw.Principal) (int, any, er
 	for range maxRetries {
 		cur, err := h.st.GetAction(r.Context(), p.AccountID, app, id)
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no action %q in application %s", id, app)
+			return 0, nil, domain.IfNotFound(err, "no action %q in application %s", id, app)
 		}
 		err = h.st.DeleteAction(r.Context(), p.AccountID, app, id, cur.Version)
 		if errors.Is(err, store.ErrVersionConflict) {
 			continue
 		}
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no action %q in application %s", id, app)
+			return 0, nil, domain.IfNotFound(err, "no action %q in application %s", id, app)
 		}
 		return http.StatusOK, actionOut(cur), nil
 	}

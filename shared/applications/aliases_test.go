@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/outbox"
 	"cads/shared/store"
 	"cads/shared/tasks"
@@ -66,10 +67,10 @@ func conflictNaming(t *testing.T, r resp, alias string, secrets ...string) {
 func TestAliasBelongsToOneApplication(t *testing.T) {
 	a := newAPI(t)
 	ctx := context.Background()
-	if err := a.st.CreateAccount(ctx, store.Account{ID: "tenantb", Name: "Tenant B", Ancestors: []string{}}, nil); err != nil {
+	if err := a.st.CreateAccount(ctx, domain.Account{ID: "tenantb", Name: "Tenant B", Ancestors: []string{}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	b := apigw.Principal{ID: "userb", Kind: store.KindUser, AccountID: "tenantb", KeyID: "k"}
+	b := apigw.Principal{ID: "userb", Kind: domain.KindUser, AccountID: "tenantb", KeyID: "k"}
 	bApp := a.call(b, "POST", "/v2/applications", "application/json", `{"name":"B shop","aliases":["shop.b.example.com","www.b.example.com"]}`)
 	if bApp.Status != 200 {
 		t.Fatalf("B's create: %d %s", bApp.Status, bApp.Raw)
@@ -135,7 +136,7 @@ func TestAliasTakenBeforeTheTaskRuns(t *testing.T) {
 	a.create(`{"name":"Quick","aliases":["late.example.com"]}`)
 	a.runTasks()
 	tk, err := a.st.GetTask(context.Background(), a.root, task)
-	if err != nil || tk.State != store.TaskFailed || !strings.Contains(tk.Message, `"late.example.com"`) {
+	if err != nil || tk.State != domain.TaskFailed || !strings.Contains(tk.Message, `"late.example.com"`) {
 		t.Fatalf("task: %+v %v", tk, err)
 	}
 	if r := a.do("GET", "/v2/applications/"+id, ""); strings.Contains(r.Raw, "late.example.com") {

@@ -11,6 +11,7 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/patch"
 	"cads/shared/store"
@@ -31,7 +32,7 @@ type Application struct {
 	Updated       time.Time `json:"updated"`
 }
 
-func appOut(a store.Application, now time.Time) (Application, error) {
+func appOut(a domain.Application, now time.Time) (Application, error) {
 	c, err := appconfig.Parse(a.Config)
 	if err != nil {
 		return Application{}, err
@@ -50,20 +51,20 @@ func (h *handler) listApps(r *http.Request, p apigw.Principal) (int, any, error)
 		return 0, nil, err
 	}
 	now := h.st.Now()
-	list, err := apigw.List(r, page, apigw.Lister[store.Application, Application]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.Application, Application]{
 		Name: "applications", Indexed: "created", ValidPosition: store.ValidPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.Application, []string, bool, error) {
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Application, []string, bool, error) {
 			return h.st.PageApplications(ctx, p.AccountID, after, desc, n)
 		},
 		// Only what the caller may GET (docs/api.md#collection-reads).
-		Allow: func(ctx context.Context) (func(store.Application) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.Application) bool, error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {
 				return nil, err
 			}
-			return func(a store.Application) bool { return d.Allows(http.MethodGet, tasks.AppHref(a.ID)) }, nil
+			return func(a domain.Application) bool { return d.Allows(http.MethodGet, tasks.AppHref(a.ID)) }, nil
 		},
-		Out:  func(a store.Application) (Application, error) { return appOut(a, now) },
+		Out:  func(a domain.Application) (Application, error) { return appOut(a, now) },
 		Sort: sortApps,
 	})
 	if err != nil {
@@ -94,14 +95,14 @@ func (h *handler) createApp(r *http.Request, p apigw.Principal) (int, any, error
 		return 0, nil, err
 	}
 	// Entitlements (docs/api.md#entitlements) cap how many applications an account has.
-	q, err := h.st.CheckAllowance(r.Context(), p.AccountID, store.ResourceApplications)
+	q, err := h.st.CheckAllowance(r.Context(), p.AccountID, domain.ResourceApplications)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no account %q", p.AccountID)
+		return 0, nil, domain.IfNotFound(err, "no account %q", p.AccountID)
 	}
 	now := h.st.Now()
-	a := store.Application{ID: ids.New(), Account: p.AccountID, State: store.AppStopped, Config: cfg.Encode(), Aliases: cfg.Aliases, Version: 1, Created: now, Updated: now}
+	a := domain.Application{ID: ids.New(), Account: p.AccountID, State: domain.AppStopped, Config: cfg.Encode(), Aliases: cfg.Aliases, Version: 1, Created: now, Updated: now}
 	if err := h.st.CreateApplication(r.Context(), a, q); err != nil {
-		return 0, nil, store.NotFound(err, "no account %q", p.AccountID)
+		return 0, nil, domain.IfNotFound(err, "no account %q", p.AccountID)
 	}
 	out, err := appOut(a, now)
 	return http.StatusOK, out, err
@@ -114,7 +115,7 @@ func (h *handler) getApp(r *http.Request, p apigw.Principal) (int, any, error) {
 	}
 	a, err := h.st.GetApplication(r.Context(), p.AccountID, id)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no application %q", id)
+		return 0, nil, domain.IfNotFound(err, "no application %q", id)
 	}
 	out, err := appOut(a, h.st.Now())
 	return http.StatusOK, out, err
@@ -127,7 +128,7 @@ func (h *handler) deleteApp(r *http.Request, p apigw.Principal) (int, any, error
 	}
 	a, err := h.st.DeleteApplication(r.Context(), p.AccountID, id)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no application %q", id)
+		return 0, nil, domain.IfNotFound(err, "no application %q", id)
 	}
 	out, err := appOut(a, h.st.Now())
 	return http.StatusOK, out, err
@@ -204,7 +205,7 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 	for range maxRetries {
 		a, err := h.st.GetApplication(ctx, p.AccountID, id)
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no application %q", id)
+			return 0, nil, domain.IfNotFound(err, "no application %q", id)
 		}
 		now := h.st.Now()
 		cur, err := appOut(a, now)
@@ -233,7 +234,7 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 				continue
 			}
 			if err != nil {
-				return 0, nil, store.NotFound(err, "no application %q", id)
+				return 0, nil, domain.IfNotFound(err, "no application %q", id)
 			}
 			out, err := appOut(upd, now)
 			return http.StatusOK, out, err
@@ -275,8 +276,8 @@ func (h *handler) checkAliases(ctx context.Context, id string, from, to []string
 		return err
 	}
 	for _, a := range added {
-		if app, ok := owners[store.AliasKey(a)]; ok && app != id {
-			return store.AliasTaken(a)
+		if app, ok := owners[domain.AliasKey(a)]; ok && app != id {
+			return domain.AliasTaken(a)
 		}
 	}
 	return nil

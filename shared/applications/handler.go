@@ -12,34 +12,34 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
-	"cads/shared/store"
+	"cads/shared/domain"
 )
 
 // Store is what the applications function reads and writes.
 type Store interface {
 	Now() time.Time
-	CheckAllowance(ctx context.Context, account, kind string) (store.Quota, error)
+	CheckAllowance(ctx context.Context, account, kind string) (domain.Quota, error)
 
-	CreateApplication(ctx context.Context, a store.Application, q store.Quota) error
-	GetApplication(ctx context.Context, account, id string) (store.Application, error)
-	PageApplications(ctx context.Context, account, after string, desc bool, n int) ([]store.Application, []string, bool, error)
-	UpdateApplicationConfig(ctx context.Context, account, id string, from int, config string) (store.Application, error)
-	DeleteApplication(ctx context.Context, account, id string) (store.Application, error)
+	CreateApplication(ctx context.Context, a domain.Application, q domain.Quota) error
+	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
+	PageApplications(ctx context.Context, account, after string, desc bool, n int) ([]domain.Application, []string, bool, error)
+	UpdateApplicationConfig(ctx context.Context, account, id string, from int, config string) (domain.Application, error)
+	DeleteApplication(ctx context.Context, account, id string) (domain.Application, error)
 	AliasOwners(ctx context.Context, aliases []string) (map[string]string, error)
 
-	CreateAction(ctx context.Context, account string, a store.Action) error
-	GetAction(ctx context.Context, account, app, id string) (store.Action, error)
-	PageActions(ctx context.Context, app, after string, desc bool, n int) ([]store.Action, []string, bool, error)
+	CreateAction(ctx context.Context, account string, a domain.Action) error
+	GetAction(ctx context.Context, account, app, id string) (domain.Action, error)
+	PageActions(ctx context.Context, app, after string, desc bool, n int) ([]domain.Action, []string, bool, error)
 	ApplicationInAccount(ctx context.Context, account, app string) error
-	ReplaceAction(ctx context.Context, account string, a store.Action, from int) error
+	ReplaceAction(ctx context.Context, account string, a domain.Action, from int) error
 	DeleteAction(ctx context.Context, account, app, id string, from int) error
 
 	NextPageControlID(ctx context.Context, account, app string) (int, error)
-	CreatePageControl(ctx context.Context, account string, pc store.PageControl) error
-	GetPageControl(ctx context.Context, account, app string, id int) (store.PageControlVersions, error)
-	PagePageControls(ctx context.Context, app, after string, desc bool, n int) ([]store.PageControlVersions, []string, bool, error)
-	UpdatePageControl(ctx context.Context, account string, old, next store.PageControl) error
-	DeletePageControl(ctx context.Context, account string, pc store.PageControlVersions) error
+	CreatePageControl(ctx context.Context, account string, pc domain.PageControl) error
+	GetPageControl(ctx context.Context, account, app string, id int) (domain.PageControlVersions, error)
+	PagePageControls(ctx context.Context, app, after string, desc bool, n int) ([]domain.PageControlVersions, []string, bool, error)
+	UpdatePageControl(ctx context.Context, account string, old, next domain.PageControl) error
+	DeletePageControl(ctx context.Context, account string, pc domain.PageControlVersions) error
 }
 
 // Deciders makes second decisions with the authorizer's engine.
@@ -49,7 +49,7 @@ type Deciders interface {
 
 // Submitter hands a task to the task worker (tasks.Outbox).
 type Submitter interface {
-	Submit(ctx context.Context, t store.Task) error
+	Submit(ctx context.Context, t domain.Task) error
 }
 
 // maxRetries bounds re-reads after a lost optimistic write; the caller then

@@ -19,6 +19,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
 	"cads/shared/authz"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/outbox"
 	"cads/shared/store"
@@ -115,17 +116,17 @@ func (a *api) user(account string, perms ...authz.Permission) apigw.Principal {
 	a.t.Helper()
 	ctx := context.Background()
 	id := ids.New()
-	if err := a.st.CreatePrincipal(ctx, store.Principal{ID: id, Kind: store.KindUser, Email: id + "@example.com"}); err != nil {
+	if err := a.st.CreatePrincipal(ctx, domain.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com"}); err != nil {
 		a.t.Fatal(err)
 	}
-	role := store.Role{AccountID: account, ID: ids.New(), Name: "custom " + id, Permissions: perms, Version: 1}
+	role := domain.Role{AccountID: account, ID: ids.New(), Name: "custom " + id, Permissions: perms, Version: 1}
 	if err := a.st.CreateRole(ctx, role); err != nil {
 		a.t.Fatal(err)
 	}
-	if err := a.st.PutGrant(ctx, store.Grant{PrincipalID: id, AccountID: account, RoleID: role.ID, Via: "test"}); err != nil {
+	if err := a.st.PutGrant(ctx, domain.Grant{PrincipalID: id, AccountID: account, RoleID: role.ID, Via: "test"}); err != nil {
 		a.t.Fatal(err)
 	}
-	return apigw.Principal{ID: id, Kind: store.KindUser, AccountID: account, KeyID: "k"}
+	return apigw.Principal{ID: id, Kind: domain.KindUser, AccountID: account, KeyID: "k"}
 }
 
 // worker runs every pending task of the root account, as the queue would.
@@ -206,7 +207,7 @@ func TestCreateAndReadApplications(t *testing.T) {
 		t.Fatalf("get: %d %s (%d round trips)", r.Status, r.Raw, a.d.Counter.Total())
 	}
 	// Another account's application does not exist for the caller.
-	if err := a.st.CreateAccount(context.Background(), store.Account{ID: "other", Name: "Other", Parent: a.root, Ancestors: []string{a.root}}, nil); err != nil {
+	if err := a.st.CreateAccount(context.Background(), domain.Account{ID: "other", Name: "Other", Parent: a.root, Ancestors: []string{a.root}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	stranger := a.user("other", authz.Permission{Method: "GET", Effect: "permit", Spec: []string{"/v2/applications**"}})
@@ -350,7 +351,7 @@ func TestDeleteInEveryState(t *testing.T) {
 		}
 		a.setState(id, state)
 		r := a.do("DELETE", "/v2/applications/"+id, "")
-		if state == store.AppStopped {
+		if state == domain.AppStopped {
 			if r.Status != 200 || r.Body["id"] != id {
 				t.Fatalf("delete stopped: %d %s", r.Status, r.Raw)
 			}
@@ -377,7 +378,7 @@ func TestDeleteInEveryState(t *testing.T) {
 func TestEntitlementCapsApplications(t *testing.T) {
 	a := newAPI(t)
 	past := time.Now().Add(-time.Hour)
-	if err := a.st.CreateEntitlement(context.Background(), store.Entitlement{ID: "e1", Account: a.root, Resource: store.ResourceApplications, Quantity: 1, Started: past}); err != nil {
+	if err := a.st.CreateEntitlement(context.Background(), domain.Entitlement{ID: "e1", Account: a.root, Resource: domain.ResourceApplications, Quantity: 1, Started: past}); err != nil {
 		t.Fatal(err)
 	}
 	a.create(shop)

@@ -12,6 +12,7 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/applications/pagecontrol"
+	"cads/shared/domain"
 	"cads/shared/patch"
 	"cads/shared/store"
 	"cads/shared/tasks"
@@ -41,7 +42,7 @@ func pageControlHref(app string, id int) string {
 	return tasks.AppHref(app) + "/pagecontrols/" + strconv.Itoa(id)
 }
 
-func pageControlOne(pc store.PageControl) PageControl {
+func pageControlOne(pc domain.PageControl) PageControl {
 	out := PageControl{ID: strconv.Itoa(pc.ID), Href: pageControlHref(pc.App, pc.ID), Name: pc.Name, Description: pc.Description,
 		Mode: pc.Mode, Enabled: pc.Enabled, Actions: json.RawMessage(pc.Actions), Version: pc.Version, Created: pc.Created}
 	if pc.Conditions != "" {
@@ -53,7 +54,7 @@ func pageControlOne(pc store.PageControl) PageControl {
 	return out
 }
 
-func pageControlOut(v store.PageControlVersions) PageControl {
+func pageControlOut(v domain.PageControlVersions) PageControl {
 	out := pageControlOne(v.Current)
 	hist := make([]PageControl, 0, len(v.History))
 	for _, h := range v.History {
@@ -83,7 +84,7 @@ var pageControlModes = map[string]bool{"maintenance": true, "request": true, "re
 
 // build validates f (a whole configuration, as created or as patched)
 // into the stored form.
-func (f pageControlFields) build(pc *store.PageControl) error {
+func (f pageControlFields) build(pc *domain.PageControl) error {
 	if f.Name == nil || *f.Name == "" {
 		return apigw.BadRequest("name is required: 1 to %d characters", maxPageControlName)
 	}
@@ -158,13 +159,13 @@ func (h *handler) listPageControls(r *http.Request, p apigw.Principal) (int, any
 	if err != nil {
 		return 0, nil, err
 	}
-	list, err := apigw.List(r, page, apigw.Lister[store.PageControlVersions, PageControl]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.PageControlVersions, PageControl]{
 		Name: "pagecontrols", Indexed: "id", ValidPosition: store.ValidPageControlPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.PageControlVersions, []string, bool, error) {
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.PageControlVersions, []string, bool, error) {
 			return h.st.PagePageControls(ctx, app, after, desc, n)
 		},
-		Allow: inApp[store.PageControlVersions](h, p, app),
-		Out:   func(v store.PageControlVersions) (PageControl, error) { return pageControlOut(v), nil },
+		Allow: inApp[domain.PageControlVersions](h, p, app),
+		Out:   func(v domain.PageControlVersions) (PageControl, error) { return pageControlOut(v), nil },
 	})
 	if err != nil {
 		return 0, nil, err
@@ -181,19 +182,19 @@ func (h *handler) createPageControl(r *http.Request, p apigw.Principal) (int, an
 	if err := apigw.DecodeJSON(r, &in); err != nil {
 		return 0, nil, err
 	}
-	pc := store.PageControl{App: app, Version: 1}
+	pc := domain.PageControl{App: app, Version: 1}
 	if err := in.build(&pc); err != nil {
 		return 0, nil, err
 	}
 	id, err := h.st.NextPageControlID(r.Context(), p.AccountID, app)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no application %q", app)
+		return 0, nil, domain.IfNotFound(err, "no application %q", app)
 	}
 	pc.ID, pc.Created = id, h.st.Now()
 	if err := h.st.CreatePageControl(r.Context(), p.AccountID, pc); err != nil {
-		return 0, nil, store.NotFound(err, "no application %q", app)
+		return 0, nil, domain.IfNotFound(err, "no application %q", app)
 	}
-	return http.StatusOK, pageControlOut(store.PageControlVersions{Current: pc}), nil
+	return http.StatusOK, pageControlOut(domain.PageControlVersions{Current: pc}), nil
 }
 
 func (h *handler) getPageControl(r *http.Request, p apigw.Principal) (int, any, error) {
@@ -207,7 +208,7 @@ func (h *handler) getPageControl(r *http.Request, p apigw.Principal) (int, any, 
 	}
 	v, err := h.st.GetPageControl(r.Context(), p.AccountID, app, id)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no page control %d in application %s", id, app)
+		return 0, nil, domain.IfNotFound(err, "no page control %d in application %s", id, app)
 	}
 	return http.StatusOK, pageControlOut(v), nil
 }
@@ -230,7 +231,7 @@ func (h *handler) patchPageControl(r *http.Request, p apigw.Principal) (int, any
 	for range maxRetries {
 		v, err := h.st.GetPageControl(r.Context(), p.AccountID, app, id)
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no page control %d in application %s", id, app)
+			return 0, nil, domain.IfNotFound(err, "no page control %d in application %s", id, app)
 		}
 		cur := v.Current
 		next, changed, err := patchPageControl(cur, maps.Clone(body.Fields()))
@@ -246,7 +247,7 @@ func (h *handler) patchPageControl(r *http.Request, p apigw.Principal) (int, any
 			continue
 		}
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no page control %d in application %s", id, app)
+			return 0, nil, domain.IfNotFound(err, "no page control %d in application %s", id, app)
 		}
 		v.History = append(v.History, cur)
 		v.Current = next
@@ -255,7 +256,7 @@ func (h *handler) patchPageControl(r *http.Request, p apigw.Principal) (int, any
 	return 0, nil, errBusy
 }
 
-func patchPageControl(cur store.PageControl, top map[string]json.RawMessage) (store.PageControl, bool, error) {
+func patchPageControl(cur domain.PageControl, top map[string]json.RawMessage) (domain.PageControl, bool, error) {
 	shown, _ := json.Marshal(pageControlOne(cur))
 	var ro map[string]json.RawMessage
 	_ = json.Unmarshal(shown, &ro)
@@ -309,14 +310,14 @@ func (h *handler) deletePageControl(r *http.Request, p apigw.Principal) (int, an
 	for range maxRetries {
 		v, err := h.st.GetPageControl(r.Context(), p.AccountID, app, id)
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no page control %d in application %s", id, app)
+			return 0, nil, domain.IfNotFound(err, "no page control %d in application %s", id, app)
 		}
 		err = h.st.DeletePageControl(r.Context(), p.AccountID, v)
 		if errors.Is(err, store.ErrVersionConflict) {
 			continue
 		}
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no page control %d in application %s", id, app)
+			return 0, nil, domain.IfNotFound(err, "no page control %d in application %s", id, app)
 		}
 		out := pageControlOut(v)
 		now := h.st.Now()

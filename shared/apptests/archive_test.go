@@ -10,6 +10,7 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/apptests"
+	"cads/shared/domain"
 )
 
 // base is where the fixtures' requests go: an alias of the operator's
@@ -83,8 +84,8 @@ func TestOpenTopLevelDirectory(t *testing.T) {
 }
 
 func isStatus(err error, status int, msg string) bool {
-	e, ok := apigw.As(err)
-	return ok && e.Status == status && strings.Contains(e.Message, msg)
+	e, ok := domain.AsError(err)
+	return ok && apigw.Status(err) == status && strings.Contains(e.Message, msg)
 }
 
 func TestOpenRefusesWhatIsNotWhatItClaims(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 
 	"cads/infra/testenv"
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/metrics"
 	"cads/shared/store"
 	"cads/shared/wire"
@@ -80,7 +81,7 @@ func (e *env) createApp(account, id string, aliases ...string) {
 	e.t.Helper()
 	now := e.st.Now()
 	cfg := mustJSON(map[string]any{"name": id, "aliases": aliases})
-	if err := e.st.CreateApplication(context.Background(), store.Application{ID: id, Account: account, State: store.AppStopped, Config: cfg, Version: 1, Created: now, Updated: now}, store.Quota{}); err != nil {
+	if err := e.st.CreateApplication(context.Background(), domain.Application{ID: id, Account: account, State: domain.AppStopped, Config: cfg, Version: 1, Created: now, Updated: now}, domain.Quota{}); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -2,13 +2,12 @@ package apptests_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"cads/infra/fuzzkit"
 	"cads/shared/apigw"
 	"cads/shared/apptests"
-	"cads/shared/store"
+	"cads/shared/domain"
 	"cads/shared/wire/testswire"
 )
 
@@ -25,8 +24,8 @@ func FuzzTests(f *testing.F) {
 	e := fuzzkit.NewWithQueues(f, testswire.Handler)
 	// Uploads name an alias of the account's applications.
 	now := e.Deps.Store.Now()
-	if err := e.Deps.Store.CreateApplication(context.Background(), store.Application{ID: "fuzzapp", Account: e.Principal.AccountID, State: store.AppStopped,
-		Config: `{"name":"fuzz","aliases":["shop.example.com"]}`, Version: 1, Created: now, Updated: now}, store.Quota{}); err != nil {
+	if err := e.Deps.Store.CreateApplication(context.Background(), domain.Application{ID: "fuzzapp", Account: e.Principal.AccountID, State: domain.AppStopped,
+		Config: `{"name":"fuzz","aliases":["shop.example.com"]}`, Version: 1, Created: now, Updated: now}, domain.Quota{}); err != nil {
 		f.Fatal(err)
 	}
 	put := func(id, ct string) fuzzkit.Route {
@@ -60,8 +59,7 @@ func FuzzOpenArchive(f *testing.F) {
 			_, err = apptests.ParseConfig(a)
 		}
 		if err != nil {
-			var ae *apigw.Error
-			if !errors.As(err, &ae) || ae.Status < 400 || ae.Status >= 500 {
+			if st := apigw.Status(err); st < 400 || st >= 500 {
 				t.Fatalf("%s %q: %v is not a 4xx", mt, raw, err)
 			}
 		}

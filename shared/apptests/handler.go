@@ -26,6 +26,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/ddb"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/outbox"
 	"cads/shared/store"
@@ -34,18 +35,18 @@ import (
 // Store is what the tests API reads and writes.
 type Store interface {
 	Now() time.Time
-	CreateAppTest(ctx context.Context, t store.AppTest, archive, converted []byte) error
-	GetAppTest(ctx context.Context, account, id string) (store.AppTest, error)
-	PageAppTests(ctx context.Context, account, after string, desc bool, n int) ([]store.AppTest, []string, bool, error)
-	AppTestBlobData(ctx context.Context, account, id string, b store.AppTestBlob) ([]byte, error)
-	ReplaceAppTestArchive(ctx context.Context, prev, next store.AppTest, archive, converted []byte) (store.AppTest, error)
-	DeleteAppTestBlobs(ctx context.Context, account, id string, blobs ...store.AppTestBlob) error
-	UpdateAppTestDescription(ctx context.Context, account, id, desc string) (store.AppTest, error)
-	DeleteAppTest(ctx context.Context, account, id string) (store.AppTest, error)
+	CreateAppTest(ctx context.Context, t domain.AppTest, archive, converted []byte) error
+	GetAppTest(ctx context.Context, account, id string) (domain.AppTest, error)
+	PageAppTests(ctx context.Context, account, after string, desc bool, n int) ([]domain.AppTest, []string, bool, error)
+	AppTestBlobData(ctx context.Context, account, id string, b domain.AppTestBlob) ([]byte, error)
+	ReplaceAppTestArchive(ctx context.Context, prev, next domain.AppTest, archive, converted []byte) (domain.AppTest, error)
+	DeleteAppTestBlobs(ctx context.Context, account, id string, blobs ...domain.AppTestBlob) error
+	UpdateAppTestDescription(ctx context.Context, account, id, desc string) (domain.AppTest, error)
+	DeleteAppTest(ctx context.Context, account, id string) (domain.AppTest, error)
 	StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time, m *store.OutboxMarker) error
 	UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error
-	GetApplication(ctx context.Context, account, id string) (store.Application, error)
-	ListApplications(ctx context.Context, account string) ([]store.Application, error)
+	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
+	ListApplications(ctx context.Context, account string) ([]domain.Application, error)
 }
 
 // Deciders makes second decisions with the authorizer's engine.
@@ -104,7 +105,7 @@ func testID(r *http.Request) (string, error) {
 }
 
 func notFound(err error, id string) error {
-	return store.NotFound(err, "no test %q", id)
+	return domain.IfNotFound(err, "no test %q", id)
 }
 
 // storeError turns store limits into 413s: the input was too large.
@@ -122,22 +123,22 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	list, err := apigw.List(r, page, apigw.Lister[store.AppTest, ApplicationTest]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.AppTest, ApplicationTest]{
 		// Tests are kept in id order (their ids are the caller's).
 		Name: "tests", Indexed: "id",
 		ValidPosition: func(s string) bool { return len(s) <= MaxIDLen && idPattern.MatchString(s) },
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.AppTest, []string, bool, error) {
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.AppTest, []string, bool, error) {
 			return h.st.PageAppTests(ctx, p.AccountID, after, desc, n)
 		},
 		// A collection shows only the members the caller may GET (docs/api.md#collection-reads).
-		Allow: func(ctx context.Context) (func(store.AppTest) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.AppTest) bool, error) {
 			dec, err := h.dec.Decider(ctx, p)
 			if err != nil {
 				return nil, err
 			}
-			return func(t store.AppTest) bool { return dec.Allows(http.MethodGet, testHref(t.ID)) }, nil
+			return func(t domain.AppTest) bool { return dec.Allows(http.MethodGet, testHref(t.ID)) }, nil
 		},
-		Out:  func(t store.AppTest) (ApplicationTest, error) { return out(t), nil },
+		Out:  func(t domain.AppTest) (ApplicationTest, error) { return out(t), nil },
 		Sort: sortTests,
 	})
 	if err != nil {
@@ -176,7 +177,7 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 	}
 	// The tar.bz2 form was made at upload: the upload itself, or its
 	// converted copy.
-	blob := func(t store.AppTest) store.AppTestBlob {
+	blob := func(t domain.AppTest) domain.AppTestBlob {
 		if t.Converted.ID != "" {
 			return t.Converted
 		}
@@ -398,7 +399,7 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	t := store.AppTest{Account: p.AccountID, ID: id, Description: desc, MediaType: up.fileType, Filename: up.filename,
+	t := domain.AppTest{Account: p.AccountID, ID: id, Description: desc, MediaType: up.fileType, Filename: up.filename,
 		Archive: store.NewAppTestBlob(ids.New(), up.file), ArchiveUpdated: now, Summary: pr.summary, Version: 1, Created: now, Updated: now}
 	if pr.converted != nil {
 		t.Converted = store.NewAppTestBlob(ids.New(), pr.converted)
@@ -440,7 +441,7 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 	// The test is read while the upload is checked; a missing test is a
 	// 404 before any problem of the upload.
 	var (
-		prev    store.AppTest
+		prev    domain.AppTest
 		prevErr error
 		read    = make(chan struct{})
 	)
@@ -458,7 +459,7 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 		next.Description = *up.desc
 	}
 	next.MediaType, next.Filename, next.Summary, next.ArchiveUpdated, next.Updated = up.fileType, up.filename, pr.summary, now, now
-	next.Archive, next.Converted = store.NewAppTestBlob(ids.New(), up.file), store.AppTestBlob{}
+	next.Archive, next.Converted = store.NewAppTestBlob(ids.New(), up.file), domain.AppTestBlob{}
 	if pr.converted != nil {
 		next.Converted = store.NewAppTestBlob(ids.New(), pr.converted)
 	}
@@ -575,7 +576,7 @@ func (h *handler) run(r *http.Request, p apigw.Principal) (int, any, error) {
 	// outbox sweep's to repeat, and the runner ignores a duplicate. The
 	// answer's read of the test runs alongside the send.
 	var (
-		t    store.AppTest
+		t    domain.AppTest
 		gerr error
 		read = make(chan struct{})
 	)
@@ -612,7 +613,7 @@ func (h *handler) target(ctx context.Context, p apigw.Principal, targets string)
 	if d := dec.Decide(http.MethodGet, appHref(app)); !d.Allowed {
 		return "", apigw.Forbidden("targets: running a test against %s needs GET %s: %s", appHref(app), appHref(app), d.Explain())
 	}
-	if errors.Is(appErr, store.ErrNotFound) {
+	if errors.Is(appErr, domain.ErrNotFound) {
 		return "", apigw.NotFound("targets: no application %q", app)
 	}
 	return app, appErr

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"time"
 
+	"cads/shared/domain"
 	"cads/shared/loadgen"
-	"cads/shared/store"
 )
 
 // ApplicationTest is the wire shape of a test (docs/api.md#application-tests).
@@ -33,7 +33,7 @@ type Configuration struct {
 	configSummary
 }
 
-// configSummary is what is kept of a parsed configuration (store.AppTest's
+// configSummary is what is kept of a parsed configuration (domain.AppTest's
 // Summary).
 type configSummary struct {
 	File          string               `json:"file"`
@@ -237,7 +237,7 @@ func userHref(id string) string { return "/v2/users/" + id }
 // out renders a stored test. A summary or run that does not decode (it
 // never should: this package wrote it) is left out rather than failing
 // the read.
-func out(t store.AppTest) ApplicationTest {
+func out(t domain.AppTest) ApplicationTest {
 	o := ApplicationTest{ID: t.ID, Href: testHref(t.ID), Description: t.Description, Created: t.Created, Updated: t.Updated,
 		Configuration: &Configuration{MediaType: t.MediaType, Filename: t.Filename, Size: t.Archive.Size, SHA256: t.Archive.SHA256, Updated: t.ArchiveUpdated}}
 	_ = json.Unmarshal([]byte(t.Summary), &o.Configuration.configSummary)

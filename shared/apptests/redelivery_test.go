@@ -21,6 +21,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/apptests"
+	"cads/shared/domain"
 	"cads/shared/loadgen"
 	"cads/shared/outbox"
 	"cads/shared/store"
@@ -92,7 +93,7 @@ func (e *env) handleRun(h apptests.RunHandler, msg events.SQSMessage) {
 }
 
 // storedTest reads the test's item: its run state, run and active time.
-func (e *env) storedTest(id string) store.AppTest {
+func (e *env) storedTest(id string) domain.AppTest {
 	e.t.Helper()
 	t, err := e.st.GetAppTest(context.Background(), e.op.AccountID, id)
 	if err != nil {
@@ -101,7 +102,7 @@ func (e *env) storedTest(id string) store.AppTest {
 	return t
 }
 
-func storedRun(t *testing.T, at store.AppTest) apptests.Run {
+func storedRun(t *testing.T, at domain.AppTest) apptests.Run {
 	t.Helper()
 	var r apptests.Run
 	if err := json.Unmarshal([]byte(at.Run), &r); err != nil {

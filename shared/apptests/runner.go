@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"cads/shared/domain"
 	"cads/shared/loadgen"
 	"cads/shared/retry"
 	"cads/shared/store"
@@ -19,10 +20,10 @@ import (
 // RunnerStore is what the runner reads and writes.
 type RunnerStore interface {
 	Now() time.Time
-	GetAppTest(ctx context.Context, account, id string) (store.AppTest, error)
-	AppTestBlobData(ctx context.Context, account, id string, b store.AppTestBlob) ([]byte, error)
+	GetAppTest(ctx context.Context, account, id string) (domain.AppTest, error)
+	AppTestBlobData(ctx context.Context, account, id string, b domain.AppTestBlob) ([]byte, error)
 	UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error
-	ListApplications(ctx context.Context, account string) ([]store.Application, error)
+	ListApplications(ctx context.Context, account string) ([]domain.Application, error)
 }
 
 // RunHandler is the test runner: an SQS-triggered Lambda handler that
@@ -69,7 +70,7 @@ func (r *runner) handle(ctx context.Context, body string) error {
 	}
 	log := r.log.With("account", msg.Account, "test", msg.Test, "load_id", msg.Run)
 	t, err := r.st.GetAppTest(ctx, msg.Account, msg.Test)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		log.InfoContext(ctx, "test deleted before its run started")
 		return nil
 	}
@@ -105,7 +106,7 @@ func (r *runner) handle(ctx context.Context, body string) error {
 	run.State, run.Started = RunRunning, &started
 	until := started.Add(time.Duration(run.Duration)*time.Second + RunGrace)
 	if err := r.update(ctx, t, run, RunQueued, until); err != nil {
-		if errors.Is(err, store.ErrRunChanged) || errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrRunChanged) || errors.Is(err, domain.ErrNotFound) {
 			return nil
 		}
 		return err
@@ -146,7 +147,7 @@ func (r *runner) handle(ctx context.Context, body string) error {
 }
 
 // config reads and parses the test's current configuration.
-func (r *runner) config(ctx context.Context, t store.AppTest) (*Config, error) {
+func (r *runner) config(ctx context.Context, t domain.AppTest) (*Config, error) {
 	data, err := r.st.AppTestBlobData(ctx, t.Account, t.ID, t.Archive)
 	if errors.Is(err, store.ErrArchiveReplaced) {
 		if t, err = r.st.GetAppTest(ctx, t.Account, t.ID); err == nil {
@@ -166,7 +167,7 @@ func (r *runner) config(ctx context.Context, t store.AppTest) (*Config, error) {
 // finish records the run's end: its result, or runErr as its message.
 // The final write is retried a few times, as a lost write would leave the
 // run's result unknown.
-func (r *runner) finish(ctx context.Context, log *slog.Logger, t store.AppTest, run Run, from string, res *loadgen.Result, runErr error, refused ...string) error {
+func (r *runner) finish(ctx context.Context, log *slog.Logger, t domain.AppTest, run Run, from string, res *loadgen.Result, runErr error, refused ...string) error {
 	done := r.st.Now()
 	run.Completed = &done
 	if runErr != nil {
@@ -187,14 +188,14 @@ func (r *runner) finish(ctx context.Context, log *slog.Logger, t store.AppTest, 
 			}
 		}
 		err = r.update(ctx, t, run, from, time.Time{})
-		if err == nil || errors.Is(err, store.ErrRunChanged) || errors.Is(err, store.ErrNotFound) {
+		if err == nil || errors.Is(err, store.ErrRunChanged) || errors.Is(err, domain.ErrNotFound) {
 			return nil
 		}
 	}
 	return err
 }
 
-func (r *runner) update(ctx context.Context, t store.AppTest, run Run, from string, until time.Time) error {
+func (r *runner) update(ctx context.Context, t domain.AppTest, run Run, from string, until time.Time) error {
 	b, err := json.Marshal(run)
 	if err != nil {
 		return fmt.Errorf("encode run: %w", err)

@@ -10,8 +10,8 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
+	"cads/shared/domain"
 	"cads/shared/loadgen"
-	"cads/shared/store"
 )
 
 // A test loads only the account's own applications: every request URL
@@ -21,7 +21,7 @@ import (
 
 // aliasLister lists an account's applications.
 type aliasLister interface {
-	ListApplications(ctx context.Context, account string) ([]store.Application, error)
+	ListApplications(ctx context.Context, account string) ([]domain.Application, error)
 }
 
 // accountAliases is the set of aliases of the account's applications, in

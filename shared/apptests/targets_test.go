@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"cads/shared/apptests"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/loadgen"
 	"cads/shared/store"
@@ -66,7 +67,7 @@ func TestUploadsNameOnlyTheAccountsAliases(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	// Another tenant, with an application of its own.
-	if err := e.st.CreateAccount(ctx, store.Account{ID: "tenantb", Name: "tenant b", Ancestors: []string{}}, nil); err != nil {
+	if err := e.st.CreateAccount(ctx, domain.Account{ID: "tenantb", Name: "tenant b", Ancestors: []string{}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	e.createApp("tenantb", "victim", "victim.example.com")
@@ -197,7 +198,7 @@ func TestRunRefusesHostsThatAreNoLongerAliases(t *testing.T) {
 	trapAddr, accepted := trapListener(t)
 	legacy := []byte(singleConfig("http://" + trapAddr))
 	now := e.st.Now()
-	lt := store.AppTest{Account: e.op.AccountID, ID: "legacy", MediaType: apptests.TypeJSON, Archive: store.NewAppTestBlob(ids.New(), legacy),
+	lt := domain.AppTest{Account: e.op.AccountID, ID: "legacy", MediaType: apptests.TypeJSON, Archive: store.NewAppTestBlob(ids.New(), legacy),
 		ArchiveUpdated: now, Summary: "{}", Version: 1, Created: now, Updated: now}
 	if err := e.st.CreateAppTest(ctx, lt, legacy, nil); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/builtin"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 )
@@ -47,7 +48,7 @@ var ErrKeptKeyLost = errors.New("bootstrap: another bootstrap installed the tabl
 func RunAndKeep(ctx context.Context, st *store.Store, operatorEmail string, keep func(ctx context.Context, secret string) error) (Result, error) {
 	if in, err := st.GetInstallation(ctx); err == nil {
 		return Result{RootAccount: in.RootAccount, Operator: in.Operator}, nil
-	} else if !errors.Is(err, store.ErrNotFound) {
+	} else if !errors.Is(err, domain.ErrNotFound) {
 		return Result{}, fmt.Errorf("bootstrap: %w", err)
 	}
 	plan, secret, err := Plan(st.Now, operatorEmail)
@@ -78,35 +79,35 @@ func RunAndKeep(ctx context.Context, st *store.Store, operatorEmail string, keep
 }
 
 // Plan builds a fresh installation and its operator secret.
-func Plan(clock func() time.Time, operatorEmail string) (store.InstallPlan, string, error) {
+func Plan(clock func() time.Time, operatorEmail string) (domain.InstallPlan, string, error) {
 	now := clock()
-	root := store.Account{ID: ids.New(), Name: RootAccountName, Keyword: store.Keyword(RootAccountName), Ancestors: []string{}, Created: now, Updated: now}
+	root := domain.Account{ID: ids.New(), Name: RootAccountName, Keyword: domain.Keyword(RootAccountName), Ancestors: []string{}, Created: now, Updated: now}
 	control, err := builtin.ControlRoles(root.ID)
 	if err != nil {
-		return store.InstallPlan{}, "", err
+		return domain.InstallPlan{}, "", err
 	}
 	admin, err := builtin.EntitlementAdministrator(root.ID)
 	if err != nil {
-		return store.InstallPlan{}, "", err
+		return domain.InstallPlan{}, "", err
 	}
-	op := store.Principal{ID: ids.New(), Kind: store.KindUser, Email: operatorEmail, Name: "Platform operator", Created: now, Updated: now}
+	op := domain.Principal{ID: ids.New(), Kind: domain.KindUser, Email: operatorEmail, Name: "Platform operator", Created: now, Updated: now}
 	root.Owner = op.ID
-	plan := store.InstallPlan{
-		Installation: store.Installation{RootAccount: root.ID, Operator: op.ID, Created: now},
+	plan := domain.InstallPlan{
+		Installation: domain.Installation{RootAccount: root.ID, Operator: op.ID, Created: now},
 		Root:         root,
 		Operator:     op,
 	}
 	for i, d := range append(control, admin...) {
-		r := store.Role{AccountID: root.ID, ID: ids.New(), Name: d.Name, Description: d.Description, Inheritable: d.Inheritable,
+		r := domain.Role{AccountID: root.ID, ID: ids.New(), Name: d.Name, Description: d.Description, Inheritable: d.Inheritable,
 			Control: d.Control, EntitlementAdministrator: d.EntitlementAdministrator, Permissions: d.Permissions, Version: 1, Created: now, Updated: now}
 		plan.Roles = append(plan.Roles, r)
 		// The operator holds the Account owner role (the first control
 		// role) and both entitlement administrator roles.
 		if i == 0 || i >= len(control) {
-			plan.Grants = append(plan.Grants, store.Grant{PrincipalID: op.ID, AccountID: root.ID, RoleID: r.ID, Via: "bootstrap", Created: now})
+			plan.Grants = append(plan.Grants, domain.Grant{PrincipalID: op.ID, AccountID: root.ID, RoleID: r.ID, Via: "bootstrap", Created: now})
 		}
 	}
-	plan.Key = store.AccessKey{ID: ids.New(), PrincipalID: op.ID, Type: "bearer", Durability: store.DurabilityPersistent,
+	plan.Key = domain.AccessKey{ID: ids.New(), PrincipalID: op.ID, Type: "bearer", Durability: domain.DurabilityPersistent,
 		Account: root.ID, AccountAncestors: []string{}, Created: now}
 	secret := access.NewSecret(op.ID, plan.Key.ID)
 	plan.Key.SecretHash = access.HashSecret(secret)

@@ -12,6 +12,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 )
@@ -19,16 +20,16 @@ import (
 // Store is what the users function reads and writes.
 type Store interface {
 	Now() time.Time
-	CreatePrincipal(ctx context.Context, p store.Principal) error
-	GetPrincipal(ctx context.Context, id string) (store.Principal, error)
-	PageUsers(ctx context.Context, after string, desc bool, n int) ([]store.Principal, []string, bool, error)
-	UpdatePrincipalName(ctx context.Context, id, name string) (store.Principal, error)
-	CreateUserKey(ctx context.Context, k store.AccessKey) error
-	GetKey(ctx context.Context, principal, id string) (store.AccessKey, error)
-	ListKeys(ctx context.Context, principal string) ([]store.AccessKey, error)
-	PageKeys(ctx context.Context, principal, after string, desc bool, n int) ([]store.AccessKey, []string, bool, error)
-	DeleteKey(ctx context.Context, principal, id string) (store.AccessKey, error)
-	GetAccount(ctx context.Context, id string) (store.Account, error)
+	CreatePrincipal(ctx context.Context, p domain.Principal) error
+	GetPrincipal(ctx context.Context, id string) (domain.Principal, error)
+	PageUsers(ctx context.Context, after string, desc bool, n int) ([]domain.Principal, []string, bool, error)
+	UpdatePrincipalName(ctx context.Context, id, name string) (domain.Principal, error)
+	CreateUserKey(ctx context.Context, k domain.AccessKey) error
+	GetKey(ctx context.Context, principal, id string) (domain.AccessKey, error)
+	ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error)
+	PageKeys(ctx context.Context, principal, after string, desc bool, n int) ([]domain.AccessKey, []string, bool, error)
+	DeleteKey(ctx context.Context, principal, id string) (domain.AccessKey, error)
+	GetAccount(ctx context.Context, id string) (domain.Account, error)
 }
 
 // Deciders makes second decisions with the authorizer's engine.
@@ -110,7 +111,7 @@ func (h *handler) createUser(r *http.Request, _ apigw.Principal) (int, any, erro
 		}
 	}
 	now := h.st.Now()
-	u := store.Principal{ID: ids.New(), Kind: store.KindUser, Email: email, Name: name, Created: now, Updated: now}
+	u := domain.Principal{ID: ids.New(), Kind: domain.KindUser, Email: email, Name: name, Created: now, Updated: now}
 	if err := h.st.CreatePrincipal(r.Context(), u); err != nil {
 		return 0, nil, err
 	}
@@ -122,17 +123,17 @@ func (h *handler) listUsers(r *http.Request, p apigw.Principal) (int, any, error
 	if err != nil {
 		return 0, nil, err
 	}
-	list, err := apigw.List(r, page, apigw.Lister[store.Principal, User]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.Principal, User]{
 		Name: "users", Indexed: "created", Read: h.st.PageUsers, ValidPosition: store.ValidPosition,
 		// A collection shows only the members the caller may GET (docs/api.md#collection-reads).
-		Allow: func(ctx context.Context) (func(store.Principal) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.Principal) bool, error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {
 				return nil, err
 			}
-			return func(u store.Principal) bool { return u.ID == p.ID || d.Allows(http.MethodGet, userHref(u.ID)) }, nil
+			return func(u domain.Principal) bool { return u.ID == p.ID || d.Allows(http.MethodGet, userHref(u.ID)) }, nil
 		},
-		Out:  func(u store.Principal) (User, error) { return userOut(u), nil },
+		Out:  func(u domain.Principal) (User, error) { return userOut(u), nil },
 		Sort: sortUsers,
 	})
 	if err != nil {
@@ -159,15 +160,15 @@ func (h *handler) getUser(r *http.Request, p apigw.Principal) (int, any, error) 
 		return 0, nil, err
 	}
 	u, err := h.st.GetPrincipal(r.Context(), id)
-	if err != nil || u.Kind != store.KindUser {
-		return 0, nil, store.NotFound(orNotFound(err), "no user %q", id)
+	if err != nil || u.Kind != domain.KindUser {
+		return 0, nil, domain.IfNotFound(orNotFound(err), "no user %q", id)
 	}
 	return http.StatusOK, userOut(u), nil
 }
 
 func orNotFound(err error) error {
 	if err == nil {
-		return store.ErrNotFound
+		return domain.ErrNotFound
 	}
 	return err
 }
@@ -194,7 +195,7 @@ func (h *handler) patchUser(r *http.Request, p apigw.Principal) (int, any, error
 	}
 	u, err := h.st.UpdatePrincipalName(r.Context(), id, name)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no user %q", id)
+		return 0, nil, domain.IfNotFound(err, "no user %q", id)
 	}
 	return http.StatusOK, userOut(u), nil
 }
@@ -220,4 +221,4 @@ func validName(s string) (string, error) {
 	return s, nil
 }
 
-func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+func isNotFound(err error) bool { return errors.Is(err, domain.ErrNotFound) }

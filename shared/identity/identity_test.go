@@ -13,7 +13,7 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/apigw"
 	"cads/shared/bootstrap"
-	"cads/shared/store"
+	"cads/shared/domain"
 	"cads/shared/wire"
 	"cads/shared/wire/userswire"
 )
@@ -95,11 +95,11 @@ func TestSwitchFromAKeyWithNoAccount(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	now := e.deps.Store.Now()
-	u := store.Principal{ID: "reader1", Kind: store.KindUser, Email: "reader@example.com", Created: now, Updated: now}
+	u := domain.Principal{ID: "reader1", Kind: domain.KindUser, Email: "reader@example.com", Created: now, Updated: now}
 	if err := e.deps.Store.CreatePrincipal(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.deps.Store.CreateKey(ctx, store.AccessKey{ID: "k1", PrincipalID: u.ID, Type: "bearer", SecretHash: "x", Created: now}); err != nil {
+	if err := e.deps.Store.CreateKey(ctx, domain.AccessKey{ID: "k1", PrincipalID: u.ID, Type: "bearer", SecretHash: "x", Created: now}); err != nil {
 		t.Fatal(err)
 	}
 	p := apigw.Principal{ID: u.ID, Kind: "user", KeyID: "k1"}
@@ -114,7 +114,7 @@ func TestSwitchFromAKeyWithNoAccount(t *testing.T) {
 	}
 	for _, r := range roles {
 		if r.Name == "Reader" {
-			if err := e.deps.Store.PutGrant(ctx, store.Grant{PrincipalID: u.ID, AccountID: r.AccountID, RoleID: r.ID, Via: "test"}); err != nil {
+			if err := e.deps.Store.PutGrant(ctx, domain.Grant{PrincipalID: u.ID, AccountID: r.AccountID, RoleID: r.ID, Via: "test"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -172,14 +172,14 @@ func TestAuthorizationRoundTrips(t *testing.T) {
 func TestServiceUsersStayInTheirAccount(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	su := store.Principal{ID: "svc1", Kind: store.KindServiceUser, Email: "svc1@service-users.x.invalid", Account: e.boot.RootAccount}
+	su := domain.Principal{ID: "svc1", Kind: domain.KindServiceUser, Email: "svc1@service-users.x.invalid", Account: e.boot.RootAccount}
 	if err := e.deps.Store.CreatePrincipal(ctx, su); err != nil {
 		t.Fatal(err)
 	}
 	if st, body := e.call(e.operator(), "POST", "/v2/users/{id}/access-keys", "/v2/users/svc1/access-keys", map[string]string{"id": "svc1"}, nil, map[string]any{"type": "bearer"}); st != 404 {
 		t.Fatalf("key for a service user through /v2/users: %d %v", st, body)
 	}
-	p := apigw.Principal{ID: "svc1", Kind: store.KindServiceUser, AccountID: e.boot.RootAccount, KeyID: "k"}
+	p := apigw.Principal{ID: "svc1", Kind: domain.KindServiceUser, AccountID: e.boot.RootAccount, KeyID: "k"}
 	if st, body := e.call(p, "POST", "/v2/users/self/authorization", "/v2/users/self/authorization", nil, nil, map[string]any{"account": "/v2/accounts/" + e.boot.RootAccount}); st != 403 {
 		t.Fatalf("service user switching: %d %v", st, body)
 	}

@@ -11,6 +11,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 )
@@ -43,7 +44,7 @@ func (h *handler) createKey(r *http.Request, p apigw.Principal) (int, any, error
 	if in.Expiry != nil && !in.Expiry.After(now) {
 		return 0, nil, apigw.BadRequest("expiry must be in the future")
 	}
-	k := store.AccessKey{ID: ids.New(), PrincipalID: uid, Type: "bearer", Durability: store.DurabilityPersistent, Created: now}
+	k := domain.AccessKey{ID: ids.New(), PrincipalID: uid, Type: "bearer", Durability: domain.DurabilityPersistent, Created: now}
 	if in.Expiry != nil {
 		e := in.Expiry.UTC()
 		k.Expiry = &e
@@ -76,26 +77,26 @@ func (h *handler) createKey(r *http.Request, p apigw.Principal) (int, any, error
 }
 
 // issue stores k with a new secret and returns the secret once.
-func (h *handler) issue(r *http.Request, k store.AccessKey) (int, any, error) {
+func (h *handler) issue(r *http.Request, k domain.AccessKey) (int, any, error) {
 	secret := access.NewSecret(k.PrincipalID, k.ID)
 	k.SecretHash = access.HashSecret(secret)
 	// Only users: service users get keys from their account's
 	// service-users endpoint, bound to that account.
 	if err := h.st.CreateUserKey(r.Context(), k); err != nil {
-		return 0, nil, store.NotFound(err, "no user %q", k.PrincipalID)
+		return 0, nil, domain.IfNotFound(err, "no user %q", k.PrincipalID)
 	}
 	return http.StatusOK, AccessKeySecret{AccessKey: keyOut(k), SecretKey: secret}, nil
 }
 
 // switchable resolves an account href the caller may authenticate into.
-func (h *handler) switchable(r *http.Request, p apigw.Principal, href string) (store.Account, error) {
+func (h *handler) switchable(r *http.Request, p apigw.Principal, href string) (domain.Account, error) {
 	id, ok := strings.CutPrefix(href, "/v2/accounts/")
 	if !ok || !ids.Valid(id) {
-		return store.Account{}, apigw.BadRequest("account must be an account href like /v2/accounts/<id>, not %q", href)
+		return domain.Account{}, apigw.BadRequest("account must be an account href like /v2/accounts/<id>, not %q", href)
 	}
 	// The account and the caller's roles are independent reads: in parallel.
 	var (
-		acct       store.Account
+		acct       domain.Account
 		d          *access.Decider
 		aErr, dErr error
 		wg         sync.WaitGroup
@@ -105,13 +106,13 @@ func (h *handler) switchable(r *http.Request, p apigw.Principal, href string) (s
 	wg.Wait()
 	if aErr != nil {
 		// Unknown and forbidden look the same: no probing for account ids.
-		return store.Account{}, store.NotFound(aErr, "no account %s that you may access", href)
+		return domain.Account{}, domain.IfNotFound(aErr, "no account %s that you may access", href)
 	}
 	if dErr != nil {
-		return store.Account{}, dErr
+		return domain.Account{}, dErr
 	}
 	if dec := d.CanSwitch(acct); !dec.Allowed {
-		return store.Account{}, apigw.NotFound("no account %s that you may access", href)
+		return domain.Account{}, apigw.NotFound("no account %s that you may access", href)
 	}
 	return acct, nil
 }
@@ -126,17 +127,17 @@ func (h *handler) listKeys(r *http.Request, p apigw.Principal) (int, any, error)
 		return 0, nil, err
 	}
 	now := h.st.Now()
-	list, err := apigw.List(r, page, apigw.Lister[store.AccessKey, AccessKey]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.AccessKey, AccessKey]{
 		Name: "access-keys", Indexed: "created", ValidPosition: store.ValidPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.AccessKey, []string, bool, error) {
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.AccessKey, []string, bool, error) {
 			return h.st.PageKeys(ctx, uid, after, desc, n)
 		},
 		// Expired keys stay until their TTL removes them; they are not
 		// listed. The route decided who may read the user's keys.
-		Allow: func(context.Context) (func(store.AccessKey) bool, error) {
-			return func(k store.AccessKey) bool { return !k.Expired(now) }, nil
+		Allow: func(context.Context) (func(domain.AccessKey) bool, error) {
+			return func(k domain.AccessKey) bool { return !k.Expired(now) }, nil
 		},
-		Out: func(k store.AccessKey) (AccessKey, error) { return keyOut(k), nil },
+		Out: func(k domain.AccessKey) (AccessKey, error) { return keyOut(k), nil },
 	})
 	if err != nil {
 		return 0, nil, err
@@ -155,7 +156,7 @@ func (h *handler) getKey(r *http.Request, p apigw.Principal) (int, any, error) {
 	}
 	k, err := h.st.GetKey(r.Context(), uid, kid)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no access key %q", kid)
+		return 0, nil, domain.IfNotFound(err, "no access key %q", kid)
 	}
 	return http.StatusOK, keyOut(k), nil
 }
@@ -178,7 +179,7 @@ func (h *handler) deleteKey(r *http.Request, p apigw.Principal) (int, any, error
 		err = nil
 	}
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no access key %q", kid)
+		return 0, nil, domain.IfNotFound(err, "no access key %q", kid)
 	}
 	return http.StatusOK, keyOut(k), nil
 }
@@ -218,7 +219,7 @@ func (h *handler) simulate(r *http.Request, p apigw.Principal, method, path stri
 	// The decider and the account the path names are read in parallel.
 	var (
 		d          *access.Decider
-		acct       store.Account
+		acct       domain.Account
 		dErr, aErr error
 		wg         sync.WaitGroup
 	)
@@ -265,7 +266,7 @@ func (h *handler) switchAccount(r *http.Request, p apigw.Principal) (int, any, e
 	if in.Account == nil {
 		return 0, nil, apigw.BadRequest("account is required: the href of the account to authenticate into")
 	}
-	if p.Kind != store.KindUser {
+	if p.Kind != domain.KindUser {
 		return 0, nil, apigw.Forbidden("service users are bound to their account and cannot switch to another")
 	}
 	acct, err := h.switchable(r, p, *in.Account)
@@ -279,7 +280,7 @@ func (h *handler) switchAccount(r *http.Request, p apigw.Principal) (int, any, e
 		// expires: its expiry says so up front.
 		exp = p.KeyExpiry.UTC()
 	}
-	k := store.AccessKey{ID: ids.New(), PrincipalID: p.ID, Type: "bearer", Durability: store.DurabilitySession,
+	k := domain.AccessKey{ID: ids.New(), PrincipalID: p.ID, Type: "bearer", Durability: domain.DurabilitySession,
 		Account: acct.ID, AccountAncestors: acct.Ancestors, Expiry: &exp, Created: now}
 	k.Origin, k.Parent = lineageOf(p)
 	return h.issue(r, k)
@@ -290,10 +291,10 @@ func (h *handler) switchAccount(r *http.Request, p apigw.Principal) (int, any, e
 // when it has none (it is a persistent key, or a session key from before
 // lineages were recorded), so every key of a lineage names the same root
 // and the authorizer reads two keys at most, however long the chain.
-func lineageOf(p apigw.Principal) (origin, parent *store.KeyRef) {
-	parent = &store.KeyRef{Principal: p.ID, ID: p.KeyID}
+func lineageOf(p apigw.Principal) (origin, parent *domain.KeyRef) {
+	parent = &domain.KeyRef{Principal: p.ID, ID: p.KeyID}
 	if p.OriginKey != "" {
-		return &store.KeyRef{Principal: p.OriginPrincipal, ID: p.OriginKey}, parent
+		return &domain.KeyRef{Principal: p.OriginPrincipal, ID: p.OriginKey}, parent
 	}
 	return parent, parent
 }

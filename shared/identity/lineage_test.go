@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"cads/shared/access"
+	"cads/shared/domain"
 	"cads/shared/identity"
-	"cads/shared/store"
 )
 
 // keyCall authenticates secret with the authorizer's own service, as the
@@ -50,7 +50,7 @@ func expiryOf(t *testing.T, body map[string]any) *time.Time {
 	return &e
 }
 
-func (e env) stored(principal string, body map[string]any) store.AccessKey {
+func (e env) stored(principal string, body map[string]any) domain.AccessKey {
 	e.t.Helper()
 	k, err := e.deps.Store.GetKey(context.Background(), principal, body["id"].(string))
 	if err != nil {
@@ -66,7 +66,7 @@ func (e env) stored(principal string, body map[string]any) store.AccessKey {
 func TestKeysMintedWithASessionKeyAreCapped(t *testing.T) {
 	e := newEnv(t)
 	op, root := e.boot.Secret, e.boot.RootAccount
-	opKey := store.KeyRef{Principal: e.boot.Operator, ID: e.boot.KeyID}
+	opKey := domain.KeyRef{Principal: e.boot.Operator, ID: e.boot.KeyID}
 
 	st, sess := e.switchInto(op, root)
 	if st != 200 {
@@ -81,7 +81,7 @@ func TestKeysMintedWithASessionKeyAreCapped(t *testing.T) {
 		t.Fatalf("session key lineage: origin %v parent %v, want the operator key", sk.Origin, sk.Parent)
 	}
 	secret := sess["secret_key"].(string)
-	sessRef := store.KeyRef{Principal: e.boot.Operator, ID: sk.ID}
+	sessRef := domain.KeyRef{Principal: e.boot.Operator, ID: sk.ID}
 
 	// No expiry asked: the session key's, stated in the response.
 	st, k := e.mint(secret, map[string]any{"type": "bearer"})

@@ -7,7 +7,7 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/authz"
-	"cads/shared/store"
+	"cads/shared/domain"
 )
 
 // The policy simulator answers for a tenant's role that permits everything
@@ -17,7 +17,7 @@ func TestSimulatorExplainsInertPermits(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	now := e.deps.Store.Now()
-	a := store.Account{ID: "tenant1", Name: "Tenant", Keyword: "tenant", Parent: e.boot.RootAccount, Ancestors: []string{e.boot.RootAccount}, Created: now, Updated: now}
+	a := domain.Account{ID: "tenant1", Name: "Tenant", Keyword: "tenant", Parent: e.boot.RootAccount, Ancestors: []string{e.boot.RootAccount}, Created: now, Updated: now}
 	if err := e.deps.Store.CreateAccount(ctx, a, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -25,18 +25,18 @@ func TestSimulatorExplainsInertPermits(t *testing.T) {
 	for _, m := range authz.Methods() {
 		ps = append(ps, authz.Permission{Method: m, Effect: "permit", Spec: []string{"/v2/**"}})
 	}
-	role := store.Role{AccountID: a.ID, ID: "all", Name: "Everything", Permissions: ps, Version: 1, Created: now, Updated: now}
+	role := domain.Role{AccountID: a.ID, ID: "all", Name: "Everything", Permissions: ps, Version: 1, Created: now, Updated: now}
 	if err := e.deps.Store.CreateRole(ctx, role); err != nil {
 		t.Fatal(err)
 	}
-	u := store.Principal{ID: "mallory", Kind: store.KindUser, Email: "mallory@example.com", Created: now, Updated: now}
+	u := domain.Principal{ID: "mallory", Kind: domain.KindUser, Email: "mallory@example.com", Created: now, Updated: now}
 	if err := e.deps.Store.CreatePrincipal(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.deps.Store.CreateKey(ctx, store.AccessKey{ID: "k1", PrincipalID: u.ID, Type: "bearer", Account: a.ID, AccountAncestors: a.Ancestors, SecretHash: "x", Created: now}); err != nil {
+	if err := e.deps.Store.CreateKey(ctx, domain.AccessKey{ID: "k1", PrincipalID: u.ID, Type: "bearer", Account: a.ID, AccountAncestors: a.Ancestors, SecretHash: "x", Created: now}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.deps.Store.PutGrant(ctx, store.Grant{PrincipalID: u.ID, AccountID: a.ID, RoleID: role.ID, Via: "test"}); err != nil {
+	if err := e.deps.Store.PutGrant(ctx, domain.Grant{PrincipalID: u.ID, AccountID: a.ID, RoleID: role.ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	p := apigw.Principal{ID: u.ID, Kind: "user", AccountID: a.ID, KeyID: "k1"}

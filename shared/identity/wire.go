@@ -5,9 +5,8 @@
 package identity
 
 import (
+	"cads/shared/domain"
 	"time"
-
-	"cads/shared/store"
 )
 
 // User is the wire shape of a user.
@@ -20,7 +19,7 @@ type User struct {
 	Updated time.Time `json:"updated"`
 }
 
-func userOut(p store.Principal) User {
+func userOut(p domain.Principal) User {
 	return User{ID: p.ID, Href: userHref(p.ID), Email: p.Email, Name: p.Name, Created: p.Created, Updated: p.Updated}
 }
 
@@ -44,7 +43,7 @@ type AccessKeySecret struct {
 	SecretKey string `json:"secret_key"`
 }
 
-func keyOut(k store.AccessKey) AccessKey {
+func keyOut(k domain.AccessKey) AccessKey {
 	out := AccessKey{ID: k.ID, Href: userHref(k.PrincipalID) + "/access-keys/" + k.ID, Type: k.Type,
 		Durability: k.Durability, Expiry: k.Expiry, LastUsed: k.LastUsed, Created: k.Created}
 	if k.Account != "" {

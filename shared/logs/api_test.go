@@ -21,8 +21,8 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/apigw"
 	"cads/shared/bootstrap"
+	"cads/shared/domain"
 	"cads/shared/ids"
-	"cads/shared/store"
 	"cads/shared/wire"
 	"cads/shared/wire/aggregatorwire"
 	"cads/shared/wire/logswire"
@@ -49,7 +49,7 @@ func newEnv(t *testing.T) *env {
 	e.op = apigw.Principal{ID: res.Operator, Kind: "user", Email: "operator@localhost", AccountID: res.RootAccount, KeyID: res.KeyID}
 	e.app = ids.New()
 	now := e.deps.Store.Now()
-	if err := e.deps.Store.CreateApplication(ctx, store.Application{ID: e.app, Account: res.RootAccount, State: "stopped", Config: "{}", Version: 1, Created: now, Updated: now}, store.Quota{}); err != nil {
+	if err := e.deps.Store.CreateApplication(ctx, domain.Application{ID: e.app, Account: res.RootAccount, State: "stopped", Config: "{}", Version: 1, Created: now, Updated: now}, domain.Quota{}); err != nil {
 		t.Fatal(err)
 	}
 	e.h = logswire.Handler(e.deps)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -40,7 +41,7 @@ type entry struct {
 // appear), sorts each group by time (stable: equal times keep their
 // order) and cuts it into items; chunkID names the n-th chunk of a
 // partition.
-func chunkItems(recs []pending, chunkID func(partition string, n int) string) ([]store.LogItem, error) {
+func chunkItems(recs []pending, chunkID func(partition string, n int) string) ([]domain.LogItem, error) {
 	groups := map[string][]pending{}
 	var order []string
 	for _, r := range recs {
@@ -50,7 +51,7 @@ func chunkItems(recs []pending, chunkID func(partition string, n int) string) ([
 		}
 		groups[k] = append(groups[k], r)
 	}
-	var items []store.LogItem
+	var items []domain.LogItem
 	for _, k := range order {
 		g := groups[k]
 		slices.SortStableFunc(g, func(a, b pending) int { return a.t.Compare(b.t) })
@@ -65,7 +66,7 @@ func chunkItems(recs []pending, chunkID func(partition string, n int) string) ([
 				return
 			}
 			buf = append(buf, ']')
-			items = append(items, store.LogItem{App: first.app, Type: first.typ, Time: first.t, ID: chunkID(k, n), Data: string(buf), TTL: expiry(last)})
+			items = append(items, domain.LogItem{App: first.app, Type: first.typ, Time: first.t, ID: chunkID(k, n), Data: string(buf), TTL: expiry(last)})
 			buf, n = nil, n+1
 		}
 		for _, r := range g {
@@ -97,13 +98,13 @@ func expiry(t time.Time) int64 { return t.Add(Retention).Unix() }
 // PutStore is where records are written.
 type PutStore interface {
 	Now() time.Time
-	PutLogs(ctx context.Context, recs []store.LogItem, index []store.LogDay) error
+	PutLogs(ctx context.Context, recs []domain.LogItem, index []store.LogDay) error
 }
 
 // putChunks writes chunks and the hour index entries naming their hours,
 // in one parallel round (store.PutLogs); any failure fails the whole write,
 // to be retried whole.
-func putChunks(ctx context.Context, st PutStore, items []store.LogItem) error {
+func putChunks(ctx context.Context, st PutStore, items []domain.LogItem) error {
 	if len(items) == 0 {
 		return nil
 	}
@@ -112,7 +113,7 @@ func putChunks(ctx context.Context, st PutStore, items []store.LogItem) error {
 
 // hourIndex lists, per application, type and UTC day of the chunks, the
 // hours they fall into, in the order the days first appear.
-func hourIndex(items []store.LogItem) []store.LogDay {
+func hourIndex(items []domain.LogItem) []store.LogDay {
 	type dayKey struct {
 		app, typ string
 		day      int64
@@ -144,7 +145,7 @@ type stored struct {
 
 // decodeChunk reads a chunk's records in time order (newest first with
 // desc). Custom records show their id as the field id.
-func decodeChunk(it store.LogItem, desc bool) ([]stored, error) {
+func decodeChunk(it domain.LogItem, desc bool) ([]stored, error) {
 	var raw []struct {
 		ID   string         `json:"i"`
 		Time string         `json:"t"`

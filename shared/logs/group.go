@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -216,7 +217,7 @@ func (q *Query) runGroups(ctx context.Context, st ScanStore, app string, f fille
 		return bad("grouping reads every matching record and did not finish within the time limit of %s (MaxQueryTime): narrow from/to or the filter", q.timeLimit)
 	}
 	for _, h := range q.walk(f, false) {
-		err := st.ScanLogs(scanCtx, store.LogRange{App: app, Type: q.Schema.Type, Hour: h, From: h, To: q.To, PageSize: 100}, func(it store.LogItem) bool {
+		err := st.ScanLogs(scanCtx, store.LogRange{App: app, Type: q.Schema.Type, Hour: h, From: h, To: q.To, PageSize: 100}, func(it domain.LogItem) bool {
 			if scanCtx.Err() != nil {
 				over = timeUp()
 				return false

@@ -16,15 +16,15 @@ import (
 	"unicode/utf8"
 
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/ids"
-	"cads/shared/store"
 )
 
 // Store is what the logs endpoints read and write.
 type Store interface {
 	PutStore
 	ScanStore
-	GetApplication(ctx context.Context, account, id string) (store.Application, error)
+	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
 }
 
 type handler struct {
@@ -49,7 +49,7 @@ func appID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "appl
 // owned checks that the application is in the caller's account.
 func (h *handler) owned(ctx context.Context, p apigw.Principal, id string) error {
 	if _, err := h.st.GetApplication(ctx, p.AccountID, id); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, domain.ErrNotFound) {
 			return apigw.NotFound("no application %q", id)
 		}
 		return err
@@ -353,7 +353,7 @@ func (h *handler) postLogs(r *http.Request, p apigw.Principal) (int, any, error)
 }
 
 func errMessage(err error) string {
-	if e, ok := apigw.As(err); ok {
+	if e, ok := domain.AsError(err); ok {
 		return e.Message
 	}
 	return err.Error()

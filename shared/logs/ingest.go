@@ -11,9 +11,9 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/metrics"
-	"cads/shared/store"
 )
 
 // maxFuture is how far ahead of the clock a record's time may be: clocks
@@ -45,7 +45,7 @@ func (in *Ingester) IngestLogs(ctx context.Context, msgs []metrics.LogMessage) e
 	p := in.parsers.Get()
 	defer in.parsers.Put(p)
 	now := in.st.Now()
-	var items []store.LogItem
+	var items []domain.LogItem
 	for _, m := range msgs {
 		v, err := p.Parse(m.Body)
 		if err != nil {

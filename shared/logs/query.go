@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -219,7 +220,7 @@ func partitions(from, to time.Time, desc bool) []time.Time {
 // ScanStore is what queries read.
 type ScanStore interface {
 	LogHours(ctx context.Context, app, typ string, from, to time.Time) ([]time.Time, error)
-	ScanLogs(ctx context.Context, r store.LogRange, yield func(store.LogItem) bool) error
+	ScanLogs(ctx context.Context, r store.LogRange, yield func(domain.LogItem) bool) error
 }
 
 // filled is the set of hours (unix seconds of their start) of a query's
@@ -361,7 +362,7 @@ func decodeCursor(v string) (*Cursor, error) {
 
 // before reports whether a chunk comes before the cursor's in reading
 // order.
-func (c *Cursor) before(it store.LogItem, desc bool) bool {
+func (c *Cursor) before(it domain.LogItem, desc bool) bool {
 	if c.Chunk == "" {
 		return false
 	}
@@ -424,7 +425,7 @@ func (q *Query) run(ctx context.Context, st ScanStore, app string, f filled) (*R
 		}
 		// From the partition's start: a chunk that starts before from may
 		// hold records after it.
-		err := st.ScanLogs(scanCtx, store.LogRange{App: app, Type: q.Schema.Type, Hour: h, From: h, To: q.To, Desc: q.Desc, PageSize: chunkPage}, func(it store.LogItem) bool {
+		err := st.ScanLogs(scanCtx, store.LogRange{App: app, Type: q.Schema.Type, Hour: h, From: h, To: q.To, Desc: q.Desc, PageSize: chunkPage}, func(it domain.LogItem) bool {
 			if resume != nil && resume.before(it, q.Desc) {
 				return true
 			}

@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
 // QueryStore is what the metrics endpoints read.
 type QueryStore interface {
 	Now() time.Time
-	GetApplication(ctx context.Context, account, id string) (store.Application, error)
-	GetAddressSetItem(ctx context.Context, account, id string) (store.AddressSet, error)
+	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
+	GetAddressSetItem(ctx context.Context, account, id string) (domain.AddressSet, error)
 	MetricChunks(ctx context.Context, keys []store.MetricChunkKey) (map[store.MetricChunkKey]map[string]int64, error)
 }
 
@@ -50,7 +51,7 @@ func (h *handler) application(r *http.Request, p apigw.Principal) (int, any, err
 	}
 	return h.serve(r, FamilyApplication, ScopeApp(id), func(ctx context.Context) error {
 		_, err := h.st.GetApplication(ctx, p.AccountID, id)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, domain.ErrNotFound) {
 			return apigw.NotFound("no application %q", id)
 		}
 		return err
@@ -64,7 +65,7 @@ func (h *handler) addressSet(r *http.Request, p apigw.Principal) (int, any, erro
 	}
 	return h.serve(r, FamilyAddressSet, ScopeSet(id), func(ctx context.Context) error {
 		_, err := h.st.GetAddressSetItem(ctx, p.AccountID, id)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, domain.ErrNotFound) {
 			return apigw.NotFound("no address set %q", id)
 		}
 		return err

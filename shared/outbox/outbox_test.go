@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"cads/infra/testenv"
+	"cads/shared/domain"
 	"cads/shared/outbox"
 	"cads/shared/store"
 )
@@ -75,7 +76,7 @@ func (f *fixture) task(t *testing.T, q *outbox.Queue, id string) store.OutboxMar
 	t.Helper()
 	now := f.st.Now()
 	m := q.Marker("task " + id)
-	if err := f.st.CreateTask(context.Background(), store.Task{ID: id, Account: "a1", Type: "start", State: store.TaskPending, CreatedBy: "u", Created: now, Updated: now}, &m); err != nil {
+	if err := f.st.CreateTask(context.Background(), domain.Task{ID: id, Account: "a1", Type: "start", State: domain.TaskPending, CreatedBy: "u", Created: now, Updated: now}, &m); err != nil {
 		t.Fatal(err)
 	}
 	return m
@@ -87,7 +88,7 @@ func (f *fixture) run(t *testing.T, q *outbox.Queue, test string) store.OutboxMa
 	t.Helper()
 	ctx := context.Background()
 	now := f.st.Now()
-	at := store.AppTest{Account: "a1", ID: test, Description: "d", MediaType: "application/x-tar", Summary: `{}`,
+	at := domain.AppTest{Account: "a1", ID: test, Description: "d", MediaType: "application/x-tar", Summary: `{}`,
 		Archive: store.NewAppTestBlob("b-"+test, []byte("x")), ArchiveUpdated: now, Version: 1, Created: now, Updated: now}
 	if err := f.st.CreateAppTest(ctx, at, []byte("x"), nil); err != nil {
 		t.Fatal(err)

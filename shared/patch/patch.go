@@ -12,6 +12,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
 	"cads/shared/apigw"
+	"cads/shared/domain"
 )
 
 // Media types of PATCH bodies (docs/api.md#patch-bodies). Each family
@@ -114,7 +115,7 @@ func Merge(doc, patch []byte) ([]byte, error) {
 // resource in the error ("the patched role is invalid: ...").
 func Decode(patched []byte, out any, what string) error {
 	err := apigw.UnmarshalStrict(patched, out)
-	if e, ok := apigw.As(err); ok {
+	if e, ok := domain.AsError(err); ok {
 		e.Message = strings.Replace(e.Message, "invalid JSON body", "the patched "+what+" is invalid", 1)
 	}
 	return err

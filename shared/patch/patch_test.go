@@ -1,13 +1,13 @@
 package patch
 
 import (
+	"cads/shared/apigw"
+	"cads/shared/domain"
 	"encoding/json"
 	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
-
-	"cads/shared/apigw"
 )
 
 func read(mt, body string, accepted ...string) (*Body, error) {
@@ -19,8 +19,8 @@ func read(mt, body string, accepted ...string) (*Body, error) {
 }
 
 func status(err error) int {
-	if e, ok := apigw.As(err); ok {
-		return e.Status
+	if _, ok := domain.AsError(err); ok {
+		return apigw.Status(err)
 	}
 	return 0
 }

@@ -19,6 +19,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/bootstrap"
 	"cads/shared/builtin"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 	"cads/shared/wire"
@@ -259,7 +260,7 @@ func (e *env) receive() []events.SQSMessage {
 
 // account creates a sub-account of parent with its control roles, as the
 // accounts function does (docs/api.md#sub-accounts), and returns it and its roles by name.
-func (e *env) account(name, parent string) (store.Account, map[string]store.Role) {
+func (e *env) account(name, parent string) (domain.Account, map[string]domain.Role) {
 	e.t.Helper()
 	ctx := context.Background()
 	p, err := e.st.GetAccount(ctx, parent)
@@ -267,16 +268,16 @@ func (e *env) account(name, parent string) (store.Account, map[string]store.Role
 		e.t.Fatal(err)
 	}
 	now := e.st.Now()
-	a := store.Account{ID: ids.New(), Name: name, Keyword: store.Keyword(name), Parent: parent,
+	a := domain.Account{ID: ids.New(), Name: name, Keyword: domain.Keyword(name), Parent: parent,
 		Ancestors: append(append([]string{}, p.Ancestors...), parent), Created: now, Updated: now}
 	defs, err := builtin.ControlRoles(a.ID)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	roles := map[string]store.Role{}
-	var list []store.Role
+	roles := map[string]domain.Role{}
+	var list []domain.Role
 	for _, d := range defs {
-		r := store.Role{AccountID: a.ID, ID: ids.New(), Name: d.Name, Description: d.Description, Control: true,
+		r := domain.Role{AccountID: a.ID, ID: ids.New(), Name: d.Name, Description: d.Description, Control: true,
 			Permissions: d.Permissions, Version: 1, Created: now, Updated: now}
 		roles[r.Name] = r
 		list = append(list, r)
@@ -289,13 +290,13 @@ func (e *env) account(name, parent string) (store.Account, map[string]store.Role
 
 // rootRoles returns the root account's roles by name (the entitlement
 // administrator pair under "Entitlement administrator" and "... (sub)").
-func (e *env) rootRoles() map[string]store.Role {
+func (e *env) rootRoles() map[string]domain.Role {
 	e.t.Helper()
 	rs, err := e.st.RolesOf(context.Background(), []string{e.root})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	out := map[string]store.Role{}
+	out := map[string]domain.Role{}
 	for _, r := range rs {
 		k := r.Name
 		if r.Inheritable {
@@ -308,15 +309,15 @@ func (e *env) rootRoles() map[string]store.Role {
 
 // user creates a user with a key authenticated into account and grants it
 // the given roles directly (as the bootstrap does), returning the secret.
-func (e *env) user(email string, account store.Account, held ...store.Role) (string, apigw.Principal) {
+func (e *env) user(email string, account domain.Account, held ...domain.Role) (string, apigw.Principal) {
 	e.t.Helper()
 	ctx := context.Background()
 	now := e.st.Now()
-	u := store.Principal{ID: ids.New(), Kind: store.KindUser, Email: email, Created: now, Updated: now}
+	u := domain.Principal{ID: ids.New(), Kind: domain.KindUser, Email: email, Created: now, Updated: now}
 	if err := e.st.CreatePrincipal(ctx, u); err != nil {
 		e.t.Fatal(err)
 	}
-	k := store.AccessKey{ID: ids.New(), PrincipalID: u.ID, Type: "bearer", Durability: store.DurabilityPersistent,
+	k := domain.AccessKey{ID: ids.New(), PrincipalID: u.ID, Type: "bearer", Durability: domain.DurabilityPersistent,
 		Account: account.ID, AccountAncestors: account.Ancestors, Created: now}
 	secret := access.NewSecret(u.ID, k.ID)
 	k.SecretHash = access.HashSecret(secret)
@@ -324,17 +325,17 @@ func (e *env) user(email string, account store.Account, held ...store.Role) (str
 		e.t.Fatal(err)
 	}
 	for _, r := range held {
-		if err := e.st.PutGrant(ctx, store.Grant{PrincipalID: u.ID, AccountID: r.AccountID, RoleID: r.ID, Via: "test", Created: now}); err != nil {
+		if err := e.st.PutGrant(ctx, domain.Grant{PrincipalID: u.ID, AccountID: r.AccountID, RoleID: r.ID, Via: "test", Created: now}); err != nil {
 			e.t.Fatal(err)
 		}
 	}
-	return secret, apigw.Principal{ID: u.ID, Kind: store.KindUser, Email: email, AccountID: account.ID, KeyID: k.ID}
+	return secret, apigw.Principal{ID: u.ID, Kind: domain.KindUser, Email: email, AccountID: account.ID, KeyID: k.ID}
 }
 
 // keyFor makes another key of a principal, authenticated into account.
-func (e *env) keyFor(principal string, account store.Account) string {
+func (e *env) keyFor(principal string, account domain.Account) string {
 	e.t.Helper()
-	k := store.AccessKey{ID: ids.New(), PrincipalID: principal, Type: "bearer", Durability: store.DurabilityPersistent,
+	k := domain.AccessKey{ID: ids.New(), PrincipalID: principal, Type: "bearer", Durability: domain.DurabilityPersistent,
 		Account: account.ID, AccountAncestors: account.Ancestors, Created: e.st.Now()}
 	secret := access.NewSecret(principal, k.ID)
 	k.SecretHash = access.HashSecret(secret)
@@ -344,7 +345,7 @@ func (e *env) keyFor(principal string, account store.Account) string {
 	return secret
 }
 
-func (e *env) rootAccount() store.Account {
+func (e *env) rootAccount() domain.Account {
 	e.t.Helper()
 	a, err := e.st.GetAccount(context.Background(), e.root)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 )
@@ -19,7 +20,7 @@ type groupDoc struct {
 
 var groupReadOnly = []string{"id", "href", "created", "updated"}
 
-func docOfGroup(g store.Group) groupDoc {
+func docOfGroup(g domain.Group) groupDoc {
 	out := groupOut(g)
 	return groupDoc{Name: &g.Name, Roles: &out.Roles}
 }
@@ -27,31 +28,31 @@ func docOfGroup(g store.Group) groupDoc {
 // buildGroup validates a group configuration as a whole: a name, and role
 // hrefs of roles of the group's own account, each once. Whether the roles
 // exist is checked by the write itself.
-func buildGroup(account string, in groupDoc) (store.Group, error) {
+func buildGroup(account string, in groupDoc) (domain.Group, error) {
 	if in.Name == nil {
-		return store.Group{}, apigw.BadRequest("name is required")
+		return domain.Group{}, apigw.BadRequest("name is required")
 	}
 	name, err := validText("name", *in.Name, maxNameLen, true)
 	if err != nil {
-		return store.Group{}, err
+		return domain.Group{}, err
 	}
-	g := store.Group{AccountID: account, Name: name}
+	g := domain.Group{AccountID: account, Name: name}
 	if in.Roles == nil {
 		return g, nil
 	}
-	if len(*in.Roles) > store.MaxGroupRoles {
-		return store.Group{}, apigw.BadRequest("a group holds at most %d roles (got %d)", store.MaxGroupRoles, len(*in.Roles))
+	if len(*in.Roles) > domain.MaxGroupRoles {
+		return domain.Group{}, apigw.BadRequest("a group holds at most %d roles (got %d)", domain.MaxGroupRoles, len(*in.Roles))
 	}
 	seen := map[string]bool{}
 	for i, href := range *in.Roles {
 		a, id, ok := parseRoleHref(href)
 		switch {
 		case !ok:
-			return store.Group{}, apigw.BadRequest("roles[%d]: %q is not a role href like /v2/accounts/%s/roles/<id>", i, href, account)
+			return domain.Group{}, apigw.BadRequest("roles[%d]: %q is not a role href like /v2/accounts/%s/roles/<id>", i, href, account)
 		case a != account:
-			return store.Group{}, apigw.BadRequest("roles[%d]: %s is a role of account %s; a group holds roles of its own account (%s)", i, href, a, account)
+			return domain.Group{}, apigw.BadRequest("roles[%d]: %s is a role of account %s; a group holds roles of its own account (%s)", i, href, a, account)
 		case seen[id]:
-			return store.Group{}, apigw.BadRequest("roles[%d]: %s is listed twice", i, href)
+			return domain.Group{}, apigw.BadRequest("roles[%d]: %s is listed twice", i, href)
 		}
 		seen[id] = true
 		g.Roles = append(g.Roles, id)
@@ -101,13 +102,13 @@ func (h *handler) listGroups(r *http.Request, p apigw.Principal) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
-	list, err := apigw.List(r, page, apigw.Lister[store.Group, Group]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.Group, Group]{
 		Name: "groups", Indexed: "created", ValidPosition: store.ValidPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.Group, []string, bool, error) {
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Group, []string, bool, error) {
 			return h.st.PageGroups(ctx, acct, after, desc, n)
 		},
-		Allow: visibleIn(h, p, acct, func(x store.Group) string { return groupOut(x).Href }),
-		Out:   func(x store.Group) (Group, error) { return groupOut(x), nil },
+		Allow: visibleIn(h, p, acct, func(x domain.Group) string { return groupOut(x).Href }),
+		Out:   func(x domain.Group) (Group, error) { return groupOut(x), nil },
 		Sort: func(out []Group, order []apigw.OrderKey) {
 			sortGroups(out, order, func(x Group) string { return x.ID })
 		},
@@ -138,7 +139,7 @@ func (h *handler) getGroup(r *http.Request, _ apigw.Principal) (int, any, error)
 	}
 	g, err := h.st.GetGroup(r.Context(), acct, id)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no group %q in account %s", id, acct)
+		return 0, nil, domain.IfNotFound(err, "no group %q in account %s", id, acct)
 	}
 	return http.StatusOK, groupOut(g), nil
 }
@@ -159,7 +160,7 @@ func (h *handler) createGroup(r *http.Request, _ apigw.Principal) (int, any, err
 	now := h.st.Now()
 	g.ID, g.Version, g.Created, g.Updated = ids.New(), 1, now, now
 	if err := h.st.CreateGroup(r.Context(), g); err != nil {
-		return 0, nil, missingRole(store.NotFound(err, "no account %s", acct), acct)
+		return 0, nil, missingRole(domain.IfNotFound(err, "no account %s", acct), acct)
 	}
 	return http.StatusOK, groupOut(g), nil
 }
@@ -173,7 +174,7 @@ func (h *handler) patchGroup(r *http.Request, _ apigw.Principal) (int, any, erro
 	}
 	prev, err := h.st.GetGroup(r.Context(), acct, id)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no group %q in account %s", id, acct)
+		return 0, nil, domain.IfNotFound(err, "no group %q in account %s", id, acct)
 	}
 	var in groupDoc
 	if err := applyPatch(r, mustJSON(docOfGroup(prev)), &in, groupReadOnly...); err != nil {
@@ -203,7 +204,7 @@ func (h *handler) deleteGroup(r *http.Request, p apigw.Principal) (int, any, err
 	g, err := h.st.DeleteGroup(r.Context(), acct, id)
 	var ce *store.CleanupError
 	if err != nil && !errors.As(err, &ce) {
-		return 0, nil, store.NotFound(err, "no group %q in account %s", id, acct)
+		return 0, nil, domain.IfNotFound(err, "no group %q in account %s", id, acct)
 	}
 	return http.StatusOK, groupOut(g), err
 }

@@ -20,6 +20,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/outbox"
 	"cads/shared/store"
 )
@@ -27,43 +28,43 @@ import (
 // Store is what the roles function reads and writes.
 type Store interface {
 	Now() time.Time
-	GetAccount(ctx context.Context, id string) (store.Account, error)
+	GetAccount(ctx context.Context, id string) (domain.Account, error)
 
-	GetRole(ctx context.Context, account, id string) (store.Role, error)
-	RBACOf(ctx context.Context, accounts []string) ([]store.Role, []store.Group, error)
-	CreateRole(ctx context.Context, r store.Role) error
-	PutRole(ctx context.Context, r store.Role) error
-	DeleteRole(ctx context.Context, account, id string) (store.Role, error)
+	GetRole(ctx context.Context, account, id string) (domain.Role, error)
+	RBACOf(ctx context.Context, accounts []string) ([]domain.Role, []domain.Group, error)
+	CreateRole(ctx context.Context, r domain.Role) error
+	PutRole(ctx context.Context, r domain.Role) error
+	DeleteRole(ctx context.Context, account, id string) (domain.Role, error)
 
-	GetGroup(ctx context.Context, account, id string) (store.Group, error)
-	PageRoles(ctx context.Context, account, after string, desc bool, n int) ([]store.Role, []string, bool, error)
-	PageGroups(ctx context.Context, account, after string, desc bool, n int) ([]store.Group, []string, bool, error)
-	PageHeldRoles(ctx context.Context, principal, after string, desc bool, n int) ([]store.Role, []string, bool, error)
-	PageHeldGroups(ctx context.Context, principal, after string, desc bool, n int) ([]store.Group, []string, bool, error)
-	CreateGroup(ctx context.Context, g store.Group) error
-	PutGroup(ctx context.Context, g store.Group) error
-	DeleteGroup(ctx context.Context, account, id string) (store.Group, error)
+	GetGroup(ctx context.Context, account, id string) (domain.Group, error)
+	PageRoles(ctx context.Context, account, after string, desc bool, n int) ([]domain.Role, []string, bool, error)
+	PageGroups(ctx context.Context, account, after string, desc bool, n int) ([]domain.Group, []string, bool, error)
+	PageHeldRoles(ctx context.Context, principal, after string, desc bool, n int) ([]domain.Role, []string, bool, error)
+	PageHeldGroups(ctx context.Context, principal, after string, desc bool, n int) ([]domain.Group, []string, bool, error)
+	CreateGroup(ctx context.Context, g domain.Group) error
+	PutGroup(ctx context.Context, g domain.Group) error
+	DeleteGroup(ctx context.Context, account, id string) (domain.Group, error)
 
-	CreateInvitation(ctx context.Context, inv store.Invitation, m *store.OutboxMarker) error
-	GetInvitation(ctx context.Context, account, kind, id string) (store.Invitation, error)
-	PageInvitations(ctx context.Context, account, kind, after string, desc bool, n int) ([]store.Invitation, []string, bool, error)
-	PageInbox(ctx context.Context, email, kind, after string, desc bool, n int) ([]store.Invitation, []string, bool, error)
-	InboxInvitation(ctx context.Context, email, kind, id string) (store.Invitation, error)
-	RequeueInvitation(ctx context.Context, inv store.Invitation, m *store.OutboxMarker) (store.Invitation, error)
-	AcceptInvitation(ctx context.Context, inv store.Invitation, principal string) (store.Invitation, error)
-	DeclineInvitation(ctx context.Context, ref store.InvitationRef) (store.Invitation, error)
-	DeleteInvitation(ctx context.Context, inv store.Invitation) error
+	CreateInvitation(ctx context.Context, inv domain.Invitation, m *store.OutboxMarker) error
+	GetInvitation(ctx context.Context, account, kind, id string) (domain.Invitation, error)
+	PageInvitations(ctx context.Context, account, kind, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error)
+	PageInbox(ctx context.Context, email, kind, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error)
+	InboxInvitation(ctx context.Context, email, kind, id string) (domain.Invitation, error)
+	RequeueInvitation(ctx context.Context, inv domain.Invitation, m *store.OutboxMarker) (domain.Invitation, error)
+	AcceptInvitation(ctx context.Context, inv domain.Invitation, principal string) (domain.Invitation, error)
+	DeclineInvitation(ctx context.Context, ref domain.InvitationRef) (domain.Invitation, error)
+	DeleteInvitation(ctx context.Context, inv domain.Invitation) error
 
-	GetPrincipal(ctx context.Context, id string) (store.Principal, error)
-	Grants(ctx context.Context, principal string) ([]store.Grant, error)
-	DeleteGrant(ctx context.Context, g store.Grant, via store.InvitationRef) error
+	GetPrincipal(ctx context.Context, id string) (domain.Principal, error)
+	Grants(ctx context.Context, principal string) ([]domain.Grant, error)
+	DeleteGrant(ctx context.Context, g domain.Grant, via domain.InvitationRef) error
 
-	CreateServiceUser(ctx context.Context, u store.ServiceUser, k store.AccessKey) error
-	GetServiceUser(ctx context.Context, account, id string) (store.ServiceUser, error)
-	PageServiceUsers(ctx context.Context, account, after string, desc bool, n int) ([]store.ServiceUser, []string, bool, error)
-	UpdateServiceUser(ctx context.Context, account, id string, name, description *string) (store.ServiceUser, error)
-	DeleteServiceUser(ctx context.Context, account, id string) (store.ServiceUser, error)
-	ListKeys(ctx context.Context, principal string) ([]store.AccessKey, error)
+	CreateServiceUser(ctx context.Context, u domain.ServiceUser, k domain.AccessKey) error
+	GetServiceUser(ctx context.Context, account, id string) (domain.ServiceUser, error)
+	PageServiceUsers(ctx context.Context, account, after string, desc bool, n int) ([]domain.ServiceUser, []string, bool, error)
+	UpdateServiceUser(ctx context.Context, account, id string, name, description *string) (domain.ServiceUser, error)
+	DeleteServiceUser(ctx context.Context, account, id string) (domain.ServiceUser, error)
+	ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error)
 }
 
 // Deciders makes second decisions with the authorizer's engine.
@@ -158,7 +159,7 @@ func accountID(r *http.Request) (string, error) { return pathID(r, "id", "accoun
 // caller's decider and the account's item (for its ancestors).
 type inAccount struct {
 	d    *access.Decider
-	acct store.Account
+	acct domain.Account
 }
 
 // visible reports whether the caller may GET href, a member of a
@@ -205,7 +206,7 @@ func visibleIn[T any](h *handler, p apigw.Principal, acct string, href func(T) s
 			func() (err error) { a.acct, err = h.st.GetAccount(ctx, acct); return err },
 		)
 		if err != nil {
-			return nil, store.NotFound(err, "no account %s", acct)
+			return nil, domain.IfNotFound(err, "no account %s", acct)
 		}
 		return func(x T) bool { return a.visible(href(x)) }, nil
 	}

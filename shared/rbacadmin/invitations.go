@@ -10,20 +10,21 @@ import (
 	"strings"
 
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 )
 
 // kind is one of the two invitation families, which behave alike.
 type kind struct {
-	name       string // store.InvitationRole or store.InvitationGroup
+	name       string // domain.InvitationRole or domain.InvitationGroup
 	collection string // path segment
 	target     string // body field naming the role or group
 }
 
 var (
-	roleInvitations  = kind{name: store.InvitationRole, collection: "invitations", target: "role"}
-	groupInvitations = kind{name: store.InvitationGroup, collection: "group-invitations", target: "group"}
+	roleInvitations  = kind{name: domain.InvitationRole, collection: "invitations", target: "role"}
+	groupInvitations = kind{name: domain.InvitationGroup, collection: "group-invitations", target: "group"}
 )
 
 type roleInvitationPost struct {
@@ -109,7 +110,7 @@ func (h *handler) createInvitation(k kind) endpoint {
 		}
 		// A service user's invitation is accepted at creation: it has no
 		// mailbox, and it can only hold roles of its own account.
-		svcAcct, svcID, isSvc := store.ParseServiceUserEmail(email)
+		svcAcct, svcID, isSvc := domain.ParseServiceUserEmail(email)
 		// The role or group is not read here: CreateInvitation's transaction
 		// checks it exists (ErrNotFound below).
 		var svcErr error
@@ -122,7 +123,7 @@ func (h *handler) createInvitation(k kind) endpoint {
 				return ignoreNotFound(svcErr)
 			})
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no account %s", acct)
+			return 0, nil, domain.IfNotFound(err, "no account %s", acct)
 		}
 		if err := h.mayInviteHere(r, a); err != nil {
 			return 0, nil, err
@@ -134,13 +135,13 @@ func (h *handler) createInvitation(k kind) endpoint {
 			return 0, nil, apigw.BadRequest("%s is a service user of account %s: service users are bound to their account and hold only its roles", email, svcAcct)
 		}
 		now := h.st.Now()
-		inv := store.Invitation{AccountID: acct, ID: ids.New(), Kind: k.name, Email: email, Target: target,
-			State: store.InvitationQueued, GrantedBy: p.ID, Created: now, Updated: now}
+		inv := domain.Invitation{AccountID: acct, ID: ids.New(), Kind: k.name, Email: email, Target: target,
+			State: domain.InvitationQueued, GrantedBy: p.ID, Created: now, Updated: now}
 		if isSvc {
-			inv.State, inv.Accepted, inv.Principal = store.InvitationAccepted, &now, svcID
+			inv.State, inv.Accepted, inv.Principal = domain.InvitationAccepted, &now, svcID
 		}
 		var m *store.OutboxMarker
-		if inv.State == store.InvitationQueued {
+		if inv.State == domain.InvitationQueued {
 			mk, err := h.marker(inv)
 			if err != nil {
 				return 0, nil, err
@@ -148,7 +149,7 @@ func (h *handler) createInvitation(k kind) endpoint {
 			m = &mk
 		}
 		switch err := h.st.CreateInvitation(ctx, inv, m); {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, domain.ErrNotFound):
 			return 0, nil, apigw.BadRequest("%s %s does not exist", k.target, targetHref(k, acct, target))
 		case errors.Is(err, store.ErrAlreadyHeld):
 			return 0, nil, apigw.Conflict("%s holds %s %s already", email, k.target, targetHref(k, acct, target))
@@ -165,7 +166,7 @@ func (h *handler) createInvitation(k kind) endpoint {
 }
 
 func ignoreNotFound(err error) error {
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return nil
 	}
 	return err
@@ -190,7 +191,7 @@ type notification struct {
 // marker is the outbox marker of the message that asks the notifier to
 // deliver inv. A missing queue is a deployment error (a 500), found
 // before anything is written.
-func (h *handler) marker(inv store.Invitation) (store.OutboxMarker, error) {
+func (h *handler) marker(inv domain.Invitation) (store.OutboxMarker, error) {
 	if h.queue == nil {
 		return store.OutboxMarker{}, fmt.Errorf("no notification queue is configured: invitation %s cannot be sent", inv.Ref().Href())
 	}
@@ -211,13 +212,13 @@ func (h *handler) listInvitations(k kind) endpoint {
 		if err != nil {
 			return 0, nil, err
 		}
-		list, err := apigw.List(r, page, apigw.Lister[store.Invitation, Invitation]{
+		list, err := apigw.List(r, page, apigw.Lister[domain.Invitation, Invitation]{
 			Name: k.name + "-invitations", Indexed: "created", ValidPosition: store.ValidPosition,
-			Read: func(ctx context.Context, after string, desc bool, n int) ([]store.Invitation, []string, bool, error) {
+			Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error) {
 				return h.st.PageInvitations(ctx, acct, k.name, after, desc, n)
 			},
-			Allow: visibleIn(h, p, acct, func(x store.Invitation) string { return invitationOut(x).Href }),
-			Out:   func(x store.Invitation) (Invitation, error) { return invitationOut(x), nil },
+			Allow: visibleIn(h, p, acct, func(x domain.Invitation) string { return invitationOut(x).Href }),
+			Out:   func(x domain.Invitation) (Invitation, error) { return invitationOut(x), nil },
 			Sort:  sortInvitations,
 		})
 		if err != nil {
@@ -247,7 +248,7 @@ func (h *handler) getInvitation(k kind) endpoint {
 		}
 		inv, err := h.st.GetInvitation(r.Context(), acct, k.name, id)
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no %s %q in account %s", singular(k), id, acct)
+			return 0, nil, domain.IfNotFound(err, "no %s %q in account %s", singular(k), id, acct)
 		}
 		return http.StatusOK, invitationOut(inv), nil
 	}
@@ -273,19 +274,19 @@ func (h *handler) resendInvitation(k kind) endpoint {
 		if err := apigw.DecodeJSON(r, &in); err != nil {
 			return 0, nil, err
 		}
-		if in.State != nil && *in.State != store.InvitationQueued {
+		if in.State != nil && *in.State != domain.InvitationQueued {
 			return 0, nil, apigw.BadRequest("state %q: an administrator can only send an invitation again ({\"state\": \"queued\"}); the invitee accepts or declines it (PATCH /v2/users/self/%s/%s)", *in.State, k.collection, id)
 		}
-		var inv store.Invitation
+		var inv domain.Invitation
 		ctx := r.Context()
 		a, err := h.account(r, p, acct, func() (err error) { inv, err = h.st.GetInvitation(ctx, acct, k.name, id); return err })
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no %s %q in account %s", singular(k), id, acct)
+			return 0, nil, domain.IfNotFound(err, "no %s %q in account %s", singular(k), id, acct)
 		}
 		if err := h.mayInviteHere(r, a); err != nil {
 			return 0, nil, err
 		}
-		if inv.State == store.InvitationAccepted || inv.State == store.InvitationDeclined {
+		if inv.State == domain.InvitationAccepted || inv.State == domain.InvitationDeclined {
 			return 0, nil, apigw.Conflict("the invitation was %s already; invite again with POST /v2/accounts/%s/%s", inv.State, acct, k.collection)
 		}
 		m, err := h.marker(inv)
@@ -320,7 +321,7 @@ func (h *handler) deleteInvitation(k kind) endpoint {
 		for attempt := 0; ; attempt++ {
 			inv, err := h.st.GetInvitation(ctx, acct, k.name, id)
 			if err != nil {
-				return 0, nil, store.NotFound(err, "no %s %q in account %s", singular(k), id, acct)
+				return 0, nil, domain.IfNotFound(err, "no %s %q in account %s", singular(k), id, acct)
 			}
 			err = h.st.DeleteInvitation(ctx, inv)
 			if errors.Is(err, store.ErrStateChanged) && attempt < 2 {

@@ -1,11 +1,10 @@
 package rbacadmin_test
 
 import (
+	"cads/shared/domain"
 	"context"
 	"strings"
 	"testing"
-
-	"cads/shared/store"
 )
 
 // docs/api.md#invitations: invite, accept, allowed; revoke, denied. The invitation
@@ -175,7 +174,7 @@ func TestInviteAcceptRevoke(t *testing.T) {
 	if len(r.List) != 3 {
 		t.Fatalf("invitations: %s", r.Raw)
 	}
-	if _, err := e.st.GetInvitation(context.Background(), e.root, store.InvitationRole, id2); err != nil {
+	if _, err := e.st.GetInvitation(context.Background(), e.root, domain.InvitationRole, id2); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -205,7 +204,7 @@ func TestOnlyAccountOwnersInvite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.PutGrant(context.Background(), store.Grant{PrincipalID: editorP.ID, AccountID: sub.ID, RoleID: inviter.ID, Via: "test"}); err != nil {
+	if err := e.st.PutGrant(context.Background(), domain.Grant{PrincipalID: editorP.ID, AccountID: sub.ID, RoleID: inviter.ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	if !e.allowed(editor, "POST", base+"/invitations") {

@@ -5,7 +5,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
-	"cads/shared/store"
+	"cads/shared/domain"
 )
 
 // mayInvite decides whether the caller may invite users to the roles and
@@ -21,7 +21,7 @@ import (
 // names are reserved: no custom role takes one, no control role loses one);
 // the entitlement administrator by the identity the bootstrap gave it, as
 // the engine identifies it for account creation and entitlement writes.
-func (h *handler) mayInvite(d *access.Decider, method, path string, target store.Account) error {
+func (h *handler) mayInvite(d *access.Decider, method, path string, target domain.Account) error {
 	dec := d.DecideFor(method, path, target)
 	if !dec.Allowed {
 		return apigw.Forbidden("%s", dec.Reason)

@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"cads/shared/authz"
+	"cads/shared/domain"
 	"cads/shared/identity"
-	"cads/shared/store"
 )
 
 // Role is the wire shape of a role (the reference document's Role, plus
@@ -26,7 +26,7 @@ type Role struct {
 
 func roleHref(account, id string) string { return accountHref(account) + "/roles/" + id }
 
-func roleOut(r store.Role) Role {
+func roleOut(r domain.Role) Role {
 	out := Role{ID: r.ID, Href: roleHref(r.AccountID, r.ID), Name: r.Name, Description: r.Description,
 		Inheritable: r.Inheritable, Permissions: r.Permissions, MFARequired: r.MFARequired, Control: r.Control,
 		Created: r.Created, Updated: r.Updated}
@@ -52,7 +52,7 @@ type Group struct {
 
 func groupHref(account, id string) string { return accountHref(account) + "/groups/" + id }
 
-func groupOut(g store.Group) Group {
+func groupOut(g domain.Group) Group {
 	out := Group{ID: g.ID, Href: groupHref(g.AccountID, g.ID), Name: g.Name, Roles: make([]string, 0, len(g.Roles)),
 		Created: g.Created, Updated: g.Updated}
 	for _, r := range g.Roles {
@@ -76,10 +76,10 @@ type Invitation struct {
 	GrantedBy string     `json:"granted_by,omitempty"`
 }
 
-func invitationOut(inv store.Invitation) Invitation {
+func invitationOut(inv domain.Invitation) Invitation {
 	out := Invitation{ID: inv.ID, Href: inv.Ref().Href(), UserEmail: inv.Email, State: inv.State,
 		Created: inv.Created, Sent: inv.Sent, Accepted: inv.Accepted}
-	if inv.Kind == store.InvitationGroup {
+	if inv.Kind == domain.InvitationGroup {
 		out.Group = groupHref(inv.AccountID, inv.Target)
 	} else {
 		out.Role = roleHref(inv.AccountID, inv.Target)
@@ -106,7 +106,7 @@ type ServiceUser struct {
 
 func serviceUserHref(account, id string) string { return accountHref(account) + "/service-users/" + id }
 
-func serviceUserOut(u store.ServiceUser, keys []store.AccessKey, now time.Time) ServiceUser {
+func serviceUserOut(u domain.ServiceUser, keys []domain.AccessKey, now time.Time) ServiceUser {
 	out := ServiceUser{ID: u.ID, Href: serviceUserHref(u.Account, u.ID), Email: u.Email, Account: accountHref(u.Account),
 		Name: u.Name, Description: u.Description, AccessKeys: []any{}, Created: u.Created, Updated: u.Updated}
 	for _, k := range keys {
@@ -119,7 +119,7 @@ func serviceUserOut(u store.ServiceUser, keys []store.AccessKey, now time.Time) 
 
 // keyOut is the users function's access key shape, so a key reads the
 // same wherever it is shown.
-func keyOut(k store.AccessKey) identity.AccessKey {
+func keyOut(k domain.AccessKey) identity.AccessKey {
 	out := identity.AccessKey{ID: k.ID, Href: userHref(k.PrincipalID) + "/access-keys/" + k.ID, Type: k.Type,
 		Durability: k.Durability, Expiry: k.Expiry, LastUsed: k.LastUsed, Created: k.Created}
 	if k.Account != "" {

@@ -8,7 +8,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"cads/shared/builtin"
-	"cads/shared/store"
+	"cads/shared/domain"
 )
 
 // builtinNames are the names of the built-in roles: the control roles
@@ -47,7 +47,7 @@ func (n builtinNames) clash(name string) (string, bool) {
 // isBuiltin reports whether r is one of the built-in roles themselves: a
 // control role, or an entitlement administrator role (by the flag the
 // bootstrap sets, as the engine identifies it).
-func (n builtinNames) isBuiltin(r store.Role) bool {
+func (n builtinNames) isBuiltin(r domain.Role) bool {
 	return r.Control || r.EntitlementAdministrator
 }
 

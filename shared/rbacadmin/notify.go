@@ -9,13 +9,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
 // Notification is an invitation being delivered to its invitee.
 type Notification struct {
 	Invitation string // href of the invitation
-	Kind       string // store.InvitationRole or store.InvitationGroup
+	Kind       string // domain.InvitationRole or domain.InvitationGroup
 	Email      string // the invitee
 	Target     string // href of the role or group
 	Account    string // href of the inviting account
@@ -43,8 +44,8 @@ func (l LogNotifier) Notify(ctx context.Context, n Notification) error {
 
 // NotifierStore is what the notifier reads and writes.
 type NotifierStore interface {
-	GetInvitation(ctx context.Context, account, kind, id string) (store.Invitation, error)
-	MarkInvitationSent(ctx context.Context, inv store.Invitation) (store.Invitation, error)
+	GetInvitation(ctx context.Context, account, kind, id string) (domain.Invitation, error)
+	MarkInvitationSent(ctx context.Context, inv domain.Invitation) (domain.Invitation, error)
 }
 
 // NotifyHandler is the notifier function: an SQS-triggered Lambda handler
@@ -74,22 +75,22 @@ func NewNotifyHandler(st NotifierStore, n Notifier, log *slog.Logger) NotifyHand
 func deliver(ctx context.Context, st NotifierStore, n Notifier, body string) error {
 	var msg notification
 	if err := json.Unmarshal([]byte(body), &msg); err != nil || msg.Account == "" || msg.ID == "" ||
-		(msg.Kind != store.InvitationRole && msg.Kind != store.InvitationGroup) {
+		(msg.Kind != domain.InvitationRole && msg.Kind != domain.InvitationGroup) {
 		// Kept for inspection: it reaches the dead-letter queue.
 		return fmt.Errorf("malformed notification %q", body)
 	}
 	inv, err := st.GetInvitation(ctx, msg.Account, msg.Kind, msg.ID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return nil // revoked before it was sent
 	}
 	if err != nil {
 		return err
 	}
-	if inv.State != store.InvitationQueued {
+	if inv.State != domain.InvitationQueued {
 		return nil
 	}
 	k := roleInvitations
-	if inv.Kind == store.InvitationGroup {
+	if inv.Kind == domain.InvitationGroup {
 		k = groupInvitations
 	}
 	note := Notification{Invitation: inv.Ref().Href(), Kind: inv.Kind, Email: inv.Email,

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"cads/shared/domain"
 	"cads/shared/rbacadmin"
 	"cads/shared/store"
 )
@@ -53,9 +54,9 @@ type markFails struct {
 	fail atomic.Bool
 }
 
-func (m *markFails) MarkInvitationSent(ctx context.Context, inv store.Invitation) (store.Invitation, error) {
+func (m *markFails) MarkInvitationSent(ctx context.Context, inv domain.Invitation) (domain.Invitation, error) {
 	if m.fail.Load() {
-		return store.Invitation{}, errors.New("the notifier stopped before recording the delivery")
+		return domain.Invitation{}, errors.New("the notifier stopped before recording the delivery")
 	}
 	return m.Store.MarkInvitationSent(ctx, inv)
 }
@@ -151,9 +152,9 @@ func (e *env) newInvitation(email string) string {
 }
 
 // stored reads the invitation href names from the table.
-func (e *env) stored(href string) store.Invitation {
+func (e *env) stored(href string) domain.Invitation {
 	e.t.Helper()
-	ref, ok := store.ParseInvitationHref(href)
+	ref, ok := domain.ParseInvitationHref(href)
 	if !ok {
 		e.t.Fatalf("not an invitation href: %s", href)
 	}
@@ -181,7 +182,7 @@ func TestNotifierRedeliveryAfterSentDoesNotNotifyTwice(t *testing.T) {
 	}
 	// The worker dies here: the message is never deleted.
 	sent := e.stored(inv)
-	if n.count(inv) != 1 || sent.State != store.InvitationSent || sent.Sent == nil {
+	if n.count(inv) != 1 || sent.State != domain.InvitationSent || sent.Sent == nil {
 		t.Fatalf("after the first delivery: %d notifications, %+v", n.count(inv), sent)
 	}
 	for i := range 2 {
@@ -219,7 +220,7 @@ func TestNotifierCrashBeforeMarkingSentNotifiesAgain(t *testing.T) {
 	if failed := handle(t, h, msg); len(failed) != 1 || failed[0] != msg.MessageId {
 		t.Fatalf("a delivery whose record failed must be retried; failures %v", failed)
 	}
-	if got := e.stored(inv); n.count(inv) != 1 || got.State != store.InvitationQueued || got.Sent != nil {
+	if got := e.stored(inv); n.count(inv) != 1 || got.State != domain.InvitationQueued || got.Sent != nil {
 		t.Fatalf("after the unrecorded delivery: %d notifications, %+v", n.count(inv), got)
 	}
 
@@ -232,7 +233,7 @@ func TestNotifierCrashBeforeMarkingSentNotifiesAgain(t *testing.T) {
 		t.Fatalf("%d notifications after the redelivery, want 2 (at least once: the first was never recorded)", c)
 	}
 	sent := e.stored(inv)
-	if sent.State != store.InvitationSent || sent.Sent == nil {
+	if sent.State != domain.InvitationSent || sent.Sent == nil {
 		t.Fatalf("after the second delivery: %+v", sent)
 	}
 	// Not deleted this time either: a third delivery is a no-op.

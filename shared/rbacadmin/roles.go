@@ -12,6 +12,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/authz"
 	"cads/shared/builtin"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 )
@@ -38,7 +39,7 @@ type roleDoc struct {
 // roleReadOnly are fields of a Role that its configuration does not hold.
 var roleReadOnly = []string{"id", "href", "control", "created", "updated"}
 
-func docOfRole(r store.Role) roleDoc {
+func docOfRole(r domain.Role) roleDoc {
 	perms := r.Permissions
 	if perms == nil {
 		perms = []authz.Permission{}
@@ -72,21 +73,21 @@ func validText(field, s string, max int, required bool) (string, error) {
 // added first when the configuration lacks it, whatever removed it. A deny
 // of the same role that would cancel it is a 400, so no configuration can
 // lock the role's holders out of the account.
-func (h *handler) buildRole(account, id string, in roleDoc, prev *store.Role) (store.Role, error) {
+func (h *handler) buildRole(account, id string, in roleDoc, prev *domain.Role) (domain.Role, error) {
 	if in.Name == nil {
-		return store.Role{}, apigw.BadRequest("name is required")
+		return domain.Role{}, apigw.BadRequest("name is required")
 	}
 	name, err := validText("name", *in.Name, maxNameLen, true)
 	if err != nil {
-		return store.Role{}, err
+		return domain.Role{}, err
 	}
-	r := store.Role{AccountID: account, ID: id, Name: name}
+	r := domain.Role{AccountID: account, ID: id, Name: name}
 	if prev != nil {
 		r.Control, r.EntitlementAdministrator = prev.Control, prev.EntitlementAdministrator
 	}
 	if in.Description != nil {
 		if r.Description, err = validText("description", *in.Description, maxDescriptionLen, false); err != nil {
-			return store.Role{}, err
+			return domain.Role{}, err
 		}
 	}
 	if in.Inheritable != nil {
@@ -97,7 +98,7 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *store.Role) (s
 	}
 	if in.MaximumAuthAgeSecs != nil {
 		if *in.MaximumAuthAgeSecs < 1 {
-			return store.Role{}, apigw.BadRequest("maximum_auth_age_secs must be a positive number of seconds")
+			return domain.Role{}, apigw.BadRequest("maximum_auth_age_secs must be a positive number of seconds")
 		}
 		r.MaxAuthAgeSecs = *in.MaximumAuthAgeSecs
 	}
@@ -105,16 +106,16 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *store.Role) (s
 	builtinRole := prev != nil && h.names.isBuiltin(*prev)
 	switch {
 	case prev != nil && prev.Control && renamed:
-		return store.Role{}, apigw.BadRequest("role %q is a control role: its name cannot change (its permissions can)", prev.Name)
+		return domain.Role{}, apigw.BadRequest("role %q is a control role: its name cannot change (its permissions can)", prev.Name)
 	case prev != nil && prev.Control && prev.Inheritable != r.Inheritable:
-		return store.Role{}, apigw.BadRequest("role %q is a control role: it applies in its own account, and inheritable cannot change", prev.Name)
+		return domain.Role{}, apigw.BadRequest("role %q is a control role: it applies in its own account, and inheritable cannot change", prev.Name)
 	case builtinRole && renamed:
-		return store.Role{}, apigw.BadRequest("role %q is a built-in role: its name cannot change", prev.Name)
+		return domain.Role{}, apigw.BadRequest("role %q is a built-in role: its name cannot change", prev.Name)
 	case !builtinRole:
 		// Also when a patch keeps the name: a role named before this rule
 		// must not keep passing for a built-in one through its edits.
 		if b, ok := h.names.clash(r.Name); ok {
-			return store.Role{}, apigw.BadRequest("name %q is reserved: it reads as the built-in role %q (compared after Unicode NFKC normalisation, removal of invisible characters, collapsing of white space and case folding); choose another", r.Name, b)
+			return domain.Role{}, apigw.BadRequest("name %q is reserved: it reads as the built-in role %q (compared after Unicode NFKC normalisation, removal of invisible characters, collapsing of white space and case folding); choose another", r.Name, b)
 		}
 	}
 	var perms []authz.Permission
@@ -122,11 +123,11 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *store.Role) (s
 		perms = *in.Permissions
 	}
 	if len(perms) > maxPermissions {
-		return store.Role{}, apigw.BadRequest("a role holds at most %d permissions (got %d)", maxPermissions, len(perms))
+		return domain.Role{}, apigw.BadRequest("a role holds at most %d permissions (got %d)", maxPermissions, len(perms))
 	}
 	valid, err := authz.ValidatePermissions(perms)
 	if err != nil {
-		return store.Role{}, apigw.BadRequest("%s", err.Error())
+		return domain.Role{}, apigw.BadRequest("%s", err.Error())
 	}
 	protected := builtin.ProtectedPermission(account)
 	added := 0
@@ -137,7 +138,7 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *store.Role) (s
 	// The engine itself says whether the role still grants it.
 	c, err := authz.Compile(r.AuthzRole())
 	if err != nil {
-		return store.Role{}, apigw.BadRequest("%s", err.Error())
+		return domain.Role{}, apigw.BadRequest("%s", err.Error())
 	}
 	if d := authz.Decide([]*authz.CompiledRole{c}, protected.Method, protected.Spec[0]); !d.Allowed {
 		blocker := "a deny permission"
@@ -146,7 +147,7 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *store.Role) (s
 			m := d.Denied[0]
 			blocker = fmt.Sprintf("permissions[%d] (deny %s %s)", m.Permission-added, m.Method, m.Pattern)
 		}
-		return store.Role{}, apigw.BadRequest("%s would lock the role's holders out of the account: every role keeps the permit for GET %s", blocker, protected.Spec[0])
+		return domain.Role{}, apigw.BadRequest("%s would lock the role's holders out of the account: every role keeps the permit for GET %s", blocker, protected.Spec[0])
 	}
 	return r, nil
 }
@@ -164,13 +165,13 @@ func (h *handler) listRoles(r *http.Request, p apigw.Principal) (int, any, error
 	if err != nil {
 		return 0, nil, err
 	}
-	list, err := apigw.List(r, page, apigw.Lister[store.Role, Role]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.Role, Role]{
 		Name: "roles", Indexed: "created", ValidPosition: store.ValidPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.Role, []string, bool, error) {
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Role, []string, bool, error) {
 			return h.st.PageRoles(ctx, acct, after, desc, n)
 		},
-		Allow: visibleIn(h, p, acct, func(x store.Role) string { return roleHref(x.AccountID, x.ID) }),
-		Out:   func(x store.Role) (Role, error) { return roleOut(x), nil },
+		Allow: visibleIn(h, p, acct, func(x domain.Role) string { return roleHref(x.AccountID, x.ID) }),
+		Out:   func(x domain.Role) (Role, error) { return roleOut(x), nil },
 		Sort:  func(out []Role, order []apigw.OrderKey) { sortRoles(out, order, func(x Role) string { return x.ID }) },
 	})
 	if err != nil {
@@ -199,7 +200,7 @@ func (h *handler) getRole(r *http.Request, _ apigw.Principal) (int, any, error) 
 	}
 	role, err := h.st.GetRole(r.Context(), acct, id)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no role %q in account %s", id, acct)
+		return 0, nil, domain.IfNotFound(err, "no role %q in account %s", id, acct)
 	}
 	return http.StatusOK, roleOut(role), nil
 }
@@ -228,7 +229,7 @@ func (h *handler) createRole(r *http.Request, _ apigw.Principal) (int, any, erro
 	now := h.st.Now()
 	role.Version, role.Created, role.Updated = 1, now, now
 	if err := h.st.CreateRole(r.Context(), role); err != nil {
-		return 0, nil, store.NotFound(err, "no account %s", acct)
+		return 0, nil, domain.IfNotFound(err, "no account %s", acct)
 	}
 	return http.StatusOK, roleOut(role), nil
 }
@@ -244,7 +245,7 @@ func (h *handler) patchRole(r *http.Request, _ apigw.Principal) (int, any, error
 	}
 	prev, err := h.st.GetRole(r.Context(), acct, id)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no role %q in account %s", id, acct)
+		return 0, nil, domain.IfNotFound(err, "no role %q in account %s", id, acct)
 	}
 	var in roleDoc
 	if err := applyPatch(r, mustJSON(docOfRole(prev)), &in, roleReadOnly...); err != nil {
@@ -269,7 +270,7 @@ func (h *handler) deleteRole(r *http.Request, _ apigw.Principal) (int, any, erro
 	role, err := h.st.DeleteRole(r.Context(), acct, id)
 	var ce *store.CleanupError
 	if err != nil && !errors.As(err, &ce) {
-		return 0, nil, store.NotFound(err, "no role %q in account %s", id, acct)
+		return 0, nil, domain.IfNotFound(err, "no role %q in account %s", id, acct)
 	}
 	return http.StatusOK, roleOut(role), err
 }

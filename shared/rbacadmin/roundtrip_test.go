@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"cads/shared/apigw"
-	"cads/shared/store"
+	"cads/shared/domain"
 )
 
 // DynamoDB round trips of the main endpoints, the authorizer's excluded
@@ -19,7 +19,7 @@ import (
 func TestRoundTrips(t *testing.T) {
 	e := newEnv(t)
 	base := "/v2/accounts/" + e.root
-	op := apigw.Principal{ID: e.boot.Operator, Kind: store.KindUser, Email: "operator@localhost", AccountID: e.root, KeyID: e.boot.KeyID}.Context()
+	op := apigw.Principal{ID: e.boot.Operator, Kind: domain.KindUser, Email: "operator@localhost", AccountID: e.root, KeyID: e.boot.KeyID}.Context()
 	dev, devP := e.user("dev@example.com", e.rootAccount())
 	_ = dev
 	devCtx := devP.Context()

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 )
@@ -32,7 +33,7 @@ func (h *handler) whoIs(r *http.Request, p apigw.Principal) (who, error) {
 	}
 	u, err := h.st.GetPrincipal(r.Context(), id)
 	if err != nil {
-		return who{}, store.NotFound(err, "no user %q", id)
+		return who{}, domain.IfNotFound(err, "no user %q", id)
 	}
 	return who{id: u.ID, email: u.Email}, nil
 }
@@ -57,15 +58,15 @@ func (h *handler) listInbox(k kind) endpoint {
 		if err != nil {
 			return 0, nil, err
 		}
-		list, err := apigw.List(r, page, apigw.Lister[store.Invitation, Invitation]{
+		list, err := apigw.List(r, page, apigw.Lister[domain.Invitation, Invitation]{
 			Name: "inbox-" + k.name, Indexed: "created", ValidPosition: store.ValidPairPosition,
-			Read: func(ctx context.Context, after string, desc bool, n int) ([]store.Invitation, []string, bool, error) {
+			Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error) {
 				return h.st.PageInbox(ctx, w.email, k.name, after, desc, n)
 			},
 			// The user's own inbox: every member is the user's (the route
 			// decided who may read it).
-			Allow: allowAll[store.Invitation],
-			Out:   func(x store.Invitation) (Invitation, error) { return invitationOut(x), nil },
+			Allow: allowAll[domain.Invitation],
+			Out:   func(x domain.Invitation) (Invitation, error) { return invitationOut(x), nil },
 			Sort:  sortInvitations,
 		})
 		if err != nil {
@@ -87,7 +88,7 @@ func (h *handler) getInbox(k kind) endpoint {
 		}
 		inv, err := h.st.InboxInvitation(r.Context(), w.email, k.name, id)
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no %s %q for %s", singular(k), id, w.email)
+			return 0, nil, domain.IfNotFound(err, "no %s %q for %s", singular(k), id, w.email)
 		}
 		return http.StatusOK, invitationOut(inv), nil
 	}
@@ -113,24 +114,24 @@ func (h *handler) answerInvitation(k kind) endpoint {
 		if err := apigw.DecodeJSON(r, &in); err != nil {
 			return 0, nil, err
 		}
-		if in.State == nil || (*in.State != store.InvitationAccepted && *in.State != store.InvitationDeclined) {
+		if in.State == nil || (*in.State != domain.InvitationAccepted && *in.State != domain.InvitationDeclined) {
 			return 0, nil, apigw.BadRequest("state is required: \"accepted\" or \"declined\"")
 		}
 		ctx := r.Context()
 		inv, err := h.st.InboxInvitation(ctx, w.email, k.name, id)
 		if err != nil {
-			return 0, nil, store.NotFound(err, "no %s %q for %s", singular(k), id, w.email)
+			return 0, nil, domain.IfNotFound(err, "no %s %q for %s", singular(k), id, w.email)
 		}
 		want := *in.State
 		switch {
-		case inv.State == want && (want == store.InvitationDeclined || inv.Principal == p.ID):
+		case inv.State == want && (want == domain.InvitationDeclined || inv.Principal == p.ID):
 			return http.StatusOK, invitationOut(inv), nil
-		case inv.State == store.InvitationAccepted:
+		case inv.State == domain.InvitationAccepted:
 			return 0, nil, apigw.Conflict("the invitation was accepted already; to give up what it granted, DELETE /v2/users/self/%ss/%s", k.target, inv.Target)
-		case inv.State == store.InvitationDeclined:
+		case inv.State == domain.InvitationDeclined:
 			return 0, nil, apigw.Conflict("the invitation was declined already; ask for a new one")
 		}
-		if want == store.InvitationDeclined {
+		if want == domain.InvitationDeclined {
 			inv, err = h.st.DeclineInvitation(ctx, inv.Ref())
 		} else {
 			inv, err = h.st.AcceptInvitation(ctx, inv, p.ID)
@@ -140,7 +141,7 @@ func (h *handler) answerInvitation(k kind) endpoint {
 			return 0, nil, apigw.Conflict("the invitation was answered or revoked meanwhile")
 		case errors.Is(err, store.ErrAlreadyHeld):
 			return 0, nil, apigw.Conflict("you hold %s %s already", k.target, targetHref(k, inv.AccountID, inv.Target))
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, domain.ErrNotFound):
 			return 0, nil, apigw.Conflict("%s %s no longer exists", k.target, targetHref(k, inv.AccountID, inv.Target))
 		case err != nil:
 			return 0, nil, err
@@ -161,16 +162,16 @@ func (h *handler) listHeldRoles(r *http.Request, p apigw.Principal) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
-	list, err := apigw.List(r, page, apigw.Lister[store.Role, Role]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.Role, Role]{
 		Name: "held-roles", Indexed: "granted", ValidPosition: store.ValidPairPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.Role, []string, bool, error) {
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Role, []string, bool, error) {
 			return h.st.PageHeldRoles(ctx, w.id, after, desc, n)
 		},
 		// A grant whose role is gone is no member.
-		Allow: func(context.Context) (func(store.Role) bool, error) {
-			return func(x store.Role) bool { return x.ID != "" }, nil
+		Allow: func(context.Context) (func(domain.Role) bool, error) {
+			return func(x domain.Role) bool { return x.ID != "" }, nil
 		},
-		Out:  func(x store.Role) (Role, error) { return roleOut(x), nil },
+		Out:  func(x domain.Role) (Role, error) { return roleOut(x), nil },
 		Sort: func(out []Role, order []apigw.OrderKey) { sortRoles(out, order, func(x Role) string { return x.Href }) },
 	})
 	if err != nil {
@@ -190,15 +191,15 @@ func (h *handler) listHeldGroups(r *http.Request, p apigw.Principal) (int, any, 
 	if err != nil {
 		return 0, nil, err
 	}
-	list, err := apigw.List(r, page, apigw.Lister[store.Group, Group]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.Group, Group]{
 		Name: "held-groups", Indexed: "granted", ValidPosition: store.ValidPairPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.Group, []string, bool, error) {
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Group, []string, bool, error) {
 			return h.st.PageHeldGroups(ctx, w.id, after, desc, n)
 		},
-		Allow: func(context.Context) (func(store.Group) bool, error) {
-			return func(x store.Group) bool { return x.ID != "" }, nil
+		Allow: func(context.Context) (func(domain.Group) bool, error) {
+			return func(x domain.Group) bool { return x.ID != "" }, nil
 		},
-		Out: func(x store.Group) (Group, error) { return groupOut(x), nil },
+		Out: func(x domain.Group) (Group, error) { return groupOut(x), nil },
 		Sort: func(out []Group, order []apigw.OrderKey) {
 			sortGroups(out, order, func(x Group) string { return x.Href })
 		},
@@ -243,7 +244,7 @@ func (h *handler) leave(r *http.Request, p apigw.Principal, group bool) (int, an
 		return 0, nil, err
 	}
 	// Ids are unique across accounts, so the id alone names the grant.
-	var g store.Grant
+	var g domain.Grant
 	for _, x := range grants {
 		if x.RoleID == id && !group && x.Group == "" || x.Group == id && group {
 			g = x
@@ -254,10 +255,10 @@ func (h *handler) leave(r *http.Request, p apigw.Principal, group bool) (int, an
 	}
 	// Delete the grant and read the one role or group to echo back, in
 	// parallel (the answer does not depend on the delete).
-	via, _ := store.ParseInvitationHref(g.Via)
+	via, _ := domain.ParseInvitationHref(g.Via)
 	var (
-		role   store.Role
-		grp    store.Group
+		role   domain.Role
+		grp    domain.Group
 		delErr error
 	)
 	err = parallel(
@@ -271,7 +272,7 @@ func (h *handler) leave(r *http.Request, p apigw.Principal, group bool) (int, an
 			return ignoreNotFound(err)
 		})
 	if delErr != nil {
-		return 0, nil, store.NotFound(delErr, "you hold no %s %q", what, id)
+		return 0, nil, domain.IfNotFound(delErr, "you hold no %s %q", what, id)
 	}
 	if err != nil {
 		return 0, nil, err

@@ -9,6 +9,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/outbox"
 	"cads/shared/rbacadmin"
 	"cads/shared/store"
@@ -79,7 +80,7 @@ func TestInvitationSendRefusedIsQueuedAndTheSweepDelivers(t *testing.T) {
 	s.refuse.Store(true)
 	r := e.must(e.call(e.op, "POST", base+"/invitations", map[string]any{"user_email": "later@example.com", "role": role}), 200, "invite")
 	href := r.str("href")
-	if r.str("state") != store.InvitationQueued {
+	if r.str("state") != domain.InvitationQueued {
 		t.Fatalf("invitation whose send was refused: %s", r.Raw)
 	}
 	if m := e.markers(); len(m) != 1 || m[0].Queue != wire.NotificationsQueue {
@@ -91,20 +92,20 @@ func TestInvitationSendRefusedIsQueuedAndTheSweepDelivers(t *testing.T) {
 	if n, err := sweep.Sweep(ctx); err != nil || n != 1 {
 		t.Fatalf("sweep: %d %v", n, err)
 	}
-	if got := e.deliver(); got != 1 || e.stored(href).State != store.InvitationSent || len(e.markers()) != 0 {
+	if got := e.deliver(); got != 1 || e.stored(href).State != domain.InvitationSent || len(e.markers()) != 0 {
 		t.Fatalf("after the sweep: %d delivered, %+v, markers %+v", got, e.stored(href), e.markers())
 	}
 
 	// Re-send of the delivered invitation while SQS refuses: 200, queued
 	// again, delivered by the sweep.
 	r = e.must(e.call(e.op, "PATCH", href, map[string]any{"state": "queued"}), 200, "re-send")
-	if r.str("state") != store.InvitationQueued || e.stored(href).State != store.InvitationQueued {
+	if r.str("state") != domain.InvitationQueued || e.stored(href).State != domain.InvitationQueued {
 		t.Fatalf("re-send whose send was refused: %s", r.Raw)
 	}
 	if n, err := sweep.Sweep(ctx); err != nil || n != 1 {
 		t.Fatalf("sweep after the re-send: %d %v", n, err)
 	}
-	if got := e.deliver(); got != 1 || e.stored(href).State != store.InvitationSent {
+	if got := e.deliver(); got != 1 || e.stored(href).State != domain.InvitationSent {
 		t.Fatalf("after the re-send's sweep: %d delivered, %+v", got, e.stored(href))
 	}
 	if n, err := sweep.Sweep(ctx); err != nil || n != 0 {
@@ -131,7 +132,7 @@ func TestInvitationLostAnswerIsDeliveredOnce(t *testing.T) {
 	if c, err := sweep.Sweep(ctx); err != nil || c != 1 {
 		t.Fatalf("sweep: %d %v; want the marker the lost answer left", c, err)
 	}
-	if got := e.deliver(); got != 1 || n.count(href) != 1 || e.stored(href).State != store.InvitationSent {
+	if got := e.deliver(); got != 1 || n.count(href) != 1 || e.stored(href).State != domain.InvitationSent {
 		t.Fatalf("second copy: %d handled, %d notifications, %+v; want one notification in all", got, n.count(href), e.stored(href))
 	}
 }

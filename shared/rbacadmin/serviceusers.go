@@ -8,6 +8,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/identity"
 	"cads/shared/ids"
 	"cads/shared/store"
@@ -78,23 +79,23 @@ func (h *handler) createServiceUser(r *http.Request, _ apigw.Principal) (int, an
 	}
 	account, err := h.st.GetAccount(r.Context(), acct)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no account %s", acct)
+		return 0, nil, domain.IfNotFound(err, "no account %s", acct)
 	}
 	now := h.st.Now()
-	u := store.ServiceUser{ID: ids.New(), Kind: store.KindServiceUser, Account: acct, Created: now, Updated: now}
-	u.Email = store.ServiceUserEmail(acct, u.ID)
+	u := domain.ServiceUser{ID: ids.New(), Kind: domain.KindServiceUser, Account: acct, Created: now, Updated: now}
+	u.Email = domain.ServiceUserEmail(acct, u.ID)
 	if in.Name != nil {
 		u.Name = *in.Name
 	}
 	if in.Description != nil {
 		u.Description = *in.Description
 	}
-	k := store.AccessKey{ID: ids.New(), PrincipalID: u.ID, Type: "bearer", Durability: store.DurabilityPersistent,
+	k := domain.AccessKey{ID: ids.New(), PrincipalID: u.ID, Type: "bearer", Durability: domain.DurabilityPersistent,
 		Account: acct, AccountAncestors: account.Ancestors, Created: now}
 	secret := access.NewSecret(u.ID, k.ID)
 	k.SecretHash = access.HashSecret(secret)
 	if err := h.st.CreateServiceUser(r.Context(), u, k); err != nil {
-		return 0, nil, store.NotFound(err, "no account %s", acct)
+		return 0, nil, domain.IfNotFound(err, "no account %s", acct)
 	}
 	out := serviceUserOut(u, nil, now)
 	out.AccessKeys = []any{identity.AccessKeySecret{AccessKey: keyOut(k), SecretKey: secret}}
@@ -111,13 +112,13 @@ func (h *handler) listServiceUsers(r *http.Request, p apigw.Principal) (int, any
 		return 0, nil, err
 	}
 	now := h.st.Now()
-	list, err := apigw.List(r, page, apigw.Lister[store.ServiceUser, ServiceUser]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.ServiceUser, ServiceUser]{
 		Name: "service-users", Indexed: "created", ValidPosition: store.ValidPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.ServiceUser, []string, bool, error) {
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.ServiceUser, []string, bool, error) {
 			return h.st.PageServiceUsers(ctx, acct, after, desc, n)
 		},
-		Allow: visibleIn(h, p, acct, func(x store.ServiceUser) string { return serviceUserHref(x.Account, x.ID) }),
-		Out:   func(x store.ServiceUser) (ServiceUser, error) { return serviceUserOut(x, nil, now), nil },
+		Allow: visibleIn(h, p, acct, func(x domain.ServiceUser) string { return serviceUserHref(x.Account, x.ID) }),
+		Out:   func(x domain.ServiceUser) (ServiceUser, error) { return serviceUserOut(x, nil, now), nil },
 		Sort: func(out []ServiceUser, order []apigw.OrderKey) {
 			apigw.Sort(out, order, func(x ServiceUser, field string) any {
 				switch field {
@@ -131,7 +132,7 @@ func (h *handler) listServiceUsers(r *http.Request, p apigw.Principal) (int, any
 		},
 		// The page's members' keys, all at once.
 		Finish: func(ctx context.Context, page []ServiceUser) error {
-			keys := make([][]store.AccessKey, len(page))
+			keys := make([][]domain.AccessKey, len(page))
 			fns := make([]func() error, len(page))
 			for i, u := range page {
 				fns[i] = func() (err error) { keys[i], err = h.st.ListKeys(ctx, u.ID); return err }
@@ -140,7 +141,7 @@ func (h *handler) listServiceUsers(r *http.Request, p apigw.Principal) (int, any
 				return err
 			}
 			for i := range page {
-				page[i].AccessKeys = serviceUserOut(store.ServiceUser{}, keys[i], now).AccessKeys
+				page[i].AccessKeys = serviceUserOut(domain.ServiceUser{}, keys[i], now).AccessKeys
 			}
 			return nil
 		},
@@ -157,15 +158,15 @@ func (h *handler) getServiceUser(r *http.Request, _ apigw.Principal) (int, any, 
 		return 0, nil, err
 	}
 	var (
-		u    store.ServiceUser
-		keys []store.AccessKey
+		u    domain.ServiceUser
+		keys []domain.AccessKey
 	)
 	err = parallel(
 		func() (err error) { u, err = h.st.GetServiceUser(r.Context(), acct, id); return err },
 		func() (err error) { keys, err = h.st.ListKeys(r.Context(), id); return err },
 	)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no service user %q in account %s", id, acct)
+		return 0, nil, domain.IfNotFound(err, "no service user %q in account %s", id, acct)
 	}
 	return http.StatusOK, serviceUserOut(u, keys, h.st.Now()), nil
 }
@@ -186,8 +187,8 @@ func (h *handler) patchServiceUser(r *http.Request, _ apigw.Principal) (int, any
 		return 0, nil, err
 	}
 	var (
-		u    store.ServiceUser
-		keys []store.AccessKey
+		u    domain.ServiceUser
+		keys []domain.AccessKey
 	)
 	err = parallel(
 		func() (err error) {
@@ -197,7 +198,7 @@ func (h *handler) patchServiceUser(r *http.Request, _ apigw.Principal) (int, any
 		func() (err error) { keys, err = h.st.ListKeys(r.Context(), id); return err },
 	)
 	if err != nil {
-		return 0, nil, store.NotFound(err, "no service user %q in account %s", id, acct)
+		return 0, nil, domain.IfNotFound(err, "no service user %q in account %s", id, acct)
 	}
 	return http.StatusOK, serviceUserOut(u, keys, h.st.Now()), nil
 }
@@ -212,7 +213,7 @@ func (h *handler) deleteServiceUser(r *http.Request, _ apigw.Principal) (int, an
 	u, err := h.st.DeleteServiceUser(r.Context(), acct, id)
 	var ce *store.CleanupError
 	if err != nil && !errors.As(err, &ce) {
-		return 0, nil, store.NotFound(err, "no service user %q in account %s", id, acct)
+		return 0, nil, domain.IfNotFound(err, "no service user %q in account %s", id, acct)
 	}
 	return http.StatusOK, serviceUserOut(u, nil, h.st.Now()), err
 }

@@ -12,9 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
 
-func accessKeyKey(k AccessKey) keyAttrs {
+func accessKeyKey(k domain.AccessKey) keyAttrs {
 	ka := keyAttrs{PK: principalPK(k.PrincipalID), SK: keySK(k.ID), Entity: "access_key",
 		GSI2PK: keysList(k.PrincipalID), GSI2SK: createdPosition(k.Created, k.ID)}
 	if k.Account != "" {
@@ -25,16 +26,18 @@ func accessKeyKey(k AccessKey) keyAttrs {
 }
 
 // CreateKey stores a new access key; the principal must exist.
-func (s *Store) CreateKey(ctx context.Context, k AccessKey) error { return s.createKey(ctx, k, "") }
+func (s *Store) CreateKey(ctx context.Context, k domain.AccessKey) error {
+	return s.createKey(ctx, k, "")
+}
 
 // CreateUserKey is CreateKey for a principal that must be a user (service
 // users get keys with their principal, from their account): one
 // transaction checks both, so the caller needs no read first.
-func (s *Store) CreateUserKey(ctx context.Context, k AccessKey) error {
-	return s.createKey(ctx, k, KindUser)
+func (s *Store) CreateUserKey(ctx context.Context, k domain.AccessKey) error {
+	return s.createKey(ctx, k, domain.KindUser)
 }
 
-func (s *Store) createKey(ctx context.Context, k AccessKey, kind string) error {
+func (s *Store) createKey(ctx context.Context, k domain.AccessKey, kind string) error {
 	if k.Expiry != nil {
 		k.TTL = k.Expiry.Add(24 * time.Hour).Unix()
 	}
@@ -53,26 +56,26 @@ func (s *Store) createKey(ctx context.Context, k AccessKey, kind string) error {
 	}
 	err = s.transact(ctx, "create access key", []types.TransactWriteItem{put, {ConditionCheck: check}})
 	if errors.Is(err, ddb.ErrConditionFailed) {
-		return ErrNotFound
+		return domain.ErrNotFound
 	}
 	return err
 }
 
 // GetKey reads one key of a principal.
-func (s *Store) GetKey(ctx context.Context, principal, id string) (AccessKey, error) {
-	var k AccessKey
+func (s *Store) GetKey(ctx context.Context, principal, id string) (domain.AccessKey, error) {
+	var k domain.AccessKey
 	err := s.getItem(ctx, "get access key", principalPK(principal), keySK(id), &k)
 	return k, err
 }
 
 // ListKeys returns a principal's keys.
-func (s *Store) ListKeys(ctx context.Context, principal string) ([]AccessKey, error) {
+func (s *Store) ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error) {
 	return s.principalKeys(ctx, principal, false)
 }
 
 // principalKeys reads every key of a principal; consistent for reads a
 // revocation is based on (a key minted a moment ago must be seen).
-func (s *Store) principalKeys(ctx context.Context, principal string, consistent bool) ([]AccessKey, error) {
+func (s *Store) principalKeys(ctx context.Context, principal string, consistent bool) ([]domain.AccessKey, error) {
 	items, err := s.query(ctx, "list access keys", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -84,7 +87,7 @@ func (s *Store) principalKeys(ctx context.Context, principal string, consistent 
 	if err != nil {
 		return nil, err
 	}
-	return unmarshalAll[AccessKey](items)
+	return unmarshalAll[domain.AccessKey](items)
 }
 
 // DeleteKey revokes a key: the item is gone, so the very next request
@@ -96,26 +99,26 @@ func (s *Store) principalKeys(ctx context.Context, principal string, consistent 
 // in the middle of a chain, which only this deletion reaches. When there
 // are more than a transaction holds, the rest follow in batches (a
 // *CleanupError if that fails, with the key deleted).
-func (s *Store) DeleteKey(ctx context.Context, principal, id string) (AccessKey, error) {
+func (s *Store) DeleteKey(ctx context.Context, principal, id string) (domain.AccessKey, error) {
 	keys, err := s.principalKeys(ctx, principal, true)
 	if err != nil {
-		return AccessKey{}, err
+		return domain.AccessKey{}, err
 	}
-	var k *AccessKey
+	var k *domain.AccessKey
 	for i := range keys {
 		if keys[i].ID == id {
 			k = &keys[i]
 		}
 	}
 	if k == nil {
-		return AccessKey{}, ErrNotFound
+		return domain.AccessKey{}, domain.ErrNotFound
 	}
 	del := &types.Delete{
 		TableName:           aws.String(s.table),
 		Key:                 key(principalPK(principal), keySK(id)),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
 	}
-	desc := Descendants(keys, []KeyRef{k.Ref()})
+	desc := domain.Descendants(keys, []domain.KeyRef{k.Ref()})
 	if len(desc) == 0 {
 		// The common case (no key was minted with it) needs no transaction,
 		// which DynamoDB bills twice.
@@ -129,74 +132,21 @@ func (s *Store) DeleteKey(ctx context.Context, principal, id string) (AccessKey,
 		err = s.commit(ctx, "delete access key", []types.TransactWriteItem{{Delete: del}}, cleanup)
 	}
 	if errors.Is(err, ddb.ErrConditionFailed) {
-		return AccessKey{}, ErrNotFound // a concurrent DELETE won
+		return domain.AccessKey{}, domain.ErrNotFound // a concurrent DELETE won
 	}
 	var ce *CleanupError
 	if err != nil && !errors.As(err, &ce) {
-		return AccessKey{}, err
+		return domain.AccessKey{}, err
 	}
 	return *k, err
-}
-
-// Descendants returns the keys among keys that were minted under one of
-// roots: whose parent is one of them or such a key (at any depth), or
-// whose origin is one of them.
-func Descendants(keys []AccessKey, roots []KeyRef) []AccessKey {
-	gone := make(map[KeyRef]bool, len(roots))
-	for _, r := range roots {
-		gone[r] = true
-	}
-	children := map[KeyRef][]int{}
-	var queue []KeyRef
-	for i, k := range keys {
-		if k.Parent != nil {
-			children[*k.Parent] = append(children[*k.Parent], i)
-		}
-		if k.Origin != nil && gone[*k.Origin] && !gone[k.Ref()] {
-			gone[k.Ref()] = true
-			queue = append(queue, k.Ref())
-		}
-	}
-	queue = append(queue, roots...)
-	for len(queue) > 0 {
-		r := queue[0]
-		queue = queue[1:]
-		for _, i := range children[r] {
-			if ref := keys[i].Ref(); !gone[ref] {
-				gone[ref] = true
-				queue = append(queue, ref)
-			}
-		}
-	}
-	rootSet := make(map[KeyRef]bool, len(roots))
-	for _, r := range roots {
-		rootSet[r] = true
-	}
-	var out []AccessKey
-	for _, k := range keys {
-		if gone[k.Ref()] && !rootSet[k.Ref()] {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-// KeyStanding is what a key's validity depends on besides its own item:
-// the account it is bound to and the keys of its lineage.
-type KeyStanding struct {
-	// Account is the key's account, nil when it was not asked for or is
-	// gone.
-	Account *Account
-	// Keys holds the lineage keys that exist, by name.
-	Keys map[KeyRef]AccessKey
 }
 
 // LoadKeyStanding reads the account (when account != "") and the keys
 // refs names with one BatchGetItem: the authorizer's second round trip
 // holds it in parallel with the role Queries, so a session key costs no
 // sequential round trip more than a persistent one.
-func (s *Store) LoadKeyStanding(ctx context.Context, account string, refs []KeyRef) (KeyStanding, error) {
-	st := KeyStanding{Keys: make(map[KeyRef]AccessKey, len(refs))}
+func (s *Store) LoadKeyStanding(ctx context.Context, account string, refs []domain.KeyRef) (domain.KeyStanding, error) {
+	st := domain.KeyStanding{Keys: make(map[domain.KeyRef]domain.AccessKey, len(refs))}
 	keys := make([]map[string]types.AttributeValue, 0, len(refs)+1)
 	if account != "" {
 		keys = append(keys, key(accountPK(account), skAccount))
@@ -215,10 +165,10 @@ func (s *Store) LoadKeyStanding(ctx context.Context, account string, refs []KeyR
 		}
 		switch ka.Entity {
 		case "account":
-			st.Account = &Account{}
+			st.Account = &domain.Account{}
 			err = attributevalue.UnmarshalMap(it, st.Account)
 		case "access_key":
-			var k AccessKey
+			var k domain.AccessKey
 			if err = attributevalue.UnmarshalMap(it, &k); err == nil {
 				st.Keys[k.Ref()] = k
 			}
@@ -230,19 +180,8 @@ func (s *Store) LoadKeyStanding(ctx context.Context, account string, refs []KeyR
 	return st, nil
 }
 
-// lastUsedGranularity bounds how often a key's last_used is written: at most
-// once a minute per key, so a busy key costs no write per request.
-const lastUsedGranularity = time.Minute
-
-// UseIsStale says whether a use at now should be recorded: the key (as
-// read) has no last_used within lastUsedGranularity. Callers skip TouchKey
-// otherwise: a write whose condition fails is billed all the same.
-func (k AccessKey) UseIsStale(now time.Time) bool {
-	return k.LastUsed == nil || !k.LastUsed.After(now.Add(-lastUsedGranularity))
-}
-
 // TouchKey records that a key was used at now, unless it was already
-// recorded within lastUsedGranularity (then the conditional update is a
+// recorded within domain.KeyUseGranularity (then the conditional update is a
 // no-op). It never fails the caller's request: errors are returned for
 // logging only.
 func (s *Store) TouchKey(ctx context.Context, principal, id string, now time.Time) error {
@@ -253,7 +192,7 @@ func (s *Store) TouchKey(ctx context.Context, principal, id string, now time.Tim
 		ConditionExpression: aws.String("attribute_exists(PK) AND (attribute_not_exists(last_used) OR last_used < :cutoff)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":now":    &types.AttributeValueMemberS{Value: now.UTC().Format(timeLayout)},
-			":cutoff": &types.AttributeValueMemberS{Value: now.Add(-lastUsedGranularity).UTC().Format(timeLayout)},
+			":cutoff": &types.AttributeValueMemberS{Value: now.Add(-domain.KeyUseGranularity).UTC().Format(timeLayout)},
 		},
 	})
 	if ddb.IsConditionFailed(err) {

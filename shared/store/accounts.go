@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,14 +13,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"golang.org/x/text/unicode/norm"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
 
 // GetAccount reads one account.
-func (s *Store) GetAccount(ctx context.Context, id string) (Account, error) {
-	var a Account
+func (s *Store) GetAccount(ctx context.Context, id string) (domain.Account, error) {
+	var a domain.Account
 	err := s.getItem(ctx, "get account", accountPK(id), skAccount, &a)
 	return a, err
 }
@@ -31,7 +29,7 @@ func (s *Store) GetAccount(ctx context.Context, id string) (Account, error) {
 // (item: a, or the AccountRecord holding it) and the reservation of its
 // name, which makes names unique across all accounts even under concurrent
 // creates (the second transaction fails its condition).
-func (s *Store) accountWrites(a Account, item any) []keyAttrsValue {
+func (s *Store) accountWrites(a domain.Account, item any) []keyAttrsValue {
 	return []keyAttrsValue{
 		{accountKey(a), item},
 		{keyAttrs{PK: accountNamePK(a.Name), SK: skAccountName, Entity: "account_name"}, accountName{a.ID}},
@@ -43,29 +41,10 @@ type keyAttrsValue struct {
 	v any
 }
 
-var nonKeyword = regexp.MustCompile(`[^a-z0-9]+`)
-
-// Keyword derives an account keyword from its name: transliterated to
-// lower-case ASCII, runs of anything else turned into one dash
-// ("Éxito S.A." -> "exito-s-a").
-func Keyword(name string) string {
-	var b strings.Builder
-	for _, r := range norm.NFD.String(strings.ToLower(name)) {
-		if r < 128 {
-			b.WriteRune(r)
-		} else if r >= 0x300 && r <= 0x36f {
-			continue // combining accents dropped by the decomposition above
-		} else {
-			b.WriteByte(' ')
-		}
-	}
-	return strings.Trim(nonKeyword.ReplaceAllString(b.String(), "-"), "-")
-}
-
 // CreateAccount writes an account, its name reservation and its roles (the
 // control roles of docs/api.md#control-roles) in one transaction: all or nothing. A taken
-// name is a *ConflictError, also when two creates race.
-func (s *Store) CreateAccount(ctx context.Context, a Account, roles []Role) error {
+// name is a *domain.Error, also when two creates race.
+func (s *Store) CreateAccount(ctx context.Context, a domain.Account, roles []domain.Role) error {
 	kvs := s.accountWrites(a, a)
 	for _, r := range roles {
 		kvs = append(kvs, keyAttrsValue{roleKey(r), r})
@@ -76,43 +55,17 @@ func (s *Store) CreateAccount(ctx context.Context, a Account, roles []Role) erro
 	}
 	err = s.transact(ctx, "create account", items)
 	if errors.Is(err, ddb.ErrConditionFailed) {
-		return duplicateName(a.Name)
+		return domain.AccountNameTaken(a.Name)
 	}
 	return err
 }
 
-// AccountRecord is the whole account item: the Account that the authorizer
-// and the other families read, plus what only the accounts function uses.
-// Embedding keeps one item shape, so readers of Account are unaffected.
-type AccountRecord struct {
-	Account
-	LogRetention []LogRetention `dynamodbav:"log_retention,omitempty"`
-	// Deleting is set while DELETE /v2/accounts/{id} runs: it refuses new
-	// sub-accounts, entitlements and edits, so nothing is added to an
-	// account between the check that it is empty and its removal.
-	Deleting *time.Time `dynamodbav:"deleting,omitempty"`
-}
-
-// LogRetention is the retention of an account's non-application logs
-// (field names from the reference document).
-type LogRetention struct {
-	Type                  string `dynamodbav:"type"`
-	OnlineDays            int    `dynamodbav:"online_days,omitempty"`
-	ArchiveDays           int    `dynamodbav:"archive_days,omitempty"`
-	OnlineSpaceAllowance  int    `dynamodbav:"online_space_allowance,omitempty"`
-	ArchiveSpaceAllowance int    `dynamodbav:"archive_space_allowance,omitempty"`
-}
-
-// Limits of account fields that size the account item; the accounts
-// function validates against them and MaxAccountDepth assumes them.
 const (
-	AccountNameMaxRunes    = 100
-	AccountKeywordMaxBytes = 100
-	accountItemHeadroom    = 1024 // bytes kept free for attributes added later
-	generatedIDLen         = 16   // ids.New()
+	accountItemHeadroom = 1024 // bytes kept free for attributes added later
+	generatedIDLen      = 16   // ids.New()
 )
 
-func accountKey(a Account) keyAttrs {
+func accountKey(a domain.Account) keyAttrs {
 	return keyAttrs{PK: accountPK(a.ID), SK: skAccount, GSI1PK: childrenGSI(a.Parent), GSI1SK: accountPK(a.ID), Entity: "account",
 		// Every account of the installation in creation order: GET
 		// /v2/accounts pages through it with the permission filter.
@@ -137,15 +90,15 @@ var maxAccountDepth = sync.OnceValue(func() int {
 		for i := range anc {
 			anc[i] = id
 		}
-		acct := AccountRecord{
-			Account: Account{ID: id, Name: strings.Repeat("\U0010FFFF", AccountNameMaxRunes), Keyword: strings.Repeat("k", AccountKeywordMaxBytes),
+		acct := domain.AccountRecord{
+			Account: domain.Account{ID: id, Name: strings.Repeat("\U0010FFFF", domain.AccountNameMaxRunes), Keyword: strings.Repeat("k", domain.AccountKeywordMaxBytes),
 				Parent: id, Ancestors: anc, Owner: id, Created: ts, Updated: ts},
-			LogRetention: []LogRetention{{Type: "events", OnlineDays: 1 << 30, ArchiveDays: 1 << 30, OnlineSpaceAllowance: 1 << 30, ArchiveSpaceAllowance: 1 << 30}},
+			LogRetention: []domain.LogRetention{{Type: "events", OnlineDays: 1 << 30, ArchiveDays: 1 << 30, OnlineSpaceAllowance: 1 << 30, ArchiveSpaceAllowance: 1 << 30}},
 			Deleting:     &ts,
 		}
-		key := AccessKey{ID: id, PrincipalID: id, Type: "bearer", Durability: DurabilityPersistent, Account: id, AccountAncestors: anc,
+		key := domain.AccessKey{ID: id, PrincipalID: id, Type: "bearer", Durability: domain.DurabilityPersistent, Account: id, AccountAncestors: anc,
 			SecretHash: strings.Repeat("f", 64), Expiry: &ts, LastUsed: &ts, Created: ts, TTL: 1 << 40,
-			Origin: &KeyRef{Principal: id, ID: id}, Parent: &KeyRef{Principal: id, ID: id}}
+			Origin: &domain.KeyRef{Principal: id, ID: id}, Parent: &domain.KeyRef{Principal: id, ID: id}}
 		worst := 0
 		for _, kv := range []keyAttrsValue{{accountKey(acct.Account), acct}, {accessKeyKey(key), key}} {
 			m, err := attributevalue.MarshalMap(kv.v)
@@ -166,15 +119,15 @@ var maxAccountDepth = sync.OnceValue(func() int {
 })
 
 // GetAccountRecord reads one account with all its fields.
-func (s *Store) GetAccountRecord(ctx context.Context, id string) (AccountRecord, error) {
-	var a AccountRecord
+func (s *Store) GetAccountRecord(ctx context.Context, id string) (domain.AccountRecord, error) {
+	var a domain.AccountRecord
 	err := s.getItem(ctx, "get account", accountPK(id), skAccount, &a)
 	return a, err
 }
 
 // GetAccountRecords reads many accounts in one BatchGetItem (per 100);
 // accounts that do not exist are left out.
-func (s *Store) GetAccountRecords(ctx context.Context, ids []string) ([]AccountRecord, error) {
+func (s *Store) GetAccountRecords(ctx context.Context, ids []string) ([]domain.AccountRecord, error) {
 	keys := make([]map[string]types.AttributeValue, 0, len(ids))
 	for _, id := range ids {
 		keys = append(keys, key(accountPK(id), skAccount))
@@ -183,17 +136,17 @@ func (s *Store) GetAccountRecords(ctx context.Context, ids []string) ([]AccountR
 	if err != nil {
 		return nil, wrap("get accounts", err)
 	}
-	return unmarshalAll[AccountRecord](items)
+	return unmarshalAll[domain.AccountRecord](items)
 }
 
 // ChildAccounts returns at most max (<= 0: all) direct sub-accounts of
 // parent, from GSI1 CHILDREN#<parent>.
-func (s *Store) ChildAccounts(ctx context.Context, parent string, max int) ([]AccountRecord, error) {
+func (s *Store) ChildAccounts(ctx context.Context, parent string, max int) ([]domain.AccountRecord, error) {
 	items, err := s.query(ctx, "query child accounts", gsiQuery(childrenGSI(parent)), max)
 	if err != nil {
 		return nil, err
 	}
-	return unmarshalAll[AccountRecord](items)
+	return unmarshalAll[domain.AccountRecord](items)
 }
 
 func gsiQuery(pk string) *dynamodb.QueryInput {
@@ -206,15 +159,15 @@ func gsiQuery(pk string) *dynamodb.QueryInput {
 
 // CreateSubAccount writes a sub-account, its name reservation and its
 // roles in one transaction that also checks that the parent exists and is
-// not being deleted. A taken name is a *ConflictError (also when two
+// not being deleted. A taken name is a *domain.Error (also when two
 // creates race); so are a parent that is going away and a depth beyond
 // MaxAccountDepth.
-func (s *Store) CreateSubAccount(ctx context.Context, a AccountRecord, roles []Role) error {
+func (s *Store) CreateSubAccount(ctx context.Context, a domain.AccountRecord, roles []domain.Role) error {
 	if a.Parent == "" || len(a.Ancestors) == 0 || a.Ancestors[len(a.Ancestors)-1] != a.Parent {
 		return fmt.Errorf("create sub-account %s: parent %q and ancestors %v disagree", a.ID, a.Parent, a.Ancestors)
 	}
 	if d := len(a.Ancestors); d > MaxAccountDepth() {
-		return &ConflictError{Msg: fmt.Sprintf("account %s is at depth %d, the deepest an account can be (%d): an account item holds the ids of all its ancestors and DynamoDB items are limited to 400 KB; create the sub-account higher in the tree", a.Parent, d-1, MaxAccountDepth())}
+		return conflict(fmt.Sprintf("account %s is at depth %d, the deepest an account can be (%d): an account item holds the ids of all its ancestors and DynamoDB items are limited to 400 KB; create the sub-account higher in the tree", a.Parent, d-1, MaxAccountDepth()))
 	}
 	kvs := s.accountWrites(a.Account, a)
 	for _, r := range roles {
@@ -239,9 +192,9 @@ func (s *Store) CreateSubAccount(ctx context.Context, a AccountRecord, roles []R
 			}
 			switch r.Index {
 			case 1:
-				return duplicateName(a.Name)
+				return domain.AccountNameTaken(a.Name)
 			case parentCheck:
-				return &ConflictError{Msg: "account " + a.Parent + " is being deleted or no longer exists: no sub-account can be created in it"}
+				return conflict("account " + a.Parent + " is being deleted or no longer exists: no sub-account can be created in it")
 			}
 		}
 	}
@@ -250,10 +203,6 @@ func (s *Store) CreateSubAccount(ctx context.Context, a AccountRecord, roles []R
 
 type accountName struct {
 	Account string `dynamodbav:"account"`
-}
-
-func duplicateName(name string) *ConflictError {
-	return &ConflictError{Msg: "an account named " + strconv.Quote(name) + " already exists; choose another name"}
 }
 
 // transactRetry is transact, retried a few times when DynamoDB cancels the
@@ -281,10 +230,10 @@ func (s *Store) transactRetry(ctx context.Context, op string, items []types.Tran
 // UpdateAccount replaces the account item with next, only if the stored
 // account is still prev (same `updated`) and is not being deleted. A rename
 // moves the name reservation in the same transaction; a taken name is a
-// *ConflictError. The item is written whole (AccountRecord is its complete
+// *domain.Error. The item is written whole (AccountRecord is its complete
 // shape) rather than with SET/REMOVE: minidyn ignores REMOVE, and clearing
 // owner or log_retention needs it.
-func (s *Store) UpdateAccount(ctx context.Context, prev, next AccountRecord) error {
+func (s *Store) UpdateAccount(ctx context.Context, prev, next domain.AccountRecord) error {
 	prevUpdated, err := attributevalue.Marshal(prev.Updated)
 	if err != nil {
 		return fmt.Errorf("update account: %w", err)
@@ -320,50 +269,22 @@ func (s *Store) UpdateAccount(ctx context.Context, prev, next AccountRecord) err
 				continue
 			}
 			if r.Index == 1 {
-				return duplicateName(next.Name)
+				return domain.AccountNameTaken(next.Name)
 			}
 			if r.Index == 0 {
-				return &ConflictError{Msg: "account " + prev.ID + " changed meanwhile or is being deleted; read it again and retry"}
+				return conflict("account " + prev.ID + " changed meanwhile or is being deleted; read it again and retry")
 			}
 		}
 	}
 	return err
 }
 
-// Leftovers is what keeps an account from being deleted.
-type Leftovers struct{ SubAccounts, Applications, AddressSets, Tests bool }
-
-func (l Leftovers) any() bool { return l.SubAccounts || l.Applications || l.AddressSets || l.Tests }
-
-func (l Leftovers) String() string {
-	var parts []string
-	if l.SubAccounts {
-		parts = append(parts, "sub-accounts")
-	}
-	if l.Applications {
-		parts = append(parts, "applications")
-	}
-	if l.AddressSets {
-		parts = append(parts, "address sets")
-	}
-	if l.Tests {
-		parts = append(parts, "application tests")
-	}
-	switch len(parts) {
-	case 0:
-		return "nothing"
-	case 1:
-		return parts[0]
-	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
-}
-
 // AccountLeftovers tells whether an account still has sub-accounts,
 // applications, address sets or application tests: four Limit-1 GSI
 // queries in parallel.
-func (s *Store) AccountLeftovers(ctx context.Context, id string) (Leftovers, error) {
+func (s *Store) AccountLeftovers(ctx context.Context, id string) (domain.Leftovers, error) {
 	var (
-		l    Leftovers
+		l    domain.Leftovers
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
@@ -389,7 +310,7 @@ func (s *Store) AccountLeftovers(ctx context.Context, id string) (Leftovers, err
 //
 //  1. mark the account `deleting` (new sub-accounts, entitlements and edits
 //     are refused from here on) and read it;
-//  2. refuse with a *ConflictError naming what is left if the account has
+//  2. refuse with a *domain.Error naming what is left if the account has
 //     sub-accounts, applications, address sets or application tests (and
 //     unmark it);
 //  3. delete every access key bound to the account and everything that
@@ -403,17 +324,17 @@ func (s *Store) AccountLeftovers(ctx context.Context, id string) (Leftovers, err
 // answers, no key and no grant refers to it. If a step up to 4 fails, the
 // account stays marked and a retried DELETE finishes the job; a failure in
 // step 5 is a *CleanupError (the account is deleted).
-func (s *Store) DeleteAccount(ctx context.Context, id string) (AccountRecord, error) {
+func (s *Store) DeleteAccount(ctx context.Context, id string) (domain.AccountRecord, error) {
 	mark := s.now()
 	a, err := s.markDeleting(ctx, id, mark)
 	if err != nil {
 		return a, err
 	}
-	var left Leftovers
+	var left domain.Leftovers
 	if a.Parent == "" {
-		err = &ConflictError{Msg: "account " + id + " is the root of the account tree (the platform operator's); it cannot be deleted"}
-	} else if left, err = s.AccountLeftovers(ctx, id); err == nil && left.any() {
-		err = &ConflictError{Msg: "account " + id + " still has " + left.String() + "; delete them first"}
+		err = conflict("account " + id + " is the root of the account tree (the platform operator's); it cannot be deleted")
+	} else if left, err = s.AccountLeftovers(ctx, id); err == nil && left.Any() {
+		err = conflict("account " + id + " still has " + left.String() + "; delete them first")
 	}
 	if err != nil {
 		if uerr := s.unmarkDeleting(ctx, a, mark); uerr != nil {
@@ -441,7 +362,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) (AccountRecord, er
 	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
 		for _, r := range tx.Reasons {
 			if r.Index == 0 {
-				return a, ErrNotFound // a concurrent DELETE finished first
+				return a, domain.ErrNotFound // a concurrent DELETE finished first
 			}
 		}
 	}
@@ -470,10 +391,10 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) (AccountRecord, er
 	return a, nil
 }
 
-func (s *Store) markDeleting(ctx context.Context, id string, mark time.Time) (AccountRecord, error) {
+func (s *Store) markDeleting(ctx context.Context, id string, mark time.Time) (domain.AccountRecord, error) {
 	m, err := attributevalue.Marshal(mark)
 	if err != nil {
-		return AccountRecord{}, fmt.Errorf("mark account: %w", err)
+		return domain.AccountRecord{}, fmt.Errorf("mark account: %w", err)
 	}
 	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
@@ -484,12 +405,12 @@ func (s *Store) markDeleting(ctx context.Context, id string, mark time.Time) (Ac
 		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if ddb.IsConditionFailed(err) {
-		return AccountRecord{}, ErrNotFound
+		return domain.AccountRecord{}, domain.ErrNotFound
 	}
 	if err != nil {
-		return AccountRecord{}, wrap("mark account", err)
+		return domain.AccountRecord{}, wrap("mark account", err)
 	}
-	var a AccountRecord
+	var a domain.AccountRecord
 	if err := attributevalue.UnmarshalMap(res.Attributes, &a); err != nil {
 		return a, fmt.Errorf("mark account: unmarshal: %w", err)
 	}
@@ -499,7 +420,7 @@ func (s *Store) markDeleting(ctx context.Context, id string, mark time.Time) (Ac
 // unmarkDeleting removes this DELETE's mark, unless another DELETE has
 // marked the account since. It writes the item whole (a is the item as
 // marked), since minidyn ignores REMOVE.
-func (s *Store) unmarkDeleting(ctx context.Context, a AccountRecord, mark time.Time) error {
+func (s *Store) unmarkDeleting(ctx context.Context, a domain.AccountRecord, mark time.Time) error {
 	m, err := attributevalue.Marshal(mark)
 	if err != nil {
 		return fmt.Errorf("unmark account: %w", err)
@@ -569,7 +490,7 @@ func (s *Store) revokeAccountAccess(ctx context.Context, id string) error {
 	// accounts, and what those minted) are found in their principals'
 	// partitions, in this same wave: the authorizer refuses the ones whose
 	// origin or parent goes here, and this reaches the rest.
-	swept := map[string][]KeyRef{}
+	swept := map[string][]domain.KeyRef{}
 	for _, it := range keys {
 		var ka keyAttrs
 		if err := attributevalue.UnmarshalMap(it, &ka); err != nil {
@@ -583,7 +504,7 @@ func (s *Store) revokeAccountAccess(ctx context.Context, id string) error {
 		p, ok1 := strings.CutPrefix(ka.PK, "PRINCIPAL#")
 		k, ok2 := strings.CutPrefix(ka.SK, prefixKey)
 		if ok1 && ok2 {
-			swept[p] = append(swept[p], KeyRef{Principal: p, ID: k})
+			swept[p] = append(swept[p], domain.KeyRef{Principal: p, ID: k})
 		}
 	}
 	for p, refs := range swept {
@@ -592,13 +513,13 @@ func (s *Store) revokeAccountAccess(ctx context.Context, id string) error {
 			mu.Lock()
 			defer mu.Unlock()
 			errs = append(errs, err)
-			for _, d := range Descendants(all, refs) {
+			for _, d := range domain.Descendants(all, refs) {
 				more = append(more, key(principalPK(d.PrincipalID), keySK(d.ID)))
 			}
 		})
 	}
 	for _, it := range sus {
-		var su ServiceUser
+		var su domain.ServiceUser
 		if err := attributevalue.UnmarshalMap(it, &su); err != nil {
 			mu.Lock()
 			errs = append(errs, fmt.Errorf("revoke account access: service user: %w", err))
@@ -653,7 +574,7 @@ func (s *Store) deleteKeys(ctx context.Context, op string, keys []map[string]typ
 // RevokeGrants deletes grant items (batched; not atomic). Access ends with
 // the next request of each holder, since the authorizer reads grants every
 // time.
-func (s *Store) RevokeGrants(ctx context.Context, grants []Grant) error {
+func (s *Store) RevokeGrants(ctx context.Context, grants []domain.Grant) error {
 	keys := make([]map[string]types.AttributeValue, 0, len(grants))
 	for _, g := range grants {
 		k := grantKey(g)

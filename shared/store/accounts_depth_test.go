@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
 
 // The depth limit is what one item holds: at MaxAccountDepth the largest
@@ -23,11 +24,11 @@ func TestMaxAccountDepthIsTheItemLimit(t *testing.T) {
 		for i := range anc {
 			anc[i] = id
 		}
-		a := AccountRecord{Account: Account{ID: id, Name: strings.Repeat("\U0010FFFF", AccountNameMaxRunes), Keyword: strings.Repeat("k", AccountKeywordMaxBytes),
+		a := domain.AccountRecord{Account: domain.Account{ID: id, Name: strings.Repeat("\U0010FFFF", domain.AccountNameMaxRunes), Keyword: strings.Repeat("k", domain.AccountKeywordMaxBytes),
 			Parent: id, Ancestors: anc, Owner: id, Created: ts, Updated: ts},
-			LogRetention: []LogRetention{{Type: "events", OnlineDays: 36500, ArchiveDays: 36500, OnlineSpaceAllowance: 1<<31 - 1, ArchiveSpaceAllowance: 1<<31 - 1}},
+			LogRetention: []domain.LogRetention{{Type: "events", OnlineDays: 36500, ArchiveDays: 36500, OnlineSpaceAllowance: 1<<31 - 1, ArchiveSpaceAllowance: 1<<31 - 1}},
 			Deleting:     &ts}
-		k := AccessKey{ID: id, PrincipalID: id, Type: "bearer", Durability: DurabilitySession, Account: id, AccountAncestors: anc,
+		k := domain.AccessKey{ID: id, PrincipalID: id, Type: "bearer", Durability: domain.DurabilitySession, Account: id, AccountAncestors: anc,
 			SecretHash: strings.Repeat("f", 64), Expiry: &ts, LastUsed: &ts, Created: ts, TTL: ts.Unix()}
 		am, err := item(accountKey(a.Account), a)
 		if err != nil {

@@ -15,18 +15,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/infra/testenv"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
-func subAccount(parent store.AccountRecord, id, name string) store.AccountRecord {
+func subAccount(parent domain.AccountRecord, id, name string) domain.AccountRecord {
 	anc := append(append([]string{}, parent.Ancestors...), parent.ID)
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	return store.AccountRecord{Account: store.Account{ID: id, Name: name, Keyword: store.Keyword(name), Parent: parent.ID, Ancestors: anc, Created: now, Updated: now}}
+	return domain.AccountRecord{Account: domain.Account{ID: id, Name: name, Keyword: domain.Keyword(name), Parent: parent.ID, Ancestors: anc, Created: now, Updated: now}}
 }
 
-func rootAccount(t *testing.T, st *store.Store) store.AccountRecord {
+func rootAccount(t *testing.T, st *store.Store) domain.AccountRecord {
 	t.Helper()
-	root := store.AccountRecord{Account: store.Account{ID: "root", Name: "Root"}}
+	root := domain.AccountRecord{Account: domain.Account{ID: "root", Name: "Root"}}
 	if err := st.CreateAccount(context.Background(), root.Account, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -50,9 +51,9 @@ func TestCreateSubAccountChecksNameParentAndDepth(t *testing.T) {
 	st, d := newStore(t)
 	ctx := context.Background()
 	root := rootAccount(t, st)
-	role := store.Role{AccountID: "a1", ID: "r1", Name: "Account owner", Control: true, Version: 1}
+	role := domain.Role{AccountID: "a1", ID: "r1", Name: "Account owner", Control: true, Version: 1}
 	a1 := subAccount(root, "a1", "Acme")
-	if err := st.CreateSubAccount(ctx, a1, []store.Role{role}); err != nil {
+	if err := st.CreateSubAccount(ctx, a1, []domain.Role{role}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := st.GetAccountRecord(ctx, "a1")
@@ -63,19 +64,18 @@ func TestCreateSubAccountChecksNameParentAndDepth(t *testing.T) {
 		t.Fatalf("the control role was not written with the account: %v", err)
 	}
 
-	var c *store.ConflictError
 	dup := subAccount(root, "a2", "ACME")
-	if err := st.CreateSubAccount(ctx, dup, nil); !errors.As(err, &c) || !strings.Contains(c.Msg, "already exists") {
+	if err := st.CreateSubAccount(ctx, dup, nil); domain.ErrorCode(err) != domain.Conflict || !strings.Contains(domain.ErrorMessage(err), "already exists") {
 		t.Fatalf("duplicate name (other case): %v", err)
 	}
-	if _, err := st.GetAccountRecord(ctx, "a2"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetAccountRecord(ctx, "a2"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("refused account was half-written: %v", err)
 	}
-	orphan := subAccount(store.AccountRecord{Account: store.Account{ID: "gone", Ancestors: []string{"root"}}}, "a3", "Orphan")
-	if err := st.CreateSubAccount(ctx, orphan, nil); !errors.As(err, &c) || !strings.Contains(c.Msg, "no longer exists") {
+	orphan := subAccount(domain.AccountRecord{Account: domain.Account{ID: "gone", Ancestors: []string{"root"}}}, "a3", "Orphan")
+	if err := st.CreateSubAccount(ctx, orphan, nil); domain.ErrorCode(err) != domain.Conflict || !strings.Contains(domain.ErrorMessage(err), "no longer exists") {
 		t.Fatalf("missing parent: %v", err)
 	}
-	if _, err := st.GetAccountRecord(ctx, "a3"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetAccountRecord(ctx, "a3"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("account with a missing parent was written: %v", err)
 	}
 
@@ -87,7 +87,7 @@ func TestCreateSubAccountChecksNameParentAndDepth(t *testing.T) {
 	}
 	deep.Parent = deep.Ancestors[len(deep.Ancestors)-1]
 	d.Counter.Reset()
-	if err := st.CreateSubAccount(ctx, deep, nil); !errors.As(err, &c) || !strings.Contains(c.Msg, "deepest") {
+	if err := st.CreateSubAccount(ctx, deep, nil); domain.ErrorCode(err) != domain.Conflict || !strings.Contains(domain.ErrorMessage(err), "deepest") {
 		t.Fatalf("too deep: %v", err)
 	}
 	if n := d.Counter.Total(); n != 0 {
@@ -109,22 +109,22 @@ func TestAccountAtMaxDepthIsWritable(t *testing.T) {
 	for i := range anc {
 		anc[i] = fmt.Sprintf("%016d", i)
 	}
-	parent := store.AccountRecord{Account: store.Account{ID: "p", Name: "Parent", Parent: anc[len(anc)-1], Ancestors: anc}}
+	parent := domain.AccountRecord{Account: domain.Account{ID: "p", Name: "Parent", Parent: anc[len(anc)-1], Ancestors: anc}}
 	if err := st.CreateAccount(ctx, parent.Account, nil); err != nil {
 		t.Fatal(err)
 	}
-	leaf := subAccount(parent, strings.Repeat("l", 16), strings.Repeat("\U0001F600", store.AccountNameMaxRunes))
+	leaf := subAccount(parent, strings.Repeat("l", 16), strings.Repeat("\U0001F600", domain.AccountNameMaxRunes))
 	if len(leaf.Ancestors) != max {
 		t.Fatalf("leaf depth %d, want %d", len(leaf.Ancestors), max)
 	}
 	if err := st.CreateSubAccount(ctx, leaf, nil); err != nil {
 		t.Fatalf("account at the maximum depth: %v", err)
 	}
-	if err := st.CreatePrincipal(ctx, store.Principal{ID: "u", Kind: store.KindUser, Email: "u@example.com"}); err != nil {
+	if err := st.CreatePrincipal(ctx, domain.Principal{ID: "u", Kind: domain.KindUser, Email: "u@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	exp := time.Now().Add(time.Hour)
-	if err := st.CreateKey(ctx, store.AccessKey{ID: "k", PrincipalID: "u", Type: "bearer", Durability: store.DurabilitySession,
+	if err := st.CreateKey(ctx, domain.AccessKey{ID: "k", PrincipalID: "u", Type: "bearer", Durability: domain.DurabilitySession,
 		Account: leaf.ID, AccountAncestors: leaf.Ancestors, SecretHash: strings.Repeat("f", 64), Expiry: &exp}); err != nil {
 		t.Fatalf("key bound to the deepest account: %v", err)
 	}
@@ -134,7 +134,7 @@ func TestUpdateAccountMovesTheNameReservation(t *testing.T) {
 	st, _ := newStore(t)
 	ctx := context.Background()
 	root := rootAccount(t, st)
-	for _, a := range []store.AccountRecord{subAccount(root, "a1", "One"), subAccount(root, "a2", "Two")} {
+	for _, a := range []domain.AccountRecord{subAccount(root, "a1", "One"), subAccount(root, "a2", "Two")} {
 		if err := st.CreateSubAccount(ctx, a, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -142,12 +142,11 @@ func TestUpdateAccountMovesTheNameReservation(t *testing.T) {
 	prev, _ := st.GetAccountRecord(ctx, "a1")
 	next := prev
 	next.Name, next.Updated = "two", prev.Updated.Add(time.Millisecond)
-	var c *store.ConflictError
-	if err := st.UpdateAccount(ctx, prev, next); !errors.As(err, &c) || !strings.Contains(c.Msg, "already exists") {
+	if err := st.UpdateAccount(ctx, prev, next); domain.ErrorCode(err) != domain.Conflict || !strings.Contains(domain.ErrorMessage(err), "already exists") {
 		t.Fatalf("rename onto a taken name: %v", err)
 	}
 	next.Name, next.Owner = "Uno", "u1"
-	next.LogRetention = []store.LogRetention{{Type: "events", OnlineDays: 7}}
+	next.LogRetention = []domain.LogRetention{{Type: "events", OnlineDays: 7}}
 	if err := st.UpdateAccount(ctx, prev, next); err != nil {
 		t.Fatal(err)
 	}
@@ -159,11 +158,11 @@ func TestUpdateAccountMovesTheNameReservation(t *testing.T) {
 	if err := st.CreateSubAccount(ctx, subAccount(root, "a3", "ONE"), nil); err != nil {
 		t.Fatalf("old name not released: %v", err)
 	}
-	if err := st.CreateSubAccount(ctx, subAccount(root, "a4", "uno"), nil); !errors.As(err, &c) {
+	if err := st.CreateSubAccount(ctx, subAccount(root, "a4", "uno"), nil); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("new name not reserved: %v", err)
 	}
 	// A stale read loses.
-	if err := st.UpdateAccount(ctx, prev, next); !errors.As(err, &c) || !strings.Contains(c.Msg, "changed meanwhile") {
+	if err := st.UpdateAccount(ctx, prev, next); domain.ErrorCode(err) != domain.Conflict || !strings.Contains(domain.ErrorMessage(err), "changed meanwhile") {
 		t.Fatalf("stale update: %v", err)
 	}
 	// Clearing owner and log retention.
@@ -184,21 +183,20 @@ func TestDeleteAccount(t *testing.T) {
 	root := rootAccount(t, st)
 	a1 := subAccount(root, "a1", "One")
 	a2 := subAccount(a1, "a2", "Two")
-	role := store.Role{AccountID: "a1", ID: "r1", Name: "Account owner", Control: true, Version: 1}
-	if err := st.CreateSubAccount(ctx, a1, []store.Role{role}); err != nil {
+	role := domain.Role{AccountID: "a1", ID: "r1", Name: "Account owner", Control: true, Version: 1}
+	if err := st.CreateSubAccount(ctx, a1, []domain.Role{role}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.CreateSubAccount(ctx, a2, nil); err != nil {
 		t.Fatal(err)
 	}
-	var c *store.ConflictError
-	if _, err := st.DeleteAccount(ctx, "root"); !errors.As(err, &c) || !strings.Contains(c.Msg, "root") {
+	if _, err := st.DeleteAccount(ctx, "root"); domain.ErrorCode(err) != domain.Conflict || !strings.Contains(domain.ErrorMessage(err), "root") {
 		t.Fatalf("delete root: %v", err)
 	}
 	indexed(t, d, "APP#x1", "APP", "APPS#a1")
 	indexed(t, d, "ADDRSET#s1", "ADDRSET", "ADDRSETS#a1")
 	_, err := st.DeleteAccount(ctx, "a1")
-	if !errors.As(err, &c) || c.Msg != "account a1 still has sub-accounts, applications and address sets; delete them first" {
+	if domain.ErrorCode(err) != domain.Conflict || domain.ErrorMessage(err) != "account a1 still has sub-accounts, applications and address sets; delete them first" {
 		t.Fatalf("delete a non-empty account: %v", err)
 	}
 	if a, err := st.GetAccountRecord(ctx, "a1"); err != nil || a.Deleting != nil {
@@ -218,36 +216,36 @@ func TestDeleteAccount(t *testing.T) {
 
 	// Access to a1: keys bound to it, grants of its role; an entitlement.
 	for _, u := range []string{"u1", "u2"} {
-		if err := st.CreatePrincipal(ctx, store.Principal{ID: u, Kind: store.KindUser, Email: u + "@example.com"}); err != nil {
+		if err := st.CreatePrincipal(ctx, domain.Principal{ID: u, Kind: domain.KindUser, Email: u + "@example.com"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.CreateKey(ctx, store.AccessKey{ID: "k" + u, PrincipalID: u, Type: "bearer", Account: "a1", AccountAncestors: []string{"root"}}); err != nil {
+		if err := st.CreateKey(ctx, domain.AccessKey{ID: "k" + u, PrincipalID: u, Type: "bearer", Account: "a1", AccountAncestors: []string{"root"}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.PutGrant(ctx, store.Grant{PrincipalID: u, AccountID: "a1", RoleID: "r1", Via: "test"}); err != nil {
+		if err := st.PutGrant(ctx, domain.Grant{PrincipalID: u, AccountID: "a1", RoleID: "r1", Via: "test"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := st.CreateKey(ctx, store.AccessKey{ID: "kroot", PrincipalID: "u1", Type: "bearer", Account: "root"}); err != nil {
+	if err := st.CreateKey(ctx, domain.AccessKey{ID: "kroot", PrincipalID: "u1", Type: "bearer", Account: "root"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreateEntitlement(ctx, store.Entitlement{ID: "e1", Account: "a1", Resource: store.ResourceApplications, Quantity: 1, Period: store.PeriodMonth, Version: 1}); err != nil {
+	if err := st.CreateEntitlement(ctx, domain.Entitlement{ID: "e1", Account: "a1", Resource: domain.ResourceApplications, Quantity: 1, Period: domain.PeriodMonth, Version: 1}); err != nil {
 		t.Fatal(err)
 	}
 	// What the roles family keeps per account: a group and a membership,
 	// an invitation, a service user with its key.
-	if err := st.CreateGroup(ctx, store.Group{AccountID: "a1", ID: "g1", Name: "Ops", Roles: []string{"r1"}, Version: 1}); err != nil {
+	if err := st.CreateGroup(ctx, domain.Group{AccountID: "a1", ID: "g1", Name: "Ops", Roles: []string{"r1"}, Version: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PutGrant(ctx, store.Grant{PrincipalID: "u2", AccountID: "a1", Group: "g1", Via: "test"}); err != nil {
+	if err := st.PutGrant(ctx, domain.Grant{PrincipalID: "u2", AccountID: "a1", Group: "g1", Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreateInvitation(ctx, store.Invitation{AccountID: "a1", ID: "i1", Kind: store.InvitationRole, Email: "x@example.com", Target: "r1", State: store.InvitationSent}, nil); err != nil {
+	if err := st.CreateInvitation(ctx, domain.Invitation{AccountID: "a1", ID: "i1", Kind: domain.InvitationRole, Email: "x@example.com", Target: "r1", State: domain.InvitationSent}, nil); err != nil {
 		t.Fatal(err)
 	}
-	suEmail := store.ServiceUserEmail("a1", "su1")
-	if err := st.CreateServiceUser(ctx, store.ServiceUser{ID: "su1", Kind: store.KindServiceUser, Email: suEmail, Account: "a1"},
-		store.AccessKey{ID: "ksu", PrincipalID: "su1", Type: "bearer", Account: "a1", AccountAncestors: []string{"root"}}); err != nil {
+	suEmail := domain.ServiceUserEmail("a1", "su1")
+	if err := st.CreateServiceUser(ctx, domain.ServiceUser{ID: "su1", Kind: domain.KindServiceUser, Email: suEmail, Account: "a1"},
+		domain.AccessKey{ID: "ksu", PrincipalID: "su1", Type: "bearer", Account: "a1", AccountAncestors: []string{"root"}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -255,11 +253,11 @@ func TestDeleteAccount(t *testing.T) {
 	if err != nil || got.ID != "a1" || got.Name != "One" {
 		t.Fatalf("DeleteAccount = %+v, %v", got, err)
 	}
-	if _, err := st.GetAccountRecord(ctx, "a1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetAccountRecord(ctx, "a1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("account still there: %v", err)
 	}
 	for _, u := range []string{"u1", "u2"} {
-		if _, err := st.GetKey(ctx, u, "k"+u); !errors.Is(err, store.ErrNotFound) {
+		if _, err := st.GetKey(ctx, u, "k"+u); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("key of %s bound to the deleted account survives: %v", u, err)
 		}
 		if gs, _ := st.Grants(ctx, u); len(gs) != 0 {
@@ -269,29 +267,29 @@ func TestDeleteAccount(t *testing.T) {
 	if _, err := st.GetKey(ctx, "u1", "kroot"); err != nil {
 		t.Errorf("a key bound to another account was revoked: %v", err)
 	}
-	if _, err := st.GetRole(ctx, "a1", "r1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetRole(ctx, "a1", "r1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("the account's role survives: %v", err)
 	}
 	if es, _ := st.ListEntitlements(ctx, "a1"); len(es) != 0 {
 		t.Errorf("entitlements survive: %+v", es)
 	}
-	if _, err := st.GetGroup(ctx, "a1", "g1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetGroup(ctx, "a1", "g1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("the account's group survives: %v", err)
 	}
-	if invs, err := st.ListInvitations(ctx, "a1", store.InvitationRole); err != nil || len(invs) != 0 {
+	if invs, err := st.ListInvitations(ctx, "a1", domain.InvitationRole); err != nil || len(invs) != 0 {
 		t.Errorf("invitations survive: %+v %v", invs, err)
 	}
-	if _, err := st.GetPrincipal(ctx, "su1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetPrincipal(ctx, "su1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("the account's service user survives: %v", err)
 	}
-	if err := st.CreatePrincipal(ctx, store.Principal{ID: "reuse", Kind: store.KindUser, Email: suEmail}); err != nil {
+	if err := st.CreatePrincipal(ctx, domain.Principal{ID: "reuse", Kind: domain.KindUser, Email: suEmail}); err != nil {
 		t.Errorf("the service user's email reservation survives: %v", err)
 	}
 	// The name is free again; a second delete is a 404.
 	if err := st.CreateSubAccount(ctx, subAccount(root, "a5", "one"), nil); err != nil {
 		t.Fatalf("name of the deleted account not released: %v", err)
 	}
-	if _, err := st.DeleteAccount(ctx, "a1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.DeleteAccount(ctx, "a1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
 }
@@ -303,51 +301,50 @@ func TestEntitlementsAndAllowance(t *testing.T) {
 	if err := st.CreateSubAccount(ctx, subAccount(root, "a1", "One"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, limited, err := st.Allowance(ctx, "a1", store.ResourceApplications); err != nil || limited {
+	if _, limited, err := st.Allowance(ctx, "a1", domain.ResourceApplications); err != nil || limited {
 		t.Fatalf("no entitlement: limited=%v, %v", limited, err)
 	}
-	if q, err := st.CheckAllowance(ctx, "a1", store.ResourceApplications); err != nil || q.Limited {
+	if q, err := st.CheckAllowance(ctx, "a1", domain.ResourceApplications); err != nil || q.Limited {
 		t.Fatalf("unmetered account: %+v, %v", q, err)
 	}
 	now := time.Now().UTC()
 	past, future := now.Add(-time.Hour), now.Add(time.Hour)
-	for _, e := range []store.Entitlement{
-		{ID: "e1", Resource: store.ResourceApplications, Quantity: 2, Started: past},
-		{ID: "e2", Resource: store.ResourceApplications, Quantity: 5, Started: future},                // not started
-		{ID: "e3", Resource: store.ResourceApplications, Quantity: 7, Started: past, Expiry: &past},   // expired
-		{ID: "e4", Resource: store.ResourceAddressSets, Quantity: 0, Started: past},                   // none allowed
-		{ID: "e5", Resource: store.ResourceApplications, Quantity: 1, Started: past, Expiry: &future}, // active
+	for _, e := range []domain.Entitlement{
+		{ID: "e1", Resource: domain.ResourceApplications, Quantity: 2, Started: past},
+		{ID: "e2", Resource: domain.ResourceApplications, Quantity: 5, Started: future},                // not started
+		{ID: "e3", Resource: domain.ResourceApplications, Quantity: 7, Started: past, Expiry: &past},   // expired
+		{ID: "e4", Resource: domain.ResourceAddressSets, Quantity: 0, Started: past},                   // none allowed
+		{ID: "e5", Resource: domain.ResourceApplications, Quantity: 1, Started: past, Expiry: &future}, // active
 	} {
-		e.Account, e.Period, e.Version = "a1", store.PeriodMonth, 1
+		e.Account, e.Period, e.Version = "a1", domain.PeriodMonth, 1
 		if err := st.CreateEntitlement(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if limit, limited, err := st.Allowance(ctx, "a1", store.ResourceApplications); err != nil || !limited || limit != 3 {
+	if limit, limited, err := st.Allowance(ctx, "a1", domain.ResourceApplications); err != nil || !limited || limit != 3 {
 		t.Fatalf("Allowance = %d %v %v, want 3 limited", limit, limited, err)
 	}
 	create := func(id string) error {
-		q, err := st.CheckAllowance(ctx, "a1", store.ResourceApplications)
+		q, err := st.CheckAllowance(ctx, "a1", domain.ResourceApplications)
 		if err != nil {
 			return err
 		}
-		return st.CreateApplication(ctx, store.Application{ID: id, Account: "a1", State: store.AppStopped, Version: 1}, q)
+		return st.CreateApplication(ctx, domain.Application{ID: id, Account: "a1", State: domain.AppStopped, Version: 1}, q)
 	}
 	for _, id := range []string{"x1", "x2", "x3"} {
 		if err := create(id); err != nil {
 			t.Fatalf("application %s of 3 refused: %v", id, err)
 		}
 	}
-	var c *store.ConflictError
-	if err := create("x4"); !errors.As(err, &c) || c.Msg != "account a1 is entitled to 3 applications and has 3; delete one or ask the platform operator for a larger entitlement" {
+	if err := create("x4"); domain.ErrorCode(err) != domain.Conflict || domain.ErrorMessage(err) != "account a1 is entitled to 3 applications and has 3; delete one or ask the platform operator for a larger entitlement" {
 		t.Fatalf("4 of 3: %v", err)
 	}
 	// A create that passed an earlier check is refused by its transaction.
-	stale := store.Quota{Kind: store.ResourceApplications, Limit: 3, Limited: true}
-	if err := st.CreateApplication(ctx, store.Application{ID: "x5", Account: "a1", State: store.AppStopped, Version: 1}, stale); !errors.As(err, &c) || !strings.Contains(c.Msg, "entitled to 3 applications") {
+	stale := domain.Quota{Kind: domain.ResourceApplications, Limit: 3, Limited: true}
+	if err := st.CreateApplication(ctx, domain.Application{ID: "x5", Account: "a1", State: domain.AppStopped, Version: 1}, stale); domain.ErrorCode(err) != domain.Conflict || !strings.Contains(domain.ErrorMessage(err), "entitled to 3 applications") {
 		t.Fatalf("a create past a stale check: %v", err)
 	}
-	if _, err := st.GetApplication(ctx, "a1", "x5"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetApplication(ctx, "a1", "x5"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("the refused application was written: %v", err)
 	}
 	// A delete frees its unit.
@@ -357,7 +354,7 @@ func TestEntitlementsAndAllowance(t *testing.T) {
 	if err := create("x6"); err != nil {
 		t.Fatalf("after a delete: %v", err)
 	}
-	if _, err := st.CheckAllowance(ctx, "a1", store.ResourceAddressSets); !errors.As(err, &c) || !strings.Contains(c.Msg, "0 address sets") {
+	if _, err := st.CheckAllowance(ctx, "a1", domain.ResourceAddressSets); domain.ErrorCode(err) != domain.Conflict || !strings.Contains(domain.ErrorMessage(err), "0 address sets") {
 		t.Fatalf("address sets at 0: %v", err)
 	}
 
@@ -370,19 +367,19 @@ func TestEntitlementsAndAllowance(t *testing.T) {
 	if err := st.PutEntitlement(ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PutEntitlement(ctx, e); !errors.As(err, &c) {
+	if err := st.PutEntitlement(ctx, e); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("stale put: %v", err)
 	}
-	if _, err := st.GetEntitlement(ctx, "root", "e1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetEntitlement(ctx, "root", "e1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("another account's entitlement: %v", err)
 	}
-	if _, err := st.DeleteEntitlement(ctx, "root", "e1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.DeleteEntitlement(ctx, "root", "e1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("delete through another account: %v", err)
 	}
 	if got, err := st.DeleteEntitlement(ctx, "a1", "e1"); err != nil || got.Quantity != 10 {
 		t.Fatalf("DeleteEntitlement = %+v, %v", got, err)
 	}
-	if err := st.CreateEntitlement(ctx, store.Entitlement{ID: "x", Account: "nope", Resource: store.ResourceApplications, Version: 1}); !errors.As(err, &c) {
+	if err := st.CreateEntitlement(ctx, domain.Entitlement{ID: "x", Account: "nope", Resource: domain.ResourceApplications, Version: 1}); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("entitlement of a missing account: %v", err)
 	}
 }
@@ -395,7 +392,7 @@ func TestBillingStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	today := time.Now().UTC().Format(time.DateOnly)
-	for _, bad := range []store.Payment{
+	for _, bad := range []domain.Payment{
 		{ID: "p", Account: "a1", AmountCents: 0, Date: today},
 		{ID: "p", Account: "a1", AmountCents: 1, Date: "2026-13-01"},
 		{ID: "p", Account: "a1", AmountCents: 1, Date: time.Now().AddDate(0, 0, 2).Format(time.DateOnly)},
@@ -404,21 +401,21 @@ func TestBillingStore(t *testing.T) {
 			t.Errorf("payment %+v accepted", bad)
 		}
 	}
-	if err := st.RecordPayment(ctx, store.Payment{ID: "p", Account: "nope", AmountCents: 1, Date: today}); !errors.Is(err, store.ErrNotFound) {
+	if err := st.RecordPayment(ctx, domain.Payment{ID: "p", Account: "nope", AmountCents: 1, Date: today}); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("payment of a missing account: %v", err)
 	}
-	if err := st.RecordPayment(ctx, store.Payment{ID: "p1", Account: "a1", AmountCents: 1250, Date: today, Reference: "wire 42"}); err != nil {
+	if err := st.RecordPayment(ctx, domain.Payment{ID: "p1", Account: "a1", AmountCents: 1250, Date: today, Reference: "wire 42"}); err != nil {
 		t.Fatal(err)
 	}
 	indexed(t, d, "APP#x1", "APP", "APPS#a1")
-	first := store.Invoice{Account: "a1", Period: "2020-01", TotalCents: 100, DueDate: "2020-02-29"}
+	first := domain.Invoice{Account: "a1", Period: "2020-01", TotalCents: 100, DueDate: "2020-02-29"}
 	second := first
 	second.TotalCents = 999
-	got, err := st.CloseInvoices(ctx, []store.Invoice{first})
+	got, err := st.CloseInvoices(ctx, []domain.Invoice{first})
 	if err != nil || got[0].TotalCents != 100 {
 		t.Fatalf("CloseInvoices = %+v, %v", got, err)
 	}
-	if got, err := st.CloseInvoices(ctx, []store.Invoice{second}); err != nil || got[0].TotalCents != 100 {
+	if got, err := st.CloseInvoices(ctx, []domain.Invoice{second}); err != nil || got[0].TotalCents != 100 {
 		t.Fatalf("a closed invoice was rewritten: %+v, %v", got, err)
 	}
 	d.Counter.Reset()
@@ -432,7 +429,7 @@ func TestBillingStore(t *testing.T) {
 	if n := d.Counter.Total(); n != 2 {
 		t.Fatalf("LoadBilling made %d calls, want 2 (partition query and application count)", n)
 	}
-	if _, err := st.LoadBilling(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.LoadBilling(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("billing of a missing account: %v", err)
 	}
 }
@@ -447,11 +444,11 @@ func TestConcurrentCreatesKeepTheEntitlement(t *testing.T) {
 		t.Fatal(err)
 	}
 	past := time.Now().UTC().Add(-time.Hour)
-	for _, e := range []store.Entitlement{
-		{ID: "apps", Resource: store.ResourceApplications, Quantity: 3, Started: past},
-		{ID: "sets", Resource: store.ResourceAddressSets, Quantity: 2, Started: past},
+	for _, e := range []domain.Entitlement{
+		{ID: "apps", Resource: domain.ResourceApplications, Quantity: 3, Started: past},
+		{ID: "sets", Resource: domain.ResourceAddressSets, Quantity: 2, Started: past},
 	} {
-		e.Account, e.Period, e.Version = "a1", store.PeriodMonth, 1
+		e.Account, e.Period, e.Version = "a1", domain.PeriodMonth, 1
 		if err := st.CreateEntitlement(ctx, e); err != nil {
 			t.Fatal(err)
 		}
@@ -459,14 +456,14 @@ func TestConcurrentCreatesKeepTheEntitlement(t *testing.T) {
 	// Every create checks first, then all write at once: all pass the
 	// check, as racing requests would.
 	const racers = 12
-	appQ := make([]store.Quota, racers)
-	setQ := make([]store.Quota, racers)
+	appQ := make([]domain.Quota, racers)
+	setQ := make([]domain.Quota, racers)
 	for i := range racers {
 		var err error
-		if appQ[i], err = st.CheckAllowance(ctx, "a1", store.ResourceApplications); err != nil {
+		if appQ[i], err = st.CheckAllowance(ctx, "a1", domain.ResourceApplications); err != nil {
 			t.Fatal(err)
 		}
-		if setQ[i], err = st.CheckAllowance(ctx, "a1", store.ResourceAddressSets); err != nil {
+		if setQ[i], err = st.CheckAllowance(ctx, "a1", domain.ResourceAddressSets); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -474,24 +471,22 @@ func TestConcurrentCreatesKeepTheEntitlement(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range racers {
 		wg.Go(func() {
-			err := st.CreateApplication(ctx, store.Application{ID: fmt.Sprintf("app%d", i), Account: "a1", State: store.AppStopped, Version: 1}, appQ[i])
-			var c *store.ConflictError
+			err := st.CreateApplication(ctx, domain.Application{ID: fmt.Sprintf("app%d", i), Account: "a1", State: domain.AppStopped, Version: 1}, appQ[i])
 			switch {
 			case err == nil:
 				apps.Add(1)
-			case !errors.As(err, &c):
+			case domain.ErrorCode(err) != domain.Conflict:
 				t.Errorf("application %d: %v", i, err)
 			}
 		})
 		wg.Go(func() {
 			now := time.Now().UTC()
 			err := st.WriteAddressSet(ctx, store.AddressSetWrite{Create: true, Quota: setQ[i],
-				Set: store.AddressSet{ID: fmt.Sprintf("set%d", i), Account: "a1", Name: fmt.Sprintf("set %d", i), Type: "manual", Version: 1, Created: now, Updated: now}})
-			var c *store.ConflictError
+				Set: domain.AddressSet{ID: fmt.Sprintf("set%d", i), Account: "a1", Name: fmt.Sprintf("set %d", i), Type: "manual", Version: 1, Created: now, Updated: now}})
 			switch {
 			case err == nil:
 				sets.Add(1)
-			case !errors.As(err, &c) && !errors.Is(err, store.ErrVersionConflict):
+			case domain.ErrorCode(err) != domain.Conflict && !errors.Is(err, store.ErrVersionConflict):
 				t.Errorf("address set %d: %v", i, err)
 			}
 		})

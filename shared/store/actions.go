@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -14,26 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
-
-// Action is an operation an operator may run on an application (a
-// run-action task calls its URL). It lives in the application's partition.
-type Action struct {
-	App         string `dynamodbav:"app"`
-	ID          string `dynamodbav:"id"`
-	URL         string `dynamodbav:"url"`
-	Name        string `dynamodbav:"name,omitempty"`
-	HTTPMethod  string `dynamodbav:"http_method"`
-	Description string `dynamodbav:"description,omitempty"`
-	// SecretKey signs the requests of run-action. It must be readable to
-	// sign, so it is stored as given (docs/tasks.md: production would
-	// encrypt it with KMS); the API never returns it.
-	SecretKey    string    `dynamodbav:"secret_key,omitempty"`
-	Certificates string    `dynamodbav:"certificates,omitempty"`
-	Version      int       `dynamodbav:"version"`
-	Created      time.Time `dynamodbav:"created"`
-	Updated      time.Time `dynamodbav:"updated"`
-}
 
 const prefixAction = "ACTION#"
 
@@ -43,8 +24,8 @@ func actionKey(app, id string) keyAttrs {
 
 // CreateAction adds an action to an application of account in one
 // transaction with the check that the application is the account's: a
-// missing application is ErrNotFound, a taken id a *ConflictError.
-func (s *Store) CreateAction(ctx context.Context, account string, a Action) error {
+// missing application is domain.ErrNotFound, a taken id a *domain.Error.
+func (s *Store) CreateAction(ctx context.Context, account string, a domain.Action) error {
 	p, err := s.put(actionKey(a.App, a.ID), a)
 	if err != nil {
 		return err
@@ -52,25 +33,25 @@ func (s *Store) CreateAction(ctx context.Context, account string, a Action) erro
 	err = s.transact(ctx, "create action", []types.TransactWriteItem{p, s.appInAccount(account, a.App)})
 	switch {
 	case txConditionFailedAt(err, 1):
-		return ErrNotFound
+		return domain.ErrNotFound
 	case txConditionFailedAt(err, 0):
-		return &ConflictError{Msg: "application " + a.App + " already has an action " + strconv.Quote(a.ID)}
+		return conflict("application " + a.App + " already has an action " + strconv.Quote(a.ID))
 	}
 	return err
 }
 
 // GetAction reads an action and its application in one consistent
 // BatchGetItem; either missing, or the application in another account, is
-// ErrNotFound.
-func (s *Store) GetAction(ctx context.Context, account, app, id string) (Action, error) {
+// domain.ErrNotFound.
+func (s *Store) GetAction(ctx context.Context, account, app, id string) (domain.Action, error) {
 	items, err := ddb.BatchGetConsistent(ctx, s.db, s.table, []map[string]types.AttributeValue{
 		key(appPK(app), skApp), key(appPK(app), prefixAction+id),
 	})
 	if err != nil {
-		return Action{}, wrap("get action", err)
+		return domain.Action{}, wrap("get action", err)
 	}
 	var (
-		act   Action
+		act   domain.Action
 		found bool
 		owner string
 	)
@@ -79,20 +60,20 @@ func (s *Store) GetAction(ctx context.Context, account, app, id string) (Action,
 		switch {
 		case sk == nil:
 		case sk.Value == skApp:
-			var a Application
+			var a domain.Application
 			if err := attributevalue.UnmarshalMap(it, &a); err != nil {
-				return Action{}, fmt.Errorf("get action: unmarshal application: %w", err)
+				return domain.Action{}, fmt.Errorf("get action: unmarshal application: %w", err)
 			}
 			owner = a.Account
 		default:
 			if err := attributevalue.UnmarshalMap(it, &act); err != nil {
-				return Action{}, fmt.Errorf("get action: unmarshal: %w", err)
+				return domain.Action{}, fmt.Errorf("get action: unmarshal: %w", err)
 			}
 			found = true
 		}
 	}
 	if owner != account || !found {
-		return Action{}, ErrNotFound
+		return domain.Action{}, domain.ErrNotFound
 	}
 	return act, nil
 }
@@ -121,8 +102,8 @@ func (s *Store) childrenOf(ctx context.Context, account, app, prefix string) ([]
 
 // ReplaceAction writes a changed action if it is still at version from
 // (ErrVersionConflict otherwise) and its application still belongs to
-// account (ErrNotFound otherwise). a.Version must already be from+1.
-func (s *Store) ReplaceAction(ctx context.Context, account string, a Action, from int) error {
+// account (domain.ErrNotFound otherwise). a.Version must already be from+1.
+func (s *Store) ReplaceAction(ctx context.Context, account string, a domain.Action, from int) error {
 	p, err := s.put(actionKey(a.App, a.ID), a)
 	if err != nil {
 		return err
@@ -150,7 +131,7 @@ func (s *Store) DeleteAction(ctx context.Context, account, app, id string, from 
 func actionWriteError(err error) error {
 	switch {
 	case txConditionFailedAt(err, 1):
-		return ErrNotFound
+		return domain.ErrNotFound
 	case txConditionFailedAt(err, 0):
 		return ErrVersionConflict
 	case errors.Is(err, ddb.ErrConditionFailed):

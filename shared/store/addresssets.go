@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
 
 // Address sets live in one partition each: the set item, one item per
@@ -28,7 +29,7 @@ func addrSetPK(id string) string        { return "ADDRSET#" + id }
 func addrEntrySK(prefix string) string  { return prefixAddrEntry + prefix }
 func addrIncludedBySK(id string) string { return prefixAddrIncludedBy + id }
 func addrExpiryGSI(shard uint32) string { return fmt.Sprintf("ADDREXP#%d", shard) }
-func addrExpiryGSISK(e AddressEntry) string {
+func addrExpiryGSISK(e domain.AddressEntry) string {
 	return e.Expiry.UTC().Format(timeLayout) + "#" + e.Set + "#" + e.Prefix
 }
 
@@ -53,54 +54,19 @@ func addrExpiryShard(set, prefix string) uint32 {
 	return h.Sum32() % addrExpiryShards
 }
 
-// AddressSet is the set item. Includers counts the sets that include this
-// one (kept with ADD by their writes, never by this set's own writes): a set
-// can be deleted only while it is 0.
-type AddressSet struct {
-	ID          string    `dynamodbav:"id"`
-	Account     string    `dynamodbav:"account"`
-	Name        string    `dynamodbav:"name"`
-	Description string    `dynamodbav:"description,omitempty"`
-	Type        string    `dynamodbav:"type"`
-	Inclusions  []string  `dynamodbav:"inclusions,omitempty"`
-	Version     int       `dynamodbav:"version"`
-	Includers   int       `dynamodbav:"includers,omitempty"`
-	EntryCount  int       `dynamodbav:"entry_count"`
-	CreatedBy   string    `dynamodbav:"created_by,omitempty"`
-	Created     time.Time `dynamodbav:"created"`
-	Updated     time.Time `dynamodbav:"updated"`
-}
-
-// AddressEntry is one entry item. Prefix is the normalized network
-// (netip.Prefix form, e.g. 10.0.0.0/8 or 2001:db8::1/128), Address the form
-// shown to clients (a single address without /32 or /128).
-type AddressEntry struct {
-	Set         string     `dynamodbav:"set"`
-	Prefix      string     `dynamodbav:"prefix"`
-	Address     string     `dynamodbav:"address"`
-	Description string     `dynamodbav:"description,omitempty"`
-	Expiry      *time.Time `dynamodbav:"expiry,omitempty"`
-	CreatedBy   string     `dynamodbav:"created_by,omitempty"`
-	Created     time.Time  `dynamodbav:"created"`
-}
-
-// ExpiredAt reports whether the entry has expired at t (it stops being
-// listed at its expiry).
-func (e AddressEntry) ExpiredAt(t time.Time) bool { return e.Expiry != nil && !t.Before(*e.Expiry) }
-
 // AddressSetState is a set's partition: the set, its entries (expired ones
 // too, until the sweep removes them) and the ids of the sets including it.
 type AddressSetState struct {
-	Set        AddressSet
-	Entries    []AddressEntry
+	Set        domain.AddressSet
+	Entries    []domain.AddressEntry
 	IncludedBy []string
 }
 
-func addrSetKey(s AddressSet) keyAttrs {
+func addrSetKey(s domain.AddressSet) keyAttrs {
 	return keyAttrs{PK: addrSetPK(s.ID), SK: skAddrSet, GSI1PK: addressSetsGSI(s.Account), GSI1SK: addrSetsGSISKPrefix + createdPosition(s.Created, s.ID), Entity: "address_set"}
 }
 
-func addrEntryItem(e AddressEntry) (map[string]types.AttributeValue, error) {
+func addrEntryItem(e domain.AddressEntry) (map[string]types.AttributeValue, error) {
 	k := keyAttrs{PK: addrSetPK(e.Set), SK: addrEntrySK(e.Prefix), Entity: "address_entry"}
 	if e.Expiry != nil {
 		k.GSI1PK, k.GSI1SK = addrExpiryGSI(addrExpiryShard(e.Set, e.Prefix)), addrExpiryGSISK(e)
@@ -109,7 +75,7 @@ func addrEntryItem(e AddressEntry) (map[string]types.AttributeValue, error) {
 }
 
 // GetAddressSet reads a set's partition. A set of another account is
-// ErrNotFound, like a missing one. consistent asks for a strongly
+// domain.ErrNotFound, like a missing one. consistent asks for a strongly
 // consistent read (read-modify-write).
 func (s *Store) GetAddressSet(ctx context.Context, account, id string, consistent bool) (AddressSetState, error) {
 	st, err := s.AddressSetByID(ctx, id, consistent)
@@ -117,7 +83,7 @@ func (s *Store) GetAddressSet(ctx context.Context, account, id string, consisten
 		return AddressSetState{}, err
 	}
 	if st.Set.Account != account {
-		return AddressSetState{}, ErrNotFound
+		return AddressSetState{}, domain.ErrNotFound
 	}
 	return st, nil
 }
@@ -147,7 +113,7 @@ func (s *Store) AddressSetByID(ctx context.Context, id string, consistent bool) 
 			}
 			found = true
 		case strings.HasPrefix(sk.Value, prefixAddrEntry):
-			var e AddressEntry
+			var e domain.AddressEntry
 			if err := attributevalue.UnmarshalMap(it, &e); err != nil {
 				return AddressSetState{}, fmt.Errorf("read address set %s: %w", id, err)
 			}
@@ -157,26 +123,26 @@ func (s *Store) AddressSetByID(ctx context.Context, id string, consistent bool) 
 		}
 	}
 	if !found {
-		return AddressSetState{}, ErrNotFound
+		return AddressSetState{}, domain.ErrNotFound
 	}
 	return st, nil
 }
 
 // GetAddressSetItem reads only the set item (no entries).
-func (s *Store) GetAddressSetItem(ctx context.Context, account, id string) (AddressSet, error) {
-	var a AddressSet
+func (s *Store) GetAddressSetItem(ctx context.Context, account, id string) (domain.AddressSet, error) {
+	var a domain.AddressSet
 	if err := s.getItem(ctx, "get address set", addrSetPK(id), skAddrSet, &a); err != nil {
-		return AddressSet{}, err
+		return domain.AddressSet{}, err
 	}
 	if a.Account != account {
-		return AddressSet{}, ErrNotFound
+		return domain.AddressSet{}, domain.ErrNotFound
 	}
 	return a, nil
 }
 
 // GetAddressSetItems reads set items by id with strongly consistent reads
 // (the inclusion-cycle check walks them); missing ids are absent.
-func (s *Store) GetAddressSetItems(ctx context.Context, ids []string) ([]AddressSet, error) {
+func (s *Store) GetAddressSetItems(ctx context.Context, ids []string) ([]domain.AddressSet, error) {
 	keys := make([]map[string]types.AttributeValue, len(ids))
 	for i, id := range ids {
 		keys[i] = key(addrSetPK(id), skAddrSet)
@@ -185,14 +151,14 @@ func (s *Store) GetAddressSetItems(ctx context.Context, ids []string) ([]Address
 	if err != nil {
 		return nil, wrap("get address sets", err)
 	}
-	return unmarshalAll[AddressSet](items)
+	return unmarshalAll[domain.AddressSet](items)
 }
 
 // PageAddressSets reads at most n address sets of account after position
 // after in creation order (desc: newest first), with their positions and
 // whether more may follow: one Query of n items.
-func (s *Store) PageAddressSets(ctx context.Context, account, after string, desc bool, n int) ([]AddressSet, []string, bool, error) {
-	return pageOf[AddressSet](ctx, s, collection{op: "list address sets", index: IndexGSI1, pk: addressSetsGSI(account), skPrefix: addrSetsGSISKPrefix,
+func (s *Store) PageAddressSets(ctx context.Context, account, after string, desc bool, n int) ([]domain.AddressSet, []string, bool, error) {
+	return pageOf[domain.AddressSet](ctx, s, collection{op: "list address sets", index: IndexGSI1, pk: addressSetsGSI(account), skPrefix: addrSetsGSISKPrefix,
 		tableKey: func(pos string) (string, string) { return addrSetPK(idOf(pos)), skAddrSet }}, after, desc, n)
 }
 
@@ -208,9 +174,9 @@ type AddressSetRef struct {
 // cycle check saw), other sets the cycle check walked (Checked: their
 // inclusions must not have changed), and the metrics event of the change.
 type AddressSetWrite struct {
-	Set              AddressSet
+	Set              domain.AddressSet
 	Create           bool
-	PutEntries       []AddressEntry
+	PutEntries       []domain.AddressEntry
 	DeleteEntries    []string // prefixes
 	AddInclusions    []AddressSetRef
 	RemoveInclusions []string
@@ -218,7 +184,7 @@ type AddressSetWrite struct {
 	Event            *MetricEvent
 	// Quota is the account's allowance of address sets (CheckAllowance),
 	// enforced by a create.
-	Quota Quota
+	Quota domain.Quota
 }
 
 // Items is the number of transaction actions the write takes.
@@ -297,11 +263,11 @@ func (s *Store) WriteAddressSet(ctx context.Context, w AddressSetWrite) error {
 	}
 	if w.Create {
 		q := w.Quota
-		q.Kind = ResourceAddressSets
+		q.Kind = domain.ResourceAddressSets
 		ops = append(ops, s.usageOp(w.Set.Account, q, 1))
 		err := s.transact(ctx, "create address set", ops)
 		if txConditionFailedAt(err, len(ops)-1) {
-			return quotaReached(w.Set.Account, q, "as many")
+			return domain.QuotaReached(w.Set.Account, q, "as many")
 		}
 		return addrTxError(err)
 	}
@@ -318,7 +284,7 @@ func addrTxError(err error) error {
 
 // addrSetUpdate rewrites the set's own attributes (never includers) if
 // the set is still at the version the write started from.
-func (s *Store) addrSetUpdate(a AddressSet) *types.Update {
+func (s *Store) addrSetUpdate(a domain.AddressSet) *types.Update {
 	names := map[string]string{"#n": "name", "#t": "type", "#d": "description", "#i": "inclusions",
 		"#ver": "version", "#cnt": "entry_count", "#upd": "updated", "#acct": "account"}
 	values := map[string]types.AttributeValue{
@@ -356,7 +322,7 @@ func (s *Store) addrSetUpdate(a AddressSet) *types.Update {
 	}
 }
 
-func (s *Store) addrEntryOps(set string, puts []AddressEntry, deletes []string) ([]types.TransactWriteItem, error) {
+func (s *Store) addrEntryOps(set string, puts []domain.AddressEntry, deletes []string) ([]types.TransactWriteItem, error) {
 	ops := make([]types.TransactWriteItem, 0, len(puts)+len(deletes))
 	for _, e := range puts {
 		m, err := addrEntryItem(e)
@@ -397,7 +363,7 @@ var ErrAddressSetIncluded = errors.New("the address set is included by another s
 // otherwise right after it (what a failure leaves behind is removed when
 // the aggregator processes the event, which has Purge set); a failure
 // there is a *CleanupError: the set is deleted all the same.
-func (s *Store) DeleteAddressSet(ctx context.Context, a AddressSet, entries []string, ev *MetricEvent) error {
+func (s *Store) DeleteAddressSet(ctx context.Context, a domain.AddressSet, entries []string, ev *MetricEvent) error {
 	ops := []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName: aws.String(s.table), Key: key(addrSetPK(a.ID), skAddrSet),
 		ConditionExpression:       aws.String("#ver = :v AND (attribute_not_exists(#inc) OR #inc <= :zero)"),
@@ -405,7 +371,7 @@ func (s *Store) DeleteAddressSet(ctx context.Context, a AddressSet, entries []st
 		ExpressionAttributeValues: map[string]types.AttributeValue{":v": avNum(int64(a.Version)), ":zero": avNum(0)},
 	}}}
 	ops = append(ops, s.addrUninclude(a.ID, a.Inclusions)...)
-	ops = append(ops, s.usageOp(a.Account, Quota{Kind: ResourceAddressSets}, -1))
+	ops = append(ops, s.usageOp(a.Account, domain.Quota{Kind: domain.ResourceAddressSets}, -1))
 	if ev != nil {
 		p, err := s.metricEventPut(*ev)
 		if err != nil {
@@ -464,11 +430,11 @@ func (s *Store) PurgeAddressSet(ctx context.Context, id string) error {
 // DueAddressEntries lists entries whose expiry is at or before now, from
 // every shard of the expiry index in parallel (up to max per shard, oldest
 // first). The index is eventually consistent: callers re-read the set.
-func (s *Store) DueAddressEntries(ctx context.Context, now time.Time, max int) ([]AddressEntry, error) {
+func (s *Store) DueAddressEntries(ctx context.Context, now time.Time, max int) ([]domain.AddressEntry, error) {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
-		out  []AddressEntry
+		out  []domain.AddressEntry
 		errs []error
 	)
 	for shard := uint32(0); shard < addrExpiryShards; shard++ {
@@ -480,9 +446,9 @@ func (s *Store) DueAddressEntries(ctx context.Context, now time.Time, max int) (
 					":pk": avStr(addrExpiryGSI(shard)), ":now": avStr(now.UTC().Format(timeLayout) + "#~"),
 				},
 			}, max)
-			var es []AddressEntry
+			var es []domain.AddressEntry
 			if err == nil {
-				es, err = unmarshalAll[AddressEntry](items)
+				es, err = unmarshalAll[domain.AddressEntry](items)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -591,9 +557,9 @@ func (s *Store) NextAddressExpiry(ctx context.Context, now time.Time) (next time
 					":pk": avStr(addrExpiryGSI(shard)), ":now": avStr(now.UTC().Format(timeLayout) + "#~"),
 				},
 			}, 1)
-			var es []AddressEntry
+			var es []domain.AddressEntry
 			if qerr == nil {
-				es, qerr = unmarshalAll[AddressEntry](items)
+				es, qerr = unmarshalAll[domain.AddressEntry](items)
 			}
 			mu.Lock()
 			defer mu.Unlock()

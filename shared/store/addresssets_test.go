@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"cads/infra/testenv"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -16,12 +17,12 @@ func TestAddressSetWritesAreVersioned(t *testing.T) {
 	ctx := context.Background()
 	now := st.Now()
 	exp := now.Add(time.Minute)
-	a := store.AddressSet{ID: "s1", Account: "a1", Name: "one", Type: "manual", Version: 1, EntryCount: 1, Created: now, Updated: now}
-	e := store.AddressEntry{Set: "s1", Prefix: "10.0.0.0/8", Address: "10.0.0.0/8", Expiry: &exp, Created: now}
-	if err := st.WriteAddressSet(ctx, store.AddressSetWrite{Set: a, Create: true, PutEntries: []store.AddressEntry{e}}); err != nil {
+	a := domain.AddressSet{ID: "s1", Account: "a1", Name: "one", Type: "manual", Version: 1, EntryCount: 1, Created: now, Updated: now}
+	e := domain.AddressEntry{Set: "s1", Prefix: "10.0.0.0/8", Address: "10.0.0.0/8", Expiry: &exp, Created: now}
+	if err := st.WriteAddressSet(ctx, store.AddressSetWrite{Set: a, Create: true, PutEntries: []domain.AddressEntry{e}}); err != nil {
 		t.Fatal(err)
 	}
-	b := store.AddressSet{ID: "s2", Account: "a1", Name: "two", Type: "combined", Inclusions: []string{"s1"}, Version: 1, Created: now, Updated: now}
+	b := domain.AddressSet{ID: "s2", Account: "a1", Name: "two", Type: "combined", Inclusions: []string{"s1"}, Version: 1, Created: now, Updated: now}
 	if err := st.WriteAddressSet(ctx, store.AddressSetWrite{Set: b, Create: true, AddInclusions: []store.AddressSetRef{{ID: "s1", Version: 1}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestAddressSetWritesAreVersioned(t *testing.T) {
 	if err != nil || got.Set.Includers != 1 || len(got.IncludedBy) != 1 || got.IncludedBy[0] != "s2" || len(got.Entries) != 1 {
 		t.Fatalf("s1 %+v %v", got, err)
 	}
-	if _, err := st.GetAddressSet(ctx, "other", "s1", false); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetAddressSet(ctx, "other", "s1", false); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("another account's set: %v", err)
 	}
 	// Included: the delete's condition refuses.

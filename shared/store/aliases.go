@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
 
 // An alias names one application in the whole installation: the edge
@@ -27,22 +27,7 @@ import (
 
 const skAlias = "ALIAS"
 
-func aliasPK(alias string) string { return "ALIAS#" + AliasKey(alias) }
-
-// AliasKey is the spelling an alias is claimed under: ASCII letters in
-// lower case and nothing else changed. Valid aliases are ASCII host names
-// (shared/applications/appconfig), so this is their canonical form; any
-// other byte is kept as it is, so a non-ASCII look-alike never folds onto
-// a claimed name.
-func AliasKey(alias string) string {
-	b := []byte(alias)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
+func aliasPK(alias string) string { return "ALIAS#" + domain.AliasKey(alias) }
 
 // appTxItems is how many actions of an application's create transaction
 // are not alias claims: the application, the account check and the usage
@@ -69,7 +54,7 @@ type aliasClaim struct {
 // claimAlias is the transaction action claiming alias for app: it fails
 // when another application holds it.
 func (s *Store) claimAlias(account, app, alias string) (types.TransactWriteItem, error) {
-	it, err := item(keyAttrs{PK: aliasPK(alias), SK: skAlias, Entity: "alias"}, aliasClaim{App: app, Account: account, Alias: AliasKey(alias)})
+	it, err := item(keyAttrs{PK: aliasPK(alias), SK: skAlias, Entity: "alias"}, aliasClaim{App: app, Account: account, Alias: domain.AliasKey(alias)})
 	if err != nil {
 		return types.TransactWriteItem{}, err
 	}
@@ -99,13 +84,13 @@ func (s *Store) aliasChanges(account, app string, from, to []string) ([]types.Tr
 	var items []types.TransactWriteItem
 	var added []string
 	for _, a := range to {
-		if k := AliasKey(a); !slices.ContainsFunc(from, func(f string) bool { return AliasKey(f) == k }) && !slices.Contains(added, k) {
+		if k := domain.AliasKey(a); !slices.ContainsFunc(from, func(f string) bool { return domain.AliasKey(f) == k }) && !slices.Contains(added, k) {
 			added = append(added, k)
 		}
 	}
 	var removed []string
 	for _, f := range from {
-		if k := AliasKey(f); !slices.ContainsFunc(to, func(a string) bool { return AliasKey(a) == k }) && !slices.Contains(removed, k) {
+		if k := domain.AliasKey(f); !slices.ContainsFunc(to, func(a string) bool { return domain.AliasKey(a) == k }) && !slices.Contains(removed, k) {
 			removed = append(removed, k)
 		}
 	}
@@ -125,26 +110,19 @@ func (s *Store) aliasChanges(account, app string, from, to []string) ([]types.Tr
 	return items, added, nil
 }
 
-// AliasTaken is the conflict of an alias another application holds. It
-// names the alias and nothing about the holder: the holder may be another
-// account.
-func AliasTaken(alias string) *ConflictError {
-	return &ConflictError{Msg: "the alias " + strconv.Quote(AliasKey(alias)) + " is already used by another application; an alias belongs to one application of the whole installation"}
-}
-
 // aliasFailure is the conflict of a canceled transaction whose claim at
 // action index first+i (for added[i]) failed, or nil.
-func aliasFailure(err error, first int, added []string) *ConflictError {
+func aliasFailure(err error, first int, added []string) *domain.Error {
 	for i, a := range added {
 		if txConditionFailedAt(err, first+i) {
-			return AliasTaken(a)
+			return domain.AliasTaken(a)
 		}
 	}
 	return nil
 }
 
 // AliasOwner returns the application (and its account) that alias names,
-// read consistently; ErrNotFound when no application has it.
+// read consistently; domain.ErrNotFound when no application has it.
 func (s *Store) AliasOwner(ctx context.Context, alias string) (app, account string, err error) {
 	var c aliasClaim
 	if err := s.getConsistent(ctx, "get alias", aliasPK(alias), skAlias, &c); err != nil {
@@ -163,7 +141,7 @@ func (s *Store) AliasOwners(ctx context.Context, aliases []string) (map[string]s
 	var keys []map[string]types.AttributeValue
 	seen := map[string]bool{}
 	for _, a := range aliases {
-		if k := AliasKey(a); !seen[k] {
+		if k := domain.AliasKey(a); !seen[k] {
 			seen[k] = true
 			keys = append(keys, key(aliasPK(k), skAlias))
 		}

@@ -10,20 +10,21 @@ import (
 	"time"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
 // appWithAliases creates application id of account holding aliases.
 func appWithAliases(st *store.Store, account, id string, aliases ...string) error {
 	now := st.Now()
-	return st.CreateApplication(context.Background(), store.Application{ID: id, Account: account, State: store.AppStopped,
-		Config: `{"name":"x"}`, Aliases: aliases, Version: 1, Created: now, Updated: now}, store.Quota{})
+	return st.CreateApplication(context.Background(), domain.Application{ID: id, Account: account, State: domain.AppStopped,
+		Config: `{"name":"x"}`, Aliases: aliases, Version: 1, Created: now, Updated: now}, domain.Quota{})
 }
 
 func owner(t *testing.T, st *store.Store, alias string) string {
 	t.Helper()
 	app, _, err := st.AliasOwner(context.Background(), alias)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return ""
 	}
 	if err != nil {
@@ -33,8 +34,7 @@ func owner(t *testing.T, st *store.Store, alias string) string {
 }
 
 func isAliasTaken(err error, alias string) bool {
-	var c *store.ConflictError
-	return errors.As(err, &c) && strings.Contains(c.Msg, `"`+alias+`"`) && strings.Contains(c.Msg, "another application")
+	return domain.ErrorCode(err) == domain.Conflict && strings.Contains(domain.ErrorMessage(err), `"`+alias+`"`) && strings.Contains(domain.ErrorMessage(err), "another application")
 }
 
 // Creates of one alias racing in two accounts: exactly one wins, every
@@ -88,7 +88,7 @@ func TestAliasCreatesRaceExactlyOneWins(t *testing.T) {
 			continue
 		}
 		// A loser's transaction wrote nothing: no application, no claim.
-		if !errors.Is(err, store.ErrNotFound) || own != "" {
+		if !errors.Is(err, domain.ErrNotFound) || own != "" {
 			t.Fatalf("loser %d left its application (%v) or its other alias (held by %q)", i, err, own)
 		}
 	}
@@ -104,7 +104,7 @@ func finishConfig(t *testing.T, st *store.Store, task, account, app string, from
 	if _, err := st.ClaimTask(ctx, task, "w", now, now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	return st.FinishTask(ctx, store.TaskFinish{ID: task, Owner: "w", State: store.TaskSuccess,
+	return st.FinishTask(ctx, store.TaskFinish{ID: task, Owner: "w", State: domain.TaskSuccess,
 		Config: &store.ConfigChange{Account: account, App: app, From: from, Config: `{"name":"x"}`, Aliases: aliases, FromAliases: fromAliases}})
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -13,48 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
-
-// Application states (docs/api.md#applications). The three -ing states and
-// entering/exiting_maintenance are transitional: a task holds them.
-const (
-	AppStopped             = "stopped"
-	AppStarting            = "starting"
-	AppRunning             = "running"
-	AppStopping            = "stopping"
-	AppMaintenance         = "maintenance"
-	AppEnteringMaintenance = "entering_maintenance"
-	AppExitingMaintenance  = "exiting_maintenance"
-)
-
-// Application is an application of an account. Its configuration is kept
-// as the JSON document shared/applications/appconfig defines, so the store
-// does not depend on the configuration's shape.
-//
-// The item is written whole only when it is created; every later change is
-// an UpdateItem of named attributes, so the page-control sequence and the
-// state (written by tasks) never race with configuration edits.
-type Application struct {
-	ID      string `dynamodbav:"id"`
-	Account string `dynamodbav:"account"`
-	State   string `dynamodbav:"state"`
-	Config  string `dynamodbav:"config"`
-	// Aliases are the configuration's host names, kept beside it so the
-	// store can claim each (aliases.go) in the transactions that write the
-	// application without reading the configuration's shape. Callers set
-	// them from the configuration they write.
-	Aliases []string `dynamodbav:"aliases,omitempty"`
-	// Version grows by one on every configuration change; configuration
-	// writes are conditional on it (optimistic locking).
-	Version int `dynamodbav:"version"`
-	// TransitionTask is the task holding a transitional state, and
-	// TransitionFrom the state it started from (restored if it fails).
-	TransitionTask string    `dynamodbav:"transition_task,omitempty"`
-	TransitionFrom string    `dynamodbav:"transition_from,omitempty"`
-	PageControlSeq int       `dynamodbav:"pagecontrol_seq,omitempty"`
-	Created        time.Time `dynamodbav:"created"`
-	Updated        time.Time `dynamodbav:"updated"`
-}
 
 // ErrVersionConflict means a conditional write lost to a concurrent change
 // of the same item: re-read and retry.
@@ -68,7 +27,7 @@ func appPK(id string) string { return "APP#" + id }
 // account's APPS# partition, which holds them in creation order (page.go).
 const appsGSISKPrefix = "APP#"
 
-func appKey(a Application) keyAttrs {
+func appKey(a domain.Application) keyAttrs {
 	return keyAttrs{PK: appPK(a.ID), SK: skApp, GSI1PK: appsGSI(a.Account), GSI1SK: appsGSISKPrefix + createdPosition(a.Created, a.ID), Entity: "application"}
 }
 
@@ -83,8 +42,8 @@ func avNum(n int64) types.AttributeValue {
 // application can slip into an account on its way out), the count of the
 // account's applications, which q (from CheckAllowance) bounds, and the
 // claim of each of its aliases: an alias another application holds is a
-// *ConflictError naming it, and nothing is written.
-func (s *Store) CreateApplication(ctx context.Context, a Application, q Quota) error {
+// *domain.Error naming it, and nothing is written.
+func (s *Store) CreateApplication(ctx context.Context, a domain.Application, q domain.Quota) error {
 	p, err := s.put(appKey(a), a)
 	if err != nil {
 		return err
@@ -93,7 +52,7 @@ func (s *Store) CreateApplication(ctx context.Context, a Application, q Quota) e
 	if err != nil {
 		return err
 	}
-	q.Kind = ResourceApplications
+	q.Kind = domain.ResourceApplications
 	// Every create and delete of the account's applications updates its
 	// usage item: concurrent ones may cancel each other (TransactionConflict)
 	// and are tried again.
@@ -105,11 +64,11 @@ func (s *Store) CreateApplication(ctx context.Context, a Application, q Quota) e
 	err = s.transactRetry(ctx, "create application", append(items, claims...))
 	switch {
 	case txConditionFailedAt(err, 0):
-		return &ConflictError{Msg: "an application with id " + strconv.Quote(a.ID) + " already exists"}
+		return conflict("an application with id " + strconv.Quote(a.ID) + " already exists")
 	case txConditionFailedAt(err, 1):
-		return &ConflictError{Msg: "account " + a.Account + " is being deleted or no longer exists"}
+		return conflict("account " + a.Account + " is being deleted or no longer exists")
 	case txConditionFailedAt(err, 2):
-		return quotaReached(a.Account, q, "as many")
+		return domain.QuotaReached(a.Account, q, "as many")
 	}
 	if c := aliasFailure(err, appTxItems, added); c != nil {
 		return c
@@ -118,21 +77,21 @@ func (s *Store) CreateApplication(ctx context.Context, a Application, q Quota) e
 }
 
 // GetApplication reads an application of account; one of another account
-// is ErrNotFound, exactly like a missing one.
-func (s *Store) GetApplication(ctx context.Context, account, id string) (Application, error) {
-	var a Application
+// is domain.ErrNotFound, exactly like a missing one.
+func (s *Store) GetApplication(ctx context.Context, account, id string) (domain.Application, error) {
+	var a domain.Application
 	if err := s.getConsistent(ctx, "get application", appPK(id), skApp, &a); err != nil {
-		return Application{}, err
+		return domain.Application{}, err
 	}
 	if a.Account != account {
-		return Application{}, ErrNotFound
+		return domain.Application{}, domain.ErrNotFound
 	}
 	return a, nil
 }
 
 // ListApplications returns every application of an account (GSI1, so
 // eventually consistent).
-func (s *Store) ListApplications(ctx context.Context, account string) ([]Application, error) {
+func (s *Store) ListApplications(ctx context.Context, account string) ([]domain.Application, error) {
 	items, err := s.query(ctx, "list applications", &dynamodb.QueryInput{
 		IndexName:              aws.String(IndexGSI1),
 		KeyConditionExpression: aws.String("GSI1PK = :pk"),
@@ -143,27 +102,27 @@ func (s *Store) ListApplications(ctx context.Context, account string) ([]Applica
 	if err != nil {
 		return nil, err
 	}
-	return unmarshalAll[Application](items)
+	return unmarshalAll[domain.Application](items)
 }
 
 // PageApplications reads at most n applications of account after position
 // after in creation order (desc: newest first), with their positions and
 // whether more may follow: one Query of n items.
-func (s *Store) PageApplications(ctx context.Context, account, after string, desc bool, n int) ([]Application, []string, bool, error) {
-	return pageOf[Application](ctx, s, collection{op: "list applications", index: IndexGSI1, pk: appsGSI(account), skPrefix: appsGSISKPrefix,
+func (s *Store) PageApplications(ctx context.Context, account, after string, desc bool, n int) ([]domain.Application, []string, bool, error) {
+	return pageOf[domain.Application](ctx, s, collection{op: "list applications", index: IndexGSI1, pk: appsGSI(account), skPrefix: appsGSISKPrefix,
 		tableKey: func(pos string) (string, string) { return appPK(idOf(pos)), skApp }}, after, desc, n)
 }
 
 // UpdateApplicationConfig replaces the configuration of an application if
 // it is still at version from; a concurrent change is ErrVersionConflict
-// (re-read and re-apply), a missing application ErrNotFound. It leaves
+// (re-read and re-apply), a missing application domain.ErrNotFound. It leaves
 // the aliases and their claims alone: it writes descriptive changes only
 // (name, labels); a change of aliases is a patch-application task's,
 // written by FinishTask with its claims.
-func (s *Store) UpdateApplicationConfig(ctx context.Context, account, id string, from int, config string) (Application, error) {
+func (s *Store) UpdateApplicationConfig(ctx context.Context, account, id string, from int, config string) (domain.Application, error) {
 	in, err := s.configUpdate(account, id, from, config, nil)
 	if err != nil {
-		return Application{}, err
+		return domain.Application{}, err
 	}
 	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression,
@@ -172,14 +131,14 @@ func (s *Store) UpdateApplicationConfig(ctx context.Context, account, id string,
 	})
 	if ddb.IsConditionFailed(err) {
 		if _, gerr := s.GetApplication(ctx, account, id); gerr != nil {
-			return Application{}, gerr
+			return domain.Application{}, gerr
 		}
-		return Application{}, ErrVersionConflict
+		return domain.Application{}, ErrVersionConflict
 	}
 	if err != nil {
-		return Application{}, wrap("update application", err)
+		return domain.Application{}, wrap("update application", err)
 	}
-	var a Application
+	var a domain.Application
 	return a, attributevalue.UnmarshalMap(res.Attributes, &a)
 }
 
@@ -207,7 +166,7 @@ func (s *Store) configUpdate(account, id string, from int, config string, aliase
 	if aliases != nil {
 		list := make([]types.AttributeValue, 0, len(aliases))
 		for _, a := range aliases {
-			list = append(list, avStr(AliasKey(a)))
+			list = append(list, avStr(domain.AliasKey(a)))
 		}
 		*u.UpdateExpression += ", aliases = :al"
 		u.ExpressionAttributeValues[":al"] = &types.AttributeValueMemberL{Value: list}
@@ -254,26 +213,26 @@ func (s *Store) endTransition(id, task, to string) *types.Update {
 
 // DeleteApplication deletes a stopped application of account, then its
 // actions, page controls and invalidation records. A missing application
-// (or another account's) is ErrNotFound; one in another state a
-// *ConflictError. The children are unreachable once the application item is
+// (or another account's) is domain.ErrNotFound; one in another state a
+// *domain.Error. The children are unreachable once the application item is
 // gone (every read of them checks it), so a failure while deleting them
 // leaves garbage, never a visible half-deleted application.
-func (s *Store) DeleteApplication(ctx context.Context, account, id string) (Application, error) {
+func (s *Store) DeleteApplication(ctx context.Context, account, id string) (domain.Application, error) {
 	// Read first: the delete and the account's usage count change in one
 	// transaction, which returns no old item, and the caller answers with
 	// the application.
 	a, err := s.GetApplication(ctx, account, id)
 	if err != nil {
-		return Application{}, err
+		return domain.Application{}, err
 	}
-	if a.State != AppStopped {
-		return Application{}, notStopped(a)
+	if a.State != domain.AppStopped {
+		return domain.Application{}, notStopped(a)
 	}
 	// The application's claims go with it; the delete is conditional on
 	// the version read, so a.Aliases are the ones it holds.
 	claims, _, err := s.aliasChanges(account, id, a.Aliases, nil)
 	if err != nil {
-		return Application{}, err
+		return domain.Application{}, err
 	}
 	err = s.transactRetry(ctx, "delete application", append([]types.TransactWriteItem{{Delete: &types.Delete{
 		TableName:                aws.String(s.table),
@@ -281,28 +240,28 @@ func (s *Store) DeleteApplication(ctx context.Context, account, id string) (Appl
 		ConditionExpression:      aws.String("account = :acct AND #st = :stopped AND version = :v"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":acct": avStr(account), ":stopped": avStr(AppStopped), ":v": avNum(int64(a.Version)),
+			":acct": avStr(account), ":stopped": avStr(domain.AppStopped), ":v": avNum(int64(a.Version)),
 		},
-	}}, s.usageOp(account, Quota{Kind: ResourceApplications}, -1)}, claims...))
+	}}, s.usageOp(account, domain.Quota{Kind: domain.ResourceApplications}, -1)}, claims...))
 	if txConditionFailedAt(err, 0) {
 		// Changed since it was read: say what it is now.
 		cur, gerr := s.GetApplication(ctx, account, id)
 		if gerr != nil {
-			return Application{}, gerr
+			return domain.Application{}, gerr
 		}
-		if cur.State != AppStopped {
-			return Application{}, notStopped(cur)
+		if cur.State != domain.AppStopped {
+			return domain.Application{}, notStopped(cur)
 		}
-		return Application{}, &ConflictError{Msg: fmt.Sprintf("application %s changed while it was being deleted; retry", id)}
+		return domain.Application{}, conflict(fmt.Sprintf("application %s changed while it was being deleted; retry", id))
 	}
 	if err != nil {
-		return Application{}, err
+		return domain.Application{}, err
 	}
 	return a, s.deletePartition(ctx, appPK(id))
 }
 
-func notStopped(a Application) *ConflictError {
-	return &ConflictError{Msg: fmt.Sprintf("application %s is %s; only a stopped application can be deleted (run a stop task first)", a.ID, a.State)}
+func notStopped(a domain.Application) *domain.Error {
+	return conflict(fmt.Sprintf("application %s is %s; only a stopped application can be deleted (run a stop task first)", a.ID, a.State))
 }
 
 // deletePartition deletes every item left in an application's partition.

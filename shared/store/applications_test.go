@@ -5,25 +5,25 @@ import (
 	"errors"
 	"testing"
 
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
 // ensureAccount creates the account an application needs.
 func ensureAccount(t *testing.T, st *store.Store, id string) {
 	t.Helper()
-	err := st.CreateAccount(context.Background(), store.Account{ID: id, Name: "account " + id, Ancestors: []string{}}, nil)
-	var c *store.ConflictError
-	if err != nil && !errors.As(err, &c) {
+	err := st.CreateAccount(context.Background(), domain.Account{ID: id, Name: "account " + id, Ancestors: []string{}}, nil)
+	if err != nil && domain.ErrorCode(err) != domain.Conflict {
 		t.Fatal(err)
 	}
 }
 
-func newApp(t *testing.T, st *store.Store, account, id string) store.Application {
+func newApp(t *testing.T, st *store.Store, account, id string) domain.Application {
 	t.Helper()
 	ensureAccount(t, st, account)
 	now := st.Now()
-	a := store.Application{ID: id, Account: account, State: store.AppStopped, Config: `{"name":"x"}`, Version: 1, Created: now, Updated: now}
-	if err := st.CreateApplication(context.Background(), a, store.Quota{}); err != nil {
+	a := domain.Application{ID: id, Account: account, State: domain.AppStopped, Config: `{"name":"x"}`, Version: 1, Created: now, Updated: now}
+	if err := st.CreateApplication(context.Background(), a, domain.Quota{}); err != nil {
 		t.Fatal(err)
 	}
 	return a
@@ -35,16 +35,15 @@ func TestApplicationLifecycle(t *testing.T) {
 	newApp(t, st, "acct1", "app1")
 	newApp(t, st, "acct1", "app2")
 	newApp(t, st, "acct2", "app3")
-	var c *store.ConflictError
-	if err := st.CreateApplication(ctx, store.Application{ID: "app1", Account: "acct2", State: store.AppStopped}, store.Quota{}); !errors.As(err, &c) {
+	if err := st.CreateApplication(ctx, domain.Application{ID: "app1", Account: "acct2", State: domain.AppStopped}, domain.Quota{}); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("duplicate id: %v", err)
 	}
-	if err := st.CreateApplication(ctx, store.Application{ID: "app9", Account: "nosuchaccount", State: store.AppStopped}, store.Quota{}); !errors.As(err, &c) {
+	if err := st.CreateApplication(ctx, domain.Application{ID: "app9", Account: "nosuchaccount", State: domain.AppStopped}, domain.Quota{}); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("application in a missing account: %v", err)
 	}
 
 	// Another account's application does not exist for the caller.
-	if _, err := st.GetApplication(ctx, "acct2", "app1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetApplication(ctx, "acct2", "app1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("cross-account get: %v", err)
 	}
 	apps, err := st.ListApplications(ctx, "acct1")
@@ -61,40 +60,40 @@ func TestApplicationLifecycle(t *testing.T) {
 	if _, err := st.UpdateApplicationConfig(ctx, "acct1", "app1", 1, `{"name":"z"}`); !errors.Is(err, store.ErrVersionConflict) {
 		t.Fatalf("stale update: %v", err)
 	}
-	if _, err := st.UpdateApplicationConfig(ctx, "acct2", "app1", 2, `{"name":"z"}`); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.UpdateApplicationConfig(ctx, "acct2", "app1", 2, `{"name":"z"}`); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("cross-account update: %v", err)
 	}
 
 	// Transitions are conditional on the observed state and exclusive.
-	if err := st.BeginTransition(ctx, "app1", store.AppStopped, store.AppStarting, "t1"); err != nil {
+	if err := st.BeginTransition(ctx, "app1", domain.AppStopped, domain.AppStarting, "t1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.BeginTransition(ctx, "app1", store.AppStopped, store.AppStarting, "t2"); !errors.Is(err, store.ErrVersionConflict) {
+	if err := st.BeginTransition(ctx, "app1", domain.AppStopped, domain.AppStarting, "t2"); !errors.Is(err, store.ErrVersionConflict) {
 		t.Fatalf("second transition: %v", err)
 	}
 	// Not stopped: DELETE is a conflict and nothing is deleted.
-	if _, err := st.DeleteApplication(ctx, "acct1", "app1"); !errors.As(err, &c) {
+	if _, err := st.DeleteApplication(ctx, "acct1", "app1"); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("delete while starting: %v", err)
 	}
 	a, _ = st.GetApplication(ctx, "acct1", "app1")
-	if a.State != store.AppStarting || a.TransitionTask != "t1" || a.TransitionFrom != store.AppStopped || a.Version != 2 {
+	if a.State != domain.AppStarting || a.TransitionTask != "t1" || a.TransitionFrom != domain.AppStopped || a.Version != 2 {
 		t.Fatalf("after begin: %+v", a)
 	}
 
 	// Children go with the application.
-	if err := st.CreateAction(ctx, "acct1", store.Action{App: "app2", ID: "flush", URL: "http://127.0.0.1/x", HTTPMethod: "POST", Version: 1}); err != nil {
+	if err := st.CreateAction(ctx, "acct1", domain.Action{App: "app2", ID: "flush", URL: "http://127.0.0.1/x", HTTPMethod: "POST", Version: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.DeleteApplication(ctx, "acct2", "app2"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.DeleteApplication(ctx, "acct2", "app2"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("cross-account delete: %v", err)
 	}
 	if _, err := st.DeleteApplication(ctx, "acct1", "app2"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.GetAction(ctx, "acct1", "app2", "flush"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetAction(ctx, "acct1", "app2", "flush"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("action of a deleted application: %v", err)
 	}
-	if _, err := st.DeleteApplication(ctx, "acct1", "app2"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.DeleteApplication(ctx, "acct1", "app2"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
 }
@@ -103,16 +102,15 @@ func TestActions(t *testing.T) {
 	st, d := newStore(t)
 	ctx := context.Background()
 	newApp(t, st, "acct1", "app1")
-	act := store.Action{App: "app1", ID: "purge", URL: "https://example.com/purge", HTTPMethod: "POST", SecretKey: "c2VjcmV0", Version: 1}
-	if err := st.CreateAction(ctx, "acct2", act); !errors.Is(err, store.ErrNotFound) {
+	act := domain.Action{App: "app1", ID: "purge", URL: "https://example.com/purge", HTTPMethod: "POST", SecretKey: "c2VjcmV0", Version: 1}
+	if err := st.CreateAction(ctx, "acct2", act); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("create in another account's application: %v", err)
 	}
 	d.Counter.Reset()
 	if err := st.CreateAction(ctx, "acct1", act); err != nil || d.Counter.Total() != 1 {
 		t.Fatalf("create: %v (%d calls)", err, d.Counter.Total())
 	}
-	var c *store.ConflictError
-	if err := st.CreateAction(ctx, "acct1", act); !errors.As(err, &c) {
+	if err := st.CreateAction(ctx, "acct1", act); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("duplicate: %v", err)
 	}
 	d.Counter.Reset()
@@ -120,7 +118,7 @@ func TestActions(t *testing.T) {
 	if err != nil || got.SecretKey != "c2VjcmV0" || d.Counter.Total() != 1 {
 		t.Fatalf("get = %+v, %v (%d calls)", got, err, d.Counter.Total())
 	}
-	if _, err := st.GetAction(ctx, "acct2", "app1", "purge"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetAction(ctx, "acct2", "app1", "purge"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("cross-account get: %v", err)
 	}
 	got.Name, got.Version = "Purge", 2
@@ -134,7 +132,7 @@ func TestActions(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].Name != "Purge" || more {
 		t.Fatalf("list = %+v, %v, %v", list, more, err)
 	}
-	if err := st.ApplicationInAccount(ctx, "acct2", "app1"); !errors.Is(err, store.ErrNotFound) {
+	if err := st.ApplicationInAccount(ctx, "acct2", "app1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("cross-account list: %v", err)
 	}
 	if err := st.DeleteAction(ctx, "acct1", "app1", "purge", 2); err != nil {
@@ -149,7 +147,7 @@ func TestPageControlsKeepHistory(t *testing.T) {
 	st, _ := newStore(t)
 	ctx := context.Background()
 	newApp(t, st, "acct1", "app1")
-	if _, err := st.NextPageControlID(ctx, "acct2", "app1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.NextPageControlID(ctx, "acct2", "app1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("sequence of another account's application: %v", err)
 	}
 	var ids []int
@@ -159,7 +157,7 @@ func TestPageControlsKeepHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
-		if err := st.CreatePageControl(ctx, "acct1", store.PageControl{App: "app1", ID: id, Name: "c", Actions: "[]", Version: 1}); err != nil {
+		if err := st.CreatePageControl(ctx, "acct1", domain.PageControl{App: "app1", ID: id, Name: "c", Actions: "[]", Version: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -192,7 +190,7 @@ func TestPageControlsKeepHistory(t *testing.T) {
 	}
 	// Pages of 3 walk the 11 controls once each, every one whole with its
 	// history, however the Query's items fall.
-	var all []store.PageControlVersions
+	var all []domain.PageControlVersions
 	after := ""
 	for range 5 {
 		page, pos, more, err := st.PagePageControls(ctx, "app1", after, false, 3)
@@ -214,7 +212,7 @@ func TestPageControlsKeepHistory(t *testing.T) {
 	if err := st.DeletePageControl(ctx, "acct1", got); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.GetPageControl(ctx, "acct1", "app1", 1); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetPageControl(ctx, "acct1", "app1", 1); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("deleted control: %v", err)
 	}
 }

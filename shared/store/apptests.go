@@ -16,55 +16,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
 
-// AppTest is an application test of an account (docs/api.md#application-tests): its
-// metadata, where its configuration archive is, and its last run. The
-// archive is stored as uploaded, and, when the upload is not already a
-// tar.bz2, also in that form (converted once, at upload, so that GET
-// returns it without work). Each is a blob: chunks of AppTestChunkBytes in
-// the test's partition, named by a blob id that every upload draws anew,
-// so an upload never overwrites chunks a reader may be fetching.
-type AppTest struct {
-	Account     string `dynamodbav:"account"`
-	ID          string `dynamodbav:"id"`
-	Description string `dynamodbav:"description"`
-	// The archive as uploaded, and its tar.bz2 form (zero ID: none, the
-	// archive is one).
-	MediaType      string      `dynamodbav:"media_type"`
-	Filename       string      `dynamodbav:"filename"`
-	Archive        AppTestBlob `dynamodbav:"archive"`
-	Converted      AppTestBlob `dynamodbav:"converted"`
-	ArchiveUpdated time.Time   `dynamodbav:"archive_updated"`
-	// Summary is the parsed configuration's summary, as JSON (apptests
-	// defines it), so that reads need not parse the archive.
-	Summary string `dynamodbav:"summary"`
-	// Version grows by one on every change: changes are conditional on it.
-	Version int       `dynamodbav:"version"`
-	Created time.Time `dynamodbav:"created"`
-	Updated time.Time `dynamodbav:"updated"`
-	// The last run: its id (the load id), state, details as JSON (apptests
-	// defines them), and until when (epoch ms) it counts as active, which
-	// keeps a second run from starting meanwhile.
-	RunID          string `dynamodbav:"run_id,omitempty"`
-	RunState       string `dynamodbav:"run_state,omitempty"`
-	Run            string `dynamodbav:"run,omitempty"`
-	RunActiveUntil int64  `dynamodbav:"run_active_until,omitempty"`
-}
-
-// AppTestBlob locates bytes stored in chunks. Every field is always
-// written (no empty maps: see dropEmpty).
-type AppTestBlob struct {
-	ID     string `dynamodbav:"id"`
-	Chunks int    `dynamodbav:"chunks"`
-	Size   int    `dynamodbav:"size"`
-	SHA256 string `dynamodbav:"sha256"`
-}
-
 // NewAppTestBlob describes data stored as blob id.
-func NewAppTestBlob(id string, data []byte) AppTestBlob {
+func NewAppTestBlob(id string, data []byte) domain.AppTestBlob {
 	sum := sha256.Sum256(data)
-	return AppTestBlob{ID: id, Chunks: (len(data) + AppTestChunkBytes - 1) / AppTestChunkBytes, Size: len(data), SHA256: hex.EncodeToString(sum[:])}
+	return domain.AppTestBlob{ID: id, Chunks: (len(data) + AppTestChunkBytes - 1) / AppTestChunkBytes, Size: len(data), SHA256: hex.EncodeToString(sum[:])}
 }
 
 // AppTestChunkBytes is the size of an archive chunk item's data, well
@@ -88,7 +46,7 @@ func appTestChunkSK(blob string, i int) string {
 	return fmt.Sprintf("CHUNK#%s#%04d", blob, i)
 }
 
-func appTestKey(t AppTest) keyAttrs {
+func appTestKey(t domain.AppTest) keyAttrs {
 	return keyAttrs{PK: appTestPK(t.Account, t.ID), SK: skAppTest, GSI1PK: appTestsGSI(t.Account), GSI1SK: appTestGSISK(t.ID), Entity: "apptest"}
 }
 
@@ -115,9 +73,9 @@ func (s *Store) chunkPuts(account, id, blob string, archive []byte) ([]types.Tra
 // one: t.Converted names it) goes first, unreachable until the transaction
 // that writes the test and its archive makes it so; the transaction is all
 // or nothing, and a failure deletes the converted chunks again. An
-// existing test of that id is a *ConflictError. The archive's size bounds
+// existing test of that id is a *domain.Error. The archive's size bounds
 // the transaction (4 MB).
-func (s *Store) CreateAppTest(ctx context.Context, t AppTest, archive, converted []byte) error {
+func (s *Store) CreateAppTest(ctx context.Context, t domain.AppTest, archive, converted []byte) error {
 	meta, err := s.put(appTestKey(t), t)
 	if err != nil {
 		return err
@@ -134,13 +92,13 @@ func (s *Store) CreateAppTest(ctx context.Context, t AppTest, archive, converted
 		err = s.dropConverted(ctx, t, err)
 	}
 	if atCanceled(err, 0) {
-		return &ConflictError{Msg: "a test with id " + strconv.Quote(t.ID) + " already exists; change it with PATCH or delete it first"}
+		return conflict("a test with id " + strconv.Quote(t.ID) + " already exists; change it with PATCH or delete it first")
 	}
 	return err
 }
 
 // writeConverted writes the chunks of t's converted form, if it has one.
-func (s *Store) writeConverted(ctx context.Context, t AppTest, converted []byte) error {
+func (s *Store) writeConverted(ctx context.Context, t domain.AppTest, converted []byte) error {
 	if t.Converted.ID == "" {
 		return nil
 	}
@@ -157,7 +115,7 @@ func (s *Store) writeConverted(ctx context.Context, t AppTest, converted []byte)
 
 // dropConverted deletes the converted chunks of a write that failed with
 // err, and returns err (with the cleanup's failure, if any).
-func (s *Store) dropConverted(ctx context.Context, t AppTest, err error) error {
+func (s *Store) dropConverted(ctx context.Context, t domain.AppTest, err error) error {
 	if t.Converted.ID == "" {
 		return err
 	}
@@ -169,8 +127,8 @@ func (s *Store) dropConverted(ctx context.Context, t AppTest, err error) error {
 
 // GetAppTest reads a test of account with a strongly consistent read, so
 // a change or a run state is seen by the very next request.
-func (s *Store) GetAppTest(ctx context.Context, account, id string) (AppTest, error) {
-	var t AppTest
+func (s *Store) GetAppTest(ctx context.Context, account, id string) (domain.AppTest, error) {
+	var t domain.AppTest
 	err := s.getConsistent(ctx, "get application test", appTestPK(account, id), skAppTest, &t)
 	return t, err
 }
@@ -178,7 +136,7 @@ func (s *Store) GetAppTest(ctx context.Context, account, id string) (AppTest, er
 // AppTestBlobData reads a blob of a test: one BatchGetItem of its chunks
 // (strongly consistent). A chunk that is gone means the blob was replaced
 // or the test deleted since the test was read: ErrArchiveReplaced.
-func (s *Store) AppTestBlobData(ctx context.Context, account, id string, b AppTestBlob) ([]byte, error) {
+func (s *Store) AppTestBlobData(ctx context.Context, account, id string, b domain.AppTestBlob) ([]byte, error) {
 	keys := s.chunkKeys(account, id, b.ID, b.Chunks)
 	items, err := ddb.BatchGetConsistent(ctx, s.db, s.table, keys)
 	if err != nil {
@@ -223,23 +181,23 @@ func (s *Store) chunkKeys(account, id, blob string, n int) []map[string]types.At
 // version read, so a reader sees the old archive or the new one, never a
 // mix. next's blobs must be new; its Version becomes prev's + 1. The old
 // blobs stay until DeleteAppTestBlobs removes them. A concurrent change is
-// ErrArchiveReplaced, a deleted test ErrNotFound.
-func (s *Store) ReplaceAppTestArchive(ctx context.Context, prev AppTest, next AppTest, archive, converted []byte) (AppTest, error) {
+// ErrArchiveReplaced, a deleted test domain.ErrNotFound.
+func (s *Store) ReplaceAppTestArchive(ctx context.Context, prev domain.AppTest, next domain.AppTest, archive, converted []byte) (domain.AppTest, error) {
 	if next.Archive.ID == "" || next.Archive.ID == prev.Archive.ID || (next.Converted.ID != "" && next.Converted.ID == prev.Converted.ID) {
-		return AppTest{}, errors.New("replace application test archive: the new archive needs new blob ids")
+		return domain.AppTest{}, errors.New("replace application test archive: the new archive needs new blob ids")
 	}
 	next.Version = prev.Version + 1
 	chunks, err := s.chunkPuts(next.Account, next.ID, next.Archive.ID, archive)
 	if err != nil {
-		return AppTest{}, err
+		return domain.AppTest{}, err
 	}
 	arch, err := attributevalue.Marshal(next.Archive)
 	if err != nil {
-		return AppTest{}, fmt.Errorf("replace application test archive: %w", err)
+		return domain.AppTest{}, fmt.Errorf("replace application test archive: %w", err)
 	}
 	conv, err := attributevalue.Marshal(next.Converted)
 	if err != nil {
-		return AppTest{}, fmt.Errorf("replace application test archive: %w", err)
+		return domain.AppTest{}, fmt.Errorf("replace application test archive: %w", err)
 	}
 	upd := types.TransactWriteItem{Update: &types.Update{
 		TableName: aws.String(s.table),
@@ -256,7 +214,7 @@ func (s *Store) ReplaceAppTestArchive(ctx context.Context, prev AppTest, next Ap
 		},
 	}}
 	if err := s.writeConverted(ctx, next, converted); err != nil {
-		return AppTest{}, err
+		return domain.AppTest{}, err
 	}
 	err = s.transact(ctx, "replace application test archive", append([]types.TransactWriteItem{upd}, chunks...))
 	if err != nil {
@@ -264,12 +222,12 @@ func (s *Store) ReplaceAppTestArchive(ctx context.Context, prev AppTest, next Ap
 	}
 	if atCanceled(err, 0) {
 		if _, gerr := s.GetAppTest(ctx, prev.Account, prev.ID); gerr != nil {
-			return AppTest{}, gerr
+			return domain.AppTest{}, gerr
 		}
-		return AppTest{}, ErrArchiveReplaced
+		return domain.AppTest{}, ErrArchiveReplaced
 	}
 	if err != nil {
-		return AppTest{}, err
+		return domain.AppTest{}, err
 	}
 	return next, nil
 }
@@ -278,7 +236,7 @@ func (s *Store) ReplaceAppTestArchive(ctx context.Context, prev AppTest, next Ap
 // test's (replaced or deleted; zero blobs are skipped). Nothing reads them
 // any more, so a failure leaves unreachable items, never a visible
 // half-deleted archive.
-func (s *Store) DeleteAppTestBlobs(ctx context.Context, account, id string, blobs ...AppTestBlob) error {
+func (s *Store) DeleteAppTestBlobs(ctx context.Context, account, id string, blobs ...domain.AppTestBlob) error {
 	var reqs []types.WriteRequest
 	for _, b := range blobs {
 		if b.ID == "" {
@@ -292,7 +250,7 @@ func (s *Store) DeleteAppTestBlobs(ctx context.Context, account, id string, blob
 }
 
 // UpdateAppTestDescription changes only the description (and updated).
-func (s *Store) UpdateAppTestDescription(ctx context.Context, account, id, desc string) (AppTest, error) {
+func (s *Store) UpdateAppTestDescription(ctx context.Context, account, id, desc string) (domain.AppTest, error) {
 	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      key(appTestPK(account, id), skAppTest),
@@ -305,21 +263,21 @@ func (s *Store) UpdateAppTestDescription(ctx context.Context, account, id, desc 
 		ReturnValues: types.ReturnValueAllNew,
 	})
 	if ddb.IsConditionFailed(err) {
-		return AppTest{}, ErrNotFound
+		return domain.AppTest{}, domain.ErrNotFound
 	}
 	if err != nil {
-		return AppTest{}, wrap("update application test", err)
+		return domain.AppTest{}, wrap("update application test", err)
 	}
-	var t AppTest
+	var t domain.AppTest
 	if err := attributevalue.UnmarshalMap(res.Attributes, &t); err != nil {
-		return AppTest{}, fmt.Errorf("update application test: unmarshal: %w", err)
+		return domain.AppTest{}, fmt.Errorf("update application test: unmarshal: %w", err)
 	}
 	return t, nil
 }
 
 // DeleteAppTest deletes a test and returns it as it was; its blobs are
-// deleted next (DeleteAppTestBlobs). A missing test is ErrNotFound.
-func (s *Store) DeleteAppTest(ctx context.Context, account, id string) (AppTest, error) {
+// deleted next (DeleteAppTestBlobs). A missing test is domain.ErrNotFound.
+func (s *Store) DeleteAppTest(ctx context.Context, account, id string) (domain.AppTest, error) {
 	res, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:           aws.String(s.table),
 		Key:                 key(appTestPK(account, id), skAppTest),
@@ -327,24 +285,24 @@ func (s *Store) DeleteAppTest(ctx context.Context, account, id string) (AppTest,
 		ReturnValues:        types.ReturnValueAllOld,
 	})
 	if ddb.IsConditionFailed(err) {
-		return AppTest{}, ErrNotFound
+		return domain.AppTest{}, domain.ErrNotFound
 	}
 	if err != nil {
-		return AppTest{}, wrap("delete application test", err)
+		return domain.AppTest{}, wrap("delete application test", err)
 	}
-	var t AppTest
+	var t domain.AppTest
 	if err := attributevalue.UnmarshalMap(res.Attributes, &t); err != nil {
-		return AppTest{}, fmt.Errorf("delete application test: unmarshal: %w", err)
+		return domain.AppTest{}, fmt.Errorf("delete application test: unmarshal: %w", err)
 	}
 	return t, nil
 }
 
 // StartAppTestRun records a new run of a test (state `state`, details
-// `run`) unless the test has an active run: that is a *ConflictError
+// `run`) unless the test has an active run: that is a *domain.Error
 // naming it. The run's outbox marker m is written in the same
 // transaction, so its message is owed from then on. A run stays active
 // until activeUntil, or until UpdateAppTestRun ends it. A missing test is
-// ErrNotFound. A transaction returns no values: the caller reads the test
+// domain.ErrNotFound. A transaction returns no values: the caller reads the test
 // back (GetAppTest) if it needs it.
 func (s *Store) StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time, m *OutboxMarker) error {
 	now := s.now()
@@ -368,7 +326,7 @@ func (s *Store) StartAppTestRun(ctx context.Context, account, id, runID, state, 
 		if gerr != nil {
 			return gerr
 		}
-		return &ConflictError{Msg: fmt.Sprintf("test %s already has run %s %s; wait until it has finished", id, cur.RunID, cur.RunState)}
+		return conflict(fmt.Sprintf("test %s already has run %s %s; wait until it has finished", id, cur.RunID, cur.RunState))
 	}
 	return err
 }
@@ -376,7 +334,7 @@ func (s *Store) StartAppTestRun(ctx context.Context, account, id, runID, state, 
 // UpdateAppTestRun moves run runID of a test from state `from` to `to`
 // with new details. The run stays active until activeUntil; a zero time
 // ends it (a new run may start). ErrRunChanged when the test's run is
-// another or not in state `from`, ErrNotFound when the test is gone.
+// another or not in state `from`, domain.ErrNotFound when the test is gone.
 func (s *Store) UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error {
 	until := int64(0)
 	if !activeUntil.IsZero() {

@@ -14,6 +14,7 @@ import (
 
 	"cads/infra/testenv"
 	"cads/shared/ddb"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -31,9 +32,9 @@ func appTestPartition(t *testing.T, d testenv.Dynamo, pk string) int {
 	return len(out.Items)
 }
 
-func newAppTest(st *store.Store, account, id, blob string, archive []byte) store.AppTest {
+func newAppTest(st *store.Store, account, id, blob string, archive []byte) domain.AppTest {
 	now := st.Now()
-	return store.AppTest{Account: account, ID: id, Description: "d", MediaType: "application/x-tar", Summary: `{}`,
+	return domain.AppTest{Account: account, ID: id, Description: "d", MediaType: "application/x-tar", Summary: `{}`,
 		Archive: store.NewAppTestBlob(blob, archive), ArchiveUpdated: now, Version: 1, Created: now, Updated: now}
 }
 
@@ -62,10 +63,9 @@ func TestAppTestArchiveRoundTrip(t *testing.T) {
 	if at.Archive.Chunks != 4 || at.Converted.Chunks != 2 {
 		t.Fatalf("chunks = %+v %+v", at.Archive, at.Converted)
 	}
-	var c *store.ConflictError
 	dup := newAppTest(st, "acct1", "load-test", "b2", []byte("x"))
 	dup.Converted = store.NewAppTestBlob("c2", []byte("y"))
-	if err := st.CreateAppTest(ctx, dup, []byte("x"), []byte("y")); !errors.As(err, &c) {
+	if err := st.CreateAppTest(ctx, dup, []byte("x"), []byte("y")); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("duplicate id: %v", err)
 	}
 	// The refused create left nothing: not its archive, not its converted form.
@@ -92,7 +92,7 @@ func TestAppTestArchiveRoundTrip(t *testing.T) {
 	if data, err := st.AppTestBlobData(ctx, "acct1", "load-test", got.Converted); err != nil || !bytes.Equal(data, converted) {
 		t.Fatalf("converted form differs: %v", err)
 	}
-	if _, err := st.GetAppTest(ctx, "acct3", "load-test"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetAppTest(ctx, "acct3", "load-test"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("another account's test: %v", err)
 	}
 	list, pos, _, err := st.PageAppTests(ctx, "acct1", "", false, 10)
@@ -104,7 +104,7 @@ func TestAppTestArchiveRoundTrip(t *testing.T) {
 	next := got
 	next.MediaType, next.Description, next.Updated = "application/x-tar+x-bzip2", "", st.Now()
 	small := []byte("new archive")
-	next.Archive, next.Converted = store.NewAppTestBlob("b4", small), store.AppTestBlob{}
+	next.Archive, next.Converted = store.NewAppTestBlob("b4", small), domain.AppTestBlob{}
 	next, err = st.ReplaceAppTestArchive(ctx, got, next, small, nil)
 	if err != nil || next.Version != 2 {
 		t.Fatalf("replace: %+v, %v", next, err)
@@ -139,7 +139,7 @@ func TestAppTestArchiveRoundTrip(t *testing.T) {
 	if err != nil || u.Description != "described" || u.Version != 3 || u.Archive.ID != "b4" {
 		t.Fatalf("UpdateAppTestDescription = %+v, %v", u, err)
 	}
-	if _, err := st.UpdateAppTestDescription(ctx, "acct1", "nope", "x"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.UpdateAppTestDescription(ctx, "acct1", "nope", "x"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("update missing: %v", err)
 	}
 
@@ -153,7 +153,7 @@ func TestAppTestArchiveRoundTrip(t *testing.T) {
 	if items := appTestPartition(t, d, "APPTEST#acct1#load-test"); items != 0 {
 		t.Fatalf("%d items left after delete", items)
 	}
-	if _, err := st.DeleteAppTest(ctx, "acct1", "load-test"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.DeleteAppTest(ctx, "acct1", "load-test"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
 	if list, _, _, _ := st.PageAppTests(ctx, "acct2", "", false, 10); len(list) != 1 {
@@ -189,11 +189,10 @@ func TestAppTestRuns(t *testing.T) {
 	if err != nil || got.RunID != "r1" || got.RunState != "queued" || got.Run != `{"id":"r1"}` || got.Description != "d" {
 		t.Fatalf("start: %+v, %v", got, err)
 	}
-	var c *store.ConflictError
-	if err := st.StartAppTestRun(ctx, "acct1", "t1", "r2", "queued", `{}`, until, runMarker("r2")); !errors.As(err, &c) {
+	if err := st.StartAppTestRun(ctx, "acct1", "t1", "r2", "queued", `{}`, until, runMarker("r2")); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("second run while one is active: %v", err)
 	}
-	if err := st.StartAppTestRun(ctx, "acct1", "nope", "r2", "queued", `{}`, until, runMarker("r2")); !errors.Is(err, store.ErrNotFound) {
+	if err := st.StartAppTestRun(ctx, "acct1", "nope", "r2", "queued", `{}`, until, runMarker("r2")); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("run of a missing test: %v", err)
 	}
 	if err := st.UpdateAppTestRun(ctx, "acct1", "t1", "r1", "running", "succeeded", `{}`, time.Time{}); !errors.Is(err, store.ErrRunChanged) {
@@ -237,7 +236,7 @@ func TestAppTestRuns(t *testing.T) {
 	if got, _ := st.GetAppTest(ctx, "acct1", "t1"); got.RunID != "r3" || got.RunState != "queued" {
 		t.Fatalf("run lost by a replace: %+v", got)
 	}
-	if err := st.UpdateAppTestRun(ctx, "acct1", "gone", "r3", "queued", "running", `{}`, until); !errors.Is(err, store.ErrNotFound) {
+	if err := st.UpdateAppTestRun(ctx, "acct1", "gone", "r3", "queued", "running", `{}`, until); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("run of a missing test: %v", err)
 	}
 }

@@ -13,79 +13,29 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
-
-// Payment is money received from an account, recorded by the platform
-// operator (RecordPayment). Amounts are in US cents.
-type Payment struct {
-	ID          string    `dynamodbav:"id"`
-	Account     string    `dynamodbav:"account"`
-	AmountCents int64     `dynamodbav:"amount_cents"`
-	Date        string    `dynamodbav:"date"` // YYYY-MM-DD, when it was paid
-	Reference   string    `dynamodbav:"reference,omitempty"`
-	Recorded    time.Time `dynamodbav:"recorded"`
-}
-
-// Invoice is the bill of one account for one calendar month (UTC). Only
-// closed months are stored: the first read of an account's billing after a
-// month ends freezes that month's invoice, so later changes to
-// entitlements never rewrite a bill that was issued.
-type Invoice struct {
-	Account    string        `dynamodbav:"account"`
-	Period     string        `dynamodbav:"period"` // YYYY-MM
-	Lines      []InvoiceLine `dynamodbav:"lines,omitempty"`
-	TotalCents int64         `dynamodbav:"total_cents"`
-	DueDate    string        `dynamodbav:"due_date"` // YYYY-MM-DD
-	Usage      *Usage        `dynamodbav:"usage,omitempty"`
-	Closed     time.Time     `dynamodbav:"closed"`
-}
-
-// InvoiceLine is the charge of one entitlement in one invoice.
-type InvoiceLine struct {
-	Entitlement    string `dynamodbav:"entitlement"` // id
-	Resource       string `dynamodbav:"resource"`
-	PlanID         string `dynamodbav:"plan_id,omitempty"`
-	Quantity       int    `dynamodbav:"quantity"`
-	Period         string `dynamodbav:"period"`
-	UnitPriceCents int64  `dynamodbav:"unit_price_cents"`
-	AmountCents    int64  `dynamodbav:"amount_cents"`
-}
-
-// Usage is what an account was using when it was measured.
-type Usage struct {
-	Applications int       `dynamodbav:"applications"`
-	Measured     time.Time `dynamodbav:"measured"`
-}
-
-// Billing is everything an account's bill is computed from.
-type Billing struct {
-	Account      AccountRecord
-	Entitlements []Entitlement
-	Invoices     []Invoice // closed months, as frozen
-	Payments     []Payment
-	Usage        Usage // measured now
-}
 
 const (
 	prefixInvoice = "INVOICE#"
 	prefixPayment = "PAYMENT#"
 )
 
-func invoiceKey(inv Invoice) keyAttrs {
+func invoiceKey(inv domain.Invoice) keyAttrs {
 	return keyAttrs{PK: accountPK(inv.Account), SK: prefixInvoice + inv.Period, Entity: "invoice"}
 }
 
-func paymentKey(p Payment) keyAttrs {
+func paymentKey(p domain.Payment) keyAttrs {
 	return keyAttrs{PK: accountPK(p.Account), SK: prefixPayment + p.ID, Entity: "payment"}
 }
 
 // LoadBilling reads an account's whole partition (the account, its
 // entitlements, closed invoices and payments) with one Query, and counts
 // its applications (GSI1 APPS#<account>) in parallel: one round trip of
-// wall time. A missing account is ErrNotFound.
-func (s *Store) LoadBilling(ctx context.Context, account string) (Billing, error) {
+// wall time. A missing account is domain.ErrNotFound.
+func (s *Store) LoadBilling(ctx context.Context, account string) (domain.Billing, error) {
 	var (
-		b              Billing
+		b              domain.Billing
 		wg             sync.WaitGroup
 		items          []map[string]types.AttributeValue
 		qErr, countErr error
@@ -108,15 +58,15 @@ func (s *Store) LoadBilling(ctx context.Context, account string) (Billing, error
 		case "account":
 			found, err = true, attributevalue.UnmarshalMap(it, &b.Account)
 		case "entitlement":
-			var e Entitlement
+			var e domain.Entitlement
 			err = attributevalue.UnmarshalMap(it, &e)
 			b.Entitlements = append(b.Entitlements, e)
 		case "invoice":
-			var inv Invoice
+			var inv domain.Invoice
 			err = attributevalue.UnmarshalMap(it, &inv)
 			b.Invoices = append(b.Invoices, inv)
 		case "payment":
-			var p Payment
+			var p domain.Payment
 			err = attributevalue.UnmarshalMap(it, &p)
 			b.Payments = append(b.Payments, p)
 		}
@@ -125,7 +75,7 @@ func (s *Store) LoadBilling(ctx context.Context, account string) (Billing, error
 		}
 	}
 	if !found {
-		return b, ErrNotFound
+		return b, domain.ErrNotFound
 	}
 	return b, nil
 }
@@ -134,8 +84,8 @@ func (s *Store) LoadBilling(ctx context.Context, account string) (Billing, error
 // that month is not stored yet, and returns them as stored: when a
 // concurrent read froze a month first, its invoice is the one returned.
 // The puts run in parallel (at most ddb.MaxParallelBatches at once).
-func (s *Store) CloseInvoices(ctx context.Context, invs []Invoice) ([]Invoice, error) {
-	out := make([]Invoice, len(invs))
+func (s *Store) CloseInvoices(ctx context.Context, invs []domain.Invoice) ([]domain.Invoice, error) {
+	out := make([]domain.Invoice, len(invs))
 	errs := make([]error, len(invs))
 	sem := make(chan struct{}, ddb.MaxParallelBatches)
 	var wg sync.WaitGroup
@@ -150,7 +100,7 @@ func (s *Store) CloseInvoices(ctx context.Context, invs []Invoice) ([]Invoice, e
 	return out, errors.Join(errs...)
 }
 
-func (s *Store) closeInvoice(ctx context.Context, inv Invoice) (Invoice, error) {
+func (s *Store) closeInvoice(ctx context.Context, inv domain.Invoice) (domain.Invoice, error) {
 	m, err := item(invoiceKey(inv), inv)
 	if err != nil {
 		return inv, err
@@ -161,7 +111,7 @@ func (s *Store) closeInvoice(ctx context.Context, inv Invoice) (Invoice, error) 
 		ConditionExpression: aws.String("attribute_not_exists(PK)"),
 	})
 	if ddb.IsConditionFailed(err) {
-		var stored Invoice
+		var stored domain.Invoice
 		k := invoiceKey(inv)
 		return stored, s.getItem(ctx, "get invoice", k.PK, k.SK, &stored)
 	}
@@ -172,7 +122,7 @@ func (s *Store) closeInvoice(ctx context.Context, inv Invoice) (Invoice, error) 
 // platform operator records payments: the API has no route for it (billing
 // is read only: GET .../billing). The amount must be positive and the
 // date a day that is not in the future; the account must exist.
-func (s *Store) RecordPayment(ctx context.Context, p Payment) error {
+func (s *Store) RecordPayment(ctx context.Context, p domain.Payment) error {
 	if p.AmountCents <= 0 {
 		return fmt.Errorf("record payment: amount must be positive, not %d cents", p.AmountCents)
 	}
@@ -196,10 +146,10 @@ func (s *Store) RecordPayment(ctx context.Context, p Payment) error {
 	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
 		for _, r := range tx.Reasons {
 			if r.Index == 0 {
-				return &ConflictError{Msg: "a payment with id " + p.ID + " is already recorded"}
+				return conflict("a payment with id " + p.ID + " is already recorded")
 			}
 		}
-		return ErrNotFound
+		return domain.ErrNotFound
 	}
 	return err
 }

@@ -9,27 +9,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
-
-// Credential is everything the authorizer needs to authenticate a key and
-// find the principal's roles, read in one round trip of wall time.
-type Credential struct {
-	Principal Principal
-	Key       AccessKey
-	Grants    []Grant
-	// Target is the account named by the request path when one was asked
-	// for (the /v2/accounts/{id} cases), nil otherwise or when it does not
-	// exist.
-	Target *Account
-}
 
 // LoadCredential reads, in parallel, the principal, the key and (when
 // target != "") the target account with one BatchGetItem, and the
 // principal's grants with one Query. A missing principal or key is
-// ErrNotFound.
-func (s *Store) LoadCredential(ctx context.Context, principal, keyID, target string) (Credential, error) {
+// domain.ErrNotFound.
+func (s *Store) LoadCredential(ctx context.Context, principal, keyID, target string) (domain.Credential, error) {
 	var (
-		c         Credential
+		c         domain.Credential
 		wg        sync.WaitGroup
 		batch     []map[string]types.AttributeValue
 		batchErr  error
@@ -62,7 +51,7 @@ func (s *Store) LoadCredential(ctx context.Context, principal, keyID, target str
 		case "access_key":
 			haveKey, err = true, attributevalue.UnmarshalMap(it, &c.Key)
 		case "account":
-			c.Target = &Account{}
+			c.Target = &domain.Account{}
 			err = attributevalue.UnmarshalMap(it, c.Target)
 		}
 		if err != nil {
@@ -70,7 +59,7 @@ func (s *Store) LoadCredential(ctx context.Context, principal, keyID, target str
 		}
 	}
 	if !havePrincipal || !haveKey {
-		return c, ErrNotFound
+		return c, domain.ErrNotFound
 	}
 	return c, nil
 }

@@ -6,79 +6,27 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
-
-// Resource kinds an entitlement allocates.
-const (
-	// ResourceApplications: how many applications the account may have.
-	ResourceApplications = "applications"
-	// ResourceAddressSets: how many address sets the account may have.
-	ResourceAddressSets = "address_sets"
-	// ResourceApplicationTests: how many application tests the account may
-	// run per period.
-	ResourceApplicationTests = "application_tests"
-)
-
-// ResourceKinds lists the kinds, in the order error messages name them.
-func ResourceKinds() []string {
-	return []string{ResourceApplications, ResourceAddressSets, ResourceApplicationTests}
-}
-
-// Entitlement periods: how often an entitlement is charged (and, for
-// application tests, the window its quantity counts runs in).
-const (
-	PeriodMonth = "month"
-	PeriodYear  = "year"
-)
-
-// Entitlement records resources allocated to an account (docs/api.md#entitlements): a
-// quantity of one resource kind, charged unit price x quantity per period
-// while it is active (from Started, until Expiry if set).
-type Entitlement struct {
-	ID             string     `dynamodbav:"id"`
-	Account        string     `dynamodbav:"account"`
-	PlanID         string     `dynamodbav:"plan_id,omitempty"`
-	Resource       string     `dynamodbav:"resource"`
-	Quantity       int        `dynamodbav:"quantity"`
-	Period         string     `dynamodbav:"period"`
-	UnitPriceCents int64      `dynamodbav:"unit_price_cents"`
-	Started        time.Time  `dynamodbav:"started"`
-	Expiry         *time.Time `dynamodbav:"expiry,omitempty"`
-	// Version grows by one on every change, so that two concurrent edits
-	// cannot silently overwrite each other.
-	Version int       `dynamodbav:"version"`
-	Created time.Time `dynamodbav:"created"`
-	Updated time.Time `dynamodbav:"updated"`
-}
-
-// ActiveAt reports whether e allocates its resources at t.
-func (e Entitlement) ActiveAt(t time.Time) bool {
-	return !t.Before(e.Started) && (e.Expiry == nil || t.Before(*e.Expiry))
-}
-
-// MaxEntitlementsPerAccount bounds the entitlement items of one account, so
-// that reading them all (allowance checks, billing) stays one small Query.
-const MaxEntitlementsPerAccount = 100
 
 const prefixEntitlement = "ENTITLEMENT#"
 
 func entitlementSK(id string) string { return prefixEntitlement + id }
 
-func entitlementKey(e Entitlement) keyAttrs {
+func entitlementKey(e domain.Entitlement) keyAttrs {
 	return keyAttrs{PK: accountPK(e.Account), SK: entitlementSK(e.ID), Entity: "entitlement",
 		GSI2PK: entitlementsList(e.Account), GSI2SK: createdPosition(e.Created, e.ID)}
 }
 
 // CreateEntitlement writes a new entitlement; its account must exist and
-// not be being deleted (else a *ConflictError).
-func (s *Store) CreateEntitlement(ctx context.Context, e Entitlement) error {
+// not be being deleted (else a *domain.Error).
+func (s *Store) CreateEntitlement(ctx context.Context, e domain.Entitlement) error {
 	put, err := s.put(entitlementKey(e), e)
 	if err != nil {
 		return err
@@ -92,24 +40,24 @@ func (s *Store) CreateEntitlement(ctx context.Context, e Entitlement) error {
 	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
 		for _, r := range tx.Reasons {
 			if r.Index == 0 {
-				return &ConflictError{Msg: "an entitlement with id " + e.ID + " already exists in account " + e.Account}
+				return conflict("an entitlement with id " + e.ID + " already exists in account " + e.Account)
 			}
 		}
-		return &ConflictError{Msg: "account " + e.Account + " is being deleted or no longer exists"}
+		return conflict("account " + e.Account + " is being deleted or no longer exists")
 	}
 	return err
 }
 
 // GetEntitlement reads one entitlement of an account; another account's
-// entitlement is ErrNotFound, since the account is part of the key.
-func (s *Store) GetEntitlement(ctx context.Context, account, id string) (Entitlement, error) {
-	var e Entitlement
+// entitlement is domain.ErrNotFound, since the account is part of the key.
+func (s *Store) GetEntitlement(ctx context.Context, account, id string) (domain.Entitlement, error) {
+	var e domain.Entitlement
 	err := s.getItem(ctx, "get entitlement", accountPK(account), entitlementSK(id), &e)
 	return e, err
 }
 
 // ListEntitlements returns every entitlement of an account.
-func (s *Store) ListEntitlements(ctx context.Context, account string) ([]Entitlement, error) {
+func (s *Store) ListEntitlements(ctx context.Context, account string) ([]domain.Entitlement, error) {
 	items, err := s.query(ctx, "list entitlements", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -120,13 +68,13 @@ func (s *Store) ListEntitlements(ctx context.Context, account string) ([]Entitle
 	if err != nil {
 		return nil, err
 	}
-	return unmarshalAll[Entitlement](items)
+	return unmarshalAll[domain.Entitlement](items)
 }
 
 // PutEntitlement replaces an existing entitlement, only if the stored
-// version is the one before e.Version (else a *ConflictError) and its
+// version is the one before e.Version (else a *domain.Error) and its
 // account is not being deleted.
-func (s *Store) PutEntitlement(ctx context.Context, e Entitlement) error {
+func (s *Store) PutEntitlement(ctx context.Context, e domain.Entitlement) error {
 	m, err := item(entitlementKey(e), e)
 	if err != nil {
 		return err
@@ -150,17 +98,17 @@ func (s *Store) PutEntitlement(ctx context.Context, e Entitlement) error {
 	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
 		for _, r := range tx.Reasons {
 			if r.Index == 0 {
-				return &ConflictError{Msg: "the entitlement changed meanwhile or was deleted; read it again and retry"}
+				return conflict("the entitlement changed meanwhile or was deleted; read it again and retry")
 			}
 		}
-		return &ConflictError{Msg: "account " + e.Account + " is being deleted or no longer exists"}
+		return conflict("account " + e.Account + " is being deleted or no longer exists")
 	}
 	return err
 }
 
 // DeleteEntitlement deletes one entitlement of an account and returns it;
-// a missing one (or another account's) is ErrNotFound.
-func (s *Store) DeleteEntitlement(ctx context.Context, account, id string) (Entitlement, error) {
+// a missing one (or another account's) is domain.ErrNotFound.
+func (s *Store) DeleteEntitlement(ctx context.Context, account, id string) (domain.Entitlement, error) {
 	res, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:           aws.String(s.table),
 		Key:                 key(accountPK(account), entitlementSK(id)),
@@ -168,14 +116,14 @@ func (s *Store) DeleteEntitlement(ctx context.Context, account, id string) (Enti
 		ReturnValues:        types.ReturnValueAllOld,
 	})
 	if ddb.IsConditionFailed(err) {
-		return Entitlement{}, ErrNotFound
+		return domain.Entitlement{}, domain.ErrNotFound
 	}
 	if err != nil {
-		return Entitlement{}, wrap("delete entitlement", err)
+		return domain.Entitlement{}, wrap("delete entitlement", err)
 	}
-	out, err := unmarshalAll[Entitlement]([]map[string]types.AttributeValue{res.Attributes})
+	out, err := unmarshalAll[domain.Entitlement]([]map[string]types.AttributeValue{res.Attributes})
 	if err != nil {
-		return Entitlement{}, err
+		return domain.Entitlement{}, err
 	}
 	return out[0], nil
 }
@@ -208,43 +156,32 @@ func (s *Store) Allowance(ctx context.Context, account, kind string) (limit int,
 	return limit, limited, nil
 }
 
-// Quota is an account's allowance of one kind of metered resource, as
-// CheckAllowance read it. The create it precedes hands it to the store,
-// whose transaction counts the new resource in the account's usage item
-// and enforces the limit there: two creates racing past the check cannot
-// both take the last unit.
-type Quota struct {
-	Kind    string
-	Limit   int
-	Limited bool
-}
-
 // usage is an account's count of one kind of metered resource, kept by
 // the transactions that create and delete them.
 type usage struct {
 	N int `dynamodbav:"n"`
 }
 
-// CheckAllowance refuses (with a *ConflictError whose message is fit for
-// a 409) creating one more application or address set in an account that
+// CheckAllowance refuses (with domain.QuotaReached, a conflict) creating
+// one more application or address set in an account that
 // already has as many as its entitlements allow, and otherwise returns
 // the Quota the create must pass on. It reads the allowance and the
 // account's usage item in parallel: one round trip of wall time.
-func (s *Store) CheckAllowance(ctx context.Context, account, kind string) (Quota, error) {
+func (s *Store) CheckAllowance(ctx context.Context, account, kind string) (domain.Quota, error) {
 	switch kind {
-	case ResourceApplications, ResourceAddressSets:
+	case domain.ResourceApplications, domain.ResourceAddressSets:
 	default:
-		return Quota{}, fmt.Errorf("check allowance: %q resources are not counted by the store", kind)
+		return domain.Quota{}, fmt.Errorf("check allowance: %q resources are not counted by the store", kind)
 	}
 	var (
 		wg         sync.WaitGroup
-		q          = Quota{Kind: kind}
+		q          = domain.Quota{Kind: kind}
 		u          usage
 		aErr, uErr error
 	)
 	wg.Go(func() { q.Limit, q.Limited, aErr = s.Allowance(ctx, account, kind) })
 	wg.Go(func() {
-		if uErr = s.getConsistent(ctx, "read usage", accountPK(account), usageSK(kind), &u); errors.Is(uErr, ErrNotFound) {
+		if uErr = s.getConsistent(ctx, "read usage", accountPK(account), usageSK(kind), &u); errors.Is(uErr, domain.ErrNotFound) {
 			uErr = nil
 		}
 	})
@@ -253,20 +190,15 @@ func (s *Store) CheckAllowance(ctx context.Context, account, kind string) (Quota
 		return q, err
 	}
 	if q.Limited && u.N >= q.Limit {
-		return q, quotaReached(account, q, strconv.Itoa(u.N))
+		return q, domain.QuotaReached(account, q, strconv.Itoa(u.N))
 	}
 	return q, nil
-}
-
-func quotaReached(account string, q Quota, has string) *ConflictError {
-	return &ConflictError{Msg: fmt.Sprintf("account %s is entitled to %d %s and has %s; delete one or ask the platform operator for a larger entitlement",
-		account, q.Limit, kindNoun(q.Kind), has)}
 }
 
 // usageOp counts one more (delta 1) or one fewer (delta -1) resource of
 // q.Kind in account's usage item, in the transaction that creates or
 // deletes it; one more only while the quota allows.
-func (s *Store) usageOp(account string, q Quota, delta int) types.TransactWriteItem {
+func (s *Store) usageOp(account string, q domain.Quota, delta int) types.TransactWriteItem {
 	u := &types.Update{
 		TableName:                 aws.String(s.table),
 		Key:                       key(accountPK(account), usageSK(q.Kind)),
@@ -279,16 +211,6 @@ func (s *Store) usageOp(account string, q Quota, delta int) types.TransactWriteI
 		u.ExpressionAttributeValues[":limit"] = avNum(int64(q.Limit))
 	}
 	return types.TransactWriteItem{Update: u}
-}
-
-func kindNoun(kind string) string {
-	switch kind {
-	case ResourceAddressSets:
-		return "address sets"
-	case ResourceApplicationTests:
-		return "application test runs"
-	}
-	return kind
 }
 
 // countGSI counts the items of one GSI1 partition without reading them

@@ -10,9 +10,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
 
-func grantKey(g Grant) keyAttrs {
+func grantKey(g domain.Grant) keyAttrs {
 	if g.Group != "" {
 		return keyAttrs{
 			PK: principalPK(g.PrincipalID), SK: groupGrantSK(g.AccountID, g.Group),
@@ -32,13 +33,13 @@ func grantKey(g Grant) keyAttrs {
 }
 
 // grantItemKey is the table key of g's item.
-func grantItemKey(g Grant) map[string]types.AttributeValue {
+func grantItemKey(g domain.Grant) map[string]types.AttributeValue {
 	k := grantKey(g)
 	return key(k.PK, k.SK)
 }
 
 // grantTargetKey is the key of what g grants: the role, or the group.
-func grantTargetKey(g Grant) map[string]types.AttributeValue {
+func grantTargetKey(g domain.Grant) map[string]types.AttributeValue {
 	if g.Group != "" {
 		return key(rbacPK(g.AccountID), groupSK(g.Group))
 	}
@@ -48,7 +49,7 @@ func grantTargetKey(g Grant) map[string]types.AttributeValue {
 // Grants returns the roles a principal holds directly and the groups it is
 // a member of (Group set), with one Query: both kinds of items share the
 // "GRANT" prefix of the principal's partition.
-func (s *Store) Grants(ctx context.Context, principal string) ([]Grant, error) {
+func (s *Store) Grants(ctx context.Context, principal string) ([]domain.Grant, error) {
 	items, err := s.query(ctx, "query grants", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -59,12 +60,12 @@ func (s *Store) Grants(ctx context.Context, principal string) ([]Grant, error) {
 	if err != nil {
 		return nil, err
 	}
-	return unmarshalAll[Grant](items)
+	return unmarshalAll[domain.Grant](items)
 }
 
 // PutGrant records that a principal holds a role (or is a member of a group,
 // when g.Group is set); the role or group must exist.
-func (s *Store) PutGrant(ctx context.Context, g Grant) error {
+func (s *Store) PutGrant(ctx context.Context, g domain.Grant) error {
 	m, err := item(grantKey(g), g)
 	if err != nil {
 		return err
@@ -78,7 +79,7 @@ func (s *Store) PutGrant(ctx context.Context, g Grant) error {
 		}},
 	})
 	if errors.Is(err, ddb.ErrConditionFailed) {
-		return ErrNotFound
+		return domain.ErrNotFound
 	}
 	return err
 }
@@ -170,7 +171,7 @@ const prefixAnyGrant = "GRANT"
 // and, in the same transaction, marks the invitation that made it declined
 // (the holder left). via is that invitation: its account, kind and id, or a
 // zero InvitationRef for grants no invitation made (the bootstrap's).
-func (s *Store) DeleteGrant(ctx context.Context, g Grant, via InvitationRef) error {
+func (s *Store) DeleteGrant(ctx context.Context, g domain.Grant, via domain.InvitationRef) error {
 	tx := []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName:           aws.String(s.table),
 		Key:                 grantItemKey(g),
@@ -184,8 +185,8 @@ func (s *Store) DeleteGrant(ctx context.Context, g Grant, via InvitationRef) err
 			ConditionExpression:      aws.String("attribute_exists(PK) AND #st = :accepted"),
 			ExpressionAttributeNames: map[string]string{"#st": "state"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":declined": &types.AttributeValueMemberS{Value: InvitationDeclined},
-				":accepted": &types.AttributeValueMemberS{Value: InvitationAccepted},
+				":declined": &types.AttributeValueMemberS{Value: domain.InvitationDeclined},
+				":accepted": &types.AttributeValueMemberS{Value: domain.InvitationAccepted},
 				":now":      &types.AttributeValueMemberS{Value: s.now().Format(timeLayout)},
 			},
 		}})
@@ -195,13 +196,13 @@ func (s *Store) DeleteGrant(ctx context.Context, g Grant, via InvitationRef) err
 	if errors.As(err, &txe) {
 		for _, r := range txe.Reasons {
 			if r.Index == 0 && r.Code == ddb.ReasonConditionalCheckFailed {
-				return ErrNotFound
+				return domain.ErrNotFound
 			}
 		}
 		if len(tx) > 1 && txe.HasReason(ddb.ReasonConditionalCheckFailed) {
 			// The invitation is gone or was answered otherwise: the grant
 			// still goes.
-			return s.DeleteGrant(ctx, g, InvitationRef{})
+			return s.DeleteGrant(ctx, g, domain.InvitationRef{})
 		}
 	}
 	return err

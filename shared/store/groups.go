@@ -5,43 +5,27 @@ import (
 	"errors"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
-
-// Group is a named set of roles of one account. It lives in the account's
-// RBAC partition beside the roles, so the authorizer reads an account's
-// roles and groups with one Query and expands a membership at once: a
-// member holds the roles the group lists at the time of each request.
-type Group struct {
-	AccountID string   `dynamodbav:"account"`
-	ID        string   `dynamodbav:"id"`
-	Name      string   `dynamodbav:"name"`
-	Roles     []string `dynamodbav:"roles"` // ids of roles of the same account
-	// Version grows by one on every change (optimistic concurrency, as for
-	// roles).
-	Version int       `dynamodbav:"version"`
-	Created time.Time `dynamodbav:"created"`
-	Updated time.Time `dynamodbav:"updated"`
-}
 
 func groupSK(id string) string { return "GROUP#" + id }
 
 const prefixGroup = "GROUP#"
 
-func groupKey(g Group) keyAttrs {
+func groupKey(g domain.Group) keyAttrs {
 	return keyAttrs{PK: rbacPK(g.AccountID), SK: groupSK(g.ID), Entity: "group",
 		GSI2PK: groupsList(g.AccountID), GSI2SK: createdPosition(g.Created, g.ID)}
 }
 
 // roleChecks are condition checks that every listed role of the group's
 // account exists, so a group never starts out naming a missing role.
-func (s *Store) roleChecks(g Group) []types.TransactWriteItem {
+func (s *Store) roleChecks(g domain.Group) []types.TransactWriteItem {
 	out := make([]types.TransactWriteItem, 0, len(g.Roles))
 	for _, r := range g.Roles {
 		out = append(out, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
@@ -53,18 +37,14 @@ func (s *Store) roleChecks(g Group) []types.TransactWriteItem {
 	return out
 }
 
-// MaxGroupRoles bounds a group's roles: each is checked in the group's
-// write transaction (100 actions at most).
-const MaxGroupRoles = 50
-
 // MissingRoleError means a group names a role its account does not have.
 type MissingRoleError struct{ RoleID string }
 
 func (e *MissingRoleError) Error() string { return "role " + e.RoleID + " does not exist" }
 
 // CreateGroup writes a new group; its account and every listed role must
-// exist (ErrNotFound for the account, a *MissingRoleError for a role).
-func (s *Store) CreateGroup(ctx context.Context, g Group) error {
+// exist (domain.ErrNotFound for the account, a *MissingRoleError for a role).
+func (s *Store) CreateGroup(ctx context.Context, g domain.Group) error {
 	put, err := s.put(groupKey(g), g)
 	if err != nil {
 		return err
@@ -83,9 +63,9 @@ func (s *Store) CreateGroup(ctx context.Context, g Group) error {
 			}
 			switch r.Index {
 			case 0:
-				return &ConflictError{Msg: "a group with id " + g.ID + " already exists in account " + g.AccountID}
+				return conflict("a group with id " + g.ID + " already exists in account " + g.AccountID)
 			case 1:
-				return ErrNotFound
+				return domain.ErrNotFound
 			default:
 				return &MissingRoleError{RoleID: g.Roles[r.Index-2]}
 			}
@@ -95,15 +75,15 @@ func (s *Store) CreateGroup(ctx context.Context, g Group) error {
 }
 
 // GetGroup reads one group of an account.
-func (s *Store) GetGroup(ctx context.Context, account, id string) (Group, error) {
-	var g Group
+func (s *Store) GetGroup(ctx context.Context, account, id string) (domain.Group, error) {
+	var g domain.Group
 	err := s.getItem(ctx, "get group", rbacPK(account), groupSK(id), &g)
 	return g, err
 }
 
 // replaceGroup is the transaction action that replaces a group only if the
 // stored version is the one before g.Version.
-func (s *Store) replaceGroup(g Group) (types.TransactWriteItem, error) {
+func (s *Store) replaceGroup(g domain.Group) (types.TransactWriteItem, error) {
 	m, err := item(groupKey(g), g)
 	if err != nil {
 		return types.TransactWriteItem{}, err
@@ -119,9 +99,9 @@ func (s *Store) replaceGroup(g Group) (types.TransactWriteItem, error) {
 }
 
 // PutGroup replaces a group, only if the stored version is the one before
-// g.Version (a *ConflictError otherwise) and every listed role exists
+// g.Version (a *domain.Error otherwise) and every listed role exists
 // (a *MissingRoleError).
-func (s *Store) PutGroup(ctx context.Context, g Group) error {
+func (s *Store) PutGroup(ctx context.Context, g domain.Group) error {
 	put, err := s.replaceGroup(g)
 	if err != nil {
 		return err
@@ -134,7 +114,7 @@ func (s *Store) PutGroup(ctx context.Context, g Group) error {
 				continue
 			}
 			if r.Index == 0 {
-				return &ConflictError{Msg: "the group changed meanwhile; read it again and retry"}
+				return conflict("the group changed meanwhile; read it again and retry")
 			}
 			return &MissingRoleError{RoleID: g.Roles[r.Index-1]}
 		}
@@ -145,12 +125,12 @@ func (s *Store) PutGroup(ctx context.Context, g Group) error {
 // DeleteGroup deletes a group: its members lose its roles with the very
 // next request. The memberships and the invitations to the group go in the
 // same transaction when they fit, otherwise right after (see commit).
-func (s *Store) DeleteGroup(ctx context.Context, account, id string) (Group, error) {
+func (s *Store) DeleteGroup(ctx context.Context, account, id string) (domain.Group, error) {
 	var (
 		wg      sync.WaitGroup
-		g       Group
+		g       domain.Group
 		members []map[string]types.AttributeValue
-		invs    []Invitation
+		invs    []domain.Invitation
 		errs    [3]error
 	)
 	wg.Add(3)
@@ -159,10 +139,10 @@ func (s *Store) DeleteGroup(ctx context.Context, account, id string) (Group, err
 		defer wg.Done()
 		members, errs[1] = s.gsiKeys(ctx, "query group members", groupMembersGSI(account, id))
 	}()
-	go func() { defer wg.Done(); invs, errs[2] = s.ListInvitations(ctx, account, InvitationGroup) }()
+	go func() { defer wg.Done(); invs, errs[2] = s.ListInvitations(ctx, account, domain.InvitationGroup) }()
 	wg.Wait()
 	if err := errors.Join(errs[:]...); err != nil {
-		return Group{}, err
+		return domain.Group{}, err
 	}
 	must := []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName:           aws.String(s.table),
@@ -177,7 +157,7 @@ func (s *Store) DeleteGroup(ctx context.Context, account, id string) (Group, err
 	}
 	err := s.commit(ctx, "delete group", must, cleanup)
 	if errors.Is(err, ddb.ErrConditionFailed) {
-		return Group{}, ErrNotFound
+		return domain.Group{}, domain.ErrNotFound
 	}
 	return g, err
 }

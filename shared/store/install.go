@@ -5,25 +5,16 @@ import (
 	"errors"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
-
-// InstallPlan is everything a fresh installation starts with.
-type InstallPlan struct {
-	Installation Installation
-	Root         Account
-	Roles        []Role
-	Operator     Principal
-	Grants       []Grant
-	Key          AccessKey
-}
 
 // ErrInstalled means the table was bootstrapped already.
 var ErrInstalled = errors.New("already installed")
 
-// GetInstallation reads the installation marker (ErrNotFound before the
+// GetInstallation reads the installation marker (domain.ErrNotFound before the
 // first bootstrap).
-func (s *Store) GetInstallation(ctx context.Context) (Installation, error) {
-	var in Installation
+func (s *Store) GetInstallation(ctx context.Context) (domain.Installation, error) {
+	var in domain.Installation
 	err := s.getItem(ctx, "get installation", pkInstallation, pkInstallation, &in)
 	return in, err
 }
@@ -31,7 +22,7 @@ func (s *Store) GetInstallation(ctx context.Context) (Installation, error) {
 // Install writes the plan in one transaction guarded by the installation
 // marker: either everything exists afterwards or nothing was written, and a
 // second bootstrap (or two racing ones) finds ErrInstalled.
-func (s *Store) Install(ctx context.Context, p InstallPlan) error {
+func (s *Store) Install(ctx context.Context, p domain.InstallPlan) error {
 	kvs := []keyAttrsValue{{keyAttrs{PK: pkInstallation, SK: pkInstallation, Entity: "installation"}, p.Installation}}
 	kvs = append(kvs, s.accountWrites(p.Root, p.Root)...)
 	for _, r := range p.Roles {
@@ -58,7 +49,7 @@ func (s *Store) Install(ctx context.Context, p InstallPlan) error {
 				}
 			}
 		}
-		return &ConflictError{Msg: "installation collides with existing data"}
+		return conflict("installation collides with existing data")
 	}
 	return err
 }

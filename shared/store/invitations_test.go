@@ -7,17 +7,18 @@ import (
 	"testing"
 	"time"
 
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
-func rbacFixture(t *testing.T) (*store.Store, store.Role) {
+func rbacFixture(t *testing.T) (*store.Store, domain.Role) {
 	t.Helper()
 	st, _ := newStore(t)
 	ctx := context.Background()
-	if err := st.CreateAccount(ctx, store.Account{ID: "a1", Name: "a1"}, nil); err != nil {
+	if err := st.CreateAccount(ctx, domain.Account{ID: "a1", Name: "a1"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	r := store.Role{AccountID: "a1", ID: "r1", Name: "R", Version: 1}
+	r := domain.Role{AccountID: "a1", ID: "r1", Name: "R", Version: 1}
 	if err := st.CreateRole(ctx, r); err != nil {
 		t.Fatal(err)
 	}
@@ -30,9 +31,9 @@ func TestInvitationGrantInvariants(t *testing.T) {
 	st, r := rbacFixture(t)
 	ctx := context.Background()
 	now := st.Now()
-	mk := func(id string) store.Invitation {
-		inv := store.Invitation{AccountID: "a1", ID: id, Kind: store.InvitationRole, Email: "u@example.com", Target: r.ID,
-			State: store.InvitationQueued, Created: now, Updated: now}
+	mk := func(id string) domain.Invitation {
+		inv := domain.Invitation{AccountID: "a1", ID: id, Kind: domain.InvitationRole, Email: "u@example.com", Target: r.ID,
+			State: domain.InvitationQueued, Created: now, Updated: now}
 		m := store.OutboxMarker{Queue: "NotificationsQueue", Body: id, Due: now.Add(time.Minute)}
 		if err := st.CreateInvitation(ctx, inv, &m); err != nil {
 			t.Fatal(err)
@@ -42,7 +43,7 @@ func TestInvitationGrantInvariants(t *testing.T) {
 	i1, i2 := mk("i1"), mk("i2")
 
 	// Not in the inbox until sent; not answerable then either.
-	if got, _ := st.InboxInvitations(ctx, "U@example.com", store.InvitationRole); len(got) != 0 {
+	if got, _ := st.InboxInvitations(ctx, "U@example.com", domain.InvitationRole); len(got) != 0 {
 		t.Fatalf("queued invitations in the inbox: %+v", got)
 	}
 	i1, err := st.MarkInvitationSent(ctx, i1)
@@ -55,7 +56,7 @@ func TestInvitationGrantInvariants(t *testing.T) {
 	if i2, err = st.MarkInvitationSent(ctx, i2); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := st.InboxInvitations(ctx, "u@example.com", store.InvitationRole); len(got) != 2 {
+	if got, _ := st.InboxInvitations(ctx, "u@example.com", domain.InvitationRole); len(got) != 2 {
 		t.Fatalf("inbox: %+v", got)
 	}
 
@@ -65,7 +66,7 @@ func TestInvitationGrantInvariants(t *testing.T) {
 	if _, err := st.AcceptInvitation(ctx, i2, "u1"); !errors.Is(err, store.ErrAlreadyHeld) {
 		t.Fatalf("second acceptance of a held role: %v", err)
 	}
-	if got, _ := st.GetInvitation(ctx, "a1", store.InvitationRole, "i2"); got.State != store.InvitationSent {
+	if got, _ := st.GetInvitation(ctx, "a1", domain.InvitationRole, "i2"); got.State != domain.InvitationSent {
 		t.Fatalf("refused acceptance half-written: %+v", got)
 	}
 	if _, err := st.AcceptInvitation(ctx, i1, "u1"); !errors.Is(err, store.ErrStateChanged) {
@@ -78,24 +79,24 @@ func TestInvitationGrantInvariants(t *testing.T) {
 	if err := st.DeleteGrant(ctx, g, i1.Ref()); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := st.GetInvitation(ctx, "a1", store.InvitationRole, "i1"); got.State != store.InvitationDeclined {
+	if got, _ := st.GetInvitation(ctx, "a1", domain.InvitationRole, "i1"); got.State != domain.InvitationDeclined {
 		t.Fatalf("left invitation: %+v", got)
 	}
 	if _, err := st.AcceptInvitation(ctx, i2, "u1"); err != nil {
 		t.Fatal(err)
 	}
-	i1.State = store.InvitationAccepted // a stale read: the delete must not trust it
+	i1.State = domain.InvitationAccepted // a stale read: the delete must not trust it
 	if err := st.DeleteInvitation(ctx, i1); !errors.Is(err, store.ErrStateChanged) {
 		t.Fatalf("delete with a stale state: %v", err)
 	}
-	i1.State = store.InvitationDeclined
+	i1.State = domain.InvitationDeclined
 	if err := st.DeleteInvitation(ctx, i1); err != nil {
 		t.Fatal(err)
 	}
 	if gs, _ := st.Grants(ctx, "u1"); len(gs) != 1 || gs[0].Via != i2.Ref().Href() {
 		t.Fatalf("grants after revoking the other invitation: %+v", gs)
 	}
-	i2, _ = st.GetInvitation(ctx, "a1", store.InvitationRole, "i2")
+	i2, _ = st.GetInvitation(ctx, "a1", domain.InvitationRole, "i2")
 	if err := st.DeleteInvitation(ctx, i2); err != nil {
 		t.Fatal(err)
 	}
@@ -109,19 +110,19 @@ func TestInvitationGrantInvariants(t *testing.T) {
 func TestDeleteRoleBeyondOneTransaction(t *testing.T) {
 	st, r := rbacFixture(t)
 	ctx := context.Background()
-	g := store.Group{AccountID: "a1", ID: "g1", Name: "G", Roles: []string{r.ID}, Version: 1}
+	g := domain.Group{AccountID: "a1", ID: "g1", Name: "G", Roles: []string{r.ID}, Version: 1}
 	if err := st.CreateGroup(ctx, g); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 130; i++ {
-		if err := st.PutGrant(ctx, store.Grant{PrincipalID: fmt.Sprintf("p%d", i), AccountID: "a1", RoleID: r.ID, Via: "test"}); err != nil {
+		if err := st.PutGrant(ctx, domain.Grant{PrincipalID: fmt.Sprintf("p%d", i), AccountID: "a1", RoleID: r.ID, Via: "test"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := st.DeleteRole(ctx, "a1", r.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.GetRole(ctx, "a1", r.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetRole(ctx, "a1", r.ID); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("role still there: %v", err)
 	}
 	if g, _ := st.GetGroup(ctx, "a1", "g1"); len(g.Roles) != 0 || g.Version != 2 {
@@ -133,12 +134,11 @@ func TestDeleteRoleBeyondOneTransaction(t *testing.T) {
 		}
 	}
 	// Control roles stay.
-	c := store.Role{AccountID: "a1", ID: "c1", Name: "Reader", Control: true, Version: 1}
+	c := domain.Role{AccountID: "a1", ID: "c1", Name: "Reader", Control: true, Version: 1}
 	if err := st.CreateRole(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	var ce *store.ConflictError
-	if _, err := st.DeleteRole(ctx, "a1", "c1"); !errors.As(err, &ce) {
+	if _, err := st.DeleteRole(ctx, "a1", "c1"); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("deleting a control role: %v", err)
 	}
 }

@@ -1,6 +1,9 @@
 package store
 
-import "testing"
+import (
+	"cads/shared/domain"
+	"testing"
+)
 
 func TestKeyword(t *testing.T) {
 	for in, want := range map[string]string{
@@ -10,7 +13,7 @@ func TestKeyword(t *testing.T) {
 		"日本":                "",
 		"a--b":              "a-b",
 	} {
-		if got := Keyword(in); got != want {
+		if got := domain.Keyword(in); got != want {
 			t.Errorf("Keyword(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -1,26 +1,25 @@
 package store_test
 
 import (
+	"cads/shared/domain"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
-
-	"cads/shared/store"
 )
 
-func ref(p, k string) *store.KeyRef { return &store.KeyRef{Principal: p, ID: k} }
+func ref(p, k string) *domain.KeyRef { return &domain.KeyRef{Principal: p, ID: k} }
 
 // minted is a key of principal p minted with parent, in origin's lineage.
-func minted(p, id string, origin, parent *store.KeyRef) store.AccessKey {
+func minted(p, id string, origin, parent *domain.KeyRef) domain.AccessKey {
 	exp := time.Now().Add(time.Hour).UTC()
-	return store.AccessKey{ID: id, PrincipalID: p, Type: "bearer", Durability: store.DurabilitySession, SecretHash: "h" + id,
+	return domain.AccessKey{ID: id, PrincipalID: p, Type: "bearer", Durability: domain.DurabilitySession, SecretHash: "h" + id,
 		Expiry: &exp, Origin: origin, Parent: parent}
 }
 
-func ids(keys []store.AccessKey) []string {
+func ids(keys []domain.AccessKey) []string {
 	out := make([]string, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, k.ID)
@@ -30,7 +29,7 @@ func ids(keys []store.AccessKey) []string {
 }
 
 func TestDescendants(t *testing.T) {
-	keys := []store.AccessKey{
+	keys := []domain.AccessKey{
 		{ID: "p0", PrincipalID: "u1"},
 		minted("u1", "s1", ref("u1", "p0"), ref("u1", "p0")),
 		minted("u1", "s2", ref("u1", "p0"), ref("u1", "s1")),
@@ -41,18 +40,18 @@ func TestDescendants(t *testing.T) {
 		minted("u1", "s7", ref("u1", "p6"), ref("u1", "p6")),
 	}
 	for _, c := range []struct {
-		roots []store.KeyRef
+		roots []domain.KeyRef
 		want  []string
 	}{
-		{[]store.KeyRef{*ref("u1", "p0")}, []string{"k3", "s1", "s2", "s4", "s5"}},
-		{[]store.KeyRef{*ref("u1", "s1")}, []string{"k3", "s2", "s4"}},
-		{[]store.KeyRef{*ref("u1", "k3")}, []string{"s4"}},
-		{[]store.KeyRef{*ref("u1", "s4")}, []string{}},
-		{[]store.KeyRef{*ref("u1", "k3"), *ref("u1", "p6")}, []string{"s4", "s7"}},
+		{[]domain.KeyRef{*ref("u1", "p0")}, []string{"k3", "s1", "s2", "s4", "s5"}},
+		{[]domain.KeyRef{*ref("u1", "s1")}, []string{"k3", "s2", "s4"}},
+		{[]domain.KeyRef{*ref("u1", "k3")}, []string{"s4"}},
+		{[]domain.KeyRef{*ref("u1", "s4")}, []string{}},
+		{[]domain.KeyRef{*ref("u1", "k3"), *ref("u1", "p6")}, []string{"s4", "s7"}},
 		// Keys are named with their principal: u2's p0 is another key.
-		{[]store.KeyRef{*ref("u2", "p0")}, []string{}},
+		{[]domain.KeyRef{*ref("u2", "p0")}, []string{}},
 	} {
-		if got := ids(store.Descendants(keys, c.roots)); !slices.Equal(got, c.want) {
+		if got := ids(domain.Descendants(keys, c.roots)); !slices.Equal(got, c.want) {
 			t.Errorf("Descendants(%v) = %v, want %v", c.roots, got, c.want)
 		}
 	}
@@ -64,17 +63,17 @@ func TestDeleteKeyDeletesItsLineage(t *testing.T) {
 	st, d := newStore(t)
 	ctx := context.Background()
 	for _, u := range []string{"u1", "u2"} {
-		if err := st.CreatePrincipal(ctx, store.Principal{ID: u, Kind: store.KindUser, Email: u + "@example.com"}); err != nil {
+		if err := st.CreatePrincipal(ctx, domain.Principal{ID: u, Kind: domain.KindUser, Email: u + "@example.com"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, k := range []store.AccessKey{
-		{ID: "p0", PrincipalID: "u1", Durability: store.DurabilityPersistent, SecretHash: "h"},
+	for _, k := range []domain.AccessKey{
+		{ID: "p0", PrincipalID: "u1", Durability: domain.DurabilityPersistent, SecretHash: "h"},
 		minted("u1", "s1", ref("u1", "p0"), ref("u1", "p0")),
 		minted("u1", "s2", ref("u1", "p0"), ref("u1", "s1")),
 		minted("u1", "k3", ref("u1", "p0"), ref("u1", "s1")),
 		minted("u1", "s4", ref("u1", "p0"), ref("u1", "k3")),
-		{ID: "p5", PrincipalID: "u1", Durability: store.DurabilityPersistent, SecretHash: "h"},
+		{ID: "p5", PrincipalID: "u1", Durability: domain.DurabilityPersistent, SecretHash: "h"},
 		// Minted by u1's session key for u2 (an operator's case): the
 		// authorizer refuses it through its parent; it is not in u1's
 		// partition.
@@ -115,7 +114,7 @@ func TestDeleteKeyDeletesItsLineage(t *testing.T) {
 	}
 	// Unknown: the Query says so, nothing is written.
 	d.Counter.Reset()
-	if _, err := st.DeleteKey(ctx, "u1", "p5"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.DeleteKey(ctx, "u1", "p5"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
 	if d.Counter.Total() != 1 {
@@ -146,16 +145,16 @@ func TestDeleteAccountDeletesTheLineageOfItsKeys(t *testing.T) {
 	if err := st.CreateSubAccount(ctx, a1, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreatePrincipal(ctx, store.Principal{ID: "u1", Kind: store.KindUser, Email: "u1@example.com"}); err != nil {
+	if err := st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
 		t.Fatal(err)
 	}
-	inRoot := func(k store.AccessKey) store.AccessKey { k.Account = "root"; return k }
-	for _, k := range []store.AccessKey{
-		{ID: "ka", PrincipalID: "u1", Durability: store.DurabilityPersistent, Account: "a1", AccountAncestors: []string{"root"}, SecretHash: "h"},
+	inRoot := func(k domain.AccessKey) domain.AccessKey { k.Account = "root"; return k }
+	for _, k := range []domain.AccessKey{
+		{ID: "ka", PrincipalID: "u1", Durability: domain.DurabilityPersistent, Account: "a1", AccountAncestors: []string{"root"}, SecretHash: "h"},
 		// Switched from ka into the root account, and a switch from that.
 		inRoot(minted("u1", "sb", ref("u1", "ka"), ref("u1", "ka"))),
 		inRoot(minted("u1", "sc", ref("u1", "ka"), ref("u1", "sb"))),
-		{ID: "kr", PrincipalID: "u1", Durability: store.DurabilityPersistent, Account: "root", SecretHash: "h"},
+		{ID: "kr", PrincipalID: "u1", Durability: domain.DurabilityPersistent, Account: "root", SecretHash: "h"},
 		inRoot(minted("u1", "sr", ref("u1", "kr"), ref("u1", "kr"))),
 	} {
 		if err := st.CreateKey(ctx, k); err != nil {

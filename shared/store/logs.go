@@ -13,23 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
-
-// LogItem is one stored chunk of application log records (shared/logs
-// decides what a chunk holds). Chunks are partitioned by application, log
-// type and hour (PK LOGS#<app>#<type>#<yyyymmddhh>) and sorted by time (SK
-// <time, ms, UTC>#<id>), so a time range reads only the partitions of its
-// hours, each as one key-range Query. Data is opaque here: chunks are read
-// whole and never updated.
-type LogItem struct {
-	App  string    `dynamodbav:"-"`
-	Type string    `dynamodbav:"-"`
-	Time time.Time `dynamodbav:"-"`
-	ID   string    `dynamodbav:"-"`
-	Data string    `dynamodbav:"rec"`
-	// TTL is the record's expiry (epoch seconds): DynamoDB removes it.
-	TTL int64 `dynamodbav:"ttl,omitempty"`
-}
 
 // logTimeLayout is fixed-width so that sort keys order as times.
 const logTimeLayout = "2006-01-02T15:04:05.000Z"
@@ -75,7 +60,7 @@ type LogDay struct {
 // harmless. The index may be written while a chunk write fails: an hour
 // indexed without chunks costs a later query one wasted (empty) Query, and
 // the retry writes the chunks it names.
-func (s *Store) PutLogs(ctx context.Context, recs []LogItem, index []LogDay) error {
+func (s *Store) PutLogs(ctx context.Context, recs []domain.LogItem, index []LogDay) error {
 	reqs := make([]types.WriteRequest, 0, len(recs))
 	seen := make(map[string]bool, len(recs))
 	indexed := make(map[string]bool, len(index)*2)
@@ -241,7 +226,7 @@ type LogRange struct {
 // ScanLogs reads the chunks of one partition whose time is within
 // [From, To), in time order, page by page, handing each to yield until it
 // returns false: a query stops reading as soon as it has what it needs.
-func (s *Store) ScanLogs(ctx context.Context, r LogRange, yield func(LogItem) bool) error {
+func (s *Store) ScanLogs(ctx context.Context, r LogRange, yield func(domain.LogItem) bool) error {
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		KeyConditionExpression: aws.String("PK = :pk AND SK BETWEEN :a AND :b"),
@@ -277,15 +262,15 @@ func (s *Store) ScanLogs(ctx context.Context, r LogRange, yield func(LogItem) bo
 	}
 }
 
-func logItemFrom(app, typ string, it map[string]types.AttributeValue) (LogItem, error) {
+func logItemFrom(app, typ string, it map[string]types.AttributeValue) (domain.LogItem, error) {
 	sk, _ := it[AttrSK].(*types.AttributeValueMemberS)
 	data, _ := it["rec"].(*types.AttributeValueMemberS)
 	if sk == nil || data == nil || len(sk.Value) < len(logTimeLayout)+2 {
-		return LogItem{}, fmt.Errorf("query logs: malformed log item")
+		return domain.LogItem{}, fmt.Errorf("query logs: malformed log item")
 	}
 	t, err := time.Parse(logTimeLayout, sk.Value[:len(logTimeLayout)])
 	if err != nil {
-		return LogItem{}, fmt.Errorf("query logs: sort key: %w", err)
+		return domain.LogItem{}, fmt.Errorf("query logs: sort key: %w", err)
 	}
-	return LogItem{App: app, Type: typ, Time: t, ID: sk.Value[len(logTimeLayout)+1:], Data: data.Value}, nil
+	return domain.LogItem{App: app, Type: typ, Time: t, ID: sk.Value[len(logTimeLayout)+1:], Data: data.Value}, nil
 }

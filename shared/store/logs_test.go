@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cads/infra/testenv"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -16,14 +17,14 @@ func TestLogHourIndex(t *testing.T) {
 	st := store.New(d.Client, d.Table)
 	ctx := context.Background()
 	day := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
-	chunk := func(at time.Time, id string) store.LogItem {
-		return store.LogItem{App: "app1", Type: "access", Time: at, ID: id, Data: "[]"}
+	chunk := func(at time.Time, id string) domain.LogItem {
+		return domain.LogItem{App: "app1", Type: "access", Time: at, ID: id, Data: "[]"}
 	}
 	at := func(h int) time.Time { return day.Add(time.Duration(h)*time.Hour + 5*time.Minute) }
 
 	// A chunk whose hour the index does not name is refused before any call.
 	d.Counter.Reset()
-	err := st.PutLogs(ctx, []store.LogItem{chunk(at(3), "a")}, []store.LogDay{{App: "app1", Type: "access", Day: day, Hours: []int{4}}})
+	err := st.PutLogs(ctx, []domain.LogItem{chunk(at(3), "a")}, []store.LogDay{{App: "app1", Type: "access", Day: day, Hours: []int{4}}})
 	if err == nil || !strings.Contains(err.Error(), "not in the hour index") || d.Counter.Total() != 0 {
 		t.Fatalf("unindexed chunk: %v, %d calls", err, d.Counter.Total())
 	}
@@ -31,7 +32,7 @@ func TestLogHourIndex(t *testing.T) {
 	// Hours of two days, written in one round (sets added to, duplicates once).
 	d.Counter.SetDelay(20 * time.Millisecond)
 	d.Counter.Reset()
-	err = st.PutLogs(ctx, []store.LogItem{chunk(at(3), "a"), chunk(at(23), "b"), chunk(at(25), "c")}, []store.LogDay{
+	err = st.PutLogs(ctx, []domain.LogItem{chunk(at(3), "a"), chunk(at(23), "b"), chunk(at(25), "c")}, []store.LogDay{
 		{App: "app1", Type: "access", Day: day, Hours: []int{3, 23, 3}, TTL: 1},
 		{App: "app1", Type: "access", Day: day.Add(24 * time.Hour), Hours: []int{1}, TTL: 2},
 	})
@@ -39,7 +40,7 @@ func TestLogHourIndex(t *testing.T) {
 	if err != nil || d.Counter.Total() != 3 || d.Counter.Sequential() != 1 {
 		t.Fatalf("put: %v, %d calls (%d sequential), want 3 in 1 (BatchWriteItem beside two UpdateItems)", err, d.Counter.Total(), d.Counter.Sequential())
 	}
-	if err := st.PutLogs(ctx, []store.LogItem{chunk(at(5), "d")}, []store.LogDay{{App: "app1", Type: "access", Day: at(5), Hours: []int{5}, TTL: 1}}); err != nil {
+	if err := st.PutLogs(ctx, []domain.LogItem{chunk(at(5), "d")}, []store.LogDay{{App: "app1", Type: "access", Day: at(5), Hours: []int{5}, TTL: 1}}); err != nil {
 		t.Fatal(err)
 	}
 

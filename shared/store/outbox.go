@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
 
 // OutboxMarker is a queue message that a write still owes: written in the
@@ -51,7 +52,7 @@ const (
 )
 
 // Marker items of their own: PK OUTBOX#<kind>#<id>, SK OUTBOX.
-func invitationOutboxPK(inv Invitation) string {
+func invitationOutboxPK(inv domain.Invitation) string {
 	return "OUTBOX#INVITATION#" + inv.AccountID + "#" + inv.Kind + "#" + inv.ID
 }
 func testRunOutboxPK(runID string) string { return "OUTBOX#TESTRUN#" + runID }

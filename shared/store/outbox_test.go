@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -35,8 +36,8 @@ func TestOutboxMarkersOfEveryKind(t *testing.T) {
 	st, r := rbacFixture(t)
 	ctx := context.Background()
 	now := st.Now()
-	inv := store.Invitation{AccountID: "a1", ID: "i1", Kind: store.InvitationRole, Email: "u@example.com", Target: r.ID,
-		State: store.InvitationQueued, Created: now, Updated: now}
+	inv := domain.Invitation{AccountID: "a1", ID: "i1", Kind: domain.InvitationRole, Email: "u@example.com", Target: r.ID,
+		State: domain.InvitationQueued, Created: now, Updated: now}
 	m := store.OutboxMarker{Queue: "NotificationsQueue", Body: "invite i1", Due: now.Add(time.Minute)}
 	if err := st.CreateInvitation(ctx, inv, &m); err != nil {
 		t.Fatal(err)
@@ -47,10 +48,10 @@ func TestOutboxMarkersOfEveryKind(t *testing.T) {
 	// A failed write leaves no marker: the role does not exist.
 	bad := inv
 	bad.ID, bad.Target = "i2", "no-such-role"
-	if err := st.CreateInvitation(ctx, bad, &store.OutboxMarker{Queue: "NotificationsQueue", Body: "invite i2", Due: now}); !errors.Is(err, store.ErrNotFound) {
+	if err := st.CreateInvitation(ctx, bad, &store.OutboxMarker{Queue: "NotificationsQueue", Body: "invite i2", Due: now}); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("invitation to a missing role: %v", err)
 	}
-	tk := store.Task{ID: "t1", Account: "a1", Type: "start", State: store.TaskPending, CreatedBy: "u1", Created: now, Updated: now}
+	tk := domain.Task{ID: "t1", Account: "a1", Type: "start", State: domain.TaskPending, CreatedBy: "u1", Created: now, Updated: now}
 	if err := st.CreateTask(ctx, tk, &store.OutboxMarker{Queue: "TasksQueue", Body: "task t1", Due: now.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestOutboxMarkersOfEveryKind(t *testing.T) {
 	}
 	// A re-send replaces the marker: the earlier one's delete leaves it.
 	inv, err := st.RequeueInvitation(ctx, inv, &store.OutboxMarker{Queue: "NotificationsQueue", Body: "invite i1 again", Due: now.Add(3 * time.Minute)})
-	if err != nil || inv.State != store.InvitationQueued {
+	if err != nil || inv.State != domain.InvitationQueued {
 		t.Fatalf("requeue: %+v %v", inv, err)
 	}
 	if ok, err := st.DeleteOutbox(ctx, moved); err != nil || ok {
@@ -95,7 +96,7 @@ func TestOutboxMarkersOfEveryKind(t *testing.T) {
 	if _, err := st.ClaimTask(ctx, "t1", "w1", now, now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.FinishTask(ctx, store.TaskFinish{ID: "t1", Owner: "w1", State: store.TaskSuccess}); err != nil {
+	if err := st.FinishTask(ctx, store.TaskFinish{ID: "t1", Owner: "w1", State: domain.TaskSuccess}); err != nil {
 		t.Fatal(err)
 	}
 	if due = dueBodies(t, st); len(due) != 0 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -26,7 +27,7 @@ func TestPageInCreationOrder(t *testing.T) {
 		if i == 6 {
 			created = base.Add(5 * time.Second)
 		}
-		if err := st.CreatePrincipal(ctx, store.Principal{ID: id, Kind: store.KindUser, Email: id + "@example.com", Created: created}); err != nil {
+		if err := st.CreatePrincipal(ctx, domain.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com", Created: created}); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, id)
@@ -154,31 +155,31 @@ func TestPageTasksAndAddressSets(t *testing.T) {
 		id := fmt.Sprintf("t%d", 9-i) // ids against creation order
 		newTask(t, st, id, "acct1", base.Add(time.Duration(i)*time.Minute))
 		want = append(want, id)
-		set := store.AddressSet{ID: fmt.Sprintf("s%d", 9-i), Account: "acct1", Name: "n", Type: "manual", Version: 1,
+		set := domain.AddressSet{ID: fmt.Sprintf("s%d", 9-i), Account: "acct1", Name: "n", Type: "manual", Version: 1,
 			Created: base.Add(time.Duration(i) * time.Minute), Updated: base}
 		if err := st.WriteAddressSet(ctx, store.AddressSetWrite{Set: set, Create: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	newTask(t, st, "x1", "acct2", base.Add(time.Second))
-	if err := st.WriteAddressSet(ctx, store.AddressSetWrite{Set: store.AddressSet{ID: "y1", Account: "acct2", Name: "n", Type: "manual",
+	if err := st.WriteAddressSet(ctx, store.AddressSetWrite{Set: domain.AddressSet{ID: "y1", Account: "acct2", Name: "n", Type: "manual",
 		Version: 1, Created: base.Add(time.Second), Updated: base}, Create: true}); err != nil {
 		t.Fatal(err)
 	}
-	taskID := func(tk store.Task) string { return tk.ID }
-	setID := func(s store.AddressSet) string { return s.ID }
+	taskID := func(tk domain.Task) string { return tk.ID }
+	setID := func(s domain.AddressSet) string { return s.ID }
 	for _, desc := range []bool{false, true} {
 		w := want
 		if desc {
 			w = reversed(want)
 		}
-		got := walkPages(t, d.Counter, func(after string) ([]store.Task, []string, bool, error) {
+		got := walkPages(t, d.Counter, func(after string) ([]domain.Task, []string, bool, error) {
 			return st.PageTasks(ctx, "acct1", time.Time{}, time.Time{}, after, desc, 3)
 		}, taskID)
 		if fmt.Sprint(got) != fmt.Sprint(w) {
 			t.Fatalf("tasks (desc %v) %v, want %v", desc, got, w)
 		}
-		sets := walkPages(t, d.Counter, func(after string) ([]store.AddressSet, []string, bool, error) {
+		sets := walkPages(t, d.Counter, func(after string) ([]domain.AddressSet, []string, bool, error) {
 			return st.PageAddressSets(ctx, "acct1", after, desc, 3)
 		}, setID)
 		if fmt.Sprint(sets) != fmt.Sprint(strings.ReplaceAll(fmt.Sprint(w), "t", "s")) {
@@ -190,7 +191,7 @@ func TestPageTasksAndAddressSets(t *testing.T) {
 		if desc {
 			bw = reversed(bw)
 		}
-		got = walkPages(t, d.Counter, func(after string) ([]store.Task, []string, bool, error) {
+		got = walkPages(t, d.Counter, func(after string) ([]domain.Task, []string, bool, error) {
 			return st.PageTasks(ctx, "acct1", base.Add(time.Minute), base.Add(5*time.Minute), after, desc, 2)
 		}, taskID)
 		if fmt.Sprint(got) != fmt.Sprint(bw) {

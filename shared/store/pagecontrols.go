@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -13,32 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
-
-// PageControl is one version of a page control of an application. Ids are
-// numbers (the reference document's hrefs end in digits) drawn from a
-// sequence on the application item, so they are never reused.
-type PageControl struct {
-	App         string `dynamodbav:"app"`
-	ID          int    `dynamodbav:"id"`
-	Name        string `dynamodbav:"name"`
-	Description string `dynamodbav:"description,omitempty"`
-	Mode        string `dynamodbav:"mode,omitempty"`
-	Enabled     bool   `dynamodbav:"enabled"`
-	// Conditions and Actions are the validated JSON documents, kept as
-	// text: their shapes belong to shared/applications.
-	Conditions string    `dynamodbav:"conditions,omitempty"`
-	Actions    string    `dynamodbav:"actions"`
-	Version    int       `dynamodbav:"version"`
-	Created    time.Time `dynamodbav:"created"` // when this version was made
-}
-
-// PageControlVersions is a page control's current version and every
-// earlier one (oldest first).
-type PageControlVersions struct {
-	Current PageControl
-	History []PageControl
-}
 
 const prefixPageControl = "PAGECONTROL#"
 
@@ -50,7 +25,7 @@ func pageControlVersionSK(id, version int) string {
 }
 
 // NextPageControlID draws the next id from the application's sequence; the
-// application must belong to account (ErrNotFound otherwise).
+// application must belong to account (domain.ErrNotFound otherwise).
 func (s *Store) NextPageControlID(ctx context.Context, account, app string) (int, error) {
 	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
@@ -61,7 +36,7 @@ func (s *Store) NextPageControlID(ctx context.Context, account, app string) (int
 		ReturnValues:              types.ReturnValueUpdatedNew,
 	})
 	if ddb.IsConditionFailed(err) {
-		return 0, ErrNotFound
+		return 0, domain.ErrNotFound
 	}
 	if err != nil {
 		return 0, wrap("next page control id", err)
@@ -76,7 +51,7 @@ func (s *Store) NextPageControlID(ctx context.Context, account, app string) (int
 }
 
 // CreatePageControl writes version 1 of a page control.
-func (s *Store) CreatePageControl(ctx context.Context, account string, pc PageControl) error {
+func (s *Store) CreatePageControl(ctx context.Context, account string, pc domain.PageControl) error {
 	p, err := s.put(keyAttrs{PK: appPK(pc.App), SK: pageControlSK(pc.ID), Entity: "page_control"}, pc)
 	if err != nil {
 		return err
@@ -84,41 +59,41 @@ func (s *Store) CreatePageControl(ctx context.Context, account string, pc PageCo
 	err = s.transact(ctx, "create page control", []types.TransactWriteItem{p, s.appInAccount(account, pc.App)})
 	switch {
 	case txConditionFailedAt(err, 1):
-		return ErrNotFound
+		return domain.ErrNotFound
 	case txConditionFailedAt(err, 0):
-		return &ConflictError{Msg: fmt.Sprintf("page control %d exists", pc.ID)}
+		return conflict(fmt.Sprintf("page control %d exists", pc.ID))
 	}
 	return err
 }
 
 // GetPageControl reads a page control with its history (one Query, in
 // parallel with the application check).
-func (s *Store) GetPageControl(ctx context.Context, account, app string, id int) (PageControlVersions, error) {
+func (s *Store) GetPageControl(ctx context.Context, account, app string, id int) (domain.PageControlVersions, error) {
 	items, err := s.childrenOf(ctx, account, app, pageControlSK(id))
 	if err != nil {
-		return PageControlVersions{}, err
+		return domain.PageControlVersions{}, err
 	}
 	all, err := groupPageControls(items)
 	if err != nil {
-		return PageControlVersions{}, err
+		return domain.PageControlVersions{}, err
 	}
 	if len(all) == 0 {
-		return PageControlVersions{}, ErrNotFound
+		return domain.PageControlVersions{}, domain.ErrNotFound
 	}
 	return all[0], nil
 }
 
-func groupPageControls(items []map[string]types.AttributeValue) ([]PageControlVersions, error) {
-	byID := map[int]*PageControlVersions{}
+func groupPageControls(items []map[string]types.AttributeValue) ([]domain.PageControlVersions, error) {
+	byID := map[int]*domain.PageControlVersions{}
 	current := map[int]bool{}
 	for _, it := range items {
-		var pc PageControl
+		var pc domain.PageControl
 		if err := attributevalue.UnmarshalMap(it, &pc); err != nil {
 			return nil, fmt.Errorf("page control: unmarshal: %w", err)
 		}
 		v := byID[pc.ID]
 		if v == nil {
-			v = &PageControlVersions{}
+			v = &domain.PageControlVersions{}
 			byID[pc.ID] = v
 		}
 		sk, _ := it[AttrSK].(*types.AttributeValueMemberS)
@@ -128,7 +103,7 @@ func groupPageControls(items []map[string]types.AttributeValue) ([]PageControlVe
 			v.History = append(v.History, pc)
 		}
 	}
-	out := make([]PageControlVersions, 0, len(byID))
+	out := make([]domain.PageControlVersions, 0, len(byID))
 	for id, v := range byID {
 		// History left behind by an interrupted delete is not a control.
 		if !current[id] {
@@ -144,7 +119,7 @@ func groupPageControls(items []map[string]types.AttributeValue) ([]PageControlVe
 // UpdatePageControl replaces the current version old with next (whose
 // Version must be old.Version+1) and keeps old in the history, in one
 // transaction: a concurrent edit is ErrVersionConflict.
-func (s *Store) UpdatePageControl(ctx context.Context, account string, old, next PageControl) error {
+func (s *Store) UpdatePageControl(ctx context.Context, account string, old, next domain.PageControl) error {
 	cur, err := s.put(keyAttrs{PK: appPK(next.App), SK: pageControlSK(next.ID), Entity: "page_control"}, next)
 	if err != nil {
 		return err
@@ -158,7 +133,7 @@ func (s *Store) UpdatePageControl(ctx context.Context, account string, old, next
 	err = s.transact(ctx, "update page control", []types.TransactWriteItem{cur, hist, s.appInAccount(account, next.App)})
 	switch {
 	case txConditionFailedAt(err, 2):
-		return ErrNotFound
+		return domain.ErrNotFound
 	case txConditionFailedAt(err, 0), txConditionFailedAt(err, 1):
 		return ErrVersionConflict
 	}
@@ -167,7 +142,7 @@ func (s *Store) UpdatePageControl(ctx context.Context, account string, old, next
 
 // DeletePageControl deletes a page control read at version from, then its
 // history (unreachable once the current version is gone).
-func (s *Store) DeletePageControl(ctx context.Context, account string, pc PageControlVersions) error {
+func (s *Store) DeletePageControl(ctx context.Context, account string, pc domain.PageControlVersions) error {
 	err := s.transact(ctx, "delete page control", []types.TransactWriteItem{
 		{Delete: &types.Delete{
 			TableName:                 aws.String(s.table),
@@ -179,7 +154,7 @@ func (s *Store) DeletePageControl(ctx context.Context, account string, pc PageCo
 	})
 	switch {
 	case txConditionFailedAt(err, 1):
-		return ErrNotFound
+		return domain.ErrNotFound
 	case txConditionFailedAt(err, 0):
 		return ErrVersionConflict
 	case err != nil:

@@ -10,11 +10,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
 
-func (s *Store) principalWrites(p Principal) []keyAttrsValue {
+func (s *Store) principalWrites(p domain.Principal) []keyAttrsValue {
 	k := keyAttrs{PK: principalPK(p.ID), SK: skPrincipal, Entity: "principal"}
-	if p.Kind == KindUser {
+	if p.Kind == domain.KindUser {
 		k.GSI1PK, k.GSI1SK = gsiUsers, usersGSISKPrefix+createdPosition(p.Created, p.ID)
 	}
 	return []keyAttrsValue{
@@ -26,22 +27,22 @@ func (s *Store) principalWrites(p Principal) []keyAttrsValue {
 }
 
 // CreatePrincipal writes a principal and reserves its email in one
-// transaction; a taken email is a *ConflictError.
-func (s *Store) CreatePrincipal(ctx context.Context, p Principal) error {
+// transaction; a taken email is a *domain.Error.
+func (s *Store) CreatePrincipal(ctx context.Context, p domain.Principal) error {
 	items, err := s.puts(s.principalWrites(p))
 	if err != nil {
 		return err
 	}
 	err = s.transact(ctx, "create principal", items)
 	if errors.Is(err, ddb.ErrConditionFailed) {
-		return &ConflictError{Msg: "a user with email " + p.Email + " already exists"}
+		return conflict("a user with email " + p.Email + " already exists")
 	}
 	return err
 }
 
 // GetPrincipal reads a user or service user.
-func (s *Store) GetPrincipal(ctx context.Context, id string) (Principal, error) {
-	var p Principal
+func (s *Store) GetPrincipal(ctx context.Context, id string) (domain.Principal, error) {
+	var p domain.Principal
 	err := s.getItem(ctx, "get principal", principalPK(id), skPrincipal, &p)
 	return p, err
 }
@@ -56,12 +57,12 @@ var usersPage = collection{op: "list users", index: IndexGSI1, pk: gsiUsers, skP
 // PageUsers reads at most n users after position after in creation order
 // (desc: newest first), with their positions and whether more may follow:
 // one Query of n items, whatever the number of users.
-func (s *Store) PageUsers(ctx context.Context, after string, desc bool, n int) ([]Principal, []string, bool, error) {
-	return pageOf[Principal](ctx, s, usersPage, after, desc, n)
+func (s *Store) PageUsers(ctx context.Context, after string, desc bool, n int) ([]domain.Principal, []string, bool, error) {
+	return pageOf[domain.Principal](ctx, s, usersPage, after, desc, n)
 }
 
 // UpdatePrincipalName sets a principal's display name.
-func (s *Store) UpdatePrincipalName(ctx context.Context, id, name string) (Principal, error) {
+func (s *Store) UpdatePrincipalName(ctx context.Context, id, name string) (domain.Principal, error) {
 	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      key(principalPK(id), skPrincipal),
@@ -75,12 +76,12 @@ func (s *Store) UpdatePrincipalName(ctx context.Context, id, name string) (Princ
 		ReturnValues: types.ReturnValueAllNew,
 	})
 	if ddb.IsConditionFailed(err) {
-		return Principal{}, ErrNotFound
+		return domain.Principal{}, domain.ErrNotFound
 	}
 	if err != nil {
-		return Principal{}, wrap("update principal", err)
+		return domain.Principal{}, wrap("update principal", err)
 	}
-	var p Principal
+	var p domain.Principal
 	return p, attributevalue.UnmarshalMap(res.Attributes, &p)
 }
 

@@ -14,16 +14,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
 
-func roleKey(r Role) keyAttrs {
+func roleKey(r domain.Role) keyAttrs {
 	return keyAttrs{PK: rbacPK(r.AccountID), SK: roleSK(r.ID), Entity: "role",
 		GSI2PK: rolesList(r.AccountID), GSI2SK: createdPosition(r.Created, r.ID)}
 }
 
 // GetRole reads one role of an account.
-func (s *Store) GetRole(ctx context.Context, account, id string) (Role, error) {
-	var r Role
+func (s *Store) GetRole(ctx context.Context, account, id string) (domain.Role, error) {
+	var r domain.Role
 	err := s.getItem(ctx, "get role", rbacPK(account), roleSK(id), &r)
 	return r, err
 }
@@ -31,7 +32,7 @@ func (s *Store) GetRole(ctx context.Context, account, id string) (Role, error) {
 // RolesOf returns every role of each account, reading the accounts' RBAC
 // partitions in parallel: one round trip of wall time however many accounts
 // are asked for.
-func (s *Store) RolesOf(ctx context.Context, accounts []string) ([]Role, error) {
+func (s *Store) RolesOf(ctx context.Context, accounts []string) ([]domain.Role, error) {
 	roles, _, err := s.RBACOf(ctx, accounts)
 	return roles, err
 }
@@ -41,11 +42,11 @@ func (s *Store) RolesOf(ctx context.Context, accounts []string) ([]Role, error) 
 // both, all accounts in parallel: one round trip of wall time. The
 // authorizer uses it for the accounts in which the principal holds grants,
 // and expands group memberships without a further read.
-func (s *Store) RBACOf(ctx context.Context, accounts []string) ([]Role, []Group, error) {
+func (s *Store) RBACOf(ctx context.Context, accounts []string) ([]domain.Role, []domain.Group, error) {
 	var (
 		mu     sync.Mutex
-		roles  []Role
-		groups []Group
+		roles  []domain.Role
+		groups []domain.Group
 		first  error
 		wg     sync.WaitGroup
 	)
@@ -70,7 +71,7 @@ func (s *Store) RBACOf(ctx context.Context, accounts []string) ([]Role, []Group,
 	return roles, groups, first
 }
 
-func (s *Store) rbacPartition(ctx context.Context, acct string) ([]Role, []Group, error) {
+func (s *Store) rbacPartition(ctx context.Context, acct string) ([]domain.Role, []domain.Group, error) {
 	items, err := s.query(ctx, "query rbac", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -91,16 +92,16 @@ func (s *Store) rbacPartition(ctx context.Context, acct string) ([]Role, []Group
 			gs = append(gs, it)
 		}
 	}
-	roles, err := unmarshalAll[Role](rs)
+	roles, err := unmarshalAll[domain.Role](rs)
 	if err != nil {
 		return nil, nil, err
 	}
-	groups, err := unmarshalAll[Group](gs)
+	groups, err := unmarshalAll[domain.Group](gs)
 	return roles, groups, err
 }
 
 // CreateRole writes a new role; its account must exist.
-func (s *Store) CreateRole(ctx context.Context, r Role) error {
+func (s *Store) CreateRole(ctx context.Context, r domain.Role) error {
 	put, err := s.put(roleKey(r), r)
 	if err != nil {
 		return err
@@ -114,11 +115,11 @@ func (s *Store) CreateRole(ctx context.Context, r Role) error {
 	if errors.As(err, &tx) {
 		for _, reason := range tx.Reasons {
 			if reason.Index == 0 && reason.Code == ddb.ReasonConditionalCheckFailed {
-				return &ConflictError{Msg: "a role with id " + r.ID + " already exists in account " + r.AccountID}
+				return conflict("a role with id " + r.ID + " already exists in account " + r.AccountID)
 			}
 		}
 		if errors.Is(err, ddb.ErrConditionFailed) {
-			return ErrNotFound // the account does not exist
+			return domain.ErrNotFound // the account does not exist
 		}
 	}
 	return err
@@ -126,8 +127,8 @@ func (s *Store) CreateRole(ctx context.Context, r Role) error {
 
 // PutRole replaces an existing role, only if the stored version is the one
 // before r.Version: two concurrent edits cannot silently overwrite each
-// other (the loser gets a *ConflictError).
-func (s *Store) PutRole(ctx context.Context, r Role) error {
+// other (the loser gets a *domain.Error).
+func (s *Store) PutRole(ctx context.Context, r domain.Role) error {
 	m, err := item(roleKey(r), r)
 	if err != nil {
 		return err
@@ -141,7 +142,7 @@ func (s *Store) PutRole(ctx context.Context, r Role) error {
 		},
 	})
 	if ddb.IsConditionFailed(err) {
-		return &ConflictError{Msg: "the role changed meanwhile; read it again and retry"}
+		return conflict("the role changed meanwhile; read it again and retry")
 	}
 	return wrap("put role", err)
 }
@@ -151,14 +152,14 @@ func (s *Store) PutRole(ctx context.Context, r Role) error {
 // and the invitations to it go too: in the same transaction when everything
 // fits in one, otherwise afterwards (a *CleanupError if that fails; grants
 // of a missing role never apply, so access ends with the role either way).
-// A control role is a *ConflictError; a missing one ErrNotFound.
-func (s *Store) DeleteRole(ctx context.Context, account, id string) (Role, error) {
+// A control role is a *domain.Error; a missing one domain.ErrNotFound.
+func (s *Store) DeleteRole(ctx context.Context, account, id string) (domain.Role, error) {
 	var (
 		wg      sync.WaitGroup
-		roles   []Role
-		groups  []Group
+		roles   []domain.Role
+		groups  []domain.Group
 		holders []map[string]types.AttributeValue
-		invs    []Invitation
+		invs    []domain.Invitation
 		errs    [3]error
 	)
 	wg.Add(3)
@@ -167,22 +168,22 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string) (Role, error
 		defer wg.Done()
 		holders, errs[1] = s.gsiKeys(ctx, "query role holders", roleHoldersGSI(account, id))
 	}()
-	go func() { defer wg.Done(); invs, errs[2] = s.ListInvitations(ctx, account, InvitationRole) }()
+	go func() { defer wg.Done(); invs, errs[2] = s.ListInvitations(ctx, account, domain.InvitationRole) }()
 	wg.Wait()
 	if err := errors.Join(errs[:]...); err != nil {
-		return Role{}, err
+		return domain.Role{}, err
 	}
-	var r Role
+	var r domain.Role
 	for _, x := range roles {
 		if x.ID == id {
 			r = x
 		}
 	}
 	if r.ID == "" {
-		return Role{}, ErrNotFound
+		return domain.Role{}, domain.ErrNotFound
 	}
 	if r.Control {
-		return Role{}, &ConflictError{Msg: "role " + strconv.Quote(r.Name) + " is a control role of the account; control roles cannot be deleted (their permissions can be edited)"}
+		return domain.Role{}, conflict("role " + strconv.Quote(r.Name) + " is a control role of the account; control roles cannot be deleted (their permissions can be edited)")
 	}
 	must := []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName:           aws.String(s.table),
@@ -202,7 +203,7 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string) (Role, error
 		g.Updated = now
 		put, err := s.replaceGroup(g)
 		if err != nil {
-			return Role{}, err
+			return domain.Role{}, err
 		}
 		must = append(must, put)
 	}
@@ -216,9 +217,9 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string) (Role, error
 	var ce *CleanupError
 	if err != nil && !errors.As(err, &ce) {
 		if errors.Is(err, ddb.ErrConditionFailed) {
-			return Role{}, &ConflictError{Msg: "the role or one of its groups changed meanwhile; retry"}
+			return domain.Role{}, conflict("the role or one of its groups changed meanwhile; retry")
 		}
-		return Role{}, err
+		return domain.Role{}, err
 	}
 	return r, err
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -13,48 +12,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
-
-// ServiceUser is a principal of kind service_user: it belongs to one
-// account and authenticates with access keys like a user. It is stored as
-// the principal item (the authorizer reads it as a Principal) with a
-// description and an entry in its account's GSI1 listing.
-type ServiceUser struct {
-	ID          string    `dynamodbav:"id"`
-	Kind        string    `dynamodbav:"kind"`
-	Email       string    `dynamodbav:"email"`
-	Name        string    `dynamodbav:"name,omitempty"`
-	Description string    `dynamodbav:"description,omitempty"`
-	Account     string    `dynamodbav:"account"`
-	Created     time.Time `dynamodbav:"created"`
-	Updated     time.Time `dynamodbav:"updated"`
-}
 
 func serviceUsersGSI(acct string) string { return "SERVICEUSERS#" + acct }
 
-// ServiceUserEmail is the generated address of a service user: it is how
-// invitations name it, and the .invalid top-level domain (RFC 2606) makes
-// sure no mail can ever go to it.
-func ServiceUserEmail(account, id string) string {
-	return id + "@service-users." + account + ".invalid"
-}
-
-// ParseServiceUserEmail is ServiceUserEmail's inverse; ok is false for any
-// other address.
-func ParseServiceUserEmail(email string) (account, id string, ok bool) {
-	local, domain, found := strings.Cut(strings.ToLower(email), "@")
-	if !found {
-		return "", "", false
-	}
-	rest, ok1 := strings.CutPrefix(domain, "service-users.")
-	acct, ok2 := strings.CutSuffix(rest, ".invalid")
-	if !ok1 || !ok2 || acct == "" || local == "" || strings.Contains(acct, ".") {
-		return "", "", false
-	}
-	return acct, local, true
-}
-
-func (s *Store) serviceUserWrites(u ServiceUser) []keyAttrsValue {
+func (s *Store) serviceUserWrites(u domain.ServiceUser) []keyAttrsValue {
 	return []keyAttrsValue{
 		{keyAttrs{PK: principalPK(u.ID), SK: skPrincipal, GSI1PK: serviceUsersGSI(u.Account), GSI1SK: prefixServiceUserG + createdPosition(u.Created, u.ID), Entity: "principal"}, u},
 		{keyAttrs{PK: emailPK(u.Email), SK: skEmail, Entity: "email"}, struct {
@@ -65,8 +28,8 @@ func (s *Store) serviceUserWrites(u ServiceUser) []keyAttrsValue {
 
 // CreateServiceUser writes a service user, its email reservation and its
 // first access key in one transaction; its account must exist
-// (ErrNotFound).
-func (s *Store) CreateServiceUser(ctx context.Context, u ServiceUser, k AccessKey) error {
+// (domain.ErrNotFound).
+func (s *Store) CreateServiceUser(ctx context.Context, u domain.ServiceUser, k domain.AccessKey) error {
 	kvs := append(s.serviceUserWrites(u), keyAttrsValue{accessKeyKey(k), k})
 	items, err := s.puts(kvs)
 	if err != nil {
@@ -82,36 +45,36 @@ func (s *Store) CreateServiceUser(ctx context.Context, u ServiceUser, k AccessKe
 	if errors.As(err, &txe) {
 		for _, r := range txe.Reasons {
 			if r.Code == ddb.ReasonConditionalCheckFailed && r.Index == len(items)-1 {
-				return ErrNotFound
+				return domain.ErrNotFound
 			}
 		}
 		if txe.HasReason(ddb.ReasonConditionalCheckFailed) {
-			return &ConflictError{Msg: "a principal with id " + u.ID + " or email " + u.Email + " already exists"}
+			return conflict("a principal with id " + u.ID + " or email " + u.Email + " already exists")
 		}
 	}
 	return err
 }
 
 // GetServiceUser reads a service user of an account; a user, or a service
-// user of another account, is ErrNotFound.
-func (s *Store) GetServiceUser(ctx context.Context, account, id string) (ServiceUser, error) {
-	var u ServiceUser
+// user of another account, is domain.ErrNotFound.
+func (s *Store) GetServiceUser(ctx context.Context, account, id string) (domain.ServiceUser, error) {
+	var u domain.ServiceUser
 	if err := s.getItem(ctx, "get service user", principalPK(id), skPrincipal, &u); err != nil {
 		return u, err
 	}
-	if u.Kind != KindServiceUser || u.Account != account {
-		return ServiceUser{}, ErrNotFound
+	if u.Kind != domain.KindServiceUser || u.Account != account {
+		return domain.ServiceUser{}, domain.ErrNotFound
 	}
 	return u, nil
 }
 
 // UpdateServiceUser sets the name and description of a service user of an
 // account (nil leaves a field as it is; "" empties it).
-func (s *Store) UpdateServiceUser(ctx context.Context, account, id string, name, description *string) (ServiceUser, error) {
+func (s *Store) UpdateServiceUser(ctx context.Context, account, id string, name, description *string) (domain.ServiceUser, error) {
 	set := []string{"updated = :u"}
 	names := map[string]string{"#acct": "account", "#kind": "kind"}
 	vals := map[string]types.AttributeValue{
-		":u": str(s.now().Format(timeLayout)), ":acct": str(account), ":kind": str(KindServiceUser),
+		":u": str(s.now().Format(timeLayout)), ":acct": str(account), ":kind": str(domain.KindServiceUser),
 	}
 	for _, f := range []struct {
 		attr string
@@ -134,12 +97,12 @@ func (s *Store) UpdateServiceUser(ctx context.Context, account, id string, name,
 		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if ddb.IsConditionFailed(err) {
-		return ServiceUser{}, ErrNotFound
+		return domain.ServiceUser{}, domain.ErrNotFound
 	}
 	if err != nil {
-		return ServiceUser{}, wrap("update service user", err)
+		return domain.ServiceUser{}, wrap("update service user", err)
 	}
-	var u ServiceUser
+	var u domain.ServiceUser
 	return u, attributevalue.UnmarshalMap(res.Attributes, &u)
 }
 
@@ -149,11 +112,11 @@ func (s *Store) UpdateServiceUser(ctx context.Context, account, id string, name,
 // its access ends at once. Its keys and grants (its partition) and the
 // invitations addressed to it go in the same transaction when they fit,
 // otherwise right after (see commit).
-func (s *Store) DeleteServiceUser(ctx context.Context, account, id string) (ServiceUser, error) {
+func (s *Store) DeleteServiceUser(ctx context.Context, account, id string) (domain.ServiceUser, error) {
 	// The email follows from the ids, so the invitations addressed to the
 	// service user are read in parallel with it.
 	var (
-		u           ServiceUser
+		u           domain.ServiceUser
 		part, inbox []map[string]types.AttributeValue
 		errs        [3]error
 		wg          sync.WaitGroup
@@ -172,11 +135,11 @@ func (s *Store) DeleteServiceUser(ctx context.Context, account, id string) (Serv
 	}()
 	go func() {
 		defer wg.Done()
-		inbox, errs[2] = s.gsiKeys(ctx, "query service user invitations", inviteeGSI(ServiceUserEmail(account, id)))
+		inbox, errs[2] = s.gsiKeys(ctx, "query service user invitations", inviteeGSI(domain.ServiceUserEmail(account, id)))
 	}()
 	wg.Wait()
 	if err := errors.Join(errs[:]...); err != nil {
-		return ServiceUser{}, err
+		return domain.ServiceUser{}, err
 	}
 	must := []types.TransactWriteItem{
 		{Delete: &types.Delete{
@@ -185,7 +148,7 @@ func (s *Store) DeleteServiceUser(ctx context.Context, account, id string) (Serv
 			ConditionExpression:      aws.String("attribute_exists(PK) AND #kind = :kind AND #acct = :acct"),
 			ExpressionAttributeNames: map[string]string{"#acct": "account", "#kind": "kind"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":acct": str(account), ":kind": str(KindServiceUser),
+				":acct": str(account), ":kind": str(domain.KindServiceUser),
 			},
 		}},
 		{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(emailPK(u.Email), skEmail)}},
@@ -197,7 +160,7 @@ func (s *Store) DeleteServiceUser(ctx context.Context, account, id string) (Serv
 	cleanup = append(cleanup, inbox...)
 	err := s.commit(ctx, "delete service user", must, cleanup)
 	if errors.Is(err, ddb.ErrConditionFailed) {
-		return ServiceUser{}, ErrNotFound
+		return domain.ServiceUser{}, domain.ErrNotFound
 	}
 	return u, err
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,31 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"cads/shared/apigw"
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
-
-// ErrNotFound is returned when an item does not exist.
-var ErrNotFound = errors.New("not found")
-
-// ConflictError is a uniqueness or state violation detected by a
-// conditional write; its message is fit for a 409 body.
-type ConflictError struct{ Msg string }
-
-func (e *ConflictError) Error() string { return e.Msg }
-
-// APIError is the 409 every function answers a conflict with
-// (apigw.WriteError maps it).
-func (e *ConflictError) APIError() *apigw.Error { return apigw.Conflict("%s", e.Msg) }
-
-// NotFound turns ErrNotFound into the API's 404 with the given message;
-// other errors pass unchanged.
-func NotFound(err error, format string, args ...any) error {
-	if errors.Is(err, ErrNotFound) {
-		return apigw.NotFound(format, args...)
-	}
-	return err
-}
 
 // Store is the table. It is safe for concurrent use.
 type Store struct {
@@ -96,13 +73,13 @@ func item(k keyAttrs, v any) (map[string]types.AttributeValue, error) {
 }
 
 // wrap adds context to a DynamoDB error and marks throttling so that the
-// HTTP layer answers 429 instead of 500.
+// client is told to retry instead of seeing an internal error.
 func wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if ddb.IsThrottled(err) {
-		return &apigw.ThrottledError{Err: fmt.Errorf("%s: %w", op, err)}
+		return domain.Throttle(fmt.Errorf("%s: %w", op, err))
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
@@ -135,7 +112,7 @@ func (s *Store) get(ctx context.Context, op, pk, sk string, consistent bool, out
 		return wrap(op, err)
 	}
 	if res.Item == nil {
-		return ErrNotFound
+		return domain.ErrNotFound
 	}
 	if err := attributevalue.UnmarshalMap(res.Item, out); err != nil {
 		return fmt.Errorf("%s: unmarshal: %w", op, err)
@@ -187,4 +164,10 @@ func dropEmpty(m map[string]types.AttributeValue) {
 			delete(m, a)
 		}
 	}
+}
+
+// conflict is the error of a write its condition refused: a taken id or
+// name, or a state that forbids the change. msg is fit for the client.
+func conflict(msg string) *domain.Error {
+	return &domain.Error{Code: domain.Conflict, Message: msg}
 }

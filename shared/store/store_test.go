@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"cads/infra/testenv"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -44,17 +45,16 @@ func TestPrincipalEmailIsUnique(t *testing.T) {
 	st, _ := newStore(t)
 	ctx := context.Background()
 	now := st.Now()
-	a := store.Principal{ID: "u1", Kind: store.KindUser, Email: "ann@example.com", Created: now, Updated: now}
+	a := domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "ann@example.com", Created: now, Updated: now}
 	if err := st.CreatePrincipal(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	b := a
 	b.ID, b.Email = "u2", "ANN@example.com"
-	var c *store.ConflictError
-	if err := st.CreatePrincipal(ctx, b); !errors.As(err, &c) {
+	if err := st.CreatePrincipal(ctx, b); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("second principal with the same email (other case): %v, want a conflict", err)
 	}
-	if _, err := st.GetPrincipal(ctx, "u2"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetPrincipal(ctx, "u2"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("the refused principal was half-written: %v", err)
 	}
 	users, _, _, err := st.PageUsers(ctx, "", false, 10)
@@ -65,7 +65,7 @@ func TestPrincipalEmailIsUnique(t *testing.T) {
 	if err != nil || p.Name != "Ann" || p.Email != a.Email {
 		t.Fatalf("UpdatePrincipalName = %+v, %v", p, err)
 	}
-	if _, err := st.UpdatePrincipalName(ctx, "nobody", "x"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.UpdatePrincipalName(ctx, "nobody", "x"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("update of a missing principal: %v", err)
 	}
 }
@@ -74,14 +74,14 @@ func TestAccessKeys(t *testing.T) {
 	st, d := newStore(t)
 	ctx := context.Background()
 	now := st.Now()
-	if err := st.CreateKey(ctx, store.AccessKey{ID: "k0", PrincipalID: "ghost", SecretHash: "h"}); !errors.Is(err, store.ErrNotFound) {
+	if err := st.CreateKey(ctx, domain.AccessKey{ID: "k0", PrincipalID: "ghost", SecretHash: "h"}); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("key for a missing principal: %v", err)
 	}
-	if err := st.CreatePrincipal(ctx, store.Principal{ID: "u1", Kind: store.KindUser, Email: "u@example.com", Created: now}); err != nil {
+	if err := st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u@example.com", Created: now}); err != nil {
 		t.Fatal(err)
 	}
 	exp := now.Add(time.Hour)
-	k := store.AccessKey{ID: "k1", PrincipalID: "u1", Type: "bearer", Durability: store.DurabilitySession, Account: "a1", AccountAncestors: []string{"root"}, SecretHash: "h1", Expiry: &exp, Created: now}
+	k := domain.AccessKey{ID: "k1", PrincipalID: "u1", Type: "bearer", Durability: domain.DurabilitySession, Account: "a1", AccountAncestors: []string{"root"}, SecretHash: "h1", Expiry: &exp, Created: now}
 	if err := st.CreateKey(ctx, k); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestAccessKeys(t *testing.T) {
 			t.Errorf("UseIsStale(last_used + %v) = %v, want %v", c.at.Sub(now), stale, c.want)
 		}
 	}
-	if !(store.AccessKey{}).UseIsStale(now) {
+	if !(domain.AccessKey{}).UseIsStale(now) {
 		t.Error("a key never used is not due for a last_used write")
 	}
 	if err := st.TouchKey(ctx, "u1", "k1", now.Add(2*time.Minute)); err != nil {
@@ -129,7 +129,7 @@ func TestAccessKeys(t *testing.T) {
 	if _, err := st.DeleteKey(ctx, "u1", "k1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.DeleteKey(ctx, "u1", "k1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.DeleteKey(ctx, "u1", "k1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
 }
@@ -139,10 +139,10 @@ func TestAccessKeys(t *testing.T) {
 func TestEmptyListsReadBackEmpty(t *testing.T) {
 	st, _ := newStore(t)
 	ctx := context.Background()
-	if err := st.CreatePrincipal(ctx, store.Principal{ID: "u1", Kind: store.KindUser, Email: "a@example.com"}); err != nil {
+	if err := st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "a@example.com"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreateKey(ctx, store.AccessKey{ID: "k1", PrincipalID: "u1", Account: "root", AccountAncestors: []string{}, SecretHash: "h"}); err != nil {
+	if err := st.CreateKey(ctx, domain.AccessKey{ID: "k1", PrincipalID: "u1", Account: "root", AccountAncestors: []string{}, SecretHash: "h"}); err != nil {
 		t.Fatal(err)
 	}
 	k, err := st.LoadCredential(ctx, "u1", "k1", "")
@@ -154,19 +154,19 @@ func TestEmptyListsReadBackEmpty(t *testing.T) {
 func TestCreateUserKeyRefusesServiceUsers(t *testing.T) {
 	st, _ := newStore(t)
 	ctx := context.Background()
-	if err := st.CreatePrincipal(ctx, store.Principal{ID: "svc", Kind: store.KindServiceUser, Email: "svc@x.invalid"}); err != nil {
+	if err := st.CreatePrincipal(ctx, domain.Principal{ID: "svc", Kind: domain.KindServiceUser, Email: "svc@x.invalid"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreateUserKey(ctx, store.AccessKey{ID: "k1", PrincipalID: "svc", SecretHash: "h"}); !errors.Is(err, store.ErrNotFound) {
+	if err := st.CreateUserKey(ctx, domain.AccessKey{ID: "k1", PrincipalID: "svc", SecretHash: "h"}); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("user key for a service user: %v", err)
 	}
-	if _, err := st.GetKey(ctx, "svc", "k1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetKey(ctx, "svc", "k1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("the refused key was written: %v", err)
 	}
-	if err := st.CreatePrincipal(ctx, store.Principal{ID: "u1", Kind: store.KindUser, Email: "u1@example.com"}); err != nil {
+	if err := st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreateUserKey(ctx, store.AccessKey{ID: "k2", PrincipalID: "u1", SecretHash: "h"}); err != nil {
+	if err := st.CreateUserKey(ctx, domain.AccessKey{ID: "k2", PrincipalID: "u1", SecretHash: "h"}); err != nil {
 		t.Fatalf("user key: %v", err)
 	}
 }

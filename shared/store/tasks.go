@@ -12,45 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
+	"cads/shared/domain"
 )
-
-// Task states (docs/api.md#tasks).
-const (
-	TaskPending = "pending"
-	TaskRunning = "running"
-	TaskSuccess = "success"
-	TaskFailed  = "failed"
-)
-
-// Task is an asynchronous operation, run by the task worker from a queue.
-// docs/tasks.md describes its life.
-type Task struct {
-	ID      string `dynamodbav:"id"`
-	Account string `dynamodbav:"account"`
-	Type    string `dynamodbav:"type"`
-	Target  string `dynamodbav:"target,omitempty"` // href
-	App     string `dynamodbav:"app,omitempty"`    // the target application's id
-	// Parameters and Result are JSON documents.
-	Parameters string     `dynamodbav:"parameters,omitempty"`
-	Result     string     `dynamodbav:"result,omitempty"`
-	State      string     `dynamodbav:"state"`
-	Message    string     `dynamodbav:"message,omitempty"`
-	CreatedBy  string     `dynamodbav:"created_by"`
-	Created    time.Time  `dynamodbav:"created"`
-	Started    *time.Time `dynamodbav:"started,omitempty"`
-	Completed  *time.Time `dynamodbav:"completed,omitempty"`
-	Updated    time.Time  `dynamodbav:"updated"`
-	// Worker bookkeeping: processing attempts so far, the lease of the
-	// invocation running it (epoch milliseconds) and the last retryable
-	// error.
-	Attempts   int    `dynamodbav:"attempts,omitempty"`
-	LeaseOwner string `dynamodbav:"lease_owner,omitempty"`
-	LeaseUntil int64  `dynamodbav:"lease_until,omitempty"`
-	LastError  string `dynamodbav:"last_error,omitempty"`
-}
-
-// Finished reports whether the task reached success or failed.
-func (t Task) Finished() bool { return t.State == TaskSuccess || t.State == TaskFailed }
 
 // Errors of the worker's conditional writes.
 var (
@@ -78,7 +41,7 @@ func taskGSISK(created time.Time, id string) string {
 // transaction: from then on the task cannot be lost, whether or not the
 // queue message that follows is sent. The marker lives in the task's
 // partition (SK OUTBOX) and is held: FinishTask deletes it.
-func (s *Store) CreateTask(ctx context.Context, t Task, m *OutboxMarker) error {
+func (s *Store) CreateTask(ctx context.Context, t domain.Task, m *OutboxMarker) error {
 	m.place(taskPK(t.ID), skOutbox, true)
 	items, err := s.puts([]keyAttrsValue{
 		{keyAttrs{PK: taskPK(t.ID), SK: skTask, GSI1PK: tasksGSI(t.Account), GSI1SK: taskGSISK(t.Created, t.ID), Entity: "task"}, t},
@@ -89,33 +52,33 @@ func (s *Store) CreateTask(ctx context.Context, t Task, m *OutboxMarker) error {
 	}
 	err = s.transact(ctx, "create task", items)
 	if errors.Is(err, ddb.ErrConditionFailed) {
-		return &ConflictError{Msg: "task " + t.ID + " exists"}
+		return conflict("task " + t.ID + " exists")
 	}
 	return err
 }
 
 // LoadTask reads a task whatever its account (the worker's read).
-func (s *Store) LoadTask(ctx context.Context, id string) (Task, error) {
-	var t Task
+func (s *Store) LoadTask(ctx context.Context, id string) (domain.Task, error) {
+	var t domain.Task
 	err := s.getConsistent(ctx, "get task", taskPK(id), skTask, &t)
 	return t, err
 }
 
-// GetTask reads a task of account; another account's is ErrNotFound.
-func (s *Store) GetTask(ctx context.Context, account, id string) (Task, error) {
+// GetTask reads a task of account; another account's is domain.ErrNotFound.
+func (s *Store) GetTask(ctx context.Context, account, id string) (domain.Task, error) {
 	t, err := s.LoadTask(ctx, id)
 	if err != nil {
-		return Task{}, err
+		return domain.Task{}, err
 	}
 	if t.Account != account {
-		return Task{}, ErrNotFound
+		return domain.Task{}, domain.ErrNotFound
 	}
 	return t, nil
 }
 
 // ListTasks returns the tasks of account created in [from, to) (zero
 // times: unbounded), newest first, at most max (0: all).
-func (s *Store) ListTasks(ctx context.Context, account string, from, to time.Time, max int) ([]Task, error) {
+func (s *Store) ListTasks(ctx context.Context, account string, from, to time.Time, max int) ([]domain.Task, error) {
 	lo, hi := prefixTaskG, prefixTaskG+"~"
 	if !from.IsZero() {
 		lo = prefixTaskG + from.UTC().Format(timeLayout)
@@ -135,14 +98,14 @@ func (s *Store) ListTasks(ctx context.Context, account string, from, to time.Tim
 	if err != nil {
 		return nil, err
 	}
-	return unmarshalAll[Task](items)
+	return unmarshalAll[domain.Task](items)
 }
 
 // PageTasks reads at most n tasks of account created in [from, to) (zero
 // times: unbounded) after position after in creation order (desc: newest
 // first), with their positions and whether more may follow: one Query of
 // n items, whatever the number of tasks.
-func (s *Store) PageTasks(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]Task, []string, bool, error) {
+func (s *Store) PageTasks(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]domain.Task, []string, bool, error) {
 	g := collection{op: "list tasks", index: IndexGSI1, pk: tasksGSI(account), skPrefix: prefixTaskG,
 		tableKey: func(pos string) (string, string) { return taskPK(idOf(pos)), skTask }}
 	if !from.IsZero() {
@@ -151,14 +114,14 @@ func (s *Store) PageTasks(ctx context.Context, account string, from, to time.Tim
 	if !to.IsZero() {
 		g.hi = to.UTC().Format(timeLayout)
 	}
-	return pageOf[Task](ctx, s, g, after, desc, n)
+	return pageOf[domain.Task](ctx, s, g, after, desc, n)
 }
 
 // ClaimTask gives the invocation `owner` the task until leaseUntil: it
 // becomes running (started is set once) and its attempt count grows by one.
 // It is ErrLeaseHeld, with the task as it is, when the task is finished or
-// another lease is live; ErrNotFound when there is no such task.
-func (s *Store) ClaimTask(ctx context.Context, id, owner string, now, leaseUntil time.Time) (Task, error) {
+// another lease is live; domain.ErrNotFound when there is no such task.
+func (s *Store) ClaimTask(ctx context.Context, id, owner string, now, leaseUntil time.Time) (domain.Task, error) {
 	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table),
 		Key:       key(taskPK(id), skTask),
@@ -167,7 +130,7 @@ func (s *Store) ClaimTask(ctx context.Context, id, owner string, now, leaseUntil
 		ConditionExpression:      aws.String("(#st = :pending OR #st = :running) AND (attribute_not_exists(lease_until) OR lease_until < :nowms)"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":running": avStr(TaskRunning), ":pending": avStr(TaskPending), ":now": avStr(now.UTC().Format(timeLayout)),
+			":running": avStr(domain.TaskRunning), ":pending": avStr(domain.TaskPending), ":now": avStr(now.UTC().Format(timeLayout)),
 			":o": avStr(owner), ":lu": avNum(leaseUntil.UnixMilli()), ":nowms": avNum(now.UnixMilli()), ":one": avNum(1),
 		},
 		ReturnValues: types.ReturnValueAllNew,
@@ -176,14 +139,14 @@ func (s *Store) ClaimTask(ctx context.Context, id, owner string, now, leaseUntil
 		// The task as it is, to tell "finished" from "leased elsewhere".
 		cur, gerr := s.LoadTask(ctx, id)
 		if gerr != nil {
-			return Task{}, gerr
+			return domain.Task{}, gerr
 		}
 		return cur, ErrLeaseHeld
 	}
 	if err != nil {
-		return Task{}, wrap("claim task", err)
+		return domain.Task{}, wrap("claim task", err)
 	}
-	var t Task
+	var t domain.Task
 	return t, attributevalue.UnmarshalMap(res.Attributes, &t)
 }
 
@@ -198,7 +161,7 @@ func (s *Store) ReleaseTask(ctx context.Context, id, owner, lastError string) er
 		ConditionExpression:      aws.String("lease_owner = :o AND #st = :running"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":e": avStr(clipText(lastError, 1000)), ":u": avStr(s.now().Format(timeLayout)), ":o": avStr(owner), ":running": avStr(TaskRunning),
+			":e": avStr(clipText(lastError, 1000)), ":u": avStr(s.now().Format(timeLayout)), ":o": avStr(owner), ":running": avStr(domain.TaskRunning),
 			":zero": avNum(0), ":none": avStr(""),
 		},
 	})
@@ -254,12 +217,12 @@ type TaskFinish struct {
 // its effects in one transaction, so a task's effect happens exactly once
 // whatever the redeliveries: ErrLeaseLost when owner no longer holds the
 // task, ErrVersionConflict when the application changed under an effect,
-// a *ConflictError (AliasTaken) when an alias it adds belongs to another
+// a *domain.Error (AliasTaken) when an alias it adds belongs to another
 // application.
 func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
 	now := s.now().Format(timeLayout)
 	vals := map[string]types.AttributeValue{
-		":st": avStr(f.State), ":m": avStr(clipText(f.Message, 2000)), ":now": avStr(now), ":o": avStr(f.Owner), ":running": avStr(TaskRunning),
+		":st": avStr(f.State), ":m": avStr(clipText(f.Message, 2000)), ":now": avStr(now), ":o": avStr(f.Owner), ":running": avStr(domain.TaskRunning),
 		":zero": avNum(0), ":none": avStr(""),
 	}
 	set := "SET #st = :st, message = :m, completed = :now, updated = :now, lease_owner = :none, lease_until = :zero"
@@ -334,33 +297,23 @@ func (s *Store) ListInvalidations(ctx context.Context, app string) ([]Invalidati
 	return unmarshalAll[Invalidation](items)
 }
 
-// CertificateAuthority is an account's private CA, which signs origin
-// certificates. Its key is stored in the table (docs/tasks.md: production
-// would keep it in KMS or ACM Private CA); nothing ever returns it.
-type CertificateAuthority struct {
-	Account string    `dynamodbav:"account"`
-	CertPEM string    `dynamodbav:"cert_pem"`
-	KeyPEM  string    `dynamodbav:"key_pem"`
-	Created time.Time `dynamodbav:"created"`
-}
-
 // GetCertificateAuthority reads an account's CA.
-func (s *Store) GetCertificateAuthority(ctx context.Context, account string) (CertificateAuthority, error) {
-	var ca CertificateAuthority
+func (s *Store) GetCertificateAuthority(ctx context.Context, account string) (domain.CertificateAuthority, error) {
+	var ca domain.CertificateAuthority
 	err := s.getConsistent(ctx, "get certificate authority", caPK(account), "CA", &ca)
 	return ca, err
 }
 
 // CreateCertificateAuthority stores an account's CA unless it has one
-// (*ConflictError: read the existing one, which won the race).
-func (s *Store) CreateCertificateAuthority(ctx context.Context, ca CertificateAuthority) error {
+// (*domain.Error: read the existing one, which won the race).
+func (s *Store) CreateCertificateAuthority(ctx context.Context, ca domain.CertificateAuthority) error {
 	p, err := s.put(keyAttrs{PK: caPK(ca.Account), SK: "CA", Entity: "certificate_authority"}, ca)
 	if err != nil {
 		return err
 	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: p.Put.TableName, Item: p.Put.Item, ConditionExpression: p.Put.ConditionExpression})
 	if ddb.IsConditionFailed(err) {
-		return &ConflictError{Msg: "account " + ca.Account + " has a certificate authority"}
+		return conflict("account " + ca.Account + " has a certificate authority")
 	}
 	return wrap("create certificate authority", err)
 }

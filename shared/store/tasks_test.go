@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
-func newTask(t *testing.T, st *store.Store, id, account string, created time.Time) store.Task {
+func newTask(t *testing.T, st *store.Store, id, account string, created time.Time) domain.Task {
 	t.Helper()
-	tk := store.Task{ID: id, Account: account, Type: "start", Target: "/v2/applications/app1", App: "app1",
-		State: store.TaskPending, CreatedBy: "u1", Created: created, Updated: created}
+	tk := domain.Task{ID: id, Account: account, Type: "start", Target: "/v2/applications/app1", App: "app1",
+		State: domain.TaskPending, CreatedBy: "u1", Created: created, Updated: created}
 	m := store.OutboxMarker{Queue: "TasksQueue", Body: `{"task":"` + id + `"}`, Due: created.Add(time.Minute)}
 	if err := st.CreateTask(context.Background(), tk, &m); err != nil {
 		t.Fatal(err)
@@ -30,12 +31,12 @@ func TestTaskLeaseAndFinish(t *testing.T) {
 	if d.Counter.Total() != 1 {
 		t.Fatalf("create task: %d round trips, want 1 (task and outbox marker in one transaction)", d.Counter.Total())
 	}
-	if _, err := st.GetTask(ctx, "acct2", "t1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetTask(ctx, "acct2", "t1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("cross-account get: %v", err)
 	}
 
 	tk, err := st.ClaimTask(ctx, "t1", "w1", now, now.Add(time.Minute))
-	if err != nil || tk.State != store.TaskRunning || tk.Attempts != 1 || tk.Started == nil || tk.LeaseOwner != "w1" {
+	if err != nil || tk.State != domain.TaskRunning || tk.Attempts != 1 || tk.Started == nil || tk.LeaseOwner != "w1" {
 		t.Fatalf("claim = %+v, %v", tk, err)
 	}
 	// A live lease keeps others out; an expired one is taken over.
@@ -58,15 +59,15 @@ func TestTaskLeaseAndFinish(t *testing.T) {
 	}
 
 	// The finish and its effect commit together, once.
-	if err := st.BeginTransition(ctx, "app1", store.AppStopped, store.AppStarting, "t1"); err != nil {
+	if err := st.BeginTransition(ctx, "app1", domain.AppStopped, domain.AppStarting, "t1"); err != nil {
 		t.Fatal(err)
 	}
-	fin := store.TaskFinish{ID: "t1", Owner: "w2", State: store.TaskSuccess, Message: "started", Result: `{"state":"running"}`,
-		Transition: &store.Transition{App: "app1", Task: "t1", To: store.AppRunning}}
+	fin := store.TaskFinish{ID: "t1", Owner: "w2", State: domain.TaskSuccess, Message: "started", Result: `{"state":"running"}`,
+		Transition: &store.Transition{App: "app1", Task: "t1", To: domain.AppRunning}}
 	if err := st.FinishTask(ctx, fin); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("finish by a stale owner: %v", err)
 	}
-	if a, _ := st.GetApplication(ctx, "acct1", "app1"); a.State != store.AppStarting {
+	if a, _ := st.GetApplication(ctx, "acct1", "app1"); a.State != domain.AppStarting {
 		t.Fatalf("a refused finish changed the application: %+v", a)
 	}
 	fin.Owner = "w3"
@@ -74,10 +75,10 @@ func TestTaskLeaseAndFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	tk, _ = st.LoadTask(ctx, "t1")
-	if tk.State != store.TaskSuccess || tk.Completed == nil || tk.Result != `{"state":"running"}` || tk.LeaseOwner != "" {
+	if tk.State != domain.TaskSuccess || tk.Completed == nil || tk.Result != `{"state":"running"}` || tk.LeaseOwner != "" {
 		t.Fatalf("finished task = %+v", tk)
 	}
-	if a, _ := st.GetApplication(ctx, "acct1", "app1"); a.State != store.AppRunning || a.TransitionTask != "" {
+	if a, _ := st.GetApplication(ctx, "acct1", "app1"); a.State != domain.AppRunning || a.TransitionTask != "" {
 		t.Fatalf("application after finish = %+v", a)
 	}
 	if err := st.FinishTask(ctx, fin); !errors.Is(err, store.ErrLeaseLost) {
@@ -86,7 +87,7 @@ func TestTaskLeaseAndFinish(t *testing.T) {
 	if _, err := st.ClaimTask(ctx, "t1", "w4", now.Add(time.Hour), now.Add(2*time.Hour)); !errors.Is(err, store.ErrLeaseHeld) {
 		t.Fatalf("claim of a finished task: %v", err)
 	}
-	if _, err := st.ClaimTask(ctx, "nope", "w4", now, now); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.ClaimTask(ctx, "nope", "w4", now, now); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("claim of a missing task: %v", err)
 	}
 }
@@ -101,11 +102,11 @@ func TestTaskConfigAndInvalidationEffects(t *testing.T) {
 	if _, err := st.ClaimTask(ctx, "t1", "w", now, now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	stale := store.TaskFinish{ID: "t1", Owner: "w", State: store.TaskSuccess, Config: &store.ConfigChange{Account: "acct1", App: "app1", From: 7, Config: `{}`}}
+	stale := store.TaskFinish{ID: "t1", Owner: "w", State: domain.TaskSuccess, Config: &store.ConfigChange{Account: "acct1", App: "app1", From: 7, Config: `{}`}}
 	if err := st.FinishTask(ctx, stale); !errors.Is(err, store.ErrVersionConflict) {
 		t.Fatalf("config from a stale version: %v", err)
 	}
-	if tk, _ := st.LoadTask(ctx, "t1"); tk.State != store.TaskRunning {
+	if tk, _ := st.LoadTask(ctx, "t1"); tk.State != domain.TaskRunning {
 		t.Fatalf("the task finished although its effect failed: %+v", tk)
 	}
 	stale.Config.From = 1
@@ -120,7 +121,7 @@ func TestTaskConfigAndInvalidationEffects(t *testing.T) {
 		t.Fatal(err)
 	}
 	inv := &store.Invalidation{App: "app1", Task: "t2", Tags: []string{"css"}, Created: now}
-	if err := st.FinishTask(ctx, store.TaskFinish{ID: "t2", Owner: "w", State: store.TaskSuccess, Invalidation: inv}); err != nil {
+	if err := st.FinishTask(ctx, store.TaskFinish{ID: "t2", Owner: "w", State: domain.TaskSuccess, Invalidation: inv}); err != nil {
 		t.Fatal(err)
 	}
 	invs, err := st.ListInvalidations(ctx, "app1")
@@ -176,14 +177,13 @@ func TestOutboxAndListing(t *testing.T) {
 func TestCertificateAuthorityIsCreatedOnce(t *testing.T) {
 	st, _ := newStore(t)
 	ctx := context.Background()
-	if _, err := st.GetCertificateAuthority(ctx, "acct1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetCertificateAuthority(ctx, "acct1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("no CA yet: %v", err)
 	}
-	if err := st.CreateCertificateAuthority(ctx, store.CertificateAuthority{Account: "acct1", CertPEM: "c1", KeyPEM: "k1"}); err != nil {
+	if err := st.CreateCertificateAuthority(ctx, domain.CertificateAuthority{Account: "acct1", CertPEM: "c1", KeyPEM: "k1"}); err != nil {
 		t.Fatal(err)
 	}
-	var c *store.ConflictError
-	if err := st.CreateCertificateAuthority(ctx, store.CertificateAuthority{Account: "acct1", CertPEM: "c2", KeyPEM: "k2"}); !errors.As(err, &c) {
+	if err := st.CreateCertificateAuthority(ctx, domain.CertificateAuthority{Account: "acct1", CertPEM: "c2", KeyPEM: "k2"}); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("second CA: %v", err)
 	}
 	if ca, err := st.GetCertificateAuthority(ctx, "acct1"); err != nil || ca.CertPEM != "c1" {

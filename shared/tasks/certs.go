@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"cads/shared/domain"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -17,8 +18,6 @@ import (
 	"math/big"
 	"strings"
 	"time"
-
-	"cads/shared/store"
 )
 
 // MinRSABits is the smallest subject key an origin certificate is issued for.
@@ -76,8 +75,8 @@ func PublicKeyPEM(s string) (string, error) {
 
 // CAStore keeps the per-account certificate authorities.
 type CAStore interface {
-	GetCertificateAuthority(ctx context.Context, account string) (store.CertificateAuthority, error)
-	CreateCertificateAuthority(ctx context.Context, ca store.CertificateAuthority) error
+	GetCertificateAuthority(ctx context.Context, account string) (domain.CertificateAuthority, error)
+	CreateCertificateAuthority(ctx context.Context, ca domain.CertificateAuthority) error
 }
 
 // authority is a loaded CA.
@@ -91,14 +90,13 @@ type authority struct {
 // workers racing to create it both end up with the one that was stored.
 func accountCA(ctx context.Context, st CAStore, account string, now time.Time) (authority, error) {
 	ca, err := st.GetCertificateAuthority(ctx, account)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		ca, err = newCA(account, now)
 		if err != nil {
 			return authority{}, err
 		}
 		err = st.CreateCertificateAuthority(ctx, ca)
-		var c *store.ConflictError
-		if errors.As(err, &c) {
+		if domain.ErrorCode(err) == domain.Conflict {
 			ca, err = st.GetCertificateAuthority(ctx, account)
 		}
 	}
@@ -108,14 +106,14 @@ func accountCA(ctx context.Context, st CAStore, account string, now time.Time) (
 	return loadCA(ca)
 }
 
-func newCA(account string, now time.Time) (store.CertificateAuthority, error) {
+func newCA(account string, now time.Time) (domain.CertificateAuthority, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return store.CertificateAuthority{}, fmt.Errorf("CA key: %w", err)
+		return domain.CertificateAuthority{}, fmt.Errorf("CA key: %w", err)
 	}
 	pubDER, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
 	if err != nil {
-		return store.CertificateAuthority{}, err
+		return domain.CertificateAuthority{}, err
 	}
 	ski := sha1.Sum(pubDER)
 	tmpl := &x509.Certificate{
@@ -131,13 +129,13 @@ func newCA(account string, now time.Time) (store.CertificateAuthority, error) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return store.CertificateAuthority{}, fmt.Errorf("CA certificate: %w", err)
+		return domain.CertificateAuthority{}, fmt.Errorf("CA certificate: %w", err)
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		return store.CertificateAuthority{}, fmt.Errorf("CA key: %w", err)
+		return domain.CertificateAuthority{}, fmt.Errorf("CA key: %w", err)
 	}
-	return store.CertificateAuthority{
+	return domain.CertificateAuthority{
 		Account: account,
 		CertPEM: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
 		KeyPEM:  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})),
@@ -145,7 +143,7 @@ func newCA(account string, now time.Time) (store.CertificateAuthority, error) {
 	}, nil
 }
 
-func loadCA(ca store.CertificateAuthority) (authority, error) {
+func loadCA(ca domain.CertificateAuthority) (authority, error) {
 	cb, _ := pem.Decode([]byte(ca.CertPEM))
 	kb, _ := pem.Decode([]byte(ca.KeyPEM))
 	if cb == nil || kb == nil {

@@ -23,6 +23,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -32,7 +33,7 @@ import (
 type DataPlane interface {
 	// SetState tells the data plane that app is to be in state (running,
 	// stopped, maintenance).
-	SetState(ctx context.Context, app store.Application, state string) error
+	SetState(ctx context.Context, app domain.Application, state string) error
 	// RunAction calls an action's URL.
 	RunAction(ctx context.Context, call ActionCall) (ActionResult, error)
 	// InvalidateCache passes on a cache invalidation.
@@ -43,7 +44,7 @@ type DataPlane interface {
 type ActionCall struct {
 	Task   string // task id: the request's idempotency key
 	App    string
-	Action store.Action
+	Action domain.Action
 }
 
 // ActionResult is what the action's URL answered.
@@ -112,7 +113,7 @@ type HTTPActions struct {
 	now     func() time.Time
 }
 
-func (h *HTTPActions) client(act store.Action) (*http.Client, error) {
+func (h *HTTPActions) client(act domain.Action) (*http.Client, error) {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
@@ -247,7 +248,7 @@ func NewFakeDataPlane(log *slog.Logger, policy DialPolicy) *FakeDataPlane {
 }
 
 // SetState records the request.
-func (f *FakeDataPlane) SetState(ctx context.Context, app store.Application, state string) error {
+func (f *FakeDataPlane) SetState(ctx context.Context, app domain.Application, state string) error {
 	f.record(ctx, "set-state "+app.ID+" "+state)
 	return nil
 }

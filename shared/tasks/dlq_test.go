@@ -12,8 +12,8 @@ import (
 	"cads/infra/localaws"
 	"cads/infra/sam"
 	"cads/infra/sqssource"
+	"cads/shared/domain"
 	"cads/shared/outbox"
-	"cads/shared/store"
 	"cads/shared/tasks"
 )
 
@@ -46,7 +46,7 @@ func TestPoisonTasksEndInTheDLQ(t *testing.T) {
 	e.w.MaxAttempts = receives
 	e.dp.failures.Store(-1)
 	e.ob, e.outbox = newOutbox(e.st, outbox.SQS{Client: client, URLs: map[string]string{"TasksQueue": queues["Tasks"].URL}})
-	a := e.app(store.AppRunning)
+	a := e.app(domain.AppRunning)
 	tk := e.submit(tasks.TypeStop, a.ID, nil)
 	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queues["Tasks"].URL), MessageBody: aws.String("not a task")}); err != nil {
 		t.Fatal(err)
@@ -74,10 +74,10 @@ func TestPoisonTasksEndInTheDLQ(t *testing.T) {
 		t.Fatalf("dead-letter queue holds %v", dead)
 	}
 	got, app := e.task(tk.ID), e.appNow(a.ID)
-	if got.State != store.TaskFailed || got.Attempts != receives || !strings.Contains(got.Message, "failed after 3 attempts") {
+	if got.State != domain.TaskFailed || got.Attempts != receives || !strings.Contains(got.Message, "failed after 3 attempts") {
 		t.Fatalf("task %s after %d attempts: %q", got.State, got.Attempts, got.Message)
 	}
-	if app.State != store.AppRunning || app.TransitionTask != "" {
+	if app.State != domain.AppRunning || app.TransitionTask != "" {
 		t.Fatalf("application %s (held by %q), want running again", app.State, app.TransitionTask)
 	}
 }

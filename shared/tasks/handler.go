@@ -11,16 +11,17 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
 // Store is what the tasks API reads and writes.
 type Store interface {
 	OutboxStore
-	GetTask(ctx context.Context, account, id string) (store.Task, error)
-	PageTasks(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]store.Task, []string, bool, error)
-	GetApplication(ctx context.Context, account, id string) (store.Application, error)
-	GetAction(ctx context.Context, account, app, id string) (store.Action, error)
+	GetTask(ctx context.Context, account, id string) (domain.Task, error)
+	PageTasks(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]domain.Task, []string, bool, error)
+	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
+	GetAction(ctx context.Context, account, app, id string) (domain.Action, error)
 }
 
 // Deciders makes second decisions with the authorizer's engine.
@@ -96,13 +97,13 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 		if d := dec.Decide(method, AppHref(req.App)); !d.Allowed {
 			return 0, nil, apigw.Forbidden("a %s task needs %s %s besides POST /v2/tasks: %s", req.Type, method, AppHref(req.App), d.Explain())
 		}
-		if errors.Is(appErr, store.ErrNotFound) {
+		if errors.Is(appErr, domain.ErrNotFound) {
 			return 0, nil, apigw.NotFound("no application %q", req.App)
 		}
 		if appErr != nil {
 			return 0, nil, appErr
 		}
-		if errors.Is(actErr, store.ErrNotFound) {
+		if errors.Is(actErr, domain.ErrNotFound) {
 			return 0, nil, apigw.NotFound("application %s has no action %q", req.App, req.Params.(RunActionParams).ID)
 		}
 		if actErr != nil {
@@ -127,7 +128,7 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 
 // await polls the task until it finishes or wait ends, with a growing
 // pause (100 ms doubling to 1 s) so a slow task costs few reads.
-func (h *handler) await(ctx context.Context, t store.Task, wait time.Duration) store.Task {
+func (h *handler) await(ctx context.Context, t domain.Task, wait time.Duration) domain.Task {
 	deadline := time.Now().Add(wait)
 	pause := 100 * time.Millisecond
 	for time.Now().Add(pause).Before(deadline) {
@@ -173,7 +174,7 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, err
 	}
 	t, err := h.st.GetTask(r.Context(), p.AccountID, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return 0, nil, apigw.NotFound("no task %q", id)
 	}
 	if err != nil {
@@ -205,19 +206,19 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 		// back here and gets the same order its cursor names.
 		page.Order = []apigw.OrderKey{{Field: "created", Desc: true}}
 	}
-	list, err := apigw.List(r, page, apigw.Lister[store.Task, Task]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.Task, Task]{
 		Name: "tasks", Indexed: "created", ValidPosition: store.ValidPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]store.Task, []string, bool, error) {
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Task, []string, bool, error) {
 			return h.st.PageTasks(ctx, p.AccountID, from, to, after, desc, n)
 		},
-		Allow: func(ctx context.Context) (func(store.Task) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.Task) bool, error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {
 				return nil, err
 			}
-			return func(t store.Task) bool { return d.Allows(http.MethodGet, Href(t.ID)) }, nil
+			return func(t domain.Task) bool { return d.Allows(http.MethodGet, Href(t.ID)) }, nil
 		},
-		Out:  func(t store.Task) (Task, error) { return Out(t), nil },
+		Out:  func(t domain.Task) (Task, error) { return Out(t), nil },
 		Sort: sortTasks,
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 	"cads/shared/tasks"
@@ -103,17 +104,17 @@ func (a *api) user(perms ...authz.Permission) apigw.Principal {
 	a.t.Helper()
 	ctx := context.Background()
 	id := ids.New()
-	if err := a.st.CreatePrincipal(ctx, store.Principal{ID: id, Kind: store.KindUser, Email: id + "@example.com"}); err != nil {
+	if err := a.st.CreatePrincipal(ctx, domain.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com"}); err != nil {
 		a.t.Fatal(err)
 	}
-	role := store.Role{AccountID: a.root, ID: ids.New(), Name: "custom " + id, Permissions: perms, Version: 1}
+	role := domain.Role{AccountID: a.root, ID: ids.New(), Name: "custom " + id, Permissions: perms, Version: 1}
 	if err := a.st.CreateRole(ctx, role); err != nil {
 		a.t.Fatal(err)
 	}
-	if err := a.st.PutGrant(ctx, store.Grant{PrincipalID: id, AccountID: a.root, RoleID: role.ID, Via: "test"}); err != nil {
+	if err := a.st.PutGrant(ctx, domain.Grant{PrincipalID: id, AccountID: a.root, RoleID: role.ID, Via: "test"}); err != nil {
 		a.t.Fatal(err)
 	}
-	return apigw.Principal{ID: id, Kind: store.KindUser, Email: id + "@example.com", AccountID: a.root, KeyID: "k"}
+	return apigw.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com", AccountID: a.root, KeyID: "k"}
 }
 
 func permit(method string, spec ...string) authz.Permission {
@@ -124,11 +125,11 @@ func deny(method string, spec ...string) authz.Permission {
 	return authz.Permission{Method: method, Effect: "deny", Spec: spec}
 }
 
-func (a *api) app(account, state string) store.Application {
+func (a *api) app(account, state string) domain.Application {
 	a.t.Helper()
 	now := a.st.Now()
-	app := store.Application{ID: ids.New(), Account: account, State: state, Config: config("shop", "shop.example.com"), Version: 1, Created: now, Updated: now}
-	if err := a.st.CreateApplication(context.Background(), app, store.Quota{}); err != nil {
+	app := domain.Application{ID: ids.New(), Account: account, State: state, Config: config("shop", "shop.example.com"), Version: 1, Created: now, Updated: now}
+	if err := a.st.CreateApplication(context.Background(), app, domain.Quota{}); err != nil {
 		a.t.Fatal(err)
 	}
 	return app
@@ -158,8 +159,8 @@ func body(typ, target, params string) string {
 // engine; without it the answer is 403 and no task is written.
 func TestTaskPermissionTable(t *testing.T) {
 	a := newAPI(t)
-	app := a.app(a.root, store.AppStopped)
-	if err := a.st.CreateAction(context.Background(), a.root, store.Action{App: app.ID, ID: "ping", URL: "http://127.0.0.1:1/x", HTTPMethod: "POST", Version: 1}); err != nil {
+	app := a.app(a.root, domain.AppStopped)
+	if err := a.st.CreateAction(context.Background(), a.root, domain.Action{App: app.ID, ID: "ping", URL: "http://127.0.0.1:1/x", HTTPMethod: "POST", Version: 1}); err != nil {
 		t.Fatal(err)
 	}
 	key := rsaPublicPEM(t)
@@ -226,11 +227,11 @@ func TestTaskPermissionTable(t *testing.T) {
 
 func TestCreateTaskValidation(t *testing.T) {
 	a := newAPI(t)
-	app := a.app(a.root, store.AppStopped)
-	if err := a.st.CreateAccount(context.Background(), store.Account{ID: "someoneelse", Name: "someone else", Ancestors: []string{}}, nil); err != nil {
+	app := a.app(a.root, domain.AppStopped)
+	if err := a.st.CreateAccount(context.Background(), domain.Account{ID: "someoneelse", Name: "someone else", Ancestors: []string{}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	other := a.app("someoneelse", store.AppStopped)
+	other := a.app("someoneelse", domain.AppStopped)
 	target := tasks.AppHref(app.ID)
 	weak, _ := json.Marshal(weakKey(t))
 	cases := []struct {
@@ -282,7 +283,7 @@ func TestCreateTaskValidation(t *testing.T) {
 // task is a 404.
 func TestReadTasks(t *testing.T) {
 	a := newAPI(t)
-	app := a.app(a.root, store.AppStopped)
+	app := a.app(a.root, domain.AppStopped)
 	var made []string
 	for range 3 {
 		r := a.do(a.op, "POST", "/v2/tasks", body("start", tasks.AppHref(app.ID), ""))
@@ -312,7 +313,7 @@ func TestReadTasks(t *testing.T) {
 	if r := a.do(a.op, "GET", "/v2/tasks/"+made[0], ""); r.Status != 200 || r.Body["href"] != "/v2/tasks/"+made[0] || r.Body["message"] != "queued" {
 		t.Fatalf("get: %d %s", r.Status, r.Raw)
 	}
-	stranger := apigw.Principal{ID: "x", Kind: store.KindUser, AccountID: "elsewhere", KeyID: "k"}
+	stranger := apigw.Principal{ID: "x", Kind: domain.KindUser, AccountID: "elsewhere", KeyID: "k"}
 	if r := a.do(stranger, "GET", "/v2/tasks/"+made[0], ""); r.Status != 404 {
 		t.Fatalf("another account's task: %d %s", r.Status, r.Raw)
 	}
@@ -325,7 +326,7 @@ func TestReadTasks(t *testing.T) {
 // worker time. Round trips of POST /v2/tasks are counted.
 func TestCreateTaskStatusAndRoundTrips(t *testing.T) {
 	a := newAPI(t)
-	app := a.app(a.root, store.AppStopped)
+	app := a.app(a.root, domain.AppStopped)
 	e := &env{t: t, d: a.d, st: a.st, sent: &sentLog{}}
 	e.dp = &testDP{FakeDataPlane: tasks.NewFakeDataPlane(quiet, tasks.LoopbackOnly)}
 	ob, _ := newOutbox(a.st, e.sent)
@@ -401,7 +402,7 @@ func TestTasksPageWithLinks(t *testing.T) {
 	for i := range n {
 		id := ids.New()
 		created := base.Add(time.Duration(i) * time.Millisecond)
-		tk := store.Task{ID: id, Account: a.root, Type: "start", Target: "/v2/applications/x", State: store.TaskSuccess,
+		tk := domain.Task{ID: id, Account: a.root, Type: "start", Target: "/v2/applications/x", State: domain.TaskSuccess,
 			CreatedBy: a.op.ID, Created: created, Updated: created}
 		if err := a.st.CreateTask(ctx, tk, &store.OutboxMarker{Queue: "TasksQueue", Body: "{}", Due: created}); err != nil {
 			t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 
 	"cads/infra/testenv"
 	"cads/shared/applications/appconfig"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/outbox"
 	"cads/shared/store"
@@ -76,7 +77,7 @@ type testDP struct {
 	setState atomic.Int32
 }
 
-func (d *testDP) SetState(ctx context.Context, app store.Application, state string) error {
+func (d *testDP) SetState(ctx context.Context, app domain.Application, state string) error {
 	d.setState.Add(1)
 	if n := d.failures.Load(); n != 0 {
 		if n > 0 {
@@ -106,7 +107,7 @@ func newEnv(t *testing.T) *env {
 	e.dp = &testDP{FakeDataPlane: tasks.NewFakeDataPlane(quiet, tasks.LoopbackOnly)}
 	e.ob, e.outbox = newOutbox(st, e.sent)
 	e.w = tasks.NewWorker(st, e.dp, e.ob, quiet)
-	if err := st.CreateAccount(context.Background(), store.Account{ID: "acct", Name: "acct", Ancestors: []string{}}, nil); err != nil {
+	if err := st.CreateAccount(context.Background(), domain.Account{ID: "acct", Name: "acct", Ancestors: []string{}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -119,19 +120,19 @@ func config(name string, aliases ...string) string {
 }
 
 // app stores an application of account "acct" in state.
-func (e *env) app(state string) store.Application {
+func (e *env) app(state string) domain.Application {
 	e.t.Helper()
 	now := e.st.Now()
-	a := store.Application{ID: ids.New(), Account: "acct", State: state, Config: config("shop", "shop.example.com", "www.shop.example.com"),
+	a := domain.Application{ID: ids.New(), Account: "acct", State: state, Config: config("shop", "shop.example.com", "www.shop.example.com"),
 		Version: 1, Created: now, Updated: now}
-	if err := e.st.CreateApplication(context.Background(), a, store.Quota{}); err != nil {
+	if err := e.st.CreateApplication(context.Background(), a, domain.Quota{}); err != nil {
 		e.t.Fatal(err)
 	}
 	return a
 }
 
 // submit writes a task as the API would.
-func (e *env) submit(typ, app string, params any) store.Task {
+func (e *env) submit(typ, app string, params any) domain.Task {
 	e.t.Helper()
 	if params == nil {
 		params = struct{}{}
@@ -150,7 +151,7 @@ func msg(id string) string { return fmt.Sprintf(`{"task":%q}`, id) }
 
 func (e *env) run(id string) tasks.Outcome { return e.w.Process(context.Background(), msg(id)) }
 
-func (e *env) task(id string) store.Task {
+func (e *env) task(id string) domain.Task {
 	e.t.Helper()
 	t, err := e.st.LoadTask(context.Background(), id)
 	if err != nil {
@@ -159,7 +160,7 @@ func (e *env) task(id string) store.Task {
 	return t
 }
 
-func (e *env) appNow(id string) store.Application {
+func (e *env) appNow(id string) domain.Application {
 	e.t.Helper()
 	a, err := e.st.GetApplication(context.Background(), "acct", id)
 	if err != nil {
@@ -169,7 +170,7 @@ func (e *env) appNow(id string) store.Application {
 }
 
 func transitional(state string) bool {
-	return !slices.Contains([]string{store.AppStopped, store.AppRunning, store.AppMaintenance}, state)
+	return !slices.Contains([]string{domain.AppStopped, domain.AppRunning, domain.AppMaintenance}, state)
 }
 
 func mustAddr(t *testing.T, s string) netip.Addr {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/outbox"
 	"cads/shared/store"
@@ -14,7 +15,7 @@ import (
 // OutboxStore is what submitting a task writes.
 type OutboxStore interface {
 	Now() time.Time
-	CreateTask(ctx context.Context, t store.Task, m *store.OutboxMarker) error
+	CreateTask(ctx context.Context, t domain.Task, m *store.OutboxMarker) error
 }
 
 // Outbox hands tasks to the task queue through the generic outbox
@@ -32,13 +33,13 @@ type Outbox struct {
 func NewOutbox(st OutboxStore, q *outbox.Queue) *Outbox { return &Outbox{st: st, q: q} }
 
 // NewTask makes a pending task of account for principal.
-func NewTask(now time.Time, account, principal string, r Request) (store.Task, error) {
+func NewTask(now time.Time, account, principal string, r Request) (domain.Task, error) {
 	params, err := json.Marshal(r.Params)
 	if err != nil {
-		return store.Task{}, fmt.Errorf("encode task parameters: %w", err)
+		return domain.Task{}, fmt.Errorf("encode task parameters: %w", err)
 	}
-	t := store.Task{ID: ids.New(), Account: account, Type: r.Type, App: r.App, Parameters: string(params),
-		State: store.TaskPending, CreatedBy: principal, Created: now, Updated: now}
+	t := domain.Task{ID: ids.New(), Account: account, Type: r.Type, App: r.App, Parameters: string(params),
+		State: domain.TaskPending, CreatedBy: principal, Created: now, Updated: now}
 	if r.App != "" {
 		t.Target = AppHref(r.App)
 	}
@@ -48,7 +49,7 @@ func NewTask(now time.Time, account, principal string, r Request) (store.Task, e
 // Submit writes the task (pending, with its marker) and sends its message.
 // Once the write succeeded the task will run: a failed send is logged and
 // left to the sweep, not reported to the caller.
-func (o *Outbox) Submit(ctx context.Context, t store.Task) error {
+func (o *Outbox) Submit(ctx context.Context, t domain.Task) error {
 	body, err := json.Marshal(message{Task: t.ID})
 	if err != nil {
 		return fmt.Errorf("encode task message: %w", err)

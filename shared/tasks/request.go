@@ -10,6 +10,7 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
+	"cads/shared/domain"
 )
 
 // Request is a validated task request: what POST /v2/tasks (or a PATCH of
@@ -207,7 +208,7 @@ func decodeParams(raw json.RawMessage, v any, required bool) error {
 		return nil
 	}
 	if err := apigw.UnmarshalStrict(raw, v, paramsKeyText); err != nil {
-		e, _ := apigw.As(err)
+		e, _ := domain.AsError(err)
 		return apigw.BadRequest("parameters: %s", strings.TrimPrefix(e.Message, "invalid JSON body: "))
 	}
 	return nil

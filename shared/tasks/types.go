@@ -7,12 +7,11 @@
 package tasks
 
 import (
+	"cads/shared/domain"
 	"encoding/json"
 	"net/http"
 	"regexp"
 	"time"
-
-	"cads/shared/store"
 )
 
 // Task types. The first seven are accepted by POST /v2/tasks;
@@ -53,15 +52,15 @@ type Lifecycle struct {
 // Lifecycles is the application state machine (docs/tasks.md). Every other
 // state refuses the task, which fails with a message naming both.
 var Lifecycles = map[string]Lifecycle{
-	TypeStart:            {From: []string{store.AppStopped}, Via: store.AppStarting, To: store.AppRunning},
-	TypeStop:             {From: []string{store.AppRunning, store.AppMaintenance}, Via: store.AppStopping, To: store.AppStopped},
-	TypeEnterMaintenance: {From: []string{store.AppRunning}, Via: store.AppEnteringMaintenance, To: store.AppMaintenance},
-	TypeExitMaintenance:  {From: []string{store.AppMaintenance}, Via: store.AppExitingMaintenance, To: store.AppRunning},
+	TypeStart:            {From: []string{domain.AppStopped}, Via: domain.AppStarting, To: domain.AppRunning},
+	TypeStop:             {From: []string{domain.AppRunning, domain.AppMaintenance}, Via: domain.AppStopping, To: domain.AppStopped},
+	TypeEnterMaintenance: {From: []string{domain.AppRunning}, Via: domain.AppEnteringMaintenance, To: domain.AppMaintenance},
+	TypeExitMaintenance:  {From: []string{domain.AppMaintenance}, Via: domain.AppExitingMaintenance, To: domain.AppRunning},
 }
 
 // AppStates are all application states.
-var AppStates = []string{store.AppStopped, store.AppStarting, store.AppRunning, store.AppStopping,
-	store.AppMaintenance, store.AppEnteringMaintenance, store.AppExitingMaintenance}
+var AppStates = []string{domain.AppStopped, domain.AppStarting, domain.AppRunning, domain.AppStopping,
+	domain.AppMaintenance, domain.AppEnteringMaintenance, domain.AppExitingMaintenance}
 
 // Task is the wire shape of a task.
 type Task struct {
@@ -80,7 +79,7 @@ type Task struct {
 }
 
 // Out renders a stored task.
-func Out(t store.Task) Task {
+func Out(t domain.Task) Task {
 	params := json.RawMessage(t.Parameters)
 	if len(params) == 0 {
 		params = json.RawMessage("{}")
@@ -90,10 +89,10 @@ func Out(t store.Task) Task {
 	if t.Result != "" {
 		out.Result = json.RawMessage(t.Result)
 	}
-	if out.Message == "" && t.State == store.TaskPending {
+	if out.Message == "" && t.State == domain.TaskPending {
 		out.Message = "queued"
 	}
-	if out.Message == "" && t.State == store.TaskRunning && t.LastError != "" {
+	if out.Message == "" && t.State == domain.TaskRunning && t.LastError != "" {
 		out.Message = "retrying after: " + t.LastError
 	}
 	return out

@@ -13,8 +13,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
+	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 )
@@ -23,12 +23,12 @@ import (
 type WorkerStore interface {
 	Now() time.Time
 	CAStore
-	ClaimTask(ctx context.Context, id, owner string, now, leaseUntil time.Time) (store.Task, error)
+	ClaimTask(ctx context.Context, id, owner string, now, leaseUntil time.Time) (domain.Task, error)
 	ReleaseTask(ctx context.Context, id, owner, lastError string) error
 	FinishTask(ctx context.Context, f store.TaskFinish) error
-	GetApplication(ctx context.Context, account, id string) (store.Application, error)
+	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
 	BeginTransition(ctx context.Context, id, from, mid, task string) error
-	GetAction(ctx context.Context, account, app, id string) (store.Action, error)
+	GetAction(ctx context.Context, account, app, id string) (domain.Action, error)
 }
 
 // Worker defaults. MaxAttempts must equal the task queue's maxReceiveCount
@@ -135,7 +135,7 @@ func (w *Worker) Process(ctx context.Context, body string) Outcome {
 	now := w.st.Now()
 	t, err := w.st.ClaimTask(ctx, m.Task, owner, now, now.Add(w.Lease))
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, domain.ErrNotFound):
 		w.log.ErrorContext(ctx, "poison message: no such task", "task", m.Task)
 		return Retry
 	case errors.Is(err, store.ErrLeaseHeld):
@@ -181,13 +181,13 @@ func (w *Worker) Process(ctx context.Context, body string) Outcome {
 // runAndFinish runs the task and writes its outcome with its effects. An
 // effect conditional on the application's version (a configuration
 // change) that lost to a concurrent edit is recomputed from a fresh read.
-func (w *Worker) runAndFinish(ctx context.Context, log *slog.Logger, t store.Task, owner string) error {
+func (w *Worker) runAndFinish(ctx context.Context, log *slog.Logger, t domain.Task, owner string) error {
 	for try := 0; ; try++ {
 		f, err := w.run(ctx, t)
 		if err != nil {
 			return err
 		}
-		f.fin.ID, f.fin.Owner, f.fin.State, f.fin.Message = t.ID, owner, store.TaskSuccess, f.message
+		f.fin.ID, f.fin.Owner, f.fin.State, f.fin.Message = t.ID, owner, domain.TaskSuccess, f.message
 		if f.result != nil {
 			b, err := json.Marshal(f.result)
 			if err != nil {
@@ -202,9 +202,8 @@ func (w *Worker) runAndFinish(ctx context.Context, log *slog.Logger, t store.Tas
 		}
 		// An alias another application holds, or more alias changes than
 		// one transaction can claim: running again cannot fix either.
-		var c *store.ConflictError
-		if errors.As(err, &c) {
-			return failf("%s", c.Msg)
+		if domain.ErrorCode(err) == domain.Conflict {
+			return failf("%s", domain.ErrorMessage(err))
 		}
 		if errors.Is(err, store.ErrTooManyAliasChanges) {
 			return failf("aliases: one change may add and remove at most %d host names together; make it in steps", store.MaxAliasWrites)
@@ -217,8 +216,8 @@ func (w *Worker) runAndFinish(ctx context.Context, log *slog.Logger, t store.Tas
 
 // fail marks the task failed and, if it holds a transition of its
 // application, puts the application back in the state it came from.
-func (w *Worker) fail(ctx context.Context, log *slog.Logger, t store.Task, owner, msg string) {
-	fin := store.TaskFinish{ID: t.ID, Owner: owner, State: store.TaskFailed, Message: msg}
+func (w *Worker) fail(ctx context.Context, log *slog.Logger, t domain.Task, owner, msg string) {
+	fin := store.TaskFinish{ID: t.ID, Owner: owner, State: domain.TaskFailed, Message: msg}
 	if t.App != "" {
 		if app, err := w.st.GetApplication(ctx, t.Account, t.App); err == nil && app.TransitionTask == t.ID {
 			fin.Transition = &store.Transition{App: app.ID, Task: t.ID, To: app.TransitionFrom}
@@ -232,7 +231,7 @@ func (w *Worker) fail(ctx context.Context, log *slog.Logger, t store.Task, owner
 	log.WarnContext(ctx, "task failed", "message", msg)
 }
 
-func (w *Worker) run(ctx context.Context, t store.Task) (finish, error) {
+func (w *Worker) run(ctx context.Context, t domain.Task) (finish, error) {
 	if lc, ok := Lifecycles[t.Type]; ok {
 		return w.lifecycle(ctx, t, lc)
 	}
@@ -250,9 +249,9 @@ func (w *Worker) run(ctx context.Context, t store.Task) (finish, error) {
 }
 
 // application reads the task's application; a missing one fails the task.
-func (w *Worker) application(ctx context.Context, t store.Task) (store.Application, error) {
+func (w *Worker) application(ctx context.Context, t domain.Task) (domain.Application, error) {
 	app, err := w.st.GetApplication(ctx, t.Account, t.App)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return app, failf("application %s no longer exists", t.App)
 	}
 	return app, err
@@ -262,10 +261,10 @@ func (w *Worker) application(ctx context.Context, t store.Task) (store.Applicati
 // lc.To. Each step is conditional, so a redelivered task resumes its own
 // transition and never applies twice, and concurrent tasks on the same
 // application cannot both pass the same state.
-func (w *Worker) lifecycle(ctx context.Context, t store.Task, lc Lifecycle) (finish, error) {
+func (w *Worker) lifecycle(ctx context.Context, t domain.Task, lc Lifecycle) (finish, error) {
 	var (
 		from string
-		app  store.Application
+		app  domain.Application
 		err  error
 	)
 	for try := 0; ; try++ {
@@ -307,7 +306,7 @@ func verb(typ string) string {
 // patch applies a patch-application task's changes to the configuration
 // as it is now, conditional on its version (re-read on a conflict), in the
 // transaction that finishes the task.
-func (w *Worker) patch(ctx context.Context, t store.Task) (finish, error) {
+func (w *Worker) patch(ctx context.Context, t domain.Task) (finish, error) {
 	var p PatchParams
 	if err := json.Unmarshal([]byte(t.Parameters), &p); err != nil {
 		return finish{}, failf("stored parameters do not parse: %v", err)
@@ -338,19 +337,19 @@ func (w *Worker) patch(ctx context.Context, t store.Task) (finish, error) {
 }
 
 func errorMessage(err error) string {
-	if e, ok := apigw.As(err); ok {
+	if e, ok := domain.AsError(err); ok {
 		return e.Message
 	}
 	return err.Error()
 }
 
-func (w *Worker) runAction(ctx context.Context, t store.Task) (finish, error) {
+func (w *Worker) runAction(ctx context.Context, t domain.Task) (finish, error) {
 	var p RunActionParams
 	if err := json.Unmarshal([]byte(t.Parameters), &p); err != nil {
 		return finish{}, failf("stored parameters do not parse: %v", err)
 	}
 	act, err := w.st.GetAction(ctx, t.Account, t.App, p.ID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return finish{}, failf("application %s has no action %q (any more)", t.App, p.ID)
 	}
 	if err != nil {
@@ -367,7 +366,7 @@ func (w *Worker) runAction(ctx context.Context, t store.Task) (finish, error) {
 	return finish{message: fmt.Sprintf("action %s answered %d", act.ID, res.StatusCode), result: res}, nil
 }
 
-func (w *Worker) certificate(ctx context.Context, t store.Task) (finish, error) {
+func (w *Worker) certificate(ctx context.Context, t domain.Task) (finish, error) {
 	var p CertificateParams
 	if err := json.Unmarshal([]byte(t.Parameters), &p); err != nil {
 		return finish{}, failf("stored parameters do not parse: %v", err)
@@ -400,7 +399,7 @@ func (w *Worker) certificate(ctx context.Context, t store.Task) (finish, error) 
 	return finish{message: fmt.Sprintf("origin certificate issued for %s", strings.Join(hosts, ", ")), result: res}, nil
 }
 
-func (w *Worker) invalidate(ctx context.Context, t store.Task) (finish, error) {
+func (w *Worker) invalidate(ctx context.Context, t domain.Task) (finish, error) {
 	var p InvalidateParams
 	if err := json.Unmarshal([]byte(t.Parameters), &p); err != nil {
 		return finish{}, failf("stored parameters do not parse: %v", err)

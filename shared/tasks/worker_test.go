@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"cads/shared/applications/appconfig"
+	"cads/shared/domain"
 	"cads/shared/store"
 	"cads/shared/tasks"
 )
@@ -48,7 +49,7 @@ func TestStateMachineTable(t *testing.T) {
 				var params any
 				switch typ {
 				case tasks.TypeRunAction:
-					if err := e.st.CreateAction(ctx, "acct", store.Action{App: a.ID, ID: "ping", URL: actions.URL + "/ping", HTTPMethod: "POST", Version: 1}); err != nil {
+					if err := e.st.CreateAction(ctx, "acct", domain.Action{App: a.ID, ID: "ping", URL: actions.URL + "/ping", HTTPMethod: "POST", Version: 1}); err != nil {
 						t.Fatal(err)
 					}
 					params = tasks.RunActionParams{ID: "ping"}
@@ -70,7 +71,7 @@ func TestStateMachineTable(t *testing.T) {
 				lc, lifecycle := tasks.Lifecycles[typ]
 				switch {
 				case lifecycle && slices.Contains(lc.From, state):
-					if got.State != store.TaskSuccess || app.State != lc.To {
+					if got.State != domain.TaskSuccess || app.State != lc.To {
 						t.Fatalf("task %s %q, application %s; want success and %s", got.State, got.Message, app.State, lc.To)
 					}
 					var res map[string]string
@@ -79,12 +80,12 @@ func TestStateMachineTable(t *testing.T) {
 						t.Fatalf("result %s", got.Result)
 					}
 				case lifecycle:
-					if got.State != store.TaskFailed || app.State != state ||
+					if got.State != domain.TaskFailed || app.State != state ||
 						!strings.Contains(got.Message, "it is "+state) || !strings.Contains(got.Message, "allowed only when it is") {
 						t.Fatalf("task %s %q, application %s; want failed with a clear message and the state unchanged", got.State, got.Message, app.State)
 					}
 				default:
-					if got.State != store.TaskSuccess || app.State != state {
+					if got.State != domain.TaskSuccess || app.State != state {
 						t.Fatalf("task %s %q, application %s; want success and the state unchanged", got.State, got.Message, app.State)
 					}
 				}
@@ -105,9 +106,9 @@ func TestStateMachineTable(t *testing.T) {
 func TestRedeliveryNeverAppliesTwice(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	a := e.app(store.AppStopped)
+	a := e.app(domain.AppStopped)
 	tk := e.submit(tasks.TypeStart, a.ID, nil)
-	if e.run(tk.ID) != tasks.Done || e.appNow(a.ID).State != store.AppRunning {
+	if e.run(tk.ID) != tasks.Done || e.appNow(a.ID).State != domain.AppRunning {
 		t.Fatal("start did not run")
 	}
 	calls := e.dp.setState.Load()
@@ -128,14 +129,14 @@ func TestRedeliveryNeverAppliesTwice(t *testing.T) {
 	if _, err := e.st.ClaimTask(ctx, stop.ID, "dead", past, past.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.BeginTransition(ctx, a.ID, store.AppRunning, store.AppStopping, stop.ID); err != nil {
+	if err := e.st.BeginTransition(ctx, a.ID, domain.AppRunning, domain.AppStopping, stop.ID); err != nil {
 		t.Fatal(err)
 	}
 	if out := e.run(stop.ID); out != tasks.Done {
 		t.Fatalf("resume outcome %v", out)
 	}
 	got := e.task(stop.ID)
-	if got.State != store.TaskSuccess || got.Attempts != 2 || e.appNow(a.ID).State != store.AppStopped || !strings.Contains(got.Result, `"from":"running"`) {
+	if got.State != domain.TaskSuccess || got.Attempts != 2 || e.appNow(a.ID).State != domain.AppStopped || !strings.Contains(got.Result, `"from":"running"`) {
 		t.Fatalf("resumed task %+v, application %s", got, e.appNow(a.ID).State)
 	}
 }
@@ -146,7 +147,7 @@ func TestRedeliveryNeverAppliesTwice(t *testing.T) {
 // the refused claim and one read.
 func TestWorkerRoundTrips(t *testing.T) {
 	e := newEnv(t)
-	a := e.app(store.AppStopped)
+	a := e.app(domain.AppStopped)
 	tk := e.submit(tasks.TypeStart, a.ID, nil)
 	e.d.Counter.Reset()
 	if e.run(tk.ID) != tasks.Done {
@@ -176,7 +177,7 @@ func TestWorkerRoundTrips(t *testing.T) {
 // the same time: the duplicate is retried later.
 func TestDuplicateDuringRunIsRetried(t *testing.T) {
 	e := newEnv(t)
-	a := e.app(store.AppStopped)
+	a := e.app(domain.AppStopped)
 	tk := e.submit(tasks.TypeStart, a.ID, nil)
 	now := time.Now()
 	if _, err := e.st.ClaimTask(context.Background(), tk.ID, "busy", now, now.Add(time.Minute)); err != nil {
@@ -185,7 +186,7 @@ func TestDuplicateDuringRunIsRetried(t *testing.T) {
 	if out := e.run(tk.ID); out != tasks.Retry {
 		t.Fatalf("duplicate under a live lease: %v, want Retry", out)
 	}
-	if e.appNow(a.ID).State != store.AppStopped {
+	if e.appNow(a.ID).State != domain.AppStopped {
 		t.Fatal("the duplicate ran")
 	}
 }
@@ -197,14 +198,14 @@ func TestDuplicateDuringRunIsRetried(t *testing.T) {
 func TestRetriesEndFailed(t *testing.T) {
 	e := newEnv(t)
 	e.dp.failures.Store(-1)
-	a := e.app(store.AppRunning)
+	a := e.app(domain.AppRunning)
 	tk := e.submit(tasks.TypeEnterMaintenance, a.ID, nil)
 	for i := 1; i < tasks.MaxAttempts; i++ {
 		if out := e.run(tk.ID); out != tasks.Retry {
 			t.Fatalf("attempt %d: %v, want Retry", i, out)
 		}
 		got := e.task(tk.ID)
-		if got.State != store.TaskRunning || got.Attempts != i || got.LastError == "" || e.appNow(a.ID).State != store.AppEnteringMaintenance {
+		if got.State != domain.TaskRunning || got.Attempts != i || got.LastError == "" || e.appNow(a.ID).State != domain.AppEnteringMaintenance {
 			t.Fatalf("after attempt %d: task %+v, application %s", i, got, e.appNow(a.ID).State)
 		}
 		if out := tasks.Out(got); !strings.HasPrefix(out.Message, "retrying after: ") || !strings.Contains(out.Message, "data plane unreachable") {
@@ -215,7 +216,7 @@ func TestRetriesEndFailed(t *testing.T) {
 		t.Fatalf("last attempt: %v, want Retry (the message goes to the DLQ)", out)
 	}
 	got, app := e.task(tk.ID), e.appNow(a.ID)
-	if got.State != store.TaskFailed || !strings.Contains(got.Message, "failed after 5 attempts") || app.State != store.AppRunning || app.TransitionTask != "" {
+	if got.State != domain.TaskFailed || !strings.Contains(got.Message, "failed after 5 attempts") || app.State != domain.AppRunning || app.TransitionTask != "" {
 		t.Fatalf("after the last attempt: task %s %q, application %+v", got.State, got.Message, app)
 	}
 	if out := e.run(tk.ID); out != tasks.Done {
@@ -224,7 +225,7 @@ func TestRetriesEndFailed(t *testing.T) {
 
 	// Attempts that crash leave only their count.
 	e.dp.failures.Store(0)
-	b := e.app(store.AppStopped)
+	b := e.app(domain.AppStopped)
 	crash := e.submit(tasks.TypeStart, b.ID, nil)
 	past := time.Now().Add(-time.Hour)
 	for i := range tasks.MaxAttempts {
@@ -236,7 +237,7 @@ func TestRetriesEndFailed(t *testing.T) {
 	if out := e.run(crash.ID); out != tasks.Retry {
 		t.Fatalf("after %d silent deaths: %v", tasks.MaxAttempts, out)
 	}
-	if got := e.task(crash.ID); got.State != store.TaskFailed || !strings.Contains(got.Message, "gave up after 5 attempts") || e.appNow(b.ID).State != store.AppStopped {
+	if got := e.task(crash.ID); got.State != domain.TaskFailed || !strings.Contains(got.Message, "gave up after 5 attempts") || e.appNow(b.ID).State != domain.AppStopped {
 		t.Fatalf("task %s %q", got.State, got.Message)
 	}
 }
@@ -259,8 +260,8 @@ func TestConcurrentTasksOnOneApplication(t *testing.T) {
 	e := newEnv(t)
 	types := []string{tasks.TypeStart, tasks.TypeStop, tasks.TypeEnterMaintenance, tasks.TypeExitMaintenance}
 	for round := range 3 {
-		a := e.app(store.AppStopped)
-		var ts []store.Task
+		a := e.app(domain.AppStopped)
+		var ts []domain.Task
 		for i := range 24 {
 			typ := types[(i+round)%len(types)]
 			if i%5 == 0 {
@@ -292,7 +293,7 @@ func TestConcurrentTasksOnOneApplication(t *testing.T) {
 			if !got.Finished() {
 				t.Fatalf("round %d: task %s is %s", round, got.ID, got.State)
 			}
-			if got.State == store.TaskSuccess {
+			if got.State == domain.TaskSuccess {
 				var r map[string]string
 				_ = json.Unmarshal([]byte(got.Result), &r)
 				steps = append(steps, step{r["from"], r["state"]})
@@ -320,7 +321,7 @@ func TestConcurrentTasksOnOneApplication(t *testing.T) {
 			}
 			return false
 		}
-		if !chain(store.AppStopped, 0) {
+		if !chain(domain.AppStopped, 0) {
 			t.Fatalf("round %d: successful transitions %v do not chain from stopped to %s", round, steps, app.State)
 		}
 	}
@@ -333,7 +334,7 @@ func TestConfigurationPatchKeepsConcurrentEdits(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	for i := range 5 {
-		a := e.app(store.AppRunning)
+		a := e.app(domain.AppRunning)
 		// An alias names one application: a new one for each.
 		alias := fmt.Sprintf("new%d.example.com", i)
 		tk := e.submit(tasks.TypePatchApplication, a.ID, tasks.PatchParams{Changes: appconfig.Changes{
@@ -362,10 +363,10 @@ func TestConfigurationPatchKeepsConcurrentEdits(t *testing.T) {
 		}
 	}
 	// Changes that no longer validate fail the task with the reason.
-	a := e.app(store.AppStopped)
+	a := e.app(domain.AppStopped)
 	tk := e.submit(tasks.TypePatchApplication, a.ID, tasks.PatchParams{Changes: appconfig.Changes{"default_hostname": json.RawMessage(`"other.example.com"`)}})
 	e.run(tk.ID)
-	if got := e.task(tk.ID); got.State != store.TaskFailed || !strings.Contains(got.Message, "default_hostname") {
+	if got := e.task(tk.ID); got.State != domain.TaskFailed || !strings.Contains(got.Message, "default_hostname") {
 		t.Fatalf("invalid patch: %s %q", got.State, got.Message)
 	}
 }
@@ -375,10 +376,10 @@ func TestConfigurationPatchKeepsConcurrentEdits(t *testing.T) {
 func TestOutboxResendsUnsentTasks(t *testing.T) {
 	e := newEnv(t)
 	e.ob.ResendAfter = 300 * time.Millisecond
-	a := e.app(store.AppStopped)
+	a := e.app(domain.AppStopped)
 	e.sent.fail.Store(true)
 	tk := e.submit(tasks.TypeStart, a.ID, nil)
-	if got := e.task(tk.ID); got.State != store.TaskPending {
+	if got := e.task(tk.ID); got.State != domain.TaskPending {
 		t.Fatalf("task %+v", got)
 	}
 	e.sent.fail.Store(false)
@@ -421,7 +422,7 @@ func TestOutboxSweepRoundTrips(t *testing.T) {
 	e.sent.fail.Store(true)
 	var want []string
 	for range 12 {
-		a := e.app(store.AppStopped)
+		a := e.app(domain.AppStopped)
 		want = append(want, e.submit(tasks.TypeStart, a.ID, nil).ID)
 	}
 	e.sent.fail.Store(false)
@@ -470,8 +471,8 @@ func TestRunAction(t *testing.T) {
 		_, _ = w.Write([]byte(`{"purged":true}`))
 	}))
 	defer srv.Close()
-	a := e.app(store.AppRunning)
-	act := store.Action{App: a.ID, ID: "purge", URL: srv.URL + "/hooks/purge", HTTPMethod: "PUT", SecretKey: base64.StdEncoding.EncodeToString(secret), Version: 1}
+	a := e.app(domain.AppRunning)
+	act := domain.Action{App: a.ID, ID: "purge", URL: srv.URL + "/hooks/purge", HTTPMethod: "PUT", SecretKey: base64.StdEncoding.EncodeToString(secret), Version: 1}
 	if err := e.st.CreateAction(ctx, "acct", act); err != nil {
 		t.Fatal(err)
 	}
@@ -482,7 +483,7 @@ func TestRunAction(t *testing.T) {
 	got := e.task(tk.ID)
 	var res tasks.ActionResult
 	_ = json.Unmarshal([]byte(got.Result), &res)
-	if got.State != store.TaskSuccess || res.StatusCode != 200 || res.Body != `{"purged":true}` {
+	if got.State != domain.TaskSuccess || res.StatusCode != 200 || res.Body != `{"purged":true}` {
 		t.Fatalf("task %+v", got)
 	}
 	r := seen[0]
@@ -504,7 +505,7 @@ func TestRunAction(t *testing.T) {
 	status = 503
 	mu.Unlock()
 	retry := e.submit(tasks.TypeRunAction, a.ID, tasks.RunActionParams{ID: "purge"})
-	if out := e.run(retry.ID); out != tasks.Retry || e.task(retry.ID).State != store.TaskRunning {
+	if out := e.run(retry.ID); out != tasks.Retry || e.task(retry.ID).State != domain.TaskRunning {
 		t.Fatalf("503: %v %+v", out, e.task(retry.ID))
 	}
 	mu.Lock()
@@ -513,25 +514,25 @@ func TestRunAction(t *testing.T) {
 	if out := e.run(retry.ID); out != tasks.Done {
 		t.Fatalf("404: %v", out)
 	}
-	if got := e.task(retry.ID); got.State != store.TaskFailed || !strings.Contains(got.Message, "404") {
+	if got := e.task(retry.ID); got.State != domain.TaskFailed || !strings.Contains(got.Message, "404") {
 		t.Fatalf("404: %s %q", got.State, got.Message)
 	}
 
 	// Only loopback locally: a private address is refused, not retried.
-	if err := e.st.CreateAction(ctx, "acct", store.Action{App: a.ID, ID: "inside", URL: "http://10.255.255.1:9/x", HTTPMethod: "POST", Version: 1}); err != nil {
+	if err := e.st.CreateAction(ctx, "acct", domain.Action{App: a.ID, ID: "inside", URL: "http://10.255.255.1:9/x", HTTPMethod: "POST", Version: 1}); err != nil {
 		t.Fatal(err)
 	}
 	refused := e.submit(tasks.TypeRunAction, a.ID, tasks.RunActionParams{ID: "inside"})
 	if out := e.run(refused.ID); out != tasks.Done {
 		t.Fatalf("refused: %v", out)
 	}
-	if got := e.task(refused.ID); got.State != store.TaskFailed || !strings.Contains(got.Message, "loopback") {
+	if got := e.task(refused.ID); got.State != domain.TaskFailed || !strings.Contains(got.Message, "loopback") {
 		t.Fatalf("refused: %s %q", got.State, got.Message)
 	}
 	// A deleted action fails the task.
 	gone := e.submit(tasks.TypeRunAction, a.ID, tasks.RunActionParams{ID: "nothere"})
 	e.run(gone.ID)
-	if got := e.task(gone.ID); got.State != store.TaskFailed || !strings.Contains(got.Message, "no action") {
+	if got := e.task(gone.ID); got.State != domain.TaskFailed || !strings.Contains(got.Message, "no action") {
 		t.Fatalf("missing action: %s %q", got.State, got.Message)
 	}
 }
@@ -562,7 +563,7 @@ func TestGenerateOriginCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := e.app(store.AppStopped)
+	a := e.app(domain.AppStopped)
 	expiry := time.Now().Add(90 * 24 * time.Hour).UTC().Truncate(time.Second)
 	var serials []*big.Int
 	var caPEM string
@@ -573,7 +574,7 @@ func TestGenerateOriginCertificate(t *testing.T) {
 		tk := e.submit(tasks.TypeGenerateOriginCertificate, a.ID, params)
 		e.run(tk.ID)
 		got := e.task(tk.ID)
-		if got.State != store.TaskSuccess {
+		if got.State != domain.TaskSuccess {
 			t.Fatalf("task %d: %s %q", i, got.State, got.Message)
 		}
 		var res tasks.CertificateResult
@@ -621,14 +622,14 @@ func TestGenerateOriginCertificate(t *testing.T) {
 
 func TestInvalidateCacheIsRecorded(t *testing.T) {
 	e := newEnv(t)
-	a := e.app(store.AppRunning)
+	a := e.app(domain.AppRunning)
 	tk := e.submit(tasks.TypeInvalidateCache, a.ID, tasks.InvalidateParams{URLs: []string{"https://shop.example.com/img/*"}})
 	e.run(tk.ID)
 	invs, err := e.st.ListInvalidations(context.Background(), a.ID)
 	if err != nil || len(invs) != 1 || invs[0].URLs[0] != "https://shop.example.com/img/*" || invs[0].Task != tk.ID {
 		t.Fatalf("invalidations %+v, %v", invs, err)
 	}
-	if got := e.task(tk.ID); got.State != store.TaskSuccess || !strings.Contains(got.Message, "recorded") || !strings.Contains(got.Result, `"scope":"urls"`) {
+	if got := e.task(tk.ID); got.State != domain.TaskSuccess || !strings.Contains(got.Message, "recorded") || !strings.Contains(got.Result, `"scope":"urls"`) {
 		t.Fatalf("task %s %q %s", got.State, got.Message, got.Result)
 	}
 	if rec := e.dp.Recorded(); !slices.Contains(rec, "invalidate "+a.ID+" "+tk.ID) {

@@ -14,8 +14,9 @@ import (
 // Package paths below are relative to cads/shared/.
 var (
 	// common is what every function links: this package and what it
-	// builds (logger, DynamoDB client, store), and what the store needs.
-	common = []string{"wire", "logging", "ddb", "retry", "store", "apigw", "authz", "ids"}
+	// builds (logger, DynamoDB client, store), what the store needs, and
+	// the domain at the centre of it all.
+	common = []string{"wire", "logging", "ddb", "retry", "store", "apigw", "domain", "authz", "ids"}
 	// rbac is the permission check of the caller's roles (access) with the
 	// built-in roles it knows.
 	rbac = []string{"access", "builtin"}
@@ -62,7 +63,7 @@ var moduleOf = map[string]string{
 	"metrics":                  "github.com/valyala/fastjson",
 	"logs":                     "github.com/valyala/fastjson",
 	"authz":                    "github.com/gobwas/glob",
-	"store":                    "golang.org/x/text",
+	"domain":                   "golang.org/x/text",
 	"access":                   "github.com/hashicorp/golang-lru/v2",
 }
 
@@ -172,6 +173,62 @@ func TestFunctionDeps(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// domainPkgs are the domain: the entities, their rules and the error type
+// (domain), and the pure rule packages it builds on. They say what the API
+// is about, not how it is stored or served, so they link none of the
+// adapters (store, apigw, ddb, ...) and no AWS module, which
+// TestDomainDeps checks.
+var domainPkgs = []string{"domain", "authz", "ids", "builtin"}
+
+// adapters are shared packages that must not reach the HTTP layer: the
+// store speaks domain errors, and apigw alone turns them into statuses.
+var adapters = map[string][]string{"store": {"cads/shared/apigw", "github.com/aws/aws-lambda-go"}}
+
+// TestDomainDeps keeps the package picture of docs/architecture.md: the
+// domain packages depend on nothing of the project's beyond each other
+// and on no AWS module (Lambda events, the SDK, DynamoDB types), and the
+// store does not depend on apigw.
+func TestDomainDeps(t *testing.T) {
+	root := moduleRoot(t)
+	inDomain := map[string]bool{}
+	var pkgs []string
+	for _, p := range domainPkgs {
+		inDomain["cads/shared/"+p] = true
+		pkgs = append(pkgs, "./shared/"+p)
+	}
+	for p := range adapters {
+		pkgs = append(pkgs, "./shared/"+p)
+	}
+	lines := goList(t, root, "{{.ImportPath}}\t{{join .Deps \" \"}}", false, pkgs...)
+	if len(lines) != len(pkgs) {
+		t.Fatalf("go list listed %d packages, want %d: %q", len(lines), len(pkgs), lines)
+	}
+	for _, line := range lines {
+		pkg, list, _ := strings.Cut(line, "\t")
+		deps := strings.Fields(list)
+		name := strings.TrimPrefix(pkg, "cads/shared/")
+		if forbidden, ok := adapters[name]; ok {
+			for _, d := range deps {
+				if hasPrefix(d, forbidden) {
+					t.Errorf("%s links %s: it must speak domain errors and leave HTTP to apigw", pkg, d)
+				}
+			}
+			continue
+		}
+		if !inDomain[pkg] {
+			t.Fatalf("go list listed %s, which was not asked for", pkg)
+		}
+		for _, d := range deps {
+			switch {
+			case strings.HasPrefix(d, "cads/") && !inDomain[d]:
+				t.Errorf("domain package %s links %s: the domain depends on no adapter (move the dependency out, or the code into an adapter)", pkg, d)
+			case strings.HasPrefix(d, "github.com/aws/"):
+				t.Errorf("domain package %s links %s: the domain knows nothing of AWS", pkg, d)
+			}
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/store"
 )
 
@@ -110,9 +111,9 @@ func (c *Configuration) Normalize() {
 		c.TranslatePath = DefaultTranslatePath
 	}
 	for i, a := range c.Aliases {
-		c.Aliases[i] = store.AliasKey(a)
+		c.Aliases[i] = domain.AliasKey(a)
 	}
-	c.DefaultHostname = store.AliasKey(c.DefaultHostname)
+	c.DefaultHostname = domain.AliasKey(c.DefaultHostname)
 	if c.TLS != nil && c.TLS.EnableServerValidation == nil {
 		t := true
 		c.TLS.EnableServerValidation = &t

@@ -1,0 +1,66 @@
+package domain
+
+import "time"
+
+// Resource kinds an entitlement allocates.
+const (
+	// ResourceApplications: how many applications the account may have.
+	ResourceApplications = "applications"
+	// ResourceAddressSets: how many address sets the account may have.
+	ResourceAddressSets = "address_sets"
+	// ResourceApplicationTests: how many application tests the account may
+	// run per period.
+	ResourceApplicationTests = "application_tests"
+)
+
+// ResourceKinds lists the kinds, in the order error messages name them.
+func ResourceKinds() []string {
+	return []string{ResourceApplications, ResourceAddressSets, ResourceApplicationTests}
+}
+
+// Entitlement periods: how often an entitlement is charged (and, for
+// application tests, the window its quantity counts runs in).
+const (
+	PeriodMonth = "month"
+	PeriodYear  = "year"
+)
+
+// Entitlement records resources allocated to an account (docs/api.md#entitlements): a
+// quantity of one resource kind, charged unit price x quantity per period
+// while it is active (from Started, until Expiry if set).
+type Entitlement struct {
+	ID             string     `dynamodbav:"id"`
+	Account        string     `dynamodbav:"account"`
+	PlanID         string     `dynamodbav:"plan_id,omitempty"`
+	Resource       string     `dynamodbav:"resource"`
+	Quantity       int        `dynamodbav:"quantity"`
+	Period         string     `dynamodbav:"period"`
+	UnitPriceCents int64      `dynamodbav:"unit_price_cents"`
+	Started        time.Time  `dynamodbav:"started"`
+	Expiry         *time.Time `dynamodbav:"expiry,omitempty"`
+	// Version grows by one on every change, so that two concurrent edits
+	// cannot silently overwrite each other.
+	Version int       `dynamodbav:"version"`
+	Created time.Time `dynamodbav:"created"`
+	Updated time.Time `dynamodbav:"updated"`
+}
+
+// ActiveAt reports whether e allocates its resources at t.
+func (e Entitlement) ActiveAt(t time.Time) bool {
+	return !t.Before(e.Started) && (e.Expiry == nil || t.Before(*e.Expiry))
+}
+
+// MaxEntitlementsPerAccount bounds the entitlement items of one account, so
+// that reading them all (allowance checks, billing) stays one small Query.
+const MaxEntitlementsPerAccount = 100
+
+// Quota is an account's allowance of one kind of metered resource, as
+// CheckAllowance read it. The create it precedes hands it to the store,
+// whose transaction counts the new resource in the account's usage item
+// and enforces the limit there: two creates racing past the check cannot
+// both take the last unit.
+type Quota struct {
+	Kind    string
+	Limit   int
+	Limited bool
+}

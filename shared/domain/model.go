@@ -1,0 +1,147 @@
+package domain
+
+import (
+	"cads/shared/authz"
+	"time"
+)
+
+// Account is one node of the account tree. Ancestors (root first) is stored
+// on the item so that any request is decided with one read of it, whatever
+// the depth; an account never moves, so the list never goes stale.
+type Account struct {
+	ID        string    `dynamodbav:"id"`
+	Name      string    `dynamodbav:"name"`
+	Keyword   string    `dynamodbav:"keyword"`
+	Parent    string    `dynamodbav:"parent,omitempty"`
+	Ancestors []string  `dynamodbav:"ancestors"`
+	Owner     string    `dynamodbav:"owner,omitempty"`
+	Created   time.Time `dynamodbav:"created"`
+	Updated   time.Time `dynamodbav:"updated"`
+}
+
+// Role is an RBAC role of an account.
+type Role struct {
+	AccountID   string `dynamodbav:"account"`
+	ID          string `dynamodbav:"id"`
+	Name        string `dynamodbav:"name"`
+	Description string `dynamodbav:"description,omitempty"`
+	Inheritable bool   `dynamodbav:"inheritable"`
+	Control     bool   `dynamodbav:"control"`
+	// EntitlementAdministrator is set by the bootstrap on the operator's
+	// entitlement administrator roles and by nothing else: the engine lets
+	// only these roles grant account creation and entitlement writes.
+	EntitlementAdministrator bool               `dynamodbav:"entitlement_administrator,omitempty"`
+	MFARequired              bool               `dynamodbav:"mfa_required"`
+	MaxAuthAgeSecs           int                `dynamodbav:"maximum_auth_age_secs,omitempty"`
+	Permissions              []authz.Permission `dynamodbav:"permissions"`
+	// Version grows by one on every change, so compiled copies are keyed
+	// by it and never outlive an edit.
+	Version int       `dynamodbav:"version"`
+	Created time.Time `dynamodbav:"created"`
+	Updated time.Time `dynamodbav:"updated"`
+}
+
+// AuthzRole is the engine's view of r.
+func (r Role) AuthzRole() authz.Role {
+	return authz.Role{ID: r.ID, AccountID: r.AccountID, Name: r.Name, Inheritable: r.Inheritable,
+		EntitlementAdministrator: r.EntitlementAdministrator, Permissions: r.Permissions}
+}
+
+// Principal kinds.
+const (
+	KindUser        = "user"
+	KindServiceUser = "service_user"
+)
+
+// Principal is a user or a service user.
+type Principal struct {
+	ID      string    `dynamodbav:"id"`
+	Kind    string    `dynamodbav:"kind"`
+	Email   string    `dynamodbav:"email"`
+	Name    string    `dynamodbav:"name,omitempty"`
+	Account string    `dynamodbav:"account,omitempty"` // service users belong to one account
+	Created time.Time `dynamodbav:"created"`
+	Updated time.Time `dynamodbav:"updated"`
+}
+
+// Key durabilities.
+const (
+	DurabilityPersistent = "persistent"
+	DurabilitySession    = "session"
+)
+
+// AccessKey is a bearer credential. Only the SHA-256 of the secret is kept.
+type AccessKey struct {
+	ID          string `dynamodbav:"id"`
+	PrincipalID string `dynamodbav:"principal"`
+	Type        string `dynamodbav:"type"`
+	Durability  string `dynamodbav:"durability"`
+	Account     string `dynamodbav:"account,omitempty"`
+	// AccountAncestors copies the bound account's ancestors so the
+	// authorizer needs no read of the account item for the common case.
+	AccountAncestors []string   `dynamodbav:"account_ancestors,omitempty"`
+	SecretHash       string     `dynamodbav:"secret_hash"`
+	Expiry           *time.Time `dynamodbav:"expiry,omitempty"`
+	LastUsed         *time.Time `dynamodbav:"last_used,omitempty"`
+	Created          time.Time  `dynamodbav:"created"`
+	// TTL (epoch seconds) lets DynamoDB delete expired keys a day after
+	// they expire; the authorizer refuses them from the expiry on.
+	TTL int64 `dynamodbav:"ttl,omitempty"`
+	// Origin and Parent make the key's lineage (docs/rbac.md, "Key
+	// lineage"): set on a key minted with a session key, or with a key that
+	// itself has an origin. Origin is the persistent key at the root of the
+	// chain, however long it is; Parent the key it was minted with. The
+	// authorizer refuses the key once either of them is gone or expired,
+	// so it reads two keys at most, whatever the chain's length.
+	Origin *KeyRef `dynamodbav:"origin,omitempty"`
+	Parent *KeyRef `dynamodbav:"parent,omitempty"`
+}
+
+// KeyRef names an access key. Minting keys for another user (the
+// operator's POST /v2/users/{id}/access-keys) makes lineages that cross
+// principals, so the principal is part of the name.
+type KeyRef struct {
+	Principal string `dynamodbav:"principal"`
+	ID        string `dynamodbav:"id"`
+}
+
+// Ref names k.
+func (k AccessKey) Ref() KeyRef { return KeyRef{Principal: k.PrincipalID, ID: k.ID} }
+
+// Expired reports whether the key can no longer be used at now.
+func (k AccessKey) Expired(now time.Time) bool { return k.Expiry != nil && !now.Before(*k.Expiry) }
+
+// Lineage returns the keys k's validity depends on besides itself: its
+// origin and its parent (once when they are the same key), none for a key
+// that starts its own lineage.
+func (k AccessKey) Lineage() []KeyRef {
+	var out []KeyRef
+	if k.Origin != nil {
+		out = append(out, *k.Origin)
+	}
+	if k.Parent != nil && (k.Origin == nil || *k.Parent != *k.Origin) {
+		out = append(out, *k.Parent)
+	}
+	return out
+}
+
+// Grant records that a principal holds a role: an accepted invitation (or
+// the bootstrap). It lives in the principal's partition so the authorizer
+// reads all of a principal's grants with one Query. A grant with Group set
+// (and no RoleID) is a group membership, from an accepted group invitation:
+// it holds every role the group lists when a request is decided.
+type Grant struct {
+	PrincipalID string    `dynamodbav:"principal"`
+	AccountID   string    `dynamodbav:"role_account"`
+	RoleID      string    `dynamodbav:"role"`
+	Group       string    `dynamodbav:"group,omitempty"`
+	Via         string    `dynamodbav:"via"` // href of the invitation, or "bootstrap"
+	Created     time.Time `dynamodbav:"created"`
+}
+
+// Installation marks a bootstrapped table.
+type Installation struct {
+	RootAccount string    `dynamodbav:"root_account"`
+	Operator    string    `dynamodbav:"operator"`
+	Created     time.Time `dynamodbav:"created"`
+}

@@ -1,0 +1,52 @@
+package domain
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// AliasKey is the spelling an alias is claimed under: ASCII letters in
+// lower case and nothing else changed. Valid aliases are ASCII host names
+// (shared/applications/appconfig), so this is their canonical form; any
+// other byte is kept as it is, so a non-ASCII look-alike never folds onto
+// a claimed name.
+func AliasKey(alias string) string {
+	b := []byte(alias)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// AliasTaken is the conflict of an alias another application holds. It
+// names the alias and nothing about the holder: the holder may be another
+// account.
+func AliasTaken(alias string) *Error {
+	return &Error{Code: Conflict, Message: "the alias " + strconv.Quote(AliasKey(alias)) + " is already used by another application; an alias belongs to one application of the whole installation"}
+}
+
+// AccountNameTaken is the conflict of an account name another account
+// holds (names are unique in the whole tree, compared case-insensitively).
+func AccountNameTaken(name string) *Error {
+	return &Error{Code: Conflict, Message: "an account named " + strconv.Quote(name) + " already exists; choose another name"}
+}
+
+// QuotaReached is the conflict of a create that would take an account past
+// its entitlement of q.Kind; has says how many it holds ("as many" when the
+// count is not at hand).
+func QuotaReached(account string, q Quota, has string) *Error {
+	return &Error{Code: Conflict, Message: fmt.Sprintf("account %s is entitled to %d %s and has %s; delete one or ask the platform operator for a larger entitlement",
+		account, q.Limit, kindNoun(q.Kind), has)}
+}
+
+func kindNoun(kind string) string {
+	switch kind {
+	case ResourceAddressSets:
+		return "address sets"
+	case ResourceApplicationTests:
+		return "application test runs"
+	}
+	return kind
+}

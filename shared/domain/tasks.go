@@ -1,0 +1,51 @@
+package domain
+
+import "time"
+
+// Task states (docs/api.md#tasks).
+const (
+	TaskPending = "pending"
+	TaskRunning = "running"
+	TaskSuccess = "success"
+	TaskFailed  = "failed"
+)
+
+// Task is an asynchronous operation, run by the task worker from a queue.
+// docs/tasks.md describes its life.
+type Task struct {
+	ID      string `dynamodbav:"id"`
+	Account string `dynamodbav:"account"`
+	Type    string `dynamodbav:"type"`
+	Target  string `dynamodbav:"target,omitempty"` // href
+	App     string `dynamodbav:"app,omitempty"`    // the target application's id
+	// Parameters and Result are JSON documents.
+	Parameters string     `dynamodbav:"parameters,omitempty"`
+	Result     string     `dynamodbav:"result,omitempty"`
+	State      string     `dynamodbav:"state"`
+	Message    string     `dynamodbav:"message,omitempty"`
+	CreatedBy  string     `dynamodbav:"created_by"`
+	Created    time.Time  `dynamodbav:"created"`
+	Started    *time.Time `dynamodbav:"started,omitempty"`
+	Completed  *time.Time `dynamodbav:"completed,omitempty"`
+	Updated    time.Time  `dynamodbav:"updated"`
+	// Worker bookkeeping: processing attempts so far, the lease of the
+	// invocation running it (epoch milliseconds) and the last retryable
+	// error.
+	Attempts   int    `dynamodbav:"attempts,omitempty"`
+	LeaseOwner string `dynamodbav:"lease_owner,omitempty"`
+	LeaseUntil int64  `dynamodbav:"lease_until,omitempty"`
+	LastError  string `dynamodbav:"last_error,omitempty"`
+}
+
+// Finished reports whether the task reached success or failed.
+func (t Task) Finished() bool { return t.State == TaskSuccess || t.State == TaskFailed }
+
+// CertificateAuthority is an account's private CA, which signs origin
+// certificates. Its key is stored in the table (docs/tasks.md: production
+// would keep it in KMS or ACM Private CA); nothing ever returns it.
+type CertificateAuthority struct {
+	Account string    `dynamodbav:"account"`
+	CertPEM string    `dynamodbav:"cert_pem"`
+	KeyPEM  string    `dynamodbav:"key_pem"`
+	Created time.Time `dynamodbav:"created"`
+}
