@@ -49,3 +49,5 @@ require (
 	golang.org/x/sys v0.42.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
+
+replace github.com/truora/minidyn => ./infra/localaws/minidyn

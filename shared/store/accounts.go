@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -227,12 +229,11 @@ func (s *Store) transactRetry(ctx context.Context, op string, items []types.Tran
 	}
 }
 
-// UpdateAccount replaces the account item with next, only if the stored
-// account is still prev (same `updated`) and is not being deleted. A rename
-// moves the name reservation in the same transaction; a taken name is a
-// *domain.Error. The item is written whole (AccountRecord is its complete
-// shape) rather than with SET/REMOVE: minidyn ignores REMOVE, and clearing
-// owner or log_retention needs it.
+// UpdateAccount changes the account item from prev to next, only if the
+// stored account is still prev (same `updated`) and is not being deleted:
+// it sets next's attributes and removes those next no longer has (a
+// cleared owner or log_retention). A rename moves the name reservation in
+// the same transaction; a taken name is a *domain.Error.
 func (s *Store) UpdateAccount(ctx context.Context, prev, next domain.AccountRecord) error {
 	prevUpdated, err := attributevalue.Marshal(prev.Updated)
 	if err != nil {
@@ -243,11 +244,19 @@ func (s *Store) UpdateAccount(ctx context.Context, prev, next domain.AccountReco
 	if err != nil {
 		return err
 	}
-	items := []types.TransactWriteItem{{Put: &types.Put{
+	old, err := item(accountKey(prev.Account), prev)
+	if err != nil {
+		return err
+	}
+	expr, names, values := updateFromTo(old, m)
+	values[":prev"] = prevUpdated
+	items := []types.TransactWriteItem{{Update: &types.Update{
 		TableName:                 aws.String(s.table),
-		Item:                      m,
+		Key:                       key(accountPK(prev.ID), skAccount),
+		UpdateExpression:          aws.String(expr),
 		ConditionExpression:       aws.String("attribute_exists(PK) AND attribute_not_exists(deleting) AND updated = :prev"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":prev": prevUpdated},
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	}}}
 	if accountNamePK(next.Name) != accountNamePK(prev.Name) {
 		put, err := s.put(keyAttrs{PK: accountNamePK(next.Name), SK: skAccountName, Entity: "account_name"}, accountName{prev.ID})
@@ -417,22 +426,47 @@ func (s *Store) markDeleting(ctx context.Context, id string, mark time.Time) (do
 	return a, nil
 }
 
+// updateFromTo is the update expression that turns item from into item to
+// (both with the same key): SET every attribute of to but the key, REMOVE
+// those that only from has. Names and values are placeholders (#aN, :aN), in
+// attribute name order.
+func updateFromTo(from, to map[string]types.AttributeValue) (string, map[string]string, map[string]types.AttributeValue) {
+	names := map[string]string{}
+	values := map[string]types.AttributeValue{}
+	var set, remove []string
+	for _, a := range slices.Sorted(maps.Keys(to)) {
+		if a == AttrPK || a == AttrSK {
+			continue
+		}
+		n, v := fmt.Sprintf("#a%d", len(names)), fmt.Sprintf(":a%d", len(values))
+		names[n], values[v] = a, to[a]
+		set = append(set, n+" = "+v)
+	}
+	for _, a := range slices.Sorted(maps.Keys(from)) {
+		if _, ok := to[a]; !ok {
+			n := fmt.Sprintf("#a%d", len(names))
+			names[n] = a
+			remove = append(remove, n)
+		}
+	}
+	expr := "SET " + strings.Join(set, ", ")
+	if len(remove) > 0 {
+		expr += " REMOVE " + strings.Join(remove, ", ")
+	}
+	return expr, names, values
+}
+
 // unmarkDeleting removes this DELETE's mark, unless another DELETE has
-// marked the account since. It writes the item whole (a is the item as
-// marked), since minidyn ignores REMOVE.
+// marked the account since.
 func (s *Store) unmarkDeleting(ctx context.Context, a domain.AccountRecord, mark time.Time) error {
 	m, err := attributevalue.Marshal(mark)
 	if err != nil {
 		return fmt.Errorf("unmark account: %w", err)
 	}
-	a.Deleting = nil
-	it, err := item(accountKey(a.Account), a)
-	if err != nil {
-		return err
-	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Item:                      it,
+		Key:                       key(accountPK(a.ID), skAccount),
+		UpdateExpression:          aws.String("REMOVE deleting"),
 		ConditionExpression:       aws.String("deleting = :m"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":m": m},
 	})

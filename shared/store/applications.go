@@ -199,14 +199,13 @@ func (s *Store) BeginTransition(ctx context.Context, id, from, mid, task string)
 // success, the state it came from on failure), if that task still holds it.
 func (s *Store) endTransition(id, task, to string) *types.Update {
 	return &types.Update{
-		TableName: aws.String(s.table),
-		Key:       key(appPK(id), skApp),
-		// Cleared with SET rather than REMOVE: minidyn ignores REMOVE.
-		UpdateExpression:         aws.String("SET #st = :to, updated = :u, transition_task = :none, transition_from = :none"),
+		TableName:                aws.String(s.table),
+		Key:                      key(appPK(id), skApp),
+		UpdateExpression:         aws.String("SET #st = :to, updated = :u REMOVE transition_task, transition_from"),
 		ConditionExpression:      aws.String("transition_task = :t"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":to": avStr(to), ":t": avStr(task), ":u": avStr(s.now().Format(timeLayout)), ":none": avStr(""),
+			":to": avStr(to), ":t": avStr(task), ":u": avStr(s.now().Format(timeLayout)),
 		},
 	}
 }

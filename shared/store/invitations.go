@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -185,28 +186,27 @@ func (s *Store) updateInvitation(ctx context.Context, op string, ref domain.Invi
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 
 // MarkInvitationSent records the delivery of a queued invitation: state
-// sent, the time, and its entry in the invitee's inbox. Only a queued
-// invitation changes (ErrStateChanged otherwise), so a redelivered queue
-// message cannot move an answered invitation back.
-//
-// It replaces the item (conditional Put) rather than updating it: the
-// update would add the GSI1 keys to an item that had none, which minidyn
-// mis-indexes (it overwrites another item's index entry instead of adding
-// one). DynamoDB handles both; the Put costs the same round trip.
+// sent, the time, and its entry in the invitee's inbox (the GSI1 keys a
+// queued invitation does not have). Only a queued invitation changes
+// (ErrStateChanged otherwise), so a redelivered queue message cannot move
+// an answered invitation back.
 func (s *Store) MarkInvitationSent(ctx context.Context, inv domain.Invitation) (domain.Invitation, error) {
 	now := s.now()
 	inv.State, inv.Sent, inv.Updated = domain.InvitationSent, &now, now
-	m, err := item(invitationKey(inv), inv)
+	k := invitationKey(inv)
+	at, err := attributevalue.Marshal(now)
 	if err != nil {
-		return domain.Invitation{}, err
+		return domain.Invitation{}, fmt.Errorf("mark invitation sent: %w", err)
 	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
-		Item:                     m,
+		Key:                      key(k.PK, k.SK),
+		UpdateExpression:         aws.String("SET #st = :sent, sent = :at, updated = :at, GSI1PK = :gpk, GSI1SK = :gsk"),
 		ConditionExpression:      aws.String("attribute_exists(PK) AND #st = :queued"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":queued": str(domain.InvitationQueued),
+			":queued": str(domain.InvitationQueued), ":sent": str(domain.InvitationSent), ":at": at,
+			":gpk": str(k.GSI1PK), ":gsk": str(k.GSI1SK),
 		},
 	})
 	if ddb.IsConditionFailed(err) {

@@ -143,8 +143,7 @@ func unmarshalAll[T any](items []map[string]types.AttributeValue) ([]T, error) {
 }
 
 // dropEmpty removes empty lists, maps and sets: DynamoDB refuses empty sets,
-// minidyn returns an empty list as a copy of another attribute, and a
-// missing attribute unmarshals to the same nil slice or map anyway.
+// and a missing attribute unmarshals to the same nil slice or map anyway.
 func dropEmpty(m map[string]types.AttributeValue) {
 	for a, v := range m {
 		empty := false

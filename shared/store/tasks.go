@@ -151,18 +151,16 @@ func (s *Store) ClaimTask(ctx context.Context, id, owner string, now, leaseUntil
 }
 
 // ReleaseTask gives up owner's lease after a retryable failure, recording
-// the error, so that the next delivery may claim the task at once. (Leases
-// are cleared with SET, not REMOVE, which minidyn ignores.)
+// the error, so that the next delivery may claim the task at once.
 func (s *Store) ReleaseTask(ctx context.Context, id, owner, lastError string) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      key(taskPK(id), skTask),
-		UpdateExpression:         aws.String("SET last_error = :e, updated = :u, lease_until = :zero, lease_owner = :none"),
+		UpdateExpression:         aws.String("SET last_error = :e, updated = :u REMOVE lease_until, lease_owner"),
 		ConditionExpression:      aws.String("lease_owner = :o AND #st = :running"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":e": avStr(clipText(lastError, 1000)), ":u": avStr(s.now().Format(timeLayout)), ":o": avStr(owner), ":running": avStr(domain.TaskRunning),
-			":zero": avNum(0), ":none": avStr(""),
 		},
 	})
 	if ddb.IsConditionFailed(err) {
@@ -223,13 +221,13 @@ func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
 	now := s.now().Format(timeLayout)
 	vals := map[string]types.AttributeValue{
 		":st": avStr(f.State), ":m": avStr(clipText(f.Message, 2000)), ":now": avStr(now), ":o": avStr(f.Owner), ":running": avStr(domain.TaskRunning),
-		":zero": avNum(0), ":none": avStr(""),
 	}
-	set := "SET #st = :st, message = :m, completed = :now, updated = :now, lease_owner = :none, lease_until = :zero"
+	set := "SET #st = :st, message = :m, completed = :now, updated = :now"
 	if f.Result != "" {
 		set += ", #res = :r"
 		vals[":r"] = avStr(f.Result)
 	}
+	set += " REMOVE lease_owner, lease_until"
 	items := []types.TransactWriteItem{
 		{Update: &types.Update{
 			TableName:                 aws.String(s.table),

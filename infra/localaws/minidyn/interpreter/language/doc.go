@@ -1,0 +1,4 @@
+/*
+Package language provides the required logic to evalute expressions
+*/
+package language
