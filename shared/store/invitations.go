@@ -201,12 +201,12 @@ func (s *Store) MarkInvitationSent(ctx context.Context, inv domain.Invitation) (
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      key(k.PK, k.SK),
-		UpdateExpression:         aws.String("SET #st = :sent, sent = :at, updated = :at, GSI1PK = :gpk, GSI1SK = :gsk"),
+		UpdateExpression:         aws.String("SET #st = :sent, sent = :at, updated = :at, GSI1PK = :gpk, GSI1SK = :gsk, GSI3PK = :ipk, GSI3SK = :isk"),
 		ConditionExpression:      aws.String("attribute_exists(PK) AND #st = :queued"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":queued": str(domain.InvitationQueued), ":sent": str(domain.InvitationSent), ":at": at,
-			":gpk": str(k.GSI1PK), ":gsk": str(k.GSI1SK),
+			":gpk": str(k.GSI1PK), ":gsk": str(k.GSI1SK), ":ipk": str(k.GSI3PK), ":isk": str(k.GSI3SK),
 		},
 	})
 	if ddb.IsConditionFailed(err) {

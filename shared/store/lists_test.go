@@ -89,10 +89,21 @@ func TestPagedCollectionsWalkWithPositions(t *testing.T) {
 		// Invitations of two accounts to one invitee: the account's list
 		// has its own, the inbox both, interleaved by creation time.
 		for j, acct := range []string{"a1", "a2"} {
+			// a2's are written queued and then sent: delivery adds them to
+			// the inbox.
+			state := domain.InvitationSent
+			if acct == "a2" {
+				state = domain.InvitationQueued
+			}
 			inv := domain.Invitation{AccountID: acct, ID: id, Kind: domain.InvitationRole, Email: "u1@example.com", Target: id,
-				State: domain.InvitationSent, Created: at(i).Add(time.Duration(j) * time.Millisecond), Updated: at(i)}
+				State: state, Created: at(i).Add(time.Duration(j) * time.Millisecond), Updated: at(i)}
 			if err := st.CreateInvitation(ctx, inv, nil); err != nil {
 				t.Fatal(err)
+			}
+			if state == domain.InvitationQueued {
+				if _, err := st.MarkInvitationSent(ctx, inv); err != nil {
+					t.Fatal(err)
+				}
 			}
 			inbox = append(inbox, acct+"/"+id)
 		}
