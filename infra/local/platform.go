@@ -67,6 +67,10 @@ type Options struct {
 	// WrapAPI, when set, wraps every API function's handler (tests make
 	// one slow, say). It gets the function's logical id.
 	WrapAPI func(function string, h gateway.ProxyHandler) gateway.ProxyHandler
+	// WrapHTTP, when set, wraps the whole API as served on APIAddr: the
+	// tests' harness checks every response against the API's OpenAPI
+	// document there (infra/local/localtest).
+	WrapHTTP func(http.Handler) http.Handler
 }
 
 // Platform is a running local platform.
@@ -222,7 +226,11 @@ func (p *Platform) start(ctx context.Context, o Options) error {
 	if err := p.startSchedules(ctx, tpl, log, o.Clock); err != nil {
 		return err
 	}
-	return p.serve(o.APIAddr, gw, log)
+	var h http.Handler = gw
+	if o.WrapHTTP != nil {
+		h = o.WrapHTTP(h)
+	}
+	return p.serve(o.APIAddr, h, log)
 }
 
 // as runs one invocation of function id with its logical ID on the context

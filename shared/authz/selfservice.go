@@ -2,6 +2,9 @@ package authz
 
 import "strings"
 
+// DescriptionPath is where the API serves its OpenAPI document.
+const DescriptionPath = "/v2/openapi.json"
+
 // selfServiceMethods lists what any authenticated principal may do on its
 // own identity without a role (docs/api.md#self-service), by the collection below
 // /v2/users/{self} ("" = /v2/users/self itself) and whether the path names
@@ -37,12 +40,17 @@ func selfServiceMethods(sub string, member bool) string {
 //	GET          /v2/users/self/roles                DELETE     .../roles/{id}
 //	GET          /v2/users/self/groups               DELETE     .../groups/{id}
 //	GET|POST     /v2/users/self/authorization
+//	GET          /v2/openapi.json (the API's description: it names no
+//	             identity and holds no data, docs/api.md#api-description)
 //
 // "self" and the caller's own principal id are interchangeable; an empty
 // principalID only allows "self". Non-canonical paths are never self-service.
 func SelfService(method, path, principalID string) bool {
 	if !canonical(path) {
 		return false
+	}
+	if path == DescriptionPath {
+		return method == "GET"
 	}
 	rest, ok := strings.CutPrefix(path, "/v2/users/")
 	if !ok {

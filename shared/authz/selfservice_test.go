@@ -26,6 +26,8 @@ func TestSelfService(t *testing.T) {
 		{"GET", "/v2/users/u1"},
 		{"DELETE", "/v2/users/u1/access-keys/k1"},
 		{"POST", "/v2/users/u1/authorization"},
+		// the API description, with or without a principal
+		{"GET", "/v2/openapi.json"},
 	}
 	for _, c := range allowed {
 		if !SelfService(c[0], c[1], me) {
@@ -57,6 +59,10 @@ func TestSelfService(t *testing.T) {
 		{"GET", "/v2/users/self/invitations/."}, // not canonical
 		{"GET", "/v1/users/self"},
 		{"GET", "/v2/users/selfish"},
+		{"POST", "/v2/openapi.json"},
+		{"GET", "/v2/openapi.json/x"},
+		{"GET", "/v2/openapi.yaml"},
+		{"GET", "/v2/openapi.json/"}, // not canonical
 	}
 	for _, c := range refused {
 		if SelfService(c[0], c[1], me) {

@@ -38,7 +38,7 @@ type function struct {
 // A new function adds one row here.
 var functionDeps = map[string]function{
 	"authorizer":   {"authorizerwire", join(rbac, "authorizer")},
-	"users":        {"userswire", join(rbac, "identity")},
+	"users":        {"userswire", join(rbac, "identity", "openapi")},
 	"accounts":     {"accountswire", join(rbac, "accounts")},
 	"roles":        {"roleswire", join(rbac, "rbacadmin", "identity", "patch", "outbox")},
 	"notifier":     {"notifierwire", join(rbac, "rbacadmin", "identity", "patch", "outbox")},

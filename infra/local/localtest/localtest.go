@@ -37,12 +37,18 @@ func (l *Logs) String() string {
 }
 
 // Start starts the platform with every log line, debug and up, going to
-// the returned Logs, which the test's output shows if it fails. opts
+// the returned Logs, which the test's output shows if it fails. Every
+// response of the API is checked against its OpenAPI document (Contract):
+// a response the document does not describe fails the test. opts
 // adjust the options before the start (a round-trip counter, say). The
 // schedules' clock is a schedule.ManualClock that nothing moves: a test
 // that runs schedules sets its own.
 func Start(t testing.TB, opts ...func(*local.Options)) (*local.Platform, *Logs) {
 	t.Helper()
+	contract, err := LoadContract(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	logs := &Logs{}
 	o := local.Options{
 		Template: filepath.Join(testenv.Root(t), "template.yaml"),
@@ -57,6 +63,9 @@ func Start(t testing.TB, opts ...func(*local.Options)) (*local.Platform, *Logs) 
 		// firing a minute into a long test would change the table and
 		// the round-trip counts the test is measuring.
 		Clock: schedule.NewManualClock(time.Now()),
+		// Every response the test gets is checked against the API's
+		// OpenAPI document.
+		WrapHTTP: contract.Middleware(t),
 	}
 	for _, opt := range opts {
 		opt(&o)

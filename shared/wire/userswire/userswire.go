@@ -3,10 +3,12 @@ package userswire
 
 import (
 	"context"
+	"net/http"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/identity"
+	"cads/shared/openapi"
 	"cads/shared/wire"
 )
 
@@ -15,8 +17,18 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 	return wire.FromEnv(ctx, wire.WithAuthzStaleness(access.DefaultStaleness))
 }
 
-// Handler is the users function's handler: users, access keys and the
-// caller's own authorization.
+// Handler is the users function's handler: users, access keys, the
+// caller's own authorization and the API's description. The description
+// rides on this function because, like the self-service calls, any
+// authenticated principal may read it (docs/api.md#api-description).
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, identity.New(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log))
+	mux := http.NewServeMux()
+	mux.Handle("/", identity.New(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log))
+	mux.Handle("GET /v2/openapi.json", apigw.Handle(d.Log, describe))
+	return apigw.Lambda(d.Log, mux)
+}
+
+// describe answers the OpenAPI document as embedded.
+func describe(*http.Request, apigw.Principal) (int, any, error) {
+	return http.StatusOK, &apigw.Binary{ContentType: "application/json", Data: []byte(openapi.JSON())}, nil
 }

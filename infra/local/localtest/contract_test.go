@@ -1,0 +1,58 @@
+package localtest
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// The contract catches what it is there to catch, and passes what the
+// document describes.
+func TestContractChecksResponses(t *testing.T) {
+	ctx := context.Background()
+	c, err := LoadContract(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonCT := http.Header{"Content-Type": {"application/json"}}
+	user := `{"id":"u1","href":"/v2/users/u1","email":"a@example.com","name":"A","created":"2026-01-01T00:00:00Z","updated":"2026-01-01T00:00:00Z"}`
+	notFound := `{"status":404,"error":{"type":"not_found","message":"no user"}}`
+	cases := []struct {
+		name, method, target string
+		status               int
+		header               http.Header
+		body                 string
+		fails                string // "" = passes; else a part of the error
+	}{
+		{"a user", "GET", "/v2/users/u1", 200, jsonCT, user, ""},
+		{"a list of users", "GET", "/v2/users?limit=5", 200, http.Header{"Content-Type": {"application/json"}, "Link": {`</v2/users?cursor=x&limit=5>; rel="next"`}}, "[" + user + "]", ""},
+		{"a declared error", "GET", "/v2/users/u1", 404, jsonCT, notFound, ""},
+		{"an unknown route's 404", "GET", "/v2/nothing", 404, jsonCT, notFound, ""},
+		{"an undeclared status", "GET", "/v2/users/u1", 202, jsonCT, user, "status is not supported"},
+		{"a field of the wrong type", "GET", "/v2/users/u1", 200, jsonCT, strings.Replace(user, `"name":"A"`, `"name":7`, 1), "doesn't match"},
+		{"a field the document lacks", "GET", "/v2/users/u1", 200, jsonCT, strings.Replace(user, `"name":"A"`, `"name":"A","extra":1`, 1), "doesn't match"},
+		{"a missing field", "GET", "/v2/users/u1", 200, jsonCT, strings.Replace(user, `"name":"A",`, ``, 1), "doesn't match"},
+		{"an undeclared content type", "GET", "/v2/users/u1", 200, http.Header{"Content-Type": {"text/html"}}, user, "Content-Type"},
+		{"an error body of another shape", "GET", "/v2/users/u1", 404, jsonCT, `{"message":"no user"}`, "Error schema"},
+		{"an error whose status disagrees", "GET", "/v2/users/u1", 404, jsonCT, strings.Replace(notFound, "404", "400", 1), "says status"},
+		{"an error off the document's routes", "GET", "/v2/nothing", 404, http.Header{"Content-Type": {"text/plain"}}, "404 page not found", "Content-Type"},
+		{"a success off the document's routes", "GET", "/v2/nothing", 200, jsonCT, `{}`, "does not have"},
+		{"a bad X-Result-Cut", "GET", "/v2/users", 200, http.Header{"Content-Type": {"application/json"}, "X-Result-Cut": {"sometimes"}}, "[]", "X-Result-Cut"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(tc.method, tc.target, nil)
+			err := c.Check(ctx, req, tc.status, tc.header, []byte(tc.body))
+			switch {
+			case tc.fails == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.fails != "" && err == nil:
+				t.Errorf("passed; want a failure naming %q", tc.fails)
+			case tc.fails != "" && !strings.Contains(err.Error(), tc.fails):
+				t.Errorf("failure %q does not name %q", err, tc.fails)
+			}
+		})
+	}
+}
