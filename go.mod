@@ -25,6 +25,7 @@ require (
 	github.com/sirupsen/logrus v1.9.4
 	github.com/truora/minidyn v0.8.2
 	github.com/valyala/fastjson v1.6.4
+	golang.org/x/sync v0.18.0
 	golang.org/x/text v0.31.0
 )
 

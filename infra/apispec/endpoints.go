@@ -105,6 +105,10 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/users/self/authorization", 3, true, false},
 	// identities, keys, self-service (docs/api.md#identity-and-authentication)
 	{"POST", "/v2/users/self/authorization", 3, false, false},
+	// the same with the caller's own id for self (issue 18: the published
+	// path is /users/{id}/authorization)
+	{"GET", "/v2/users/{id}/authorization", 18, true, false},
+	{"POST", "/v2/users/{id}/authorization", 18, true, false},
 	{"GET", "/v2/users", 3, false, true},
 	{"POST", "/v2/users", 3, false, false},
 	{"GET", "/v2/users/{id}", 3, false, false},

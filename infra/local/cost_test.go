@@ -335,6 +335,9 @@ func TestCostPerEndpoint(t *testing.T) {
 	// ---------------------------------------------------------------- identity
 	c.step("GET /v2/users/self/authorization", 200, "GET", "/v2/users/self/authorization", op, nil)
 	c.step("POST /v2/users/self/authorization", 200, "POST", "/v2/users/self/authorization", op, map[string]any{"account": root})
+	opSelf := "/v2/users/" + p.Bootstrap.Operator + "/authorization"
+	c.step("GET /v2/users/{id}/authorization", 200, "GET", opSelf, op, nil)
+	c.step("POST /v2/users/{id}/authorization", 200, "POST", opSelf, op, map[string]any{"account": root})
 	c.step("GET /v2/openapi.json", 200, "GET", "/v2/openapi.json", op, nil)
 	uid := c.step("POST /v2/users", 200, "POST", "/v2/users", op, map[string]any{"email": "dev@example.com", "name": "Dev"}).str("id")
 	users := "/v2/users/" + uid

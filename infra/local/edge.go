@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/applications/appconfig"
 	"cads/shared/domain"
@@ -88,18 +89,19 @@ func startEdge(db *dynamodb.Client, table string, log *slog.Logger) (*Edge, func
 	e.HTTPAddr, e.TLSAddr = plain.Addr().String(), secure.Addr().String()
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: e.certificate}}
-	var wg sync.WaitGroup
+	var g errgroup.Group // a server that stops is logged; stop waits for both
 	for _, serve := range []func() error{
 		func() error { return srv.Serve(plain) },
 		func() error { return srv.ServeTLS(secure, "", "") },
 	} {
-		wg.Go(func() {
+		g.Go(func() error {
 			if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("edge server stopped", "error", err.Error())
 			}
+			return nil
 		})
 	}
-	stop := func(ctx context.Context) error { err := srv.Shutdown(ctx); wg.Wait(); return err }
+	stop := func(ctx context.Context) error { err := srv.Shutdown(ctx); _ = g.Wait(); return err }
 	return e, stop, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -97,6 +98,10 @@ type logsDoc struct {
 
 func getLogs(t *testing.T, c client, op, app string, q url.Values) (int, logsDoc, string) {
 	t.Helper()
+	if q.Get("format") != "csv" && !q.Has("rows") {
+		q = maps.Clone(q)
+		q.Set("rows", "arrays") // logsDoc reads rows as arrays
+	}
 	res, b := rawDo(t, c, "GET", "/v2/applications/"+app+"/logs?"+q.Encode(), op, "", nil)
 	var d logsDoc
 	if res.StatusCode == 200 {

@@ -21,7 +21,6 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -29,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"golang.org/x/sync/errgroup"
 
 	"cads/infra/gateway"
 	"cads/infra/localaws"
@@ -88,7 +88,6 @@ type Platform struct {
 	// scheduler, then the servers they use.
 	stopAPI, stopSources, stopSchedules func(context.Context) error
 	stopServers                         []func(context.Context) error
-	wg                                  sync.WaitGroup
 }
 
 // Start brings the platform up and returns once it serves.
@@ -350,8 +349,8 @@ func (p *Platform) startSources(ctx context.Context, t *sam.Template, log *slog.
 	}
 	sort.Strings(ids)
 	srcCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var sources sync.WaitGroup
-	p.stopSources = func(context.Context) error { cancel(); sources.Wait(); return nil }
+	var sources errgroup.Group // a source that stops is logged; stopSources waits for all
+	p.stopSources = func(context.Context) error { cancel(); _ = sources.Wait(); return nil }
 	for _, id := range ids {
 		fn := t.Functions[id]
 		for _, ev := range fn.Events {
@@ -380,13 +379,12 @@ func (p *Platform) startSources(ctx context.Context, t *sam.Template, log *slog.
 				Timeout: time.Duration(fn.Timeout) * time.Second, Handler: func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 					return as(ctx, id, func(ctx context.Context) (events.SQSEventResponse, error) { return h(ctx, ev) })
 				}, Logger: log.With("function", id)}
-			sources.Add(1)
-			go func() {
-				defer sources.Done()
+			sources.Go(func() error {
 				if err := src.Run(srcCtx); err != nil {
 					log.Error("sqs event source stopped", "function", id, "error", err.Error())
 				}
-			}()
+				return nil
+			})
 		}
 	}
 	return nil
@@ -464,14 +462,14 @@ func (p *Platform) serve(addr string, h http.Handler, log *slog.Logger) error {
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	p.URL = "http://" + ln.Addr().String()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
+	var g errgroup.Group // a server that stops is logged; stopAPI waits for it
+	g.Go(func() error {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("API server stopped", "error", err.Error())
 		}
-	}()
-	p.stopAPI = func(ctx context.Context) error { err := srv.Shutdown(ctx); p.wg.Wait(); return err }
+		return nil
+	})
+	p.stopAPI = func(ctx context.Context) error { err := srv.Shutdown(ctx); _ = g.Wait(); return err }
 	return nil
 }
 

@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"golang.org/x/sync/errgroup"
 )
 
 // Rule is one Schedule event: an EventBridge rule targeting a function.
@@ -57,7 +57,8 @@ func (s *Scheduler) Start(ctx context.Context, rules []Rule) (stop func(context.
 		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var loops, runs sync.WaitGroup
+	// Neither group fails: a run logs its own failure.
+	var loops, runs errgroup.Group
 	for _, r := range rules {
 		next := r.Expr.Next(clock.Now())
 		if next.IsZero() {
@@ -66,39 +67,33 @@ func (s *Scheduler) Start(ctx context.Context, rules []Rule) (stop func(context.
 		}
 		ch, release := clock.At(next)
 		log.Info("schedule armed", "function", r.Function, "rule", r.Name, "schedule", r.Expr.String(), "next", next.UTC().Format(time.RFC3339))
-		loops.Add(1)
-		go func() {
-			defer loops.Done()
+		loops.Go(func() error {
 			for {
 				select {
 				case <-ctx.Done():
 					release()
-					return
+					return nil
 				case <-ch:
 				}
 				at := next
-				runs.Add(1)
-				go func() {
-					defer runs.Done()
-					s.run(ctx, log, r, at)
-				}()
+				runs.Go(func() error { s.run(ctx, log, r, at); return nil })
 				// A clock that jumped (a suspended laptop) skips the missed
 				// fires instead of running them all at once.
 				now := clock.Now()
 				for next = r.Expr.Next(next); !next.IsZero() && !next.After(now); next = r.Expr.Next(next) {
 				}
 				if next.IsZero() {
-					return
+					return nil
 				}
 				ch, release = clock.At(next)
 			}
-		}()
+		})
 	}
 	return func(wctx context.Context) error {
 		cancel()
-		loops.Wait()
+		_ = loops.Wait()
 		done := make(chan struct{})
-		go func() { runs.Wait(); close(done) }()
+		go func() { _ = runs.Wait(); close(done) }()
 		select {
 		case <-done:
 			return nil

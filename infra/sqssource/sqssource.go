@@ -15,7 +15,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -24,6 +23,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+	"golang.org/x/sync/errgroup"
+
+	"cads/shared/retry"
 )
 
 // Handler is a Lambda handler for SQS events.
@@ -90,27 +92,18 @@ func (s *Source) Run(ctx context.Context) error {
 	if pollers < 1 {
 		return fmt.Errorf("sqssource: Pollers %d: want at least 1", s.Pollers)
 	}
-	// The first poller to find the queue missing ends them all.
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var wg sync.WaitGroup
+	// The first poller to find the queue missing ends them all (poll
+	// returns no other error).
+	g, gctx := errgroup.WithContext(ctx)
 	for i := 1; i <= pollers; i++ {
-		wg.Go(func() {
-			if err := s.poll(ctx, s.logger().With("queue", s.queueName(), "poller", i), batchSize); err != nil {
-				cancel(err)
-			}
-		})
+		g.Go(func() error { return s.poll(gctx, s.logger().With("queue", s.queueName(), "poller", i), batchSize) })
 	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
+	return g.Wait()
 }
 
 // poll is one poller: receive a batch, handle it, repeat until ctx ends.
 func (s *Source) poll(ctx context.Context, log *slog.Logger, batchSize int) error {
-	backoff := time.Duration(0)
+	failures := 0
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -120,7 +113,7 @@ func (s *Source) poll(ctx context.Context, log *slog.Logger, batchSize int) erro
 			s.process(ctx, log, msgs)
 		}
 		if err == nil {
-			backoff = 0
+			failures = 0
 			continue
 		}
 		if ctx.Err() != nil {
@@ -129,12 +122,11 @@ func (s *Source) poll(ctx context.Context, log *slog.Logger, batchSize int) erro
 		if queueMissing(err) {
 			return fmt.Errorf("sqssource: queue %s: %w", s.QueueURL, err)
 		}
-		backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-		log.WarnContext(ctx, "sqs receive failed; retrying", "err", err, "retry_in", backoff)
-		select {
-		case <-ctx.Done():
+		failures++
+		d := retry.Delay(failures, 100*time.Millisecond, 5*time.Second)
+		log.WarnContext(ctx, "sqs receive failed; retrying", "err", err, "retry_in", d)
+		if retry.Wait(ctx, d) != nil {
 			return nil
-		case <-time.After(backoff):
 		}
 	}
 }

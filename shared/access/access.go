@@ -9,9 +9,11 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/clock"
 	"cads/shared/domain"
 )
 
@@ -33,7 +35,7 @@ var ErrUnauthenticated = errors.New("unauthenticated")
 type Service struct {
 	store    Store
 	log      *slog.Logger
-	now      func() time.Time
+	now      clock.Clock
 	compiled *compileCache
 	// sets indexes long lists of applicable roles across roles (authz.RoleSet),
 	// once per distinct list; the compile cache keeps role pointers stable.
@@ -77,12 +79,19 @@ const DefaultWarmEntries = 4096
 // round trips); the deployed authorizer uses DefaultStaleness.
 func WithStaleness(d time.Duration) Option { return func(s *Service) { s.staleness = d } }
 
-// WithClock replaces the clock (tests).
-func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
+// WithClock sets the clock freshness and key use are judged by
+// (clock.System by default); the wiring passes wire.Deps.Clock.
+func WithClock(c clock.Clock) Option {
+	return func(s *Service) {
+		if c != nil { // Deps built by hand may have none
+			s.now = c
+		}
+	}
+}
 
 // New returns a Service over st.
 func New(st Store, log *slog.Logger, opts ...Option) *Service {
-	s := &Service{store: st, log: log, now: func() time.Time { return time.Now().UTC() }, compiled: newCompileCache(4096), sets: authz.NewRoleSets(maxIndexedRoles)}
+	s := &Service{store: st, log: log, now: clock.System, compiled: newCompileCache(4096), sets: authz.NewRoleSets(maxIndexedRoles)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -240,15 +249,16 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, n
 	}
 	relevant = append(relevant, ancestors...)
 	var (
-		wg                 sync.WaitGroup
-		touchErr, standErr error
+		// Not WithContext: a failed read must not cut the touch short,
+		// whose failure is only logged.
+		g        errgroup.Group
+		touchErr error
 	)
 	// A busy key is touched once a minute, not on every request: the key
 	// item read above says whether it is due (TouchKey's condition guards
 	// concurrent touches). A warm container touches it on its next read.
 	if cred.Key.UseIsStale(now) {
-		wg.Add(1)
-		go func() { defer wg.Done(); touchErr = s.store.TouchKey(ctx, p.ID, p.KeyID, now) }()
+		g.Go(func() error { touchErr = s.store.TouchKey(ctx, p.ID, p.KeyID, now); return nil })
 	}
 	// The key's account must still exist: deleting an account sweeps its
 	// keys, but a session key minted by a switch racing that deletion could
@@ -264,24 +274,22 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, n
 		if readAccount {
 			acctID = p.AccountID
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.standing, standErr = s.store.LoadKeyStanding(ctx, acctID, l.lineage)
-			l.accountGone = readAccount && standErr == nil && l.standing.Account == nil
+		g.Go(func() (err error) {
+			l.standing, err = s.store.LoadKeyStanding(ctx, acctID, l.lineage)
+			l.accountGone = readAccount && err == nil && l.standing.Account == nil
 			if l.standing.Account != nil {
 				l.acct = *l.standing.Account
 			}
-		}()
+			return err
+		})
 	case readAccount:
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.acct, standErr = s.store.GetAccount(ctx, p.AccountID)
-			if errors.Is(standErr, domain.ErrNotFound) {
-				l.accountGone, standErr = true, nil
+		g.Go(func() (err error) {
+			l.acct, err = s.store.GetAccount(ctx, p.AccountID)
+			if errors.Is(err, domain.ErrNotFound) {
+				l.accountGone, err = true, nil
 			}
-		}()
+			return err
+		})
 	}
 	var rbacAt time.Time
 	l.held, rbacAt, err = s.heldRoles(ctx, cred.Grants, relevant, now)
@@ -290,7 +298,7 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, n
 	if rbacAt.Before(l.at) {
 		l.at = rbacAt
 	}
-	wg.Wait()
+	standErr := g.Wait()
 	if touchErr != nil {
 		s.log.WarnContext(ctx, "could not record key use", "key", p.KeyID, "error", touchErr.Error())
 	}

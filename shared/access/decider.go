@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"cads/shared/apigw"
 	"cads/shared/authz"
 	"cads/shared/domain"
@@ -54,23 +56,22 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 		}
 	}
 	var (
-		wg         sync.WaitGroup
-		grants     []domain.Grant
-		acct       domain.Account
-		gErr, aErr error
+		grants []domain.Grant
+		acct   domain.Account
 	)
-	wg.Add(1)
-	go func() { defer wg.Done(); grants, gErr = s.store.Grants(ctx, p.ID) }()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { grants, err = s.store.Grants(gctx, p.ID); return err })
 	if p.AccountID != "" {
-		wg.Add(1)
-		go func() { defer wg.Done(); acct, aErr = s.store.GetAccount(ctx, p.AccountID) }()
+		g.Go(func() error {
+			var err error
+			if acct, err = s.store.GetAccount(gctx, p.AccountID); errors.Is(err, domain.ErrNotFound) {
+				return nil
+			}
+			return err
+		})
 	}
-	wg.Wait()
-	if gErr != nil {
-		return nil, fmt.Errorf("decider: %w", gErr)
-	}
-	if aErr != nil && !errors.Is(aErr, domain.ErrNotFound) {
-		return nil, fmt.Errorf("decider: %w", aErr)
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("decider: %w", err)
 	}
 	var all []string
 	for _, g := range grants {

@@ -7,9 +7,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/text/unicode/norm"
 
 	"cads/shared/apigw"
@@ -21,13 +21,14 @@ import (
 
 // Account is the wire shape of an account. Field names follow the
 // reference document (name, keyword, owner, log_retention, href); parent
-// is read-only and null for the root, so clients can draw the tree.
+// is read-only and null for the root, so clients can draw the tree; owner
+// is absent when there is none (a string when present, never null).
 type Account struct {
 	ID           string         `json:"id"`
 	Href         string         `json:"href"`
 	Name         string         `json:"name"`
 	Keyword      string         `json:"keyword"`
-	Owner        *string        `json:"owner"`
+	Owner        *string        `json:"owner,omitempty"`
 	LogRetention []LogRetention `json:"log_retention"`
 	Parent       *string        `json:"parent"`
 	Created      time.Time      `json:"created"`
@@ -168,16 +169,15 @@ func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, e
 		}
 	}
 	var (
-		wg           sync.WaitGroup
-		parent       domain.AccountRecord
-		pErr, ownErr error
+		g      errgroup.Group // both answers are needed to choose the error
+		parent domain.AccountRecord
+		pErr   error
 	)
-	wg.Go(func() { parent, pErr = h.st.GetAccountRecord(r.Context(), p.AccountID) })
+	g.Go(func() error { parent, pErr = h.st.GetAccountRecord(r.Context(), p.AccountID); return nil })
 	if in.Owner != nil {
-		wg.Go(func() { a.Owner, ownErr = h.owner(r.Context(), *in.Owner) })
+		g.Go(func() (err error) { a.Owner, err = h.owner(r.Context(), *in.Owner); return err })
 	}
-	wg.Wait()
-	if ownErr != nil {
+	if ownErr := g.Wait(); ownErr != nil {
 		return 0, nil, ownErr
 	}
 	if errors.Is(pErr, domain.ErrNotFound) || pErr == nil && parent.Deleting != nil {
@@ -345,15 +345,15 @@ func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, er
 		}
 	}
 	var (
-		wg           sync.WaitGroup
-		prev         domain.AccountRecord
-		gErr, ownErr error
+		g    errgroup.Group // both answers are needed to choose the error
+		prev domain.AccountRecord
+		gErr error
 	)
-	wg.Go(func() { prev, gErr = h.st.GetAccountRecord(r.Context(), id) })
+	g.Go(func() error { prev, gErr = h.st.GetAccountRecord(r.Context(), id); return nil })
 	if in.Owner.Set && in.Owner.Value != nil {
-		wg.Go(func() { owner, ownErr = h.owner(r.Context(), *in.Owner.Value) })
+		g.Go(func() (err error) { owner, err = h.owner(r.Context(), *in.Owner.Value); return err })
 	}
-	wg.Wait()
+	ownErr := g.Wait()
 	if gErr != nil {
 		return 0, nil, domain.IfNotFound(gErr, "no account %s", accountHref(id))
 	}

@@ -5,8 +5,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
@@ -18,13 +19,14 @@ import (
 // Entitlement is the wire shape of an entitlement (docs/api.md#entitlements): a quantity
 // of one resource kind allocated to the account, charged unit_price x
 // quantity per period while active (from started, until expiry if set).
-// plan_id and started are the reference document's fields.
+// plan_id and started are the reference document's fields; an entitlement
+// made from them alone records a plan: no resource, quantity 0.
 type Entitlement struct {
 	ID        string     `json:"id"`
 	Href      string     `json:"href"`
 	Account   string     `json:"account"`
-	PlanID    *string    `json:"plan_id"`
-	Resource  string     `json:"resource"`
+	PlanID    *string    `json:"plan_id,omitempty"`
+	Resource  string     `json:"resource,omitempty"`
 	Quantity  int        `json:"quantity"`
 	Period    string     `json:"period"`
 	UnitPrice Money      `json:"unit_price"`
@@ -58,7 +60,7 @@ const (
 var periods = []string{domain.PeriodMonth, domain.PeriodYear}
 
 type entitlementPost struct {
-	PlanID    *string    `json:"plan_id"`
+	PlanID    *string    `json:"plan_id,omitempty"`
 	Resource  *string    `json:"resource"`
 	Quantity  *int       `json:"quantity"`
 	Period    *string    `json:"period"`
@@ -95,19 +97,19 @@ func (h *handler) listEntitlements(r *http.Request, p apigw.Principal) (int, any
 		// Only the members the caller may GET (docs/api.md#collection-reads).
 		Allow: func(ctx context.Context) (func(domain.Entitlement) bool, error) {
 			var (
-				wg         sync.WaitGroup
-				d          *access.Decider
-				acct       domain.AccountRecord
-				dErr, aErr error
+				g    errgroup.Group // the account's error comes first
+				d    *access.Decider
+				acct domain.AccountRecord
+				aErr error
 			)
-			wg.Go(func() { d, dErr = h.dec.Decider(ctx, p) })
-			wg.Go(func() { acct, aErr = h.st.GetAccountRecord(ctx, id) })
-			wg.Wait()
+			g.Go(func() (err error) { d, err = h.dec.Decider(ctx, p); return err })
+			g.Go(func() error { acct, aErr = h.st.GetAccountRecord(ctx, id); return nil })
+			err := g.Wait()
 			if aErr != nil {
 				return nil, domain.IfNotFound(aErr, "no account %s", accountHref(id))
 			}
-			if dErr != nil {
-				return nil, dErr
+			if err != nil {
+				return nil, err
 			}
 			return func(e domain.Entitlement) bool {
 				return d.AllowsFor(http.MethodGet, entitlementHref(id, e.ID), acct.Account)
@@ -147,15 +149,23 @@ func (h *handler) createEntitlement(r *http.Request, _ apigw.Principal) (int, an
 	}
 	now := h.st.Now()
 	e := domain.Entitlement{ID: ids.New(), Account: id, Period: domain.PeriodMonth, Started: now, Version: 1, Created: now, Updated: now}
-	if in.Resource == nil {
-		return 0, nil, apigw.BadRequest("resource is required: one of %s", strings.Join(domain.ResourceKinds(), ", "))
-	}
-	if !slices.Contains(domain.ResourceKinds(), *in.Resource) {
+	switch {
+	case in.Resource == nil && in.PlanID != nil:
+		// A plan entitlement (the reference document's EntitlementPost:
+		// plan_id and started): it records the plan and allocates no
+		// resource, so it meters and charges nothing (docs/api.md#entitlements).
+		if in.Quantity != nil {
+			return 0, nil, apigw.BadRequest("quantity needs resource: an entitlement without resource records a plan and allocates nothing")
+		}
+	case in.Resource == nil:
+		return 0, nil, apigw.BadRequest("resource is required: one of %s (or plan_id alone, to record a plan)", strings.Join(domain.ResourceKinds(), ", "))
+	case !slices.Contains(domain.ResourceKinds(), *in.Resource):
 		return 0, nil, apigw.BadRequest("resource %q is not a resource kind: use one of %s", *in.Resource, strings.Join(domain.ResourceKinds(), ", "))
-	}
-	e.Resource = *in.Resource
-	if in.Quantity == nil {
-		return 0, nil, apigw.BadRequest("quantity is required: how many %s the account may have (application_tests: run per period)", e.Resource)
+	default:
+		e.Resource = *in.Resource
+		if in.Quantity == nil {
+			return 0, nil, apigw.BadRequest("quantity is required: how many %s the account may have (application_tests: run per period)", e.Resource)
+		}
 	}
 	patch := entitlementPatch{Quantity: in.Quantity, Period: in.Period, UnitPrice: in.UnitPrice, Started: in.Started,
 		PlanID: optional[string]{Set: in.PlanID != nil, Value: in.PlanID}, Expiry: optional[time.Time]{Set: in.Expiry != nil, Value: in.Expiry}}
@@ -192,6 +202,9 @@ func applyEntitlement(e domain.Entitlement, in entitlementPatch) (domain.Entitle
 		}
 	}
 	if in.Quantity != nil {
+		if e.Resource == "" && *in.Quantity != 0 {
+			return e, apigw.BadRequest("quantity needs resource: this entitlement records a plan and allocates nothing")
+		}
 		if *in.Quantity < 0 || *in.Quantity > maxQuantity {
 			return e, apigw.BadRequest("quantity must be an integer from 0 to %d", maxQuantity)
 		}

@@ -3,12 +3,14 @@ package addresssets
 import (
 	"encoding/json"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/ids"
 )
 
@@ -36,6 +38,7 @@ type spec struct {
 	// Entries are the live entries the set should have, by prefix.
 	Entries    map[netip.Prefix]desired
 	Inclusions []string // ids
+	Domains    []string // a domains set's, lower case
 }
 
 type desired struct {
@@ -63,18 +66,29 @@ func validate(in setIn) (spec, error) {
 		s.Description = *in.Description
 	}
 	if in.Type == nil {
-		return s, apigw.BadRequest("type is required: one of %s, %s, %s", TypeManual, TypeDynamic, TypeCombined)
+		return s, apigw.BadRequest("type is required: one of %s, %s, %s, %s", TypeManual, TypeDynamic, TypeCombined, TypeDomains)
 	}
 	switch *in.Type {
-	case TypeManual, TypeDynamic, TypeCombined:
+	case TypeManual, TypeDynamic, TypeCombined, TypeDomains:
 		s.Type = *in.Type
-	case "domains", "json-file", "text-file":
-		return s, apigw.BadRequest("type %q is not supported: this service does not fetch address lists; use %s, %s or %s", *in.Type, TypeManual, TypeDynamic, TypeCombined)
+	case "json-file", "text-file":
+		return s, apigw.BadRequest("type %q is not supported: this service does not fetch address lists; use %s, %s, %s or %s", *in.Type, TypeManual, TypeDynamic, TypeCombined, TypeDomains)
 	default:
-		return s, apigw.BadRequest("type must be one of %s, %s, %s, not %q", TypeManual, TypeDynamic, TypeCombined, clip(*in.Type))
+		return s, apigw.BadRequest("type must be one of %s, %s, %s, %s, not %q", TypeManual, TypeDynamic, TypeCombined, TypeDomains, clip(*in.Type))
 	}
-	if len(in.Parameters) > 0 && string(in.Parameters) != "null" {
-		return s, apigw.BadRequest("parameters apply only to text-file, json-file and domains sets, which this service does not support")
+	hasParams := len(in.Parameters) > 0 && string(in.Parameters) != "null"
+	switch {
+	case s.Type == TypeDomains:
+		d, err := parseDomainsParams(in.Parameters, hasParams)
+		if err != nil {
+			return s, err
+		}
+		s.Domains = d
+		if len(in.Entries) > 0 {
+			return s, apigw.BadRequest("entries: a %s set has none: its parameters.domains say which addresses belong to it", TypeDomains)
+		}
+	case hasParams:
+		return s, apigw.BadRequest("parameters apply only to %s sets (and to text-file and json-file sets, which this service does not support)", TypeDomains)
 	}
 	s.Entries = make(map[netip.Prefix]desired, len(in.Entries))
 	for i, e := range in.Entries {
@@ -128,6 +142,56 @@ func validate(in setIn) (spec, error) {
 	return s, nil
 }
 
+// domainsParams is AddressSetDomainsParameters.
+type domainsParams struct {
+	Domains []string `json:"domains"`
+}
+
+// domainLabel is one label of a host name (RFC 1123): letters, digits and
+// hyphens, not starting or ending with a hyphen.
+var domainLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// parseDomainsParams reads a domains set's parameters: 1 to MaxDomains
+// distinct domain names of at least two labels, compared and kept in
+// lower case.
+func parseDomainsParams(raw json.RawMessage, present bool) ([]string, error) {
+	if !present {
+		return nil, apigw.BadRequest("parameters.domains is required for a %s set: the domains whose addresses belong to it", TypeDomains)
+	}
+	var p domainsParams
+	if err := apigw.UnmarshalStrict(raw, &p); err != nil {
+		return nil, prefixed("parameters", err)
+	}
+	if len(p.Domains) == 0 {
+		return nil, apigw.BadRequest("parameters.domains is required for a %s set and must list at least one domain", TypeDomains)
+	}
+	if len(p.Domains) > MaxDomains {
+		return nil, apigw.BadRequest("parameters.domains: at most %d domains", MaxDomains)
+	}
+	out := make([]string, 0, len(p.Domains))
+	for i, d := range p.Domains {
+		name := strings.ToLower(strings.TrimSuffix(d, "."))
+		labels := strings.Split(name, ".")
+		ok := len(name) <= 253 && len(labels) >= 2
+		for _, l := range labels {
+			ok = ok && domainLabel.MatchString(l)
+		}
+		if !ok {
+			return nil, apigw.BadRequest("parameters.domains[%d]: %q is not a domain name (like example.com)", i, clip(d))
+		}
+		if slices.Contains(out, name) {
+			return nil, apigw.BadRequest("parameters.domains[%d]: %s is listed twice", i, name)
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
+// prefixed puts where in the body a nested decoding error happened.
+func prefixed(where string, err error) error {
+	return apigw.BadRequest("%s: %s", where, domain.ErrorMessage(err))
+}
+
 // checkExpiry refuses an expiry that is not in the future or too far in it.
 func checkExpiry(addr string, e *time.Time, now time.Time) error {
 	if e == nil {
@@ -150,6 +214,7 @@ type document struct {
 	Type        string     `json:"type"`
 	Entries     []docEntry `json:"entries"`
 	Inclusions  []string   `json:"inclusions"`
+	Parameters  *Params    `json:"parameters,omitempty"`
 }
 
 type docEntry struct {
@@ -159,7 +224,7 @@ type docEntry struct {
 }
 
 func documentOf(a AddressSet) document {
-	d := document{Name: a.Name, Description: a.Description, Type: a.Type, Inclusions: a.Inclusions, Entries: []docEntry{}}
+	d := document{Name: a.Name, Description: a.Description, Type: a.Type, Inclusions: a.Inclusions, Parameters: a.Parameters, Entries: []docEntry{}}
 	if a.Entries != nil {
 		for _, e := range *a.Entries {
 			d.Entries = append(d.Entries, docEntry{Address: e.Address, Description: e.Description, Expiry: e.Expiry})

@@ -16,13 +16,17 @@ import (
 	"cads/shared/store"
 )
 
-// Set types. The reference document also names domains, json-file and
-// text-file sets, which fetch their entries from elsewhere; this service
-// does not fetch, so it refuses them.
+// Set types. A domains set holds no entries: its parameters.domains say
+// which addresses belong to it (those whose forward-confirmed reverse DNS
+// name is in one of the domains), decided where an address is tested. The
+// reference document also names json-file and text-file sets, which fetch
+// their entries from elsewhere; this service does not fetch, so it
+// refuses them.
 const (
 	TypeManual   = "manual"
 	TypeDynamic  = "dynamic"
 	TypeCombined = "combined"
+	TypeDomains  = "domains"
 )
 
 // Limits (docs/metrics.md and docs/data-model.md say why).
@@ -39,6 +43,8 @@ const (
 	// transaction, and /addresses reads all of them.
 	MaxInclusions = 10
 	MaxReachable  = 25
+	// MaxDomains bounds a domains set's parameters.domains.
+	MaxDomains = 100
 	// MaxExpiry bounds how far ahead an expiry may be.
 	MaxExpiry = 10 * 365 * 24 * time.Hour
 )
@@ -53,8 +59,14 @@ type AddressSet struct {
 	Type        string    `json:"type"`
 	Entries     *[]Entry  `json:"entries,omitempty"`
 	Inclusions  []string  `json:"inclusions"`
+	Parameters  *Params   `json:"parameters,omitempty"`
 	Created     time.Time `json:"created"`
 	Updated     time.Time `json:"updated"`
+}
+
+// Params are a set's parameters: only domains sets have them.
+type Params struct {
+	Domains []string `json:"domains"`
 }
 
 // Entry is the wire shape of an entry (AddressSetEntry). AddressSet is set
@@ -80,6 +92,9 @@ func setOut(st store.AddressSetState, now time.Time, withEntries bool) AddressSe
 		Inclusions: make([]string, 0, len(a.Inclusions)), Created: a.Created, Updated: a.Updated}
 	for _, id := range a.Inclusions {
 		out.Inclusions = append(out.Inclusions, Href(id))
+	}
+	if a.Type == TypeDomains {
+		out.Parameters = &Params{Domains: slices.Clone(a.Domains)}
 	}
 	if withEntries {
 		es := visible(st.Entries, now)

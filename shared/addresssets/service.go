@@ -9,8 +9,9 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/apigw"
 	"cads/shared/ddb"
@@ -81,15 +82,22 @@ func ActorOf(p apigw.Principal) Actor {
 	return Actor("/v2/users/" + p.ID)
 }
 
-// writeRetries bounds how often a change is recomputed after losing a race
+// writeRetry bounds how often a change is recomputed after losing a race
 // with another change of the same set (each loss means another change
-// committed, so N concurrent writers all finish within N-1 retries).
-const writeRetries = 8
+// committed, so N concurrent writers all finish within N-1 retries), and
+// waits a little, more after each lost race, with jitter so that the
+// writers of a busy set spread out.
+var writeRetry = retry.Policy{Retries: 8, Base: 5 * time.Millisecond, Max: 320 * time.Millisecond}
 
-// backoff waits a little, more after each lost race, with jitter so that
-// the writers of a busy set spread out.
-func backoff(ctx context.Context, attempt int) error {
-	return retry.Backoff(ctx, attempt+1, 5*time.Millisecond, 320*time.Millisecond)
+func lostRace(err error) bool { return errors.Is(err, store.ErrVersionConflict) }
+
+// concurrently is the 409 of a change that lost every race it was retried
+// in.
+func concurrently(err error, id string) error {
+	if errors.Is(err, store.ErrVersionConflict) {
+		return apigw.Conflict("address set %s is changing concurrently; retry", id)
+	}
+	return err
 }
 
 // change computes a set's desired state from its current one (nil for a
@@ -103,7 +111,8 @@ type change func(cur *store.AddressSetState, now time.Time) (spec, error)
 // enforces; a caller that has just read the set consistently passes it as
 // known, saving the first attempt's read.
 func (s *Service) write(ctx context.Context, account, id string, create *domain.Quota, known *store.AddressSetState, actor Actor, fn change) (store.AddressSetState, error) {
-	for attempt := 0; ; attempt++ {
+	var out store.AddressSetState
+	err := retry.Do(ctx, writeRetry, lostRace, func(attempt int) error {
 		now := s.now()
 		var cur *store.AddressSetState
 		if attempt == 0 && known != nil {
@@ -111,40 +120,36 @@ func (s *Service) write(ctx context.Context, account, id string, create *domain.
 		} else if create == nil {
 			st, err := s.st.GetAddressSet(ctx, account, id, true)
 			if err != nil {
-				return store.AddressSetState{}, notFound(err, id)
+				return notFound(err, id)
 			}
 			cur = &st
 		}
 		sp, err := fn(cur, now)
 		if err != nil {
-			return store.AddressSetState{}, err
+			return err
 		}
 		w, next, wake, err := s.plan(ctx, account, id, cur, sp, now, actor)
 		if err != nil {
-			return store.AddressSetState{}, err
+			return err
 		}
 		if cur != nil && unchanged(cur.Set, w) {
-			return *cur, nil
+			out = *cur
+			return nil
 		}
 		if create != nil {
 			w.Quota = *create
 		}
-		err = s.st.WriteAddressSet(ctx, w)
-		if errors.Is(err, store.ErrVersionConflict) && attempt < writeRetries {
-			if err := backoff(ctx, attempt); err != nil {
-				return store.AddressSetState{}, err
-			}
-			continue
-		}
-		if errors.Is(err, store.ErrVersionConflict) {
-			return store.AddressSetState{}, apigw.Conflict("address set %s is changing concurrently; retry", id)
-		}
-		if err != nil {
-			return store.AddressSetState{}, err
+		if err := s.st.WriteAddressSet(ctx, w); err != nil {
+			return err
 		}
 		s.after(ctx, w.Event, wake, now)
-		return next, nil
+		out = next
+		return nil
+	})
+	if err != nil {
+		return store.AddressSetState{}, concurrently(err, id)
 	}
+	return out, nil
 }
 
 // plan turns a desired state into one transaction, the resulting state,
@@ -152,7 +157,7 @@ func (s *Service) write(ctx context.Context, account, id string, create *domain.
 func (s *Service) plan(ctx context.Context, account, id string, cur *store.AddressSetState, sp spec, now time.Time, actor Actor) (store.AddressSetWrite, store.AddressSetState, *time.Time, error) {
 	var w store.AddressSetWrite
 	set := domain.AddressSet{ID: id, Account: account, Name: sp.Name, Description: sp.Description, Type: sp.Type,
-		Inclusions: sp.Inclusions, Version: 1, Created: now, Updated: now, CreatedBy: string(actor)}
+		Inclusions: sp.Inclusions, Domains: sp.Domains, Version: 1, Created: now, Updated: now, CreatedBy: string(actor)}
 	var entries []domain.AddressEntry
 	if cur == nil {
 		w.Create = true
@@ -321,7 +326,8 @@ func (s *Service) checkInclusions(ctx context.Context, account, id string, added
 // unchanged reports whether a write would change nothing of the set.
 func unchanged(cur domain.AddressSet, w store.AddressSetWrite) bool {
 	return len(w.PutEntries)+len(w.DeleteEntries)+len(w.AddInclusions)+len(w.RemoveInclusions) == 0 &&
-		w.Set.Name == cur.Name && w.Set.Description == cur.Description && slices.Equal(w.Set.Inclusions, cur.Inclusions)
+		w.Set.Name == cur.Name && w.Set.Description == cur.Description && slices.Equal(w.Set.Inclusions, cur.Inclusions) &&
+		slices.Equal(w.Set.Domains, cur.Domains)
 }
 
 func minus(a, b []string) []string {
@@ -551,11 +557,12 @@ func sameLive(cur []domain.AddressEntry, want map[netip.Prefix]desired, now time
 // remove deletes a set that no set includes (409 otherwise). Its live
 // entries count as deleted, its expired ones as expired.
 func (s *Service) remove(ctx context.Context, account, id string) (store.AddressSetState, error) {
-	for attempt := 0; ; attempt++ {
+	var out store.AddressSetState
+	err := retry.Do(ctx, writeRetry, lostRace, func(int) error {
 		now := s.now()
 		st, err := s.st.GetAddressSet(ctx, account, id, true)
 		if err != nil {
-			return store.AddressSetState{}, notFound(err, id)
+			return notFound(err, id)
 		}
 		if len(st.IncludedBy) > 0 || st.Set.Includers > 0 {
 			hrefs := make([]string, 0, len(st.IncludedBy))
@@ -563,7 +570,7 @@ func (s *Service) remove(ctx context.Context, account, id string) (store.Address
 				hrefs = append(hrefs, Href(i))
 			}
 			sort.Strings(hrefs)
-			return store.AddressSetState{}, apigw.Conflict("address set %s is included by %v; remove it from their inclusions first", id, hrefs)
+			return apigw.Conflict("address set %s is included by %v; remove it from their inclusions first", id, hrefs)
 		}
 		var c counts
 		prefixes := make([]string, 0, len(st.Entries))
@@ -582,21 +589,17 @@ func (s *Service) remove(ctx context.Context, account, id string) (store.Address
 			s.log.WarnContext(ctx, "address set deleted; the aggregator removes its remaining entries", "set", id, "error", err.Error())
 			err = nil
 		}
-		if errors.Is(err, store.ErrVersionConflict) && attempt < writeRetries {
-			if err := backoff(ctx, attempt); err != nil {
-				return store.AddressSetState{}, err
-			}
-			continue
-		}
-		if errors.Is(err, store.ErrVersionConflict) {
-			return store.AddressSetState{}, apigw.Conflict("address set %s is changing concurrently; retry", id)
-		}
 		if err != nil {
-			return store.AddressSetState{}, err
+			return err
 		}
 		s.after(ctx, ev, nil, now)
-		return st, nil
+		out = st
+		return nil
+	})
+	if err != nil {
+		return store.AddressSetState{}, concurrently(err, id)
 	}
+	return out, nil
 }
 
 // addresses returns the live entries of a set and of every set it
@@ -664,20 +667,20 @@ func (s *Service) addresses(ctx context.Context, account, id string) ([]Entry, e
 // meanwhile are skipped.
 func (s *Service) readAll(ctx context.Context, account string, setIDs []string) ([]store.AddressSetState, error) {
 	out := make([]store.AddressSetState, len(setIDs))
-	errs := make([]error, len(setIDs))
 	ok := make([]bool, len(setIDs))
-	var wg sync.WaitGroup
+	// At most MaxReachable sets: no limit needed.
+	g, gctx := errgroup.WithContext(ctx)
 	for i, sid := range setIDs {
-		wg.Go(func() {
-			st, err := s.st.GetAddressSet(ctx, account, sid, false)
+		g.Go(func() error {
+			st, err := s.st.GetAddressSet(gctx, account, sid, false)
 			if errors.Is(err, domain.ErrNotFound) {
-				return
+				return nil
 			}
-			out[i], errs[i], ok[i] = st, err, err == nil
+			out[i], ok[i] = st, err == nil
+			return err
 		})
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	var states []store.AddressSetState
@@ -765,7 +768,7 @@ func (s *Service) addDynamic(ctx context.Context, set string, recs []metrics.Add
 // liveSpec is a set's current state as a desired state (no change).
 func liveSpec(cur *store.AddressSetState, now time.Time) spec {
 	sp := spec{Name: cur.Set.Name, Description: cur.Set.Description, Type: cur.Set.Type, Inclusions: cur.Set.Inclusions,
-		Entries: map[netip.Prefix]desired{}}
+		Domains: cur.Set.Domains, Entries: map[netip.Prefix]desired{}}
 	for _, e := range visible(cur.Entries, now) {
 		if p, err := netip.ParsePrefix(e.Prefix); err == nil {
 			sp.Entries[p] = desired{address: e.Address, description: e.Description, expiry: e.Expiry}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // ReadBudget is how many members one collection request may examine
@@ -141,9 +143,9 @@ func List[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collection, er
 	var (
 		allow    func(T) bool
 		allowErr error
-		wg       sync.WaitGroup
+		g        errgroup.Group // the read's error comes first
 	)
-	wg.Go(func() { allow, allowErr = l.Allow(ctx) })
+	g.Go(func() error { allow, allowErr = l.Allow(ctx); return nil })
 
 	want := c.Skip + page.Limit + 1 // one more tells whether a next page exists
 	var (
@@ -165,7 +167,7 @@ func List[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collection, er
 		)
 		items, ps, more, readErr = l.Read(ctx, pos, desc, n)
 		if examined == 0 {
-			wg.Wait()
+			_ = g.Wait()
 		}
 		if readErr != nil || allowErr != nil {
 			break
@@ -184,7 +186,7 @@ func List[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collection, er
 			more = false
 		}
 	}
-	wg.Wait()
+	_ = g.Wait()
 	if readErr != nil || allowErr != nil {
 		return nil, firstErr(readErr, allowErr)
 	}
@@ -241,12 +243,12 @@ func listSorted[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collecti
 	var (
 		allow    func(T) bool
 		allowErr error
-		wg       sync.WaitGroup
+		g        errgroup.Group // the read's error comes first
 	)
-	wg.Go(func() { allow, allowErr = l.Allow(ctx) })
+	g.Go(func() error { allow, allowErr = l.Allow(ctx); return nil })
 	budget := l.budget()
 	items, _, _, err := l.Read(ctx, "", false, budget+1)
-	wg.Wait()
+	_ = g.Wait()
 	if err != nil || allowErr != nil {
 		return nil, firstErr(err, allowErr)
 	}

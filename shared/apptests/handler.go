@@ -19,9 +19,10 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
@@ -395,7 +396,9 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 		}
 	}
 	now := h.st.Now()
-	pr, err := prepare(up, now, h.aliases(r.Context(), p.AccountID))
+	aliases := h.aliases(r.Context(), p.AccountID)
+	defer aliases() // prepare may fail before it waits for them
+	pr, err := prepare(up, now, aliases)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -441,14 +444,14 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 	// The test is read while the upload is checked; a missing test is a
 	// 404 before any problem of the upload.
 	var (
-		prev    domain.AppTest
-		prevErr error
-		read    = make(chan struct{})
+		prev domain.AppTest
+		read errgroup.Group
 	)
-	go func() { defer close(read); prev, prevErr = h.st.GetAppTest(ctx, p.AccountID, id) }()
-	pr, err := prepare(up, now, h.aliases(ctx, p.AccountID))
-	<-read
-	if prevErr != nil {
+	read.Go(func() (err error) { prev, err = h.st.GetAppTest(ctx, p.AccountID, id); return err })
+	aliases := h.aliases(ctx, p.AccountID)
+	defer aliases() // prepare may fail before it waits for them
+	pr, err := prepare(up, now, aliases)
+	if prevErr := read.Wait(); prevErr != nil {
 		return 0, nil, notFound(prevErr, id)
 	}
 	if err != nil {
@@ -477,15 +480,16 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 }
 
 // aliases starts reading the account's aliases and returns the wait for
-// them, so that the read overlaps the archive's checks.
+// them, so that the read overlaps the archive's checks. The caller waits
+// (at the latest, deferred) whether or not it needs them: the read must
+// not outlive the request.
 func (h *handler) aliases(ctx context.Context, account string) func() (map[string]bool, error) {
 	var (
-		own  map[string]bool
-		err  error
-		done = make(chan struct{})
+		own map[string]bool
+		g   errgroup.Group
 	)
-	go func() { defer close(done); own, err = accountAliases(ctx, h.st, account) }()
-	return func() (map[string]bool, error) { <-done; return own, err }
+	g.Go(func() (err error) { own, err = accountAliases(ctx, h.st, account); return err })
+	return func() (map[string]bool, error) { err := g.Wait(); return own, err }
 }
 
 func (h *handler) remove(r *http.Request, p apigw.Principal) (int, any, error) {
@@ -577,13 +581,11 @@ func (h *handler) run(r *http.Request, p apigw.Principal) (int, any, error) {
 	// answer's read of the test runs alongside the send.
 	var (
 		t    domain.AppTest
-		gerr error
-		read = make(chan struct{})
+		read errgroup.Group
 	)
-	go func() { defer close(read); t, gerr = h.st.GetAppTest(ctx, p.AccountID, *in.ID) }()
+	read.Go(func() (err error) { t, err = h.st.GetAppTest(ctx, p.AccountID, *in.ID); return err })
 	_ = h.q.Send(ctx, &m)
-	<-read
-	if gerr != nil {
+	if gerr := read.Wait(); gerr != nil {
 		return 0, nil, notFound(storeError(gerr), *in.ID)
 	}
 	return http.StatusOK, out(t), nil
@@ -598,14 +600,13 @@ func (h *handler) target(ctx context.Context, p apigw.Principal, targets string)
 		return "", apigw.BadRequest("targets must be an application id or href (/v2/applications/<id>), not %q", targets)
 	}
 	var (
-		wg             sync.WaitGroup
-		dec            *access.Decider
-		decErr, appErr error
+		g      errgroup.Group // both answers are needed to choose the error
+		dec    *access.Decider
+		appErr error
 	)
-	wg.Go(func() { dec, decErr = h.dec.Decider(ctx, p) })
-	wg.Go(func() { _, appErr = h.st.GetApplication(ctx, p.AccountID, app) })
-	wg.Wait()
-	if decErr != nil {
+	g.Go(func() (err error) { dec, err = h.dec.Decider(ctx, p); return err })
+	g.Go(func() error { _, appErr = h.st.GetApplication(ctx, p.AccountID, app); return nil })
+	if decErr := g.Wait(); decErr != nil {
 		return "", decErr
 	}
 	// The application is looked at only once the decision allows it, so a

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/domain"
 	"cads/shared/loadgen"
@@ -115,14 +116,12 @@ func (r *runner) handle(ctx context.Context, body string) error {
 	// alias may have been removed, or its application deleted, since the
 	// upload.
 	var (
-		own    map[string]bool
-		ownErr error
-		read   = make(chan struct{})
+		own  map[string]bool
+		read errgroup.Group
 	)
-	go func() { defer close(read); own, ownErr = accountAliases(ctx, r.st, msg.Account) }()
+	read.Go(func() (err error) { own, err = accountAliases(ctx, r.st, msg.Account); return err })
 	cfg, err := r.config(ctx, t)
-	<-read
-	if err == nil && ownErr != nil {
+	if ownErr := read.Wait(); err == nil && ownErr != nil {
 		err = fmt.Errorf("the account's applications could not be read: %w", ownErr)
 	}
 	if err != nil {
@@ -180,20 +179,18 @@ func (r *runner) finish(ctx context.Context, log *slog.Logger, t domain.AppTest,
 		log.InfoContext(ctx, "application test run finished", "requests", a.RequestCount, "errors", a.ErrorCount,
 			"duration_s", run.Result.Duration, "virtual_users", run.Result.VirtualUsers, "average_ttfb_ms", a.AverageTTFB, "throughput_rps", a.AverageThroughput)
 	}
-	var err error
-	for attempt := range 3 {
-		if attempt > 0 {
-			if werr := retry.Wait(ctx, time.Duration(attempt)*200*time.Millisecond); werr != nil {
-				return errors.Join(err, werr)
-			}
+	return retry.Do(ctx, finishRetry, func(error) bool { return true }, func(int) error {
+		err := r.update(ctx, t, run, from, time.Time{})
+		if errors.Is(err, store.ErrRunChanged) || errors.Is(err, domain.ErrNotFound) {
+			return nil // another writer settled the run, or the test is gone
 		}
-		err = r.update(ctx, t, run, from, time.Time{})
-		if err == nil || errors.Is(err, store.ErrRunChanged) || errors.Is(err, domain.ErrNotFound) {
-			return nil
-		}
-	}
-	return err
+		return err
+	})
 }
+
+// finishRetry is how the write of a run's outcome is tried again: the
+// run took minutes, a passing failure must not lose its result.
+var finishRetry = retry.Policy{Retries: 2, Base: 200 * time.Millisecond, Max: 400 * time.Millisecond}
 
 func (r *runner) update(ctx context.Context, t domain.AppTest, run Run, from string, until time.Time) error {
 	b, err := json.Marshal(run)

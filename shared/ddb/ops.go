@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/retry"
 )
@@ -346,40 +346,28 @@ func chunk[T any](s []T, size int) [][]T {
 }
 
 // runParallel runs fn(ctx, 0..n-1) with at most MaxParallelBatches at once
-// and returns the first error, canceling the context of the others.
+// and returns the first error, canceling the context of the others; once
+// one failed (or ctx ended), no further call starts.
 func runParallel(ctx context.Context, n int, fn func(context.Context, int) error) error {
 	if n == 1 {
 		return fn(ctx, 0)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-		sem   = make(chan struct{}, MaxParallelBatches)
-	)
-	fail := func(err error) {
-		once.Do(func() {
-			first = err
-			cancel()
-		})
-	}
-loop:
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(MaxParallelBatches)
+	started := 0
 	for i := range n {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			fail(ctx.Err())
-			break loop
+		if gctx.Err() != nil {
+			break
 		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := fn(ctx, i); err != nil {
-				fail(err)
-			}
-		})
+		g.Go(func() error { return fn(gctx, i) })
+		started++
 	}
-	wg.Wait()
-	return first
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if started < n {
+		// No call failed, so the caller's context ended.
+		return ctx.Err()
+	}
+	return nil
 }

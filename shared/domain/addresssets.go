@@ -12,6 +12,7 @@ type AddressSet struct {
 	Description string    `dynamodbav:"description,omitempty"`
 	Type        string    `dynamodbav:"type"`
 	Inclusions  []string  `dynamodbav:"inclusions,omitempty"`
+	Domains     []string  `dynamodbav:"domains,omitempty"` // a domains set's parameters.domains
 	Version     int       `dynamodbav:"version"`
 	Includers   int       `dynamodbav:"includers,omitempty"`
 	EntryCount  int       `dynamodbav:"entry_count"`

@@ -36,8 +36,13 @@ type Application struct {
 	Version int `dynamodbav:"version"`
 	// TransitionTask is the task holding a transitional state, and
 	// TransitionFrom the state it started from (restored if it fails).
-	TransitionTask string    `dynamodbav:"transition_task,omitempty"`
-	TransitionFrom string    `dynamodbav:"transition_from,omitempty"`
+	TransitionTask string `dynamodbav:"transition_task,omitempty"`
+	TransitionFrom string `dynamodbav:"transition_from,omitempty"`
+	// StateTask is the task whose success brought the application into
+	// its current state (a failed task that restores a state leaves it),
+	// so a scheduled end of a maintenance ends only the one it was
+	// scheduled for (docs/tasks.md#scheduled-end-of-a-maintenance).
+	StateTask      string    `dynamodbav:"state_task,omitempty"`
 	PageControlSeq int       `dynamodbav:"pagecontrol_seq,omitempty"`
 	Created        time.Time `dynamodbav:"created"`
 	Updated        time.Time `dynamodbav:"updated"`

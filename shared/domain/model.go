@@ -59,6 +59,7 @@ type Principal struct {
 	Kind    string    `dynamodbav:"kind"`
 	Email   string    `dynamodbav:"email"`
 	Name    string    `dynamodbav:"name,omitempty"`
+	Phone   string    `dynamodbav:"phone,omitempty"`   // users only
 	Account string    `dynamodbav:"account,omitempty"` // service users belong to one account
 	Created time.Time `dynamodbav:"created"`
 	Updated time.Time `dynamodbav:"updated"`

@@ -35,10 +35,19 @@ type Task struct {
 	LeaseOwner string `dynamodbav:"lease_owner,omitempty"`
 	LeaseUntil int64  `dynamodbav:"lease_until,omitempty"`
 	LastError  string `dynamodbav:"last_error,omitempty"`
+	// A scheduled task: it is not claimed before NotBefore (epoch
+	// milliseconds, a number so that the claim's condition compares it),
+	// and Ends is the enter_maintenance task whose maintenance it ends (an
+	// exit_maintenance made by maximum_duration).
+	NotBefore int64  `dynamodbav:"not_before,omitempty"`
+	Ends      string `dynamodbav:"ends,omitempty"`
 }
 
 // Finished reports whether the task reached success or failed.
 func (t Task) Finished() bool { return t.State == TaskSuccess || t.State == TaskFailed }
+
+// Due reports whether t may run at now (it is not scheduled for later).
+func (t Task) Due(now time.Time) bool { return t.NotBefore == 0 || now.UnixMilli() >= t.NotBefore }
 
 // CertificateAuthority is an account's private CA, which signs origin
 // certificates. Its key is stored in the table (docs/tasks.md: production

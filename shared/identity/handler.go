@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/mail"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -23,7 +24,7 @@ type Store interface {
 	CreatePrincipal(ctx context.Context, p domain.Principal) error
 	GetPrincipal(ctx context.Context, id string) (domain.Principal, error)
 	PageUsers(ctx context.Context, after string, desc bool, n int) ([]domain.Principal, []string, bool, error)
-	UpdatePrincipalName(ctx context.Context, id, name string) (domain.Principal, error)
+	UpdatePrincipal(ctx context.Context, id string, c store.PrincipalChange) (domain.Principal, error)
 	CreateUserKey(ctx context.Context, k domain.AccessKey) error
 	GetKey(ctx context.Context, principal, id string) (domain.AccessKey, error)
 	ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error)
@@ -44,6 +45,7 @@ const SessionKeyLifetime = 12 * time.Hour
 const (
 	maxNameLen  = 100
 	maxEmailLen = 254
+	maxPhoneLen = 32
 )
 
 type handler struct {
@@ -64,8 +66,9 @@ func New(st Store, dec Deciders, log *slog.Logger) http.Handler {
 	mux.HandleFunc("POST /v2/users/{id}/access-keys", h.wrap(h.createKey))
 	mux.HandleFunc("GET /v2/users/{id}/access-keys/{key_id}", h.wrap(h.getKey))
 	mux.HandleFunc("DELETE /v2/users/{id}/access-keys/{key_id}", h.wrap(h.deleteKey))
-	mux.HandleFunc("GET /v2/users/self/authorization", h.wrap(h.getAuthorization))
-	mux.HandleFunc("POST /v2/users/self/authorization", h.wrap(h.switchAccount))
+	// {id} is "self" or the caller's own id (docs/api.md#self-service).
+	mux.HandleFunc("GET /v2/users/{id}/authorization", h.wrap(h.getAuthorization))
+	mux.HandleFunc("POST /v2/users/{id}/authorization", h.wrap(h.switchAccount))
 	return mux
 }
 
@@ -83,6 +86,23 @@ func userID(r *http.Request, p apigw.Principal) (string, error) {
 		return "", apigw.NotFound("no user %q", id)
 	}
 	return id, nil
+}
+
+// ownID checks that {id} names the caller: an authorization is the
+// caller's own key, so no other user has one to read or switch with. The
+// answer is the same whether that other user exists or not.
+func ownID(r *http.Request, p apigw.Principal) error {
+	if id := r.PathValue("id"); id != "self" && id != p.ID {
+		return apigw.NotFound("no authorization at %s: it is the caller's own; use /v2/users/self/authorization", clipPath(r.URL.Path))
+	}
+	return nil
+}
+
+func clipPath(s string) string {
+	if len(s) > 120 {
+		return strings.ToValidUTF8(s[:120], "") + "…"
+	}
+	return s
 }
 
 // ---------------------------------------------------------------- users
@@ -173,8 +193,11 @@ func orNotFound(err error) error {
 	return err
 }
 
+// userPatch is the reference document's UserPatch, as far as this
+// service keeps it: name and phone.
 type userPatch struct {
-	Name *string `json:"name"`
+	Name  *string `json:"name"`
+	Phone *string `json:"phone"`
 }
 
 func (h *handler) patchUser(r *http.Request, p apigw.Principal) (int, any, error) {
@@ -186,18 +209,45 @@ func (h *handler) patchUser(r *http.Request, p apigw.Principal) (int, any, error
 	if err := apigw.DecodeJSON(r, &in); err != nil {
 		return 0, nil, err
 	}
-	if in.Name == nil {
-		return 0, nil, apigw.BadRequest("nothing to change: the body may set name")
+	if in.Name == nil && in.Phone == nil {
+		return 0, nil, apigw.BadRequest("nothing to change: the body may set name and phone")
 	}
-	name, err := validName(*in.Name)
-	if err != nil {
-		return 0, nil, err
+	var c store.PrincipalChange
+	if in.Name != nil {
+		name, err := validName(*in.Name)
+		if err != nil {
+			return 0, nil, err
+		}
+		c.Name = &name
 	}
-	u, err := h.st.UpdatePrincipalName(r.Context(), id, name)
+	if in.Phone != nil {
+		phone, err := validPhone(*in.Phone)
+		if err != nil {
+			return 0, nil, err
+		}
+		c.Phone = &phone
+	}
+	u, err := h.st.UpdatePrincipal(r.Context(), id, c)
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no user %q", id)
 	}
 	return http.StatusOK, userOut(u), nil
+}
+
+// phoneRE is a phone number as people write one: an optional +, then
+// digits with spaces, dots, hyphens, slashes and parentheses between them.
+var phoneRE = regexp.MustCompile(`^\+?[0-9()]([0-9 ().\-/]*[0-9)])?$`)
+
+// validPhone checks a phone number; "" removes it (docs/api.md#creating-users).
+func validPhone(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", nil
+	}
+	if len(s) > maxPhoneLen || !phoneRE.MatchString(s) {
+		return "", apigw.BadRequest("phone must be a phone number of at most %d characters: an optional +, then digits, spaces, dots, hyphens, slashes or parentheses (like +1 555 010 0199), or \"\" to remove it", maxPhoneLen)
+	}
+	return s, nil
 }
 
 func validEmail(s string) (string, error) {

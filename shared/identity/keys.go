@@ -5,8 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
@@ -96,14 +97,14 @@ func (h *handler) switchable(r *http.Request, p apigw.Principal, href string) (d
 	}
 	// The account and the caller's roles are independent reads: in parallel.
 	var (
-		acct       domain.Account
-		d          *access.Decider
-		aErr, dErr error
-		wg         sync.WaitGroup
+		acct domain.Account
+		d    *access.Decider
+		aErr error
+		g    errgroup.Group // both answers are needed to choose the error
 	)
-	wg.Go(func() { acct, aErr = h.st.GetAccount(r.Context(), id) })
-	wg.Go(func() { d, dErr = h.dec.Decider(r.Context(), p) })
-	wg.Wait()
+	g.Go(func() error { acct, aErr = h.st.GetAccount(r.Context(), id); return nil })
+	g.Go(func() (err error) { d, err = h.dec.Decider(r.Context(), p); return err })
+	dErr := g.Wait()
 	if aErr != nil {
 		// Unknown and forbidden look the same: no probing for account ids.
 		return domain.Account{}, domain.IfNotFound(aErr, "no account %s that you may access", href)
@@ -187,6 +188,9 @@ func (h *handler) deleteKey(r *http.Request, p apigw.Principal) (int, any, error
 // ---------------------------------------------------------------- self authorization
 
 func (h *handler) getAuthorization(r *http.Request, p apigw.Principal) (int, any, error) {
+	if err := ownID(r, p); err != nil {
+		return 0, nil, err
+	}
 	q := r.URL.Query()
 	method, path := q.Get("method"), q.Get("path")
 	if (method == "") != (path == "") {
@@ -218,19 +222,18 @@ func (h *handler) simulate(r *http.Request, p apigw.Principal, method, path stri
 	}
 	// The decider and the account the path names are read in parallel.
 	var (
-		d          *access.Decider
-		acct       domain.Account
-		dErr, aErr error
-		wg         sync.WaitGroup
+		d    *access.Decider
+		acct domain.Account
+		aErr error
+		g    errgroup.Group // both answers are needed to choose the error
 	)
 	id, fromPath := authz.Target(method, path, p.AccountID)
 	fromPath = fromPath && authz.CheckPath(path) == nil
-	wg.Go(func() { d, dErr = h.dec.Decider(r.Context(), p) })
+	g.Go(func() (err error) { d, err = h.dec.Decider(r.Context(), p); return err })
 	if fromPath {
-		wg.Go(func() { acct, aErr = h.st.GetAccount(r.Context(), id) })
+		g.Go(func() error { acct, aErr = h.st.GetAccount(r.Context(), id); return nil })
 	}
-	wg.Wait()
-	if dErr != nil {
+	if dErr := g.Wait(); dErr != nil {
 		return nil, dErr
 	}
 	var dec authz.Decision
@@ -259,6 +262,9 @@ type switchPost struct {
 // switchAccount returns a session key authenticated into another account
 // (docs/api.md#switching-accounts).
 func (h *handler) switchAccount(r *http.Request, p apigw.Principal) (int, any, error) {
+	if err := ownID(r, p); err != nil {
+		return 0, nil, err
+	}
 	var in switchPost
 	if err := apigw.DecodeJSON(r, &in); err != nil {
 		return 0, nil, err

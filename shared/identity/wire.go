@@ -15,12 +15,13 @@ type User struct {
 	Href    string    `json:"href"`
 	Email   string    `json:"email"`
 	Name    string    `json:"name"`
+	Phone   string    `json:"phone,omitempty"`
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
 }
 
 func userOut(p domain.Principal) User {
-	return User{ID: p.ID, Href: userHref(p.ID), Email: p.Email, Name: p.Name, Created: p.Created, Updated: p.Updated}
+	return User{ID: p.ID, Href: userHref(p.ID), Email: p.Email, Name: p.Name, Phone: p.Phone, Created: p.Created, Updated: p.Updated}
 }
 
 func userHref(id string) string { return "/v2/users/" + id }
@@ -31,9 +32,9 @@ type AccessKey struct {
 	Href       string     `json:"href"`
 	Type       string     `json:"type"`
 	Durability string     `json:"durability"`
-	Account    *string    `json:"account"`
-	Expiry     *time.Time `json:"expiry"`
-	LastUsed   *time.Time `json:"last_used"`
+	Account    *string    `json:"account,omitempty"`
+	Expiry     *time.Time `json:"expiry,omitempty"`
+	LastUsed   *time.Time `json:"last_used,omitempty"`
 	Created    time.Time  `json:"created"`
 }
 

@@ -13,8 +13,9 @@ import (
 	"net/url"
 	"slices"
 	"sort"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Limits of the local driver: a run on a developer's machine must stay
@@ -122,17 +123,18 @@ func (l Local) Run(ctx context.Context, p Plan) (Result, error) {
 	defer cancel()
 
 	tallies := make([]*tally, users)
-	var wg sync.WaitGroup
+	var g errgroup.Group // a user's failures are in its tally
 	for i := range users {
-		wg.Go(func() {
+		g.Go(func() error {
 			var cred *Credential
 			if len(p.Users) > 0 {
 				cred = &p.Users[i%len(p.Users)]
 			}
 			tallies[i] = l.user(runCtx, tr, p, cred, stopAt)
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	end := time.Now()
 	res := merge(p, tallies)
 	res.Started, res.Completed = start, end

@@ -11,9 +11,10 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/apigw"
 	"cads/shared/domain"
@@ -73,14 +74,13 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, apigw.BadRequest("%s", err.Error())
 	}
 	var (
-		f          filled
-		fErr, oErr error
-		wg         sync.WaitGroup
+		f    filled
+		fErr error
+		g    errgroup.Group // both answers are needed to choose the error
 	)
-	wg.Go(func() { oErr = h.owned(ctx, p, app) })
-	wg.Go(func() { f, fErr = q.filledHours(ctx, h.st, app) })
-	wg.Wait()
-	if oErr != nil {
+	g.Go(func() error { return h.owned(ctx, p, app) })
+	g.Go(func() error { f, fErr = q.filledHours(ctx, h.st, app); return nil })
+	if oErr := g.Wait(); oErr != nil {
 		return 0, nil, oErr
 	}
 	if fErr != nil {
@@ -147,14 +147,15 @@ type (
 		Group   GroupJSON   `json:"group"`
 		Records RecordsJSON `json:"records"`
 	}
+	// Result rows are ObjectRow (the default) or []any (rows=arrays).
 	GroupJSON struct {
 		Fields []string `json:"fields"`
-		Result [][]any  `json:"result"`
+		Result []any    `json:"result"`
 	}
 	RecordsJSON struct {
 		Count  int      `json:"count"`
 		Fields []string `json:"fields"`
-		Result [][]any  `json:"result"`
+		Result []any    `json:"result"`
 		Start  int      `json:"start"`
 		Next   *int     `json:"next,omitempty"`
 		Cut    *CutJSON `json:"cut,omitempty"`
@@ -184,6 +185,51 @@ var cutMessages = map[string]string{
 	CutBytes:   "the page reached the response size budget; the next records follow at next, or at continue",
 }
 
+// The two shapes of a JSON result row (the rows parameter).
+const (
+	RowsObjects = "objects"
+	RowsArrays  = "arrays"
+)
+
+// ObjectRow is a result row as an object: each field with its value, in
+// fields order (null for a missing value).
+type ObjectRow struct {
+	Fields []string
+	Values []any
+}
+
+// MarshalJSON writes the members in fields order, which a map would not.
+func (o ObjectRow) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, f := range o.Fields {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := json.Marshal(f)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(o.Values[i])
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// jsonRow is values (in fields order) in the row shape q asks for.
+func (q *Query) jsonRow(fields []string, values []any) any {
+	if q.Arrays {
+		return values
+	}
+	return ObjectRow{Fields: fields, Values: values}
+}
+
 // row is a record as a result row: its values in the selected fields'
 // order, nil for a missing one.
 func row(q *Query, rec Record) []any {
@@ -202,15 +248,18 @@ func Document(q *Query, res *Result) DocumentJSON {
 	d := DocumentJSON{
 		From:    q.From.Format(time.RFC3339Nano),
 		To:      q.To.Format(time.RFC3339Nano),
-		Group:   GroupJSON{Fields: []string{}, Result: [][]any{}},
-		Records: RecordsJSON{Fields: q.Fields, Result: make([][]any, 0, len(res.Records)), Start: q.Start},
+		Group:   GroupJSON{Fields: []string{}, Result: []any{}},
+		Records: RecordsJSON{Fields: q.Fields, Result: make([]any, 0, len(res.Records)), Start: q.Start},
 	}
 	if q.Group != nil {
-		d.Group = GroupJSON{Fields: q.Group.Fields, Result: res.Groups}
+		d.Group = GroupJSON{Fields: q.Group.Fields, Result: make([]any, 0, len(res.Groups))}
+		for _, g := range res.Groups {
+			d.Group.Result = append(d.Group.Result, q.jsonRow(q.Group.Fields, g))
+		}
 		d.Records.Fields = []string{}
 	}
 	for _, rec := range res.Records {
-		d.Records.Result = append(d.Records.Result, row(q, rec))
+		d.Records.Result = append(d.Records.Result, q.jsonRow(q.Fields, row(q, rec)))
 	}
 	d.Records.Count = len(d.Records.Result)
 	if res.More {

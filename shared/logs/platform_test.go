@@ -59,7 +59,7 @@ func TestLogsThroughThePlatform(t *testing.T) {
 	}
 
 	q := url.Values{"from": {now.Add(-time.Hour).Format(time.RFC3339)}, "to": {now.Add(time.Minute).Format(time.RFC3339)},
-		"select": {"request_id,status_code,request_path"}, "filter": {"status_code >= 500"}}
+		"select": {"request_id,status_code,request_path"}, "filter": {"status_code >= 500"}, "rows": {"arrays"}}
 	var doc struct {
 		Records struct {
 			Count  int     `json:"count"`
@@ -84,6 +84,7 @@ func TestLogsThroughThePlatform(t *testing.T) {
 		t.Fatalf("first 5xx record: %v", doc.Records.Result[0])
 	}
 
+	q.Del("rows")
 	q.Set("format", "csv")
 	st, raw, ct := do("GET", "/v2/applications/"+app.ID+"/logs?"+q.Encode(), "")
 	rows, err := csv.NewReader(strings.NewReader(raw)).ReadAll()
@@ -97,7 +98,7 @@ func TestLogsThroughThePlatform(t *testing.T) {
 		t.Fatalf("POST custom: %d %s", st, raw)
 	}
 	st, raw, _ = do("GET", "/v2/applications/"+app.ID+"/logs?type=custom&select=id,message&from="+url.QueryEscape(now.Add(-time.Minute).Format(time.RFC3339)), "")
-	if st != 200 || !strings.Contains(raw, `["`+ids[0]+`","v2 live"]`) {
+	if st != 200 || !strings.Contains(raw, `{"id":"`+ids[0]+`","message":"v2 live"}`) {
 		t.Fatalf("GET custom: %d %s", st, raw)
 	}
 	if st, raw, _ := do("GET", "/v2/applications/"+app.ID+"/logs?filter="+url.QueryEscape("status_code >"), ""); st != 400 || !strings.Contains(raw, "position 14") {

@@ -54,12 +54,15 @@ type Query struct {
 	From, To time.Time
 	Fields   []string
 	CSV      bool
-	Filter   Expr // nil: every record
-	Start    int  // 1-based
-	Limit    int
-	Desc     bool
-	Group    *Grouping // nil: no grouping
-	Resume   *Cursor   // nil: from the beginning
+	// Arrays: JSON result rows are arrays in fields order (rows=arrays)
+	// rather than objects keyed by field (docs/logs.md#responses).
+	Arrays bool
+	Filter Expr // nil: every record
+	Start  int  // 1-based
+	Limit  int
+	Desc   bool
+	Group  *Grouping // nil: no grouping
+	Resume *Cursor   // nil: from the beginning
 	// The budgets (ScanBudget, WorkBudget, MaxQueryTime, ResponseBudget);
 	// tests lower them.
 	budget     int
@@ -137,6 +140,17 @@ func ParseQuery(q url.Values, now time.Time) (*Query, error) {
 		out.CSV = true
 	default:
 		return nil, bad("format: %q is not json or csv", f)
+	}
+
+	switch v := q.Get("rows"); v {
+	case "", RowsObjects:
+	case RowsArrays:
+		out.Arrays = true
+	default:
+		return nil, bad("rows: %q is not %s or %s", v, RowsObjects, RowsArrays)
+	}
+	if out.CSV && q.Has("rows") {
+		return nil, bad("rows: applies to JSON only; CSV rows are lines")
 	}
 
 	if v := q.Get("filter"); strings.TrimSpace(v) != "" {
@@ -319,7 +333,7 @@ func (q *Query) rowCost(rec Record) int {
 		w.Flush()
 		b = buf.Bytes()
 	} else {
-		b, _ = json.Marshal(row(q, rec))
+		b, _ = json.Marshal(q.jsonRow(q.Fields, row(q, rec)))
 	}
 	return apigw.EnvelopeLen(b) + 1
 }

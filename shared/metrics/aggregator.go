@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -13,8 +12,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/valyala/fastjson"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/ddb"
+	"cads/shared/retry"
 	"cads/shared/store"
 )
 
@@ -64,8 +65,11 @@ const (
 	// sweepEvery is how often an aggregator instance runs the sweep
 	// opportunistically, besides wake-ups.
 	sweepEvery = 30 * time.Second
-	retries    = 4
 )
+
+// stepRetry is how a transaction that lost a race on a chunk, or was
+// throttled, is tried again.
+var stepRetry = retry.Policy{Retries: 4, Base: 20 * time.Millisecond, Max: 160 * time.Millisecond}
 
 // Aggregator is the metrics queue's handler: it folds ingest batches and
 // address-set events into the stored buckets, applies the edge's address
@@ -180,20 +184,21 @@ func (a *Aggregator) Handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 	// costs the slowest of them rather than their sum. Each reports the
 	// messages to retry.
 	var (
-		wg                              sync.WaitGroup
+		g                               errgroup.Group // each reports its failed messages, not an error
 		logFailed, foldFailed, addrFail []string
 	)
 	if a.Logs != nil && len(logMsgs) > 0 {
-		wg.Go(func() {
+		g.Go(func() error {
 			if err := a.Logs.IngestLogs(ctx, logMsgs); err != nil {
 				// Retried: the records are rewritten as they were, the
 				// fold is deduped by the batch id.
 				a.log.ErrorContext(ctx, "log records not stored", "messages", len(logMsgs), "error", err.Error())
 				logFailed = logIDs
 			}
+			return nil
 		})
 	}
-	wg.Go(func() {
+	g.Go(func() error {
 		bad := map[string]bool{}
 		for _, u := range a.applyAll(ctx, units) {
 			bad[u.msgID] = true
@@ -206,12 +211,13 @@ func (a *Aggregator) Handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 				}
 			}
 		}
+		return nil
 	})
 	if len(addrs) > 0 {
 		if a.sets == nil {
 			a.log.WarnContext(ctx, "address records dropped: no address sets wired", "count", len(addrs))
 		} else {
-			wg.Go(func() {
+			g.Go(func() error {
 				if err := a.sets.AddDynamic(ctx, addrs); err != nil {
 					// Re-applying an address is idempotent (a re-add with
 					// the same expiry changes nothing), and the fold of the
@@ -219,10 +225,11 @@ func (a *Aggregator) Handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 					a.log.ErrorContext(ctx, "address records not applied", "error", err.Error())
 					addrFail = addrIDs
 				}
+				return nil
 			})
 		}
 	}
-	wg.Wait()
+	_ = g.Wait()
 	for _, ids := range [][]string{logFailed, foldFailed, addrFail} {
 		for _, id := range ids {
 			failed[id] = true
@@ -391,70 +398,67 @@ func (a *Aggregator) applyAll(ctx context.Context, units []*unit) []*unit {
 // fails for another reason is retried unit by unit so that one bad unit
 // does not hold back the others.
 func (a *Aggregator) applyGroup(ctx context.Context, group []*unit) []*unit {
-	for attempt := 0; len(group) > 0; attempt++ {
-		step := store.MetricStep{}
-		merged := map[store.MetricChunkKey]map[string]int64{}
-		var order []store.MetricChunkKey
-		expires := map[store.MetricChunkKey]int64{}
-		for _, u := range group {
-			d := u.dedup
-			d.Step, d.Steps = 0, 1
-			step.Dedup = append(step.Dedup, d)
-			for _, up := range u.updates {
-				m := merged[up.Key]
-				if m == nil {
-					m = map[string]int64{}
-					merged[up.Key] = m
-					order = append(order, up.Key)
-					expires[up.Key] = up.Expires
-				}
-				for _, at := range up.Attrs {
-					m[at.Name] += at.Value
-				}
-			}
-		}
-		for _, k := range order {
-			step.Updates = append(step.Updates, store.MetricUpdate{Key: k, Attrs: sortedAttrs(merged[k]), Expires: expires[k]})
-		}
-		err := a.st.ApplyMetricStep(ctx, step)
-		if err == nil {
-			return nil
-		}
-		var dup *store.MetricDuplicateError
-		if errors.As(err, &dup) {
-			var failed []*unit
-			drop := map[int]bool{}
-			for _, i := range dup.Dedup {
-				drop[i] = true
-				if ferr := a.resume(ctx, group[i]); ferr != nil {
-					failed = append(failed, group[i])
-				}
-			}
-			rest := group[:0:0]
-			for i, u := range group {
-				if !drop[i] {
-					rest = append(rest, u)
-				}
-			}
-			return append(failed, a.applyGroup(ctx, rest)...)
-		}
-		if retryable(err) && attempt < retries {
-			if sleep(ctx, attempt) != nil {
-				return group
-			}
-			continue
-		}
-		if len(group) == 1 {
-			a.log.ErrorContext(ctx, "metrics unit failed", "message_id", group[0].msgID, "error", err.Error())
-			return group
-		}
-		var failed []*unit
-		for _, u := range group {
-			failed = append(failed, a.applyGroup(ctx, []*unit{u})...)
-		}
-		return failed
+	if len(group) == 0 {
+		return nil
 	}
-	return nil
+	step := store.MetricStep{}
+	merged := map[store.MetricChunkKey]map[string]int64{}
+	var order []store.MetricChunkKey
+	expires := map[store.MetricChunkKey]int64{}
+	for _, u := range group {
+		d := u.dedup
+		d.Step, d.Steps = 0, 1
+		step.Dedup = append(step.Dedup, d)
+		for _, up := range u.updates {
+			m := merged[up.Key]
+			if m == nil {
+				m = map[string]int64{}
+				merged[up.Key] = m
+				order = append(order, up.Key)
+				expires[up.Key] = up.Expires
+			}
+			for _, at := range up.Attrs {
+				m[at.Name] += at.Value
+			}
+		}
+	}
+	for _, k := range order {
+		step.Updates = append(step.Updates, store.MetricUpdate{Key: k, Attrs: sortedAttrs(merged[k]), Expires: expires[k]})
+	}
+	err := retry.Do(ctx, stepRetry, retryable, func(int) error { return a.st.ApplyMetricStep(ctx, step) })
+	if err == nil {
+		return nil
+	}
+	var dup *store.MetricDuplicateError
+	if errors.As(err, &dup) {
+		var failed []*unit
+		drop := map[int]bool{}
+		for _, i := range dup.Dedup {
+			drop[i] = true
+			if ferr := a.resume(ctx, group[i]); ferr != nil {
+				failed = append(failed, group[i])
+			}
+		}
+		rest := group[:0:0]
+		for i, u := range group {
+			if !drop[i] {
+				rest = append(rest, u)
+			}
+		}
+		return append(failed, a.applyGroup(ctx, rest)...)
+	}
+	if ctx.Err() != nil {
+		return group // no unit can be applied any more
+	}
+	if len(group) == 1 {
+		a.log.ErrorContext(ctx, "metrics unit failed", "message_id", group[0].msgID, "error", err.Error())
+		return group
+	}
+	var failed []*unit
+	for _, u := range group {
+		failed = append(failed, a.applyGroup(ctx, []*unit{u})...)
+	}
+	return failed
 }
 
 // resume finishes a unit whose first step was already applied: a
@@ -480,29 +484,21 @@ func (a *Aggregator) applySteps(ctx context.Context, u *unit, from int) error {
 		d := u.dedup
 		d.Step, d.Steps = k, len(steps)
 		st := store.MetricStep{Dedup: []store.MetricDedup{d}, Updates: steps[k]}
-		for attempt := 0; ; attempt++ {
-			err := a.st.ApplyMetricStep(ctx, st)
-			if err == nil {
-				break
+		err := retry.Do(ctx, stepRetry, retryable, func(int) error { return a.st.ApplyMetricStep(ctx, st) })
+		var dup *store.MetricDuplicateError
+		if errors.As(err, &dup) {
+			next, perr := a.progressed(ctx, u, k)
+			if perr != nil {
+				return perr
 			}
-			var dup *store.MetricDuplicateError
-			if errors.As(err, &dup) {
-				next, perr := a.progressed(ctx, u, k)
-				if perr != nil {
-					return perr
-				}
-				if next < 0 {
-					return nil
-				}
-				k = next - 1 // the loop's k++ continues at the recorded step
-				break
+			if next < 0 {
+				return nil
 			}
-			if !retryable(err) || attempt >= retries {
-				return err
-			}
-			if err := sleep(ctx, attempt); err != nil {
-				return err
-			}
+			k = next - 1 // the loop's k++ continues at the recorded step
+			continue
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -569,19 +565,6 @@ func retryable(err error) bool {
 		return true
 	}
 	return ddb.IsThrottled(err)
-}
-
-func sleep(ctx context.Context, attempt int) error {
-	d := time.Duration(20<<attempt) * time.Millisecond
-	d = d/2 + rand.N(d/2+1)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // SQSHandler is the Lambda signature of the aggregator.

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/apigw"
 	"cads/shared/domain"
@@ -90,18 +91,16 @@ func (h *handler) serve(r *http.Request, f Family, scope string, owned func(cont
 		return 0, nil, apigw.BadRequest("%s", err.Error())
 	}
 	var (
-		wg       sync.WaitGroup
-		chunks   map[store.MetricChunkKey]map[string]int64
-		readErr  error
-		ownerErr error
+		g       errgroup.Group // both answers are needed to choose the error
+		chunks  map[store.MetricChunkKey]map[string]int64
+		readErr error
 	)
 	ctx := r.Context()
 	if owned != nil {
-		wg.Go(func() { ownerErr = owned(ctx) })
+		g.Go(func() error { return owned(ctx) })
 	}
-	wg.Go(func() { chunks, readErr = h.st.MetricChunks(ctx, plan.Keys(scope)) })
-	wg.Wait()
-	if ownerErr != nil {
+	g.Go(func() error { chunks, readErr = h.st.MetricChunks(ctx, plan.Keys(scope)); return nil })
+	if ownerErr := g.Wait(); ownerErr != nil {
 		return 0, nil, ownerErr
 	}
 	if readErr != nil {

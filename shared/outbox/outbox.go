@@ -26,8 +26,9 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/store"
 )
@@ -189,14 +190,10 @@ func (o *Outbox) Sweep(ctx context.Context) (int, error) {
 
 // parallel runs fn(0..n-1), at most sweepParallel at a time.
 func parallel(n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, sweepParallel)
+	var g errgroup.Group // fn records its own failures
+	g.SetLimit(sweepParallel)
 	for i := range n {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			fn(i)
-		})
+		g.Go(func() error { fn(i); return nil })
 	}
-	wg.Wait()
+	_ = g.Wait()
 }

@@ -15,8 +15,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
@@ -169,15 +170,16 @@ func (a inAccount) visible(href string) bool {
 }
 
 // parallel runs fns at once and returns their errors joined: reads that do
-// not depend on each other cost one round trip of wall time.
+// not depend on each other cost one round trip of wall time. Every fn runs
+// to its end (none is cut short by another's failure): the caller maps the
+// joined errors to one answer, such as a 404 whatever else failed.
 func parallel(fns ...func() error) error {
 	errs := make([]error, len(fns))
-	var wg sync.WaitGroup
+	var g errgroup.Group
 	for i, fn := range fns {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = fn() }()
+		g.Go(func() error { errs[i] = fn(); return nil })
 	}
-	wg.Wait()
+	_ = g.Wait() // every fn returned nil; their errors are in errs
 	return errors.Join(errs...)
 }
 

@@ -12,6 +12,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/retry"
 	"cads/shared/store"
 )
 
@@ -316,24 +317,23 @@ func (h *handler) deleteInvitation(k kind) endpoint {
 		}
 		ctx := r.Context()
 		// The invitee may answer between the read and the delete; the
-		// delete then fails its condition and is tried again on a fresh
-		// read, so an acceptance is never left behind.
-		for attempt := 0; ; attempt++ {
-			inv, err := h.st.GetInvitation(ctx, acct, k.name, id)
-			if err != nil {
-				return 0, nil, domain.IfNotFound(err, "no %s %q in account %s", singular(k), id, acct)
+		// delete then fails its condition and is tried again at once on a
+		// fresh read, so an acceptance is never left behind.
+		var inv domain.Invitation
+		err = retry.Do(ctx, retry.Policy{Retries: 2}, stateChanged, func(int) (err error) {
+			if inv, err = h.st.GetInvitation(ctx, acct, k.name, id); err != nil {
+				return domain.IfNotFound(err, "no %s %q in account %s", singular(k), id, acct)
 			}
-			err = h.st.DeleteInvitation(ctx, inv)
-			if errors.Is(err, store.ErrStateChanged) && attempt < 2 {
-				continue
-			}
-			if errors.Is(err, store.ErrStateChanged) {
-				return 0, nil, apigw.Conflict("the invitation keeps changing; retry")
-			}
-			if err != nil {
-				return 0, nil, err
-			}
-			return http.StatusOK, invitationOut(inv), nil
+			return h.st.DeleteInvitation(ctx, inv)
+		})
+		if errors.Is(err, store.ErrStateChanged) {
+			return 0, nil, apigw.Conflict("the invitation keeps changing; retry")
 		}
+		if err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, invitationOut(inv), nil
 	}
 }
+
+func stateChanged(err error) bool { return errors.Is(err, store.ErrStateChanged) }

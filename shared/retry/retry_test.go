@@ -44,3 +44,58 @@ func TestWaitStopsWithTheContext(t *testing.T) {
 		t.Fatalf("Wait: %v", err)
 	}
 }
+
+// Do retries a retryable failure up to Retries times and returns the last
+// error; a failure it may not retry, or a success, ends it at once.
+func TestDoRetriesOnlyWhatItMay(t *testing.T) {
+	busy, bad := errors.New("busy"), errors.New("bad")
+	p := Policy{Retries: 3} // zero Base: no wait
+	isBusy := func(err error) bool { return errors.Is(err, busy) }
+	for _, c := range []struct {
+		name  string
+		fails []error // op's answers, in order; nil after the list
+		calls int
+		want  error
+	}{
+		{"success at once", nil, 1, nil},
+		{"success on the second retry", []error{busy, busy}, 3, nil},
+		{"retries exhausted", []error{busy, busy, busy, busy, busy}, 4, busy},
+		{"not retryable", []error{busy, bad, busy}, 2, bad},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			calls := 0
+			err := Do(context.Background(), p, isBusy, func(attempt int) error {
+				if attempt != calls {
+					t.Fatalf("attempt %d on call %d", attempt, calls)
+				}
+				calls++
+				if calls <= len(c.fails) {
+					return c.fails[calls-1]
+				}
+				return nil
+			})
+			if !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+				t.Fatalf("Do = %v, want %v", err, c.want)
+			}
+			if calls != c.calls {
+				t.Fatalf("%d calls, want %d", calls, c.calls)
+			}
+		})
+	}
+}
+
+// A context that ends stops Do before the next attempt, with the
+// context's error.
+func TestDoStopsWithTheContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	busy := errors.New("busy")
+	calls := 0
+	err := Do(ctx, Policy{Retries: 5, Base: time.Hour, Max: time.Hour}, func(error) bool { return true }, func(int) error {
+		calls++
+		cancel()
+		return busy
+	})
+	if !errors.Is(err, context.Canceled) || errors.Is(err, busy) || calls != 1 {
+		t.Fatalf("Do = %v after %d calls, want context.Canceled after 1", err, calls)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -15,9 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/ddb"
 	"cads/shared/domain"
+	"cads/shared/retry"
 )
 
 // GetAccount reads one account.
@@ -212,21 +213,16 @@ type accountName struct {
 // instance two creates reserving the same name at the same instant): the
 // retry then fails on the condition, which is the answer the caller needs.
 func (s *Store) transactRetry(ctx context.Context, op string, items []types.TransactWriteItem) error {
-	for attempt := 0; ; attempt++ {
-		err := s.transact(ctx, op, items)
-		var tx *ddb.TxCanceledError
-		if attempt >= 4 || !errors.As(err, &tx) || !tx.HasReason(ddb.ReasonTransactionConflict) || tx.HasReason(ddb.ReasonConditionalCheckFailed) {
-			return err
-		}
-		d := time.Duration(10<<attempt)*time.Millisecond + rand.N(10*time.Millisecond)
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		}
-	}
+	return retry.Do(ctx, conflictRetry, onlyTxConflict, func(int) error { return s.transact(ctx, op, items) })
+}
+
+var conflictRetry = retry.Policy{Retries: 4, Base: 20 * time.Millisecond, Max: 160 * time.Millisecond}
+
+// onlyTxConflict: cancelled because another transaction held an item, and
+// for no condition.
+func onlyTxConflict(err error) bool {
+	var tx *ddb.TxCanceledError
+	return errors.As(err, &tx) && tx.HasReason(ddb.ReasonTransactionConflict) && !tx.HasReason(ddb.ReasonConditionalCheckFailed)
 }
 
 // UpdateAccount changes the account item from prev to next, only if the
@@ -293,25 +289,18 @@ func (s *Store) UpdateAccount(ctx context.Context, prev, next domain.AccountReco
 // queries in parallel.
 func (s *Store) AccountLeftovers(ctx context.Context, id string) (domain.Leftovers, error) {
 	var (
-		l    domain.Leftovers
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
+		l domain.Leftovers
 	)
+	g, gctx := errgroup.WithContext(ctx)
 	for pk, found := range map[string]*bool{childrenGSI(id): &l.SubAccounts, appsGSI(id): &l.Applications, addressSetsGSI(id): &l.AddressSets, appTestsGSI(id): &l.Tests} {
-		wg.Go(func() {
-			items, err := s.query(ctx, "query "+pk, gsiQuery(pk), 1)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			*found = len(items) > 0
+		g.Go(func() error {
+			items, err := s.query(gctx, "query "+pk, gsiQuery(pk), 1)
+			*found = len(items) > 0 // each goroutine writes its own field
+			return err
 		})
 	}
-	wg.Wait()
-	return l, errors.Join(errs...)
+	err := g.Wait()
+	return l, err
 }
 
 // DeleteAccount deletes an empty account and revokes all access to it. In
@@ -379,17 +368,27 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) (domain.AccountRec
 		return a, err
 	}
 	var (
-		wg                      sync.WaitGroup
-		keys, rest, tasks, ca   []map[string]types.AttributeValue
-		kErr, rErr, tErr, caErr error
+		keys, rest, tasks, ca []map[string]types.AttributeValue
 	)
-	wg.Go(func() { keys, kErr = s.keyAttrsOf(ctx, "query account keys", gsiQuery(accountKeysGSI(id))) })
-	wg.Go(func() { rest, rErr = s.keyAttrsOf(ctx, "query account partition", partitionQuery(accountPK(id))) })
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		keys, err = s.keyAttrsOf(gctx, "query account keys", gsiQuery(accountKeysGSI(id)))
+		return err
+	})
+	g.Go(func() (err error) {
+		rest, err = s.keyAttrsOf(gctx, "query account partition", partitionQuery(accountPK(id)))
+		return err
+	})
 	// The account's task history and certificate authority live only for it.
-	wg.Go(func() { tasks, tErr = s.keyAttrsOf(ctx, "query account tasks", gsiQuery(tasksGSI(id))) })
-	wg.Go(func() { ca, caErr = s.keyAttrsOf(ctx, "query account CA", partitionQuery(caPK(id))) })
-	wg.Wait()
-	err = errors.Join(kErr, rErr, tErr, caErr)
+	g.Go(func() (err error) {
+		tasks, err = s.keyAttrsOf(gctx, "query account tasks", gsiQuery(tasksGSI(id)))
+		return err
+	})
+	g.Go(func() (err error) {
+		ca, err = s.keyAttrsOf(gctx, "query account CA", partitionQuery(caPK(id)))
+		return err
+	})
+	err = g.Wait()
 	if err == nil {
 		err = s.deleteKeys(ctx, "delete account leftovers", append(append(append(keys, rest...), tasks...), ca...))
 	}
@@ -483,30 +482,46 @@ func (s *Store) unmarkDeleting(ctx context.Context, a domain.AccountRecord, mark
 // reservation). Two rounds of parallel queries, then batched deletes.
 func (s *Store) revokeAccountAccess(ctx context.Context, id string) error {
 	var (
-		wg                     sync.WaitGroup
-		keys, rbac, invs       []map[string]types.AttributeValue
-		sus                    []map[string]types.AttributeValue
-		kErr, rErr, iErr, sErr error
+		keys, rbac, invs []map[string]types.AttributeValue
+		sus              []map[string]types.AttributeValue
 	)
-	wg.Go(func() { keys, kErr = s.keyAttrsOf(ctx, "query account keys", gsiQuery(accountKeysGSI(id))) })
-	wg.Go(func() { rbac, rErr = s.keyAttrsOf(ctx, "query account rbac", partitionQuery(rbacPK(id))) })
-	wg.Go(func() { invs, iErr = s.keyAttrsOf(ctx, "query account invitations", partitionQuery(invitationsPK(id))) })
-	wg.Go(func() { sus, sErr = s.query(ctx, "query account service users", gsiQuery(serviceUsersGSI(id)), 0) })
-	wg.Wait()
-	if err := errors.Join(kErr, rErr, iErr, sErr); err != nil {
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		keys, err = s.keyAttrsOf(gctx, "query account keys", gsiQuery(accountKeysGSI(id)))
+		return err
+	})
+	g.Go(func() (err error) {
+		rbac, err = s.keyAttrsOf(gctx, "query account rbac", partitionQuery(rbacPK(id)))
+		return err
+	})
+	g.Go(func() (err error) {
+		invs, err = s.keyAttrsOf(gctx, "query account invitations", partitionQuery(invitationsPK(id)))
+		return err
+	})
+	g.Go(func() (err error) {
+		sus, err = s.query(gctx, "query account service users", gsiQuery(serviceUsersGSI(id)), 0)
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	var (
 		mu   sync.Mutex
 		more []map[string]types.AttributeValue
-		errs []error
+		errs []error // of the decoding below, which runs beside the queries
 	)
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(maxFanOut)
 	collect := func(op string, in *dynamodb.QueryInput) {
-		wg.Go(func() {
-			found, err := s.keyAttrsOf(ctx, op, in)
+		g.Go(func() error {
+			found, err := s.keyAttrsOf(gctx, op, in)
+			if err != nil {
+				return err
+			}
 			mu.Lock()
 			defer mu.Unlock()
-			more, errs = append(more, found...), append(errs, err)
+			more = append(more, found...)
+			return nil
 		})
 	}
 	for _, it := range rbac {
@@ -530,9 +545,7 @@ func (s *Store) revokeAccountAccess(ctx context.Context, id string) error {
 		if err := attributevalue.UnmarshalMap(it, &ka); err != nil {
 			// Not a return: the role and group queries started above
 			// must finish before this function does.
-			mu.Lock()
 			errs = append(errs, fmt.Errorf("revoke account access: key: %w", err))
-			mu.Unlock()
 			continue
 		}
 		p, ok1 := strings.CutPrefix(ka.PK, "PRINCIPAL#")
@@ -542,22 +555,23 @@ func (s *Store) revokeAccountAccess(ctx context.Context, id string) error {
 		}
 	}
 	for p, refs := range swept {
-		wg.Go(func() {
-			all, err := s.principalKeys(ctx, p, true)
+		g.Go(func() error {
+			all, err := s.principalKeys(gctx, p, true)
+			if err != nil {
+				return err
+			}
 			mu.Lock()
 			defer mu.Unlock()
-			errs = append(errs, err)
 			for _, d := range domain.Descendants(all, refs) {
 				more = append(more, key(principalPK(d.PrincipalID), keySK(d.ID)))
 			}
+			return nil
 		})
 	}
 	for _, it := range sus {
 		var su domain.ServiceUser
 		if err := attributevalue.UnmarshalMap(it, &su); err != nil {
-			mu.Lock()
 			errs = append(errs, fmt.Errorf("revoke account access: service user: %w", err))
-			mu.Unlock()
 			continue
 		}
 		// collect's goroutines append to more under mu: so must this.
@@ -566,8 +580,7 @@ func (s *Store) revokeAccountAccess(ctx context.Context, id string) error {
 		mu.Unlock()
 		collect("query service user", partitionQuery(principalPK(su.ID)))
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(append(errs, g.Wait())...); err != nil {
 		return err
 	}
 	all := append(append(append(keys, rbac...), invs...), more...)

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/ddb"
 	"cads/shared/domain"
@@ -81,11 +81,8 @@ func (s *Store) GetAction(ctx context.Context, account, app, id string) (domain.
 // childrenOf reads an application (to check its account) and queries its
 // partition for sk prefix, in parallel: one round trip of wall time.
 func (s *Store) childrenOf(ctx context.Context, account, app, prefix string) ([]map[string]types.AttributeValue, error) {
-	var (
-		wg     sync.WaitGroup
-		appErr error
-	)
-	wg.Go(func() { _, appErr = s.GetApplication(ctx, account, app) })
+	var g errgroup.Group // the partition's error is reported only if the application exists
+	g.Go(func() error { _, err := s.GetApplication(ctx, account, app); return err })
 	items, err := s.query(ctx, "query application partition", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -93,8 +90,7 @@ func (s *Store) childrenOf(ctx context.Context, account, app, prefix string) ([]
 		},
 		ConsistentRead: aws.Bool(true),
 	}, 0)
-	wg.Wait()
-	if appErr != nil {
+	if appErr := g.Wait(); appErr != nil {
 		return nil, appErr
 	}
 	return items, err

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/ddb"
 	"cads/shared/domain"
@@ -285,7 +286,7 @@ func addrTxError(err error) error {
 // addrSetUpdate rewrites the set's own attributes (never includers) if
 // the set is still at the version the write started from.
 func (s *Store) addrSetUpdate(a domain.AddressSet) *types.Update {
-	names := map[string]string{"#n": "name", "#t": "type", "#d": "description", "#i": "inclusions",
+	names := map[string]string{"#n": "name", "#t": "type", "#d": "description", "#i": "inclusions", "#dom": "domains",
 		"#ver": "version", "#cnt": "entry_count", "#upd": "updated", "#acct": "account"}
 	values := map[string]types.AttributeValue{
 		":n": avStr(a.Name), ":t": avStr(a.Type), ":v": avNum(int64(a.Version)), ":prev": avNum(int64(a.Version - 1)),
@@ -308,6 +309,16 @@ func (s *Store) addrSetUpdate(a domain.AddressSet) *types.Update {
 		values[":i"] = &types.AttributeValueMemberL{Value: l}
 	} else {
 		remove = append(remove, "#i")
+	}
+	if len(a.Domains) > 0 {
+		l := make([]types.AttributeValue, len(a.Domains))
+		for i, d := range a.Domains {
+			l[i] = avStr(d)
+		}
+		set = append(set, "#dom = :dom")
+		values[":dom"] = &types.AttributeValueMemberL{Value: l}
+	} else {
+		remove = append(remove, "#dom")
 	}
 	expr := "SET " + strings.Join(set, ", ")
 	if len(remove) > 0 {
@@ -432,14 +443,13 @@ func (s *Store) PurgeAddressSet(ctx context.Context, id string) error {
 // first). The index is eventually consistent: callers re-read the set.
 func (s *Store) DueAddressEntries(ctx context.Context, now time.Time, max int) ([]domain.AddressEntry, error) {
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		out  []domain.AddressEntry
-		errs []error
+		mu  sync.Mutex
+		out []domain.AddressEntry
 	)
+	g, gctx := errgroup.WithContext(ctx)
 	for shard := uint32(0); shard < addrExpiryShards; shard++ {
-		wg.Go(func() {
-			items, err := s.query(ctx, "due address entries", &dynamodb.QueryInput{
+		g.Go(func() error {
+			items, err := s.query(gctx, "due address entries", &dynamodb.QueryInput{
 				IndexName:              aws.String(IndexGSI1),
 				KeyConditionExpression: aws.String("GSI1PK = :pk AND GSI1SK <= :now"),
 				ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -450,17 +460,17 @@ func (s *Store) DueAddressEntries(ctx context.Context, now time.Time, max int) (
 			if err == nil {
 				es, err = unmarshalAll[domain.AddressEntry](items)
 			}
+			if err != nil {
+				return err
+			}
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
 			out = append(out, es...)
+			return nil
 		})
 	}
-	wg.Wait()
-	return out, errors.Join(errs...)
+	err := g.Wait()
+	return out, err
 }
 
 // DeleteOrphanEntries removes entries of a set whose set item is gone.
@@ -543,14 +553,11 @@ func (s *Store) ArmAddressWake(ctx context.Context, at, now time.Time) (bool, er
 // NextAddressExpiry is the earliest expiry after now in the expiry index
 // (one Limit-1 query per shard, in parallel); ok is false when none is.
 func (s *Store) NextAddressExpiry(ctx context.Context, now time.Time) (next time.Time, ok bool, err error) {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
 	for shard := uint32(0); shard < addrExpiryShards; shard++ {
-		wg.Go(func() {
-			items, qerr := s.query(ctx, "next address expiry", &dynamodb.QueryInput{
+		g.Go(func() error {
+			items, qerr := s.query(gctx, "next address expiry", &dynamodb.QueryInput{
 				IndexName:              aws.String(IndexGSI1),
 				KeyConditionExpression: aws.String("GSI1PK = :pk AND GSI1SK > :now"),
 				ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -561,19 +568,19 @@ func (s *Store) NextAddressExpiry(ctx context.Context, now time.Time) (next time
 			if qerr == nil {
 				es, qerr = unmarshalAll[domain.AddressEntry](items)
 			}
+			if qerr != nil {
+				return qerr
+			}
 			mu.Lock()
 			defer mu.Unlock()
-			if qerr != nil {
-				errs = append(errs, qerr)
-				return
-			}
 			for _, e := range es {
 				if e.Expiry != nil && (!ok || e.Expiry.Before(next)) {
 					next, ok = *e.Expiry, true
 				}
 			}
+			return nil
 		})
 	}
-	wg.Wait()
-	return next, ok, errors.Join(errs...)
+	err = g.Wait()
+	return next, ok, err
 }

@@ -197,11 +197,15 @@ func (s *Store) BeginTransition(ctx context.Context, id, from, mid, task string)
 
 // endTransition sets the state a task's transition ends in (its target on
 // success, the state it came from on failure), if that task still holds it.
-func (s *Store) endTransition(id, task, to string) *types.Update {
+func (s *Store) endTransition(id, task, to string, restore bool) *types.Update {
+	set := "SET #st = :to, updated = :u"
+	if !restore {
+		set += ", state_task = :t"
+	}
 	return &types.Update{
 		TableName:                aws.String(s.table),
 		Key:                      key(appPK(id), skApp),
-		UpdateExpression:         aws.String("SET #st = :to, updated = :u REMOVE transition_task, transition_from"),
+		UpdateExpression:         aws.String(set + " REMOVE transition_task, transition_from"),
 		ConditionExpression:      aws.String("transition_task = :t"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{

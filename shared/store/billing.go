@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/ddb"
 	"cads/shared/domain"
@@ -35,15 +35,16 @@ func paymentKey(p domain.Payment) keyAttrs {
 // wall time. A missing account is domain.ErrNotFound.
 func (s *Store) LoadBilling(ctx context.Context, account string) (domain.Billing, error) {
 	var (
-		b              domain.Billing
-		wg             sync.WaitGroup
-		items          []map[string]types.AttributeValue
-		qErr, countErr error
+		b     domain.Billing
+		items []map[string]types.AttributeValue
 	)
-	wg.Go(func() { items, qErr = s.query(ctx, "load billing", partitionQuery(accountPK(account)), 0) })
-	wg.Go(func() { b.Usage.Applications, countErr = s.countGSI(ctx, appsGSI(account)) })
-	wg.Wait()
-	if err := errors.Join(qErr, countErr); err != nil {
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		items, err = s.query(gctx, "load billing", partitionQuery(accountPK(account)), 0)
+		return err
+	})
+	g.Go(func() (err error) { b.Usage.Applications, err = s.countGSI(gctx, appsGSI(account)); return err })
+	if err := g.Wait(); err != nil {
 		return b, err
 	}
 	b.Usage.Measured = s.now()
@@ -86,18 +87,13 @@ func (s *Store) LoadBilling(ctx context.Context, account string) (domain.Billing
 // The puts run in parallel (at most ddb.MaxParallelBatches at once).
 func (s *Store) CloseInvoices(ctx context.Context, invs []domain.Invoice) ([]domain.Invoice, error) {
 	out := make([]domain.Invoice, len(invs))
-	errs := make([]error, len(invs))
-	sem := make(chan struct{}, ddb.MaxParallelBatches)
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(ddb.MaxParallelBatches)
 	for i, inv := range invs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			out[i], errs[i] = s.closeInvoice(ctx, inv)
-		})
+		g.Go(func() (err error) { out[i], err = s.closeInvoice(gctx, inv); return err })
 	}
-	wg.Wait()
-	return out, errors.Join(errs...)
+	err := g.Wait()
+	return out, err
 }
 
 func (s *Store) closeInvoice(ctx context.Context, inv domain.Invoice) (domain.Invoice, error) {

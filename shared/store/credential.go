@@ -3,10 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/ddb"
 	"cads/shared/domain"
@@ -18,25 +18,21 @@ import (
 // domain.ErrNotFound.
 func (s *Store) LoadCredential(ctx context.Context, principal, keyID, target string) (domain.Credential, error) {
 	var (
-		c         domain.Credential
-		wg        sync.WaitGroup
-		batch     []map[string]types.AttributeValue
-		batchErr  error
-		grantsErr error
+		c     domain.Credential
+		batch []map[string]types.AttributeValue
 	)
 	keys := []map[string]types.AttributeValue{key(principalPK(principal), skPrincipal), key(principalPK(principal), keySK(keyID))}
 	if target != "" {
 		keys = append(keys, key(accountPK(target), skAccount))
 	}
-	wg.Add(2)
-	go func() { defer wg.Done(); batch, batchErr = ddb.BatchGet(ctx, s.db, s.table, keys) }()
-	go func() { defer wg.Done(); c.Grants, grantsErr = s.Grants(ctx, principal) }()
-	wg.Wait()
-	if batchErr != nil {
-		return c, wrap("load credential", batchErr)
-	}
-	if grantsErr != nil {
-		return c, grantsErr
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		batch, err = ddb.BatchGet(gctx, s.db, s.table, keys)
+		return wrap("load credential", err)
+	})
+	g.Go(func() (err error) { c.Grants, err = s.Grants(gctx, principal); return err })
+	if err := g.Wait(); err != nil {
+		return c, err
 	}
 	var havePrincipal, haveKey bool
 	for _, it := range batch {

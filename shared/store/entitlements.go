@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/ddb"
 	"cads/shared/domain"
@@ -174,19 +174,18 @@ func (s *Store) CheckAllowance(ctx context.Context, account, kind string) (domai
 		return domain.Quota{}, fmt.Errorf("check allowance: %q resources are not counted by the store", kind)
 	}
 	var (
-		wg         sync.WaitGroup
-		q          = domain.Quota{Kind: kind}
-		u          usage
-		aErr, uErr error
+		q = domain.Quota{Kind: kind}
+		u usage
 	)
-	wg.Go(func() { q.Limit, q.Limited, aErr = s.Allowance(ctx, account, kind) })
-	wg.Go(func() {
-		if uErr = s.getConsistent(ctx, "read usage", accountPK(account), usageSK(kind), &u); errors.Is(uErr, domain.ErrNotFound) {
-			uErr = nil
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { q.Limit, q.Limited, err = s.Allowance(gctx, account, kind); return err })
+	g.Go(func() error {
+		if err := s.getConsistent(gctx, "read usage", accountPK(account), usageSK(kind), &u); !errors.Is(err, domain.ErrNotFound) {
+			return err
 		}
+		return nil
 	})
-	wg.Wait()
-	if err := errors.Join(aErr, uErr); err != nil {
+	if err := g.Wait(); err != nil {
 		return q, err
 	}
 	if q.Limited && u.N >= q.Limit {

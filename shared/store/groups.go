@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/ddb"
 	"cads/shared/domain"
@@ -127,21 +127,18 @@ func (s *Store) PutGroup(ctx context.Context, g domain.Group) error {
 // same transaction when they fit, otherwise right after (see commit).
 func (s *Store) DeleteGroup(ctx context.Context, account, id string) (domain.Group, error) {
 	var (
-		wg      sync.WaitGroup
 		g       domain.Group
 		members []map[string]types.AttributeValue
 		invs    []domain.Invitation
-		errs    [3]error
 	)
-	wg.Add(3)
-	go func() { defer wg.Done(); g, errs[0] = s.GetGroup(ctx, account, id) }()
-	go func() {
-		defer wg.Done()
-		members, errs[1] = s.gsiKeys(ctx, "query group members", groupMembersGSI(account, id))
-	}()
-	go func() { defer wg.Done(); invs, errs[2] = s.ListInvitations(ctx, account, domain.InvitationGroup) }()
-	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
+	eg, gctx := errgroup.WithContext(ctx)
+	eg.Go(func() (err error) { g, err = s.GetGroup(gctx, account, id); return err })
+	eg.Go(func() (err error) {
+		members, err = s.gsiKeys(gctx, "query group members", groupMembersGSI(account, id))
+		return err
+	})
+	eg.Go(func() (err error) { invs, err = s.ListInvitations(gctx, account, domain.InvitationGroup); return err })
+	if err := eg.Wait(); err != nil {
 		return domain.Group{}, err
 	}
 	must := []types.TransactWriteItem{{Delete: &types.Delete{

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/ddb"
 	"cads/shared/domain"
@@ -122,42 +122,32 @@ func (s *Store) PutLogs(ctx context.Context, recs []domain.LogItem, index []LogD
 	// One round: the chunk batches and the index updates all start at once
 	// (the updates at most ddb.MaxParallelBatches at a time, beside the
 	// batches' own bound); the first error cancels the rest.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-		sem   = make(chan struct{}, ddb.MaxParallelBatches)
-	)
-	fail := func(err error) {
-		once.Do(func() { first = err; cancel() })
-	}
+	g, gctx := errgroup.WithContext(ctx)
 	if len(reqs) > 0 {
-		wg.Go(func() {
-			if err := ddb.BatchWrite(ctx, s.db, s.table, reqs); err != nil {
-				fail(wrap("put logs", err))
-			}
-		})
+		// The batches' goroutine holds one slot throughout.
+		g.SetLimit(ddb.MaxParallelBatches + 1)
+		g.Go(func() error { return wrap("put logs", ddb.BatchWrite(gctx, s.db, s.table, reqs)) })
+	} else {
+		g.SetLimit(ddb.MaxParallelBatches)
 	}
+	started := 0
 	for _, in := range updates {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			fail(ctx.Err())
-		}
-		if ctx.Err() != nil {
+		if gctx.Err() != nil {
 			break
 		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if _, err := s.db.UpdateItem(ctx, in); err != nil {
-				fail(wrap("put log hours", err))
-			}
+		g.Go(func() error {
+			_, err := s.db.UpdateItem(gctx, in)
+			return wrap("put log hours", err)
 		})
+		started++
 	}
-	wg.Wait()
-	return first
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if started < len(updates) {
+		return ctx.Err()
+	}
+	return nil
 }
 
 // LogHours reads the hour index: the starts of the hours of [from, to)

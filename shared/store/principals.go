@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -61,20 +62,42 @@ func (s *Store) PageUsers(ctx context.Context, after string, desc bool, n int) (
 	return pageOf[domain.Principal](ctx, s, usersPage, after, desc, n)
 }
 
-// UpdatePrincipalName sets a principal's display name.
-func (s *Store) UpdatePrincipalName(ctx context.Context, id, name string) (domain.Principal, error) {
-	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      key(principalPK(id), skPrincipal),
-		UpdateExpression:         aws.String("SET #n = :n, updated = :u"),
-		ConditionExpression:      aws.String("attribute_exists(PK)"),
-		ExpressionAttributeNames: map[string]string{"#n": "name"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":n": &types.AttributeValueMemberS{Value: name},
-			":u": &types.AttributeValueMemberS{Value: s.now().Format(timeLayout)},
-		},
-		ReturnValues: types.ReturnValueAllNew,
-	})
+// UpdatePrincipal sets a principal's display name and phone number.
+func (s *Store) UpdatePrincipal(ctx context.Context, id string, c PrincipalChange) (domain.Principal, error) {
+	set := []string{"updated = :u"}
+	var remove []string
+	names := map[string]string{}
+	vals := map[string]types.AttributeValue{":u": &types.AttributeValueMemberS{Value: s.now().Format(timeLayout)}}
+	if c.Name != nil {
+		set = append(set, "#n = :n")
+		names["#n"] = "name"
+		vals[":n"] = &types.AttributeValueMemberS{Value: *c.Name}
+	}
+	if c.Phone != nil {
+		names["#ph"] = "phone"
+		if *c.Phone == "" {
+			remove = append(remove, "#ph")
+		} else {
+			set = append(set, "#ph = :p")
+			vals[":p"] = &types.AttributeValueMemberS{Value: *c.Phone}
+		}
+	}
+	expr := "SET " + strings.Join(set, ", ")
+	if len(remove) > 0 {
+		expr += " REMOVE " + strings.Join(remove, ", ")
+	}
+	in := &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(principalPK(id), skPrincipal),
+		UpdateExpression:          aws.String(expr),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: vals,
+		ReturnValues:              types.ReturnValueAllNew,
+	}
+	if len(names) > 0 {
+		in.ExpressionAttributeNames = names
+	}
+	res, err := s.db.UpdateItem(ctx, in)
 	if ddb.IsConditionFailed(err) {
 		return domain.Principal{}, domain.ErrNotFound
 	}
@@ -83,6 +106,12 @@ func (s *Store) UpdatePrincipalName(ctx context.Context, id, name string) (domai
 	}
 	var p domain.Principal
 	return p, attributevalue.UnmarshalMap(res.Attributes, &p)
+}
+
+// PrincipalChange is what UpdatePrincipal sets: the fields that are not
+// nil; an empty Phone removes it.
+type PrincipalChange struct {
+	Name, Phone *string
 }
 
 // timeLayout is a fixed-width RFC 3339 form (UTC, milliseconds) for times

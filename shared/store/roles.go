@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/ddb"
 	"cads/shared/domain"
@@ -47,28 +48,24 @@ func (s *Store) RBACOf(ctx context.Context, accounts []string) ([]domain.Role, [
 		mu     sync.Mutex
 		roles  []domain.Role
 		groups []domain.Group
-		first  error
-		wg     sync.WaitGroup
 	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(maxFanOut)
 	for _, acct := range accounts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rs, gs, err := s.rbacPartition(ctx, acct)
+		g.Go(func() error {
+			rs, gs, err := s.rbacPartition(gctx, acct)
+			if err != nil {
+				return fmt.Errorf("roles of account %s: %w", acct, err)
+			}
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
-				if first == nil {
-					first = fmt.Errorf("roles of account %s: %w", acct, err)
-				}
-				return
-			}
 			roles = append(roles, rs...)
 			groups = append(groups, gs...)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	return roles, groups, first
+	err := g.Wait()
+	return roles, groups, err
 }
 
 func (s *Store) rbacPartition(ctx context.Context, acct string) ([]domain.Role, []domain.Group, error) {
@@ -155,22 +152,19 @@ func (s *Store) PutRole(ctx context.Context, r domain.Role) error {
 // A control role is a *domain.Error; a missing one domain.ErrNotFound.
 func (s *Store) DeleteRole(ctx context.Context, account, id string) (domain.Role, error) {
 	var (
-		wg      sync.WaitGroup
 		roles   []domain.Role
 		groups  []domain.Group
 		holders []map[string]types.AttributeValue
 		invs    []domain.Invitation
-		errs    [3]error
 	)
-	wg.Add(3)
-	go func() { defer wg.Done(); roles, groups, errs[0] = s.rbacPartition(ctx, account) }()
-	go func() {
-		defer wg.Done()
-		holders, errs[1] = s.gsiKeys(ctx, "query role holders", roleHoldersGSI(account, id))
-	}()
-	go func() { defer wg.Done(); invs, errs[2] = s.ListInvitations(ctx, account, domain.InvitationRole) }()
-	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { roles, groups, err = s.rbacPartition(gctx, account); return err })
+	g.Go(func() (err error) {
+		holders, err = s.gsiKeys(gctx, "query role holders", roleHoldersGSI(account, id))
+		return err
+	})
+	g.Go(func() (err error) { invs, err = s.ListInvitations(gctx, account, domain.InvitationRole); return err })
+	if err := g.Wait(); err != nil {
 		return domain.Role{}, err
 	}
 	var r domain.Role

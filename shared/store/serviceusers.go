@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/ddb"
 	"cads/shared/domain"
@@ -118,27 +118,24 @@ func (s *Store) DeleteServiceUser(ctx context.Context, account, id string) (doma
 	var (
 		u           domain.ServiceUser
 		part, inbox []map[string]types.AttributeValue
-		errs        [3]error
-		wg          sync.WaitGroup
 	)
-	wg.Add(3)
-	go func() { defer wg.Done(); u, errs[0] = s.GetServiceUser(ctx, account, id) }()
-	go func() {
-		defer wg.Done()
-		part, errs[1] = s.query(ctx, "query service user partition", &dynamodb.QueryInput{
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { u, err = s.GetServiceUser(gctx, account, id); return err })
+	g.Go(func() (err error) {
+		part, err = s.query(gctx, "query service user partition", &dynamodb.QueryInput{
 			KeyConditionExpression: aws.String("PK = :pk"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":pk": str(principalPK(id)),
 			},
 			ProjectionExpression: aws.String("PK, SK"),
 		}, 0)
-	}()
-	go func() {
-		defer wg.Done()
-		inbox, errs[2] = s.gsiKeys(ctx, "query service user invitations", inviteeGSI(domain.ServiceUserEmail(account, id)))
-	}()
-	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
+		return err
+	})
+	g.Go(func() (err error) {
+		inbox, err = s.gsiKeys(gctx, "query service user invitations", inviteeGSI(domain.ServiceUserEmail(account, id)))
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		return domain.ServiceUser{}, err
 	}
 	must := []types.TransactWriteItem{

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"cads/shared/clock"
 	"cads/shared/ddb"
 	"cads/shared/domain"
 )
@@ -21,9 +22,29 @@ type Store struct {
 	now   func() time.Time
 }
 
+// Option configures a Store.
+type Option func(*storeOptions)
+
+type storeOptions struct{ clock clock.Clock }
+
+// WithClock makes c the store's clock (clock.System by default): the time
+// it stamps on what it writes and that Now returns.
+func WithClock(c clock.Clock) Option {
+	return func(o *storeOptions) {
+		if c != nil {
+			o.clock = c
+		}
+	}
+}
+
 // New returns a Store over the named table.
-func New(db *dynamodb.Client, table string) *Store {
-	return &Store{db: db, table: table, now: func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }}
+func New(db *dynamodb.Client, table string, opts ...Option) *Store {
+	o := storeOptions{clock: clock.System}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := o.clock
+	return &Store{db: db, table: table, now: func() time.Time { return c().UTC().Truncate(time.Millisecond) }}
 }
 
 // Now is the store's clock (UTC, millisecond precision, as stored).
@@ -170,3 +191,8 @@ func dropEmpty(m map[string]types.AttributeValue) {
 func conflict(msg string) *domain.Error {
 	return &domain.Error{Code: domain.Conflict, Message: msg}
 }
+
+// maxFanOut bounds the queries one call has in flight when it fans out over
+// a list whose length the caller does not bound (accounts, roles, groups,
+// principals).
+const maxFanOut = 16

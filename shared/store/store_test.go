@@ -61,11 +61,15 @@ func TestPrincipalEmailIsUnique(t *testing.T) {
 	if err != nil || len(users) != 1 || users[0].ID != "u1" {
 		t.Fatalf("PageUsers = %+v, %v", users, err)
 	}
-	p, err := st.UpdatePrincipalName(ctx, "u1", "Ann")
-	if err != nil || p.Name != "Ann" || p.Email != a.Email {
-		t.Fatalf("UpdatePrincipalName = %+v, %v", p, err)
+	ann, phone := "Ann", "+44 20 7946 0958"
+	p, err := st.UpdatePrincipal(ctx, "u1", store.PrincipalChange{Name: &ann, Phone: &phone})
+	if err != nil || p.Name != "Ann" || p.Phone != phone || p.Email != a.Email {
+		t.Fatalf("UpdatePrincipal = %+v, %v", p, err)
 	}
-	if _, err := st.UpdatePrincipalName(ctx, "nobody", "x"); !errors.Is(err, domain.ErrNotFound) {
+	if p, err := st.UpdatePrincipal(ctx, "u1", store.PrincipalChange{Phone: new("")}); err != nil || p.Name != "Ann" || p.Phone != "" {
+		t.Fatalf("UpdatePrincipal removing the phone = %+v, %v", p, err)
+	}
+	if _, err := st.UpdatePrincipal(ctx, "nobody", store.PrincipalChange{Name: &ann}); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("update of a missing principal: %v", err)
 	}
 }

@@ -119,15 +119,17 @@ func (s *Store) PageTasks(ctx context.Context, account string, from, to time.Tim
 
 // ClaimTask gives the invocation `owner` the task until leaseUntil: it
 // becomes running (started is set once) and its attempt count grows by one.
-// It is ErrLeaseHeld, with the task as it is, when the task is finished or
-// another lease is live; domain.ErrNotFound when there is no such task.
+// It is ErrLeaseHeld, with the task as it is, when the task is finished,
+// another lease is live or the task is scheduled for later (not Due);
+// domain.ErrNotFound when there is no such task.
 func (s *Store) ClaimTask(ctx context.Context, id, owner string, now, leaseUntil time.Time) (domain.Task, error) {
 	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table),
 		Key:       key(taskPK(id), skTask),
 		UpdateExpression: aws.String("SET #st = :running, started = if_not_exists(started, :now), lease_owner = :o, " +
 			"lease_until = :lu, updated = :now ADD attempts :one"),
-		ConditionExpression:      aws.String("(#st = :pending OR #st = :running) AND (attribute_not_exists(lease_until) OR lease_until < :nowms)"),
+		ConditionExpression: aws.String("(#st = :pending OR #st = :running) AND (attribute_not_exists(lease_until) OR lease_until < :nowms) " +
+			"AND (attribute_not_exists(not_before) OR not_before <= :nowms)"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":running": avStr(domain.TaskRunning), ":pending": avStr(domain.TaskPending), ":now": avStr(now.UTC().Format(timeLayout)),
@@ -170,9 +172,18 @@ func (s *Store) ReleaseTask(ctx context.Context, id, owner, lastError string) er
 }
 
 // Transition ends the transitional state task holds on application App:
-// it becomes To.
+// it becomes To. Restore: To is the state the application came from (the
+// task failed), and the task that brought it there stays its StateTask.
 type Transition struct {
 	App, Task, To string
+	Restore       bool
+}
+
+// FollowUp is a task a finishing task creates in its own transaction,
+// with its held outbox marker (due when the follow-up may run).
+type FollowUp struct {
+	Task   domain.Task
+	Marker OutboxMarker
 }
 
 // ConfigChange replaces an application's configuration read at version
@@ -209,6 +220,8 @@ type TaskFinish struct {
 	Transition   *Transition
 	Config       *ConfigChange
 	Invalidation *Invalidation
+	// FollowUp, with a Transition only: a task to create.
+	FollowUp *FollowUp
 }
 
 // FinishTask writes a task's outcome, deletes its outbox marker and applies
@@ -246,7 +259,7 @@ func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
 	var added []string // aliases claimed, from action effect+1 on
 	switch {
 	case f.Transition != nil:
-		items = append(items, types.TransactWriteItem{Update: s.endTransition(f.Transition.App, f.Transition.Task, f.Transition.To)})
+		items = append(items, types.TransactWriteItem{Update: s.endTransition(f.Transition.App, f.Transition.Task, f.Transition.To, f.Transition.Restore)})
 	case f.Config != nil:
 		u, err := s.configUpdate(f.Config.Account, f.Config.App, f.Config.From, f.Config.Config, f.Config.Aliases)
 		if err != nil {
@@ -266,6 +279,18 @@ func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
 			return err
 		}
 		items = append(items, p)
+	}
+	if f.FollowUp != nil && f.Transition != nil {
+		fu := f.FollowUp
+		fu.Marker.place(taskPK(fu.Task.ID), skOutbox, true)
+		puts, err := s.puts([]keyAttrsValue{
+			{keyAttrs{PK: taskPK(fu.Task.ID), SK: skTask, GSI1PK: tasksGSI(fu.Task.Account), GSI1SK: taskGSISK(fu.Task.Created, fu.Task.ID), Entity: "task"}, fu.Task},
+			{fu.Marker.keys("task_outbox"), &fu.Marker},
+		})
+		if err != nil {
+			return err
+		}
+		items = append(items, puts...)
 	}
 	err := s.transact(ctx, "finish task", items)
 	switch {

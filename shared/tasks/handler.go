@@ -6,12 +6,14 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/domain"
+	"cads/shared/retry"
 	"cads/shared/store"
 )
 
@@ -76,20 +78,18 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 	// is looked at only once the decision allows it, so a refused caller
 	// learns nothing about it.
 	var (
-		wg             sync.WaitGroup
+		g              errgroup.Group // the answers are needed to choose the error
 		dec            *access.Decider
-		decErr, appErr error
-		actErr         error
+		appErr, actErr error
 	)
-	wg.Go(func() { dec, decErr = h.dec.Decider(ctx, p) })
+	g.Go(func() (err error) { dec, err = h.dec.Decider(ctx, p); return err })
 	if req.App != "" {
-		wg.Go(func() { _, appErr = h.st.GetApplication(ctx, p.AccountID, req.App) })
+		g.Go(func() error { _, appErr = h.st.GetApplication(ctx, p.AccountID, req.App); return nil })
 		if a, ok := req.Params.(RunActionParams); ok {
-			wg.Go(func() { _, actErr = h.st.GetAction(ctx, p.AccountID, req.App, a.ID) })
+			g.Go(func() error { _, actErr = h.st.GetAction(ctx, p.AccountID, req.App, a.ID); return nil })
 		}
 	}
-	wg.Wait()
-	if decErr != nil {
+	if decErr := g.Wait(); decErr != nil {
 		return 0, nil, decErr
 	}
 	if req.App != "" {
@@ -132,10 +132,8 @@ func (h *handler) await(ctx context.Context, t domain.Task, wait time.Duration) 
 	deadline := time.Now().Add(wait)
 	pause := 100 * time.Millisecond
 	for time.Now().Add(pause).Before(deadline) {
-		select {
-		case <-ctx.Done():
+		if retry.Wait(ctx, pause) != nil {
 			return t
-		case <-time.After(pause):
 		}
 		cur, err := h.st.GetTask(ctx, t.Account, t.ID)
 		if err != nil {

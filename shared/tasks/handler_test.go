@@ -14,6 +14,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/clock"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
@@ -26,6 +27,7 @@ type api struct {
 	t    *testing.T
 	d    testenv.Dynamo
 	st   *store.Store
+	clk  *clock.Shifted // the function's clock (wire.Deps.Clock)
 	h    apigw.ProxyHandler
 	root string
 	op   apigw.Principal
@@ -43,9 +45,10 @@ type resp struct {
 func newAPI(t *testing.T) *api {
 	t.Helper()
 	d := testenv.NewDynamo(t)
-	deps := wire.New(quiet, d.Client, d.Table)
+	clk := &clock.Shifted{}
+	deps := wire.NewClocked(quiet, d.Client, d.Table, clk.Now)
 	res, op := testenv.Bootstrap(t, deps.Store)
-	return &api{t: t, d: d, st: deps.Store, h: taskswire.Handler(deps), root: res.RootAccount, op: op}
+	return &api{t: t, d: d, st: deps.Store, clk: clk, h: taskswire.Handler(deps), root: res.RootAccount, op: op}
 }
 
 func call(t *testing.T, h apigw.ProxyHandler, p apigw.Principal, method, path, ctype, body string) resp {
@@ -247,7 +250,7 @@ func TestCreateTaskValidation(t *testing.T) {
 		{`{"type":"start","target":{"href":"` + target + `","x":1}}`, 400, "target must be"},
 		{`{"type":"start","target":"` + target + `","extra":1}`, 400, "unknown field"},
 		{body("start", target, `{"now":true}`), 400, "takes no parameters"},
-		{body("enter_maintenance", target, `{"maximum_duration":60}`), 400, "not supported"},
+		{body("enter_maintenance", target, `{"maximum_duration":0}`), 400, "maximum_duration must be a whole number of seconds from 1"},
 		{body("enter_maintenance", target, `{"other":1}`), 400, "unknown field"},
 		{body("run-action", target, ``), 400, "parameters is required"},
 		{body("run-action", target, `{}`), 400, "parameters.id is required"},
@@ -291,7 +294,7 @@ func TestReadTasks(t *testing.T) {
 			t.Fatalf("%d %s", r.Status, r.Raw)
 		}
 		made = append(made, r.Body["id"].(string))
-		time.Sleep(2 * time.Millisecond)
+		a.clk.Advance(2 * time.Millisecond) // distinct creation times, as stored (ms)
 	}
 	var list []tasks.Task
 	r := a.do(a.op, "GET", "/v2/tasks", "")

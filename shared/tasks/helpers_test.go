@@ -19,6 +19,7 @@ import (
 
 	"cads/infra/testenv"
 	"cads/shared/applications/appconfig"
+	"cads/shared/clock"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/outbox"
@@ -92,6 +93,7 @@ type env struct {
 	t      *testing.T
 	d      testenv.Dynamo
 	st     *store.Store
+	clk    *clock.Shifted // the store's: tests jump past due times
 	dp     *testDP
 	sent   *sentLog
 	ob     *outbox.Outbox
@@ -102,8 +104,9 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	d := testenv.NewDynamo(t)
-	st := store.New(d.Client, d.Table)
-	e := &env{t: t, d: d, st: st, sent: &sentLog{}}
+	clk := &clock.Shifted{}
+	st := store.New(d.Client, d.Table, store.WithClock(clk.Now))
+	e := &env{t: t, d: d, st: st, clk: clk, sent: &sentLog{}}
 	e.dp = &testDP{FakeDataPlane: tasks.NewFakeDataPlane(quiet, tasks.LoopbackOnly)}
 	e.ob, e.outbox = newOutbox(st, e.sent)
 	e.w = tasks.NewWorker(st, e.dp, e.ob, quiet)

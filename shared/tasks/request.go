@@ -24,7 +24,9 @@ type Request struct {
 // Parameters of each type, decoded strictly (unknown members are a 400, as
 // the reference document's additionalProperties: false says).
 type (
-	enterParams struct {
+	// EnterParams are enter_maintenance's: maximum_duration (seconds)
+	// schedules the end of the maintenance.
+	EnterParams struct {
 		MaximumDuration *int `json:"maximum_duration,omitempty"`
 	}
 	// RunActionParams names the action to run.
@@ -60,6 +62,8 @@ type taskPost struct {
 // Limits of task parameters this service sets where the reference gives none.
 const (
 	MaxInvalidationEntries = 1000
+	// MaxMaintenanceDuration bounds enter_maintenance's maximum_duration.
+	MaxMaintenanceDuration = 30 * 24 * time.Hour
 	MaxCertHostnames       = 100
 	MaxCertLifetime        = 15 * 365 * 24 * time.Hour
 	DefaultCertLifetime    = 365 * 24 * time.Hour
@@ -122,16 +126,14 @@ func ParsePost(body []byte, now time.Time) (Request, error) {
 		}
 		r.Params = struct{}{}
 	case TypeEnterMaintenance:
-		var p enterParams
+		var p EnterParams
 		if err := decodeParams(in.Parameters, &p, false); err != nil {
 			return Request{}, err
 		}
-		if p.MaximumDuration != nil {
-			// Honouring it needs a scheduler this service does not have;
-			// accepting it and never exiting would be a lie.
-			return Request{}, apigw.BadRequest("parameters.maximum_duration is not supported: exit maintenance with an exit_maintenance task")
+		if d := p.MaximumDuration; d != nil && (*d < 1 || *d > int(MaxMaintenanceDuration/time.Second)) {
+			return Request{}, apigw.BadRequest("parameters.maximum_duration must be a whole number of seconds from 1 to %d (30 days)", int(MaxMaintenanceDuration/time.Second))
 		}
-		r.Params = struct{}{}
+		r.Params = p
 	case TypeRunAction:
 		var p RunActionParams
 		if err := decodeParams(in.Parameters, &p, true); err != nil {

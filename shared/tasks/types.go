@@ -14,6 +14,10 @@ import (
 	"time"
 )
 
+// QueueID is the logical id of the task queue (template.yaml), where the
+// outbox sends task messages.
+const QueueID = "TasksQueue"
+
 // Task types. The first seven are accepted by POST /v2/tasks;
 // patch-application is created by PATCH /v2/applications/{id}.
 const (

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/applications/appconfig"
 	"cads/shared/domain"
@@ -75,24 +76,26 @@ func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 	var (
 		mu   sync.Mutex
 		resp events.SQSEventResponse
-		wg   sync.WaitGroup
+		g    errgroup.Group // each record's outcome is in resp; the batch size bounds the fan-out
 	)
-	wg.Go(func() {
+	g.Go(func() error {
 		// Sweep logs what it re-sent; only its failure is reported here.
 		if _, err := w.sweep.Sweep(ctx); err != nil {
 			w.log.WarnContext(ctx, "outbox sweep failed", "error", err.Error())
 		}
+		return nil
 	})
 	for _, rec := range ev.Records {
-		wg.Go(func() {
+		g.Go(func() error {
 			if w.Process(ctx, rec.Body) == Retry {
 				mu.Lock()
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 				mu.Unlock()
 			}
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return resp, nil
 }
 
@@ -139,8 +142,11 @@ func (w *Worker) Process(ctx context.Context, body string) Outcome {
 		w.log.ErrorContext(ctx, "poison message: no such task", "task", m.Task)
 		return Retry
 	case errors.Is(err, store.ErrLeaseHeld):
-		if t.Finished() {
-			return Done // a duplicate or redelivered message
+		if t.Finished() || !t.Due(now) {
+			// A duplicate or redelivered message; or a scheduled task
+			// delivered early, which stays pending: its held marker is
+			// due at its time, when the outbox sweep sends it again.
+			return Done
 		}
 		return Retry // another invocation runs it; look again later
 	case err != nil:
@@ -220,7 +226,7 @@ func (w *Worker) fail(ctx context.Context, log *slog.Logger, t domain.Task, owne
 	fin := store.TaskFinish{ID: t.ID, Owner: owner, State: domain.TaskFailed, Message: msg}
 	if t.App != "" {
 		if app, err := w.st.GetApplication(ctx, t.Account, t.App); err == nil && app.TransitionTask == t.ID {
-			fin.Transition = &store.Transition{App: app.ID, Task: t.ID, To: app.TransitionFrom}
+			fin.Transition = &store.Transition{App: app.ID, Task: t.ID, To: app.TransitionFrom, Restore: true}
 		}
 	}
 	err := w.st.FinishTask(ctx, fin)
@@ -276,6 +282,14 @@ func (w *Worker) lifecycle(ctx context.Context, t domain.Task, lc Lifecycle) (fi
 			from = app.TransitionFrom // resuming after a crash
 			break
 		}
+		if t.Ends != "" && (app.State != domain.AppMaintenance || app.StateTask != t.Ends) {
+			// The maintenance this end was scheduled for is over already
+			// (exited, stopped, or entered again by another task).
+			return finish{
+				message: fmt.Sprintf("nothing to do: application %s is %s, no longer in the maintenance task %s began", app.ID, app.State, t.Ends),
+				result:  map[string]string{"from": app.State, "state": app.State},
+			}, nil
+		}
 		if !slices.Contains(lc.From, app.State) {
 			return finish{}, failf("cannot %s application %s: it is %s; %s is allowed only when it is %s",
 				verb(t.Type), app.ID, app.State, t.Type, strings.Join(lc.From, " or "))
@@ -292,11 +306,51 @@ func (w *Worker) lifecycle(ctx context.Context, t domain.Task, lc Lifecycle) (fi
 	if err := w.dp.SetState(ctx, app, lc.To); err != nil {
 		return finish{}, fmt.Errorf("data plane: %w", err)
 	}
-	return finish{
+	f := finish{
 		message: fmt.Sprintf("application %s is %s", app.ID, lc.To),
 		result:  map[string]string{"from": from, "state": lc.To},
 		fin:     store.TaskFinish{Transition: &store.Transition{App: app.ID, Task: t.ID, To: lc.To}},
-	}, nil
+	}
+	if t.Type == TypeEnterMaintenance {
+		fu, err := w.scheduledExit(t)
+		if err != nil {
+			return finish{}, err
+		}
+		if fu != nil {
+			f.fin.FollowUp = fu
+			f.message += fmt.Sprintf("; it exits maintenance at %s (task %s)", fu.Marker.Due.Format(time.RFC3339), Href(fu.Task.ID))
+		}
+	}
+	return f, nil
+}
+
+// scheduledExit is the exit_maintenance task an enter_maintenance task
+// with maximum_duration creates as it succeeds: pending until the
+// duration has passed since now, its held marker due then, so the outbox
+// sweep hands it to the queue on time (within the sweep's minute).
+func (w *Worker) scheduledExit(t domain.Task) (*store.FollowUp, error) {
+	var p EnterParams
+	if t.Parameters != "" {
+		if err := json.Unmarshal([]byte(t.Parameters), &p); err != nil {
+			return nil, failf("stored parameters do not parse: %v", err)
+		}
+	}
+	if p.MaximumDuration == nil {
+		return nil, nil
+	}
+	now := w.st.Now()
+	at := now.Add(time.Duration(*p.MaximumDuration) * time.Second)
+	exit, err := NewTask(now, t.Account, t.CreatedBy, Request{Type: TypeExitMaintenance, App: t.App, Params: struct{}{}})
+	if err != nil {
+		return nil, err
+	}
+	exit.NotBefore, exit.Ends = at.UnixMilli(), t.ID
+	exit.Message = fmt.Sprintf("scheduled for %s: ends the maintenance that task %s began (maximum_duration %d s)", at.Format(time.RFC3339), Href(t.ID), *p.MaximumDuration)
+	body, err := json.Marshal(message{Task: exit.ID})
+	if err != nil {
+		return nil, fmt.Errorf("encode task message: %w", err)
+	}
+	return &store.FollowUp{Task: exit, Marker: store.OutboxMarker{Queue: QueueID, Body: string(body), Due: at}}, nil
 }
 
 func verb(typ string) string {

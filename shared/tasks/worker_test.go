@@ -386,7 +386,7 @@ func TestOutboxResendsUnsentTasks(t *testing.T) {
 	if n, err := e.ob.Sweep(context.Background()); err != nil || n != 0 {
 		t.Fatalf("sweep before due: %d, %v", n, err)
 	}
-	time.Sleep(400 * time.Millisecond)
+	e.clk.Advance(400 * time.Millisecond)
 	// Two sweeps at once send the task once.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -408,7 +408,7 @@ func TestOutboxResendsUnsentTasks(t *testing.T) {
 	}
 	// Once the task finishes its marker is gone: nothing more to send.
 	e.run(tk.ID)
-	time.Sleep(400 * time.Millisecond)
+	e.clk.Advance(400 * time.Millisecond)
 	if n, _ := e.ob.Sweep(context.Background()); n != 0 {
 		t.Fatalf("a finished task was re-sent")
 	}
@@ -426,7 +426,7 @@ func TestOutboxSweepRoundTrips(t *testing.T) {
 		want = append(want, e.submit(tasks.TypeStart, a.ID, nil).ID)
 	}
 	e.sent.fail.Store(false)
-	time.Sleep(300 * time.Millisecond)
+	e.clk.Advance(300 * time.Millisecond)
 	e.d.Counter.SetDelay(20 * time.Millisecond)
 	e.d.Counter.Reset()
 	n, err := e.ob.Sweep(context.Background())

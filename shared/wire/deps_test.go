@@ -16,10 +16,10 @@ var (
 	// common is what every function links: this package and what it
 	// builds (logger, DynamoDB client, store), what the store needs, and
 	// the domain at the centre of it all.
-	common = []string{"wire", "logging", "ddb", "retry", "store", "apigw", "domain", "authz", "ids"}
+	common = []string{"wire", "logging", "ddb", "retry", "clock", "store", "apigw", "domain", "authz", "ids"}
 	// rbac is the permission check of the caller's roles (access) with the
-	// built-in roles it knows.
-	rbac = []string{"access", "builtin"}
+	// built-in roles it knows, and the wiring that builds it.
+	rbac = []string{"access", "builtin", "wire/accesswire"}
 )
 
 // function is what one function may link beyond common.
@@ -68,12 +68,14 @@ var moduleOf = map[string]string{
 }
 
 // runtimeModules (prefixes) are what every Lambda function may link: the
-// Lambda runtime, its API Gateway adapter (apigw) and the AWS SDK.
+// Lambda runtime, its API Gateway adapter (apigw), the AWS SDK, and the
+// fan-out helper (errgroup) that the store and most families use.
 var runtimeModules = []string{
 	"github.com/aws/aws-lambda-go",
 	"github.com/awslabs/aws-lambda-go-api-proxy",
 	"github.com/aws/aws-sdk-go-v2",
 	"github.com/aws/smithy-go",
+	"golang.org/x/sync",
 }
 
 // localOnly are modules of the local platform and the tests (embedded

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"cads/shared/clock"
 	"cads/shared/ddb"
 	"cads/shared/logging"
 	"cads/shared/store"
@@ -42,7 +43,10 @@ const (
 
 // Deps are what functions need.
 type Deps struct {
-	Log   *slog.Logger
+	Log *slog.Logger
+	// Clock is the time of everything the function stores and decides:
+	// the store's and access's clock (clock.System outside tests).
+	Clock clock.Clock
 	Store *store.Store
 	// SQS and QueueURLs (by the queue's logical id in template.yaml) are set
 	// for functions that send to queues.
@@ -154,7 +158,13 @@ func FromEnv(ctx context.Context, opts ...Option) (Deps, error) {
 	return d, nil
 }
 
-// New builds Deps from a client.
+// New builds Deps from a client, on the wall clock.
 func New(log *slog.Logger, db *dynamodb.Client, table string) Deps {
-	return Deps{Log: log, Store: store.New(db, table)}
+	return NewClocked(log, db, table, clock.System)
+}
+
+// NewClocked builds Deps from a client on clock c: tests that advance a
+// clock.Manual instead of sleeping.
+func NewClocked(log *slog.Logger, db *dynamodb.Client, table string, c clock.Clock) Deps {
+	return Deps{Log: log, Clock: c, Store: store.New(db, table, store.WithClock(c))}
 }

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	"golang.org/x/sync/errgroup"
 
 	"cads/infra/local"
 )
@@ -173,7 +174,7 @@ func load(client *http.Client, base, key string, t target, duration time.Duratio
 	var (
 		mu   sync.Mutex
 		res  result
-		wg   sync.WaitGroup
+		g    errgroup.Group // a worker counts its failures in res
 		prof bytes.Buffer
 	)
 	if err := pprof.StartCPUProfile(&prof); err != nil {
@@ -182,9 +183,7 @@ func load(client *http.Client, base, key string, t target, duration time.Duratio
 	cpu0 := cpuTime()
 	deadline := time.Now().Add(duration)
 	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			var lat []time.Duration
 			bad := 0
 			for time.Now().Before(deadline) {
@@ -207,9 +206,10 @@ func load(client *http.Client, base, key string, t target, duration time.Duratio
 			res.lat = append(res.lat, lat...)
 			res.non2xx += bad
 			mu.Unlock()
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	pprof.StopCPUProfile()
 	var err error
 	if res.byComponent, err = cpuByComponent(&prof); err != nil {

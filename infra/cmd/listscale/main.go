@@ -17,9 +17,10 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 func main() {
@@ -115,27 +116,23 @@ func (c *client) median(path string, reps int) time.Duration {
 func (c *client) parallel(n, workers int, f func(i int) error) {
 	var (
 		next atomic.Int64
-		wg   sync.WaitGroup
-		once sync.Once
-		ferr error
+		g    errgroup.Group
 	)
 	for range workers {
-		wg.Go(func() {
+		g.Go(func() error {
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n {
-					return
+					return nil
 				}
 				if err := f(i); err != nil {
-					once.Do(func() { ferr = err })
-					return
+					return err
 				}
 			}
 		})
 	}
-	wg.Wait()
-	if ferr != nil {
-		fail(ferr)
+	if err := g.Wait(); err != nil {
+		fail(err)
 	}
 }
 

@@ -46,11 +46,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"golang.org/x/sync/errgroup"
 
 	"cads/infra/local"
 	"cads/infra/localaws"
 	"cads/shared/access"
 	"cads/shared/metrics"
+	"cads/shared/retry"
 	"cads/shared/wire/aggregatorwire"
 )
 
@@ -233,13 +235,9 @@ func (s *sim) tenant(ctx context.Context, name string, users, extraRoles int) (*
 			return nil, err
 		}
 		// The invitee's inbox is written once the notifier has sent it.
-		var err error
-		for range 200 {
-			if err = s.call(ctx, bare.Secret, "PATCH", "/v2/users/self/invitations/"+inv.ID, map[string]any{"state": "accepted"}, nil); err == nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		err := retry.Do(ctx, retry.Policy{Retries: 40, Base: 20 * time.Millisecond, Max: 200 * time.Millisecond}, func(error) bool { return true }, func(int) error {
+			return s.call(ctx, bare.Secret, "PATCH", "/v2/users/self/invitations/"+inv.ID, map[string]any{"state": "accepted"}, nil)
+		})
 		if err != nil {
 			return nil, fmt.Errorf("accept: %w", err)
 		}
@@ -448,30 +446,26 @@ func (s *sim) aggregatorPhase(ctx context.Context, app string, burst time.Durati
 	// the invocations of that second.
 	s.meter.Reset()
 	var (
-		wg    sync.WaitGroup
+		g     errgroup.Group
 		mu    sync.Mutex
 		bySec = map[int64]int{}
-		fail  error
 	)
 	end := time.Now().Add(burst)
 	for range 4 {
-		wg.Go(func() {
+		g.Go(func() error {
 			for time.Now().Before(end) {
 				if err := invoke(recent, d.perBatch); err != nil {
-					mu.Lock()
-					fail = err
-					mu.Unlock()
-					return
+					return err
 				}
 				mu.Lock()
 				bySec[time.Now().Unix()]++
 				mu.Unlock()
 			}
+			return nil
 		})
 	}
-	wg.Wait()
-	if fail != nil {
-		return phase{}, fail
+	if err := g.Wait(); err != nil {
+		return phase{}, err
 	}
 	busiest := 0
 	for _, c := range bySec {

@@ -8,6 +8,7 @@ import (
 	"cads/shared/accounts"
 	"cads/shared/apigw"
 	"cads/shared/wire"
+	"cads/shared/wire/accesswire"
 )
 
 // FromEnv reads the accounts function's dependencies from the environment.
@@ -18,5 +19,5 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // Handler is the accounts function's handler: the account tree, its
 // entitlements and billing.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, accounts.New(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log))
+	return apigw.Lambda(d.Log, accounts.New(d.Store, accesswire.New(d), d.Log))
 }

@@ -9,6 +9,7 @@ import (
 	"cads/shared/addresssets"
 	"cads/shared/apigw"
 	"cads/shared/wire"
+	"cads/shared/wire/accesswire"
 	"cads/shared/wire/metricswire"
 )
 
@@ -23,5 +24,5 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // wire.MetricsQueue.
 func Handler(d wire.Deps) apigw.ProxyHandler {
 	svc := addresssets.NewService(d.Store, metricswire.Events(d), metricswire.Sender(d), d.Log)
-	return apigw.Lambda(d.Log, addresssets.New(svc, d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log))
+	return apigw.Lambda(d.Log, addresssets.New(svc, d.Store, accesswire.New(d), d.Log))
 }

@@ -7,6 +7,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/authorizer"
 	"cads/shared/wire"
+	"cads/shared/wire/accesswire"
 )
 
 // FromEnv reads the authorizer's dependencies from the environment. The
@@ -17,5 +18,5 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 
 // Handler is the REQUEST authorizer's handler.
 func Handler(d wire.Deps) authorizer.Handler {
-	return authorizer.New(access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log)
+	return authorizer.New(accesswire.New(d), d.Log)
 }

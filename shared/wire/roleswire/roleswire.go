@@ -9,6 +9,7 @@ import (
 	"cads/shared/outbox"
 	"cads/shared/rbacadmin"
 	"cads/shared/wire"
+	"cads/shared/wire/accesswire"
 )
 
 // FromEnv reads the roles function's dependencies from the environment,
@@ -25,5 +26,5 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 	if d.QueueURL(wire.NotificationsQueue) != "" {
 		q = outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.NotificationsQueue)
 	}
-	return apigw.Lambda(d.Log, rbacadmin.New(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), q, d.Log))
+	return apigw.Lambda(d.Log, rbacadmin.New(d.Store, accesswire.New(d), q, d.Log))
 }

@@ -10,6 +10,7 @@ import (
 	"cads/shared/outbox"
 	"cads/shared/tasks"
 	"cads/shared/wire"
+	"cads/shared/wire/accesswire"
 )
 
 // FromEnv reads the tasks function's dependencies from the environment,
@@ -20,7 +21,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 
 // Handler is the tasks function's handler: POST and GET /v2/tasks.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, tasks.New(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), Outbox(d), d.Log))
+	return apigw.Lambda(d.Log, tasks.New(d.Store, accesswire.New(d), Outbox(d), d.Log))
 }
 
 // Outbox writes tasks and sends them to wire.TasksQueue; without a queue

@@ -9,6 +9,7 @@ import (
 	"cads/shared/apptests"
 	"cads/shared/outbox"
 	"cads/shared/wire"
+	"cads/shared/wire/accesswire"
 )
 
 // FromEnv reads the tests function's dependencies from the environment,
@@ -25,5 +26,5 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 	if d.QueueURL(wire.TestRunsQueue) != "" {
 		q = outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.TestRunsQueue)
 	}
-	return apigw.Lambda(d.Log, apptests.New(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), q, d.Log))
+	return apigw.Lambda(d.Log, apptests.New(d.Store, accesswire.New(d), q, d.Log))
 }

@@ -10,6 +10,7 @@ import (
 	"cads/shared/identity"
 	"cads/shared/openapi"
 	"cads/shared/wire"
+	"cads/shared/wire/accesswire"
 )
 
 // FromEnv reads the users function's dependencies from the environment.
@@ -23,7 +24,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // authenticated principal may read it (docs/api.md#api-description).
 func Handler(d wire.Deps) apigw.ProxyHandler {
 	mux := http.NewServeMux()
-	mux.Handle("/", identity.New(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log))
+	mux.Handle("/", identity.New(d.Store, accesswire.New(d), d.Log))
 	mux.Handle("GET /v2/openapi.json", apigw.Handle(d.Log, describe))
 	return apigw.Lambda(d.Log, mux)
 }

@@ -1,0 +1,101 @@
+package tasks_test
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"cads/shared/domain"
+	"cads/shared/tasks"
+	"cads/shared/wire"
+)
+
+// The reference document's enter_maintenance parameters: maximum_duration
+// (whole seconds) is accepted within its bounds and stored as given.
+func TestParseMaximumDuration(t *testing.T) {
+	now := time.Now()
+	r, err := tasks.ParsePost([]byte(`{"type":"enter_maintenance","target":"/v2/applications/a1","parameters":{"maximum_duration":3600}}`), now)
+	if p, ok := r.Params.(tasks.EnterParams); err != nil || !ok || p.MaximumDuration == nil || *p.MaximumDuration != 3600 {
+		t.Fatalf("accepted: %+v %v", r, err)
+	}
+	for _, body := range []string{
+		`{"maximum_duration":0}`, `{"maximum_duration":-5}`, `{"maximum_duration":2592001}`,
+		`{"maximum_duration":1.5}`, `{"maximum_duration":"1h"}`, `{"maximum_duration":60,"until":"x"}`,
+	} {
+		if _, err := tasks.ParsePost([]byte(`{"type":"enter_maintenance","target":"/v2/applications/a1","parameters":`+body+`}`), now); err == nil {
+			t.Errorf("%s accepted", body)
+		}
+	}
+	if wire.TasksQueue != tasks.QueueID {
+		t.Fatalf("the worker schedules exits on %q, the task queue is %q", tasks.QueueID, wire.TasksQueue)
+	}
+}
+
+var taskHrefRE = regexp.MustCompile(`/v2/tasks/([a-z0-9]+)\)`)
+
+// An enter_maintenance task with maximum_duration schedules the
+// exit_maintenance that ends it: pending, not run before its time even
+// when delivered early, sent by the outbox sweep once due, and then it
+// ends that maintenance. A maintenance entered again by another task in
+// between is left alone.
+func TestMaximumDurationEndsTheMaintenance(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	one := 1
+	scheduled := func(app domain.Application) (domain.Task, domain.Task) {
+		t.Helper()
+		enter := e.submit(tasks.TypeEnterMaintenance, app.ID, tasks.EnterParams{MaximumDuration: &one})
+		if got := e.run(enter.ID); got != tasks.Done || e.appNow(app.ID).State != domain.AppMaintenance {
+			t.Fatalf("enter: %v, app %s", got, e.appNow(app.ID).State)
+		}
+		m := taskHrefRE.FindStringSubmatch(e.task(enter.ID).Message)
+		if m == nil {
+			t.Fatalf("enter names no scheduled exit: %q", e.task(enter.ID).Message)
+		}
+		return enter, e.task(m[1])
+	}
+	a, b := e.app(domain.AppRunning), e.app(domain.AppRunning)
+	enterA, exitA := scheduled(a)
+	_, exitB := scheduled(b)
+	if exitA.Type != tasks.TypeExitMaintenance || exitA.State != domain.TaskPending || exitA.Ends != enterA.ID || exitA.App != a.ID ||
+		exitA.CreatedBy != enterA.CreatedBy || !strings.Contains(tasks.Out(exitA).Message, "ends the maintenance that task /v2/tasks/"+enterA.ID) {
+		t.Fatalf("scheduled exit: %+v", exitA)
+	}
+	// Delivered before its time: not claimed, still pending, nothing moved.
+	if got := e.run(exitA.ID); got != tasks.Done || e.task(exitA.ID).State != domain.TaskPending || e.task(exitA.ID).Attempts != 0 ||
+		e.appNow(a.ID).State != domain.AppMaintenance {
+		t.Fatalf("early delivery: %v %+v", got, e.task(exitA.ID))
+	}
+	// B leaves maintenance and enters it again (without a limit) before
+	// its scheduled exit is due.
+	for _, typ := range []string{tasks.TypeExitMaintenance, tasks.TypeEnterMaintenance} {
+		if got := e.run(e.submit(typ, b.ID, nil).ID); got != tasks.Done {
+			t.Fatalf("%s B: %v", typ, got)
+		}
+	}
+	// The sweep sends each scheduled exit once it is due, not before.
+	deadline := time.Now().Add(10 * time.Second)
+	for !(slices.Contains(e.sent.all(), exitA.ID) && slices.Contains(e.sent.all(), exitB.ID)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the sweep never sent the scheduled exits: %v", e.sent.all())
+		}
+		if _, err := e.ob.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if due := time.UnixMilli(exitA.NotBefore); time.Now().Before(due) {
+		t.Fatalf("sent before it was due (%s)", due)
+	}
+	if got := e.run(exitA.ID); got != tasks.Done || e.task(exitA.ID).State != domain.TaskSuccess || e.appNow(a.ID).State != domain.AppRunning {
+		t.Fatalf("scheduled exit of A: %v %+v, app %s", got, e.task(exitA.ID), e.appNow(a.ID).State)
+	}
+	got := e.run(exitB.ID)
+	if fin := e.task(exitB.ID); got != tasks.Done || fin.State != domain.TaskSuccess || !strings.HasPrefix(fin.Message, "nothing to do") ||
+		e.appNow(b.ID).State != domain.AppMaintenance {
+		t.Fatalf("scheduled exit of B's earlier maintenance: %v %+v, app %s", got, fin, e.appNow(b.ID).State)
+	}
+}
