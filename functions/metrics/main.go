@@ -9,14 +9,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"cads/shared/wire/metricswire"
+	"cads/shared/wire/metricsapiwire"
 )
 
 func main() {
-	d, err := metricswire.FromEnv(context.Background())
+	d, err := metricsapiwire.FromEnv(context.Background())
 	if err != nil {
 		slog.Error("start", "error", err.Error())
 		os.Exit(1)
 	}
-	lambda.Start(metricswire.Handler(d))
+	lambda.Start(metricsapiwire.Handler(d))
 }

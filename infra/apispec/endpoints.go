@@ -90,6 +90,10 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/applications/{id}/actions/{action_id}", 6, true, false},
 	{"PATCH", "/v2/applications/{id}/actions/{action_id}", 6, true, false},
 	{"DELETE", "/v2/applications/{id}/actions/{action_id}", 6, true, false},
+	// Web controls come before page controls so that the isolation
+	// invariant reads them while the page controls still exist.
+	{"GET", "/v2/applications/{id}/webcontrols", 18, false, true},
+	{"GET", "/v2/applications/{id}/webcontrols/{webcontrol_id}", 18, false, false},
 	{"GET", "/v2/applications/{id}/pagecontrols", 6, false, true},
 	{"POST", "/v2/applications/{id}/pagecontrols", 6, false, false},
 	{"GET", "/v2/applications/{id}/pagecontrols/{pagecontrol_id}", 6, false, false},
@@ -98,6 +102,11 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/applications/{id}/logs", 8, true, false},
 	{"POST", "/v2/applications/{id}/logs", 8, true, false},
 	{"GET", "/v2/applications/{id}/metrics", 7, true, false},
+	// metric prototypes (per account)
+	{"GET", "/v2/metric-prototypes", 18, false, true},
+	{"POST", "/v2/metric-prototypes", 18, false, false},
+	{"GET", "/v2/metric-prototypes/{id}", 18, false, false},
+	{"DELETE", "/v2/metric-prototypes/{id}", 18, false, false},
 	// endpoints the access-control rules name
 	{"POST", "/v2/tasks", 6, true, false},
 	{"GET", "/v2/tasks", 6, false, true},
@@ -124,8 +133,10 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/users/{id}/group-invitations/{invitation_id}", 5, false, false},
 	{"PATCH", "/v2/users/{id}/group-invitations/{invitation_id}", 5, false, false},
 	{"GET", "/v2/users/{id}/roles", 5, false, true},
+	{"GET", "/v2/users/{id}/roles/{role_id}", 18, false, false},
 	{"DELETE", "/v2/users/{id}/roles/{role_id}", 5, false, false},
 	{"GET", "/v2/users/{id}/groups", 5, false, true},
+	{"GET", "/v2/users/{id}/groups/{group_id}", 18, false, false},
 	{"DELETE", "/v2/users/{id}/groups/{group_id}", 5, false, false},
 	// the API's own description (docs/api.md#api-description)
 	{"GET", "/v2/openapi.json", 18, false, false},

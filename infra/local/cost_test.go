@@ -407,6 +407,8 @@ func TestCostPerEndpoint(t *testing.T) {
 	c.step("PATCH /v2/users/{id}/group-invitations/{invitation_id}", 200, "PATCH", users+"/group-invitations/"+giID, dev, map[string]any{"state": "accepted"})
 	c.step("GET /v2/users/{id}/roles", 200, "GET", users+"/roles", dev, nil)
 	c.step("GET /v2/users/{id}/groups", 200, "GET", users+"/groups", dev, nil)
+	c.step("GET /v2/users/{id}/roles/{role_id}", 200, "GET", users+"/roles/"+roleID, dev, nil)
+	c.step("GET /v2/users/{id}/groups/{group_id}", 200, "GET", users+"/groups/"+groupID, dev, nil)
 	c.step("", 200, "GET", root+"/service-users", dev, nil) // the role applies
 	c.step("DELETE /v2/users/{id}/roles/{role_id}", 200, "DELETE", users+"/roles/"+roleID, dev, nil)
 	c.step("DELETE /v2/users/{id}/groups/{group_id}", 200, "DELETE", users+"/groups/"+groupID, dev, nil)
@@ -439,6 +441,8 @@ func TestCostPerEndpoint(t *testing.T) {
 	c.step("GET /v2/applications/{id}/pagecontrols", 200, "GET", appHref+"/pagecontrols", op, nil)
 	c.step("GET /v2/applications/{id}/pagecontrols/{pagecontrol_id}", 200, "GET", pc, op, nil)
 	c.step("PATCH /v2/applications/{id}/pagecontrols/{pagecontrol_id}", 200, "PATCH", pc, op, map[string]any{"enabled": false})
+	c.step("GET /v2/applications/{id}/webcontrols", 200, "GET", appHref+"/webcontrols", op, nil)
+	c.step("GET /v2/applications/{id}/webcontrols/{webcontrol_id}", 200, "GET", strings.Replace(pc, "/pagecontrols/", "/webcontrols/", 1), op, nil)
 	c.step("DELETE /v2/applications/{id}/pagecontrols/{pagecontrol_id}", 200, "DELETE", pc, op, nil)
 
 	// ---------------------------------------------------------------- tasks
@@ -497,6 +501,13 @@ func TestCostPerEndpoint(t *testing.T) {
 	setQuery := url.Values{"names": {"entries_added"}, "summarize": {"true"}, "from": window["from"], "to": window["to"]}
 	c.step("GET /v2/address-sets/{id}/metrics", 200, "GET", set+"/metrics?"+setQuery.Encode(), op, nil)
 	c.step("GET /v2/address-sets/metrics", 200, "GET", "/v2/address-sets/metrics?"+setQuery.Encode(), op, nil)
+
+	// ---------------------------------------------------------------- metric prototypes
+	proto := c.step("POST /v2/metric-prototypes", 200, "POST", "/v2/metric-prototypes", op, map[string]any{"default_name": "slow_pages",
+		"expression": "count()", "log_type": "proxy-logs", "filter": "elapsed > 2000", "group_by": "request_path"}).str("href")
+	c.step("GET /v2/metric-prototypes", 200, "GET", "/v2/metric-prototypes", op, nil)
+	c.step("GET /v2/metric-prototypes/{id}", 200, "GET", proto, op, nil)
+	c.step("DELETE /v2/metric-prototypes/{id}", 200, "DELETE", proto, op, nil)
 
 	// ---------------------------------------------------------------- application tests
 	c.stepRaw("PUT /v2/tests/{id}", 200, "PUT", "/v2/tests/shop", op, "application/x-tar", costTar(t, "http://shop.example.com", "first\n"))

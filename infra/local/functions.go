@@ -14,7 +14,7 @@ import (
 	"cads/shared/wire/authorizerwire"
 	"cads/shared/wire/installerwire"
 	"cads/shared/wire/logswire"
-	"cads/shared/wire/metricswire"
+	"cads/shared/wire/metricsapiwire"
 	"cads/shared/wire/notifierwire"
 	"cads/shared/wire/roleswire"
 	"cads/shared/wire/taskswire"
@@ -59,7 +59,7 @@ var Functions = map[string]Function{
 
 	// Address sets and the metrics pipeline (issue 7).
 	"functions/address-sets": {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(addresssetswire.Handler(d)) }},
-	"functions/metrics":      {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(metricswire.Handler(d)) }},
+	"functions/metrics":      {API: func(d wire.Deps) gateway.ProxyHandler { return gateway.ProxyHandler(metricsapiwire.Handler(d)) }},
 	"functions/aggregator":   {Queue: func(d wire.Deps) sqssource.Handler { return sqssource.Handler(aggregatorwire.Handler(d)) }},
 
 	// Application logs (issue 8); ingest rides on the aggregator above.

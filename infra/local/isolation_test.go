@@ -56,6 +56,8 @@ const (
 	kApp         = "application"
 	kAction      = "action"
 	kPageControl = "pagecontrol"
+	kWebControl  = "webcontrol"
+	kProto       = "metric-prototype"
 	kTask        = "task"
 	kUser        = "user"
 	kKey         = "key"
@@ -98,6 +100,10 @@ func paramKind(path string, seg []string, i int) string {
 		return kAction
 	case "pagecontrols":
 		return kPageControl
+	case "webcontrols":
+		return kWebControl
+	case "metric-prototypes":
+		return kProto
 	case "tasks":
 		return kTask
 	case "users":
@@ -111,7 +117,7 @@ func paramKind(path string, seg []string, i int) string {
 // nameScoped kinds are names chosen by the client or numbered per parent
 // (action ids, page control numbers, test names): they name a resource
 // only together with the application or account they are resolved in.
-var nameScoped = map[string]bool{kAction: true, kPageControl: true, kTest: true}
+var nameScoped = map[string]bool{kAction: true, kPageControl: true, kWebControl: true, kTest: true}
 
 // pathParam is one {name} of an inventory path.
 type pathParam struct{ name, kind string }
@@ -268,6 +274,8 @@ func (w *isoWorld) resources(prefix, key, account string, alias string) {
 	w.keep("action"+x, w.must("action", 200, "POST", w.href["app"+x]+"/actions", key, map[string]any{"id": "ping" + strings.ToLower(x), "url": "https://ops.example.com/ping"}))
 	w.keep("pc"+x, w.must("pagecontrol", 200, "POST", w.href["app"+x]+"/pagecontrols", key,
 		`{"name":"Block bots","mode":"request","conditions":{"is_crawler":{}},"actions":[{"type":"deny","status_code":"403","body":"no"}]}`))
+	w.keep("mp"+x, w.must("metric prototype", 200, "POST", "/v2/metric-prototypes", key, map[string]any{"default_name": strings.ToLower(x) + "_slow",
+		"expression": "count()", "log_type": "proxy-logs", "filter": "elapsed > 2000"}))
 	w.keep("set"+x, w.must("address set", 200, "POST", "/v2/address-sets", key, map[string]any{"name": x + " office", "type": "manual",
 		"entries": []map[string]any{{"address": "192.0.2.0/24", "description": "HQ"}}}))
 	su := w.must("service user", 200, "POST", acct(account)+"/service-users", key, map[string]any{"name": x + " robot"})
@@ -672,6 +680,8 @@ func bodyFor(method, template string, v map[string]string, n int) any {
 		return `{"name":"Intruder","mode":"request","conditions":{"is_crawler":{}},"actions":[{"type":"deny","status_code":"403","body":"no"}]}`
 	case "PATCH /v2/applications/{id}/pagecontrols/{pagecontrol_id}":
 		return map[string]any{"enabled": false}
+	case "POST /v2/metric-prototypes":
+		return map[string]any{"default_name": fmt.Sprintf("intruder%d", n), "expression": "count()", "log_type": "proxy-logs"}
 	case "POST /v2/applications/{id}/logs":
 		return map[string]any{"created": time.Now().UTC().Format(time.RFC3339), "stream": "x", "message": "pwned", "address": "192.0.2.1", "filename": "x.log", "hostname": "h"}
 	case "POST /v2/users":
@@ -883,15 +893,17 @@ func (w *isoWorld) attackers() []*attacker {
 	u := w.users
 	b := owner{"B", map[string]string{
 		kAccount: w.b, kEntitlement: w.id["entB"], kRole: w.id["roleB"], kInvitation: w.id["invB"], kGroupInv: w.id["giB"], kGroup: w.id["groupB"],
-		kServiceUser: w.id["suB"], kSet: w.id["setB"], kApp: w.id["appB"], kAction: "pingb", kPageControl: w.id["pcB"], kTask: w.id["taskB"],
-		kUser: u["victim"].id, kKey: u["victim"].keyID, kHeldRole: w.id["owner"+w.b], kHeldGroup: w.id["groupB"],
+		kServiceUser: w.id["suB"], kSet: w.id["setB"], kApp: w.id["appB"], kAction: "pingb", kPageControl: w.id["pcB"], kWebControl: w.id["pcB"], kTask: w.id["taskB"],
+		kProto: w.id["mpB"],
+		kUser:  u["victim"].id, kKey: u["victim"].keyID, kHeldRole: w.id["owner"+w.b], kHeldGroup: w.id["groupB"],
 		"roleHref": w.href["roleB"], "groupHref": w.href["groupB"], "appHref": w.href["appB"]}}
 	// The victim's own invitation to B's owner role, for the user routes.
 	bInv := owner{"B-owner-invitation", map[string]string{kUser: u["victim"].id, kInvitation: w.id["ownerInv"+w.b], kGroupInv: w.id["giB"]}}
 	root := owner{"root", map[string]string{
 		kAccount: w.root, kRole: w.id["roleRoot"], kInvitation: w.id["invRoot"], kGroup: w.id["groupRoot"], kServiceUser: w.id["suRoot"],
-		kSet: w.id["setRoot"], kApp: w.id["appRoot"], kAction: "pingroot", kPageControl: w.id["pcRoot"], kTask: w.id["taskRoot"],
-		kUser: w.p.Bootstrap.Operator, kKey: w.p.Bootstrap.KeyID, kHeldRole: w.id["rootOwner"],
+		kSet: w.id["setRoot"], kApp: w.id["appRoot"], kAction: "pingroot", kPageControl: w.id["pcRoot"], kWebControl: w.id["pcRoot"], kTask: w.id["taskRoot"],
+		kProto: w.id["mpRoot"],
+		kUser:  w.p.Bootstrap.Operator, kKey: w.p.Bootstrap.KeyID, kHeldRole: w.id["rootOwner"],
 		"roleHref": w.href["roleRoot"], "groupHref": w.href["groupRoot"], "appHref": w.href["appRoot"]}}
 	suB := owner{"B-service-user", map[string]string{kUser: w.id["suB"], kKey: w.id["suKeyB"]}}
 	suRoot := owner{"root-service-user", map[string]string{kUser: w.id["suRoot"], kKey: w.id["suKeyRoot"]}}
@@ -902,8 +914,8 @@ func (w *isoWorld) attackers() []*attacker {
 	}
 	// A, for the attackers authenticated into A1 (their parent).
 	parentA := owner{"A-from-A1", map[string]string{kAccount: w.a, kEntitlement: w.id["entA"], kRole: w.id["roleA"], kGroup: w.id["groupA"],
-		kServiceUser: w.id["suA"], kSet: w.id["setA"], kApp: w.id["appA"], kAction: "pinga", kPageControl: w.id["pcA"], kTask: w.id["taskA"],
-		kInvitation: w.id["invHere"], kGroupInv: w.id["giA"], "roleHref": w.href["roleA"], "groupHref": w.href["groupA"], "appHref": w.href["appA"]}}
+		kServiceUser: w.id["suA"], kSet: w.id["setA"], kApp: w.id["appA"], kAction: "pinga", kPageControl: w.id["pcA"], kWebControl: w.id["pcA"], kTask: w.id["taskA"],
+		kProto: w.id["mpA"], kInvitation: w.id["invHere"], kGroupInv: w.id["giA"], "roleHref": w.href["roleA"], "groupHref": w.href["groupA"], "appHref": w.href["appA"]}}
 
 	self := func(x *isoUser, heldRole string) map[string]string {
 		// The bare key is the attacker's own key that its requests do not
@@ -913,7 +925,7 @@ func (w *isoWorld) attackers() []*attacker {
 	ownA := self(u["mallory"], w.id["roleHere"])
 	for k, v := range map[string]string{kAccount: w.a, kEntitlement: w.id["entA"], kRole: w.id["roleA"], kInvitation: w.id["invHere"], kGroupInv: w.id["giA"],
 		kGroup: w.id["groupA"], kServiceUser: w.id["suA"], kSet: w.id["setA"], kApp: w.id["appA"], kAction: "pinga", kPageControl: w.id["pcA"],
-		kTask: w.id["taskA"], "roleHref": w.href["roleA"], "groupHref": w.href["groupA"], "appHref": w.href["appA"]} {
+		kWebControl: w.id["pcA"], kProto: w.id["mpA"], kTask: w.id["taskA"], "roleHref": w.href["roleA"], "groupHref": w.href["groupA"], "appHref": w.href["appA"]} {
 		ownA[k] = v
 	}
 	ownA1 := func(x *isoUser, heldRole, inv string) map[string]string {

@@ -485,6 +485,36 @@ func scaleCases() []scaleCase {
 				},
 			}
 		}},
+		{ep: "GET /v2/applications/{id}/webcontrols", what: "web controls (page controls seen as the reference's web controls)", setup: func(c *costTour) scaleSetup {
+			app := c.step("", 200, "POST", "/v2/applications", c.p.Bootstrap.Secret, map[string]any{"name": "Scale", "aliases": []string{"scale.example.com"}}).str("id")
+			var l last
+			return scaleSetup{path: "/v2/applications/" + app + "/webcontrols",
+				add: func(i int) {
+					href := c.step("", 200, "POST", "/v2/applications/"+app+"/pagecontrols", c.p.Bootstrap.Secret,
+						`{"name":"Block bots","mode":"request","conditions":{"is_crawler":{}},"actions":[{"type":"deny","status_code":"403","body":"no"}]}`).str("href")
+					var n int
+					if _, err := fmt.Sscan(lastSegment(href), &n); err != nil {
+						c.t.Fatalf("page control href %q: %v", href, err)
+					}
+					l.id = fmt.Sprintf("%010d", n)
+				},
+				member: func() ([][2]string, string) { return [][2]string{{"APP#" + app, "PAGECONTROL#" + l.id}}, l.id },
+				// Ids are numbers, zero-padded in the key.
+				copyID: func(i int, _ string) string { return fmt.Sprintf("%010d", 1000000+i) },
+				fix: func(it map[string]types.AttributeValue, i int) {
+					it["id"] = &types.AttributeValueMemberN{Value: fmt.Sprint(1000000 + i)}
+				},
+			}
+		}},
+		{ep: "GET /v2/metric-prototypes", what: "metric prototypes", setup: func(c *costTour) scaleSetup {
+			var l last
+			return scaleSetup{path: "/v2/metric-prototypes",
+				add: func(i int) {
+					l.id = lastSegment(c.step("", 200, "POST", "/v2/metric-prototypes", c.p.Bootstrap.Secret, map[string]any{"default_name": fmt.Sprintf("slow_pages_%d", i),
+						"expression": "count()", "log_type": "proxy-logs", "filter": "elapsed > 2000", "group_by": "request_path"}).str("href"))
+				},
+				member: func() ([][2]string, string) { return [][2]string{{"METRICPROTO#" + l.id, "METRICPROTO"}}, l.id }}
+		}},
 		{ep: "GET /v2/tasks", what: "tasks", setup: func(c *costTour) scaleSetup {
 			// Written through the store: every task type targets an
 			// application, and these need no worker (finished, their

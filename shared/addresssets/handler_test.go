@@ -24,7 +24,7 @@ import (
 	"cads/shared/store"
 	"cads/shared/wire"
 	"cads/shared/wire/addresssetswire"
-	"cads/shared/wire/metricswire"
+	"cads/shared/wire/metricsapiwire"
 )
 
 type api struct {
@@ -45,7 +45,7 @@ func newAPI(t *testing.T) *api {
 		t.Fatal(err)
 	}
 	a.op = apigw.Principal{ID: res.Operator, Kind: "user", Email: "operator@localhost", AccountID: res.RootAccount, KeyID: res.KeyID}
-	a.sets, a.mets = addresssetswire.Handler(a.deps), metricswire.Handler(a.deps)
+	a.sets, a.mets = addresssetswire.Handler(a.deps), metricsapiwire.Handler(a.deps)
 	return a
 }
 

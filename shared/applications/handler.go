@@ -1,5 +1,5 @@
 // Package applications serves the applications function: applications,
-// their actions and their page controls. A patch that changes what an
+// their actions, their page controls and the web control view of them. A patch that changes what an
 // application runs is handed to the task worker (shared/tasks) as a
 // patch-application task; everything else is written at once.
 package applications
@@ -37,7 +37,7 @@ type Store interface {
 	NextPageControlID(ctx context.Context, account, app string) (int, error)
 	CreatePageControl(ctx context.Context, account string, pc domain.PageControl) error
 	GetPageControl(ctx context.Context, account, app string, id int) (domain.PageControlVersions, error)
-	PagePageControls(ctx context.Context, app, after string, desc bool, n int) ([]domain.PageControlVersions, []string, bool, error)
+	PagePageControls(ctx context.Context, account, app, after string, desc bool, n int, withHistory bool) ([]domain.PageControlVersions, []string, bool, error)
 	UpdatePageControl(ctx context.Context, account string, old, next domain.PageControl) error
 	DeletePageControl(ctx context.Context, account string, pc domain.PageControlVersions) error
 }
@@ -84,6 +84,9 @@ func New(st Store, dec Deciders, tasks Submitter, log *slog.Logger) http.Handler
 	mux.HandleFunc("GET /v2/applications/{id}/pagecontrols/{pagecontrol_id}", h.wrap(h.getPageControl))
 	mux.HandleFunc("PATCH /v2/applications/{id}/pagecontrols/{pagecontrol_id}", h.wrap(h.patchPageControl))
 	mux.HandleFunc("DELETE /v2/applications/{id}/pagecontrols/{pagecontrol_id}", h.wrap(h.deletePageControl))
+
+	mux.HandleFunc("GET /v2/applications/{id}/webcontrols", h.wrap(h.listWebControls))
+	mux.HandleFunc("GET /v2/applications/{id}/webcontrols/{webcontrol_id}", h.wrap(h.getWebControl))
 	return mux
 }
 

@@ -43,6 +43,7 @@ type resp struct {
 	Status int
 	Raw    string
 	Body   map[string]any
+	Link   string // the Link header of a collection page
 }
 
 // newAPI bootstraps an installation and serves the applications function
@@ -84,7 +85,10 @@ func (a *api) call(p apigw.Principal, method, path, ctype, body string) resp {
 	if err != nil {
 		a.t.Fatalf("%s %s: function error %v", method, path, err)
 	}
-	r := resp{Status: out.StatusCode, Raw: out.Body}
+	r := resp{Status: out.StatusCode, Raw: out.Body, Link: out.Headers["Link"]}
+	if vs := out.MultiValueHeaders["Link"]; r.Link == "" && len(vs) > 0 {
+		r.Link = vs[0]
+	}
 	_ = json.Unmarshal([]byte(out.Body), &r.Body)
 	if out.StatusCode >= 400 {
 		e, _ := r.Body["error"].(map[string]any)

@@ -146,6 +146,11 @@ func TestClassOf(t *testing.T) {
 		{"PATCH", "/v2/users/self", ClassAccount},
 		{"PATCH", "/v2/users/u1", ClassAccount}, // the caller's own id
 		{"GET", "/v2/users/u1/roles", ClassAccount},
+		{"GET", "/v2/users/u1/roles/r1", ClassAccount},
+		{"GET", "/v2/users/u2/roles/r1", ClassGlobal},
+		{"GET", "/v2/users/u2/groups/g1", ClassGlobal},
+		{"GET", "/v2/metric-prototypes", ClassAccount},
+		{"DELETE", "/v2/metric-prototypes/p1", ClassAccount},
 		{"POST", "/v2/accounts", ClassAdmin},
 		{"GET", "/v2/accounts", ClassAccount},
 		{"POST", "/v2/accounts/a1/entitlements", ClassAdmin},

@@ -20,7 +20,7 @@ func selfServiceMethods(sub string, member bool) string {
 	case "access-keys":
 		x = m{"GET POST", "GET DELETE"}
 	case "roles", "groups":
-		x = m{"GET", "DELETE"}
+		x = m{"GET", "GET DELETE"}
 	case "authorization":
 		x = m{"GET POST", ""}
 	}
@@ -37,8 +37,8 @@ func selfServiceMethods(sub string, member bool) string {
 //	GET          /v2/users/self/invitations          GET|PATCH  .../invitations/{id}
 //	GET          /v2/users/self/group-invitations    GET|PATCH  .../group-invitations/{id}
 //	GET|POST     /v2/users/self/access-keys          GET|DELETE .../access-keys/{id}
-//	GET          /v2/users/self/roles                DELETE     .../roles/{id}
-//	GET          /v2/users/self/groups               DELETE     .../groups/{id}
+//	GET          /v2/users/self/roles                GET|DELETE .../roles/{id}
+//	GET          /v2/users/self/groups               GET|DELETE .../groups/{id}
 //	GET|POST     /v2/users/self/authorization
 //	GET          /v2/openapi.json (the API's description: it names no
 //	             identity and holds no data, docs/api.md#api-description)

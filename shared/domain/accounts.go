@@ -50,10 +50,12 @@ type LogRetention struct {
 }
 
 // Leftovers is what keeps an account from being deleted.
-type Leftovers struct{ SubAccounts, Applications, AddressSets, Tests bool }
+type Leftovers struct{ SubAccounts, Applications, AddressSets, Tests, MetricPrototypes bool }
 
 // Any reports whether anything is left.
-func (l Leftovers) Any() bool { return l.SubAccounts || l.Applications || l.AddressSets || l.Tests }
+func (l Leftovers) Any() bool {
+	return l.SubAccounts || l.Applications || l.AddressSets || l.Tests || l.MetricPrototypes
+}
 
 func (l Leftovers) String() string {
 	var parts []string
@@ -68,6 +70,9 @@ func (l Leftovers) String() string {
 	}
 	if l.Tests {
 		parts = append(parts, "application tests")
+	}
+	if l.MetricPrototypes {
+		parts = append(parts, "metric prototypes")
 	}
 	switch len(parts) {
 	case 0:

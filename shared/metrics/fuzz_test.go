@@ -9,7 +9,7 @@ import (
 	"cads/shared/metrics"
 	"cads/shared/wire/addresssetswire"
 	"cads/shared/wire/applicationswire"
-	"cads/shared/wire/metricswire"
+	"cads/shared/wire/metricsapiwire"
 )
 
 // FuzzMetricsQuery sends fuzzed query strings to the three metrics routes,
@@ -22,7 +22,7 @@ func FuzzMetricsQuery(f *testing.F) {
 	app := apps.Create(f, fuzzkit.Route{Method: "POST", Resource: "/v2/applications", ContentType: js}, `{"name": "Fuzz metrics", "aliases": ["metrics.fuzz.example.com"]}`)
 	set := apps.With(addresssetswire.Handler).Create(f, fuzzkit.Route{Method: "POST", Resource: "/v2/address-sets", ContentType: js},
 		`{"name": "fuzz metrics", "type": "manual", "entries": [{"address": "198.51.100.0/24"}]}`)
-	e := apps.With(metricswire.Handler)
+	e := apps.With(metricsapiwire.Handler)
 	e.Fuzz(f, []fuzzkit.Route{
 		{Method: "GET", Resource: "/v2/applications/{id}/metrics", Params: map[string]string{"id": app}},
 		{Method: "GET", Resource: "/v2/address-sets/metrics"},

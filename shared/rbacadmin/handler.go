@@ -127,8 +127,10 @@ func New(st Store, dec Deciders, queue *outbox.Queue, log *slog.Logger) http.Han
 	route("DELETE /v2/accounts/{id}/service-users/{service_user_id}", h.deleteServiceUser)
 
 	route("GET /v2/users/{id}/roles", h.listHeldRoles)
+	route("GET /v2/users/{id}/roles/{role_id}", h.getHeldRole)
 	route("DELETE /v2/users/{id}/roles/{role_id}", h.leaveRole)
 	route("GET /v2/users/{id}/groups", h.listHeldGroups)
+	route("GET /v2/users/{id}/groups/{group_id}", h.getHeldGroup)
 	route("DELETE /v2/users/{id}/groups/{group_id}", h.leaveGroup)
 	return mux
 }

@@ -100,6 +100,17 @@ func TestInviteAcceptRevoke(t *testing.T) {
 	if len(r.List) != 1 || r.List[0]["href"] != role {
 		t.Fatalf("held roles: %s", r.Raw)
 	}
+	// One held role, read by its id: what the list shows.
+	heldID, listed := role[strings.LastIndex(role, "/")+1:], r.List[0]
+	if r := e.must(e.call(dev, "GET", "/v2/users/self/roles/"+heldID, nil), 200, "held role"); r.str("href") != role || r.Body["name"] != listed["name"] {
+		t.Fatalf("held role: %s, listed as %v", r.Raw, listed)
+	}
+	if r := e.call(other, "GET", "/v2/users/self/roles/"+heldID, nil); r.Status != 404 {
+		t.Fatalf("a role someone else holds: %d %s", r.Status, r.Raw)
+	}
+	if r := e.call(dev, "GET", "/v2/users/self/roles/NotAnId", nil); r.Status != 404 {
+		t.Fatalf("a role id that cannot be: %d %s", r.Status, r.Raw)
+	}
 	// Re-sending an answered invitation: 409.
 	if r := e.call(e.op, "PATCH", inv, map[string]any{"state": "queued"}); r.Status != 409 {
 		t.Fatalf("re-send accepted: %d %s", r.Status, r.Raw)
@@ -115,6 +126,9 @@ func TestInviteAcceptRevoke(t *testing.T) {
 	}
 	if r := e.must(e.call(dev, "GET", "/v2/users/self/roles", nil), 200, "held roles"); len(r.List) != 0 {
 		t.Fatalf("role still held: %s", r.Raw)
+	}
+	if r := e.call(dev, "GET", "/v2/users/self/roles/"+heldID, nil); r.Status != 404 {
+		t.Fatalf("revoked role still readable as held: %d %s", r.Status, r.Raw)
 	}
 	if r := e.call(e.op, "GET", inv, nil); r.Status != 404 {
 		t.Fatalf("revoked invitation still there: %d", r.Status)

@@ -104,6 +104,13 @@ func TestGroupWhoseRolesChange(t *testing.T) {
 	if len(r.List) != 1 || r.List[0]["href"] != ghref {
 		t.Fatalf("held groups: %s", r.Raw)
 	}
+	gid := ghref[strings.LastIndex(ghref, "/")+1:]
+	if r := e.must(e.call(m, "GET", "/v2/users/"+mp.ID+"/groups/"+gid, nil), 200, "held group"); r.str("href") != ghref || r.Body["name"] != "Ops" {
+		t.Fatalf("held group: %s", r.Raw)
+	}
+	if r := e.call(m, "GET", "/v2/users/self/roles/"+gid, nil); r.Status != 404 {
+		t.Fatalf("a group id read as a held role: %d %s", r.Status, r.Raw)
+	}
 
 	// Add B (JSON Patch), remove A (merge patch).
 	e.must(e.call(e.op, "PATCH", ghref, `[{"op":"add","path":"/roles/-","value":"`+b.str("href")+`"}]`, "application/json-patch+json"), 200, "add B")
@@ -149,6 +156,9 @@ func TestGroupWhoseRolesChange(t *testing.T) {
 	e.must(e.call(e.op, "PATCH", ghref, map[string]any{"name": "x"}), 404, "patch deleted group")
 	if r := e.must(e.call(m, "GET", "/v2/users/self/groups", nil), 200, "held groups"); len(r.List) != 0 {
 		t.Fatalf("deleted group still held: %s", r.Raw)
+	}
+	if r := e.call(m, "GET", "/v2/users/self/groups/"+gid, nil); r.Status != 404 {
+		t.Fatalf("deleted group still readable as held: %d %s", r.Status, r.Raw)
 	}
 	if r := e.must(e.call(e.op, "GET", base+"/group-invitations", nil), 200, "group invitations"); len(r.List) != 0 {
 		t.Fatalf("invitations to the deleted group remain: %s", r.Raw)

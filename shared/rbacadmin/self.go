@@ -210,6 +210,63 @@ func (h *handler) listHeldGroups(r *http.Request, p apigw.Principal) (int, any, 
 	return http.StatusOK, list, nil
 }
 
+// getHeldRole is GET /v2/users/{id}/roles/{role_id}: one role the user
+// holds directly (an accepted role invitation), as listHeldRoles shows it.
+func (h *handler) getHeldRole(r *http.Request, p apigw.Principal) (int, any, error) {
+	return h.getHeld(r, p, false)
+}
+
+// getHeldGroup is GET /v2/users/{id}/groups/{group_id}: one group the
+// user is a member of.
+func (h *handler) getHeldGroup(r *http.Request, p apigw.Principal) (int, any, error) {
+	return h.getHeld(r, p, true)
+}
+
+// getHeld reads the user's grants and then only the one role or group it
+// names: a role the user does not hold is a 404, whether it exists or not.
+func (h *handler) getHeld(r *http.Request, p apigw.Principal, group bool) (int, any, error) {
+	w, err := h.whoIs(r, p)
+	if err != nil {
+		return 0, nil, err
+	}
+	param, what := "role_id", "role"
+	if group {
+		param, what = "group_id", "group"
+	}
+	id, err := pathID(r, param, what)
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx := r.Context()
+	grants, err := h.st.Grants(ctx, w.id)
+	if err != nil {
+		return 0, nil, err
+	}
+	// Ids are unique across accounts, so the id alone names the grant.
+	account := ""
+	for _, g := range grants {
+		if group && g.Group == id || !group && g.Group == "" && g.RoleID == id {
+			account = g.AccountID
+			break
+		}
+	}
+	if account == "" {
+		return 0, nil, apigw.NotFound("%s holds no %s %q", userHref(w.id), what, id)
+	}
+	if group {
+		g, err := h.st.GetGroup(ctx, account, id)
+		if err != nil {
+			return 0, nil, domain.IfNotFound(err, "%s holds no %s %q", userHref(w.id), what, id)
+		}
+		return http.StatusOK, groupOut(g), nil
+	}
+	role, err := h.st.GetRole(ctx, account, id)
+	if err != nil {
+		return 0, nil, domain.IfNotFound(err, "%s holds no %s %q", userHref(w.id), what, id)
+	}
+	return http.StatusOK, roleOut(role), nil
+}
+
 // leaveRole gives up a role held directly. The invitation that granted it
 // becomes declined in the same transaction, so the account's list of
 // invitations shows that the user no longer holds it.

@@ -285,14 +285,15 @@ func (s *Store) UpdateAccount(ctx context.Context, prev, next domain.AccountReco
 }
 
 // AccountLeftovers tells whether an account still has sub-accounts,
-// applications, address sets or application tests: four Limit-1 GSI
-// queries in parallel.
+// applications, address sets, application tests or metric prototypes:
+// five Limit-1 GSI queries in parallel.
 func (s *Store) AccountLeftovers(ctx context.Context, id string) (domain.Leftovers, error) {
 	var (
 		l domain.Leftovers
 	)
 	g, gctx := errgroup.WithContext(ctx)
-	for pk, found := range map[string]*bool{childrenGSI(id): &l.SubAccounts, appsGSI(id): &l.Applications, addressSetsGSI(id): &l.AddressSets, appTestsGSI(id): &l.Tests} {
+	for pk, found := range map[string]*bool{childrenGSI(id): &l.SubAccounts, appsGSI(id): &l.Applications, addressSetsGSI(id): &l.AddressSets, appTestsGSI(id): &l.Tests,
+		metricProtosGSI(id): &l.MetricPrototypes} {
 		g.Go(func() error {
 			items, err := s.query(gctx, "query "+pk, gsiQuery(pk), 1)
 			*found = len(items) > 0 // each goroutine writes its own field
@@ -309,8 +310,8 @@ func (s *Store) AccountLeftovers(ctx context.Context, id string) (domain.Leftove
 //  1. mark the account `deleting` (new sub-accounts, entitlements and edits
 //     are refused from here on) and read it;
 //  2. refuse with a *domain.Error naming what is left if the account has
-//     sub-accounts, applications, address sets or application tests (and
-//     unmark it);
+//     sub-accounts, applications, address sets, application tests or metric
+//     prototypes (and unmark it);
 //  3. delete every access key bound to the account and everything that
 //     exists for it elsewhere: its roles and groups, their grants and
 //     memberships, its invitations and its service users;

@@ -193,7 +193,7 @@ func TestPageControlsKeepHistory(t *testing.T) {
 	var all []domain.PageControlVersions
 	after := ""
 	for range 5 {
-		page, pos, more, err := st.PagePageControls(ctx, "app1", after, false, 3)
+		page, pos, more, err := st.PagePageControls(ctx, "acct1", "app1", after, false, 3, true)
 		if err != nil || len(page) != len(pos) || len(page) > 3 {
 			t.Fatalf("page after %q: %d, %v", after, len(page), err)
 		}

@@ -2,13 +2,10 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
@@ -126,92 +123,6 @@ func (s *Store) PageActions(ctx context.Context, app, after string, desc bool, n
 func (s *Store) ApplicationInAccount(ctx context.Context, account, app string) error {
 	_, err := s.GetApplication(ctx, account, app)
 	return err
-}
-
-var pageControlPositionRE = regexp.MustCompile(`^\d{10}$`)
-
-// ValidPageControlPosition reports whether p is a position of an
-// application's page controls: a zero-padded id.
-func ValidPageControlPosition(p string) bool { return pageControlPositionRE.MatchString(p) }
-
-// PagePageControls reads up to n page controls of an application, each
-// with its history, in id order (the position is the zero-padded id; desc
-// is not offered: the collection has no `order`). A control and its
-// earlier versions are neighbours in the application's partition, so the
-// Query reads on (in further calls only when DynamoDB stops) until n
-// whole controls are read or the partition ends.
-func (s *Store) PagePageControls(ctx context.Context, app, after string, desc bool, n int) ([]domain.PageControlVersions, []string, bool, error) {
-	if desc {
-		return nil, nil, false, fmt.Errorf("list page controls: only in id order")
-	}
-	lo := prefixPageControl
-	if after != "" {
-		// Past the control at after and every version of it ('#' sorts
-		// before the digits of the next id, '~' after all of them).
-		lo = prefixPageControl + after + "#~"
-	}
-	in := &dynamodb.QueryInput{
-		TableName:              aws.String(s.table),
-		KeyConditionExpression: aws.String("PK = :pk AND SK BETWEEN :lo AND :hi"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": str(appPK(app)), ":lo": str(lo), ":hi": str(prefixPageControl + "~"),
-		},
-		Limit:          aws.Int32(int32(max(n, 1) + 1)),
-		ConsistentRead: aws.Bool(true),
-	}
-	var items []map[string]types.AttributeValue
-	more := false
-	for {
-		out, err := s.db.Query(ctx, in)
-		if err != nil {
-			return nil, nil, false, wrap("list page controls", err)
-		}
-		items = append(items, out.Items...)
-		more = len(out.LastEvaluatedKey) > 0
-		// Stop when n+1 controls have begun (the n-th is whole) or the
-		// partition ended.
-		if !more || currentCount(items) > n {
-			break
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
-	if currentCount(items) > n {
-		// The (n+1)-th control and what follows it are the next page's.
-		more = true
-		seen := 0
-		for i, it := range items {
-			if isCurrentPageControl(it) {
-				if seen++; seen > n {
-					items = items[:i]
-					break
-				}
-			}
-		}
-	}
-	vs, err := groupPageControls(items)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	pos := make([]string, len(vs))
-	for i, v := range vs {
-		pos[i] = fmt.Sprintf("%010d", v.Current.ID)
-	}
-	return vs, pos, more, nil
-}
-
-func isCurrentPageControl(it map[string]types.AttributeValue) bool {
-	sk, _ := it[AttrSK].(*types.AttributeValueMemberS)
-	return sk != nil && !strings.Contains(strings.TrimPrefix(sk.Value, prefixPageControl), "#")
-}
-
-func currentCount(items []map[string]types.AttributeValue) int {
-	n := 0
-	for _, it := range items {
-		if isCurrentPageControl(it) {
-			n++
-		}
-	}
-	return n
 }
 
 // PageHeldRoles reads the roles a principal holds directly, in the order

@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -165,4 +167,133 @@ func (s *Store) DeletePageControl(ctx context.Context, account string, pc domain
 		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: key(appPK(h.App), pageControlVersionSK(h.ID, h.Version))}})
 	}
 	return wrap("delete page control history", ddb.BatchWrite(ctx, s.db, s.table, reqs))
+}
+
+// PageControlPosition is a page control's position in its application's
+// collection (id order): the zero-padded id, as its sort key holds it.
+func PageControlPosition(id int) string { return fmt.Sprintf("%010d", id) }
+
+// ValidPageControlPosition reports whether p has the shape of a
+// PageControlPosition (it comes back from clients inside cursors).
+func ValidPageControlPosition(p string) bool {
+	if len(p) != 10 {
+		return false
+	}
+	for _, c := range p {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// pageControlQueryLimit is the Limit of the Queries after one that found
+// only history items (they count towards DynamoDB's Limit too).
+const pageControlQueryLimit = 100
+
+// PagePageControls reads at most n page controls of an application after
+// position after (PageControlPosition; "" from the first) in id order
+// (desc: highest id first), with their positions and whether more may
+// follow. Only current versions are read (a filter on the entity), so
+// history costs nothing here; withHistory adds one Query over the page's
+// range for the earlier versions of its controls. The application must
+// belong to account (ErrNotFound otherwise), checked in parallel.
+func (s *Store) PagePageControls(ctx context.Context, account, app, after string, desc bool, n int, withHistory bool) ([]domain.PageControlVersions, []string, bool, error) {
+	var (
+		wg     sync.WaitGroup
+		appErr error
+	)
+	wg.Go(func() { _, appErr = s.GetApplication(ctx, account, app) })
+	// Every sort key of a control and its history lies between
+	// PAGECONTROL#<id> and PAGECONTROL#<id>#~; "~" sorts after every digit
+	// and after "#V".
+	lo, hi := prefixPageControl, prefixPageControl+"~"
+	if after != "" {
+		if desc {
+			hi = prefixPageControl + after
+		} else {
+			lo = prefixPageControl + after + "#~"
+		}
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String("PK = :pk AND SK BETWEEN :lo AND :hi"),
+		FilterExpression:          aws.String("entity = :current"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(appPK(app)), ":lo": avStr(lo), ":hi": avStr(hi), ":current": avStr("page_control")},
+		ScanIndexForward:          aws.Bool(!desc),
+		Limit:                     aws.Int32(int32(max(n, 1))),
+		ConsistentRead:            aws.Bool(true),
+	}
+	var (
+		items []map[string]types.AttributeValue
+		more  bool
+		err   error
+	)
+	// A Query whose examined items were all history returns none: read on
+	// until one control is found or the range ends (the between-bound
+	// excludes the position after itself: BETWEEN is inclusive, and a
+	// descending page must not repeat it).
+	for {
+		var out *dynamodb.QueryOutput
+		out, err = s.db.Query(ctx, in)
+		if err != nil {
+			err = wrap("list page controls", err)
+			break
+		}
+		for _, it := range out.Items {
+			if sk, _ := it[AttrSK].(*types.AttributeValueMemberS); sk != nil && after != "" && desc && sk.Value == hi {
+				continue
+			}
+			items = append(items, it)
+		}
+		more = len(out.LastEvaluatedKey) > 0
+		if len(items) > 0 || !more {
+			break
+		}
+		// Only history so far: read on in larger steps.
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+		in.Limit = aws.Int32(pageControlQueryLimit)
+	}
+	if len(items) > max(n, 1) {
+		items, more = items[:max(n, 1)], true
+	}
+	wg.Wait()
+	if appErr != nil {
+		return nil, nil, false, appErr
+	}
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if withHistory && len(items) > 0 {
+		first, last := items[0], items[len(items)-1]
+		if desc {
+			first, last = last, first
+		}
+		fk, _ := first[AttrSK].(*types.AttributeValueMemberS)
+		lk, _ := last[AttrSK].(*types.AttributeValueMemberS)
+		if fk != nil && lk != nil {
+			hist, err := s.query(ctx, "list page control history", &dynamodb.QueryInput{
+				KeyConditionExpression:    aws.String("PK = :pk AND SK BETWEEN :lo AND :hi"),
+				FilterExpression:          aws.String("entity = :old"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(appPK(app)), ":lo": avStr(fk.Value), ":hi": avStr(lk.Value + "#~"), ":old": avStr("page_control_version")},
+				ConsistentRead:            aws.Bool(true),
+			}, 0)
+			if err != nil {
+				return nil, nil, false, err
+			}
+			items = append(items, hist...)
+		}
+	}
+	groups, err := groupPageControls(items)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if desc {
+		slices.Reverse(groups)
+	}
+	pos := make([]string, len(groups))
+	for i, g := range groups {
+		pos[i] = PageControlPosition(g.Current.ID)
+	}
+	return groups, pos, more, nil
 }

@@ -48,7 +48,7 @@ var functionDeps = map[string]function{
 	"tests":        {"testswire", join(rbac, "apptests", "applications/appconfig", "loadgen", "metrics", "outbox")},
 	"test-runner":  {"testrunnerwire", join(rbac, "apptests", "applications/appconfig", "loadgen", "metrics", "outbox", "wire/metricswire")},
 	"address-sets": {"addresssetswire", join(rbac, "addresssets", "metrics", "patch", "outbox", "wire/metricswire")},
-	"metrics":      {"metricswire", []string{"metrics", "outbox"}},
+	"metrics":      {"metricsapiwire", join(rbac, "metrics", "metrics/prototypes", "logs")},
 	"aggregator":   {"aggregatorwire", join(rbac, "metrics", "addresssets", "logs", "patch", "outbox", "wire/metricswire")},
 	"logs":         {"logswire", []string{"logs", "metrics"}},
 	"installer":    {"installerwire", join(rbac, "installer", "bootstrap")},

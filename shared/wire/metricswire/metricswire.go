@@ -1,25 +1,13 @@
-// Package metricswire wires the metrics function (functions/metrics) and
-// the metrics-queue senders the address-sets function, the aggregator and
-// the test runner share.
+// Package metricswire wires the metrics-queue senders the address-sets
+// function, the aggregator and the test runner share (the metrics
+// function's own wiring is metricsapiwire).
 package metricswire
 
 import (
-	"context"
-
-	"cads/shared/apigw"
 	"cads/shared/metrics"
 	"cads/shared/outbox"
 	"cads/shared/wire"
 )
-
-// FromEnv reads the metrics function's dependencies from the environment.
-func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx) }
-
-// Handler is the metrics function's handler: the metrics of applications
-// and address sets.
-func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, metrics.NewHandler(d.Store, d.Log))
-}
 
 // Sender sends to wire.MetricsQueue what needs no outbox marker (expiry
 // wake-ups, a test run's access records), or is nil where no metrics

@@ -1,0 +1,310 @@
+// Package prototypes serves /v2/metric-prototypes for the metrics
+// function: the definitions of custom metrics (which log type they read,
+// the expression computing their value, an optional filter and grouping),
+// kept per account. A prototype is written once and deleted; there is no
+// PATCH. docs/metrics.md, Metric prototypes.
+//
+// It is a package of its own because it checks filters and attribute
+// names against the log schemas (shared/logs), which themselves build on
+// shared/metrics.
+package prototypes
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/domain"
+	"cads/shared/ids"
+	"cads/shared/logs"
+	"cads/shared/store"
+)
+
+// Store is what the metric prototype endpoints read and write.
+type Store interface {
+	Now() time.Time
+	CreateMetricPrototype(ctx context.Context, p domain.MetricPrototype) error
+	GetMetricPrototype(ctx context.Context, account, id string) (domain.MetricPrototype, error)
+	PageMetricPrototypes(ctx context.Context, account, after string, desc bool, n int) ([]domain.MetricPrototype, []string, bool, error)
+	DeleteMetricPrototype(ctx context.Context, account, id string) (domain.MetricPrototype, error)
+}
+
+// Deciders makes second decisions with the authorizer's engine (a listing
+// shows only what the caller may GET: docs/api.md#collection-reads).
+type Deciders interface {
+	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+}
+
+// Limits. default_name's are the reference document's; the others bound
+// what one item holds (docs/metrics.md, Metric prototypes).
+const (
+	MaxName        = 50
+	MaxDescription = 1000
+	MaxExpression  = 1000
+	// Frequencies in seconds: the metrics' finest resolution up to a day.
+	MinFrequency     = 5
+	MaxFrequency     = 86400
+	DefaultFrequency = 60
+)
+
+// LogTypes maps a prototype's log_type to the log type whose records it
+// reads (docs/logs.md).
+var LogTypes = map[string]string{
+	"proxy-logs":  logs.TypeAccess,
+	"cdn-logs":    logs.TypeCDN,
+	"pageviews":   logs.TypePageviews,
+	"csp-reports": logs.TypeCSPReports,
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9_-]+$`)
+
+// Href is a prototype's href.
+func Href(id string) string { return "/v2/metric-prototypes/" + id }
+
+// Prototype is the wire shape of a metric prototype.
+type Prototype struct {
+	ID               string    `json:"id"`
+	Href             string    `json:"href"`
+	DefaultName      string    `json:"default_name"`
+	Display          string    `json:"display"`
+	Description      string    `json:"description,omitempty"`
+	Expression       string    `json:"expression"`
+	Filter           *string   `json:"filter"`
+	GroupBy          string    `json:"group_by,omitempty"`
+	LogType          string    `json:"log_type"`
+	DefaultFrequency int       `json:"default_frequency"`
+	Created          time.Time `json:"created"`
+	// CreatedBy is the href of the principal that created it, as every
+	// reference between resources is an href here.
+	CreatedBy string `json:"created_by,omitempty"`
+}
+
+func out(p domain.MetricPrototype) Prototype {
+	return Prototype{ID: p.ID, Href: Href(p.ID), DefaultName: p.DefaultName, Display: p.Display, Description: p.Description,
+		Expression: p.Expression, Filter: p.Filter, GroupBy: p.GroupBy, LogType: p.LogType, DefaultFrequency: p.DefaultFrequency,
+		Created: p.Created, CreatedBy: p.CreatedBy}
+}
+
+// post is the body of POST /v2/metric-prototypes.
+type post struct {
+	DefaultName      *string `json:"default_name"`
+	Display          *string `json:"display"`
+	Description      *string `json:"description"`
+	Expression       *string `json:"expression"`
+	Filter           *string `json:"filter"`
+	GroupBy          *string `json:"group_by"`
+	LogType          *string `json:"log_type"`
+	DefaultFrequency *int    `json:"default_frequency"`
+}
+
+func text(field, s string, max int) error {
+	if err := apigw.CheckText(field, s); err != nil {
+		return err
+	}
+	if utf8.RuneCountInString(s) > max {
+		return apigw.BadRequest("%s: at most %d characters", field, max)
+	}
+	return nil
+}
+
+func name(field, s string) error {
+	if s == "" || len(s) > MaxName || !nameRE.MatchString(s) {
+		return apigw.BadRequest("%s must be 1 to %d characters of a-z, 0-9, - and _", field, MaxName)
+	}
+	return nil
+}
+
+func logTypeNames() string { return "cdn-logs, csp-reports, pageviews or proxy-logs" }
+
+// build validates a POST body into the stored form (without id, account
+// and creation fields).
+func (in post) build() (domain.MetricPrototype, error) {
+	var p domain.MetricPrototype
+	if in.DefaultName == nil {
+		return p, apigw.BadRequest("default_name is required: 1 to %d characters of a-z, 0-9, - and _", MaxName)
+	}
+	if err := name("default_name", *in.DefaultName); err != nil {
+		return p, err
+	}
+	p.DefaultName, p.Display = *in.DefaultName, *in.DefaultName
+	if in.Display != nil {
+		if err := name("display", *in.Display); err != nil {
+			return p, err
+		}
+		p.Display = *in.Display
+	}
+	if in.Description != nil {
+		if err := text("description", *in.Description, MaxDescription); err != nil {
+			return p, err
+		}
+		p.Description = *in.Description
+	}
+	if in.LogType == nil {
+		return p, apigw.BadRequest("log_type is required: %s", logTypeNames())
+	}
+	typ, ok := LogTypes[*in.LogType]
+	if !ok {
+		return p, apigw.BadRequest("log_type must be %s, not %q", logTypeNames(), *in.LogType)
+	}
+	p.LogType = *in.LogType
+	schema, _ := logs.SchemaOf(typ)
+	if in.Expression == nil || strings.TrimSpace(*in.Expression) == "" {
+		return p, apigw.BadRequest("expression is required: the computation of the metric's value, 1 to %d characters", MaxExpression)
+	}
+	if err := text("expression", *in.Expression, MaxExpression); err != nil {
+		return p, err
+	}
+	p.Expression = *in.Expression
+	if in.Filter != nil {
+		f := *in.Filter
+		if strings.TrimSpace(f) == "" {
+			return p, apigw.BadRequest("filter is empty; send null or leave it out for a metric over every record")
+		}
+		if err := text("filter", f, logs.MaxFilterLen); err != nil {
+			return p, err
+		}
+		if _, err := logs.ParseFilter(f, schema); err != nil {
+			return p, apigw.BadRequest("filter (over %s records): %s", p.LogType, err.Error())
+		}
+		p.Filter = &f
+	}
+	if in.GroupBy != nil {
+		g := *in.GroupBy
+		f, ok := schema.Field(g)
+		if !ok || f.Kind != logs.KindString {
+			return p, apigw.BadRequest("group_by must name a string attribute of %s records (%s), not %q", p.LogType, strings.Join(stringFields(schema), ", "), g)
+		}
+		p.GroupBy = g
+	}
+	p.DefaultFrequency = DefaultFrequency
+	if in.DefaultFrequency != nil {
+		if *in.DefaultFrequency < MinFrequency || *in.DefaultFrequency > MaxFrequency {
+			return p, apigw.BadRequest("default_frequency must be a number of seconds from %d to %d", MinFrequency, MaxFrequency)
+		}
+		p.DefaultFrequency = *in.DefaultFrequency
+	}
+	return p, nil
+}
+
+func stringFields(s *logs.Schema) []string {
+	var out []string
+	for _, f := range s.Fields {
+		if f.Kind == logs.KindString {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
+type handler struct {
+	st  Store
+	dec Deciders
+	log *slog.Logger
+}
+
+// Register adds the metric prototype routes to mux.
+func Register(mux *http.ServeMux, st Store, dec Deciders, log *slog.Logger) {
+	h := &handler{st: st, dec: dec, log: log}
+	mux.HandleFunc("GET /v2/metric-prototypes", apigw.HandleInAccount(log, h.list))
+	mux.HandleFunc("POST /v2/metric-prototypes", apigw.HandleInAccount(log, h.create))
+	mux.HandleFunc("GET /v2/metric-prototypes/{id}", apigw.HandleInAccount(log, h.get))
+	mux.HandleFunc("DELETE /v2/metric-prototypes/{id}", apigw.HandleInAccount(log, h.delete))
+}
+
+func protoID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "metric prototype") }
+
+// list is GET /v2/metric-prototypes: the account's prototypes the caller
+// may GET, paged in the store in creation order (apigw.List).
+func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
+	page, err := apigw.ParsePage(r.URL.Query(), "default_name", "log_type", "created")
+	if err != nil {
+		return 0, nil, err
+	}
+	list, err := apigw.List(r, page, apigw.Lister[domain.MetricPrototype, Prototype]{
+		Name: "metric-prototypes", Indexed: "created", ValidPosition: store.ValidPosition,
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.MetricPrototype, []string, bool, error) {
+			return h.st.PageMetricPrototypes(ctx, p.AccountID, after, desc, n)
+		},
+		Allow: func(ctx context.Context) (func(domain.MetricPrototype) bool, error) {
+			d, err := h.dec.Decider(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			return func(x domain.MetricPrototype) bool { return d.Allows(http.MethodGet, Href(x.ID)) }, nil
+		},
+		Out: func(x domain.MetricPrototype) (Prototype, error) { return out(x), nil },
+		Sort: func(ps []Prototype, order []apigw.OrderKey) {
+			apigw.Sort(ps, order, func(x Prototype, field string) any {
+				switch field {
+				case "default_name":
+					return x.DefaultName
+				case "log_type":
+					return x.LogType
+				}
+				return x.Created
+			}, func(x Prototype) string { return x.ID }, apigw.OrderKey{Field: "created"})
+		},
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, list, nil
+}
+
+func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
+	var in post
+	if err := apigw.DecodeJSON(r, &in); err != nil {
+		return 0, nil, err
+	}
+	x, err := in.build()
+	if err != nil {
+		return 0, nil, err
+	}
+	x.ID, x.Account, x.Created, x.CreatedBy = ids.New(), p.AccountID, h.st.Now(), actor(p)
+	if err := h.st.CreateMetricPrototype(r.Context(), x); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, out(x), nil
+}
+
+// actor is the href of the principal making the request.
+func actor(p apigw.Principal) string {
+	if p.Kind == "service_user" {
+		return "/v2/accounts/" + p.AccountID + "/service-users/" + p.ID
+	}
+	return "/v2/users/" + p.ID
+}
+
+func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
+	id, err := protoID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	x, err := h.st.GetMetricPrototype(r.Context(), p.AccountID, id)
+	if err != nil {
+		return 0, nil, domain.IfNotFound(err, "no metric prototype %q", id)
+	}
+	return http.StatusOK, out(x), nil
+}
+
+func (h *handler) delete(r *http.Request, p apigw.Principal) (int, any, error) {
+	id, err := protoID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	x, err := h.st.DeleteMetricPrototype(r.Context(), p.AccountID, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		return 0, nil, apigw.NotFound("no metric prototype %q", id)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, out(x), nil
+}

@@ -1,0 +1,29 @@
+// Package metricsapiwire wires the metrics function (functions/metrics):
+// the metrics of applications and address sets, and the accounts' metric
+// prototypes. The metrics-queue senders other functions share stay in
+// metricswire, so that they do not link the prototypes' log schemas.
+package metricsapiwire
+
+import (
+	"context"
+	"net/http"
+
+	"cads/shared/access"
+	"cads/shared/apigw"
+	"cads/shared/metrics"
+	"cads/shared/metrics/prototypes"
+	"cads/shared/wire"
+)
+
+// FromEnv reads the metrics function's dependencies from the environment.
+func FromEnv(ctx context.Context) (wire.Deps, error) {
+	return wire.FromEnv(ctx, wire.WithAuthzStaleness(access.DefaultStaleness))
+}
+
+// Handler is the metrics function's handler.
+func Handler(d wire.Deps) apigw.ProxyHandler {
+	mux := http.NewServeMux()
+	mux.Handle("/", metrics.NewHandler(d.Store, d.Log))
+	prototypes.Register(mux, d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log)
+	return apigw.Lambda(d.Log, mux)
+}
