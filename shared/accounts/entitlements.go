@@ -200,6 +200,9 @@ func applyEntitlement(e domain.Entitlement, in entitlementPatch) (domain.Entitle
 			}
 			e.PlanID = v
 		}
+		if e.PlanID == "" && e.Resource == "" {
+			return e, apigw.BadRequest("plan_id cannot be removed from an entitlement that records only a plan: delete the entitlement instead")
+		}
 	}
 	if in.Quantity != nil {
 		if e.Resource == "" && *in.Quantity != 0 {

@@ -30,6 +30,10 @@ func TestEntitlementFromPlan(t *testing.T) {
 		{"POST", base, `{"plan_id":"pro","quantity":2}`, "quantity needs resource"},
 		{"POST", base, `{"plan_id":"pro","seats":2}`, `unknown field "seats"`},
 		{"PATCH", href, `{"quantity":2}`, "quantity needs resource"},
+		// Removing the plan of a plan-only entitlement would leave one that
+		// records nothing.
+		{"PATCH", href, `{"plan_id":null}`, "plan_id cannot be removed"},
+		{"PATCH", href, `{"plan_id":""}`, "plan_id cannot be removed"},
 	} {
 		if r := e.call(e.op, c.method, c.path, c.body); r.Status != 400 || !strings.Contains(r.message(), c.msg) {
 			t.Errorf("%s %s: %d %s, want 400 with %q", c.method, c.body, r.Status, r.Raw, c.msg)
