@@ -168,7 +168,7 @@ func (h *handler) listPageControls(r *http.Request, p apigw.Principal) (int, any
 		Allow: func(context.Context) (func(domain.PageControlVersions) bool, error) {
 			return func(domain.PageControlVersions) bool { return true }, nil
 		},
-		Out:   func(v domain.PageControlVersions) (PageControl, error) { return pageControlOut(v), nil },
+		Out: func(v domain.PageControlVersions) (PageControl, error) { return pageControlOut(v), nil },
 	})
 	if err != nil {
 		return 0, nil, err
