@@ -102,6 +102,11 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/applications/{id}/logs", 8, true, false},
 	{"POST", "/v2/applications/{id}/logs", 8, true, false},
 	{"GET", "/v2/applications/{id}/metrics", 7, true, false},
+	{"GET", "/v2/applications/metrics", 18, true, false},
+	{"GET", "/v2/log-schemas", 18, true, false},
+	{"GET", "/v2/archived-logs", 18, true, false},
+	{"GET", "/v2/archived-logs/applications/{id}/{log_type}", 18, true, false},
+	{"DELETE", "/v2/archived-logs/applications/{id}/{log_type}", 18, true, false},
 	// metric prototypes (per account)
 	{"GET", "/v2/metric-prototypes", 18, false, true},
 	{"POST", "/v2/metric-prototypes", 18, false, false},
@@ -111,6 +116,7 @@ var Endpoints = []Endpoint{
 	{"POST", "/v2/tasks", 6, true, false},
 	{"GET", "/v2/tasks", 6, false, true},
 	{"GET", "/v2/tasks/{id}", 6, false, false},
+	{"GET", "/v2/tasks/{id}/logs", 18, true, false},
 	{"GET", "/v2/users/self/authorization", 3, true, false},
 	// identities, keys, self-service (docs/api.md#identity-and-authentication)
 	{"POST", "/v2/users/self/authorization", 3, false, false},

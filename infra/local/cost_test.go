@@ -452,6 +452,7 @@ func TestCostPerEndpoint(t *testing.T) {
 	}, func() bool { return state(task.str("href")) == "success" })
 	c.step("GET /v2/tasks", 200, "GET", "/v2/tasks", op, nil)
 	c.step("GET /v2/tasks/{id}", 200, "GET", task.str("href"), op, nil)
+	c.step("GET /v2/tasks/{id}/logs", 200, "GET", task.str("href")+"/logs", op, nil)
 
 	// ---------------------------------------------------------------- metrics and logs
 	// The aggregator runs the address-expiry sweep with the first message
@@ -480,6 +481,7 @@ func TestCostPerEndpoint(t *testing.T) {
 		})
 	}
 	c.step("GET /v2/applications/{id}/metrics", 200, "GET", appHref+"/metrics?"+metricsQuery.Encode(), op, nil)
+	c.step("GET /v2/applications/metrics", 200, "GET", "/v2/applications/metrics?"+metricsQuery.Encode(), op, nil)
 	c.step("POST /v2/applications/{id}/logs", 200, "POST", appHref+"/logs", op,
 		map[string]any{"created": at.Format(time.RFC3339), "stream": "deploy", "message": "v2 live", "address": "192.0.2.1", "filename": "deploy.log", "hostname": "ci-1"})
 	// The default span (24 hours before now) as 24 whole hours, so that
@@ -488,6 +490,17 @@ func TestCostPerEndpoint(t *testing.T) {
 	if r := c.step("GET /v2/applications/{id}/logs", 200, "GET", appHref+"/logs?"+logsQuery.Encode(), op, nil); !bytes.Contains(r.raw, []byte("cost-1-09")) {
 		t.Fatalf("GET logs did not return the aggregated records: %s", r.raw)
 	}
+	c.step("GET /v2/log-schemas", 200, "GET", "/v2/log-schemas", op, nil)
+	// An archive of the hour's access records (the 20 aggregated above).
+	ref := "/v2/archived-logs/applications/" + appID + "/proxy-logs"
+	var prep costReply
+	c.worker("task-worker: one prepare-for-download task (an hour of 20 access records)", "functions/task-worker", func() {
+		prep = c.step("", 201, "POST", "/v2/tasks", op, map[string]any{"type": "prepare-for-download",
+			"parameters": map[string]any{"reference": ref, "from": window["from"][0], "to": window["to"][0]}})
+	}, func() bool { return state(prep.str("href")) == "success" })
+	c.step("GET /v2/archived-logs", 200, "GET", "/v2/archived-logs", op, nil)
+	c.step("GET /v2/archived-logs/applications/{id}/{log_type}", 200, "GET", ref+"?"+window.Encode(), op, nil)
+	c.step("DELETE /v2/archived-logs/applications/{id}/{log_type}", 200, "DELETE", ref, op, nil)
 
 	// ---------------------------------------------------------------- address sets
 	set := c.step("POST /v2/address-sets", 200, "POST", "/v2/address-sets", op, map[string]any{"name": "office", "type": "manual",

@@ -63,12 +63,18 @@ const (
 	kKey         = "key"
 	kHeldRole    = "held-role"
 	kHeldGroup   = "held-group"
+	// An archive type of an application's archived logs: a name the API
+	// defines, the same for every party.
+	kLogType = "log-type"
 	// Not a path kind: a value bodies refer to.
 	kAlias = "alias"
 )
 
 func paramKind(path string, seg []string, i int) string {
 	users := strings.HasPrefix(path, "/v2/users/")
+	if strings.HasPrefix(path, "/v2/archived-logs/applications/") && i == len(seg)-1 && i >= 2 && seg[i-2] == "applications" {
+		return kLogType
+	}
 	switch seg[i-1] {
 	case "accounts":
 		return kAccount
@@ -117,7 +123,7 @@ func paramKind(path string, seg []string, i int) string {
 // nameScoped kinds are names chosen by the client or numbered per parent
 // (action ids, page control numbers, test names): they name a resource
 // only together with the application or account they are resolved in.
-var nameScoped = map[string]bool{kAction: true, kPageControl: true, kWebControl: true, kTest: true}
+var nameScoped = map[string]bool{kAction: true, kPageControl: true, kWebControl: true, kTest: true, kLogType: true}
 
 // pathParam is one {name} of an inventory path.
 type pathParam struct{ name, kind string }
@@ -293,6 +299,16 @@ func (w *isoWorld) resources(prefix, key, account string, alias string) {
 		w.t.Fatalf("set-up: task: %d %s", task.Status, task.Raw)
 	}
 	w.keep("task"+x, task)
+	// A log archive of the application's custom records of this hour.
+	now := time.Now().UTC()
+	w.must("custom log", 200, "POST", w.href["app"+x]+"/logs", key, map[string]any{"created": now.Format(time.RFC3339Nano), "stream": "app",
+		"message": x + " secret line", "address": "192.0.2.9", "filename": "app.log", "hostname": "web-" + strings.ToLower(x)})
+	arc := w.do("POST", "/v2/tasks?wait=5", key, map[string]any{"type": "prepare-for-download", "parameters": map[string]any{
+		"reference": "/v2/archived-logs/applications/" + w.id["app"+x] + "/custom",
+		"from":      now.Truncate(time.Hour).Format(time.RFC3339), "to": now.Truncate(time.Hour).Add(time.Hour).Format(time.RFC3339)}})
+	if arc.Status != 200 || arc.str("state") != "success" {
+		w.t.Fatalf("set-up: archive: %d %s", arc.Status, arc.Raw)
+	}
 }
 
 func (w *isoWorld) build() {
@@ -702,11 +718,15 @@ func bodyFor(method, template string, v map[string]string, n int) any {
 // queryFor: reads that need a query to get past validation.
 func queryFor(template string) string {
 	switch template {
-	case "/v2/applications/{id}/metrics", "/v2/address-sets/{id}/metrics", "/v2/address-sets/metrics":
+	case "/v2/applications/{id}/metrics", "/v2/address-sets/{id}/metrics", "/v2/address-sets/metrics", "/v2/applications/metrics":
 		now := time.Now().UTC().Truncate(time.Hour)
 		return "?" + url.Values{"names": {"requests"}, "summarize": {"true"}, "from": {now.Format(time.RFC3339)}, "to": {now.Add(time.Hour).Format(time.RFC3339)}}.Encode()
 	case "/v2/applications/{id}/logs":
 		return "?" + url.Values{"from": {time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)}}.Encode()
+	case "/v2/archived-logs/applications/{id}/{log_type}":
+		// The hour every party's archive covers (isoWorld.resources).
+		now := time.Now().UTC().Truncate(time.Hour)
+		return "?" + url.Values{"from": {now.Format(time.RFC3339)}, "to": {now.Add(time.Hour).Format(time.RFC3339)}}.Encode()
 	}
 	return ""
 }
@@ -893,7 +913,7 @@ func (w *isoWorld) attackers() []*attacker {
 	u := w.users
 	b := owner{"B", map[string]string{
 		kAccount: w.b, kEntitlement: w.id["entB"], kRole: w.id["roleB"], kInvitation: w.id["invB"], kGroupInv: w.id["giB"], kGroup: w.id["groupB"],
-		kServiceUser: w.id["suB"], kSet: w.id["setB"], kApp: w.id["appB"], kAction: "pingb", kPageControl: w.id["pcB"], kWebControl: w.id["pcB"], kTask: w.id["taskB"],
+		kServiceUser: w.id["suB"], kSet: w.id["setB"], kApp: w.id["appB"], kAction: "pingb", kPageControl: w.id["pcB"], kWebControl: w.id["pcB"], kTask: w.id["taskB"], kLogType: "custom",
 		kProto: w.id["mpB"],
 		kUser:  u["victim"].id, kKey: u["victim"].keyID, kHeldRole: w.id["owner"+w.b], kHeldGroup: w.id["groupB"],
 		"roleHref": w.href["roleB"], "groupHref": w.href["groupB"], "appHref": w.href["appB"]}}
@@ -901,7 +921,7 @@ func (w *isoWorld) attackers() []*attacker {
 	bInv := owner{"B-owner-invitation", map[string]string{kUser: u["victim"].id, kInvitation: w.id["ownerInv"+w.b], kGroupInv: w.id["giB"]}}
 	root := owner{"root", map[string]string{
 		kAccount: w.root, kRole: w.id["roleRoot"], kInvitation: w.id["invRoot"], kGroup: w.id["groupRoot"], kServiceUser: w.id["suRoot"],
-		kSet: w.id["setRoot"], kApp: w.id["appRoot"], kAction: "pingroot", kPageControl: w.id["pcRoot"], kWebControl: w.id["pcRoot"], kTask: w.id["taskRoot"],
+		kSet: w.id["setRoot"], kApp: w.id["appRoot"], kAction: "pingroot", kPageControl: w.id["pcRoot"], kWebControl: w.id["pcRoot"], kTask: w.id["taskRoot"], kLogType: "custom",
 		kProto: w.id["mpRoot"],
 		kUser:  w.p.Bootstrap.Operator, kKey: w.p.Bootstrap.KeyID, kHeldRole: w.id["rootOwner"],
 		"roleHref": w.href["roleRoot"], "groupHref": w.href["groupRoot"], "appHref": w.href["appRoot"]}}
@@ -925,12 +945,12 @@ func (w *isoWorld) attackers() []*attacker {
 	ownA := self(u["mallory"], w.id["roleHere"])
 	for k, v := range map[string]string{kAccount: w.a, kEntitlement: w.id["entA"], kRole: w.id["roleA"], kInvitation: w.id["invHere"], kGroupInv: w.id["giA"],
 		kGroup: w.id["groupA"], kServiceUser: w.id["suA"], kSet: w.id["setA"], kApp: w.id["appA"], kAction: "pinga", kPageControl: w.id["pcA"],
-		kWebControl: w.id["pcA"], kProto: w.id["mpA"], kTask: w.id["taskA"], "roleHref": w.href["roleA"], "groupHref": w.href["groupA"], "appHref": w.href["appA"]} {
+		kWebControl: w.id["pcA"], kProto: w.id["mpA"], kTask: w.id["taskA"], kLogType: "custom", "roleHref": w.href["roleA"], "groupHref": w.href["groupA"], "appHref": w.href["appA"]} {
 		ownA[k] = v
 	}
 	ownA1 := func(x *isoUser, heldRole, inv string) map[string]string {
 		m := self(x, heldRole)
-		for k, v := range map[string]string{kAccount: w.a1, kEntitlement: w.id["entA1"], kRole: w.id["roleA1"], kApp: w.id["appA1"],
+		for k, v := range map[string]string{kAccount: w.a1, kEntitlement: w.id["entA1"], kRole: w.id["roleA1"], kApp: w.id["appA1"], kLogType: "custom",
 			"roleHref": w.href["roleA1"], "appHref": w.href["appA1"], kInvitation: inv} {
 			m[k] = v
 		}

@@ -20,6 +20,7 @@ import (
 	"cads/shared/authz"
 	"cads/shared/bootstrap"
 	"cads/shared/domain"
+	"cads/shared/ids"
 	"cads/shared/metrics"
 	"cads/shared/store"
 	"cads/shared/wire"
@@ -399,4 +400,79 @@ func TestAddressSetsPageWithLinks(t *testing.T) {
 
 	// An order the store does not keep, over more than the budget: a 400.
 	a.errType(a.call(a.sets, a.op, "GET", coll+"?order=name", coll, "", ""), 400, "stored order", "order=name")
+}
+
+// GET /v2/applications/metrics sums the account's applications the caller
+// may read metrics of, never another account's, and refuses a query whose
+// chunk reads over all of them pass the budget.
+func TestApplicationCollectionMetrics(t *testing.T) {
+	a := newAPI(t)
+	st := a.deps.Store
+	ctx := context.Background()
+	now := st.Now()
+	if err := st.CreateAccount(ctx, domain.Account{ID: "otheracct", Name: "other", Ancestors: []string{}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct{ id, account string }{{"shopa", a.op.AccountID}, {"shopb", a.op.AccountID}, {"shopx", "otheracct"}} {
+		app := domain.Application{ID: x.id, Account: x.account, State: domain.AppRunning, Config: "{}", Version: 1, Created: now, Updated: now}
+		if err := st.CreateApplication(ctx, app, domain.Quota{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agg := metrics.NewAggregator(st, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var recs []metrics.Record
+	for i, n := range map[string]int{"shopa": 7, "shopb": 11, "shopx": 100} {
+		for j := range n {
+			recs = append(recs, metrics.Record{App: i, Arrival: now.Add(-time.Duration(j) * 13 * time.Second).Format(time.RFC3339Nano), StatusCode: 200})
+		}
+	}
+	body, _ := json.Marshal(metrics.Message{Batch: "coll", Records: recs})
+	if resp, err := agg.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "1", Body: string(body)}}}); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("fold: %v %v", err, resp)
+	}
+	const res = "/v2/applications/metrics"
+	r := a.must(a.call(a.mets, a.op, "GET", res+"?names=requests&summarize=true", res, "", ""), 200, "collection")
+	if !strings.Contains(r.raw, `"metrics":{"requests":18}`) {
+		t.Fatalf("sum over the account's applications: %s", r.raw)
+	}
+	r = a.must(a.call(a.mets, a.op, "GET", res+"?names=requests&resolution=600", res, "", ""), 200, "series")
+	var total float64
+	for _, v := range r.body["metrics"].(map[string]any)["requests"].([]any) {
+		total += v.(float64)
+	}
+	if total != 18 {
+		t.Fatalf("series sums to %v: %s", total, r.raw)
+	}
+
+	// A caller who may read one application's metrics sees only its part.
+	uid := ids.New()
+	if err := st.CreatePrincipal(ctx, domain.Principal{ID: uid, Kind: domain.KindUser, Email: uid + "@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	role := domain.Role{AccountID: a.op.AccountID, ID: ids.New(), Name: "one app", Version: 1,
+		Permissions: []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{res, "/v2/applications/*/metrics"}}, {Method: "GET", Effect: "deny", Spec: []string{"/v2/applications/shopb/**"}}}}
+	if err := st.CreateRole(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutGrant(ctx, domain.Grant{PrincipalID: uid, AccountID: a.op.AccountID, RoleID: role.ID, Via: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	one := apigw.Principal{ID: uid, Kind: domain.KindUser, Email: uid + "@example.com", AccountID: a.op.AccountID, KeyID: "k"}
+	if r := a.must(a.call(a.mets, one, "GET", res+"?names=requests&summarize=true", res, "", ""), 200, "filtered"); !strings.Contains(r.raw, `"requests":7}`) {
+		t.Fatalf("only shopa's metrics: %s", r.raw)
+	}
+	// Authenticated into another account (where no role of the caller
+	// applies), nothing of it is readable: the sum is empty, not the
+	// account's 100 requests, and never the first account's.
+	other := a.op
+	other.AccountID = "otheracct"
+	if r := a.must(a.call(a.mets, other, "GET", res+"?names=requests&summarize=true", res, "", ""), 200, "other account"); !strings.Contains(r.raw, `"requests":0}`) {
+		t.Fatalf("the other account's sum without a role there: %s", r.raw)
+	}
+
+	// A day at 10 s is 720 chunks in 4 shards per application: two of them
+	// pass MaxCollectionKeys.
+	q := "names=requests&resolution=10&from=" + now.Add(-24*time.Hour).Format(time.RFC3339) + "&to=" + now.Format(time.RFC3339)
+	a.errType(a.call(a.mets, a.op, "GET", res+"?"+q, res, "", ""), 400, "MaxCollectionKeys", "budget")
+	a.errType(a.call(a.mets, a.op, "GET", res, res, "", ""), 400, "names is required", "no names")
 }

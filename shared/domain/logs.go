@@ -17,3 +17,22 @@ type LogItem struct {
 	// TTL is the record's expiry (epoch seconds): DynamoDB removes it.
 	TTL int64 `dynamodbav:"ttl,omitempty"`
 }
+
+// LogArchive is a prepared archive of an application's logs of one type
+// over [From, To): a gzip file kept in the blob's chunk items, described
+// by this header in the account's partition (docs/logs.md, Archived logs; shared/store keeps it).
+type LogArchive struct {
+	Account string    `dynamodbav:"account"`
+	App     string    `dynamodbav:"app"`
+	Type    string    `dynamodbav:"type"`
+	From    time.Time `dynamodbav:"from"`
+	To      time.Time `dynamodbav:"to"`
+	Count   int       `dynamodbav:"count"`
+	Size    int       `dynamodbav:"size"`
+	Blob    string    `dynamodbav:"blob"`
+	Chunks  int       `dynamodbav:"chunks"`
+	Task    string    `dynamodbav:"task"`
+	Created time.Time `dynamodbav:"created"`
+	// Expires is when the archive stops being served (and its TTL).
+	Expires int64 `dynamodbav:"ttl"`
+}

@@ -41,6 +41,34 @@ type Task struct {
 	// exit_maintenance made by maximum_duration).
 	NotBefore int64  `dynamodbav:"not_before,omitempty"`
 	Ends      string `dynamodbav:"ends,omitempty"`
+	// Log is the task's progress, oldest first: one line when it is
+	// submitted and one per claim, release and finish, each appended by
+	// the write that makes the step (no item or round trip of its own),
+	// so it is bounded by the attempts (MaxAttempts in shared/tasks).
+	Log []TaskLogLine `dynamodbav:"log,omitempty"`
+}
+
+// Severities and activities of task log lines (the reference document's
+// event severities).
+const (
+	SeverityInfo    = "info"
+	SeverityWarning = "warning"
+	SeveritySevere  = "severe"
+
+	ActivitySubmit = "submit"
+	ActivityClaim  = "claim"
+	ActivityRetry  = "retry"
+	ActivityFinish = "finish"
+)
+
+// TaskLogLine is one line of a task's log. Process is the lease owner:
+// the worker invocation that wrote it ("" for the submission).
+type TaskLogLine struct {
+	Created  time.Time `dynamodbav:"t"`
+	Severity string    `dynamodbav:"s"`
+	Activity string    `dynamodbav:"a"`
+	Message  string    `dynamodbav:"m"`
+	Process  string    `dynamodbav:"p,omitempty"`
 }
 
 // Finished reports whether the task reached success or failed.

@@ -91,7 +91,7 @@ func (e *env) call(p apigw.Principal, method, path string, q url.Values, body st
 	}
 	req := events.APIGatewayProxyRequest{HTTPMethod: method, Path: path, Resource: "/v2/applications/{id}/logs", Body: body,
 		Headers: map[string]string{"Host": "api.local", "Content-Type": "application/json"}, MultiValueHeaders: map[string][]string{"Host": {"api.local"}, "Content-Type": {"application/json"}},
-		PathParameters: map[string]string{"id": strings.Split(path, "/")[3]},
+		PathParameters: pathParams(path),
 		RequestContext: events.APIGatewayProxyRequestContext{RequestID: "req-1", Stage: "api", HTTPMethod: method, Authorizer: p.Context()}}
 	if !utf8.ValidString(body) {
 		// JSON is one of the API's binary media types: the gateway passes
@@ -119,6 +119,19 @@ func (e *env) call(p apigw.Principal, method, path string, q url.Values, body st
 		}
 	}
 	return r
+}
+
+// pathParams are the parameters API Gateway would pass for path: {id}
+// (the fourth segment), and {log_type} on an archive's path.
+func pathParams(path string) map[string]string {
+	seg := strings.Split(path, "/")
+	out := map[string]string{}
+	if strings.HasPrefix(path, "/v2/archived-logs/applications/") && len(seg) == 6 {
+		out["id"], out["log_type"] = seg[4], seg[5]
+	} else if len(seg) > 3 {
+		out["id"] = seg[3]
+	}
+	return out
 }
 
 func (e *env) get(q url.Values) reply {

@@ -25,20 +25,28 @@ import (
 type Store interface {
 	PutStore
 	ScanStore
+	ArchiveReadStore
 	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
 }
 
 type handler struct {
-	st  Store
-	log *slog.Logger
+	st      Store
+	dec     Deciders
+	log     *slog.Logger
+	schemas []LogSchemaJSON
 }
 
-// NewHandler serves GET and POST /v2/applications/{id}/logs. The
+// NewHandler serves GET and POST /v2/applications/{id}/logs, GET
+// /v2/log-schemas and the archived logs (archive.go). The
 // authorizer has allowed the route; the application must be in the
 // caller's account (404 otherwise).
-func NewHandler(st Store, log *slog.Logger) http.Handler {
-	h := &handler{st: st, log: log}
+func NewHandler(st Store, dec Deciders, log *slog.Logger) http.Handler {
+	h := &handler{st: st, dec: dec, log: log, schemas: LogSchemas()}
 	mux := apigw.NewMux()
+	mux.HandleFunc("GET /v2/log-schemas", apigw.HandleInAccount(log, h.logSchemas))
+	mux.HandleFunc("GET /v2/archived-logs", apigw.HandleInAccount(log, h.listArchives))
+	mux.HandleFunc("GET /v2/archived-logs/applications/{id}/{log_type}", apigw.HandleInAccount(log, h.downloadArchive))
+	mux.HandleFunc("DELETE /v2/archived-logs/applications/{id}/{log_type}", apigw.HandleInAccount(log, h.deleteArchives))
 	mux.HandleFunc("GET /v2/applications/{id}/logs", apigw.HandleInAccount(log, h.get))
 	mux.HandleFunc("POST /v2/applications/{id}/logs", apigw.HandleInAccount(log, h.postLogs))
 	return mux

@@ -15,6 +15,18 @@ import (
 	"cads/shared/domain"
 )
 
+// appendLog is the update term that appends one line to the task's log,
+// with its values.
+func appendLog(l domain.TaskLogLine) (string, map[string]types.AttributeValue, error) {
+	av, err := attributevalue.Marshal([]domain.TaskLogLine{l})
+	if err != nil {
+		return "", nil, wrap("encode task log line", err)
+	}
+	return "#log = list_append(if_not_exists(#log, :nolog), :line)", map[string]types.AttributeValue{
+		":line": av, ":nolog": &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
+	}, nil
+}
+
 // Errors of the worker's conditional writes.
 var (
 	// ErrLeaseHeld: another invocation is running the task, or it is finished.
@@ -123,19 +135,26 @@ func (s *Store) PageTasks(ctx context.Context, account string, from, to time.Tim
 // another lease is live or the task is scheduled for later (not Due);
 // domain.ErrNotFound when there is no such task.
 func (s *Store) ClaimTask(ctx context.Context, id, owner string, now, leaseUntil time.Time) (domain.Task, error) {
+	logTerm, vals, err := appendLog(domain.TaskLogLine{Created: now.UTC(), Severity: domain.SeverityInfo, Activity: domain.ActivityClaim, Message: "a worker took the task", Process: owner})
+	if err != nil {
+		return domain.Task{}, err
+	}
+	for k, v := range map[string]types.AttributeValue{
+		":running": avStr(domain.TaskRunning), ":pending": avStr(domain.TaskPending), ":now": avStr(now.UTC().Format(timeLayout)),
+		":o": avStr(owner), ":lu": avNum(leaseUntil.UnixMilli()), ":nowms": avNum(now.UnixMilli()), ":one": avNum(1),
+	} {
+		vals[k] = v
+	}
 	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table),
 		Key:       key(taskPK(id), skTask),
 		UpdateExpression: aws.String("SET #st = :running, started = if_not_exists(started, :now), lease_owner = :o, " +
-			"lease_until = :lu, updated = :now ADD attempts :one"),
+			"lease_until = :lu, updated = :now, " + logTerm + " ADD attempts :one"),
 		ConditionExpression: aws.String("(#st = :pending OR #st = :running) AND (attribute_not_exists(lease_until) OR lease_until < :nowms) " +
 			"AND (attribute_not_exists(not_before) OR not_before <= :nowms)"),
-		ExpressionAttributeNames: map[string]string{"#st": "state"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":running": avStr(domain.TaskRunning), ":pending": avStr(domain.TaskPending), ":now": avStr(now.UTC().Format(timeLayout)),
-			":o": avStr(owner), ":lu": avNum(leaseUntil.UnixMilli()), ":nowms": avNum(now.UnixMilli()), ":one": avNum(1),
-		},
-		ReturnValues: types.ReturnValueAllNew,
+		ExpressionAttributeNames:  map[string]string{"#st": "state", "#log": "log"},
+		ExpressionAttributeValues: vals,
+		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if ddb.IsConditionFailed(err) {
 		// The task as it is, to tell "finished" from "leased elsewhere".
@@ -155,15 +174,24 @@ func (s *Store) ClaimTask(ctx context.Context, id, owner string, now, leaseUntil
 // ReleaseTask gives up owner's lease after a retryable failure, recording
 // the error, so that the next delivery may claim the task at once.
 func (s *Store) ReleaseTask(ctx context.Context, id, owner, lastError string) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      key(taskPK(id), skTask),
-		UpdateExpression:         aws.String("SET last_error = :e, updated = :u REMOVE lease_until, lease_owner"),
-		ConditionExpression:      aws.String("lease_owner = :o AND #st = :running"),
-		ExpressionAttributeNames: map[string]string{"#st": "state"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":e": avStr(clipText(lastError, 1000)), ":u": avStr(s.now().Format(timeLayout)), ":o": avStr(owner), ":running": avStr(domain.TaskRunning),
-		},
+	now := s.now()
+	lastError = clipText(lastError, 1000)
+	logTerm, vals, err := appendLog(domain.TaskLogLine{Created: now.UTC(), Severity: domain.SeverityWarning, Activity: domain.ActivityRetry, Message: lastError, Process: owner})
+	if err != nil {
+		return err
+	}
+	for k, v := range map[string]types.AttributeValue{
+		":e": avStr(lastError), ":u": avStr(now.Format(timeLayout)), ":o": avStr(owner), ":running": avStr(domain.TaskRunning),
+	} {
+		vals[k] = v
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(taskPK(id), skTask),
+		UpdateExpression:          aws.String("SET last_error = :e, updated = :u, " + logTerm + " REMOVE lease_until, lease_owner"),
+		ConditionExpression:       aws.String("lease_owner = :o AND #st = :running"),
+		ExpressionAttributeNames:  map[string]string{"#st": "state", "#log": "log"},
+		ExpressionAttributeValues: vals,
 	})
 	if ddb.IsConditionFailed(err) {
 		return ErrLeaseLost
@@ -231,11 +259,23 @@ type TaskFinish struct {
 // a *domain.Error (AliasTaken) when an alias it adds belongs to another
 // application.
 func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
-	now := s.now().Format(timeLayout)
-	vals := map[string]types.AttributeValue{
-		":st": avStr(f.State), ":m": avStr(clipText(f.Message, 2000)), ":now": avStr(now), ":o": avStr(f.Owner), ":running": avStr(domain.TaskRunning),
+	at := s.now()
+	now := at.Format(timeLayout)
+	msg := clipText(f.Message, 2000)
+	sev := domain.SeverityInfo
+	if f.State == domain.TaskFailed {
+		sev = domain.SeveritySevere
 	}
-	set := "SET #st = :st, message = :m, completed = :now, updated = :now"
+	logTerm, vals, err := appendLog(domain.TaskLogLine{Created: at.UTC(), Severity: sev, Activity: domain.ActivityFinish, Message: f.State + ": " + msg, Process: f.Owner})
+	if err != nil {
+		return err
+	}
+	for k, v := range map[string]types.AttributeValue{
+		":st": avStr(f.State), ":m": avStr(msg), ":now": avStr(now), ":o": avStr(f.Owner), ":running": avStr(domain.TaskRunning),
+	} {
+		vals[k] = v
+	}
+	set := "SET #st = :st, message = :m, completed = :now, updated = :now, " + logTerm
 	if f.Result != "" {
 		set += ", #res = :r"
 		vals[":r"] = avStr(f.Result)
@@ -247,7 +287,7 @@ func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
 			Key:                       key(taskPK(f.ID), skTask),
 			UpdateExpression:          aws.String(set),
 			ConditionExpression:       aws.String("lease_owner = :o AND #st = :running"),
-			ExpressionAttributeNames:  map[string]string{"#st": "state", "#res": "result"},
+			ExpressionAttributeNames:  map[string]string{"#st": "state", "#res": "result", "#log": "log"},
 			ExpressionAttributeValues: vals,
 		}},
 		{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(taskPK(f.ID), skOutbox)}},
@@ -292,7 +332,7 @@ func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
 		}
 		items = append(items, puts...)
 	}
-	err := s.transact(ctx, "finish task", items)
+	err = s.transact(ctx, "finish task", items)
 	switch {
 	case txConditionFailedAt(err, 0):
 		return ErrLeaseLost

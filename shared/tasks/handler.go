@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -48,6 +49,7 @@ func New(st Store, dec Deciders, outbox *Outbox, log *slog.Logger) http.Handler 
 	mux.HandleFunc("POST /v2/tasks", h.wrap(h.create))
 	mux.HandleFunc("GET /v2/tasks", h.wrap(h.list))
 	mux.HandleFunc("GET /v2/tasks/{id}", h.wrap(h.get))
+	mux.HandleFunc("GET /v2/tasks/{id}/logs", h.wrap(h.logs))
 	return mux
 }
 
@@ -93,9 +95,9 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, decErr
 	}
 	if req.App != "" {
-		method := Permission[req.Type]
-		if d := dec.Decide(method, AppHref(req.App)); !d.Allowed {
-			return 0, nil, apigw.Forbidden("a %s task needs %s %s besides POST /v2/tasks: %s", req.Type, method, AppHref(req.App), d.Explain())
+		method, path := Permission[req.Type], PermissionPath(req)
+		if d := dec.Decide(method, path); !d.Allowed {
+			return 0, nil, apigw.Forbidden("a %s task needs %s %s besides POST /v2/tasks: %s", req.Type, method, path, d.Explain())
 		}
 		if errors.Is(appErr, domain.ErrNotFound) {
 			return 0, nil, apigw.NotFound("no application %q", req.App)
@@ -179,6 +181,72 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, err
 	}
 	return http.StatusOK, Out(t), nil
+}
+
+// ProcessLog is one line of GET /v2/tasks/{id}/logs (the reference
+// document's ProcessLog). process_id is the worker invocation that wrote
+// the line; the submission's line has none.
+type ProcessLog struct {
+	ProcessID string    `json:"process_id,omitempty"`
+	Activity  string    `json:"activity"`
+	Created   time.Time `json:"created"`
+	Severity  string    `json:"severity"`
+	Message   string    `json:"message"`
+}
+
+// Task log limits: limit defaults as every collection's does; a task's
+// log is bounded by its attempts, so MaxLogLimit is never the binding one.
+const (
+	DefaultLogLimit = 100
+	MaxLogLimit     = 1000
+)
+
+// logs is GET /v2/tasks/{id}/logs: the task's log lines created in
+// [from, to), oldest first, at most limit of them. The lines live on the
+// task's item: one GetItem, however many there are.
+func (h *handler) logs(r *http.Request, p apigw.Principal) (int, any, error) {
+	q := r.URL.Query()
+	from, err := timeParam(q.Get("from"), "from")
+	if err != nil {
+		return 0, nil, err
+	}
+	to, err := timeParam(q.Get("to"), "to")
+	if err != nil {
+		return 0, nil, err
+	}
+	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
+		return 0, nil, apigw.BadRequest("from must be before to; from is inclusive, to exclusive")
+	}
+	limit := DefaultLogLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > MaxLogLimit {
+			return 0, nil, apigw.BadRequest("limit must be a whole number from 0 to %d", MaxLogLimit)
+		}
+		limit = n
+	}
+	id, err := apigw.PathID(r, "id", "task")
+	if err != nil {
+		return 0, nil, err
+	}
+	t, err := h.st.GetTask(r.Context(), p.AccountID, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		return 0, nil, apigw.NotFound("no task %q", id)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	out := []ProcessLog{}
+	for _, l := range t.Log {
+		if len(out) == limit {
+			break
+		}
+		if !from.IsZero() && l.Created.Before(from) || !to.IsZero() && !l.Created.Before(to) {
+			continue
+		}
+		out = append(out, ProcessLog{ProcessID: l.Process, Activity: l.Activity, Created: l.Created.UTC(), Severity: l.Severity, Message: l.Message})
+	}
+	return http.StatusOK, out, nil
 }
 
 // list is GET /v2/tasks: the account's tasks created in [from, to) that the

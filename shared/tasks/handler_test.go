@@ -172,10 +172,14 @@ func TestTaskPermissionTable(t *testing.T) {
 		tasks.TypeRunAction:                 `{"id":"ping"}`,
 		tasks.TypeGenerateOriginCertificate: `{"key":` + string(keyJSON) + `}`,
 		tasks.TypeInvalidateCache:           `{"tags":["css"]}`,
+		tasks.TypePrepareForDownload:        `{"reference":"/v2/archived-logs/applications/` + app.ID + `/proxy-logs","from":"2026-05-01T10:00:00Z","to":"2026-05-01T12:00:00Z"}`,
 	}
+	// The path the permission is decided on: the target, or the archive.
+	on := map[string]string{tasks.TypePrepareForDownload: "/v2/archived-logs/applications/" + app.ID + "/proxy-logs"}
 	want := map[string]string{
 		tasks.TypeEnterMaintenance: "PATCH", tasks.TypeExitMaintenance: "PATCH", tasks.TypeRunAction: "PATCH",
 		tasks.TypeStart: "PATCH", tasks.TypeStop: "PATCH", tasks.TypeGenerateOriginCertificate: "GET", tasks.TypeInvalidateCache: "PUT",
+		tasks.TypePrepareForDownload: "GET",
 	}
 	methods := []string{"GET", "POST", "PATCH", "PUT", "DELETE"}
 	for _, typ := range tasks.PostTypes {
@@ -185,18 +189,22 @@ func TestTaskPermissionTable(t *testing.T) {
 				t.Fatalf("permission %s, docs/api.md#tasks says %s", needed, want[typ])
 			}
 			b := body(typ, tasks.AppHref(app.ID), params[typ])
+			path := tasks.AppHref(app.ID)
+			if p, ok := on[typ]; ok {
+				path = p
+			}
 
 			// Everything but the needed method: refused, nothing written.
 			var others []authz.Permission
 			for _, m := range methods {
 				if m != needed {
-					others = append(others, permit(m, "/v2/applications**"))
+					others = append(others, permit(m, "/v2/applications**", "/v2/archived-logs**"))
 				}
 			}
 			lacking := a.user(append(others, permit("POST", "/v2/tasks"))...)
 			before := a.taskCount()
 			r := a.do(lacking, "POST", "/v2/tasks", b)
-			if r.Status != 403 || !strings.Contains(r.Raw, needed+" /v2/applications/"+app.ID) {
+			if r.Status != 403 || !strings.Contains(r.Raw, needed+" "+path) {
 				t.Fatalf("without %s: %d %s", needed, r.Status, r.Raw)
 			}
 			if a.taskCount() != before {
@@ -204,13 +212,13 @@ func TestTaskPermissionTable(t *testing.T) {
 			}
 
 			// A deny in the same role blocks it too.
-			denied := a.user(permit("POST", "/v2/tasks"), permit(needed, "/v2/applications/*"), deny(needed, "/v2/applications/"+app.ID))
+			denied := a.user(permit("POST", "/v2/tasks"), permit(needed, "/v2/applications/*", "/v2/archived-logs/**"), deny(needed, path))
 			if r := a.do(denied, "POST", "/v2/tasks", b); r.Status != 403 {
 				t.Fatalf("denied: %d %s", r.Status, r.Raw)
 			}
 
 			// Exactly the needed permission: accepted.
-			exact := a.user(permit("POST", "/v2/tasks"), permit(needed, "/v2/applications/"+app.ID))
+			exact := a.user(permit("POST", "/v2/tasks"), permit(needed, path))
 			r = a.do(exact, "POST", "/v2/tasks", b)
 			if r.Status != 201 || r.Body["state"] != "pending" || r.Body["type"] != typ || r.Body["target"] != tasks.AppHref(app.ID) {
 				t.Fatalf("with %s: %d %s", needed, r.Status, r.Raw)
@@ -256,6 +264,18 @@ func TestCreateTaskValidation(t *testing.T) {
 		{body("run-action", target, `{}`), 400, "parameters.id is required"},
 		{body("run-action", target, `{"id":"nosuch"}`), 404, "no action"},
 		{body("generate-origin-certificate", target, `{}`), 400, "key is required"},
+		{body("prepare-for-download", "", ``), 400, "parameters is required"},
+		{body("prepare-for-download", "", `{"from":"2026-05-01T10:00:00Z","to":"2026-05-01T11:00:00Z"}`), 400, "reference is required"},
+		{body("prepare-for-download", "", `{"reference":"/v2/applications/`+app.ID+`/logs","from":"2026-05-01T10:00:00Z","to":"2026-05-01T11:00:00Z"}`), 400, "not an archived-logs reference"},
+		{body("prepare-for-download", "", `{"reference":"/v2/archived-logs/applications/`+app.ID+`/access","from":"2026-05-01T10:00:00Z","to":"2026-05-01T11:00:00Z"}`), 400, "not an archive type"},
+		{body("prepare-for-download", "", `{"reference":"/v2/archived-logs/applications/`+app.ID+`/cdn"}`), 400, "from and parameters.to are required"},
+		{body("prepare-for-download", "", `{"reference":"/v2/archived-logs/applications/`+app.ID+`/cdn","from":"2026-05-01T10:30:00Z","to":"2026-05-01T11:00:00Z"}`), 400, "whole hours"},
+		{body("prepare-for-download", "", `{"reference":"/v2/archived-logs/applications/`+app.ID+`/cdn","from":"2026-05-01T11:00:00Z","to":"2026-05-01T10:00:00Z"}`), 400, "before"},
+		{body("prepare-for-download", "", `{"reference":"/v2/archived-logs/applications/`+app.ID+`/cdn","from":"2026-03-01T10:00:00Z","to":"2026-05-01T10:00:00Z"}`), 400, "MaxPartitions"},
+		{body("prepare-for-download", "", `{"reference":"/v2/archived-logs/applications/`+app.ID+`/cdn","from":"2026-05-01T10:00:00Z","to":"2026-05-01T11:00:00Z","retention":31}`), 400, "3 to 30 days"},
+		{body("prepare-for-download", "", `{"reference":"/v2/archived-logs/applications/`+app.ID+`/cdn","from":"2026-05-01T10:00:00Z","to":"2026-05-01T11:00:00Z","restore_type":"now"}`), 400, "restore_type"},
+		{body("prepare-for-download", tasks.AppHref(other.ID), `{"reference":"/v2/archived-logs/applications/`+app.ID+`/cdn","from":"2026-05-01T10:00:00Z","to":"2026-05-01T11:00:00Z"}`), 400, "not the application of parameters.reference"},
+		{body("prepare-for-download", "", `{"reference":"/v2/archived-logs/applications/`+other.ID+`/cdn","from":"2026-05-01T10:00:00Z","to":"2026-05-01T11:00:00Z"}`), 404, "no application"},
 		{body("generate-origin-certificate", target, `{"key":"x"}`), 400, "not a PEM block"},
 		{body("generate-origin-certificate", target, `{"key":`+string(weak)+`}`), 400, "at least 2048"},
 		{body("invalidate-cache", target, `{"urls":["/a"],"tags":["b"]}`), 400, "not both"},

@@ -25,6 +25,7 @@ import (
 	"cads/shared/outbox"
 	"cads/shared/store"
 	"cads/shared/tasks"
+	"cads/shared/wire/taskworkerwire"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -110,6 +111,7 @@ func newEnv(t *testing.T) *env {
 	e.dp = &testDP{FakeDataPlane: tasks.NewFakeDataPlane(quiet, tasks.LoopbackOnly)}
 	e.ob, e.outbox = newOutbox(st, e.sent)
 	e.w = tasks.NewWorker(st, e.dp, e.ob, quiet)
+	e.w.Archives = taskworkerwire.Archives(st)
 	if err := st.CreateAccount(context.Background(), domain.Account{ID: "acct", Name: "acct", Ancestors: []string{}}, nil); err != nil {
 		t.Fatal(err)
 	}

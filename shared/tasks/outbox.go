@@ -39,7 +39,8 @@ func NewTask(now time.Time, account, principal string, r Request) (domain.Task, 
 		return domain.Task{}, fmt.Errorf("encode task parameters: %w", err)
 	}
 	t := domain.Task{ID: ids.New(), Account: account, Type: r.Type, App: r.App, Parameters: string(params),
-		State: domain.TaskPending, CreatedBy: principal, Created: now, Updated: now}
+		State: domain.TaskPending, CreatedBy: principal, Created: now, Updated: now,
+		Log: []domain.TaskLogLine{{Created: now.UTC(), Severity: domain.SeverityInfo, Activity: domain.ActivitySubmit, Message: "queued"}}}
 	if r.App != "" {
 		t.Target = AppHref(r.App)
 	}

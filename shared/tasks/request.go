@@ -3,6 +3,7 @@ package tasks
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -45,6 +46,17 @@ type (
 	InvalidateParams struct {
 		URLs []string `json:"urls,omitempty"`
 		Tags []string `json:"tags,omitempty"`
+	}
+	// PrepareParams are prepare-for-download's: the archive's reference,
+	// its range of whole hours, how many days it is kept, and the
+	// restore urgency (accepted; every range is online, so all are
+	// prepared at once).
+	PrepareParams struct {
+		Reference   string     `json:"reference"`
+		From        *time.Time `json:"from"`
+		To          *time.Time `json:"to"`
+		Retention   *int       `json:"retention,omitempty"`
+		RestoreType string     `json:"restore_type,omitempty"`
 	}
 	// PatchParams are patch-application's: the new values of the changed
 	// configuration fields (null: back to the default).
@@ -108,6 +120,15 @@ func ParsePost(body []byte, now time.Time) (Request, error) {
 	target, err := parseTarget(in.Target)
 	if err != nil {
 		return Request{}, err
+	}
+	if typ == TypePrepareForDownload {
+		p, err := parsePrepareParams(in.Parameters, target)
+		if err != nil {
+			return Request{}, err
+		}
+		r.App, _, _ = ParseArchiveReference(p.Reference)
+		r.Params = p
+		return r, nil
 	}
 	if target == "" && typ != TypeGenerateOriginCertificate {
 		return Request{}, apigw.BadRequest("target is required: the application's href, like /v2/applications/<id>")
@@ -239,6 +260,46 @@ func (p InvalidateParams) validate() error {
 	return nil
 }
 
+func parsePrepareParams(raw json.RawMessage, target string) (PrepareParams, error) {
+	var p PrepareParams
+	if err := decodeParams(raw, &p, true); err != nil {
+		return p, err
+	}
+	if p.Reference == "" {
+		return p, apigw.BadRequest("parameters.reference is required: the archive's reference, like /v2/archived-logs/applications/<id>/proxy-logs")
+	}
+	app, _, err := ParseArchiveReference(p.Reference)
+	if err != nil {
+		return p, apigw.BadRequest("parameters.%s", err.Error())
+	}
+	if target != "" && target != AppHref(app) {
+		return p, apigw.BadRequest("target %q is not the application of parameters.reference (%s); leave it out", target, AppHref(app))
+	}
+	if p.From == nil || p.To == nil {
+		return p, apigw.BadRequest("parameters.from and parameters.to are required: the range to archive, on whole hours")
+	}
+	from, to := p.From.UTC(), p.To.UTC()
+	if !from.Truncate(time.Hour).Equal(from) || !to.Truncate(time.Hour).Equal(to) {
+		return p, apigw.BadRequest("parameters.from and parameters.to must be on whole hours, like 2026-05-01T13:00:00Z")
+	}
+	if !from.Before(to) {
+		return p, apigw.BadRequest("parameters.from must be before parameters.to")
+	}
+	if to.Sub(from) > MaxArchiveHours*time.Hour {
+		return p, apigw.BadRequest("parameters: a range of at most %d hours (MaxPartitions of the logs)", MaxArchiveHours)
+	}
+	if p.Retention != nil && (*p.Retention < MinArchiveRetention || *p.Retention > MaxArchiveRetention) {
+		return p, apigw.BadRequest("parameters.retention: %d to %d days", MinArchiveRetention, MaxArchiveRetention)
+	}
+	switch p.RestoreType {
+	case "", "bulk", "standard", "expedited":
+	default:
+		return p, apigw.BadRequest("parameters.restore_type: bulk, standard or expedited")
+	}
+	p.From, p.To = &from, &to
+	return p, nil
+}
+
 func parseCertificateParams(raw json.RawMessage, now time.Time, hasTarget bool) (CertificateParams, error) {
 	var p CertificateParams
 	if err := decodeParams(raw, &p, true); err != nil {
@@ -282,4 +343,33 @@ func parseCertificateParams(raw json.RawMessage, now time.Time, hasTarget bool) 
 		p.Expiry = &e
 	}
 	return p, nil
+}
+
+// Archive references and limits of prepare-for-download (docs/logs.md,
+// Archived logs). They are the logs family's (shared/logs, which the
+// worker's wiring plugs in as its Archiver); this package keeps its own
+// copy so that the tasks and applications functions do not link the logs,
+// and a test checks that the two agree.
+const (
+	MaxArchiveHours     = 31 * 24
+	MinArchiveRetention = 3
+	MaxArchiveRetention = 30
+)
+
+// ArchiveTypes are the archive types a reference names.
+var ArchiveTypes = []string{"cdn", "csp-reports", "custom", "pageviews", "proxy-logs"}
+
+var archiveRefRE = regexp.MustCompile(`^/v2/archived-logs/applications/([a-z0-9]{1,64})/([a-z-]+)$`)
+
+// ParseArchiveReference reads an archive reference: the application id
+// and the archive type, or an error fit for a 400.
+func ParseArchiveReference(ref string) (app, archiveType string, err error) {
+	m := archiveRefRE.FindStringSubmatch(ref)
+	if m == nil {
+		return "", "", fmt.Errorf("reference %q is not an archived-logs reference like /v2/archived-logs/applications/<id>/proxy-logs", clip(ref, 100))
+	}
+	if !slices.Contains(ArchiveTypes, m[2]) {
+		return "", "", fmt.Errorf("reference: %q is not an archive type; use one of %s", m[2], strings.Join(ArchiveTypes, ", "))
+	}
+	return m[1], m[2], nil
 }

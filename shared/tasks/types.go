@@ -18,7 +18,7 @@ import (
 // outbox sends task messages.
 const QueueID = "TasksQueue"
 
-// Task types. The first seven are accepted by POST /v2/tasks;
+// Task types. All but patch-application are accepted by POST /v2/tasks;
 // patch-application is created by PATCH /v2/applications/{id}.
 const (
 	TypeStart                     = "start"
@@ -29,13 +29,15 @@ const (
 	TypeGenerateOriginCertificate = "generate-origin-certificate"
 	TypeInvalidateCache           = "invalidate-cache"
 	TypePatchApplication          = "patch-application"
+	TypePrepareForDownload        = "prepare-for-download"
 )
 
 // PostTypes are the types POST /v2/tasks accepts, in the order the API publishes them.
-var PostTypes = []string{TypeEnterMaintenance, TypeExitMaintenance, TypeRunAction, TypeStart, TypeStop, TypeGenerateOriginCertificate, TypeInvalidateCache}
+var PostTypes = []string{TypeEnterMaintenance, TypeExitMaintenance, TypeRunAction, TypeStart, TypeStop, TypeGenerateOriginCertificate, TypeInvalidateCache, TypePrepareForDownload}
 
 // Permission is docs/api.md#tasks: the method a caller needs on
-// /v2/applications/{id}, besides POST /v2/tasks, to run each task type.
+// /v2/applications/{id}, besides POST /v2/tasks, to run each task type
+// (prepare-for-download: on the archive's reference, PermissionPath).
 var Permission = map[string]string{
 	TypeEnterMaintenance:          http.MethodPatch,
 	TypeExitMaintenance:           http.MethodPatch,
@@ -44,6 +46,17 @@ var Permission = map[string]string{
 	TypeStop:                      http.MethodPatch,
 	TypeGenerateOriginCertificate: http.MethodGet,
 	TypeInvalidateCache:           http.MethodPut,
+	TypePrepareForDownload:        http.MethodGet,
+}
+
+// PermissionPath is the path Permission[r.Type] is decided on: the
+// archive's reference for prepare-for-download (reading the archive is
+// what the task is for), else the target application.
+func PermissionPath(r Request) string {
+	if p, ok := r.Params.(PrepareParams); ok {
+		return p.Reference
+	}
+	return AppHref(r.App)
 }
 
 // Lifecycle is the state change a lifecycle task makes: from one of From,

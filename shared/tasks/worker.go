@@ -50,7 +50,35 @@ type Worker struct {
 	log         *slog.Logger
 	MaxAttempts int
 	Lease       time.Duration
+	// Archives prepares log archives (prepare-for-download); without it
+	// those tasks fail.
+	Archives Archiver
 }
+
+// Archiver writes log archives (the logs family's, plugged in by the
+// worker's wiring). A range it refuses (a budget, too many archives) is a
+// Permanent error; store.ErrNotFound means the application is gone.
+type Archiver interface {
+	PrepareArchive(ctx context.Context, r ArchiveRequest) (ArchiveResult, error)
+}
+
+// ArchiveRequest is what a prepare-for-download task asks for.
+type ArchiveRequest struct {
+	Account, App, ArchiveType string
+	From, To                  time.Time
+	RetentionDays             int // 0: the default
+	Task                      string
+}
+
+// ArchiveResult is a prepared archive: the task's message and result.
+type ArchiveResult struct {
+	Message string
+	Result  any
+}
+
+// Permanent is an error that fails a task at once with msg: running it
+// again cannot help.
+func Permanent(msg string) error { return permanent{msg} }
 
 // Sweeper sends the messages the outbox owes (outbox.Outbox): those of
 // every kind, not only tasks, since the worker's schedule is the one
@@ -250,6 +278,8 @@ func (w *Worker) run(ctx context.Context, t domain.Task) (finish, error) {
 		return w.certificate(ctx, t)
 	case TypeInvalidateCache:
 		return w.invalidate(ctx, t)
+	case TypePrepareForDownload:
+		return w.prepare(ctx, t)
 	}
 	return finish{}, failf("unknown task type %q", t.Type)
 }
@@ -477,6 +507,35 @@ func (w *Worker) invalidate(ctx context.Context, t domain.Task) (finish, error) 
 		result:  map[string]any{"scope": scope, "urls": p.URLs, "tags": p.Tags},
 		fin:     store.TaskFinish{Invalidation: &inv},
 	}, nil
+}
+
+// prepare writes the archive a prepare-for-download task asks for. A
+// range past a budget fails the task, naming the limit; nothing is
+// written unless the whole archive is.
+func (w *Worker) prepare(ctx context.Context, t domain.Task) (finish, error) {
+	var p PrepareParams
+	if err := json.Unmarshal([]byte(t.Parameters), &p); err != nil || p.From == nil || p.To == nil {
+		return finish{}, failf("stored parameters do not parse: %v", err)
+	}
+	if w.Archives == nil {
+		return finish{}, failf("log archives are not available in this deployment")
+	}
+	app, typ, err := ParseArchiveReference(p.Reference)
+	if err != nil {
+		return finish{}, failf("%v", err)
+	}
+	days := 0
+	if p.Retention != nil {
+		days = *p.Retention
+	}
+	res, err := w.Archives.PrepareArchive(ctx, ArchiveRequest{Account: t.Account, App: app, ArchiveType: typ, From: *p.From, To: *p.To, RetentionDays: days, Task: t.ID})
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return finish{}, failf("application %s no longer exists", app)
+	case err != nil:
+		return finish{}, err
+	}
+	return finish{message: res.Message, result: res.Result}, nil
 }
 
 func orNone(s string) string {

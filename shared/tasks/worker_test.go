@@ -25,6 +25,7 @@ import (
 
 	"cads/shared/applications/appconfig"
 	"cads/shared/domain"
+	"cads/shared/logs"
 	"cads/shared/store"
 	"cads/shared/tasks"
 )
@@ -59,6 +60,10 @@ func TestStateMachineTable(t *testing.T) {
 					params = tasks.InvalidateParams{Tags: []string{"css"}}
 				case tasks.TypePatchApplication:
 					params = tasks.PatchParams{Changes: appconfig.Changes{"request_timeout": json.RawMessage("45")}}
+				case tasks.TypePrepareForDownload:
+					from := time.Now().UTC().Truncate(time.Hour)
+					to := from.Add(time.Hour)
+					params = tasks.PrepareParams{Reference: logs.ArchiveHref(a.ID, "custom"), From: &from, To: &to}
 				}
 				tk := e.submit(typ, a.ID, params)
 				if out := e.run(tk.ID); out != tasks.Done {

@@ -44,13 +44,13 @@ var functionDeps = map[string]function{
 	"notifier":     {"notifierwire", join(rbac, "rbacadmin", "identity", "patch", "outbox")},
 	"applications": {"applicationswire", join(rbac, "applications", "applications/appconfig", "applications/pagecontrol", "patch", "tasks", "outbox", "wire/taskswire")},
 	"tasks":        {"taskswire", join(rbac, "tasks", "applications/appconfig", "outbox")},
-	"task-worker":  {"taskworkerwire", join(rbac, "tasks", "applications/appconfig", "outbox")},
+	"task-worker":  {"taskworkerwire", join(rbac, "tasks", "applications/appconfig", "outbox", "logs", "metrics")},
 	"tests":        {"testswire", join(rbac, "apptests", "applications/appconfig", "loadgen", "metrics", "outbox")},
 	"test-runner":  {"testrunnerwire", join(rbac, "apptests", "applications/appconfig", "loadgen", "metrics", "outbox", "wire/metricswire")},
 	"address-sets": {"addresssetswire", join(rbac, "addresssets", "metrics", "patch", "outbox", "wire/metricswire")},
 	"metrics":      {"metricsapiwire", join(rbac, "metrics", "metrics/prototypes", "logs")},
 	"aggregator":   {"aggregatorwire", join(rbac, "metrics", "addresssets", "logs", "patch", "outbox", "wire/metricswire")},
-	"logs":         {"logswire", []string{"logs", "metrics"}},
+	"logs":         {"logswire", join(rbac, "logs", "metrics")},
 	"installer":    {"installerwire", join(rbac, "installer", "bootstrap")},
 }
 

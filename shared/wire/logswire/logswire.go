@@ -4,16 +4,19 @@ package logswire
 import (
 	"context"
 
+	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/logs"
 	"cads/shared/wire"
 )
 
 // FromEnv reads the logs function's dependencies from the environment.
-func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx) }
+func FromEnv(ctx context.Context) (wire.Deps, error) {
+	return wire.FromEnv(ctx, wire.WithAuthzStaleness(access.DefaultStaleness))
+}
 
 // Handler is the logs function's handler: GET and POST
 // /v2/applications/{id}/logs. Ingest rides on the aggregator.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, logs.NewHandler(d.Store, d.Log))
+	return apigw.Lambda(d.Log, logs.NewHandler(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log))
 }

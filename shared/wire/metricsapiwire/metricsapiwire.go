@@ -22,8 +22,9 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 
 // Handler is the metrics function's handler.
 func Handler(d wire.Deps) apigw.ProxyHandler {
+	dec := access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness))
 	mux := http.NewServeMux()
-	mux.Handle("/", metrics.NewHandler(d.Store, d.Log))
-	prototypes.Register(mux, d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log)
+	mux.Handle("/", metrics.NewHandler(d.Store, dec, d.Log))
+	prototypes.Register(mux, d.Store, dec, d.Log)
 	return apigw.Lambda(d.Log, mux)
 }

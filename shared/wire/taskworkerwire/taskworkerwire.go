@@ -3,7 +3,12 @@ package taskworkerwire
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
 
+	"cads/shared/domain"
+	"cads/shared/logs"
 	"cads/shared/outbox"
 	"cads/shared/tasks"
 	"cads/shared/wire"
@@ -32,5 +37,28 @@ func Local(d wire.Deps) tasks.SQSHandler {
 func worker(d wire.Deps, policy tasks.DialPolicy) tasks.SQSHandler {
 	sweep := outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log)
 	w := tasks.NewWorker(d.Store, tasks.NewFakeDataPlane(d.Log, policy), sweep, d.Log)
+	w.Archives = Archives(d.Store)
 	return w.Handle
+}
+
+// Archives plugs the logs family's archives into the worker: a range the
+// logs refuse fails the task, naming the limit.
+func Archives(st logs.ArchiveStore) tasks.Archiver { return archiver{logs.NewArchiver(st)} }
+
+type archiver struct{ a *logs.Archiver }
+
+func (x archiver) PrepareArchive(ctx context.Context, r tasks.ArchiveRequest) (tasks.ArchiveResult, error) {
+	a, err := x.a.Prepare(ctx, logs.ArchiveRequest{Account: r.Account, App: r.App, ArchiveType: r.ArchiveType, From: r.From, To: r.To,
+		RetentionDays: r.RetentionDays, Task: r.Task})
+	var bq *logs.BadQuery
+	if errors.As(err, &bq) {
+		return tasks.ArchiveResult{}, tasks.Permanent(bq.Msg)
+	}
+	if err != nil {
+		return tasks.ArchiveResult{}, err
+	}
+	return tasks.ArchiveResult{
+		Message: fmt.Sprintf("archive of %d records (%d bytes) ready until %s", a.Count, a.Size, time.Unix(a.Expires, 0).UTC().Format(time.RFC3339)),
+		Result:  logs.ArchivedLogs([]domain.LogArchive{a})[0],
+	}, nil
 }
