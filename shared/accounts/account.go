@@ -6,15 +6,12 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/text/unicode/norm"
 
-	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/builtin"
 	"cads/shared/domain"
@@ -72,116 +69,31 @@ func accountOut(a domain.AccountRecord) Account {
 
 // ---------------------------------------------------------------- list
 
-// MaxListedAccounts bounds the accounts GET /v2/accounts considers: the
-// caller's account, the accounts where the caller holds roles, and their
-// descendants breadth first (nearest first) until this many are found.
-const MaxListedAccounts = 1000
-
-// childQueriesInFlight bounds the parallel CHILDREN# queries of one level.
-const childQueriesInFlight = 16
-
-// listAccounts returns every account the caller may view: those for which
-// GET /v2/accounts/{id} would be allowed (docs/api.md#collection-reads, decided as if
-// authenticated into each, like the authorizer does).
+// listAccounts returns the accounts the caller may view: those for which
+// GET /v2/accounts/{id} would be allowed (docs/api.md#collection-reads,
+// decided as if authenticated into each, like the authorizer does), paged
+// through every account of the installation in creation order.
 func (h *handler) listAccounts(r *http.Request, p apigw.Principal) (int, any, error) {
 	page, err := apigw.ParsePage(r.URL.Query(), "name", "keyword", "created")
 	if err != nil {
 		return 0, nil, err
 	}
-	var (
-		cands []domain.AccountRecord
-		d     *access.Decider
-	)
-	g, gctx := errgroup.WithContext(r.Context())
-	g.Go(func() (err error) { cands, err = h.candidates(gctx, p); return err })
-	g.Go(func() (err error) { d, err = h.dec.Decider(gctx, p); return err })
-	if err := g.Wait(); err != nil {
+	list, err := apigw.List(r, page, apigw.Lister[domain.AccountRecord, Account]{
+		Name: "accounts", Indexed: "created", Read: h.st.PageAccounts, ValidPosition: store.ValidPosition,
+		Allow: func(ctx context.Context) (func(domain.AccountRecord) bool, error) {
+			d, err := h.dec.Decider(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			return func(a domain.AccountRecord) bool { return d.AllowsFor(http.MethodGet, accountHref(a.ID), a.Account) }, nil
+		},
+		Out:  func(a domain.AccountRecord) (Account, error) { return accountOut(a), nil },
+		Sort: sortAccounts,
+	})
+	if err != nil {
 		return 0, nil, err
 	}
-	out := make([]Account, 0, len(cands))
-	for _, a := range cands {
-		if d.AllowsFor(http.MethodGet, accountHref(a.ID), a.Account) {
-			out = append(out, accountOut(a))
-		}
-	}
-	sortAccounts(out, page.Order)
-	return http.StatusOK, apigw.Window(out, page), nil
-}
-
-// candidates are the accounts the caller might view: roles apply only in
-// the account that defines them or (inheritable ones) below it, so no other
-// account can be viewable. Each level of descendants costs one round of
-// parallel GSI queries.
-func (h *handler) candidates(ctx context.Context, p apigw.Principal) ([]domain.AccountRecord, error) {
-	grants, err := h.st.Grants(ctx, p.ID)
-	if err != nil {
-		return nil, err
-	}
-	var seeds []string
-	if p.AccountID != "" {
-		seeds = append(seeds, p.AccountID)
-	}
-	roots := map[string]bool{}
-	for _, g := range grants {
-		if !slices.Contains(seeds, g.AccountID) {
-			seeds = append(seeds, g.AccountID)
-		}
-		roots[g.AccountID] = true
-	}
-	if len(seeds) > MaxListedAccounts {
-		seeds = seeds[:MaxListedAccounts]
-	}
-	found, err := h.st.GetAccountRecords(ctx, seeds)
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	var frontier []string
-	for _, a := range found {
-		seen[a.ID] = true
-		if roots[a.ID] {
-			frontier = append(frontier, a.ID)
-		}
-	}
-	for len(frontier) > 0 && len(found) < MaxListedAccounts {
-		level, err := h.children(ctx, frontier, MaxListedAccounts-len(found))
-		if err != nil {
-			return nil, err
-		}
-		frontier = frontier[:0]
-		for _, a := range level {
-			if seen[a.ID] || len(found) >= MaxListedAccounts {
-				continue
-			}
-			seen[a.ID] = true
-			found = append(found, a)
-			frontier = append(frontier, a.ID)
-		}
-	}
-	return found, nil
-}
-
-// children reads the sub-accounts of every parent, in parallel.
-func (h *handler) children(ctx context.Context, parents []string, max int) ([]domain.AccountRecord, error) {
-	var (
-		mu  sync.Mutex
-		out []domain.AccountRecord
-	)
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(childQueriesInFlight)
-	for _, id := range parents {
-		g.Go(func() error {
-			cs, err := h.st.ChildAccounts(gctx, id, max)
-			mu.Lock()
-			defer mu.Unlock()
-			out = append(out, cs...)
-			return err
-		})
-	}
-	err := g.Wait()
-	// Parallel answers arrive in any order; keep the result stable.
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, err
+	return http.StatusOK, list, nil
 }
 
 func sortAccounts(as []Account, order []apigw.OrderKey) {

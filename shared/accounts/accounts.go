@@ -27,7 +27,7 @@ type Store interface {
 
 	GetAccountRecord(ctx context.Context, id string) (domain.AccountRecord, error)
 	GetAccountRecords(ctx context.Context, ids []string) ([]domain.AccountRecord, error)
-	ChildAccounts(ctx context.Context, parent string, max int) ([]domain.AccountRecord, error)
+	PageAccounts(ctx context.Context, after string, desc bool, n int) ([]domain.AccountRecord, []string, bool, error)
 	CreateSubAccount(ctx context.Context, a domain.AccountRecord, roles []domain.Role) error
 	UpdateAccount(ctx context.Context, prev, next domain.AccountRecord) error
 	DeleteAccount(ctx context.Context, id string) (domain.AccountRecord, error)
@@ -35,6 +35,7 @@ type Store interface {
 	CreateEntitlement(ctx context.Context, e domain.Entitlement) error
 	GetEntitlement(ctx context.Context, account, id string) (domain.Entitlement, error)
 	ListEntitlements(ctx context.Context, account string) ([]domain.Entitlement, error)
+	PageEntitlements(ctx context.Context, account, after string, desc bool, n int) ([]domain.Entitlement, []string, bool, error)
 	PutEntitlement(ctx context.Context, e domain.Entitlement) error
 	DeleteEntitlement(ctx context.Context, account, id string) (domain.Entitlement, error)
 

@@ -1,6 +1,7 @@
 package accounts
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/store"
 )
 
 // Entitlement is the wire shape of an entitlement (docs/api.md#entitlements): a quantity
@@ -86,33 +88,40 @@ func (h *handler) listEntitlements(r *http.Request, p apigw.Principal) (int, any
 	if err != nil {
 		return 0, nil, err
 	}
-	var (
-		g    errgroup.Group // the account's error comes first
-		d    *access.Decider
-		acct domain.AccountRecord
-		es   []domain.Entitlement
-		aErr error
-	)
-	g.Go(func() (err error) { d, err = h.dec.Decider(r.Context(), p); return err })
-	g.Go(func() error { acct, aErr = h.st.GetAccountRecord(r.Context(), id); return nil })
-	g.Go(func() (err error) { es, err = h.st.ListEntitlements(r.Context(), id); return err })
-	err = g.Wait()
-	if aErr != nil {
-		return 0, nil, domain.IfNotFound(aErr, "no account %s", accountHref(id))
-	}
+	now := h.st.Now()
+	list, err := apigw.List(r, page, apigw.Lister[domain.Entitlement, Entitlement]{
+		Name: "entitlements", Indexed: "created", ValidPosition: store.ValidPosition,
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Entitlement, []string, bool, error) {
+			return h.st.PageEntitlements(ctx, id, after, desc, n)
+		},
+		// Only the members the caller may GET (docs/api.md#collection-reads).
+		Allow: func(ctx context.Context) (func(domain.Entitlement) bool, error) {
+			var (
+				g    errgroup.Group // the account's error comes first
+				d    *access.Decider
+				acct domain.AccountRecord
+				aErr error
+			)
+			g.Go(func() (err error) { d, err = h.dec.Decider(ctx, p); return err })
+			g.Go(func() error { acct, aErr = h.st.GetAccountRecord(ctx, id); return nil })
+			err := g.Wait()
+			if aErr != nil {
+				return nil, domain.IfNotFound(aErr, "no account %s", accountHref(id))
+			}
+			if err != nil {
+				return nil, err
+			}
+			return func(e domain.Entitlement) bool {
+				return d.AllowsFor(http.MethodGet, entitlementHref(id, e.ID), acct.Account)
+			}, nil
+		},
+		Out:  func(e domain.Entitlement) (Entitlement, error) { return entitlementOut(e, now), nil },
+		Sort: sortEntitlements,
+	})
 	if err != nil {
 		return 0, nil, err
 	}
-	now := h.st.Now()
-	out := make([]Entitlement, 0, len(es))
-	for _, e := range es {
-		// Only the members the caller may GET (docs/api.md#collection-reads).
-		if d.AllowsFor(http.MethodGet, entitlementHref(id, e.ID), acct.Account) {
-			out = append(out, entitlementOut(e, now))
-		}
-	}
-	sortEntitlements(out, page.Order)
-	return http.StatusOK, apigw.Window(out, page), nil
+	return http.StatusOK, list, nil
 }
 
 func sortEntitlements(es []Entitlement, order []apigw.OrderKey) {

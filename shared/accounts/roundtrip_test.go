@@ -35,7 +35,7 @@ func TestRoundTrips(t *testing.T) {
 		{"GET", acct, "", 1, 1},                                                            // GetItem
 		{"PATCH", acct, `{"name":"Measured 2"}`, 2, 2},                                     // GetItem; TransactWriteItems (account, name moves)
 		{"PATCH", acct, `{"keyword":"m2"}`, 2, 2},                                          // GetItem; TransactWriteItems
-		{"GET", "/v2/accounts", "", 4, 9},                                                  // decider (grants + key account, then roles) beside: grants; BatchGet; a round of child Queries per tree level (2 here)
+		{"GET", "/v2/accounts", "", 2, 4},                                                  // decider (grants + key account, then roles) beside the ACCOUNTS page Query (GSI2)
 		{"GET", acct + "/billing", "", 2, 3},                                               // partition Query + application count; the closed month frozen (first read)
 		{"GET", acct + "/billing", "", 1, 2},                                               // partition Query + application count
 		{"GET", acct + "/entitlements", "", 2, 5},                                          // decider (2) beside the account GetItem and the entitlements Query

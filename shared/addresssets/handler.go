@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/netip"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
@@ -135,21 +136,35 @@ func (h *handler) addresses(r *http.Request, p apigw.Principal) (int, any, error
 		return 0, nil, err
 	}
 	// start and limit as on every collection, but without a limit the
-	// whole list, as before: a page cut by bytes (X-Next-Start) goes on
-	// with start.
+	// whole list, as before: a page cut by bytes goes on with its Link.
 	q := r.URL.Query()
 	page, err := apigw.ParsePage(q)
 	if err != nil {
 		return 0, nil, err
 	}
-	list, err := h.svc.addresses(r.Context(), p.AccountID, id)
+	whole := MaxEntries * MaxReachable
+	if q.Get("limit") == "" {
+		page.Limit = whole
+	}
+	list, err := apigw.List(r, page, apigw.Lister[Entry, Entry]{
+		Name: "addresses", Indexed: "address",
+		// The union of up to MaxReachable sets, each address once: it is
+		// computed whole (bounded by MaxEntries x MaxReachable), then paged
+		// like a stored collection.
+		Read: apigw.Whole(func(ctx context.Context) ([]Entry, error) { return h.svc.addresses(ctx, p.AccountID, id) },
+			func(e Entry) string { return e.prefix }, comparePrefix),
+		Budget: whole,
+		ValidPosition: func(s string) bool {
+			pf, err := netip.ParsePrefix(s)
+			return err == nil && pf.String() == s
+		},
+		Allow: func(context.Context) (func(Entry) bool, error) { return func(Entry) bool { return true }, nil },
+		Out:   func(e Entry) (Entry, error) { return e, nil },
+	})
 	if err != nil {
 		return 0, nil, err
 	}
-	if q.Get("limit") == "" {
-		page.Limit = len(list)
-	}
-	return http.StatusOK, apigw.Window(list, page), nil
+	return http.StatusOK, list, nil
 }
 
 func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {

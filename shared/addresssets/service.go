@@ -658,6 +658,7 @@ func (s *Service) addresses(ctx context.Context, account, id string) ([]Entry, e
 	for i, e := range out {
 		list[i] = entryOut(e)
 		list[i].AddressSet = Href(from[e.Prefix])
+		list[i].prefix = e.Prefix
 	}
 	return list, nil
 }

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -48,9 +50,22 @@ type Lister[T, O any] struct {
 	// in parallel with the first read.
 	Allow func(ctx context.Context) (func(T) bool, error)
 	Out   func(T) (O, error)
+	// Budget is how many members one request may examine (0: ReadBudget);
+	// a collection computed whole in memory (Whole) may set its own bound.
+	Budget int
+	// Finish, when set, completes a page's members after the window
+	// (reads that only the members shown need, made at once).
+	Finish func(ctx context.Context, page []O) error
 	// Sort orders a page read whole for an `order` the store does not
 	// keep (nil: only Indexed may be ordered by).
 	Sort func([]O, []OrderKey)
+}
+
+func (l Lister[T, O]) budget() int {
+	if l.Budget > 0 {
+		return l.Budget
+	}
+	return ReadBudget
 }
 
 // Collection is a page of a collection with what goes on from it; Handle
@@ -141,10 +156,11 @@ func List[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collection, er
 		more     = true
 		readErr  error
 	)
-	for n := 0; more && len(vis) < want && examined < ReadBudget; {
+	budget := l.budget()
+	for n := 0; more && len(vis) < want && examined < budget; {
 		// The first read asks for what the page needs; later ones (members
 		// were hidden) double, within the budget.
-		n = min(ReadBudget-examined, max(want-len(vis), n, examined))
+		n = min(budget-examined, max(want-len(vis), n, examined))
 		var (
 			items []T
 			ps    []string
@@ -180,6 +196,11 @@ func List[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collection, er
 	out, err := outAll(vis[from:to], l.Out)
 	if err != nil {
 		return nil, err
+	}
+	if l.Finish != nil {
+		if err := l.Finish(ctx, out); err != nil {
+			return nil, err
+		}
 	}
 	res := &Collection{Items: out}
 	base := nextBase(q)
@@ -225,14 +246,15 @@ func listSorted[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collecti
 		g        errgroup.Group // the read's error comes first
 	)
 	g.Go(func() error { allow, allowErr = l.Allow(ctx); return nil })
-	items, _, _, err := l.Read(ctx, "", false, ReadBudget+1)
+	budget := l.budget()
+	items, _, _, err := l.Read(ctx, "", false, budget+1)
 	_ = g.Wait()
 	if err != nil || allowErr != nil {
 		return nil, firstErr(err, allowErr)
 	}
-	if len(items) > ReadBudget {
+	if len(items) > budget {
 		return nil, BadRequest("order: a collection of more than %d members can be listed only in its stored order (%s or -%s), page by page; sort on the client or leave order out",
-			ReadBudget, l.Indexed, l.Indexed)
+			budget, l.Indexed, l.Indexed)
 	}
 	var vis []T
 	for _, it := range items {
@@ -246,6 +268,11 @@ func listSorted[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collecti
 	}
 	l.Sort(all, page.Order)
 	win := Window(all, page)
+	if l.Finish != nil {
+		if err := l.Finish(ctx, win); err != nil {
+			return nil, err
+		}
+	}
 	base := nextBase(r.URL.Query())
 	return &Collection{Items: win, more: page.Start-1+len(win) < len(all), next: func(n int) url.Values {
 		v := cloneValues(base)
@@ -316,4 +343,66 @@ func firstErr(errs ...error) error {
 func (c *Collection) linkNext(path string, n int) string {
 	q := c.next(n)
 	return "<" + path + "?" + strings.ReplaceAll(q.Encode(), ">", "%3E") + `>; rel="next"`
+}
+
+// Whole is the Source of a collection that is computed whole rather than
+// read from one stored order (the accounts below the caller's, across
+// the tree; an address set's addresses with those of the sets it
+// includes), each bounded by a documented limit. load runs once, at the
+// first read; the members are served in the order of their positions
+// (pos; compare orders two positions, nil: byte order), so that such a
+// collection pages, filters and continues exactly like a stored one.
+func Whole[T any](load func(ctx context.Context) ([]T, error), pos func(T) string, compare func(a, b string) int) Source[T] {
+	if compare == nil {
+		compare = strings.Compare
+	}
+	var (
+		once    sync.Once
+		items   []T
+		ps      []string
+		loadErr error
+	)
+	return func(ctx context.Context, after string, desc bool, n int) ([]T, []string, bool, error) {
+		once.Do(func() {
+			items, loadErr = load(ctx)
+			ps = make([]string, len(items))
+			for i, it := range items {
+				ps[i] = pos(it)
+			}
+			idx := make([]int, len(items))
+			for i := range idx {
+				idx[i] = i
+			}
+			slices.SortStableFunc(idx, func(a, b int) int { return compare(ps[a], ps[b]) })
+			sorted, sp := make([]T, len(items)), make([]string, len(items))
+			for i, j := range idx {
+				sorted[i], sp[i] = items[j], ps[j]
+			}
+			items, ps = sorted, sp
+		})
+		if loadErr != nil {
+			return nil, nil, false, loadErr
+		}
+		var from, to int // the members after `after`, in the asked direction
+		if desc {
+			to = len(items)
+			if after != "" {
+				to, _ = slices.BinarySearchFunc(ps, after, compare)
+			}
+			from = max(0, to-n)
+			outT, outP := slices.Clone(items[from:to]), slices.Clone(ps[from:to])
+			slices.Reverse(outT)
+			slices.Reverse(outP)
+			return outT, outP, from > 0, nil
+		}
+		if after != "" {
+			i, found := slices.BinarySearchFunc(ps, after, compare)
+			if found {
+				i++
+			}
+			from = i
+		}
+		to = min(len(items), from+n)
+		return slices.Clone(items[from:to]), slices.Clone(ps[from:to]), to < len(items), nil
+	}
 }

@@ -1,6 +1,7 @@
 package applications
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -164,16 +165,31 @@ func (h *handler) listActions(r *http.Request, p apigw.Principal) (int, any, err
 	if err != nil {
 		return 0, nil, err
 	}
-	acts, err := h.st.ListActions(r.Context(), p.AccountID, app)
+	list, err := apigw.List(r, page, apigw.Lister[domain.Action, Action]{
+		Name: "actions", Indexed: "id", ValidPosition: tasks.ValidActionID,
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Action, []string, bool, error) {
+			return h.st.PageActions(ctx, app, after, desc, n)
+		},
+		Allow: inApp[domain.Action](h, p, app),
+		Out:   func(a domain.Action) (Action, error) { return actionOut(a), nil },
+		Sort:  sortActions,
+	})
 	if err != nil {
-		return 0, nil, domain.IfNotFound(err, "no application %q", app)
+		return 0, nil, err
 	}
-	out := make([]Action, 0, len(acts))
-	for _, a := range acts {
-		out = append(out, actionOut(a))
+	return http.StatusOK, list, nil
+}
+
+// inApp is the filter of a collection of application app: every member,
+// once the application is found in the caller's account (a 404
+// otherwise); the route decided who may read the collection.
+func inApp[T any](h *handler, p apigw.Principal, app string) func(ctx context.Context) (func(T) bool, error) {
+	return func(ctx context.Context) (func(T) bool, error) {
+		if err := h.st.ApplicationInAccount(ctx, p.AccountID, app); err != nil {
+			return nil, domain.IfNotFound(err, "no application %q", app)
+		}
+		return func(T) bool { return true }, nil
 	}
-	sortActions(out, page.Order)
-	return http.StatusOK, apigw.Window(out, page), nil
 }
 
 func sortActions(as []Action, order []apigw.OrderKey) {

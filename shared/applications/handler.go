@@ -29,14 +29,14 @@ type Store interface {
 
 	CreateAction(ctx context.Context, account string, a domain.Action) error
 	GetAction(ctx context.Context, account, app, id string) (domain.Action, error)
-	ListActions(ctx context.Context, account, app string) ([]domain.Action, error)
+	PageActions(ctx context.Context, app, after string, desc bool, n int) ([]domain.Action, []string, bool, error)
+	ApplicationInAccount(ctx context.Context, account, app string) error
 	ReplaceAction(ctx context.Context, account string, a domain.Action, from int) error
 	DeleteAction(ctx context.Context, account, app, id string, from int) error
 
 	NextPageControlID(ctx context.Context, account, app string) (int, error)
 	CreatePageControl(ctx context.Context, account string, pc domain.PageControl) error
 	GetPageControl(ctx context.Context, account, app string, id int) (domain.PageControlVersions, error)
-	ListPageControls(ctx context.Context, account, app string) ([]domain.PageControlVersions, error)
 	PagePageControls(ctx context.Context, account, app, after string, desc bool, n int, withHistory bool) ([]domain.PageControlVersions, []string, bool, error)
 	UpdatePageControl(ctx context.Context, account string, old, next domain.PageControl) error
 	DeletePageControl(ctx context.Context, account string, pc domain.PageControlVersions) error

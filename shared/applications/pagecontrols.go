@@ -2,6 +2,7 @@ package applications
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -158,15 +159,21 @@ func (h *handler) listPageControls(r *http.Request, p apigw.Principal) (int, any
 	if err != nil {
 		return 0, nil, err
 	}
-	all, err := h.st.ListPageControls(r.Context(), p.AccountID, app)
+	list, err := apigw.List(r, page, apigw.Lister[domain.PageControlVersions, PageControl]{
+		Name: "pagecontrols", Indexed: "id", ValidPosition: store.ValidPageControlPosition,
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.PageControlVersions, []string, bool, error) {
+			return h.st.PagePageControls(ctx, p.AccountID, app, after, desc, n, true)
+		},
+		// The store checks the application's account with the read.
+		Allow: func(context.Context) (func(domain.PageControlVersions) bool, error) {
+			return func(domain.PageControlVersions) bool { return true }, nil
+		},
+		Out: func(v domain.PageControlVersions) (PageControl, error) { return pageControlOut(v), nil },
+	})
 	if err != nil {
-		return 0, nil, domain.IfNotFound(err, "no application %q", app)
+		return 0, nil, err
 	}
-	out := make([]PageControl, 0, len(all))
-	for _, v := range all {
-		out = append(out, pageControlOut(v))
-	}
-	return http.StatusOK, apigw.Window(out, page), nil
+	return http.StatusOK, list, nil
 }
 
 func (h *handler) createPageControl(r *http.Request, p apigw.Principal) (int, any, error) {

@@ -38,7 +38,7 @@ type Store interface {
 	Now() time.Time
 	CreateAppTest(ctx context.Context, t domain.AppTest, archive, converted []byte) error
 	GetAppTest(ctx context.Context, account, id string) (domain.AppTest, error)
-	ListAppTests(ctx context.Context, account string) ([]domain.AppTest, error)
+	PageAppTests(ctx context.Context, account, after string, desc bool, n int) ([]domain.AppTest, []string, bool, error)
 	AppTestBlobData(ctx context.Context, account, id string, b domain.AppTestBlob) ([]byte, error)
 	ReplaceAppTestArchive(ctx context.Context, prev, next domain.AppTest, archive, converted []byte) (domain.AppTest, error)
 	DeleteAppTestBlobs(ctx context.Context, account, id string, blobs ...domain.AppTestBlob) error
@@ -124,26 +124,28 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	ctx := r.Context()
-	var (
-		tests []domain.AppTest
-		dec   *access.Decider
-	)
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) { tests, err = h.st.ListAppTests(gctx, p.AccountID); return err })
-	g.Go(func() (err error) { dec, err = h.dec.Decider(gctx, p); return err })
-	if err := g.Wait(); err != nil {
+	list, err := apigw.List(r, page, apigw.Lister[domain.AppTest, ApplicationTest]{
+		// Tests are kept in id order (their ids are the caller's).
+		Name: "tests", Indexed: "id",
+		ValidPosition: func(s string) bool { return len(s) <= MaxIDLen && idPattern.MatchString(s) },
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.AppTest, []string, bool, error) {
+			return h.st.PageAppTests(ctx, p.AccountID, after, desc, n)
+		},
+		// A collection shows only the members the caller may GET (docs/api.md#collection-reads).
+		Allow: func(ctx context.Context) (func(domain.AppTest) bool, error) {
+			dec, err := h.dec.Decider(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			return func(t domain.AppTest) bool { return dec.Allows(http.MethodGet, testHref(t.ID)) }, nil
+		},
+		Out:  func(t domain.AppTest) (ApplicationTest, error) { return out(t), nil },
+		Sort: sortTests,
+	})
+	if err != nil {
 		return 0, nil, err
 	}
-	// A collection shows only the members the caller may GET (docs/api.md#collection-reads).
-	outs := make([]ApplicationTest, 0, len(tests))
-	for _, t := range tests {
-		if dec.Allows(http.MethodGet, testHref(t.ID)) {
-			outs = append(outs, out(t))
-		}
-	}
-	sortTests(outs, page.Order)
-	return http.StatusOK, apigw.Window(outs, page), nil
+	return http.StatusOK, list, nil
 }
 
 func sortTests(ts []ApplicationTest, order []apigw.OrderKey) {

@@ -28,6 +28,7 @@ type Store interface {
 	CreateUserKey(ctx context.Context, k domain.AccessKey) error
 	GetKey(ctx context.Context, principal, id string) (domain.AccessKey, error)
 	ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error)
+	PageKeys(ctx context.Context, principal, after string, desc bool, n int) ([]domain.AccessKey, []string, bool, error)
 	DeleteKey(ctx context.Context, principal, id string) (domain.AccessKey, error)
 	GetAccount(ctx context.Context, id string) (domain.Account, error)
 }

@@ -1,9 +1,9 @@
 package identity
 
 import (
+	"context"
 	"errors"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -127,19 +127,23 @@ func (h *handler) listKeys(r *http.Request, p apigw.Principal) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	keys, err := h.st.ListKeys(r.Context(), uid)
+	now := h.st.Now()
+	list, err := apigw.List(r, page, apigw.Lister[domain.AccessKey, AccessKey]{
+		Name: "access-keys", Indexed: "created", ValidPosition: store.ValidPosition,
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.AccessKey, []string, bool, error) {
+			return h.st.PageKeys(ctx, uid, after, desc, n)
+		},
+		// Expired keys stay until their TTL removes them; they are not
+		// listed. The route decided who may read the user's keys.
+		Allow: func(context.Context) (func(domain.AccessKey) bool, error) {
+			return func(k domain.AccessKey) bool { return !k.Expired(now) }, nil
+		},
+		Out: func(k domain.AccessKey) (AccessKey, error) { return keyOut(k), nil },
+	})
 	if err != nil {
 		return 0, nil, err
 	}
-	now := h.st.Now()
-	out := make([]AccessKey, 0, len(keys))
-	for _, k := range keys {
-		if !k.Expired(now) {
-			out = append(out, keyOut(k))
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
-	return http.StatusOK, apigw.Window(out, page), nil
+	return http.StatusOK, list, nil
 }
 
 func (h *handler) getKey(r *http.Request, p apigw.Principal) (int, any, error) {

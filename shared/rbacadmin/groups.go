@@ -1,6 +1,7 @@
 package rbacadmin
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -101,18 +102,26 @@ func (h *handler) listGroups(r *http.Request, p apigw.Principal) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
-	var groups []domain.Group
-	a, err := h.account(r, p, acct, func() (err error) { groups, err = h.st.ListGroups(r.Context(), acct); return err })
+	list, err := apigw.List(r, page, apigw.Lister[domain.Group, Group]{
+		Name: "groups", Indexed: "created", ValidPosition: store.ValidPosition,
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Group, []string, bool, error) {
+			return h.st.PageGroups(ctx, acct, after, desc, n)
+		},
+		Allow: visibleIn(h, p, acct, func(x domain.Group) string { return groupOut(x).Href }),
+		Out:   func(x domain.Group) (Group, error) { return groupOut(x), nil },
+		Sort: func(out []Group, order []apigw.OrderKey) {
+			sortGroups(out, order, func(x Group) string { return x.ID })
+		},
+	})
 	if err != nil {
-		return 0, nil, domain.IfNotFound(err, "no account %s", acct)
+		return 0, nil, err
 	}
-	out := make([]Group, 0, len(groups))
-	for _, g := range groups {
-		if o := groupOut(g); a.visible(o.Href) {
-			out = append(out, o)
-		}
-	}
-	apigw.Sort(out, page.Order, func(x Group, field string) any {
+	return http.StatusOK, list, nil
+}
+
+// sortGroups orders groups for an `order` the store does not keep.
+func sortGroups(out []Group, order []apigw.OrderKey, id func(Group) string) {
+	apigw.Sort(out, order, func(x Group, field string) any {
 		switch field {
 		case "name":
 			return x.Name
@@ -120,8 +129,7 @@ func (h *handler) listGroups(r *http.Request, p apigw.Principal) (int, any, erro
 			return x.Updated
 		}
 		return x.Created
-	}, func(x Group) string { return x.ID }, apigw.OrderKey{Field: "created"})
-	return http.StatusOK, apigw.Window(out, page), nil
+	}, id, apigw.OrderKey{Field: "created"})
 }
 
 func (h *handler) getGroup(r *http.Request, _ apigw.Principal) (int, any, error) {

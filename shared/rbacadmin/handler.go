@@ -38,15 +38,18 @@ type Store interface {
 	DeleteRole(ctx context.Context, account, id string) (domain.Role, error)
 
 	GetGroup(ctx context.Context, account, id string) (domain.Group, error)
-	ListGroups(ctx context.Context, account string) ([]domain.Group, error)
+	PageRoles(ctx context.Context, account, after string, desc bool, n int) ([]domain.Role, []string, bool, error)
+	PageGroups(ctx context.Context, account, after string, desc bool, n int) ([]domain.Group, []string, bool, error)
+	PageHeldRoles(ctx context.Context, principal, after string, desc bool, n int) ([]domain.Role, []string, bool, error)
+	PageHeldGroups(ctx context.Context, principal, after string, desc bool, n int) ([]domain.Group, []string, bool, error)
 	CreateGroup(ctx context.Context, g domain.Group) error
 	PutGroup(ctx context.Context, g domain.Group) error
 	DeleteGroup(ctx context.Context, account, id string) (domain.Group, error)
 
 	CreateInvitation(ctx context.Context, inv domain.Invitation, m *store.OutboxMarker) error
 	GetInvitation(ctx context.Context, account, kind, id string) (domain.Invitation, error)
-	ListInvitations(ctx context.Context, account, kind string) ([]domain.Invitation, error)
-	InboxInvitations(ctx context.Context, email, kind string) ([]domain.Invitation, error)
+	PageInvitations(ctx context.Context, account, kind, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error)
+	PageInbox(ctx context.Context, email, kind, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error)
 	InboxInvitation(ctx context.Context, email, kind, id string) (domain.Invitation, error)
 	RequeueInvitation(ctx context.Context, inv domain.Invitation, m *store.OutboxMarker) (domain.Invitation, error)
 	AcceptInvitation(ctx context.Context, inv domain.Invitation, principal string) (domain.Invitation, error)
@@ -59,7 +62,7 @@ type Store interface {
 
 	CreateServiceUser(ctx context.Context, u domain.ServiceUser, k domain.AccessKey) error
 	GetServiceUser(ctx context.Context, account, id string) (domain.ServiceUser, error)
-	ListServiceUsers(ctx context.Context, account string) ([]domain.ServiceUser, error)
+	PageServiceUsers(ctx context.Context, account, after string, desc bool, n int) ([]domain.ServiceUser, []string, bool, error)
 	UpdateServiceUser(ctx context.Context, account, id string, name, description *string) (domain.ServiceUser, error)
 	DeleteServiceUser(ctx context.Context, account, id string) (domain.ServiceUser, error)
 	ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error)
@@ -194,6 +197,29 @@ func (h *handler) account(r *http.Request, p apigw.Principal, id string, extra .
 		return a, err
 	}
 	return a, nil
+}
+
+// visibleIn is the permission filter of a collection of account acct: the
+// members the caller may GET (docs/api.md#collection-reads); a missing
+// account is a 404.
+func visibleIn[T any](h *handler, p apigw.Principal, acct string, href func(T) string) func(ctx context.Context) (func(T) bool, error) {
+	return func(ctx context.Context) (func(T) bool, error) {
+		var a inAccount
+		err := parallel(
+			func() (err error) { a.d, err = h.dec.Decider(ctx, p); return err },
+			func() (err error) { a.acct, err = h.st.GetAccount(ctx, acct); return err },
+		)
+		if err != nil {
+			return nil, domain.IfNotFound(err, "no account %s", acct)
+		}
+		return func(x T) bool { return a.visible(href(x)) }, nil
+	}
+}
+
+// allowAll is the filter of a collection whose every member the caller
+// may see once the route allowed the request.
+func allowAll[T any](context.Context) (func(T) bool, error) {
+	return func(T) bool { return true }, nil
 }
 
 func accountHref(id string) string { return "/v2/accounts/" + id }

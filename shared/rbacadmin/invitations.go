@@ -1,6 +1,7 @@
 package rbacadmin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -212,24 +213,24 @@ func (h *handler) listInvitations(k kind) endpoint {
 		if err != nil {
 			return 0, nil, err
 		}
-		var invs []domain.Invitation
-		a, err := h.account(r, p, acct, func() (err error) { invs, err = h.st.ListInvitations(r.Context(), acct, k.name); return err })
+		list, err := apigw.List(r, page, apigw.Lister[domain.Invitation, Invitation]{
+			Name: k.name + "-invitations", Indexed: "created", ValidPosition: store.ValidPosition,
+			Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error) {
+				return h.st.PageInvitations(ctx, acct, k.name, after, desc, n)
+			},
+			Allow: visibleIn(h, p, acct, func(x domain.Invitation) string { return invitationOut(x).Href }),
+			Out:   func(x domain.Invitation) (Invitation, error) { return invitationOut(x), nil },
+			Sort:  sortInvitations,
+		})
 		if err != nil {
-			return 0, nil, domain.IfNotFound(err, "no account %s", acct)
+			return 0, nil, err
 		}
-		out := make([]Invitation, 0, len(invs))
-		for _, inv := range invs {
-			if o := invitationOut(inv); a.visible(o.Href) {
-				out = append(out, o)
-			}
-		}
-		sortInvitations(out, page)
-		return http.StatusOK, apigw.Window(out, page), nil
+		return http.StatusOK, list, nil
 	}
 }
 
-func sortInvitations(out []Invitation, page apigw.Page) {
-	apigw.Sort(out, page.Order, func(x Invitation, field string) any {
+func sortInvitations(out []Invitation, order []apigw.OrderKey) {
+	apigw.Sort(out, order, func(x Invitation, field string) any {
 		switch field {
 		case "user_email":
 			return x.UserEmail

@@ -1,6 +1,7 @@
 package rbacadmin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -164,21 +165,24 @@ func (h *handler) listRoles(r *http.Request, p apigw.Principal) (int, any, error
 	if err != nil {
 		return 0, nil, err
 	}
-	var roles []domain.Role
-	a, err := h.account(r, p, acct, func() (err error) {
-		roles, _, err = h.st.RBACOf(r.Context(), []string{acct})
-		return err
+	list, err := apigw.List(r, page, apigw.Lister[domain.Role, Role]{
+		Name: "roles", Indexed: "created", ValidPosition: store.ValidPosition,
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Role, []string, bool, error) {
+			return h.st.PageRoles(ctx, acct, after, desc, n)
+		},
+		Allow: visibleIn(h, p, acct, func(x domain.Role) string { return roleHref(x.AccountID, x.ID) }),
+		Out:   func(x domain.Role) (Role, error) { return roleOut(x), nil },
+		Sort:  func(out []Role, order []apigw.OrderKey) { sortRoles(out, order, func(x Role) string { return x.ID }) },
 	})
 	if err != nil {
-		return 0, nil, domain.IfNotFound(err, "no account %s", acct)
+		return 0, nil, err
 	}
-	out := make([]Role, 0, len(roles))
-	for _, x := range roles {
-		if o := roleOut(x); a.visible(o.Href) {
-			out = append(out, o)
-		}
-	}
-	apigw.Sort(out, page.Order, func(x Role, field string) any {
+	return http.StatusOK, list, nil
+}
+
+// sortRoles orders roles for an `order` the store does not keep.
+func sortRoles(out []Role, order []apigw.OrderKey, id func(Role) string) {
+	apigw.Sort(out, order, func(x Role, field string) any {
 		switch field {
 		case "name":
 			return x.Name
@@ -186,8 +190,7 @@ func (h *handler) listRoles(r *http.Request, p apigw.Principal) (int, any, error
 			return x.Updated
 		}
 		return x.Created
-	}, func(x Role) string { return x.ID }, apigw.OrderKey{Field: "created"})
-	return http.StatusOK, apigw.Window(out, page), nil
+	}, id, apigw.OrderKey{Field: "created"})
 }
 
 func (h *handler) getRole(r *http.Request, _ apigw.Principal) (int, any, error) {

@@ -1,6 +1,7 @@
 package rbacadmin
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -57,16 +58,21 @@ func (h *handler) listInbox(k kind) endpoint {
 		if err != nil {
 			return 0, nil, err
 		}
-		invs, err := h.st.InboxInvitations(r.Context(), w.email, k.name)
+		list, err := apigw.List(r, page, apigw.Lister[domain.Invitation, Invitation]{
+			Name: "inbox-" + k.name, Indexed: "created", ValidPosition: store.ValidPairPosition,
+			Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error) {
+				return h.st.PageInbox(ctx, w.email, k.name, after, desc, n)
+			},
+			// The user's own inbox: every member is the user's (the route
+			// decided who may read it).
+			Allow: allowAll[domain.Invitation],
+			Out:   func(x domain.Invitation) (Invitation, error) { return invitationOut(x), nil },
+			Sort:  sortInvitations,
+		})
 		if err != nil {
 			return 0, nil, err
 		}
-		out := make([]Invitation, 0, len(invs))
-		for _, inv := range invs {
-			out = append(out, invitationOut(inv))
-		}
-		sortInvitations(out, page)
-		return http.StatusOK, apigw.Window(out, page), nil
+		return http.StatusOK, list, nil
 	}
 }
 
@@ -144,35 +150,9 @@ func (h *handler) answerInvitation(k kind) endpoint {
 	}
 }
 
-// heldGrants returns w's grants of the wanted kind (direct role grants, or
-// group memberships) and the roles and groups of the accounts they name.
-func (h *handler) heldGrants(r *http.Request, w who, groups bool) ([]domain.Grant, []domain.Role, []domain.Group, error) {
-	all, err := h.st.Grants(r.Context(), w.id)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	var grants []domain.Grant
-	var accounts []string
-	seen := map[string]bool{}
-	for _, g := range all {
-		if (g.Group != "") != groups {
-			continue
-		}
-		grants = append(grants, g)
-		if !seen[g.AccountID] {
-			seen[g.AccountID] = true
-			accounts = append(accounts, g.AccountID)
-		}
-	}
-	if len(accounts) == 0 {
-		return nil, nil, nil, nil
-	}
-	roles, gs, err := h.st.RBACOf(r.Context(), accounts)
-	return grants, roles, gs, err
-}
-
-// listHeldRoles lists the roles held directly (accepted role invitations);
-// those held through groups are listed with the groups.
+// listHeldRoles lists the roles held directly (accepted role invitations),
+// in the order they were granted; those held through groups are listed
+// with the groups.
 func (h *handler) listHeldRoles(r *http.Request, p apigw.Principal) (int, any, error) {
 	w, err := h.whoIs(r, p)
 	if err != nil {
@@ -182,32 +162,26 @@ func (h *handler) listHeldRoles(r *http.Request, p apigw.Principal) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
-	grants, roles, _, err := h.heldGrants(r, w, false)
+	list, err := apigw.List(r, page, apigw.Lister[domain.Role, Role]{
+		Name: "held-roles", Indexed: "granted", ValidPosition: store.ValidPairPosition,
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Role, []string, bool, error) {
+			return h.st.PageHeldRoles(ctx, w.id, after, desc, n)
+		},
+		// A grant whose role is gone is no member.
+		Allow: func(context.Context) (func(domain.Role) bool, error) {
+			return func(x domain.Role) bool { return x.ID != "" }, nil
+		},
+		Out:  func(x domain.Role) (Role, error) { return roleOut(x), nil },
+		Sort: func(out []Role, order []apigw.OrderKey) { sortRoles(out, order, func(x Role) string { return x.Href }) },
+	})
 	if err != nil {
 		return 0, nil, err
 	}
-	held := map[[2]string]bool{}
-	for _, g := range grants {
-		held[[2]string{g.AccountID, g.RoleID}] = true
-	}
-	out := []Role{}
-	for _, x := range roles {
-		if held[[2]string{x.AccountID, x.ID}] {
-			out = append(out, roleOut(x))
-		}
-	}
-	apigw.Sort(out, page.Order, func(x Role, field string) any {
-		switch field {
-		case "name":
-			return x.Name
-		case "updated":
-			return x.Updated
-		}
-		return x.Created
-	}, func(x Role) string { return x.Href }, apigw.OrderKey{Field: "created"})
-	return http.StatusOK, apigw.Window(out, page), nil
+	return http.StatusOK, list, nil
 }
 
+// listHeldGroups lists the groups the user is a member of, in the order
+// they were joined.
 func (h *handler) listHeldGroups(r *http.Request, p apigw.Principal) (int, any, error) {
 	w, err := h.whoIs(r, p)
 	if err != nil {
@@ -217,30 +191,23 @@ func (h *handler) listHeldGroups(r *http.Request, p apigw.Principal) (int, any, 
 	if err != nil {
 		return 0, nil, err
 	}
-	grants, _, groups, err := h.heldGrants(r, w, true)
+	list, err := apigw.List(r, page, apigw.Lister[domain.Group, Group]{
+		Name: "held-groups", Indexed: "granted", ValidPosition: store.ValidPairPosition,
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Group, []string, bool, error) {
+			return h.st.PageHeldGroups(ctx, w.id, after, desc, n)
+		},
+		Allow: func(context.Context) (func(domain.Group) bool, error) {
+			return func(x domain.Group) bool { return x.ID != "" }, nil
+		},
+		Out: func(x domain.Group) (Group, error) { return groupOut(x), nil },
+		Sort: func(out []Group, order []apigw.OrderKey) {
+			sortGroups(out, order, func(x Group) string { return x.Href })
+		},
+	})
 	if err != nil {
 		return 0, nil, err
 	}
-	held := map[[2]string]bool{}
-	for _, g := range grants {
-		held[[2]string{g.AccountID, g.Group}] = true
-	}
-	out := []Group{}
-	for _, x := range groups {
-		if held[[2]string{x.AccountID, x.ID}] {
-			out = append(out, groupOut(x))
-		}
-	}
-	apigw.Sort(out, page.Order, func(x Group, field string) any {
-		switch field {
-		case "name":
-			return x.Name
-		case "updated":
-			return x.Updated
-		}
-		return x.Created
-	}, func(x Group) string { return x.Href }, apigw.OrderKey{Field: "created"})
-	return http.StatusOK, apigw.Window(out, page), nil
+	return http.StatusOK, list, nil
 }
 
 // getHeldRole is GET /v2/users/{id}/roles/{role_id}: one role the user

@@ -2,6 +2,7 @@ package rbacadmin
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net/http"
 
@@ -110,42 +111,45 @@ func (h *handler) listServiceUsers(r *http.Request, p apigw.Principal) (int, any
 	if err != nil {
 		return 0, nil, err
 	}
-	var users []domain.ServiceUser
-	a, err := h.account(r, p, acct, func() (err error) { users, err = h.st.ListServiceUsers(r.Context(), acct); return err })
+	now := h.st.Now()
+	list, err := apigw.List(r, page, apigw.Lister[domain.ServiceUser, ServiceUser]{
+		Name: "service-users", Indexed: "created", ValidPosition: store.ValidPosition,
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.ServiceUser, []string, bool, error) {
+			return h.st.PageServiceUsers(ctx, acct, after, desc, n)
+		},
+		Allow: visibleIn(h, p, acct, func(x domain.ServiceUser) string { return serviceUserHref(x.Account, x.ID) }),
+		Out:   func(x domain.ServiceUser) (ServiceUser, error) { return serviceUserOut(x, nil, now), nil },
+		Sort: func(out []ServiceUser, order []apigw.OrderKey) {
+			apigw.Sort(out, order, func(x ServiceUser, field string) any {
+				switch field {
+				case "name":
+					return x.Name
+				case "updated":
+					return x.Updated
+				}
+				return x.Created
+			}, func(x ServiceUser) string { return x.ID }, apigw.OrderKey{Field: "created"})
+		},
+		// The page's members' keys, all at once.
+		Finish: func(ctx context.Context, page []ServiceUser) error {
+			keys := make([][]domain.AccessKey, len(page))
+			fns := make([]func() error, len(page))
+			for i, u := range page {
+				fns[i] = func() (err error) { keys[i], err = h.st.ListKeys(ctx, u.ID); return err }
+			}
+			if err := parallel(fns...); err != nil {
+				return err
+			}
+			for i := range page {
+				page[i].AccessKeys = serviceUserOut(domain.ServiceUser{}, keys[i], now).AccessKeys
+			}
+			return nil
+		},
+	})
 	if err != nil {
-		return 0, nil, domain.IfNotFound(err, "no account %s", acct)
-	}
-	var shown []domain.ServiceUser
-	for _, u := range users {
-		if a.visible(serviceUserHref(u.Account, u.ID)) {
-			shown = append(shown, u)
-		}
-	}
-	apigw.Sort(shown, page.Order, func(x domain.ServiceUser, field string) any {
-		switch field {
-		case "name":
-			return x.Name
-		case "updated":
-			return x.Updated
-		}
-		return x.Created
-	}, func(x domain.ServiceUser) string { return x.ID }, apigw.OrderKey{Field: "created"})
-	shown = apigw.Window(shown, page)
-	// The page's keys, all at once.
-	keys := make([][]domain.AccessKey, len(shown))
-	fns := make([]func() error, len(shown))
-	for i, u := range shown {
-		fns[i] = func() (err error) { keys[i], err = h.st.ListKeys(r.Context(), u.ID); return err }
-	}
-	if err := parallel(fns...); err != nil {
 		return 0, nil, err
 	}
-	now := h.st.Now()
-	out := make([]ServiceUser, 0, len(shown))
-	for i, u := range shown {
-		out = append(out, serviceUserOut(u, keys[i], now))
-	}
-	return http.StatusOK, out, nil
+	return http.StatusOK, list, nil
 }
 
 func (h *handler) getServiceUser(r *http.Request, _ apigw.Principal) (int, any, error) {

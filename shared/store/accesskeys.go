@@ -16,7 +16,8 @@ import (
 )
 
 func accessKeyKey(k domain.AccessKey) keyAttrs {
-	ka := keyAttrs{PK: principalPK(k.PrincipalID), SK: keySK(k.ID), Entity: "access_key"}
+	ka := keyAttrs{PK: principalPK(k.PrincipalID), SK: keySK(k.ID), Entity: "access_key",
+		GSI2PK: keysList(k.PrincipalID), GSI2SK: createdPosition(k.Created, k.ID)}
 	if k.Account != "" {
 		// Lets an account's deletion find and revoke every key bound to it.
 		ka.GSI1PK, ka.GSI1SK = accountKeysGSI(k.Account), keySK(k.ID)

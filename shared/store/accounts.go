@@ -69,7 +69,10 @@ const (
 )
 
 func accountKey(a domain.Account) keyAttrs {
-	return keyAttrs{PK: accountPK(a.ID), SK: skAccount, GSI1PK: childrenGSI(a.Parent), GSI1SK: accountPK(a.ID), Entity: "account"}
+	return keyAttrs{PK: accountPK(a.ID), SK: skAccount, GSI1PK: childrenGSI(a.Parent), GSI1SK: accountPK(a.ID), Entity: "account",
+		// Every account of the installation in creation order: GET
+		// /v2/accounts pages through it with the permission filter.
+		GSI2PK: accountsList, GSI2SK: createdPosition(a.Created, a.ID)}
 }
 
 // MaxAccountDepth is the deepest an account can be (the root is at depth

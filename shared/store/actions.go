@@ -78,15 +78,6 @@ func (s *Store) GetAction(ctx context.Context, account, app, id string) (domain.
 	return act, nil
 }
 
-// ListActions returns the actions of an application of account.
-func (s *Store) ListActions(ctx context.Context, account, app string) ([]domain.Action, error) {
-	items, err := s.childrenOf(ctx, account, app, prefixAction)
-	if err != nil {
-		return nil, err
-	}
-	return unmarshalAll[domain.Action](items)
-}
-
 // childrenOf reads an application (to check its account) and queries its
 // partition for sk prefix, in parallel: one round trip of wall time.
 func (s *Store) childrenOf(ctx context.Context, account, app, prefix string) ([]map[string]types.AttributeValue, error) {

@@ -159,13 +159,8 @@ func (s *Store) GetAddressSetItems(ctx context.Context, ids []string) ([]domain.
 // after in creation order (desc: newest first), with their positions and
 // whether more may follow: one Query of n items.
 func (s *Store) PageAddressSets(ctx context.Context, account, after string, desc bool, n int) ([]domain.AddressSet, []string, bool, error) {
-	items, pos, more, err := s.page(ctx, gsiPage{op: "list address sets", pk: addressSetsGSI(account), skPrefix: addrSetsGSISKPrefix,
-		tableKey: func(id string) (string, string) { return addrSetPK(id), skAddrSet }}, after, desc, n)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	as, err := unmarshalAll[domain.AddressSet](items)
-	return as, pos, more, err
+	return pageOf[domain.AddressSet](ctx, s, collection{op: "list address sets", index: IndexGSI1, pk: addressSetsGSI(account), skPrefix: addrSetsGSISKPrefix,
+		tableKey: func(pos string) (string, string) { return addrSetPK(idOf(pos)), skAddrSet }}, after, desc, n)
 }
 
 // AddressSetRef is a set and the version a write saw it at.

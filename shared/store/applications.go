@@ -109,13 +109,8 @@ func (s *Store) ListApplications(ctx context.Context, account string) ([]domain.
 // after in creation order (desc: newest first), with their positions and
 // whether more may follow: one Query of n items.
 func (s *Store) PageApplications(ctx context.Context, account, after string, desc bool, n int) ([]domain.Application, []string, bool, error) {
-	items, pos, more, err := s.page(ctx, gsiPage{op: "list applications", pk: appsGSI(account), skPrefix: appsGSISKPrefix,
-		tableKey: func(id string) (string, string) { return appPK(id), skApp }}, after, desc, n)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	as, err := unmarshalAll[domain.Application](items)
-	return as, pos, more, err
+	return pageOf[domain.Application](ctx, s, collection{op: "list applications", index: IndexGSI1, pk: appsGSI(account), skPrefix: appsGSISKPrefix,
+		tableKey: func(pos string) (string, string) { return appPK(idOf(pos)), skApp }}, after, desc, n)
 }
 
 // UpdateApplicationConfig replaces the configuration of an application if

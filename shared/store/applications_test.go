@@ -128,11 +128,11 @@ func TestActions(t *testing.T) {
 	if err := st.ReplaceAction(ctx, "acct1", got, 1); !errors.Is(err, store.ErrVersionConflict) {
 		t.Fatalf("stale replace: %v", err)
 	}
-	list, err := st.ListActions(ctx, "acct1", "app1")
-	if err != nil || len(list) != 1 || list[0].Name != "Purge" {
-		t.Fatalf("list = %+v, %v", list, err)
+	list, _, more, err := st.PageActions(ctx, "app1", "", false, 10)
+	if err != nil || len(list) != 1 || list[0].Name != "Purge" || more {
+		t.Fatalf("list = %+v, %v, %v", list, more, err)
 	}
-	if _, err := st.ListActions(ctx, "acct2", "app1"); !errors.Is(err, domain.ErrNotFound) {
+	if err := st.ApplicationInAccount(ctx, "acct2", "app1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("cross-account list: %v", err)
 	}
 	if err := st.DeleteAction(ctx, "acct1", "app1", "purge", 2); err != nil {
@@ -188,9 +188,26 @@ func TestPageControlsKeepHistory(t *testing.T) {
 	if err != nil || ten.Current.ID != 10 || len(ten.History) != 0 {
 		t.Fatalf("control 10 = %+v, %v", ten, err)
 	}
-	all, err := st.ListPageControls(ctx, "acct1", "app1")
-	if err != nil || len(all) != 11 || all[0].Current.ID != 1 || len(all[0].History) != 2 {
-		t.Fatalf("list: %d, %v", len(all), err)
+	// Pages of 3 walk the 11 controls once each, every one whole with its
+	// history, however the Query's items fall.
+	var all []domain.PageControlVersions
+	after := ""
+	for range 5 {
+		page, pos, more, err := st.PagePageControls(ctx, "acct1", "app1", after, false, 3, true)
+		if err != nil || len(page) != len(pos) || len(page) > 3 {
+			t.Fatalf("page after %q: %d, %v", after, len(page), err)
+		}
+		all = append(all, page...)
+		if !more {
+			break
+		}
+		after = pos[len(pos)-1]
+		if !store.ValidPageControlPosition(after) {
+			t.Fatalf("position %q", after)
+		}
+	}
+	if len(all) != 11 || all[0].Current.ID != 1 || len(all[0].History) != 2 || all[10].Current.ID != 11 {
+		t.Fatalf("list: %d controls %+v", len(all), all)
 	}
 	if err := st.DeletePageControl(ctx, "acct1", got); err != nil {
 		t.Fatal(err)

@@ -133,20 +133,6 @@ func (s *Store) GetAppTest(ctx context.Context, account, id string) (domain.AppT
 	return t, err
 }
 
-// ListAppTests returns every test of an account (GSI1, so eventually
-// consistent), without their archives.
-func (s *Store) ListAppTests(ctx context.Context, account string) ([]domain.AppTest, error) {
-	items, err := s.query(ctx, "list application tests", &dynamodb.QueryInput{
-		IndexName:                 aws.String(IndexGSI1),
-		KeyConditionExpression:    aws.String("GSI1PK = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": atStr(appTestsGSI(account))},
-	}, 0)
-	if err != nil {
-		return nil, err
-	}
-	return unmarshalAll[domain.AppTest](items)
-}
-
 // AppTestBlobData reads a blob of a test: one BatchGetItem of its chunks
 // (strongly consistent). A chunk that is gone means the blob was replaced
 // or the test deleted since the test was read: ErrArchiveReplaced.

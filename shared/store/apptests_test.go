@@ -95,9 +95,9 @@ func TestAppTestArchiveRoundTrip(t *testing.T) {
 	if _, err := st.GetAppTest(ctx, "acct3", "load-test"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("another account's test: %v", err)
 	}
-	list, err := st.ListAppTests(ctx, "acct1")
-	if err != nil || len(list) != 1 || list[0].ID != "load-test" {
-		t.Fatalf("ListAppTests = %+v, %v", list, err)
+	list, pos, _, err := st.PageAppTests(ctx, "acct1", "", false, 10)
+	if err != nil || len(list) != 1 || list[0].ID != "load-test" || pos[0] != "load-test" {
+		t.Fatalf("PageAppTests = %+v, %v, %v", list, pos, err)
 	}
 
 	// Replace: the new archive and metadata at once; the old blobs go after.
@@ -156,7 +156,7 @@ func TestAppTestArchiveRoundTrip(t *testing.T) {
 	if _, err := st.DeleteAppTest(ctx, "acct1", "load-test"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
-	if list, _ := st.ListAppTests(ctx, "acct2"); len(list) != 1 {
+	if list, _, _, _ := st.PageAppTests(ctx, "acct2", "", false, 10); len(list) != 1 {
 		t.Fatalf("acct2's test was touched: %+v", list)
 	}
 }

@@ -20,7 +20,8 @@ const prefixEntitlement = "ENTITLEMENT#"
 func entitlementSK(id string) string { return prefixEntitlement + id }
 
 func entitlementKey(e domain.Entitlement) keyAttrs {
-	return keyAttrs{PK: accountPK(e.Account), SK: entitlementSK(e.ID), Entity: "entitlement"}
+	return keyAttrs{PK: accountPK(e.Account), SK: entitlementSK(e.ID), Entity: "entitlement",
+		GSI2PK: entitlementsList(e.Account), GSI2SK: createdPosition(e.Created, e.ID)}
 }
 
 // CreateEntitlement writes a new entitlement; its account must exist and

@@ -19,6 +19,7 @@ func grantKey(g domain.Grant) keyAttrs {
 			PK: principalPK(g.PrincipalID), SK: groupGrantSK(g.AccountID, g.Group),
 			// The group's members, so that deleting a group can remove them.
 			GSI1PK: groupMembersGSI(g.AccountID, g.Group), GSI1SK: principalPK(g.PrincipalID),
+			GSI2PK: heldList(g.PrincipalID), GSI2SK: prefixHeldGroup + heldPosition(g.Created, g.AccountID, g.Group),
 			Entity: "group_grant",
 		}
 	}
@@ -26,6 +27,7 @@ func grantKey(g domain.Grant) keyAttrs {
 		PK: principalPK(g.PrincipalID), SK: grantSK(g.AccountID, g.RoleID),
 		// The role's holders, so that deleting a role can revoke its grants.
 		GSI1PK: roleHoldersGSI(g.AccountID, g.RoleID), GSI1SK: principalPK(g.PrincipalID),
+		GSI2PK: heldList(g.PrincipalID), GSI2SK: prefixHeldRole + heldPosition(g.Created, g.AccountID, g.RoleID),
 		Entity: "grant",
 	}
 }

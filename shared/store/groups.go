@@ -19,7 +19,8 @@ func groupSK(id string) string { return "GROUP#" + id }
 const prefixGroup = "GROUP#"
 
 func groupKey(g domain.Group) keyAttrs {
-	return keyAttrs{PK: rbacPK(g.AccountID), SK: groupSK(g.ID), Entity: "group"}
+	return keyAttrs{PK: rbacPK(g.AccountID), SK: groupSK(g.ID), Entity: "group",
+		GSI2PK: groupsList(g.AccountID), GSI2SK: createdPosition(g.Created, g.ID)}
 }
 
 // roleChecks are condition checks that every listed role of the group's
@@ -78,12 +79,6 @@ func (s *Store) GetGroup(ctx context.Context, account, id string) (domain.Group,
 	var g domain.Group
 	err := s.getItem(ctx, "get group", rbacPK(account), groupSK(id), &g)
 	return g, err
-}
-
-// ListGroups returns an account's groups.
-func (s *Store) ListGroups(ctx context.Context, account string) ([]domain.Group, error) {
-	_, gs, err := s.rbacPartition(ctx, account)
-	return gs, err
 }
 
 // replaceGroup is the transaction action that replaces a group only if the

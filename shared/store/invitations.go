@@ -26,9 +26,15 @@ func invitationSK(kind, id string) string {
 func inviteeGSI(email string) string { return "INVITEE#" + strings.ToLower(email) }
 
 func invitationKey(inv domain.Invitation) keyAttrs {
-	k := keyAttrs{PK: invitationsPK(inv.AccountID), SK: invitationSK(inv.Kind, inv.ID), Entity: "invitation"}
+	k := keyAttrs{PK: invitationsPK(inv.AccountID), SK: invitationSK(inv.Kind, inv.ID), Entity: "invitation",
+		GSI2PK: invitationsPK(inv.AccountID), GSI2SK: invitationSK(inv.Kind, createdPosition(inv.Created, inv.ID))}
 	if inv.State != domain.InvitationQueued {
+		// The inbox: GSI1 finds one invitation by id, GSI3 lists them in
+		// creation order.
 		k.GSI1PK, k.GSI1SK = inviteeGSI(inv.Email), invitationSK(inv.Kind, inv.ID)
+		// An inbox holds invitations of every account: the position names
+		// the account too (ValidPairPosition).
+		k.GSI3PK, k.GSI3SK = inviteeGSI(inv.Email), invitationSK(inv.Kind, heldPosition(inv.Created, inv.AccountID, inv.ID))
 	}
 	return k
 }
@@ -195,12 +201,12 @@ func (s *Store) MarkInvitationSent(ctx context.Context, inv domain.Invitation) (
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      key(k.PK, k.SK),
-		UpdateExpression:         aws.String("SET #st = :sent, sent = :at, updated = :at, GSI1PK = :gpk, GSI1SK = :gsk"),
+		UpdateExpression:         aws.String("SET #st = :sent, sent = :at, updated = :at, GSI1PK = :gpk, GSI1SK = :gsk, GSI3PK = :ipk, GSI3SK = :isk"),
 		ConditionExpression:      aws.String("attribute_exists(PK) AND #st = :queued"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":queued": str(domain.InvitationQueued), ":sent": str(domain.InvitationSent), ":at": at,
-			":gpk": str(k.GSI1PK), ":gsk": str(k.GSI1SK),
+			":gpk": str(k.GSI1PK), ":gsk": str(k.GSI1SK), ":ipk": str(k.GSI3PK), ":isk": str(k.GSI3SK),
 		},
 	})
 	if ddb.IsConditionFailed(err) {

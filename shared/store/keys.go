@@ -14,6 +14,16 @@ const (
 	AttrGSI1PK = "GSI1PK"
 	AttrGSI1SK = "GSI1SK"
 	IndexGSI1  = "GSI1"
+	// GSI2 keeps collections in their listed order where neither the
+	// table's key nor GSI1 does (page.go); GSI3 is a second listing of an
+	// item that already has one (an invitation: its account's list and
+	// its invitee's inbox).
+	AttrGSI2PK = "GSI2PK"
+	AttrGSI2SK = "GSI2SK"
+	IndexGSI2  = "GSI2"
+	AttrGSI3PK = "GSI3PK"
+	AttrGSI3SK = "GSI3SK"
+	IndexGSI3  = "GSI3"
 	AttrTTL    = "ttl"
 )
 

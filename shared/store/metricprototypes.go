@@ -65,13 +65,8 @@ func (s *Store) GetMetricPrototype(ctx context.Context, account, id string) (dom
 // position after in creation order (desc: newest first), with their
 // positions and whether more may follow: one Query of n items.
 func (s *Store) PageMetricPrototypes(ctx context.Context, account, after string, desc bool, n int) ([]domain.MetricPrototype, []string, bool, error) {
-	items, pos, more, err := s.page(ctx, gsiPage{op: "list metric prototypes", pk: metricProtosGSI(account), skPrefix: metricProtosGSISKPrefix,
-		tableKey: func(id string) (string, string) { return metricProtoPK(id), skMetricProto }}, after, desc, n)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	ps, err := unmarshalAll[domain.MetricPrototype](items)
-	return ps, pos, more, err
+	return pageOf[domain.MetricPrototype](ctx, s, collection{op: "list metric prototypes", index: IndexGSI1, pk: metricProtosGSI(account), skPrefix: metricProtosGSISKPrefix,
+		tableKey: func(pos string) (string, string) { return metricProtoPK(idOf(pos)), skMetricProto }}, after, desc, n)
 }
 
 // DeleteMetricPrototype deletes a prototype of account in one conditional

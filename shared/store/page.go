@@ -11,10 +11,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Collections that are listed page by page keep their members in GSI1 in
-// creation order: GSI1SK is a prefix, the creation time (timeLayout, fixed
-// width, so string order is time order) and the id. A member's position
-// in its collection is that key without the prefix.
+// Every collection the API lists is kept in its stored order under one
+// key of the table or of an index: a partition that holds the collection
+// and nothing else of it (a sort-key prefix tells it from other items),
+// and a sort key whose order is the collection's. Created-ordered
+// collections use a sort key of the creation time (timeLayout, fixed
+// width, so string order is time order) and the id. A member's position in
+// its collection is its sort key without the prefix.
 func createdPosition(created time.Time, id string) string {
 	return created.UTC().Format(timeLayout) + "#" + id
 }
@@ -28,22 +31,42 @@ var positionRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z#[a-
 // collection.
 func ValidPosition(p string) bool { return positionRE.MatchString(p) }
 
-// gsiPage describes one created-ordered GSI1 collection.
-type gsiPage struct {
-	op, pk, skPrefix string
-	// tableKey is the table key of the member with the given id (the
-	// base-table half of an index's ExclusiveStartKey).
-	tableKey func(id string) (pk, sk string)
+// collection describes where one collection is kept and in which order.
+type collection struct {
+	op string
+	// index is "" for the table's own key, or IndexGSI1, IndexGSI2.
+	index        string
+	pk, skPrefix string
+	// tableKey is the table key of the member at position pos (the
+	// base-table half of an index's ExclusiveStartKey); nil for a
+	// collection kept in the table's own key.
+	tableKey func(pos string) (pk, sk string)
 	// lo and hi bound the positions read, lo inclusive, hi exclusive ("":
-	// unbounded); both are creation times (timeLayout), so a bound falls
-	// before every member created at that time.
+	// unbounded); for created-ordered collections both are creation times
+	// (timeLayout), so a bound falls before every member created at that
+	// time.
 	lo, hi string
+}
+
+// keyNames are the partition and sort key attributes of index ix.
+func keyNames(ix string) (string, string) {
+	switch ix {
+	case "":
+		return AttrPK, AttrSK
+	case IndexGSI2:
+		return AttrGSI2PK, AttrGSI2SK
+	case IndexGSI3:
+		return AttrGSI3PK, AttrGSI3SK
+	}
+	return AttrGSI1PK, AttrGSI1SK
 }
 
 // page reads up to n members of the collection after position after (""
 // from the beginning; desc reverses the order): the items, their
 // positions, and whether DynamoDB stopped before the partition's end.
-func (s *Store) page(ctx context.Context, g gsiPage, after string, desc bool, n int) ([]map[string]types.AttributeValue, []string, bool, error) {
+// It is the only way the store reads a listed collection (docs/api.md,
+// Collections): one Query of at most n items.
+func (s *Store) page(ctx context.Context, g collection, after string, desc bool, n int) ([]map[string]types.AttributeValue, []string, bool, error) {
 	// A position outside the bounds (a cursor kept while the bounds
 	// changed) is either before everything in them or past their end:
 	// DynamoDB refuses a start key outside the key condition.
@@ -56,15 +79,28 @@ func (s *Store) page(ctx context.Context, g gsiPage, after string, desc bool, n 
 			after = ""
 		}
 	}
+	pkName, skName := keyNames(g.index)
 	in := &dynamodb.QueryInput{
-		TableName:              aws.String(s.table),
-		IndexName:              aws.String(IndexGSI1),
-		KeyConditionExpression: aws.String("GSI1PK = :pk AND begins_with(GSI1SK, :sk)"),
+		TableName:                aws.String(s.table),
+		KeyConditionExpression:   aws.String("#pk = :pk AND begins_with(#sk, :sk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": pkName, "#sk": skName},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":pk": str(g.pk), ":sk": str(g.skPrefix),
 		},
 		ScanIndexForward: aws.Bool(!desc),
 		Limit:            aws.Int32(int32(max(n, 1))),
+	}
+	if g.index != "" {
+		in.IndexName = aws.String(g.index)
+	} else {
+		// The table's own key can be read consistently (an index cannot):
+		// a member written just before is listed.
+		in.ConsistentRead = aws.Bool(true)
+	}
+	if g.skPrefix == "" {
+		in.KeyConditionExpression = aws.String("#pk = :pk")
+		delete(in.ExpressionAttributeValues, ":sk")
+		delete(in.ExpressionAttributeNames, "#sk")
 	}
 	if g.lo != "" || g.hi != "" {
 		// prefix+hi sorts before every key of a member created at hi;
@@ -73,14 +109,15 @@ func (s *Store) page(ctx context.Context, g gsiPage, after string, desc bool, n 
 		if g.hi != "" {
 			hi = g.skPrefix + g.hi
 		}
-		in.KeyConditionExpression = aws.String("GSI1PK = :pk AND GSI1SK BETWEEN :lo AND :hi")
+		in.KeyConditionExpression = aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi")
+		in.ExpressionAttributeNames = map[string]string{"#pk": pkName, "#sk": skName}
 		in.ExpressionAttributeValues = map[string]types.AttributeValue{":pk": str(g.pk), ":lo": str(g.skPrefix + g.lo), ":hi": str(hi)}
 	}
 	if after != "" {
-		_, id, _ := strings.Cut(after, "#")
-		pk, sk := g.tableKey(id)
-		in.ExclusiveStartKey = map[string]types.AttributeValue{
-			AttrPK: str(pk), AttrSK: str(sk), AttrGSI1PK: str(g.pk), AttrGSI1SK: str(g.skPrefix + after),
+		in.ExclusiveStartKey = map[string]types.AttributeValue{pkName: str(g.pk), skName: str(g.skPrefix + after)}
+		if g.index != "" {
+			pk, sk := g.tableKey(after)
+			in.ExclusiveStartKey[AttrPK], in.ExclusiveStartKey[AttrSK] = str(pk), str(sk)
 		}
 	}
 	out, err := s.db.Query(ctx, in)
@@ -89,9 +126,28 @@ func (s *Store) page(ctx context.Context, g gsiPage, after string, desc bool, n 
 	}
 	pos := make([]string, len(out.Items))
 	for i, it := range out.Items {
-		if sk, ok := it[AttrGSI1SK].(*types.AttributeValueMemberS); ok {
+		if sk, ok := it[skName].(*types.AttributeValueMemberS); ok {
 			pos[i] = strings.TrimPrefix(sk.Value, g.skPrefix)
 		}
 	}
 	return out.Items, pos, len(out.LastEvaluatedKey) > 0, nil
+}
+
+// pageOf is page with the items unmarshalled.
+func pageOf[T any](ctx context.Context, s *Store, g collection, after string, desc bool, n int) ([]T, []string, bool, error) {
+	items, pos, more, err := s.page(ctx, g, after, desc, n)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	out, err := unmarshalAll[T](items)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return out, pos, more, nil
+}
+
+// idOf is the id at the end of a created position.
+func idOf(pos string) string {
+	_, id, _ := strings.Cut(pos, "#")
+	return id
 }

@@ -85,16 +85,6 @@ func (s *Store) GetPageControl(ctx context.Context, account, app string, id int)
 	return all[0], nil
 }
 
-// ListPageControls returns every page control of an application with its
-// history, in id order.
-func (s *Store) ListPageControls(ctx context.Context, account, app string) ([]domain.PageControlVersions, error) {
-	items, err := s.childrenOf(ctx, account, app, prefixPageControl)
-	if err != nil {
-		return nil, err
-	}
-	return groupPageControls(items)
-}
-
 func groupPageControls(items []map[string]types.AttributeValue) ([]domain.PageControlVersions, error) {
 	byID := map[int]*domain.PageControlVersions{}
 	current := map[int]bool{}

@@ -52,28 +52,14 @@ func (s *Store) GetPrincipal(ctx context.Context, id string) (domain.Principal, 
 // partition, which holds them in creation order (page.go).
 const usersGSISKPrefix = "USER#"
 
-var usersPage = gsiPage{op: "list users", pk: gsiUsers, skPrefix: usersGSISKPrefix,
-	tableKey: func(id string) (string, string) { return principalPK(id), skPrincipal }}
-
-// ListUsers returns every user (not service users), in creation order.
-func (s *Store) ListUsers(ctx context.Context) ([]domain.Principal, error) {
-	items, err := s.listByGSI(ctx, "list users", gsiUsers, usersGSISKPrefix)
-	if err != nil {
-		return nil, err
-	}
-	return unmarshalAll[domain.Principal](items)
-}
+var usersPage = collection{op: "list users", index: IndexGSI1, pk: gsiUsers, skPrefix: usersGSISKPrefix,
+	tableKey: func(pos string) (string, string) { return principalPK(idOf(pos)), skPrincipal }}
 
 // PageUsers reads at most n users after position after in creation order
 // (desc: newest first), with their positions and whether more may follow:
 // one Query of n items, whatever the number of users.
 func (s *Store) PageUsers(ctx context.Context, after string, desc bool, n int) ([]domain.Principal, []string, bool, error) {
-	items, pos, more, err := s.page(ctx, usersPage, after, desc, n)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	us, err := unmarshalAll[domain.Principal](items)
-	return us, pos, more, err
+	return pageOf[domain.Principal](ctx, s, usersPage, after, desc, n)
 }
 
 // UpdatePrincipal sets a principal's display name and phone number.

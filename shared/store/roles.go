@@ -19,7 +19,8 @@ import (
 )
 
 func roleKey(r domain.Role) keyAttrs {
-	return keyAttrs{PK: rbacPK(r.AccountID), SK: roleSK(r.ID), Entity: "role"}
+	return keyAttrs{PK: rbacPK(r.AccountID), SK: roleSK(r.ID), Entity: "role",
+		GSI2PK: rolesList(r.AccountID), GSI2SK: createdPosition(r.Created, r.ID)}
 }
 
 // GetRole reads one role of an account.

@@ -19,7 +19,7 @@ func serviceUsersGSI(acct string) string { return "SERVICEUSERS#" + acct }
 
 func (s *Store) serviceUserWrites(u domain.ServiceUser) []keyAttrsValue {
 	return []keyAttrsValue{
-		{keyAttrs{PK: principalPK(u.ID), SK: skPrincipal, GSI1PK: serviceUsersGSI(u.Account), GSI1SK: principalPK(u.ID), Entity: "principal"}, u},
+		{keyAttrs{PK: principalPK(u.ID), SK: skPrincipal, GSI1PK: serviceUsersGSI(u.Account), GSI1SK: prefixServiceUserG + createdPosition(u.Created, u.ID), Entity: "principal"}, u},
 		{keyAttrs{PK: emailPK(u.Email), SK: skEmail, Entity: "email"}, struct {
 			Principal string `dynamodbav:"principal"`
 		}{u.ID}},
@@ -66,15 +66,6 @@ func (s *Store) GetServiceUser(ctx context.Context, account, id string) (domain.
 		return domain.ServiceUser{}, domain.ErrNotFound
 	}
 	return u, nil
-}
-
-// ListServiceUsers returns an account's service users.
-func (s *Store) ListServiceUsers(ctx context.Context, account string) ([]domain.ServiceUser, error) {
-	items, err := s.listByGSI(ctx, "list service users", serviceUsersGSI(account), "PRINCIPAL#")
-	if err != nil {
-		return nil, err
-	}
-	return unmarshalAll[domain.ServiceUser](items)
 }
 
 // UpdateServiceUser sets the name and description of a service user of an

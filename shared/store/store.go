@@ -58,6 +58,10 @@ type keyAttrs struct {
 	SK     string `dynamodbav:"SK"`
 	GSI1PK string `dynamodbav:"GSI1PK,omitempty"`
 	GSI1SK string `dynamodbav:"GSI1SK,omitempty"`
+	GSI2PK string `dynamodbav:"GSI2PK,omitempty"`
+	GSI2SK string `dynamodbav:"GSI2SK,omitempty"`
+	GSI3PK string `dynamodbav:"GSI3PK,omitempty"`
+	GSI3SK string `dynamodbav:"GSI3SK,omitempty"`
 	Entity string `dynamodbav:"entity"`
 }
 

@@ -23,12 +23,18 @@ func TestKeyNamesMatchTemplate(t *testing.T) {
 	if len(tb.KeySchema) != 2 || tb.KeySchema[0].AttributeName != store.AttrPK || tb.KeySchema[1].AttributeName != store.AttrSK {
 		t.Fatalf("table key schema %+v does not match store's %s/%s", tb.KeySchema, store.AttrPK, store.AttrSK)
 	}
-	if len(tb.GlobalSecondaryIndexes) != 1 {
-		t.Fatalf("want one GSI, got %+v", tb.GlobalSecondaryIndexes)
+	want := [][3]string{
+		{store.IndexGSI1, store.AttrGSI1PK, store.AttrGSI1SK},
+		{store.IndexGSI2, store.AttrGSI2PK, store.AttrGSI2SK},
+		{store.IndexGSI3, store.AttrGSI3PK, store.AttrGSI3SK},
 	}
-	g := tb.GlobalSecondaryIndexes[0]
-	if g.IndexName != store.IndexGSI1 || g.KeySchema[0].AttributeName != store.AttrGSI1PK || g.KeySchema[1].AttributeName != store.AttrGSI1SK {
-		t.Fatalf("GSI %+v does not match store's %s(%s,%s)", g, store.IndexGSI1, store.AttrGSI1PK, store.AttrGSI1SK)
+	if len(tb.GlobalSecondaryIndexes) != len(want) {
+		t.Fatalf("want %d GSIs, got %+v", len(want), tb.GlobalSecondaryIndexes)
+	}
+	for i, g := range tb.GlobalSecondaryIndexes {
+		if w := want[i]; g.IndexName != w[0] || g.KeySchema[0].AttributeName != w[1] || g.KeySchema[1].AttributeName != w[2] {
+			t.Fatalf("GSI %+v does not match store's %s(%s,%s)", g, w[0], w[1], w[2])
+		}
 	}
 	if tb.TTLAttribute != store.AttrTTL {
 		t.Fatalf("TTL attribute %q, store writes %q", tb.TTLAttribute, store.AttrTTL)
@@ -51,9 +57,9 @@ func TestPrincipalEmailIsUnique(t *testing.T) {
 	if _, err := st.GetPrincipal(ctx, "u2"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("the refused principal was half-written: %v", err)
 	}
-	users, err := st.ListUsers(ctx)
+	users, _, _, err := st.PageUsers(ctx, "", false, 10)
 	if err != nil || len(users) != 1 || users[0].ID != "u1" {
-		t.Fatalf("ListUsers = %+v, %v", users, err)
+		t.Fatalf("PageUsers = %+v, %v", users, err)
 	}
 	ann, phone := "Ann", "+44 20 7946 0958"
 	p, err := st.UpdatePrincipal(ctx, "u1", store.PrincipalChange{Name: &ann, Phone: &phone})

@@ -118,20 +118,15 @@ func (s *Store) ListTasks(ctx context.Context, account string, from, to time.Tim
 // first), with their positions and whether more may follow: one Query of
 // n items, whatever the number of tasks.
 func (s *Store) PageTasks(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]domain.Task, []string, bool, error) {
-	g := gsiPage{op: "list tasks", pk: tasksGSI(account), skPrefix: prefixTaskG,
-		tableKey: func(id string) (string, string) { return taskPK(id), skTask }}
+	g := collection{op: "list tasks", index: IndexGSI1, pk: tasksGSI(account), skPrefix: prefixTaskG,
+		tableKey: func(pos string) (string, string) { return taskPK(idOf(pos)), skTask }}
 	if !from.IsZero() {
 		g.lo = from.UTC().Format(timeLayout)
 	}
 	if !to.IsZero() {
 		g.hi = to.UTC().Format(timeLayout)
 	}
-	items, pos, more, err := s.page(ctx, g, after, desc, n)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	ts, err := unmarshalAll[domain.Task](items)
-	return ts, pos, more, err
+	return pageOf[domain.Task](ctx, s, g, after, desc, n)
 }
 
 // ClaimTask gives the invocation `owner` the task until leaseUntil: it

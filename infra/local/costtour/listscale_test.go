@@ -1,0 +1,681 @@
+package costtour_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"cads/infra/apispec"
+	"cads/infra/local/localtest"
+	"cads/shared/authz"
+	"cads/shared/ddb"
+	"cads/shared/domain"
+	"cads/shared/store"
+)
+
+const (
+	scaleBegin = "<!-- list-scale:begin -->"
+	scaleEnd   = "<!-- list-scale:end -->"
+	// scaleSmall and scaleLarge are the two sizes of every collection.
+	scaleSmall = 10
+	scaleLarge = 10000
+)
+
+// scaleSetup is one collection prepared for measuring: the page's path
+// (no query), how to add one member through the API (or the store, where
+// the API needs a second party), and the items of the member added last,
+// which the bulk write copies.
+type scaleSetup struct {
+	path string
+	// secret reads the collection ("": the operator's key).
+	secret string
+	add    func(i int)
+	// member names the table keys of the items that make up the member
+	// added last (an access key; a held role: the grant and the role) and
+	// the id they share, which each copy replaces.
+	member func() (keys [][2]string, id string)
+	// copyID, if set, is the id of copy i (default: "z" and digits, as
+	// long as the original id, so that copies are the same size and sort
+	// after every original by id).
+	copyID func(i int, old string) string
+	// fix, if set, makes further changes to copy i of an item.
+	fix func(it map[string]types.AttributeValue, i int)
+	// settle, if set, waits until the platform is quiet after the adds
+	// (a queue worker that changes the members).
+	settle func()
+}
+
+// scaleCase is one list endpoint of apispec measured at two sizes.
+type scaleCase struct {
+	ep, what string
+	// whole says why the collection is computed whole rather than read a
+	// page at a time: its two rows are recorded but not required equal.
+	whole string
+	// authorizer says why the authorizer's cost grows with the
+	// collection (it reads the caller's grants whole): only the
+	// function's round trips and units are required equal.
+	authorizer string
+	setup      func(c *costTour) scaleSetup
+}
+
+// TestCostListsAtScale measures the first page (limit=5) of every list
+// endpoint of apispec (Endpoint.List) with 10 members and with 10,000, each
+// collection on a platform and table of its own, and requires the two
+// costs to be equal (round trips and capacity units), except for the
+// collections computed whole, which say why. The 9,990 further members
+// are copies of one added through the API, written straight to the table
+// with BatchWriteItem; only the page request is measured. The rows go to
+// their own table in docs/performance.md (-update rewrites it).
+func TestCostListsAtScale(t *testing.T) {
+	began := time.Now()
+	rows := map[string][2]costRow{}
+	cases := scaleCases()
+	for _, sc := range cases {
+		t.Run(strings.ReplaceAll(strings.TrimPrefix(sc.ep, "GET /"), "/", "."), func(t *testing.T) {
+			rows[sc.ep] = measureAtScale(t, sc)
+		})
+	}
+	if t.Failed() {
+		return
+	}
+	if len(rows) != len(cases) {
+		t.Logf("%d of %d collections measured (-run chose some): the table is not compared", len(rows), len(cases))
+		return
+	}
+	byEP := map[string]scaleCase{}
+	for _, sc := range cases {
+		byEP[sc.ep] = sc
+	}
+	var missing []string
+	var b strings.Builder
+	b.WriteString("| Collection, first page (`limit=5`) | Authorizer seq / calls | Function seq / calls | RCU | WCU |\n")
+	b.WriteString("|---|---|---|---|---|\n")
+	for _, e := range apispec.Endpoints {
+		ep := e.Method + " " + e.Path
+		if !e.List {
+			if _, ok := byEP[ep]; ok {
+				t.Errorf("%s is measured at scale but apispec does not mark it a list", ep)
+			}
+			continue
+		}
+		pair, ok := rows[ep]
+		if !ok {
+			missing = append(missing, ep)
+			continue
+		}
+		sc := byEP[ep]
+		for i, r := range pair {
+			n := fmt.Sprintf("%d", scaleSmall)
+			if i == 1 {
+				n = "10,000"
+			}
+			label := fmt.Sprintf("`%s`, %s %s", ep, n, sc.what)
+			if sc.whole != "" {
+				label += " (computed whole: " + sc.whole + ")"
+			}
+			if sc.authorizer != "" {
+				label += " (authorizer: " + sc.authorizer + ")"
+			}
+			fmt.Fprintf(&b, "| %s | %d / %d | %d / %d | %.1f | %.1f |\n", label, r.aSeq, r.aCalls, r.fSeq, r.fCalls, r.rcu, r.wcu)
+		}
+	}
+	t.Run("authorizer", func(t *testing.T) {
+		few, many := measureAuthorizerAtScale(t)
+		for _, r := range []struct {
+			n   string
+			row costRow
+		}{{"10", few}, {"1,000", many}} {
+			fmt.Fprintf(&b, "| Authorizer, `GET /v2/users/{id}` by a user holding %s roles of its key's account (not a collection: grants and roles are read whole) | %d / %d | %d / %d | %.1f | %.1f |\n",
+				r.n, r.row.aSeq, r.row.aCalls, r.row.fSeq, r.row.fCalls, r.row.rcu, r.row.wcu)
+		}
+	})
+	if len(missing) > 0 {
+		t.Fatalf("no 10 / 10,000 pair for %d list endpoints of apispec (add them to scaleCases):\n%s", len(missing), strings.Join(missing, "\n"))
+	}
+	t.Logf("%d collections measured at two sizes in %v\n%s", len(rows), time.Since(began).Round(time.Second), b.String())
+	compareCostTable(t, b.String(), scaleBegin, scaleEnd)
+}
+
+// measureAtScale measures sc's first page at both sizes.
+func measureAtScale(t *testing.T, sc scaleCase) [2]costRow {
+	c := startCostTour(t)
+	s := sc.setup(c)
+	op := s.secret
+	if op == "" {
+		op = c.p.Bootstrap.Secret
+	}
+	count := func() int {
+		return len(c.step("", 200, "GET", s.path+"?limit=1000", op, nil).list)
+	}
+	for i := count(); i < scaleSmall; i++ {
+		s.add(i)
+	}
+	if s.settle != nil {
+		s.settle()
+	}
+	if n := count(); n != scaleSmall {
+		t.Fatalf("%s: %d members, want %d", sc.what, n, scaleSmall)
+	}
+	route, ok := c.routes[sc.ep]
+	if !ok {
+		t.Fatalf("%s: no such route in template.yaml", sc.ep)
+	}
+	measure := func(label string) costRow {
+		defer c.measuring()()
+		c.counter.Reset()
+		r := c.send("GET", s.path+"?limit=5", op, "", nil)
+		if r.status != http.StatusOK || len(r.list) != 5 {
+			t.Fatalf("%s: %d, %d members: %s", label, r.status, len(r.list), r.raw)
+		}
+		c.record(label, route)
+		return c.rows[label]
+	}
+	small := measure("small")
+
+	// The copies: every key attribute and every attribute equal to the
+	// member's id get the copy's id; the creation time (and the
+	// positions made of it) moves an hour and i milliseconds on.
+	ctx := context.Background()
+	table := c.p.Deps.Store.Table()
+	keys, id := s.member()
+	var bases []map[string]types.AttributeValue
+	for _, k := range keys {
+		out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{
+			"PK": &types.AttributeValueMemberS{Value: k[0]}, "SK": &types.AttributeValueMemberS{Value: k[1]}}})
+		if err != nil || out.Item == nil {
+			t.Fatalf("%s: read %s/%s: %v", sc.what, k[0], k[1], err)
+		}
+		bases = append(bases, out.Item)
+	}
+	copyID := s.copyID
+	if copyID == nil {
+		copyID = func(i int, old string) string { return fmt.Sprintf("z%0*d", max(len(old)-1, 7), i) }
+	}
+	reqs := make([]types.WriteRequest, 0, len(bases)*(scaleLarge-scaleSmall))
+	for i := range scaleLarge - scaleSmall {
+		nid := copyID(i, id)
+		for _, base := range bases {
+			it := copyMember(base, id, nid, time.Hour+time.Duration(i)*time.Millisecond)
+			if s.fix != nil {
+				s.fix(it, i)
+			}
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
+		}
+	}
+	wrote := time.Now()
+	if err := ddb.BatchWrite(ctx, c.db, table, reqs); err != nil {
+		t.Fatalf("%s: bulk write: %v", sc.what, err)
+	}
+	t.Logf("%s: %d items written in %v", sc.what, len(reqs), time.Since(wrote).Round(time.Millisecond))
+	if n := count(); n != 1000 {
+		t.Fatalf("%s: a page of 1,000 has %d members after the bulk write", sc.what, n)
+	}
+	large := measure("large")
+	sameFunction := small.fSeq == large.fSeq && small.fCalls == large.fCalls && small.fRCU == large.fRCU && small.fWCU == large.fWCU
+	sameAuthorizer := small.aSeq == large.aSeq && small.aCalls == large.aCalls && small.rcu-small.fRCU == large.rcu-large.fRCU
+	switch {
+	case sc.whole != "":
+	case !sameFunction || (sc.authorizer == "" && !sameAuthorizer):
+		t.Errorf("%s: a page costs more with %d members than with %d:\n%+v\n%+v", sc.ep, scaleLarge, scaleSmall, small, large)
+	}
+	return [2]costRow{small, large}
+}
+
+var keyAttrNames = []string{"PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK", "GSI3PK", "GSI3SK"}
+
+// posLayout is the fixed-width creation time of the store's positions.
+const posLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// copyMember copies an item of a member for the member with id nid,
+// created shift after the original.
+func copyMember(base map[string]types.AttributeValue, id, nid string, shift time.Duration) map[string]types.AttributeValue {
+	it := maps.Clone(base)
+	var oldPos, newPos, newCreated string
+	if cr, ok := it["created"].(*types.AttributeValueMemberS); ok {
+		if t0, err := time.Parse(time.RFC3339Nano, cr.Value); err == nil {
+			t1 := t0.Add(shift)
+			// Nine fraction digits always: every copy is the same size,
+			// whatever the original's time, so capacity units read over
+			// many copies do not move between runs.
+			oldPos, newPos, newCreated = t0.UTC().Format(posLayout), t1.UTC().Format(posLayout), t1.UTC().Format("2006-01-02T15:04:05.000000000Z07:00")
+		}
+	}
+	for name, v := range it {
+		s, ok := v.(*types.AttributeValueMemberS)
+		if !ok {
+			continue
+		}
+		switch {
+		case slices.Contains(keyAttrNames, name):
+			val := strings.ReplaceAll(s.Value, id, nid)
+			if oldPos != "" {
+				val = strings.ReplaceAll(val, oldPos, newPos)
+			}
+			it[name] = &types.AttributeValueMemberS{Value: val}
+		case s.Value == id:
+			it[name] = &types.AttributeValueMemberS{Value: nid}
+		case name == "email":
+			e := strings.ReplaceAll(s.Value, id, nid)
+			if e == s.Value {
+				e = nid + "@example.com"
+			}
+			it[name] = &types.AttributeValueMemberS{Value: e}
+		}
+	}
+	if newCreated != "" {
+		it["created"] = &types.AttributeValueMemberS{Value: newCreated}
+	}
+	return it
+}
+
+// lastSegment is the id at the end of an href.
+func lastSegment(href string) string { return path.Base(href) }
+
+func scaleCases() []scaleCase {
+	rolePerms := func(root string) []map[string]any {
+		return []map[string]any{{"method": "GET", "effect": "permit", "spec": []string{root + "/service-users"}}}
+	}
+	sub := func(c *costTour, name string) (href, id string) {
+		id = c.step("", 200, "POST", "/v2/accounts", c.p.Bootstrap.Secret, map[string]any{"name": name}).str("id")
+		return "/v2/accounts/" + id, id
+	}
+	role := func(c *costTour, acct string, i int) (href, id string) {
+		href = c.step("", 200, "POST", acct+"/roles", c.p.Bootstrap.Secret, map[string]any{"name": fmt.Sprintf("Scale role %d", i), "permissions": rolePerms(acct)}).str("href")
+		return href, lastSegment(href)
+	}
+	group := func(c *costTour, acct, roleHref string, i int) (href, id string) {
+		href = c.step("", 200, "POST", acct+"/groups", c.p.Bootstrap.Secret, map[string]any{"name": fmt.Sprintf("Scale group %d", i), "roles": []string{roleHref}}).str("href")
+		return href, lastSegment(href)
+	}
+	// Roles and groups of a sub-account are written through the store:
+	// the operator may read a sub-account's roles and groups but not
+	// write them (its first users do), and the root account's RBAC
+	// partition is read by the authorizer on every request, so its size
+	// would be measured too.
+	storeRole := func(c *costTour, acct string, i int) string {
+		now := c.p.Deps.Store.Now()
+		r := domain.Role{AccountID: acct, ID: fmt.Sprintf("scalerole%07d", i), Name: fmt.Sprintf("Scale role %d", i),
+			Permissions: []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{"/v2/accounts/" + acct + "/service-users"}}},
+			Version:     1, Created: now, Updated: now}
+		if err := c.p.Deps.Store.CreateRole(context.Background(), r); err != nil {
+			c.t.Fatal(err)
+		}
+		return r.ID
+	}
+	storeGroup := func(c *costTour, acct, role string, i int) string {
+		now := c.p.Deps.Store.Now()
+		g := domain.Group{AccountID: acct, ID: fmt.Sprintf("scalegroup%06d", i), Name: fmt.Sprintf("Scale group %d", i), Roles: []string{role},
+			Version: 1, Created: now, Updated: now}
+		if err := c.p.Deps.Store.CreateGroup(context.Background(), g); err != nil {
+			c.t.Fatal(err)
+		}
+		return g.ID
+	}
+	user := func(c *costTour, email string) (href, id string) {
+		id = c.step("", 200, "POST", "/v2/users", c.p.Bootstrap.Secret, map[string]any{"email": email, "name": "Scale"}).str("id")
+		return "/v2/users/" + id, id
+	}
+	// ownKey is a key of user id, bound to the root account: a user's
+	// inbox, roles and groups are read by the user itself.
+	ownKey := func(c *costTour, href string) string {
+		return c.step("", 200, "POST", href+"/access-keys", c.p.Bootstrap.Secret, map[string]any{"type": "bearer", "account": "/v2/accounts/" + c.p.Bootstrap.RootAccount}).str("secret_key")
+	}
+	notified := func(c *costTour) func() {
+		return func() { c.idle(c.queueOf(c.functionOf("functions/notifier"))) }
+	}
+	// last remembers the id of the member added last.
+	type last struct{ id string }
+	return []scaleCase{
+		{ep: "GET /v2/accounts", what: "accounts", setup: func(c *costTour) scaleSetup {
+			var l last
+			return scaleSetup{path: "/v2/accounts",
+				add: func(i int) { _, l.id = sub(c, fmt.Sprintf("Scale %d", i)) },
+				member: func() ([][2]string, string) {
+					return [][2]string{{"ACCOUNT#" + l.id, "ACCOUNT"}}, l.id
+				}}
+		}},
+		{ep: "GET /v2/accounts/{id}/entitlements", what: "entitlements", setup: func(c *costTour) scaleSetup {
+			href, acct := sub(c, "Scale")
+			var l last
+			return scaleSetup{path: href + "/entitlements",
+				add: func(i int) {
+					l.id = lastSegment(c.step("", 200, "POST", href+"/entitlements", c.p.Bootstrap.Secret, map[string]any{"resource": "address_sets", "quantity": i + 1}).str("href"))
+				},
+				member: func() ([][2]string, string) { return [][2]string{{"ACCOUNT#" + acct, "ENTITLEMENT#" + l.id}}, l.id }}
+		}},
+		{ep: "GET /v2/accounts/{id}/roles", what: "roles", setup: func(c *costTour) scaleSetup {
+			href, acct := sub(c, "Scale")
+			var l last
+			return scaleSetup{path: href + "/roles",
+				add:    func(i int) { l.id = storeRole(c, acct, i) },
+				member: func() ([][2]string, string) { return [][2]string{{"RBAC#" + acct, "ROLE#" + l.id}}, l.id }}
+		}},
+		{ep: "GET /v2/accounts/{id}/invitations", what: "invitations", setup: func(c *costTour) scaleSetup {
+			acct := c.p.Bootstrap.RootAccount
+			href := "/v2/accounts/" + acct
+			roleHref, _ := role(c, href, 0)
+			var l last
+			return scaleSetup{path: href + "/invitations",
+				add: func(i int) {
+					l.id = c.step("", 200, "POST", href+"/invitations", c.p.Bootstrap.Secret, map[string]any{"user_email": fmt.Sprintf("invitee%d@example.com", i), "role": roleHref}).str("id")
+				},
+				settle: notified(c),
+				member: func() ([][2]string, string) {
+					return [][2]string{{"INVITATIONS#" + acct, "INVITATION#" + l.id}}, l.id
+				}}
+		}},
+		{ep: "GET /v2/accounts/{id}/groups", what: "groups", setup: func(c *costTour) scaleSetup {
+			href, acct := sub(c, "Scale")
+			r := storeRole(c, acct, 0)
+			var l last
+			return scaleSetup{path: href + "/groups",
+				add:    func(i int) { l.id = storeGroup(c, acct, r, i) },
+				member: func() ([][2]string, string) { return [][2]string{{"RBAC#" + acct, "GROUP#" + l.id}}, l.id }}
+		}},
+		{ep: "GET /v2/accounts/{id}/group-invitations", what: "group invitations", setup: func(c *costTour) scaleSetup {
+			acct := c.p.Bootstrap.RootAccount
+			href := "/v2/accounts/" + acct
+			roleHref, _ := role(c, href, 0)
+			groupHref, _ := group(c, href, roleHref, 0)
+			var l last
+			return scaleSetup{path: href + "/group-invitations",
+				add: func(i int) {
+					l.id = c.step("", 200, "POST", href+"/group-invitations", c.p.Bootstrap.Secret, map[string]any{"user_email": fmt.Sprintf("invitee%d@example.com", i), "group": groupHref}).str("id")
+				},
+				settle: notified(c),
+				member: func() ([][2]string, string) {
+					return [][2]string{{"INVITATIONS#" + acct, "GROUPINVITATION#" + l.id}}, l.id
+				}}
+		}},
+		{ep: "GET /v2/accounts/{id}/service-users", what: "service users", setup: func(c *costTour) scaleSetup {
+			href := "/v2/accounts/" + c.p.Bootstrap.RootAccount
+			var l last
+			return scaleSetup{path: href + "/service-users",
+				add: func(i int) {
+					l.id = c.step("", 200, "POST", href+"/service-users", c.p.Bootstrap.Secret, map[string]any{"name": fmt.Sprintf("robot %d", i)}).str("id")
+				},
+				member: func() ([][2]string, string) { return [][2]string{{"PRINCIPAL#" + l.id, "PRINCIPAL"}}, l.id }}
+		}},
+		{ep: "GET /v2/address-sets", what: "address sets", setup: func(c *costTour) scaleSetup {
+			var l last
+			return scaleSetup{path: "/v2/address-sets",
+				add: func(i int) {
+					l.id = c.step("", 200, "POST", "/v2/address-sets", c.p.Bootstrap.Secret, map[string]any{"name": fmt.Sprintf("scale %d", i), "type": "manual"}).str("id")
+				},
+				member: func() ([][2]string, string) { return [][2]string{{"ADDRSET#" + l.id, "ADDRSET"}}, l.id }}
+		}},
+		{ep: "GET /v2/address-sets/{id}/addresses", what: "addresses",
+			whole: "the set's entries and those of the sets it includes, each set read whole: at most 10,000 live entries a set, 25 sets",
+			setup: func(c *costTour) scaleSetup {
+				set := c.step("", 200, "POST", "/v2/address-sets", c.p.Bootstrap.Secret, map[string]any{"name": "scale", "type": "manual"}).str("id")
+				var l last
+				return scaleSetup{path: "/v2/address-sets/" + set + "/addresses",
+					add: func(i int) {
+						l.id = fmt.Sprintf("198.51.100.%d", i)
+						c.stepRaw("", 200, "PATCH", "/v2/address-sets/"+set, c.p.Bootstrap.Secret, "application/json-patch+json",
+							[]byte(`[{"op":"add","path":"/entries/-","value":{"address":"`+l.id+`"}}]`))
+					},
+					member: func() ([][2]string, string) {
+						return [][2]string{{"ADDRSET#" + set, "ENTRY#" + l.id + "/32"}}, l.id
+					},
+					// Each copy is another network, 10.0.0.0/8 upwards.
+					copyID: func(i int, _ string) string { return fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255) },
+					fix: func(it map[string]types.AttributeValue, _ int) {
+						sk := it["SK"].(*types.AttributeValueMemberS).Value
+						it["prefix"] = &types.AttributeValueMemberS{Value: strings.TrimPrefix(sk, "ENTRY#")}
+					},
+				}
+			}},
+		{ep: "GET /v2/tests", what: "application tests", setup: func(c *costTour) scaleSetup {
+			c.step("", 200, "POST", "/v2/applications", c.p.Bootstrap.Secret, map[string]any{"name": "Shop", "aliases": []string{"shop.example.com"}})
+			var l last
+			return scaleSetup{path: "/v2/tests",
+				add: func(i int) {
+					l.id = fmt.Sprintf("scaletest%02d", i)
+					c.stepRaw("", 200, "PUT", "/v2/tests/"+l.id, c.p.Bootstrap.Secret, "application/x-tar", localtest.TestTar(c.t, "http://shop.example.com", "scale\n"))
+				},
+				member: func() ([][2]string, string) {
+					return [][2]string{{"APPTEST#" + c.p.Bootstrap.RootAccount + "#" + l.id, "TEST"}}, l.id
+				}}
+		}},
+		{ep: "GET /v2/applications", what: "applications", setup: func(c *costTour) scaleSetup {
+			var l last
+			return scaleSetup{path: "/v2/applications",
+				add: func(i int) {
+					l.id = c.step("", 200, "POST", "/v2/applications", c.p.Bootstrap.Secret, map[string]any{"name": fmt.Sprintf("Scale %d", i), "aliases": []string{fmt.Sprintf("scale%d.example.com", i)}}).str("id")
+				},
+				member: func() ([][2]string, string) { return [][2]string{{"APP#" + l.id, "APP"}}, l.id }}
+		}},
+		{ep: "GET /v2/applications/{id}/actions", what: "actions", setup: func(c *costTour) scaleSetup {
+			app := c.step("", 200, "POST", "/v2/applications", c.p.Bootstrap.Secret, map[string]any{"name": "Scale", "aliases": []string{"scale.example.com"}}).str("id")
+			var l last
+			return scaleSetup{path: "/v2/applications/" + app + "/actions",
+				add: func(i int) {
+					l.id = fmt.Sprintf("scaleact%02d", i)
+					c.step("", 200, "POST", "/v2/applications/"+app+"/actions", c.p.Bootstrap.Secret, map[string]any{"id": l.id, "url": "https://ops.example.com/ping"})
+				},
+				member: func() ([][2]string, string) { return [][2]string{{"APP#" + app, "ACTION#" + l.id}}, l.id }}
+		}},
+		{ep: "GET /v2/applications/{id}/pagecontrols", what: "page controls", setup: func(c *costTour) scaleSetup {
+			app := c.step("", 200, "POST", "/v2/applications", c.p.Bootstrap.Secret, map[string]any{"name": "Scale", "aliases": []string{"scale.example.com"}}).str("id")
+			var l last
+			return scaleSetup{path: "/v2/applications/" + app + "/pagecontrols",
+				add: func(i int) {
+					href := c.step("", 200, "POST", "/v2/applications/"+app+"/pagecontrols", c.p.Bootstrap.Secret,
+						`{"name":"Block bots","mode":"request","conditions":{"is_crawler":{}},"actions":[{"type":"deny","status_code":"403","body":"no"}]}`).str("href")
+					var n int
+					if _, err := fmt.Sscan(lastSegment(href), &n); err != nil {
+						c.t.Fatalf("page control href %q: %v", href, err)
+					}
+					l.id = fmt.Sprintf("%010d", n)
+				},
+				member: func() ([][2]string, string) { return [][2]string{{"APP#" + app, "PAGECONTROL#" + l.id}}, l.id },
+				// Ids are numbers, zero-padded in the key.
+				copyID: func(i int, _ string) string { return fmt.Sprintf("%010d", 1000000+i) },
+				fix: func(it map[string]types.AttributeValue, i int) {
+					it["id"] = &types.AttributeValueMemberN{Value: fmt.Sprint(1000000 + i)}
+				},
+			}
+		}},
+		{ep: "GET /v2/applications/{id}/webcontrols", what: "web controls (page controls seen as the reference's web controls)", setup: func(c *costTour) scaleSetup {
+			app := c.step("", 200, "POST", "/v2/applications", c.p.Bootstrap.Secret, map[string]any{"name": "Scale", "aliases": []string{"scale.example.com"}}).str("id")
+			var l last
+			return scaleSetup{path: "/v2/applications/" + app + "/webcontrols",
+				add: func(i int) {
+					href := c.step("", 200, "POST", "/v2/applications/"+app+"/pagecontrols", c.p.Bootstrap.Secret,
+						`{"name":"Block bots","mode":"request","conditions":{"is_crawler":{}},"actions":[{"type":"deny","status_code":"403","body":"no"}]}`).str("href")
+					var n int
+					if _, err := fmt.Sscan(lastSegment(href), &n); err != nil {
+						c.t.Fatalf("page control href %q: %v", href, err)
+					}
+					l.id = fmt.Sprintf("%010d", n)
+				},
+				member: func() ([][2]string, string) { return [][2]string{{"APP#" + app, "PAGECONTROL#" + l.id}}, l.id },
+				// Ids are numbers, zero-padded in the key.
+				copyID: func(i int, _ string) string { return fmt.Sprintf("%010d", 1000000+i) },
+				fix: func(it map[string]types.AttributeValue, i int) {
+					it["id"] = &types.AttributeValueMemberN{Value: fmt.Sprint(1000000 + i)}
+				},
+			}
+		}},
+		{ep: "GET /v2/metric-prototypes", what: "metric prototypes", setup: func(c *costTour) scaleSetup {
+			var l last
+			return scaleSetup{path: "/v2/metric-prototypes",
+				add: func(i int) {
+					l.id = lastSegment(c.step("", 200, "POST", "/v2/metric-prototypes", c.p.Bootstrap.Secret, map[string]any{"default_name": fmt.Sprintf("slow_pages_%d", i),
+						"expression": "count()", "log_type": "proxy-logs", "filter": "elapsed > 2000", "group_by": "request_path"}).str("href"))
+				},
+				member: func() ([][2]string, string) { return [][2]string{{"METRICPROTO#" + l.id, "METRICPROTO"}}, l.id }}
+		}},
+		{ep: "GET /v2/tasks", what: "tasks", setup: func(c *costTour) scaleSetup {
+			// Written through the store: every task type targets an
+			// application, and these need no worker (finished, their
+			// outbox marker due long after the test).
+			var l last
+			return scaleSetup{path: "/v2/tasks",
+				add: func(i int) {
+					now := c.p.Deps.Store.Now()
+					l.id = fmt.Sprintf("scaletask%07d", i)
+					tk := domain.Task{ID: l.id, Account: c.p.Bootstrap.RootAccount, Type: "start", Target: "/v2/applications/none", State: domain.TaskSuccess,
+						CreatedBy: "cost", Created: now, Updated: now}
+					if err := c.p.Deps.Store.CreateTask(context.Background(), tk, &store.OutboxMarker{Queue: "TasksQueue", Body: "{}", Due: now.Add(24 * time.Hour)}); err != nil {
+						c.t.Fatal(err)
+					}
+				},
+				member: func() ([][2]string, string) { return [][2]string{{"TASK#" + l.id, "TASK"}}, l.id }}
+		}},
+		{ep: "GET /v2/users", what: "users", setup: func(c *costTour) scaleSetup {
+			var l last
+			return scaleSetup{path: "/v2/users",
+				add:    func(i int) { _, l.id = user(c, fmt.Sprintf("scale%d@example.com", i)) },
+				member: func() ([][2]string, string) { return [][2]string{{"PRINCIPAL#" + l.id, "PRINCIPAL"}}, l.id }}
+		}},
+		{ep: "GET /v2/users/{id}/access-keys", what: "access keys", setup: func(c *costTour) scaleSetup {
+			href, uid := user(c, "keys@example.com")
+			var l last
+			return scaleSetup{path: href + "/access-keys",
+				add: func(i int) {
+					l.id = c.step("", 200, "POST", href+"/access-keys", c.p.Bootstrap.Secret, map[string]any{"type": "bearer"}).str("id")
+				},
+				member: func() ([][2]string, string) { return [][2]string{{"PRINCIPAL#" + uid, "KEY#" + l.id}}, l.id }}
+		}},
+		{ep: "GET /v2/users/{id}/invitations", what: "invitations in the inbox", setup: func(c *costTour) scaleSetup {
+			href, _ := user(c, "invitee@example.com")
+			acct := c.p.Bootstrap.RootAccount
+			acctHref := "/v2/accounts/" + acct
+			var l last
+			return scaleSetup{path: href + "/invitations", secret: ownKey(c, href),
+				// One role per invitation: a user is invited to a role once.
+				add: func(i int) {
+					roleHref, _ := role(c, acctHref, i)
+					l.id = c.step("", 200, "POST", acctHref+"/invitations", c.p.Bootstrap.Secret, map[string]any{"user_email": "invitee@example.com", "role": roleHref}).str("id")
+				},
+				settle: notified(c),
+				member: func() ([][2]string, string) {
+					return [][2]string{{"INVITATIONS#" + acct, "INVITATION#" + l.id}}, l.id
+				}}
+		}},
+		{ep: "GET /v2/users/{id}/group-invitations", what: "group invitations in the inbox", setup: func(c *costTour) scaleSetup {
+			href, _ := user(c, "invitee@example.com")
+			acct := c.p.Bootstrap.RootAccount
+			acctHref := "/v2/accounts/" + acct
+			roleHref, _ := role(c, acctHref, 0)
+			var l last
+			return scaleSetup{path: href + "/group-invitations", secret: ownKey(c, href),
+				add: func(i int) {
+					groupHref, _ := group(c, acctHref, roleHref, i)
+					l.id = c.step("", 200, "POST", acctHref+"/group-invitations", c.p.Bootstrap.Secret, map[string]any{"user_email": "invitee@example.com", "group": groupHref}).str("id")
+				},
+				settle: notified(c),
+				member: func() ([][2]string, string) {
+					return [][2]string{{"INVITATIONS#" + acct, "GROUPINVITATION#" + l.id}}, l.id
+				}}
+		}},
+		{ep: "GET /v2/users/{id}/roles", what: "held roles", authorizer: "it reads the caller's grants whole, 10,000 of them here", setup: func(c *costTour) scaleSetup {
+			// The grants are written through the store: accepting takes
+			// the invitee's own key, and what is measured is the list.
+			href, uid := user(c, "holder@example.com")
+			_, acct := sub(c, "Scale")
+			var l last
+			return scaleSetup{path: href + "/roles", secret: ownKey(c, href),
+				add: func(i int) {
+					l.id = storeRole(c, acct, i)
+					if err := c.p.Deps.Store.PutGrant(context.Background(), domain.Grant{PrincipalID: uid, AccountID: acct, RoleID: l.id, Via: "cost", Created: c.p.Deps.Store.Now()}); err != nil {
+						c.t.Fatal(err)
+					}
+				},
+				member: func() ([][2]string, string) {
+					return [][2]string{{"PRINCIPAL#" + uid, "GRANT#" + acct + "#" + l.id}, {"RBAC#" + acct, "ROLE#" + l.id}}, l.id
+				}}
+		}},
+		{ep: "GET /v2/users/{id}/groups", what: "held groups", authorizer: "it reads the caller's grants whole, 10,000 of them here", setup: func(c *costTour) scaleSetup {
+			href, uid := user(c, "holder@example.com")
+			_, acct := sub(c, "Scale")
+			r := storeRole(c, acct, 0)
+			var l last
+			return scaleSetup{path: href + "/groups", secret: ownKey(c, href),
+				add: func(i int) {
+					l.id = storeGroup(c, acct, r, i)
+					if err := c.p.Deps.Store.PutGrant(context.Background(), domain.Grant{PrincipalID: uid, AccountID: acct, Group: l.id, Via: "cost", Created: c.p.Deps.Store.Now()}); err != nil {
+						c.t.Fatal(err)
+					}
+				},
+				member: func() ([][2]string, string) {
+					return [][2]string{{"PRINCIPAL#" + uid, "GRANTGROUP#" + acct + "#" + l.id}, {"RBAC#" + acct, "GROUP#" + l.id}}, l.id
+				}}
+		}},
+	}
+}
+
+// measureAuthorizerAtScale measures a request by a user holding 10 roles
+// of its key's account, then 1,000: the authorizer reads the caller's
+// grants and the account's roles whole (a decision needs every role), so
+// only its round trips are required to stay the same.
+func measureAuthorizerAtScale(t *testing.T) (few, many costRow) {
+	c := startCostTour(t)
+	op, root := c.p.Bootstrap.Secret, c.p.Bootstrap.RootAccount
+	ctx := context.Background()
+	uid := c.step("", 200, "POST", "/v2/users", op, map[string]any{"email": "holder@example.com", "name": "Holder"}).str("id")
+	secret := c.step("", 200, "POST", "/v2/users/"+uid+"/access-keys", op, map[string]any{"type": "bearer", "account": "/v2/accounts/" + root}).str("secret_key")
+	var last string
+	for i := range 10 {
+		now := c.p.Deps.Store.Now().Truncate(time.Second)
+		r := domain.Role{AccountID: root, ID: fmt.Sprintf("heldrole%08d", i), Name: fmt.Sprintf("Held %d", i),
+			Permissions: []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{"/v2/things/*"}}}, Version: 1, Created: now, Updated: now}
+		if err := c.p.Deps.Store.CreateRole(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.p.Deps.Store.PutGrant(ctx, domain.Grant{PrincipalID: uid, AccountID: root, RoleID: r.ID, Via: "cost", Created: now}); err != nil {
+			t.Fatal(err)
+		}
+		last = r.ID
+	}
+	route := c.routes["GET /v2/users/{id}"]
+	measure := func(label string) costRow {
+		defer c.measuring()()
+		// Twice: the first request also touches the key's last_used.
+		for range 2 {
+			c.counter.Reset()
+			if r := c.send("GET", "/v2/users/"+uid, secret, "", nil); r.status != http.StatusOK {
+				t.Fatalf("%s: %d %s", label, r.status, r.raw)
+			}
+		}
+		c.record(label, route)
+		return c.rows[label]
+	}
+	few = measure("few")
+	table := c.p.Deps.Store.Table()
+	var bases []map[string]types.AttributeValue
+	for _, k := range [][2]string{{"PRINCIPAL#" + uid, "GRANT#" + root + "#" + last}, {"RBAC#" + root, "ROLE#" + last}} {
+		out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{
+			"PK": &types.AttributeValueMemberS{Value: k[0]}, "SK": &types.AttributeValueMemberS{Value: k[1]}}})
+		if err != nil || out.Item == nil {
+			t.Fatalf("read %s/%s: %v", k[0], k[1], err)
+		}
+		bases = append(bases, out.Item)
+	}
+	var reqs []types.WriteRequest
+	for i := range 990 {
+		for _, base := range bases {
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: copyMember(base, last, fmt.Sprintf("z%015d", i), time.Hour+time.Duration(i)*time.Millisecond)}})
+		}
+	}
+	if err := ddb.BatchWrite(ctx, c.db, table, reqs); err != nil {
+		t.Fatal(err)
+	}
+	many = measure("many")
+	if few.aSeq != many.aSeq || few.aCalls != many.aCalls {
+		t.Errorf("the authorizer makes other calls with 1,000 held roles than with 10:\n%+v\n%+v", few, many)
+	}
+	return few, many
+}
