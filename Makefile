@@ -20,9 +20,10 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 	$(GO) build -o $(BUILD)/traffic ./infra/cmd/traffic
 	exec $(BUILD)/traffic -rate $(RATE)
 
-# The timeout is the whole package's: infra/local (the platform end to end,
-# the isolation invariant, the cost tour at 10,000 members) takes about
-# 7 minutes under -race on 2 cores, close to go test's default of 10.
+# go test runs GOMAXPROCS packages at a time; the local platform's slow
+# tests are packages of their own (infra/local/costtour, isolation,
+# inproc) so that they run beside the rest (docs/performance.md, "Test
+# suite time"). The timeout is per package, with room for a loaded machine.
 test: ## every test, with the race detector, against in-process DynamoDB and SQS servers
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 30m ./...

@@ -3,7 +3,6 @@ package core
 import (
 	"cmp"
 	"maps"
-	"slices"
 	"time"
 
 	"github.com/truora/minidyn/types"
@@ -21,7 +20,7 @@ type index struct {
 	// entries is every indexed item, kept sorted (compareEntries) as items
 	// are written, so that a Query finds its partition by binary search
 	// instead of sorting the whole index.
-	entries    []indexEntry
+	entries    sortedSeq[indexEntry]
 	typ        indexType
 	projection *types.Projection
 	Table      *Table
@@ -36,17 +35,18 @@ func newIndex(t *Table, typ indexType, ks keySchema) *index {
 		keySchema: ks,
 		typ:       typ,
 		Table:     t,
+		entries:   newSortedSeq(compareEntries),
 		refs:      map[string]string{},
 	}
 }
 
 func (i *index) Clear() {
-	i.entries = nil
+	i.entries.Clear()
 	i.refs = map[string]string{}
 }
 
 type indexSnapshot struct {
-	entries []indexEntry
+	entries sortedSeq[indexEntry]
 	refs    map[string]string
 }
 
@@ -54,7 +54,7 @@ func (i *index) snapshot() indexSnapshot {
 	refs := make(map[string]string, len(i.refs))
 	maps.Copy(refs, i.refs)
 
-	return indexSnapshot{entries: slices.Clone(i.entries), refs: refs}
+	return indexSnapshot{entries: i.entries.Clone(), refs: refs}
 }
 
 func (i *index) restore(s indexSnapshot) {
@@ -143,9 +143,7 @@ func (i *index) set(pk, indexKey string) {
 	}
 
 	i.refs[pk] = indexKey
-	e := indexEntry{key: indexKey, pk: pk}
-	pos, _ := slices.BinarySearchFunc(i.entries, e, compareEntries)
-	i.entries = slices.Insert(i.entries, pos, e)
+	i.entries.Insert(indexEntry{key: indexKey, pk: pk})
 }
 
 // unset removes the item stored under pk from the index.
@@ -157,10 +155,7 @@ func (i *index) unset(pk string) {
 
 	delete(i.refs, pk)
 
-	pos, found := slices.BinarySearchFunc(i.entries, indexEntry{key: old, pk: pk}, compareEntries)
-	if found {
-		i.entries = slices.Delete(i.entries, pos, pos+1)
-	}
+	i.entries.Delete(indexEntry{key: old, pk: pk})
 }
 
 func (i *index) putData(key string, item map[string]*types.Item) error {
@@ -185,5 +180,5 @@ func (i *index) delete(key string, item map[string]*types.Item) error {
 }
 
 func (i *index) count() int64 {
-	return int64(len(i.entries))
+	return int64(i.entries.Len())
 }

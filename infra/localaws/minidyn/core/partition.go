@@ -6,7 +6,6 @@ package core
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 
 	"github.com/truora/minidyn/interpreter/language"
@@ -136,15 +135,15 @@ type searchPlan struct {
 // in it and no such item indexed): upstream returns an empty page then.
 func (t *Table) plan(input QueryInput, idx *index, startKey string) (p searchPlan, empty bool) {
 	schema := t.KeySchema
-	n := len(t.SortedKeys)
-	at := func(j int) string { return t.SortedKeys[j] }
+	n := t.SortedKeys.Len()
+	at := t.SortedKeys.At
 	p.pkAt = at
 
 	if idx != nil {
 		schema = idx.keySchema
-		n = len(idx.entries)
-		at = func(j int) string { return idx.entries[j].key }
-		p.pkAt = func(j int) string { return idx.entries[j].pk }
+		n = idx.entries.Len()
+		at = func(j int) string { return idx.entries.At(j).key }
+		p.pkAt = func(j int) string { return idx.entries.At(j).pk }
 	}
 
 	p.lo, p.hi = 0, n
@@ -163,7 +162,7 @@ func (t *Table) plan(input QueryInput, idx *index, startKey string) (p searchPla
 
 	if idx == nil {
 		found := false
-		pos, found = slices.BinarySearch(t.SortedKeys, startKey)
+		pos, found = t.SortedKeys.Search(startKey)
 		after = pos
 
 		if found {
@@ -179,7 +178,7 @@ func (t *Table) plan(input QueryInput, idx *index, startKey string) (p searchPla
 		}
 
 		found := false
-		pos, found = slices.BinarySearchFunc(idx.entries, indexEntry{key: indexKey, pk: startKey}, compareEntries)
+		pos, found = idx.entries.Search(indexEntry{key: indexKey, pk: startKey})
 		after = pos
 
 		if found {

@@ -3,8 +3,6 @@ package core
 // This file is not in upstream minidyn v0.8.2 (see PATCHES.md).
 
 import (
-	"slices"
-
 	"github.com/truora/minidyn/types"
 )
 
@@ -61,9 +59,7 @@ func (t *Table) removeItem(key string) {
 
 	delete(t.Data, key)
 
-	if pos, found := slices.BinarySearch(t.SortedKeys, key); found {
-		t.SortedKeys = slices.Delete(t.SortedKeys, pos, pos+1)
-	}
+	t.SortedKeys.Delete(key)
 
 	for _, idx := range t.Indexes {
 		idx.unset(key)

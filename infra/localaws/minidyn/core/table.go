@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/truora/minidyn/interpreter"
@@ -33,10 +33,11 @@ type QueryInput struct {
 
 // Table struct to mock a dynamodb table
 type Table struct {
-	Name                 string
-	Indexes              map[string]*index
-	AttributesDef        map[string]string
-	SortedKeys           []string
+	Name          string
+	Indexes       map[string]*index
+	AttributesDef map[string]string
+	// SortedKeys is every item's primary key string, in order.
+	SortedKeys           sortedSeq[string]
 	Data                 map[string]map[string]*types.Item
 	KeySchema            keySchema
 	BillingMode          *string
@@ -52,7 +53,7 @@ func NewTable(name string) *Table {
 		Name:                 name,
 		Indexes:              map[string]*index{},
 		AttributesDef:        map[string]string{},
-		SortedKeys:           []string{},
+		SortedKeys:           newSortedSeq(strings.Compare),
 		Data:                 map[string]map[string]*types.Item{},
 		IndexActivationDelay: defaultIndexActivationDelay,
 	}
@@ -575,8 +576,7 @@ func (t *Table) setItem(key string, item map[string]*types.Item) {
 	if !exists {
 		// Insert in place: re-sorting every key on each new item made a
 		// write cost O(n log n) in the table's size.
-		pos, _ := slices.BinarySearch(t.SortedKeys, key)
-		t.SortedKeys = slices.Insert(t.SortedKeys, pos, key)
+		t.SortedKeys.Insert(key)
 	}
 }
 
@@ -591,14 +591,14 @@ func (t *Table) getItem(key string) map[string]*types.Item {
 
 // Clear removes data and sorted keys from a table
 func (t *Table) Clear() {
-	t.SortedKeys = []string{}
+	t.SortedKeys.Clear()
 	t.Data = map[string]map[string]*types.Item{}
 }
 
 // TableSnapshot captures a point-in-time copy of mutable table state for transactional rollback
 type TableSnapshot struct {
 	data       map[string]map[string]*types.Item
-	sortedKeys []string
+	sortedKeys sortedSeq[string]
 	indexes    map[string]indexSnapshot
 }
 
@@ -609,8 +609,7 @@ func (t *Table) Snapshot() TableSnapshot {
 		data[k] = deepCopyItemMap(v)
 	}
 
-	keys := make([]string, len(t.SortedKeys))
-	copy(keys, t.SortedKeys)
+	keys := t.SortedKeys.Clone()
 
 	indexes := make(map[string]indexSnapshot, len(t.Indexes))
 	for name, idx := range t.Indexes {
@@ -945,14 +944,9 @@ func (t *Table) Delete(input *types.DeleteItemInput) (map[string]*types.Item, er
 
 	delete(t.Data, key)
 
-	pos := sort.SearchStrings(t.SortedKeys, key)
-	if pos == len(t.SortedKeys) {
+	if !t.SortedKeys.Delete(key) {
 		return item, nil
 	}
-
-	copy(t.SortedKeys[pos:], t.SortedKeys[pos+1:])
-	t.SortedKeys[len(t.SortedKeys)-1] = ""
-	t.SortedKeys = t.SortedKeys[:len(t.SortedKeys)-1]
 
 	for _, index := range t.Indexes {
 		err := index.delete(key, item)
@@ -971,7 +965,7 @@ func (t *Table) Description(name string) *types.TableDescription {
 
 	return &types.TableDescription{
 		TableName:              name,
-		ItemCount:              int64(len(t.SortedKeys)),
+		ItemCount:              int64(t.SortedKeys.Len()),
 		KeySchema:              t.KeySchema.describe(),
 		GlobalSecondaryIndexes: gsi,
 		LocalSecondaryIndexes:  lsi,

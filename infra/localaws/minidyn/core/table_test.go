@@ -604,7 +604,7 @@ func TestDeleteIndex(t *testing.T) {
 	}
 
 	index := newTable.Indexes["invert"]
-	index.entries = []indexEntry{{key: "key1", pk: "x"}, {key: "key2", pk: "y"}}
+	index.entries = newSortedSeq(compareEntries, indexEntry{key: "key1", pk: "x"}, indexEntry{key: "key2", pk: "y"})
 	newTable.Indexes["invert"] = index
 
 	_, err = newTable.Delete(inp)
@@ -655,7 +655,7 @@ func TestSearchData(t *testing.T) {
 	queryInput.ScanIndexForward = true
 
 	newIndex := index{
-		entries: []indexEntry{{key: "ref2", pk: "ref1"}},
+		entries: newSortedSeq(compareEntries, indexEntry{key: "ref2", pk: "ref1"}),
 		refs:    map[string]string{"ref1": "ref2"},
 		Table:   newTable,
 	}
@@ -1157,7 +1157,7 @@ func TestGetLastKey(t *testing.T) {
 	})
 
 	newIndex := &index{
-		entries: []indexEntry{{key: "ref2", pk: "ref1"}},
+		entries: newSortedSeq(compareEntries, indexEntry{key: "ref2", pk: "ref1"}),
 		refs:    map[string]string{"ref1": "ref2"},
 		Table:   newTable,
 	}
@@ -1595,7 +1595,7 @@ func TestFetchQueryData(t *testing.T) {
 	c.NoError(err)
 	c.Len(newTable.Data, 6)
 
-	entries := newTable.Indexes["invert"].entries
+	entries := newTable.Indexes["invert"].entries.All()
 
 	// A backward Query (ScanIndexForward false) starts from the last entry.
 	c.NotEmpty(entries)

@@ -1,4 +1,4 @@
-package local_test
+package inproc_test
 
 import (
 	"context"

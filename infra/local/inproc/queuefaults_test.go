@@ -1,4 +1,4 @@
-package local_test
+package inproc_test
 
 // Queue faults: SQS refusing sends after the request's DynamoDB write has
 // committed. A proxy in front of the embedded SQS server (goaws) fails

@@ -1,4 +1,10 @@
-package local_test
+// Package inproc_test invokes the functions in-process as Lambda would (the
+// event through JSON, the real handler and constructor, DynamoDB and SQS on
+// the embedded servers): DynamoDB and SQS faults injected between them, and
+// the handler benchmarks. A test binary of its own: go test runs it beside
+// infra/local's other tests (goaws keeps its queues in package state, so
+// two of its servers cannot run apart in one process).
+package inproc_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package local_test
+package costtour_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/infra/apispec"
+	"cads/infra/local/localtest"
 	"cads/shared/authz"
 	"cads/shared/ddb"
 	"cads/shared/domain"
@@ -170,6 +171,7 @@ func measureAtScale(t *testing.T, sc scaleCase) [2]costRow {
 		t.Fatalf("%s: no such route in template.yaml", sc.ep)
 	}
 	measure := func(label string) costRow {
+		defer c.measuring()()
 		c.counter.Reset()
 		r := c.send("GET", s.path+"?limit=5", op, "", nil)
 		if r.status != http.StatusOK || len(r.list) != 5 {
@@ -440,7 +442,7 @@ func scaleCases() []scaleCase {
 			return scaleSetup{path: "/v2/tests",
 				add: func(i int) {
 					l.id = fmt.Sprintf("scaletest%02d", i)
-					c.stepRaw("", 200, "PUT", "/v2/tests/"+l.id, c.p.Bootstrap.Secret, "application/x-tar", costTar(c.t, "http://shop.example.com", "scale\n"))
+					c.stepRaw("", 200, "PUT", "/v2/tests/"+l.id, c.p.Bootstrap.Secret, "application/x-tar", localtest.TestTar(c.t, "http://shop.example.com", "scale\n"))
 				},
 				member: func() ([][2]string, string) {
 					return [][2]string{{"APPTEST#" + c.p.Bootstrap.RootAccount + "#" + l.id, "TEST"}}, l.id
@@ -640,6 +642,7 @@ func measureAuthorizerAtScale(t *testing.T) (few, many costRow) {
 	}
 	route := c.routes["GET /v2/users/{id}"]
 	measure := func(label string) costRow {
+		defer c.measuring()()
 		// Twice: the first request also touches the key's last_used.
 		for range 2 {
 			c.counter.Reset()

@@ -1,4 +1,4 @@
-package local_test
+package isolation_test
 
 import (
 	"bytes"

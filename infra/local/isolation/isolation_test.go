@@ -1,4 +1,8 @@
-package local_test
+// Package isolation_test holds the tenant isolation invariant and the
+// replays of the findings against it, in a test binary of their own: go
+// test runs it beside the rest of infra/local's tests (goaws keeps its
+// queues in package state, so two platforms cannot share a process).
+package isolation_test
 
 import (
 	"context"
@@ -34,7 +38,7 @@ import (
 // apispec.Endpoints, so a route added there is attacked by default.
 
 // isoTrace logs every case with its status and a body excerpt:
-// go test -run TestIsolationInvariant -v ./infra/local/ -args -isotrace
+// go test -run TestIsolationInvariant -v ./infra/local/isolation/ -args -isotrace
 var isoTrace = flag.Bool("isotrace", false, "log every isolation case with its outcome")
 
 // isoMethods are tried on every path of the inventory, routed or not.
@@ -120,6 +124,14 @@ func paramKind(path string, seg []string, i int) string {
 	return "unknown:" + seg[i-1]
 }
 
+// fillPath puts the ids of ids into the {name}s of path.
+func fillPath(path string, ids map[string]string) string {
+	for k, v := range ids {
+		path = strings.ReplaceAll(path, "{"+k+"}", v)
+	}
+	return path
+}
+
 // nameScoped kinds are names chosen by the client or numbered per parent
 // (action ids, page control numbers, test names): they name a resource
 // only together with the application or account they are resolved in.
@@ -154,6 +166,13 @@ type owner struct {
 	v     map[string]string
 }
 
+// reply is a response of the API with its JSON object body.
+type reply struct {
+	Status int
+	Body   map[string]any
+	Raw    string
+}
+
 // isoUser is a user of the installation with its keys.
 type isoUser struct {
 	id, email string
@@ -167,7 +186,6 @@ type isoUser struct {
 type isoWorld struct {
 	t     *testing.T
 	p     *local.Platform
-	c     client
 	db    *dynamodb.Client
 	table string
 
@@ -196,7 +214,7 @@ func startIsoWorld(t *testing.T) *isoWorld {
 	// Registered before Start, so it runs after the platform is closed.
 	t.Cleanup(func() { _ = stop(context.Background()) })
 	p, _ := localtest.Start(t, func(o *local.Options) { o.DynamoEndpoint = endpoint })
-	w := &isoWorld{t: t, p: p, c: client{t: t, base: p.URL}, db: db, table: p.Deps.Store.Table(),
+	w := &isoWorld{t: t, p: p, db: db, table: p.Deps.Store.Table(),
 		op: p.Bootstrap.Secret, root: p.Bootstrap.RootAccount, users: map[string]*isoUser{}, id: map[string]string{}, href: map[string]string{}}
 	w.build()
 	return w
@@ -359,7 +377,7 @@ func (w *isoWorld) build() {
 	w.resources("Root", op, w.root, "operator-shop.example.com")
 	w.resources("A", mallory.secret, w.a, "a-shop.example.com")
 	w.keep("appA1", w.must("app A1", 200, "POST", "/v2/applications", ownerA1.secret, map[string]any{"name": "A1 shop", "aliases": []string{"a1-shop.example.com"}}))
-	w.must("test B", 200, "PUT", "/v2/tests/victimtest", victim.secret, rawBody{"application/x-tar", costTar(t, "http://victim-shop.example.com", "victim readme\n")})
+	w.must("test B", 200, "PUT", "/v2/tests/victimtest", victim.secret, rawBody{"application/x-tar", localtest.TestTar(t, "http://victim-shop.example.com", "victim readme\n")})
 	// B's people: an invitation to its custom role (not answered), a group
 	// invitation the victim accepted.
 	inv := w.must("invitation B", 200, "POST", acct(w.b)+"/invitations", victim.secret, map[string]any{"user_email": "peer@b.example.com", "role": w.href["roleB"]})
@@ -776,7 +794,7 @@ func (w *isoWorld) generate(a *attacker, seq *int) []isoCase {
 			var as []assign
 			seen := map[string]bool{}
 			add := func(vals map[string]string, foreign string) {
-				k := fill(tp.path, vals)
+				k := fillPath(tp.path, vals)
 				if !seen[k] {
 					seen[k] = true
 					as = append(as, assign{vals, foreign})
@@ -869,7 +887,7 @@ func (w *isoWorld) generate(a *attacker, seq *int) []isoCase {
 				as = as[:1] // an unrouted method only has to be refused once
 			}
 			for _, x := range as {
-				path := fill(tp.path, x.vals) + queryFor(tp.path)
+				path := fillPath(tp.path, x.vals) + queryFor(tp.path)
 				*seq++
 				c := isoCase{who: a, method: m, template: tp.path, path: path, foreign: x.foreign, ea: ea,
 					body: bodyFor(m, tp.path, ownBody, *seq)}
@@ -1010,7 +1028,7 @@ func (w *isoWorld) encode(body any) (io.Reader, string) {
 	case rawBody:
 		raw := b.raw
 		if b.ctype == "application/x-tar" && raw == nil {
-			raw = costTar(w.t, "http://a-shop.example.com", "intruder\n")
+			raw = localtest.TestTar(w.t, "http://a-shop.example.com", "intruder\n")
 		}
 		return strings.NewReader(string(raw)), b.ctype
 	}

@@ -1,7 +1,10 @@
-package local_test
+// Package costtour_test measures the DynamoDB cost of every endpoint, in a
+// test binary of its own: go test runs it beside the rest of infra/local's
+// tests (goaws keeps its queues in package state, so two platforms cannot
+// share a process), and its waits overlap their work.
+package costtour_test
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -33,12 +36,15 @@ import (
 )
 
 // costUpdate rewrites the cost table of docs/performance.md instead of
-// comparing with it: go test -run TestCostPerEndpoint ./infra/local/ -args -update
+// comparing with it: go test -run TestCostPerEndpoint ./infra/local/costtour/ -args -update
 var costUpdate = flag.Bool("update", false, "rewrite the cost table in docs/performance.md from this run")
 
-// costDelay is added to every DynamoDB call so that calls made in parallel
-// overlap and Sequential() counts waves, not scheduling luck.
-const costDelay = 10 * time.Millisecond
+// costDelay is added to every DynamoDB call of a measured request or
+// worker invocation so that calls made in parallel overlap and
+// Sequential() counts waves, not scheduling luck: a call that starts more
+// than this after its sibling (its goroutine waiting for a loaded CPU)
+// counts as a wave of its own. Set-up requests run without it.
+const costDelay = 30 * time.Millisecond
 
 const (
 	costBegin = "<!-- cost-table:begin -->"
@@ -69,6 +75,7 @@ type costTour struct {
 	routes     map[string]sam.Route // "METHOD /path" -> route
 	rows       map[string]costRow   // by endpoint ("METHOD /path") or worker label
 	workers    []string             // worker labels in the order measured
+	measured   int                  // depth of measuring() calls in progress
 }
 
 type costReply struct {
@@ -105,8 +112,6 @@ func startCostTour(t *testing.T) *costTour {
 		o.DynamoEndpoint = endpoint
 		o.DynamoOptions = append(o.DynamoOptions, counter.Option())
 	})
-	counter.SetDelay(costDelay)
-
 	c := &costTour{t: t, p: p, counter: counter, db: db, tpl: tpl, routes: map[string]sam.Route{}, rows: map[string]costRow{}}
 	for _, api := range tpl.Apis {
 		if az, ok := api.Authorizers[api.DefaultAuthorizer]; ok {
@@ -202,6 +207,7 @@ func (c *costTour) stepRaw(ep string, want int, method, path, secret, ctype stri
 		if _, dup := c.rows[ep]; dup {
 			c.t.Fatalf("%s measured twice", ep)
 		}
+		defer c.measuring()()
 		// Synchronous requests are over when their response is: nothing
 		// of an earlier request's function or authorizer is in flight.
 		c.counter.Reset()
@@ -215,6 +221,19 @@ func (c *costTour) stepRaw(ep string, want int, method, path, secret, ctype stri
 	}
 	c.record(ep, route)
 	return r
+}
+
+// measuring turns the delay of every DynamoDB call on until the
+// returned func is called (measurements nest: a worker's trigger is a
+// measured request).
+func (c *costTour) measuring() func() {
+	c.measured++
+	c.counter.SetDelay(costDelay)
+	return func() {
+		if c.measured--; c.measured == 0 {
+			c.counter.SetDelay(0)
+		}
+	}
 }
 
 // record reads the counter into the row named name, for route.
@@ -282,6 +301,7 @@ func (c *costTour) worker(label, dir string, trigger func(), done func() bool) {
 	id := c.functionOf(dir)
 	queue := c.queueOf(id)
 	c.idle(queue)
+	defer c.measuring()()
 	c.counter.Reset()
 	trigger()
 	c.eventually(label, done)
@@ -290,28 +310,6 @@ func (c *costTour) worker(label, dir string, trigger func(), done func() bool) {
 	fr, fw := f.Consumed()
 	c.rows[label] = costRow{name: label, fSeq: f.Sequential(), fCalls: f.Total(), rcu: fr, wcu: fw, fOps: f.ByOperation(), function: id}
 	c.workers = append(c.workers, label)
-}
-
-// costTar is an application test configuration as an uncompressed tar:
-// one session of GET requests to base.
-func costTar(t *testing.T, base, readme string) []byte {
-	t.Helper()
-	cfg, _ := json.Marshal(map[string]any{"probabilities": 1, "models": map[string]any{
-		"home": map[string]any{"type": "user.StaticSession", "requests": []map[string]any{{"name": "home", "method": "GET", "url": base + "/"}}},
-	}})
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	mt := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for _, f := range []struct{ name, body string }{{"test.json", string(cfg)}, {"README", readme}} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), ModTime: mt, Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		_, _ = tw.Write([]byte(f.body))
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // TestCostPerEndpoint walks every endpoint of apispec.Endpoints once with a
@@ -523,10 +521,10 @@ func TestCostPerEndpoint(t *testing.T) {
 	c.step("DELETE /v2/metric-prototypes/{id}", 200, "DELETE", proto, op, nil)
 
 	// ---------------------------------------------------------------- application tests
-	c.stepRaw("PUT /v2/tests/{id}", 200, "PUT", "/v2/tests/shop", op, "application/x-tar", costTar(t, "http://shop.example.com", "first\n"))
+	c.stepRaw("PUT /v2/tests/{id}", 200, "PUT", "/v2/tests/shop", op, "application/x-tar", localtest.TestTar(t, "http://shop.example.com", "first\n"))
 	c.step("GET /v2/tests", 200, "GET", "/v2/tests", op, nil)
 	c.step("GET /v2/tests/{id}", 200, "GET", "/v2/tests/shop", op, nil)
-	c.stepRaw("PATCH /v2/tests/{id}", 200, "PATCH", "/v2/tests/shop", op, "application/x-tar", costTar(t, "http://shop.example.com", "second\n"))
+	c.stepRaw("PATCH /v2/tests/{id}", 200, "PATCH", "/v2/tests/shop", op, "application/x-tar", localtest.TestTar(t, "http://shop.example.com", "second\n"))
 	var run map[string]any
 	c.worker("test-runner: one run (1 s, 2 virtual users) through the stand-in edge", "functions/test-runner", func() {
 		c.step("POST /v2/tests", 200, "POST", "/v2/tests", op, map[string]any{"id": "shop", "duration": 1, "virtualUsers": 2})
@@ -621,7 +619,7 @@ func compareCostTable(t *testing.T, table, costBegin, costEnd string) {
 		return
 	}
 	t.Errorf("the DynamoDB cost per request differs from docs/performance.md (- documented, + measured):\n%s\n"+
-		"If the change is intended, run: go test -run %s ./infra/local/ -args -update",
+		"If the change is intended, run: go test -run %s ./infra/local/costtour/ -args -update",
 		lineDiff(strings.Split(have, "\n"), strings.Split(want, "\n")), strings.Split(t.Name(), "/")[0])
 }
 
