@@ -28,40 +28,6 @@ import (
 // delete such files. An archive is referenced as
 // /v2/archived-logs/applications/<app id>/<archive type>.
 
-// ArchiveTypes maps the archive types of a reference to the log types
-// they hold: access records are the proxy logs.
-var ArchiveTypes = map[string]string{
-	"proxy-logs":  TypeAccess,
-	"cdn":         TypeCDN,
-	"csp-reports": TypeCSPReports,
-	"custom":      TypeCustom,
-	"pageviews":   TypePageviews,
-}
-
-// archiveTypeOf is the archive type of a log type.
-func archiveTypeOf(typ string) string {
-	for k, v := range ArchiveTypes {
-		if v == typ {
-			return k
-		}
-	}
-	return typ
-}
-
-// ArchiveHref is the reference of an application's archives of a type.
-func ArchiveHref(app, archiveType string) string {
-	return "/v2/archived-logs/applications/" + app + "/" + archiveType
-}
-
-func archiveTypeNames() []string {
-	out := make([]string, 0, len(ArchiveTypes))
-	for k := range ArchiveTypes {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -69,12 +35,9 @@ func clip(s string, n int) string {
 	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
-// DefaultArchiveRetention is how many days an archive is kept when the
-// task names no retention (3 to 30, checked with the task's parameters).
-// The range is whole hours, at most MaxPartitions of them; the file is at
-// most store.MaxLogArchiveBytes (its download travels base64-encoded
-// within the response budget).
-const DefaultArchiveRetention = 3
+// An archive's range is whole hours, at most domain.MaxArchiveHours
+// (MaxPartitions) of them; the file is at most store.MaxLogArchiveBytes
+// (its download travels base64-encoded within the response budget).
 
 // ArchiveStore is what preparing an archive reads and writes.
 type ArchiveStore interface {
@@ -114,7 +77,7 @@ type ArchiveRequest struct {
 // MaxLogArchives is a *BadQuery naming the limit, and nothing is written;
 // an application that is gone is domain.ErrNotFound.
 func (a *Archiver) Prepare(ctx context.Context, r ArchiveRequest) (domain.LogArchive, error) {
-	typ, ok := ArchiveTypes[r.ArchiveType]
+	typ, ok := domain.ArchiveTypes[r.ArchiveType]
 	if !ok {
 		return domain.LogArchive{}, bad("no archive type %q", r.ArchiveType)
 	}
@@ -187,7 +150,7 @@ func (a *Archiver) Prepare(ctx context.Context, r ArchiveRequest) (domain.LogArc
 	}
 	days := r.RetentionDays
 	if days == 0 {
-		days = DefaultArchiveRetention
+		days = domain.DefaultArchiveRetention
 	}
 	arc := domain.LogArchive{Account: r.Account, App: r.App, Type: typ, From: r.From.UTC(), To: r.To.UTC(), Count: count, Size: buf.Len(),
 		Blob: ids.New(), Chunks: (buf.Len() + store.LogArchiveChunkBytes - 1) / store.LogArchiveChunkBytes, Task: r.Task, Created: now,
@@ -221,7 +184,7 @@ type RangeJSON struct {
 func ArchivedLogs(as []domain.LogArchive) []ArchivedLogJSON {
 	out := []ArchivedLogJSON{}
 	for _, a := range as {
-		href := ArchiveHref(a.App, archiveTypeOf(a.Type))
+		href := domain.ArchiveHref(a.App, domain.ArchiveTypeOf(a.Type))
 		if n := len(out); n == 0 || out[n-1].Href != href {
 			out = append(out, ArchivedLogJSON{Href: href})
 		}
@@ -252,9 +215,9 @@ func archiveRef(r *http.Request) (app, typ string, err error) {
 		return "", "", err
 	}
 	at := r.PathValue("log_type")
-	typ, ok := ArchiveTypes[at]
+	typ, ok := domain.ArchiveTypes[at]
 	if !ok {
-		return "", "", apigw.NotFound("no archive type %q; the types are %s", clip(at, 40), strings.Join(archiveTypeNames(), ", "))
+		return "", "", apigw.NotFound("no archive type %q; the types are %s", clip(at, 40), strings.Join(domain.ArchiveTypeNames(), ", "))
 	}
 	return app, typ, nil
 }
@@ -332,7 +295,7 @@ func (h *handler) listArchives(r *http.Request, p apigw.Principal) (int, any, er
 	}
 	var keep []domain.LogArchive
 	for _, a := range as {
-		if typ != "" && a.Type != typ || !overlaps(a, from, to) || !d.Allows(http.MethodGet, ArchiveHref(a.App, archiveTypeOf(a.Type))) {
+		if typ != "" && a.Type != typ || !overlaps(a, from, to) || !d.Allows(http.MethodGet, domain.ArchiveHref(a.App, domain.ArchiveTypeOf(a.Type))) {
 			continue
 		}
 		keep = append(keep, a)
@@ -359,9 +322,9 @@ func parseArchiveFilter(f string) (app, typ string, err error) {
 		v := m[2] + m[3] + m[4]
 		switch m[1] {
 		case "type":
-			t, ok := ArchiveTypes[v]
+			t, ok := domain.ArchiveTypes[v]
 			if !ok {
-				return "", "", apigw.BadRequest("filter: type %q is not an archive type; use one of %s", clip(v, 40), strings.Join(archiveTypeNames(), ", "))
+				return "", "", apigw.BadRequest("filter: type %q is not an archive type; use one of %s", clip(v, 40), strings.Join(domain.ArchiveTypeNames(), ", "))
 			}
 			if typ != "" && typ != t {
 				return "", "", apigw.BadRequest("filter: type given twice")
@@ -395,7 +358,7 @@ func (h *handler) downloadArchive(r *http.Request, p apigw.Principal) (int, any,
 	if err != nil {
 		return 0, nil, err
 	}
-	notFound := apigw.NotFound("no archive of %s from %s to %s; prepare one with a prepare-for-download task", ArchiveHref(app, archiveTypeOf(typ)),
+	notFound := apigw.NotFound("no archive of %s from %s to %s; prepare one with a prepare-for-download task", domain.ArchiveHref(app, domain.ArchiveTypeOf(typ)),
 		from.Format(time.RFC3339), to.Format(time.RFC3339))
 	a, err := h.st.GetLogArchive(r.Context(), p.AccountID, app, typ, from, to, h.st.Now())
 	if errors.Is(err, domain.ErrNotFound) {
@@ -411,7 +374,7 @@ func (h *handler) downloadArchive(r *http.Request, p apigw.Principal) (int, any,
 	if err != nil {
 		return 0, nil, err
 	}
-	name := fmt.Sprintf("%s-%s-%s-%s.jsonl.gz", app, archiveTypeOf(typ), from.Format("20060102T15Z"), to.Format("20060102T15Z"))
+	name := fmt.Sprintf("%s-%s-%s-%s.jsonl.gz", app, domain.ArchiveTypeOf(typ), from.Format("20060102T15Z"), to.Format("20060102T15Z"))
 	return http.StatusOK, &apigw.Binary{ContentType: "application/gzip", Filename: name, Data: data}, nil
 }
 
@@ -443,7 +406,7 @@ func (h *handler) deleteArchives(r *http.Request, p apigw.Principal) (int, any, 
 		gone = append(gone, a)
 	}
 	if len(gone) == 0 {
-		return 0, nil, apigw.NotFound("no archive of %s in that range", ArchiveHref(app, archiveTypeOf(typ)))
+		return 0, nil, apigw.NotFound("no archive of %s in that range", domain.ArchiveHref(app, domain.ArchiveTypeOf(typ)))
 	}
 	return http.StatusOK, ArchivedLogs(gone), nil
 }

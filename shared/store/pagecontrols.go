@@ -6,12 +6,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/ddb"
 	"cads/shared/domain"
@@ -199,11 +199,10 @@ const pageControlQueryLimit = 100
 // range for the earlier versions of its controls. The application must
 // belong to account (ErrNotFound otherwise), checked in parallel.
 func (s *Store) PagePageControls(ctx context.Context, account, app, after string, desc bool, n int, withHistory bool) ([]domain.PageControlVersions, []string, bool, error) {
-	var (
-		wg     sync.WaitGroup
-		appErr error
-	)
-	wg.Go(func() { _, appErr = s.GetApplication(ctx, account, app) })
+	// The application check runs beside the page's Query; its error wins
+	// (a missing application is a 404 whatever the Query found).
+	var appCheck errgroup.Group
+	appCheck.Go(func() error { _, err := s.GetApplication(ctx, account, app); return err })
 	// Every sort key of a control and its history lies between
 	// PAGECONTROL#<id> and PAGECONTROL#<id>#~; "~" sorts after every digit
 	// and after "#V".
@@ -257,8 +256,7 @@ func (s *Store) PagePageControls(ctx context.Context, account, app, after string
 	if len(items) > max(n, 1) {
 		items, more = items[:max(n, 1)], true
 	}
-	wg.Wait()
-	if appErr != nil {
+	if appErr := appCheck.Wait(); appErr != nil {
 		return nil, nil, false, appErr
 	}
 	if err != nil {

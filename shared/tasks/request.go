@@ -3,7 +3,6 @@ package tasks
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -126,7 +125,7 @@ func ParsePost(body []byte, now time.Time) (Request, error) {
 		if err != nil {
 			return Request{}, err
 		}
-		r.App, _, _ = ParseArchiveReference(p.Reference)
+		r.App, _, _ = domain.ParseArchiveReference(p.Reference)
 		r.Params = p
 		return r, nil
 	}
@@ -268,7 +267,7 @@ func parsePrepareParams(raw json.RawMessage, target string) (PrepareParams, erro
 	if p.Reference == "" {
 		return p, apigw.BadRequest("parameters.reference is required: the archive's reference, like /v2/archived-logs/applications/<id>/proxy-logs")
 	}
-	app, _, err := ParseArchiveReference(p.Reference)
+	app, _, err := domain.ParseArchiveReference(p.Reference)
 	if err != nil {
 		return p, apigw.BadRequest("parameters.%s", err.Error())
 	}
@@ -285,11 +284,11 @@ func parsePrepareParams(raw json.RawMessage, target string) (PrepareParams, erro
 	if !from.Before(to) {
 		return p, apigw.BadRequest("parameters.from must be before parameters.to")
 	}
-	if to.Sub(from) > MaxArchiveHours*time.Hour {
-		return p, apigw.BadRequest("parameters: a range of at most %d hours (MaxPartitions of the logs)", MaxArchiveHours)
+	if to.Sub(from) > domain.MaxArchiveHours*time.Hour {
+		return p, apigw.BadRequest("parameters: a range of at most %d hours (MaxPartitions of the logs)", domain.MaxArchiveHours)
 	}
-	if p.Retention != nil && (*p.Retention < MinArchiveRetention || *p.Retention > MaxArchiveRetention) {
-		return p, apigw.BadRequest("parameters.retention: %d to %d days", MinArchiveRetention, MaxArchiveRetention)
+	if p.Retention != nil && (*p.Retention < domain.MinArchiveRetention || *p.Retention > domain.MaxArchiveRetention) {
+		return p, apigw.BadRequest("parameters.retention: %d to %d days", domain.MinArchiveRetention, domain.MaxArchiveRetention)
 	}
 	switch p.RestoreType {
 	case "", "bulk", "standard", "expedited":
@@ -343,33 +342,4 @@ func parseCertificateParams(raw json.RawMessage, now time.Time, hasTarget bool) 
 		p.Expiry = &e
 	}
 	return p, nil
-}
-
-// Archive references and limits of prepare-for-download (docs/logs.md,
-// Archived logs). They are the logs family's (shared/logs, which the
-// worker's wiring plugs in as its Archiver); this package keeps its own
-// copy so that the tasks and applications functions do not link the logs,
-// and a test checks that the two agree.
-const (
-	MaxArchiveHours     = 31 * 24
-	MinArchiveRetention = 3
-	MaxArchiveRetention = 30
-)
-
-// ArchiveTypes are the archive types a reference names.
-var ArchiveTypes = []string{"cdn", "csp-reports", "custom", "pageviews", "proxy-logs"}
-
-var archiveRefRE = regexp.MustCompile(`^/v2/archived-logs/applications/([a-z0-9]{1,64})/([a-z-]+)$`)
-
-// ParseArchiveReference reads an archive reference: the application id
-// and the archive type, or an error fit for a 400.
-func ParseArchiveReference(ref string) (app, archiveType string, err error) {
-	m := archiveRefRE.FindStringSubmatch(ref)
-	if m == nil {
-		return "", "", fmt.Errorf("reference %q is not an archived-logs reference like /v2/archived-logs/applications/<id>/proxy-logs", clip(ref, 100))
-	}
-	if !slices.Contains(ArchiveTypes, m[2]) {
-		return "", "", fmt.Errorf("reference: %q is not an archive type; use one of %s", m[2], strings.Join(ArchiveTypes, ", "))
-	}
-	return m[1], m[2], nil
 }

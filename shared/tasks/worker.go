@@ -520,7 +520,7 @@ func (w *Worker) prepare(ctx context.Context, t domain.Task) (finish, error) {
 	if w.Archives == nil {
 		return finish{}, failf("log archives are not available in this deployment")
 	}
-	app, typ, err := ParseArchiveReference(p.Reference)
+	app, typ, err := domain.ParseArchiveReference(p.Reference)
 	if err != nil {
 		return finish{}, failf("%v", err)
 	}

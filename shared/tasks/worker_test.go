@@ -25,7 +25,6 @@ import (
 
 	"cads/shared/applications/appconfig"
 	"cads/shared/domain"
-	"cads/shared/logs"
 	"cads/shared/store"
 	"cads/shared/tasks"
 )
@@ -63,7 +62,7 @@ func TestStateMachineTable(t *testing.T) {
 				case tasks.TypePrepareForDownload:
 					from := time.Now().UTC().Truncate(time.Hour)
 					to := from.Add(time.Hour)
-					params = tasks.PrepareParams{Reference: logs.ArchiveHref(a.ID, "custom"), From: &from, To: &to}
+					params = tasks.PrepareParams{Reference: domain.ArchiveHref(a.ID, "custom"), From: &from, To: &to}
 				}
 				tk := e.submit(typ, a.ID, params)
 				if out := e.run(tk.ID); out != tasks.Done {
