@@ -241,7 +241,9 @@ func (s *Service) compile(ctx context.Context, n *holding) []*authz.CompiledRole
 			}
 		}
 	}
-	slices.SortFunc(refs, func(a, b domain.RBACRef) int { return cmp.Or(cmp.Compare(a.Account, b.Account), cmp.Compare(a.ID, b.ID)) })
+	slices.SortFunc(refs, func(a, b domain.RBACRef) int {
+		return cmp.Or(cmp.Compare(a.Account, b.Account), cmp.Compare(a.ID, b.ID))
+	})
 	out := make([]*authz.CompiledRole, 0, len(refs))
 	for _, r := range refs {
 		it := n.items[itemKey{ref: r}]
