@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"cads/shared/domain"
 	"cads/shared/ids"
 )
 
@@ -53,6 +54,41 @@ func UnmarshalStrict(body []byte, v any, opts ...TextOption) error {
 		return BadRequest("invalid JSON body: unexpected data after the JSON value")
 	}
 	return nil
+}
+
+// ReadJSON reads a required body whose media type is one of accepted
+// (415 otherwise), at most MaxJSONBody (413), whose strings keep the text
+// rule as sent (400; CheckJSONText, text widens it for named fields): a
+// body to parse further, such as a PATCH body (patch.Read). It returns the
+// body and its media type.
+func ReadJSON(r *http.Request, text TextOption, accepted ...string) ([]byte, string, error) {
+	if err := RequireContentType(r, accepted...); err != nil {
+		return nil, "", err
+	}
+	raw, err := ReadBody(r, MaxJSONBody)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, "", BadRequest("a request body is required")
+	}
+	// Judged as sent: decoding would turn invalid text into U+FFFD.
+	if err := CheckJSONText(raw, text); err != nil {
+		return nil, "", err
+	}
+	return raw, MediaType(r), nil
+}
+
+// UnmarshalPatched decodes a patched document strictly into out
+// (UnmarshalStrict), so that the result is validated as a whole however
+// the patch was written; what names the resource in the error ("the
+// patched role is invalid: ...").
+func UnmarshalPatched(patched []byte, out any, what string) error {
+	err := UnmarshalStrict(patched, out)
+	if e, ok := domain.AsError(err); ok {
+		e.Message = strings.Replace(e.Message, "invalid JSON body", "the patched "+what+" is invalid", 1)
+	}
+	return err
 }
 
 // MediaType returns the request's media type, lower-cased, without parameters.

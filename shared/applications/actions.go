@@ -258,7 +258,7 @@ func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, err
 	if !tasks.ValidActionID(id) {
 		return 0, nil, apigw.NotFound("no action %q in application %s", id, app)
 	}
-	body, err := patch.ReadWith(r, certificatesText, patch.MediaJSON)
+	body, err := patch.Read(apigw.ReadJSON(r, certificatesText, patch.MediaJSON))
 	if err != nil {
 		return 0, nil, err
 	}

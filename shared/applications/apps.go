@@ -197,7 +197,7 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 		return 0, nil, err
 	}
 	// A merge patch (application/json) or a JSON Patch (docs/api.md#patch-bodies).
-	body, err := patch.ReadWith(r, appconfig.PatchPEMText, patch.MediaJSON, patch.MediaJSONPatch)
+	body, err := patch.Read(apigw.ReadJSON(r, appconfig.PatchPEMText, patch.MediaJSON, patch.MediaJSONPatch))
 	if err != nil {
 		return 0, nil, err
 	}
