@@ -130,7 +130,7 @@ func ReadBody(r *http.Request, limit int64) ([]byte, error) {
 		return nil, BadRequest("could not read the request body")
 	}
 	if int64(len(b)) > limit {
-		return nil, PayloadTooLarge("request body exceeds %d bytes", limit)
+		return nil, domain.Errorf(domain.TooLarge, "request body exceeds %d bytes", limit)
 	}
 	return b, nil
 }
@@ -174,7 +174,7 @@ func jsonKind(k string) string {
 func PathID(r *http.Request, name, what string) (string, error) {
 	id := r.PathValue(name)
 	if !ids.Valid(id) {
-		return "", NotFound("no %s %q", what, id)
+		return "", domain.Errorf(domain.NotFound, "no %s %q", what, id)
 	}
 	return id, nil
 }

@@ -86,7 +86,7 @@ var pageControlModes = map[string]bool{"maintenance": true, "request": true, "re
 // into the stored form.
 func (f pageControlFields) build(pc *domain.PageControl) error {
 	if f.Name == nil || *f.Name == "" {
-		return apigw.BadRequest("name is required: 1 to %d characters", maxPageControlName)
+		return domain.Errorf(domain.Invalid, "name is required: 1 to %d characters", maxPageControlName)
 	}
 	if err := text("name", *f.Name, maxPageControlName); err != nil {
 		return err
@@ -102,7 +102,7 @@ func (f pageControlFields) build(pc *domain.PageControl) error {
 	pc.Mode = ""
 	if f.Mode != nil {
 		if !pageControlModes[*f.Mode] {
-			return apigw.BadRequest("mode must be maintenance, request or response")
+			return domain.Errorf(domain.Invalid, "mode must be maintenance, request or response")
 		}
 		pc.Mode = *f.Mode
 	}
@@ -111,7 +111,7 @@ func (f pageControlFields) build(pc *domain.PageControl) error {
 	pc.Conditions = ""
 	if !isNull(f.Conditions) {
 		if err := pagecontrol.ValidateConditions(f.Conditions); err != nil {
-			return apigw.BadRequest("%s", err)
+			return domain.Errorf(domain.Invalid, "%s", err)
 		}
 		pc.Conditions = compact(f.Conditions)
 		if pc.Conditions == "{}" {
@@ -119,10 +119,10 @@ func (f pageControlFields) build(pc *domain.PageControl) error {
 		}
 	}
 	if isNull(f.Actions) {
-		return apigw.BadRequest("actions is required: the actions applied when the control triggers (may be [])")
+		return domain.Errorf(domain.Invalid, "actions is required: the actions applied when the control triggers (may be [])")
 	}
 	if err := pagecontrol.ValidateActions(f.Actions); err != nil {
-		return apigw.BadRequest("%s", err)
+		return domain.Errorf(domain.Invalid, "%s", err)
 	}
 	pc.Actions = compact(f.Actions)
 	return nil
@@ -145,7 +145,7 @@ func pageControlID(r *http.Request, app string) (int, error) {
 	s := r.PathValue("pagecontrol_id")
 	id, err := strconv.Atoi(s)
 	if err != nil || id < 1 || strconv.Itoa(id) != s || len(s) > 10 {
-		return 0, apigw.NotFound("no page control %q in application %s", s, app)
+		return 0, domain.Errorf(domain.NotFound, "no page control %q in application %s", s, app)
 	}
 	return id, nil
 }
@@ -266,7 +266,7 @@ func patchPageControl(cur domain.PageControl, top map[string]json.RawMessage) (d
 	for _, f := range []string{"id", "href", "version", "created", "deleted", "history"} {
 		if v, ok := top[f]; ok {
 			if f == "history" || !sameJSON(v, ro[f]) {
-				return cur, false, apigw.BadRequest("%s is read-only", f)
+				return cur, false, domain.Errorf(domain.Invalid, "%s is read-only", f)
 			}
 			delete(top, f)
 		}

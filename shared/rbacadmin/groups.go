@@ -30,7 +30,7 @@ func docOfGroup(g domain.Group) groupDoc {
 // exist is checked by the write itself.
 func buildGroup(account string, in groupDoc) (domain.Group, error) {
 	if in.Name == nil {
-		return domain.Group{}, apigw.BadRequest("name is required")
+		return domain.Group{}, domain.Errorf(domain.Invalid, "name is required")
 	}
 	name, err := validText("name", *in.Name, maxNameLen, true)
 	if err != nil {
@@ -41,18 +41,18 @@ func buildGroup(account string, in groupDoc) (domain.Group, error) {
 		return g, nil
 	}
 	if len(*in.Roles) > domain.MaxGroupRoles {
-		return domain.Group{}, apigw.BadRequest("a group holds at most %d roles (got %d)", domain.MaxGroupRoles, len(*in.Roles))
+		return domain.Group{}, domain.Errorf(domain.Invalid, "a group holds at most %d roles (got %d)", domain.MaxGroupRoles, len(*in.Roles))
 	}
 	seen := map[string]bool{}
 	for i, href := range *in.Roles {
 		a, id, ok := parseRoleHref(href)
 		switch {
 		case !ok:
-			return domain.Group{}, apigw.BadRequest("roles[%d]: %q is not a role href like /v2/accounts/%s/roles/<id>", i, href, account)
+			return domain.Group{}, domain.Errorf(domain.Invalid, "roles[%d]: %q is not a role href like /v2/accounts/%s/roles/<id>", i, href, account)
 		case a != account:
-			return domain.Group{}, apigw.BadRequest("roles[%d]: %s is a role of account %s; a group holds roles of its own account (%s)", i, href, a, account)
+			return domain.Group{}, domain.Errorf(domain.Invalid, "roles[%d]: %s is a role of account %s; a group holds roles of its own account (%s)", i, href, a, account)
 		case seen[id]:
-			return domain.Group{}, apigw.BadRequest("roles[%d]: %s is listed twice", i, href)
+			return domain.Group{}, domain.Errorf(domain.Invalid, "roles[%d]: %s is listed twice", i, href)
 		}
 		seen[id] = true
 		g.Roles = append(g.Roles, id)
@@ -80,7 +80,7 @@ func parseMemberHref(href, collection string) (account, id string, ok bool) {
 func missingRole(err error, account string) error {
 	var m *store.MissingRoleError
 	if errors.As(err, &m) {
-		return apigw.BadRequest("role %s does not exist", roleHref(account, m.RoleID))
+		return domain.Errorf(domain.Invalid, "role %s does not exist", roleHref(account, m.RoleID))
 	}
 	return err
 }
@@ -199,7 +199,7 @@ func (h *handler) deleteGroup(r *http.Request, p apigw.Principal) (int, any, err
 		return 0, nil, err
 	}
 	if acct != p.AccountID {
-		return 0, nil, apigw.Forbidden("a group can be deleted only from the account it belongs to: authenticate into account %s (POST /v2/users/self/authorization) to delete its groups", acct)
+		return 0, nil, domain.Errorf(domain.Forbidden, "a group can be deleted only from the account it belongs to: authenticate into account %s (POST /v2/users/self/authorization) to delete its groups", acct)
 	}
 	g, err := h.st.DeleteGroup(r.Context(), acct, id)
 	var ce *store.CleanupError

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/patch"
 )
 
@@ -37,7 +38,7 @@ func rejectReadOnly(result []byte, readOnly []string) error {
 	}
 	for f := range fields {
 		if slices.Contains(readOnly, f) {
-			return apigw.BadRequest("%s is read-only", f)
+			return domain.Errorf(domain.Invalid, "%s is read-only", f)
 		}
 	}
 	return nil

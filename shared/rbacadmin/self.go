@@ -29,7 +29,7 @@ func (h *handler) whoIs(r *http.Request, p apigw.Principal) (who, error) {
 		return who{id: p.ID, email: p.Email, self: true}, nil
 	}
 	if !ids.Valid(id) {
-		return who{}, apigw.NotFound("no user %q", id)
+		return who{}, domain.Errorf(domain.NotFound, "no user %q", id)
 	}
 	u, err := h.st.GetPrincipal(r.Context(), id)
 	if err != nil {
@@ -43,7 +43,7 @@ func (h *handler) whoIs(r *http.Request, p apigw.Principal) (who, error) {
 // someone else by revoking the invitation that gave it.
 func onlySelf(w who, what string) error {
 	if !w.self {
-		return apigw.Forbidden("only the user itself may %s; to take access away, revoke the invitation (DELETE /v2/accounts/{id}/invitations/{invitation_id})", what)
+		return domain.Errorf(domain.Forbidden, "only the user itself may %s; to take access away, revoke the invitation (DELETE /v2/accounts/{id}/invitations/{invitation_id})", what)
 	}
 	return nil
 }
@@ -115,7 +115,7 @@ func (h *handler) answerInvitation(k kind) endpoint {
 			return 0, nil, err
 		}
 		if in.State == nil || (*in.State != domain.InvitationAccepted && *in.State != domain.InvitationDeclined) {
-			return 0, nil, apigw.BadRequest("state is required: \"accepted\" or \"declined\"")
+			return 0, nil, domain.Errorf(domain.Invalid, "state is required: \"accepted\" or \"declined\"")
 		}
 		ctx := r.Context()
 		inv, err := h.st.InboxInvitation(ctx, w.email, k.name, id)
@@ -127,9 +127,9 @@ func (h *handler) answerInvitation(k kind) endpoint {
 		case inv.State == want && (want == domain.InvitationDeclined || inv.Principal == p.ID):
 			return http.StatusOK, invitationOut(inv), nil
 		case inv.State == domain.InvitationAccepted:
-			return 0, nil, apigw.Conflict("the invitation was accepted already; to give up what it granted, DELETE /v2/users/self/%ss/%s", k.target, inv.Target)
+			return 0, nil, domain.Errorf(domain.Conflict, "the invitation was accepted already; to give up what it granted, DELETE /v2/users/self/%ss/%s", k.target, inv.Target)
 		case inv.State == domain.InvitationDeclined:
-			return 0, nil, apigw.Conflict("the invitation was declined already; ask for a new one")
+			return 0, nil, domain.Errorf(domain.Conflict, "the invitation was declined already; ask for a new one")
 		}
 		if want == domain.InvitationDeclined {
 			inv, err = h.st.DeclineInvitation(ctx, inv.Ref())
@@ -138,11 +138,11 @@ func (h *handler) answerInvitation(k kind) endpoint {
 		}
 		switch {
 		case errors.Is(err, store.ErrStateChanged):
-			return 0, nil, apigw.Conflict("the invitation was answered or revoked meanwhile")
+			return 0, nil, domain.Errorf(domain.Conflict, "the invitation was answered or revoked meanwhile")
 		case errors.Is(err, store.ErrAlreadyHeld):
-			return 0, nil, apigw.Conflict("you hold %s %s already", k.target, targetHref(k, inv.AccountID, inv.Target))
+			return 0, nil, domain.Errorf(domain.Conflict, "you hold %s %s already", k.target, targetHref(k, inv.AccountID, inv.Target))
 		case errors.Is(err, domain.ErrNotFound):
-			return 0, nil, apigw.Conflict("%s %s no longer exists", k.target, targetHref(k, inv.AccountID, inv.Target))
+			return 0, nil, domain.Errorf(domain.Conflict, "%s %s no longer exists", k.target, targetHref(k, inv.AccountID, inv.Target))
 		case err != nil:
 			return 0, nil, err
 		}
@@ -251,7 +251,7 @@ func (h *handler) getHeld(r *http.Request, p apigw.Principal, group bool) (int, 
 		}
 	}
 	if account == "" {
-		return 0, nil, apigw.NotFound("%s holds no %s %q", userHref(w.id), what, id)
+		return 0, nil, domain.Errorf(domain.NotFound, "%s holds no %s %q", userHref(w.id), what, id)
 	}
 	if group {
 		g, err := h.st.GetGroup(ctx, account, id)
@@ -308,7 +308,7 @@ func (h *handler) leave(r *http.Request, p apigw.Principal, group bool) (int, an
 		}
 	}
 	if g.AccountID == "" {
-		return 0, nil, apigw.NotFound("you hold no %s %q", what, id)
+		return 0, nil, domain.Errorf(domain.NotFound, "you hold no %s %q", what, id)
 	}
 	// Delete the grant and read the one role or group to echo back, in
 	// parallel (the answer does not depend on the delete).
