@@ -158,7 +158,7 @@ func (h *handler) addresses(r *http.Request, p apigw.Principal) (int, any, error
 			pf, err := netip.ParsePrefix(s)
 			return err == nil && pf.String() == s
 		},
-		Allow: func(context.Context) (func(Entry) bool, error) { return func(Entry) bool { return true }, nil },
+		Allow: apigw.AllowAll[Entry],
 		Out:   func(e Entry) (Entry, error) { return e, nil },
 	})
 	if err != nil {

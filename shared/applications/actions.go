@@ -154,7 +154,18 @@ func text(field, s string, max int) error {
 	return nil
 }
 
-func actionID(r *http.Request) string { return r.PathValue("action_id") }
+// actionIDs reads the application and the action of an action's path; an
+// action id that no action may have is a 404 like any missing action.
+func actionIDs(r *http.Request) (app, id string, err error) {
+	if app, err = appID(r); err != nil {
+		return "", "", err
+	}
+	id = r.PathValue("action_id")
+	if !tasks.ValidActionID(id) {
+		return "", "", domain.Errorf(domain.NotFound, "no action %q in application %s", id, app)
+	}
+	return app, id, nil
+}
 
 func (h *handler) listActions(r *http.Request, p apigw.Principal) (int, any, error) {
 	app, err := appID(r)
@@ -231,13 +242,9 @@ func (h *handler) createAction(r *http.Request, p apigw.Principal) (int, any, er
 }
 
 func (h *handler) getAction(r *http.Request, p apigw.Principal) (int, any, error) {
-	app, err := appID(r)
+	app, id, err := actionIDs(r)
 	if err != nil {
 		return 0, nil, err
-	}
-	id := actionID(r)
-	if !tasks.ValidActionID(id) {
-		return 0, nil, domain.Errorf(domain.NotFound, "no action %q in application %s", id, app)
 	}
 	a, err := h.st.GetAction(r.Context(), p.AccountID, app, id)
 	if err != nil {
@@ -250,13 +257,9 @@ func (h *handler) getAction(r *http.Request, p apigw.Principal) (int, any, error
 // resets a field (secret_key and certificates are removed, http_method
 // goes back to POST).
 func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, error) {
-	app, err := appID(r)
+	app, id, err := actionIDs(r)
 	if err != nil {
 		return 0, nil, err
-	}
-	id := actionID(r)
-	if !tasks.ValidActionID(id) {
-		return 0, nil, domain.Errorf(domain.NotFound, "no action %q in application %s", id, app)
 	}
 	body, err := patch.Read(apigw.ReadJSON(r, certificatesText, patch.MediaJSON))
 	if err != nil {
@@ -318,13 +321,9 @@ func patchAction(cur domain.Action, top map[string]json.RawMessage) (domain.Acti
 }
 
 func (h *handler) deleteAction(r *http.Request, p apigw.Principal) (int, any, error) {
-	app, err := appID(r)
+	app, id, err := actionIDs(r)
 	if err != nil {
 		return 0, nil, err
-	}
-	id := actionID(r)
-	if !tasks.ValidActionID(id) {
-		return 0, nil, domain.Errorf(domain.NotFound, "no action %q in application %s", id, app)
 	}
 	for range maxRetries {
 		cur, err := h.st.GetAction(r.Context(), p.AccountID, app, id)

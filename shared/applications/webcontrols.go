@@ -213,15 +213,6 @@ func webControlFilter(q map[string][]string) error {
 	return nil
 }
 
-func webControlID(r *http.Request, app string) (int, error) {
-	s := r.PathValue("webcontrol_id")
-	id, err := strconv.Atoi(s)
-	if err != nil || id < 1 || strconv.Itoa(id) != s || len(s) > 10 {
-		return 0, domain.Errorf(domain.NotFound, "no web control %q in application %s", s, app)
-	}
-	return id, nil
-}
-
 // listWebControls is GET /v2/applications/{id}/webcontrols: the
 // application's page controls in id order, paged in the store
 // (apigw.List), only those the caller may GET.
@@ -274,11 +265,7 @@ func (h *handler) listWebControls(r *http.Request, p apigw.Principal) (int, any,
 
 // getWebControl is GET /v2/applications/{id}/webcontrols/{webcontrol_id}.
 func (h *handler) getWebControl(r *http.Request, p apigw.Principal) (int, any, error) {
-	app, err := appID(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	id, err := webControlID(r, app)
+	app, id, err := controlIDs(r, "webcontrol_id", "web control")
 	if err != nil {
 		return 0, nil, err
 	}

@@ -85,13 +85,7 @@ func missingRole(err error, account string) error {
 	return err
 }
 
-func groupIDs(r *http.Request) (acct, id string, err error) {
-	if acct, err = accountID(r); err != nil {
-		return "", "", err
-	}
-	id, err = pathID(r, "group_id", "group")
-	return acct, id, err
-}
+func groupIDs(r *http.Request) (acct, id string, err error) { return memberIDs(r, "group_id", "group") }
 
 func (h *handler) listGroups(r *http.Request, p apigw.Principal) (int, any, error) {
 	acct, err := accountID(r)
@@ -109,27 +103,12 @@ func (h *handler) listGroups(r *http.Request, p apigw.Principal) (int, any, erro
 		},
 		Allow: visibleIn(h, p, acct, func(x domain.Group) string { return groupOut(x).Href }),
 		Out:   func(x domain.Group) (Group, error) { return groupOut(x), nil },
-		Sort: func(out []Group, order []apigw.OrderKey) {
-			sortGroups(out, order, func(x Group) string { return x.ID })
-		},
+		Sort:  sortNamed(Group.named, func(x Group) string { return x.ID }),
 	})
 	if err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, list, nil
-}
-
-// sortGroups orders groups for an `order` the store does not keep.
-func sortGroups(out []Group, order []apigw.OrderKey, id func(Group) string) {
-	apigw.Sort(out, order, func(x Group, field string) any {
-		switch field {
-		case "name":
-			return x.Name
-		case "updated":
-			return x.Updated
-		}
-		return x.Created
-	}, id, apigw.OrderKey{Field: "created"})
 }
 
 func (h *handler) getGroup(r *http.Request, _ apigw.Principal) (int, any, error) {

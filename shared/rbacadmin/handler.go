@@ -158,6 +158,16 @@ func pathID(r *http.Request, name, what string) (string, error) {
 
 func accountID(r *http.Request) (string, error) { return pathID(r, "id", "account") }
 
+// memberIDs reads /v2/accounts/{id}/<collection>/{param}: the account and
+// the member (a `what`), each a 404 when it cannot be an id.
+func memberIDs(r *http.Request, param, what string) (acct, id string, err error) {
+	if acct, err = accountID(r); err != nil {
+		return "", "", err
+	}
+	id, err = pathID(r, param, what)
+	return acct, id, err
+}
+
 // inAccount is what a request on /v2/accounts/{id}/... decides with: the
 // caller's decider and the account's item (for its ancestors).
 type inAccount struct {
@@ -214,12 +224,6 @@ func visibleIn[T any](h *handler, p apigw.Principal, acct string, href func(T) s
 		}
 		return func(x T) bool { return a.visible(href(x)) }, nil
 	}
-}
-
-// allowAll is the filter of a collection whose every member the caller
-// may see once the route allowed the request.
-func allowAll[T any](context.Context) (func(T) bool, error) {
-	return func(T) bool { return true }, nil
 }
 
 func accountHref(id string) string { return "/v2/accounts/" + id }

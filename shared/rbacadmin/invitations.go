@@ -58,11 +58,7 @@ func validEmail(s string) (string, error) {
 }
 
 func invitationIDs(r *http.Request) (acct, id string, err error) {
-	if acct, err = accountID(r); err != nil {
-		return "", "", err
-	}
-	id, err = pathID(r, "invitation_id", "invitation")
-	return acct, id, err
+	return memberIDs(r, "invitation_id", "invitation")
 }
 
 // decodeInvitationPost returns the invitee's email and the id of the role

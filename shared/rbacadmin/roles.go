@@ -172,25 +172,12 @@ func (h *handler) listRoles(r *http.Request, p apigw.Principal) (int, any, error
 		},
 		Allow: visibleIn(h, p, acct, func(x domain.Role) string { return roleHref(x.AccountID, x.ID) }),
 		Out:   func(x domain.Role) (Role, error) { return roleOut(x), nil },
-		Sort:  func(out []Role, order []apigw.OrderKey) { sortRoles(out, order, func(x Role) string { return x.ID }) },
+		Sort:  sortNamed(Role.named, func(x Role) string { return x.ID }),
 	})
 	if err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, list, nil
-}
-
-// sortRoles orders roles for an `order` the store does not keep.
-func sortRoles(out []Role, order []apigw.OrderKey, id func(Role) string) {
-	apigw.Sort(out, order, func(x Role, field string) any {
-		switch field {
-		case "name":
-			return x.Name
-		case "updated":
-			return x.Updated
-		}
-		return x.Created
-	}, id, apigw.OrderKey{Field: "created"})
 }
 
 func (h *handler) getRole(r *http.Request, _ apigw.Principal) (int, any, error) {
@@ -205,13 +192,7 @@ func (h *handler) getRole(r *http.Request, _ apigw.Principal) (int, any, error) 
 	return http.StatusOK, roleOut(role), nil
 }
 
-func roleIDs(r *http.Request) (acct, id string, err error) {
-	if acct, err = accountID(r); err != nil {
-		return "", "", err
-	}
-	id, err = pathID(r, "role_id", "role")
-	return acct, id, err
-}
+func roleIDs(r *http.Request) (acct, id string, err error) { return memberIDs(r, "role_id", "role") }
 
 func (h *handler) createRole(r *http.Request, _ apigw.Principal) (int, any, error) {
 	acct, err := accountID(r)

@@ -44,11 +44,7 @@ func (c *serviceUserConfig) validate() error {
 }
 
 func serviceUserIDs(r *http.Request) (acct, id string, err error) {
-	if acct, err = accountID(r); err != nil {
-		return "", "", err
-	}
-	id, err = pathID(r, "service_user_id", "service user")
-	return acct, id, err
+	return memberIDs(r, "service_user_id", "service user")
 }
 
 // createServiceUser makes a principal of the account with one persistent
@@ -119,17 +115,7 @@ func (h *handler) listServiceUsers(r *http.Request, p apigw.Principal) (int, any
 		},
 		Allow: visibleIn(h, p, acct, func(x domain.ServiceUser) string { return serviceUserHref(x.Account, x.ID) }),
 		Out:   func(x domain.ServiceUser) (ServiceUser, error) { return serviceUserOut(x, nil, now), nil },
-		Sort: func(out []ServiceUser, order []apigw.OrderKey) {
-			apigw.Sort(out, order, func(x ServiceUser, field string) any {
-				switch field {
-				case "name":
-					return x.Name
-				case "updated":
-					return x.Updated
-				}
-				return x.Created
-			}, func(x ServiceUser) string { return x.ID }, apigw.OrderKey{Field: "created"})
-		},
+		Sort:  sortNamed(ServiceUser.named, func(x ServiceUser) string { return x.ID }),
 		// The page's members' keys, all at once.
 		Finish: func(ctx context.Context, page []ServiceUser) error {
 			keys := make([][]domain.AccessKey, len(page))
