@@ -1,7 +1,6 @@
 package rbacadmin
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -88,27 +87,11 @@ func missingRole(err error, account string) error {
 func groupIDs(r *http.Request) (acct, id string, err error) { return memberIDs(r, "group_id", "group") }
 
 func (h *handler) listGroups(r *http.Request, p apigw.Principal) (int, any, error) {
-	acct, err := accountID(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	page, err := apigw.ParsePage(r.URL.Query(), "name", "created", "updated")
-	if err != nil {
-		return 0, nil, err
-	}
-	list, err := apigw.List(r, page, apigw.Lister[domain.Group, Group]{
-		Name: "groups", Indexed: "created", ValidPosition: store.ValidPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Group, []string, bool, error) {
-			return h.st.PageGroups(ctx, acct, after, desc, n)
-		},
-		Allow: visibleIn(h, p, acct, func(x domain.Group) string { return groupOut(x).Href }),
-		Out:   func(x domain.Group) (Group, error) { return groupOut(x), nil },
-		Sort:  sortNamed(Group.named, func(x Group) string { return x.ID }),
-	})
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, list, nil
+	return listIn(h, r, p, apigw.Lister[domain.Group, Group]{
+		Name: "groups",
+		Out:  func(x domain.Group) (Group, error) { return groupOut(x), nil },
+		Sort: sortNamed(Group.named, func(x Group) string { return x.ID }),
+	}, h.st.PageGroups, func(x domain.Group) string { return groupHref(x.AccountID, x.ID) })
 }
 
 func (h *handler) getGroup(r *http.Request, _ apigw.Principal) (int, any, error) {

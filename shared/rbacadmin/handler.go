@@ -226,5 +226,33 @@ func visibleIn[T any](h *handler, p apigw.Principal, acct string, href func(T) s
 	}
 }
 
+// listIn answers a collection of named members of the account in the path
+// (roles, groups, service users): paged in creation order, only the
+// members the caller may GET, `order` by name, created or updated. l
+// holds the collection's Name, Out, Sort and Finish; read pages the
+// account's members, href names one.
+func listIn[T, O any](h *handler, r *http.Request, p apigw.Principal, l apigw.Lister[T, O],
+	read func(ctx context.Context, account, after string, desc bool, n int) ([]T, []string, bool, error),
+	href func(T) string) (int, any, error) {
+	acct, err := accountID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	page, err := apigw.ParsePage(r.URL.Query(), "name", "created", "updated")
+	if err != nil {
+		return 0, nil, err
+	}
+	l.Indexed, l.ValidPosition = "created", store.ValidPosition
+	l.Read = func(ctx context.Context, after string, desc bool, n int) ([]T, []string, bool, error) {
+		return read(ctx, acct, after, desc, n)
+	}
+	l.Allow = visibleIn(h, p, acct, href)
+	list, err := apigw.List(r, page, l)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, list, nil
+}
+
 func accountHref(id string) string { return "/v2/accounts/" + id }
 func userHref(id string) string    { return "/v2/users/" + id }

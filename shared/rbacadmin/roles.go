@@ -1,7 +1,6 @@
 package rbacadmin
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -157,27 +156,11 @@ func samePermission(a, b authz.Permission) bool {
 }
 
 func (h *handler) listRoles(r *http.Request, p apigw.Principal) (int, any, error) {
-	acct, err := accountID(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	page, err := apigw.ParsePage(r.URL.Query(), "name", "created", "updated")
-	if err != nil {
-		return 0, nil, err
-	}
-	list, err := apigw.List(r, page, apigw.Lister[domain.Role, Role]{
-		Name: "roles", Indexed: "created", ValidPosition: store.ValidPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Role, []string, bool, error) {
-			return h.st.PageRoles(ctx, acct, after, desc, n)
-		},
-		Allow: visibleIn(h, p, acct, func(x domain.Role) string { return roleHref(x.AccountID, x.ID) }),
-		Out:   func(x domain.Role) (Role, error) { return roleOut(x), nil },
-		Sort:  sortNamed(Role.named, func(x Role) string { return x.ID }),
-	})
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, list, nil
+	return listIn(h, r, p, apigw.Lister[domain.Role, Role]{
+		Name: "roles",
+		Out:  func(x domain.Role) (Role, error) { return roleOut(x), nil },
+		Sort: sortNamed(Role.named, func(x Role) string { return x.ID }),
+	}, h.st.PageRoles, func(x domain.Role) string { return roleHref(x.AccountID, x.ID) })
 }
 
 func (h *handler) getRole(r *http.Request, _ apigw.Principal) (int, any, error) {
