@@ -163,7 +163,7 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 	// A merge patch (also under its own name) or a JSON Patch (docs/api.md#patch-bodies),
 	// checked before the set is read, so a malformed patch is a 400
 	// whether or not the set exists.
-	body, err := patch.Read(r, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch)
+	body, err := patch.Read(apigw.ReadJSON(r, apigw.TextOption{}, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -177,7 +177,7 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 			return setIn{}, err
 		}
 		var in setIn
-		if err := patch.Decode(out, &in, "address set"); err != nil {
+		if err := apigw.UnmarshalPatched(out, &in, "address set"); err != nil {
 			return setIn{}, err
 		}
 		return in, nil
