@@ -158,7 +158,7 @@ func (h *handler) addresses(r *http.Request, p apigw.Principal) (int, any, error
 			pf, err := netip.ParsePrefix(s)
 			return err == nil && pf.String() == s
 		},
-		Allow: func(context.Context) (func(Entry) bool, error) { return func(Entry) bool { return true }, nil },
+		Allow: apigw.AllowAll[Entry],
 		Out:   func(e Entry) (Entry, error) { return e, nil },
 	})
 	if err != nil {
@@ -175,7 +175,7 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 	// A merge patch (also under its own name) or a JSON Patch (docs/api.md#patch-bodies),
 	// checked before the set is read, so a malformed patch is a 400
 	// whether or not the set exists.
-	body, err := patch.Read(r, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch)
+	body, err := patch.Read(apigw.ReadJSON(r, apigw.TextOption{}, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -189,7 +189,7 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 			return setIn{}, err
 		}
 		var in setIn
-		if err := patch.Decode(out, &in, "address set"); err != nil {
+		if err := apigw.UnmarshalPatched(out, &in, "address set"); err != nil {
 			return setIn{}, err
 		}
 		return in, nil

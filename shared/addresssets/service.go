@@ -95,7 +95,7 @@ func lostRace(err error) bool { return errors.Is(err, store.ErrVersionConflict) 
 // in.
 func concurrently(err error, id string) error {
 	if errors.Is(err, store.ErrVersionConflict) {
-		return apigw.Conflict("address set %s is changing concurrently; retry", id)
+		return domain.Errorf(domain.Conflict, "address set %s is changing concurrently; retry", id)
 	}
 	return err
 }
@@ -174,7 +174,7 @@ func (s *Service) plan(ctx context.Context, account, id string, cur *store.Addre
 	}
 	added := minus(sp.Inclusions, before)
 	if slices.Contains(sp.Inclusions, id) {
-		return w, store.AddressSetState{}, nil, apigw.BadRequest("inclusions: a set cannot include itself")
+		return w, store.AddressSetState{}, nil, domain.Errorf(domain.Invalid, "inclusions: a set cannot include itself")
 	}
 	w.RemoveInclusions = minus(before, sp.Inclusions)
 	if len(added) > 0 {
@@ -252,7 +252,7 @@ func checkResponseBudget(next store.AddressSetState, now time.Time) error {
 		return fmt.Errorf("address set %s: encode: %w", next.Set.ID, err)
 	}
 	if n := apigw.EnvelopeLen(b); n > apigw.ResponseBudget {
-		return apigw.BadRequest("this change would make the address set %d bytes as a response carries it, over the response budget of %d bytes (4 MiB; characters JSON escapes, such as < > & and quotes, count up to 7 bytes each): shorten entry descriptions, remove entries or split the set", n, apigw.ResponseBudget)
+		return domain.Errorf(domain.Invalid, "this change would make the address set %d bytes as a response carries it, over the response budget of %d bytes (4 MiB; characters JSON escapes, such as < > & and quotes, count up to 7 bytes each): shorten entry descriptions, remove entries or split the set", n, apigw.ResponseBudget)
 	}
 	return nil
 }
@@ -284,14 +284,14 @@ func (s *Service) checkInclusions(ctx context.Context, account, id string, added
 			it, ok := byID[fid]
 			if !ok || it.Account != account {
 				if depth == 0 {
-					return nil, nil, apigw.BadRequest("inclusions: no address set %s", Href(fid))
+					return nil, nil, domain.Errorf(domain.Invalid, "inclusions: no address set %s", Href(fid))
 				}
 				continue // a dangling inclusion further down does not matter here
 			}
 			seen[fid] = it
 			for _, inc := range it.Inclusions {
 				if inc == id {
-					return nil, nil, apigw.BadRequest("inclusions: including %s would make a cycle: it includes %s, directly or through other sets", Href(origin[fid]), Href(id))
+					return nil, nil, domain.Errorf(domain.Invalid, "inclusions: including %s would make a cycle: it includes %s, directly or through other sets", Href(origin[fid]), Href(id))
 				}
 				if _, ok := seen[inc]; !ok && !slices.Contains(next, inc) {
 					next = append(next, inc)
@@ -302,7 +302,7 @@ func (s *Service) checkInclusions(ctx context.Context, account, id string, added
 			}
 		}
 		if len(seen)+1 > MaxReachable {
-			return nil, nil, apigw.BadRequest("inclusions: more than %d sets would be reachable from this set", MaxReachable-1)
+			return nil, nil, domain.Errorf(domain.Invalid, "inclusions: more than %d sets would be reachable from this set", MaxReachable-1)
 		}
 		frontier = next
 	}
@@ -504,7 +504,7 @@ func (s *Service) create(ctx context.Context, account string, actor Actor, in se
 		return store.AddressSetState{}, err
 	}
 	if sp.Type == TypeDynamic && len(sp.Entries) > 0 {
-		return store.AddressSetState{}, apigw.BadRequest("entries of a %s set are added by the edge, not through the API", TypeDynamic)
+		return store.AddressSetState{}, domain.Errorf(domain.Invalid, "entries of a %s set are added by the edge, not through the API", TypeDynamic)
 	}
 	q, err := s.st.CheckAllowance(ctx, account, domain.ResourceAddressSets)
 	if err != nil {
@@ -526,10 +526,10 @@ func (s *Service) replace(ctx context.Context, account, id string, actor Actor, 
 			return spec{}, err
 		}
 		if sp.Type != cur.Set.Type {
-			return spec{}, apigw.BadRequest("type cannot change (from %s to %s): create a new set", cur.Set.Type, clip(sp.Type))
+			return spec{}, domain.Errorf(domain.Invalid, "type cannot change (from %s to %s): create a new set", cur.Set.Type, clip(sp.Type))
 		}
 		if sp.Type == TypeDynamic && !sameLive(cur.Entries, sp.Entries, now) {
-			return spec{}, apigw.BadRequest("entries of a %s set are added by the edge, not through the API", TypeDynamic)
+			return spec{}, domain.Errorf(domain.Invalid, "entries of a %s set are added by the edge, not through the API", TypeDynamic)
 		}
 		return sp, nil
 	})
@@ -570,7 +570,7 @@ func (s *Service) remove(ctx context.Context, account, id string) (store.Address
 				hrefs = append(hrefs, Href(i))
 			}
 			sort.Strings(hrefs)
-			return apigw.Conflict("address set %s is included by %v; remove it from their inclusions first", id, hrefs)
+			return domain.Errorf(domain.Conflict, "address set %s is included by %v; remove it from their inclusions first", id, hrefs)
 		}
 		var c counts
 		prefixes := make([]string, 0, len(st.Entries))

@@ -61,6 +61,13 @@ type Lister[T, O any] struct {
 	Sort func([]O, []OrderKey)
 }
 
+// AllowAll is the Allow of a collection whose every member the caller may
+// see once the route allowed the request (or a read scoped to the
+// caller's account found it).
+func AllowAll[T any](context.Context) (func(T) bool, error) {
+	return func(T) bool { return true }, nil
+}
+
 func (l Lister[T, O]) budget() int {
 	if l.Budget > 0 {
 		return l.Budget
