@@ -11,8 +11,6 @@ import (
 	"sort"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"cads/shared/apigw"
 	"cads/shared/ddb"
 	"cads/shared/domain"
@@ -28,7 +26,9 @@ type Store interface {
 	Now() time.Time
 	GetAddressSet(ctx context.Context, account, id string, consistent bool) (store.AddressSetState, error)
 	AddressSetByID(ctx context.Context, id string, consistent bool) (store.AddressSetState, error)
+	GetAddressSetItem(ctx context.Context, account, id string) (domain.AddressSet, error)
 	GetAddressSetItems(ctx context.Context, ids []string) ([]domain.AddressSet, error)
+	PageAddressEntries(ctx context.Context, set, after string, desc bool, n int) ([]domain.AddressEntry, []string, bool, error)
 	PageAddressSets(ctx context.Context, account, after string, desc bool, n int) ([]domain.AddressSet, []string, bool, error)
 	WriteAddressSet(ctx context.Context, w store.AddressSetWrite) error
 	DeleteAddressSet(ctx context.Context, a domain.AddressSet, entries []string, ev *store.MetricEvent) error
@@ -600,96 +600,6 @@ func (s *Service) remove(ctx context.Context, account, id string) (store.Address
 		return store.AddressSetState{}, concurrently(err, id)
 	}
 	return out, nil
-}
-
-// addresses returns the live entries of a set and of every set it
-// includes, transitively, each address once (the entry that expires last
-// wins), in address order. Sets are read level by level, each level in
-// parallel.
-func (s *Service) addresses(ctx context.Context, account, id string) ([]Entry, error) {
-	now := s.now()
-	root, err := s.st.GetAddressSet(ctx, account, id, false)
-	if err != nil {
-		return nil, notFound(err, id)
-	}
-	type found struct {
-		e   domain.AddressEntry
-		set string
-	}
-	best := map[string]found{}
-	take := func(st store.AddressSetState) {
-		for _, e := range visible(st.Entries, now) {
-			if b, ok := best[e.Prefix]; !ok || later(e.Expiry, b.e.Expiry) {
-				best[e.Prefix] = found{e, st.Set.ID}
-			}
-		}
-	}
-	take(root)
-	seen := map[string]bool{id: true}
-	frontier := root.Set.Inclusions
-	for len(frontier) > 0 && len(seen) < MaxReachable {
-		var level []string
-		for _, f := range frontier {
-			if !seen[f] && len(seen)+len(level) < MaxReachable {
-				level = append(level, f)
-			}
-		}
-		for _, f := range level {
-			seen[f] = true
-		}
-		states, err := s.readAll(ctx, account, level)
-		if err != nil {
-			return nil, err
-		}
-		frontier = nil
-		for _, st := range states {
-			take(st)
-			frontier = append(frontier, st.Set.Inclusions...)
-		}
-	}
-	out := make([]domain.AddressEntry, 0, len(best))
-	from := map[string]string{}
-	for p, f := range best {
-		out = append(out, f.e)
-		from[p] = f.set
-	}
-	sortEntries(out)
-	list := make([]Entry, len(out))
-	for i, e := range out {
-		list[i] = entryOut(e)
-		list[i].AddressSet = Href(from[e.Prefix])
-		list[i].prefix = e.Prefix
-	}
-	return list, nil
-}
-
-// readAll reads the partitions of sets in parallel; sets that vanished
-// meanwhile are skipped.
-func (s *Service) readAll(ctx context.Context, account string, setIDs []string) ([]store.AddressSetState, error) {
-	out := make([]store.AddressSetState, len(setIDs))
-	ok := make([]bool, len(setIDs))
-	// At most MaxReachable sets: no limit needed.
-	g, gctx := errgroup.WithContext(ctx)
-	for i, sid := range setIDs {
-		g.Go(func() error {
-			st, err := s.st.GetAddressSet(gctx, account, sid, false)
-			if errors.Is(err, domain.ErrNotFound) {
-				return nil
-			}
-			out[i], ok[i] = st, err == nil
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	var states []store.AddressSetState
-	for i := range out {
-		if ok[i] {
-			states = append(states, out[i])
-		}
-	}
-	return states, nil
 }
 
 // AddDynamic applies the edge's address records: each adds an address to

@@ -171,9 +171,13 @@ func (h *handler) listPageControls(r *http.Request, p apigw.Principal) (int, any
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.PageControlVersions, []string, bool, error) {
 			return h.st.PagePageControls(ctx, p.AccountID, app, after, desc, n, true)
 		},
-		// The store checks the application's account with the read.
-		Allow: apigw.AllowAll[domain.PageControlVersions],
-		Out:   func(v domain.PageControlVersions) (PageControl, error) { return pageControlOut(v), nil },
+		// The store checks the application's account with the read; what
+		// it returns without a current version is history an interrupted
+		// delete left, passed over.
+		Allow: func(context.Context) (func(domain.PageControlVersions) bool, error) {
+			return func(v domain.PageControlVersions) bool { return v.Current.ID != 0 }, nil
+		},
+		Out: func(v domain.PageControlVersions) (PageControl, error) { return pageControlOut(v), nil },
 	})
 	if err != nil {
 		return 0, nil, err

@@ -245,8 +245,10 @@ func (h *handler) listWebControls(r *http.Request, p apigw.Principal) (int, any,
 			if err != nil {
 				return nil, err
 			}
+			// A member without a current version is history an interrupted
+			// delete left (store.PagePageControls): passed over.
 			return func(v domain.PageControlVersions) bool {
-				return d.Allows(http.MethodGet, webControlHref(app, v.Current.ID))
+				return v.Current.ID != 0 && d.Allows(http.MethodGet, webControlHref(app, v.Current.ID))
 			}, nil
 		},
 		Out: func(v domain.PageControlVersions) (json.RawMessage, error) {
