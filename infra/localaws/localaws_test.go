@@ -2,6 +2,7 @@ package localaws
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -278,5 +279,66 @@ func TestClientRejectsBadEndpoint(t *testing.T) {
 		if _, err := DynamoClient(t.Context(), e); err == nil {
 			t.Errorf("DynamoClient(%q) succeeded", e)
 		}
+	}
+}
+
+// Items loaded in-process are what requests over the wire read, through
+// the table and its indexes, and a load into a missing table fails.
+func TestDynamoLoad(t *testing.T) {
+	ctx := t.Context()
+	d, err := StartDynamoServer(ctx, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Stop(context.Background()) })
+	c, err := DynamoClient(ctx, d.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureTable(ctx, c, "things", fixture(t).Tables["Table"]); err != nil {
+		t.Fatal(err)
+	}
+	var items []map[string]ddbtypes.AttributeValue
+	for i := range 30 {
+		items = append(items, map[string]ddbtypes.AttributeValue{
+			"PK": s("GROUP#1"), "SK": s(fmt.Sprintf("MEMBER#%02d", i)), "GSI1PK": s("ALL"), "GSI1SK": s(fmt.Sprintf("%02d", 29-i)),
+			"n": &ddbtypes.AttributeValueMemberN{Value: fmt.Sprint(i)}, "tags": &ddbtypes.AttributeValueMemberSS{Value: []string{"a", "b"}},
+		})
+	}
+	if err := d.Load(ctx, "things", items); err != nil {
+		t.Fatal(err)
+	}
+	q, err := c.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String("things"),
+		KeyConditionExpression:    aws.String("PK = :pk"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": s("GROUP#1")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Items) != 30 {
+		t.Fatalf("Query: %d items, want 30", len(q.Items))
+	}
+	if n, ok := q.Items[7]["n"].(*ddbtypes.AttributeValueMemberN); !ok || n.Value != "7" {
+		t.Errorf("item 7: %#v", q.Items[7])
+	}
+	if ss, ok := q.Items[7]["tags"].(*ddbtypes.AttributeValueMemberSS); !ok || len(ss.Value) != 2 {
+		t.Errorf("item 7's tags: %#v", q.Items[7]["tags"])
+	}
+	q, err = c.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String("things"),
+		IndexName:                 aws.String("GSI1"),
+		KeyConditionExpression:    aws.String("GSI1PK = :pk"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": s("ALL")},
+		Limit:                     aws.Int32(1),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Items) != 1 || q.Items[0]["SK"].(*ddbtypes.AttributeValueMemberS).Value != "MEMBER#29" {
+		t.Errorf("first of GSI1: %#v", q.Items)
+	}
+	if err := d.Load(ctx, "nothing", items[:1]); err == nil {
+		t.Error("a load into a missing table succeeded")
 	}
 }

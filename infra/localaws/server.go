@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/truora/minidyn/server"
 )
 
@@ -35,7 +36,43 @@ func StartDynamo(ctx context.Context, addr string) (endpoint string, stop func(c
 // also counted per partition key in parts (nil: not counted), whether or
 // not the request asked for ReturnConsumedCapacity.
 func StartDynamoMetered(ctx context.Context, addr string, parts *PartitionMeter) (endpoint string, stop func(context.Context) error, err error) {
-	return serve(ctx, "dynamodb", addr, newMeter(server.NewServer(), parts), nil)
+	d, err := StartDynamoServer(ctx, addr, parts)
+	if err != nil {
+		return "", nil, err
+	}
+	return d.Endpoint, d.Stop, nil
+}
+
+// Dynamo is a running DynamoDB server (StartDynamoServer).
+type Dynamo struct {
+	// Endpoint is the server's URL, for DynamoClient.
+	Endpoint string
+	// Stop stops the server (safe to call more than once).
+	Stop func(context.Context) error
+	srv  *server.Server
+}
+
+// StartDynamoServer is StartDynamoMetered returning the server itself,
+// which can also be loaded in-process (Load).
+func StartDynamoServer(ctx context.Context, addr string, parts *PartitionMeter) (*Dynamo, error) {
+	srv := server.NewServer()
+	endpoint, stop, err := serve(ctx, "dynamodb", addr, newMeter(srv, parts), nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Dynamo{Endpoint: endpoint, Stop: stop, srv: srv}, nil
+}
+
+// Load puts items into table in-process, as unconditional puts, without
+// the wire protocol or the meter: no capacity is counted for them. It is
+// for tests that need tables of many thousands of items (under the race
+// detector, BatchWriteItem requests spend most of their time in JSON);
+// requests over the wire see the items as if they had been put through it.
+func (d *Dynamo) Load(ctx context.Context, table string, items []map[string]types.AttributeValue) error {
+	if err := d.srv.PutItems(ctx, table, items); err != nil {
+		return fmt.Errorf("load %d items into %s: %w", len(items), table, err)
+	}
+	return nil
 }
 
 // serve listens on a loopback address and serves h until stop. Request

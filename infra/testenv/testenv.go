@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -78,14 +79,24 @@ func Root(t testing.TB) string {
 	}
 }
 
-// Template loads the project's template.yaml.
+// Template is the project's template.yaml, parsed once per test binary:
+// every test's table and queues come from it, and parsing it (intrinsic
+// functions included) cost more than creating them. The template is
+// shared: read it, do not change it.
 func Template(t testing.TB) *sam.Template {
 	t.Helper()
-	tpl, err := sam.Load(filepath.Join(Root(t), "template.yaml"))
+	tpl, err := loadTemplate(filepath.Join(Root(t), "template.yaml"))
 	if err != nil {
 		t.Fatalf("load template: %v", err)
 	}
 	return tpl
+}
+
+var templates sync.Map // path -> func() (*sam.Template, error)
+
+func loadTemplate(path string) (*sam.Template, error) {
+	load, _ := templates.LoadOrStore(path, sync.OnceValues(func() (*sam.Template, error) { return sam.Load(path) }))
+	return load.(func() (*sam.Template, error))()
 }
 
 // NewQueues starts an SQS server (goaws) for this test with the

@@ -69,6 +69,7 @@ type costTour struct {
 	t          *testing.T
 	p          *local.Platform
 	counter    *ddb.Counter
+	dyn        *localaws.Dynamo // the platform's DynamoDB server
 	db         *dynamodb.Client // the platform's table, not counted
 	tpl        *sam.Template
 	authorizer string               // logical id of the authorizer function
@@ -95,24 +96,24 @@ func startCostTour(t *testing.T) *costTour {
 		t.Fatal(err)
 	}
 	counter := ddb.NewCounter()
-	// A DynamoDB server of the test's own, so that it can also write to the
-	// table directly (large collections, with a client the counter does
-	// not see).
+	// A DynamoDB server of the test's own, so that it can also read and
+	// write the table directly (large collections are loaded in-process;
+	// the counter sees neither).
 	ctx := context.Background()
-	endpoint, stop, err := localaws.StartDynamo(ctx, "127.0.0.1:0")
+	dyn, err := localaws.StartDynamoServer(ctx, "127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := localaws.DynamoClient(ctx, endpoint)
+	t.Cleanup(func() { _ = dyn.Stop(context.Background()) })
+	db, err := localaws.DynamoClient(ctx, dyn.Endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = stop(context.Background()) })
 	p, _ := localtest.Start(t, func(o *local.Options) {
-		o.DynamoEndpoint = endpoint
+		o.DynamoEndpoint = dyn.Endpoint
 		o.DynamoOptions = append(o.DynamoOptions, counter.Option())
 	})
-	c := &costTour{t: t, p: p, counter: counter, db: db, tpl: tpl, routes: map[string]sam.Route{}, rows: map[string]costRow{}}
+	c := &costTour{t: t, p: p, counter: counter, dyn: dyn, db: db, tpl: tpl, routes: map[string]sam.Route{}, rows: map[string]costRow{}}
 	for _, api := range tpl.Apis {
 		if az, ok := api.Authorizers[api.DefaultAuthorizer]; ok {
 			c.authorizer = az.FunctionLogicalID

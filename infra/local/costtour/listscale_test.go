@@ -19,7 +19,6 @@ import (
 	"cads/infra/local/localtest"
 	"cads/infra/sam"
 	"cads/shared/authz"
-	"cads/shared/ddb"
 	"cads/shared/domain"
 	"cads/shared/store"
 )
@@ -67,10 +66,10 @@ type scaleCase struct {
 // collection on a platform and table of its own, and requires the two
 // costs to be equal (round trips and capacity units); then the authorizer
 // with 10 and 1,000 roles held and defined (measureAuthorizerAtScale). The
-// 9,990 further members are copies of one added through the API, written
-// straight to the table with BatchWriteItem; only the page request is
-// measured. The rows go to their own table in docs/performance.md
-// (-update rewrites it).
+// 9,990 further members are copies of one added through the API, put
+// straight into the table in-process (localaws.Dynamo.Load); only the page
+// request is measured. The rows go to their own table in
+// docs/performance.md (-update rewrites it).
 func TestCostListsAtScale(t *testing.T) {
 	began := time.Now()
 	rows := map[string][2]costRow{}
@@ -185,7 +184,7 @@ func measureAtScale(t *testing.T, sc scaleCase) [2]costRow {
 	if copyID == nil {
 		copyID = func(i int, old string) string { return fmt.Sprintf("z%0*d", max(len(old)-1, 7), i) }
 	}
-	reqs := make([]types.WriteRequest, 0, len(bases)*(scaleLarge-scaleSmall))
+	items := make([]map[string]types.AttributeValue, 0, len(bases)*(scaleLarge-scaleSmall))
 	for i := range scaleLarge - scaleSmall {
 		nid := copyID(i, id)
 		for _, base := range bases {
@@ -193,14 +192,14 @@ func measureAtScale(t *testing.T, sc scaleCase) [2]costRow {
 			if s.fix != nil {
 				s.fix(it, i)
 			}
-			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
+			items = append(items, it)
 		}
 	}
 	wrote := time.Now()
-	if err := ddb.BatchWrite(ctx, c.db, table, reqs); err != nil {
+	if err := c.dyn.Load(ctx, table, items); err != nil {
 		t.Fatalf("%s: bulk write: %v", sc.what, err)
 	}
-	t.Logf("%s: %d items written in %v", sc.what, len(reqs), time.Since(wrote).Round(time.Millisecond))
+	t.Logf("%s: %d items written in %v", sc.what, len(items), time.Since(wrote).Round(time.Millisecond))
 	if n := count(); n != 1000 {
 		t.Fatalf("%s: a page of 1,000 has %d members after the bulk write", sc.what, n)
 	}
@@ -667,11 +666,11 @@ func measureAuthorizerAtScale(t *testing.T) []authorizerRow {
 		if err != nil || out.Item == nil {
 			t.Fatalf("read %s/%s: %v", k[0], k[1], err)
 		}
-		reqs := make([]types.WriteRequest, 0, 990)
+		items := make([]map[string]types.AttributeValue, 0, 990)
 		for i := range 990 {
-			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: copyMember(out.Item, last, fmt.Sprintf("z%015d", i), time.Hour+time.Duration(i)*time.Millisecond)}})
+			items = append(items, copyMember(out.Item, last, fmt.Sprintf("z%015d", i), time.Hour+time.Duration(i)*time.Millisecond))
 		}
-		if err := ddb.BatchWrite(ctx, c.db, table, reqs); err != nil {
+		if err := c.dyn.Load(ctx, table, items); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -45,7 +45,7 @@ func (l *Logs) String() string {
 // that runs schedules sets its own.
 func Start(t testing.TB, opts ...func(*local.Options)) (*local.Platform, *Logs) {
 	t.Helper()
-	contract, err := LoadContract(context.Background())
+	contract, err := sharedContract()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,3 +82,9 @@ func Start(t testing.TB, opts ...func(*local.Options)) (*local.Platform, *Logs) 
 	})
 	return p, logs
 }
+
+// sharedContract is the contract every Start of a test binary checks
+// against, loaded and validated once: a Contract is only read, and tests
+// that start a platform per case spent more on loading the document than
+// on starting the platform.
+var sharedContract = sync.OnceValues(func() (*Contract, error) { return LoadContract(context.Background()) })
