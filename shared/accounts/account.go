@@ -133,7 +133,7 @@ type logRetentionIn struct {
 // entitlement administrator role gives.
 func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, error) {
 	if p.AccountID == "" {
-		return 0, nil, apigw.Forbidden("this key is authenticated into no account; switch into the intended parent account with POST /v2/users/self/authorization")
+		return 0, nil, domain.Errorf(domain.Forbidden, "this key is authenticated into no account; switch into the intended parent account with POST /v2/users/self/authorization")
 	}
 	var in accountPost
 	if err := apigw.DecodeJSON(r, &in); err != nil {
@@ -181,7 +181,7 @@ func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, e
 		return 0, nil, ownErr
 	}
 	if errors.Is(pErr, domain.ErrNotFound) || pErr == nil && parent.Deleting != nil {
-		return 0, nil, apigw.Conflict("the account you are authenticated into (%s) is being deleted or no longer exists: no sub-account can be created in it", accountHref(p.AccountID))
+		return 0, nil, domain.Errorf(domain.Conflict, "the account you are authenticated into (%s) is being deleted or no longer exists: no sub-account can be created in it", accountHref(p.AccountID))
 	}
 	if pErr != nil {
 		return 0, nil, pErr
@@ -208,10 +208,10 @@ func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, e
 func accountName(s string) (string, error) {
 	name, err := text("name", norm.NFC.String(s), domain.AccountNameMaxRunes)
 	if err != nil {
-		return "", apigw.BadRequest("%s", err.Error())
+		return "", domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
 	if name == "" {
-		return "", apigw.BadRequest("name must not be empty")
+		return "", domain.Errorf(domain.Invalid, "name must not be empty")
 	}
 	return name, nil
 }
@@ -220,7 +220,7 @@ var keywordRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 func keyword(s string) (string, error) {
 	if len(s) > domain.AccountKeywordMaxBytes || !keywordRE.MatchString(s) {
-		return "", apigw.BadRequest("keyword must be lower-case letters and digits in dash-separated words (like \"exito-s-a\"), at most %d characters, not %q", domain.AccountKeywordMaxBytes, s)
+		return "", domain.Errorf(domain.Invalid, "keyword must be lower-case letters and digits in dash-separated words (like \"exito-s-a\"), at most %d characters, not %q", domain.AccountKeywordMaxBytes, s)
 	}
 	return s, nil
 }
@@ -237,10 +237,10 @@ func logRetention(in []logRetentionIn) ([]domain.LogRetention, error) {
 	seen := map[string]bool{}
 	for i, l := range in {
 		if l.Type == nil || *l.Type != "events" {
-			return nil, apigw.BadRequest("log_retention[%d].type is required and must be \"events\"", i)
+			return nil, domain.Errorf(domain.Invalid, "log_retention[%d].type is required and must be \"events\"", i)
 		}
 		if seen[*l.Type] {
-			return nil, apigw.BadRequest("log_retention[%d]: type %q is given twice", i, *l.Type)
+			return nil, domain.Errorf(domain.Invalid, "log_retention[%d]: type %q is given twice", i, *l.Type)
 		}
 		seen[*l.Type] = true
 		v := domain.LogRetention{Type: *l.Type}
@@ -259,7 +259,7 @@ func logRetention(in []logRetentionIn) ([]domain.LogRetention, error) {
 				continue
 			}
 			if *f.in < 1 || *f.in > f.max {
-				return nil, apigw.BadRequest("log_retention[%d].%s must be an integer from 1 to %d", i, f.name, f.max)
+				return nil, domain.Errorf(domain.Invalid, "log_retention[%d].%s must be an integer from 1 to %d", i, f.name, f.max)
 			}
 			*f.out = *f.in
 		}
@@ -274,11 +274,11 @@ func logRetention(in []logRetentionIn) ([]domain.LogRetention, error) {
 func (h *handler) owner(ctx context.Context, href string) (string, error) {
 	id, ok := strings.CutPrefix(href, "/v2/users/")
 	if !ok || !ids.Valid(id) {
-		return "", apigw.BadRequest("owner must be a user href like /v2/users/<id>, not %q", href)
+		return "", domain.Errorf(domain.Invalid, "owner must be a user href like /v2/users/<id>, not %q", href)
 	}
 	u, err := h.st.GetPrincipal(ctx, id)
 	if errors.Is(err, domain.ErrNotFound) || err == nil && u.Kind != domain.KindUser {
-		return "", apigw.BadRequest("owner %s is not a user", href)
+		return "", domain.Errorf(domain.Invalid, "owner %s is not a user", href)
 	}
 	return id, err
 }

@@ -1,16 +1,13 @@
 package accounts_test
 
 import (
-	"cads/shared/domain"
 	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"cads/shared/domain"
 )
 
 // An account created two months ago with a monthly and a yearly
@@ -38,10 +35,9 @@ func TestBilling(t *testing.T) {
 	if err := e.st.RecordPayment(ctx, domain.Payment{ID: "p1", Account: a.ID, AmountCents: 2500, Date: m1.AddDate(0, 0, 4).Format(time.DateOnly), Reference: "wire 42"}); err != nil {
 		t.Fatal(err)
 	}
+	// Counted by the create transactions (the account's usage item).
 	for _, app := range []string{"x1", "x2"} {
-		if _, err := e.d.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.d.Table), Item: map[string]types.AttributeValue{
-			"PK": &types.AttributeValueMemberS{Value: "APP#" + app}, "SK": &types.AttributeValueMemberS{Value: "APP"},
-			"GSI1PK": &types.AttributeValueMemberS{Value: "APPS#" + a.ID}, "GSI1SK": &types.AttributeValueMemberS{Value: app}}}); err != nil {
+		if err := e.st.CreateApplication(ctx, domain.Application{ID: app, Account: a.ID, State: domain.AppStopped, Version: 1}, domain.Quota{Kind: domain.ResourceApplications}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,8 +50,8 @@ func TestBilling(t *testing.T) {
 	if r.Status != 200 || len(r.List) != 3 {
 		t.Fatalf("billing: %d %s", r.Status, r.Raw)
 	}
-	// The load (partition Query + application count), then the two closed
-	// months frozen in parallel.
+	// The load (the account's partition, its usage count included), then
+	// the two closed months frozen in parallel.
 	if seq := e.d.Counter.Sequential(); seq != 2 {
 		t.Errorf("first read: %d sequential round trips, want 2", seq)
 	}

@@ -177,7 +177,7 @@ func (h *handler) createEntitlement(r *http.Request, _ apigw.Principal) (int, an
 		return 0, nil, err
 	}
 	if len(existing) >= domain.MaxEntitlementsPerAccount {
-		return 0, nil, apigw.Conflict("account %s already has %d entitlements, the most an account can have; delete or change one", accountHref(id), len(existing))
+		return 0, nil, domain.Errorf(domain.Conflict, "account %s already has %d entitlements, the most an account can have; delete or change one", accountHref(id), len(existing))
 	}
 	if err := h.st.CreateEntitlement(r.Context(), e); err != nil {
 		return 0, nil, domain.IfNotFound(err, "no account %s", accountHref(id))
@@ -189,33 +189,33 @@ func (h *handler) createEntitlement(r *http.Request, _ apigw.Principal) (int, an
 // them to e.
 func applyEntitlement(e domain.Entitlement, in entitlementPatch) (domain.Entitlement, error) {
 	if in.Resource {
-		return e, apigw.BadRequest("resource cannot be changed: delete this entitlement and create one for the other resource")
+		return e, domain.Errorf(domain.Invalid, "resource cannot be changed: delete this entitlement and create one for the other resource")
 	}
 	if in.PlanID.Set {
 		e.PlanID = ""
 		if in.PlanID.Value != nil {
 			v, err := text("plan_id", *in.PlanID.Value, maxPlanIDLen)
 			if err != nil {
-				return e, apigw.BadRequest("%s", err.Error())
+				return e, domain.Errorf(domain.Invalid, "%s", err.Error())
 			}
 			e.PlanID = v
 		}
 		if e.PlanID == "" && e.Resource == "" {
-			return e, apigw.BadRequest("plan_id cannot be removed from an entitlement that records only a plan: delete the entitlement instead")
+			return e, domain.Errorf(domain.Invalid, "plan_id cannot be removed from an entitlement that records only a plan: delete the entitlement instead")
 		}
 	}
 	if in.Quantity != nil {
 		if e.Resource == "" && *in.Quantity != 0 {
-			return e, apigw.BadRequest("quantity needs resource: this entitlement records a plan and allocates nothing")
+			return e, domain.Errorf(domain.Invalid, "quantity needs resource: this entitlement records a plan and allocates nothing")
 		}
 		if *in.Quantity < 0 || *in.Quantity > maxQuantity {
-			return e, apigw.BadRequest("quantity must be an integer from 0 to %d", maxQuantity)
+			return e, domain.Errorf(domain.Invalid, "quantity must be an integer from 0 to %d", maxQuantity)
 		}
 		e.Quantity = *in.Quantity
 	}
 	if in.Period != nil {
 		if !slices.Contains(periods, *in.Period) {
-			return e, apigw.BadRequest("period %q is not a period: use one of %s", *in.Period, strings.Join(periods, ", "))
+			return e, domain.Errorf(domain.Invalid, "period %q is not a period: use one of %s", *in.Period, strings.Join(periods, ", "))
 		}
 		e.Period = *in.Period
 	}
@@ -233,7 +233,7 @@ func applyEntitlement(e domain.Entitlement, in entitlementPatch) (domain.Entitle
 		}
 	}
 	if e.Expiry != nil && !e.Expiry.After(e.Started) {
-		return e, apigw.BadRequest("expiry (%s) must be after started (%s)", e.Expiry.Format(time.RFC3339), e.Started.Format(time.RFC3339))
+		return e, domain.Errorf(domain.Invalid, "expiry (%s) must be after started (%s)", e.Expiry.Format(time.RFC3339), e.Started.Format(time.RFC3339))
 	}
 	return e, nil
 }
@@ -245,7 +245,7 @@ func entitlementID(r *http.Request) (string, string, error) {
 	}
 	eid := r.PathValue("entitlement_id")
 	if !ids.Valid(eid) {
-		return "", "", apigw.NotFound("no entitlement %s", entitlementHref(id, eid))
+		return "", "", domain.Errorf(domain.NotFound, "no entitlement %s", entitlementHref(id, eid))
 	}
 	return id, eid, nil
 }

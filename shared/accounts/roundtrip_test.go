@@ -36,8 +36,8 @@ func TestRoundTrips(t *testing.T) {
 		{"PATCH", acct, `{"name":"Measured 2"}`, 2, 2},                                     // GetItem; TransactWriteItems (account, name moves)
 		{"PATCH", acct, `{"keyword":"m2"}`, 2, 2},                                          // GetItem; TransactWriteItems
 		{"GET", "/v2/accounts", "", 2, 4},                                                  // decider (grants + key account, then roles) beside the ACCOUNTS page Query (GSI2)
-		{"GET", acct + "/billing", "", 2, 3},                                               // partition Query + application count; the closed month frozen (first read)
-		{"GET", acct + "/billing", "", 1, 2},                                               // partition Query + application count
+		{"GET", acct + "/billing", "", 2, 2},                                               // partition Query (usage count included); the closed month frozen (first read)
+		{"GET", acct + "/billing", "", 1, 1},                                               // partition Query (usage count included)
 		{"GET", acct + "/entitlements", "", 2, 5},                                          // decider (2) beside the account GetItem and the entitlements Query
 		{"POST", acct + "/entitlements", `{"resource":"address_sets","quantity":2}`, 2, 2}, // Query (cap); TransactWriteItems (put, account check)
 		{"GET", acct + "/entitlements/ent1", "", 1, 1},                                     // GetItem

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"net/netip"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
@@ -135,31 +134,20 @@ func (h *handler) addresses(r *http.Request, p apigw.Principal) (int, any, error
 	if err != nil {
 		return 0, nil, err
 	}
-	// start and limit as on every collection, but without a limit the
-	// whole list, as before: a page cut by bytes goes on with its Link.
-	q := r.URL.Query()
-	page, err := apigw.ParsePage(q)
+	page, err := apigw.ParsePage(r.URL.Query())
 	if err != nil {
 		return 0, nil, err
 	}
-	whole := MaxEntries * MaxReachable
-	if q.Get("limit") == "" {
-		page.Limit = whole
-	}
-	list, err := apigw.List(r, page, apigw.Lister[Entry, Entry]{
-		Name: "addresses", Indexed: "address",
-		// The union of up to MaxReachable sets, each address once: it is
-		// computed whole (bounded by MaxEntries x MaxReachable), then paged
-		// like a stored collection.
-		Read: apigw.Whole(func(ctx context.Context) ([]Entry, error) { return h.svc.addresses(ctx, p.AccountID, id) },
-			func(e Entry) string { return e.prefix }, comparePrefix),
-		Budget: whole,
-		ValidPosition: func(s string) bool {
-			pf, err := netip.ParsePrefix(s)
-			return err == nil && pf.String() == s
-		},
-		Allow: func(context.Context) (func(Entry) bool, error) { return func(Entry) bool { return true }, nil },
-		Out:   func(e Entry) (Entry, error) { return e, nil },
+	// The union of up to MaxReachable sets, each address once, paged in
+	// the store like every collection: a merge of the sets' entries in
+	// address order (union.read). Expired entries are examined and
+	// passed over, within the read budget.
+	u := &union{st: h.st, account: p.AccountID, id: id, now: h.st.Now()}
+	list, err := apigw.List(r, page, apigw.Lister[member, Entry]{
+		Name: "addresses", Indexed: "address", ValidPosition: store.ValidAddressPosition,
+		Read:  u.read,
+		Allow: func(context.Context) (func(member) bool, error) { return func(m member) bool { return m.live }, nil },
+		Out:   func(m member) (Entry, error) { return m.out(), nil },
 	})
 	if err != nil {
 		return 0, nil, err
@@ -175,7 +163,7 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 	// A merge patch (also under its own name) or a JSON Patch (docs/api.md#patch-bodies),
 	// checked before the set is read, so a malformed patch is a 400
 	// whether or not the set exists.
-	body, err := patch.Read(r, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch)
+	body, err := patch.Read(apigw.ReadJSON(r, apigw.TextOption{}, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -189,7 +177,7 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 			return setIn{}, err
 		}
 		var in setIn
-		if err := patch.Decode(out, &in, "address set"); err != nil {
+		if err := apigw.UnmarshalPatched(out, &in, "address set"); err != nil {
 			return setIn{}, err
 		}
 		return in, nil

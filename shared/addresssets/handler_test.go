@@ -187,16 +187,44 @@ func TestAddressSetsThroughAPIGatewayEvents(t *testing.T) {
 	cid := cb.body["id"].(string)
 	done = a.trips()
 	l := a.must(a.call(a.sets, a.op, "GET", "/v2/address-sets/"+cid+"/addresses", addrs, "", ""), 200, "addresses")
-	if seq, total := done(); seq != 2 || total != 2 {
-		t.Errorf("/addresses over one inclusion: %d/%d round trips, want 2/2", seq, total)
+	// The set's item and its entries (GSI2) in parallel, then the
+	// included set's item and its entries.
+	if seq, total := done(); seq != 2 || total != 4 {
+		t.Errorf("/addresses over one inclusion: %d/%d round trips, want 2/4", seq, total)
 	}
 	var got []string
 	for _, e := range l.list {
 		got = append(got, e.(map[string]any)["address"].(string))
 	}
-	if strings.Join(got, " ") != "10.0.0.0/8 192.0.2.0/24 198.51.100.4 2001:db8::7" {
-		t.Fatalf("addresses %v", got)
+	if strings.Join(got, " ") != "10.0.0.0/8 192.0.2.0/24 198.51.100.4 2001:db8::7" || l.header["Link"] != "" {
+		t.Fatalf("addresses %v, Link %q", got, l.header["Link"])
 	}
+	// Paged like every collection: limit, then the Link's cursor; each
+	// page costs the same two rounds.
+	next := "/v2/address-sets/" + cid + "/addresses?limit=1"
+	got = nil
+	for next != "" {
+		done = a.trips()
+		pg := a.must(a.call(a.sets, a.op, "GET", next, addrs, "", ""), 200, "addresses page")
+		if seq, total := done(); seq != 2 || total != 4 {
+			t.Errorf("%s: %d/%d round trips, want 2/4", next, seq, total)
+		}
+		for _, e := range pg.list {
+			got = append(got, e.(map[string]any)["address"].(string)+"@"+e.(map[string]any)["address_set"].(string))
+		}
+		next = ""
+		if link := pg.header["Link"]; link != "" {
+			next = strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
+		}
+		if len(got) > 10 {
+			t.Fatalf("the links do not end: %v", got)
+		}
+	}
+	if want := "10.0.0.0/8@/v2/address-sets/" + cid + " 192.0.2.0/24@" + href + " 198.51.100.4@" + href + " 2001:db8::7@" + href; strings.Join(got, " ") != want {
+		t.Fatalf("addresses page by page\n got %v\nwant %v", got, want)
+	}
+	a.errType(a.call(a.sets, a.op, "GET", "/v2/address-sets/"+cid+"/addresses?cursor=bad", addrs, "", ""), 400, "cursor", "a bad cursor")
+	a.errType(a.call(a.sets, a.op, "GET", "/v2/address-sets/"+cid+"/addresses?order=address", addrs, "", ""), 400, "order", "an order")
 
 	// The listing shows both sets, without entries.
 	done = a.trips()

@@ -53,28 +53,28 @@ type desired struct {
 func validate(in setIn) (spec, error) {
 	var s spec
 	if in.Name == nil {
-		return s, apigw.BadRequest("name is required")
+		return s, domain.Errorf(domain.Invalid, "name is required")
 	}
 	if n := utf8.RuneCountInString(strings.TrimSpace(*in.Name)); n == 0 || utf8.RuneCountInString(*in.Name) > MaxNameLen {
-		return s, apigw.BadRequest("name must be 1 to %d characters", MaxNameLen)
+		return s, domain.Errorf(domain.Invalid, "name must be 1 to %d characters", MaxNameLen)
 	}
 	s.Name = *in.Name
 	if in.Description != nil {
 		if utf8.RuneCountInString(*in.Description) > MaxDescriptionLen {
-			return s, apigw.BadRequest("description may be at most %d characters", MaxDescriptionLen)
+			return s, domain.Errorf(domain.Invalid, "description may be at most %d characters", MaxDescriptionLen)
 		}
 		s.Description = *in.Description
 	}
 	if in.Type == nil {
-		return s, apigw.BadRequest("type is required: one of %s, %s, %s, %s", TypeManual, TypeDynamic, TypeCombined, TypeDomains)
+		return s, domain.Errorf(domain.Invalid, "type is required: one of %s, %s, %s, %s", TypeManual, TypeDynamic, TypeCombined, TypeDomains)
 	}
 	switch *in.Type {
 	case TypeManual, TypeDynamic, TypeCombined, TypeDomains:
 		s.Type = *in.Type
 	case "json-file", "text-file":
-		return s, apigw.BadRequest("type %q is not supported: this service does not fetch address lists; use %s, %s, %s or %s", *in.Type, TypeManual, TypeDynamic, TypeCombined, TypeDomains)
+		return s, domain.Errorf(domain.Invalid, "type %q is not supported: this service does not fetch address lists; use %s, %s, %s or %s", *in.Type, TypeManual, TypeDynamic, TypeCombined, TypeDomains)
 	default:
-		return s, apigw.BadRequest("type must be one of %s, %s, %s, %s, not %q", TypeManual, TypeDynamic, TypeCombined, TypeDomains, clip(*in.Type))
+		return s, domain.Errorf(domain.Invalid, "type must be one of %s, %s, %s, %s, not %q", TypeManual, TypeDynamic, TypeCombined, TypeDomains, clip(*in.Type))
 	}
 	hasParams := len(in.Parameters) > 0 && string(in.Parameters) != "null"
 	switch {
@@ -85,24 +85,24 @@ func validate(in setIn) (spec, error) {
 		}
 		s.Domains = d
 		if len(in.Entries) > 0 {
-			return s, apigw.BadRequest("entries: a %s set has none: its parameters.domains say which addresses belong to it", TypeDomains)
+			return s, domain.Errorf(domain.Invalid, "entries: a %s set has none: its parameters.domains say which addresses belong to it", TypeDomains)
 		}
 	case hasParams:
-		return s, apigw.BadRequest("parameters apply only to %s sets (and to text-file and json-file sets, which this service does not support)", TypeDomains)
+		return s, domain.Errorf(domain.Invalid, "parameters apply only to %s sets (and to text-file and json-file sets, which this service does not support)", TypeDomains)
 	}
 	s.Entries = make(map[netip.Prefix]desired, len(in.Entries))
 	for i, e := range in.Entries {
 		if e.Address == nil {
-			return s, apigw.BadRequest("entries[%d].address is required", i)
+			return s, domain.Errorf(domain.Invalid, "entries[%d].address is required", i)
 		}
 		p, shown, err := parseAddress(*e.Address)
 		if err != nil {
-			return s, apigw.BadRequest("entries[%d].address: %s", i, err.Error())
+			return s, domain.Errorf(domain.Invalid, "entries[%d].address: %s", i, err.Error())
 		}
 		d := desired{address: shown}
 		if e.Description != nil {
 			if utf8.RuneCountInString(*e.Description) > MaxEntryDescLen {
-				return s, apigw.BadRequest("entries[%d].description may be at most %d characters", i, MaxEntryDescLen)
+				return s, domain.Errorf(domain.Invalid, "entries[%d].description may be at most %d characters", i, MaxEntryDescLen)
 			}
 			d.description = *e.Description
 		}
@@ -121,21 +121,21 @@ func validate(in setIn) (spec, error) {
 		s.Entries[p] = d
 	}
 	if len(s.Entries) > MaxEntries {
-		return s, apigw.BadRequest("entries: %d addresses; a set holds at most %d", len(s.Entries), MaxEntries)
+		return s, domain.Errorf(domain.Invalid, "entries: %d addresses; a set holds at most %d", len(s.Entries), MaxEntries)
 	}
 	if len(in.Inclusions) > 0 && s.Type != TypeCombined {
-		return s, apigw.BadRequest("inclusions are only for %s sets", TypeCombined)
+		return s, domain.Errorf(domain.Invalid, "inclusions are only for %s sets", TypeCombined)
 	}
 	if len(in.Inclusions) > MaxInclusions {
-		return s, apigw.BadRequest("inclusions: at most %d sets", MaxInclusions)
+		return s, domain.Errorf(domain.Invalid, "inclusions: at most %d sets", MaxInclusions)
 	}
 	for i, h := range in.Inclusions {
 		id, ok := strings.CutPrefix(h, "/v2/address-sets/")
 		if !ok || !ids.Valid(id) {
-			return s, apigw.BadRequest("inclusions[%d]: %q is not an address set href (/v2/address-sets/<id>)", i, clip(h))
+			return s, domain.Errorf(domain.Invalid, "inclusions[%d]: %q is not an address set href (/v2/address-sets/<id>)", i, clip(h))
 		}
 		if slices.Contains(s.Inclusions, id) {
-			return s, apigw.BadRequest("inclusions[%d]: %s is listed twice", i, h)
+			return s, domain.Errorf(domain.Invalid, "inclusions[%d]: %s is listed twice", i, h)
 		}
 		s.Inclusions = append(s.Inclusions, id)
 	}
@@ -156,17 +156,17 @@ var domainLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 // lower case.
 func parseDomainsParams(raw json.RawMessage, present bool) ([]string, error) {
 	if !present {
-		return nil, apigw.BadRequest("parameters.domains is required for a %s set: the domains whose addresses belong to it", TypeDomains)
+		return nil, domain.Errorf(domain.Invalid, "parameters.domains is required for a %s set: the domains whose addresses belong to it", TypeDomains)
 	}
 	var p domainsParams
 	if err := apigw.UnmarshalStrict(raw, &p); err != nil {
 		return nil, prefixed("parameters", err)
 	}
 	if len(p.Domains) == 0 {
-		return nil, apigw.BadRequest("parameters.domains is required for a %s set and must list at least one domain", TypeDomains)
+		return nil, domain.Errorf(domain.Invalid, "parameters.domains is required for a %s set and must list at least one domain", TypeDomains)
 	}
 	if len(p.Domains) > MaxDomains {
-		return nil, apigw.BadRequest("parameters.domains: at most %d domains", MaxDomains)
+		return nil, domain.Errorf(domain.Invalid, "parameters.domains: at most %d domains", MaxDomains)
 	}
 	out := make([]string, 0, len(p.Domains))
 	for i, d := range p.Domains {
@@ -177,10 +177,10 @@ func parseDomainsParams(raw json.RawMessage, present bool) ([]string, error) {
 			ok = ok && domainLabel.MatchString(l)
 		}
 		if !ok {
-			return nil, apigw.BadRequest("parameters.domains[%d]: %q is not a domain name (like example.com)", i, clip(d))
+			return nil, domain.Errorf(domain.Invalid, "parameters.domains[%d]: %q is not a domain name (like example.com)", i, clip(d))
 		}
 		if slices.Contains(out, name) {
-			return nil, apigw.BadRequest("parameters.domains[%d]: %s is listed twice", i, name)
+			return nil, domain.Errorf(domain.Invalid, "parameters.domains[%d]: %s is listed twice", i, name)
 		}
 		out = append(out, name)
 	}
@@ -189,7 +189,7 @@ func parseDomainsParams(raw json.RawMessage, present bool) ([]string, error) {
 
 // prefixed puts where in the body a nested decoding error happened.
 func prefixed(where string, err error) error {
-	return apigw.BadRequest("%s: %s", where, domain.ErrorMessage(err))
+	return domain.Errorf(domain.Invalid, "%s: %s", where, domain.ErrorMessage(err))
 }
 
 // checkExpiry refuses an expiry that is not in the future or too far in it.
@@ -198,10 +198,10 @@ func checkExpiry(addr string, e *time.Time, now time.Time) error {
 		return nil
 	}
 	if !e.After(now) {
-		return apigw.BadRequest("entries: %s: expiry %s is not in the future", addr, e.Format(time.RFC3339))
+		return domain.Errorf(domain.Invalid, "entries: %s: expiry %s is not in the future", addr, e.Format(time.RFC3339))
 	}
 	if e.After(now.Add(MaxExpiry)) {
-		return apigw.BadRequest("entries: %s: expiry may be at most %d years ahead", addr, int(MaxExpiry/(365*24*time.Hour)))
+		return domain.Errorf(domain.Invalid, "entries: %s: expiry may be at most %d years ahead", addr, int(MaxExpiry/(365*24*time.Hour)))
 	}
 	return nil
 }
@@ -234,5 +234,5 @@ func documentOf(a AddressSet) document {
 }
 
 func describeTooLarge(items int) error {
-	return apigw.BadRequest("this change writes %d items (entries added, changed or removed, and inclusions); one atomic change holds at most 100: split it into smaller PATCH requests", items)
+	return domain.Errorf(domain.Invalid, "this change writes %d items (entries added, changed or removed, and inclusions); one atomic change holds at most 100: split it into smaller PATCH requests", items)
 }

@@ -78,9 +78,6 @@ type Entry struct {
 	Created     time.Time  `json:"created"`
 	CreatedBy   string     `json:"created_by,omitempty"`
 	AddressSet  string     `json:"address_set,omitempty"`
-	// prefix is the network the entry is kept under: its position in the
-	// address order.
-	prefix string
 }
 
 // Href is a set's href.

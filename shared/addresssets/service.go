@@ -11,8 +11,6 @@ import (
 	"sort"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"cads/shared/apigw"
 	"cads/shared/ddb"
 	"cads/shared/domain"
@@ -28,7 +26,9 @@ type Store interface {
 	Now() time.Time
 	GetAddressSet(ctx context.Context, account, id string, consistent bool) (store.AddressSetState, error)
 	AddressSetByID(ctx context.Context, id string, consistent bool) (store.AddressSetState, error)
+	GetAddressSetItem(ctx context.Context, account, id string) (domain.AddressSet, error)
 	GetAddressSetItems(ctx context.Context, ids []string) ([]domain.AddressSet, error)
+	PageAddressEntries(ctx context.Context, set, after string, desc bool, n int) ([]domain.AddressEntry, []string, bool, error)
 	PageAddressSets(ctx context.Context, account, after string, desc bool, n int) ([]domain.AddressSet, []string, bool, error)
 	WriteAddressSet(ctx context.Context, w store.AddressSetWrite) error
 	DeleteAddressSet(ctx context.Context, a domain.AddressSet, entries []string, ev *store.MetricEvent) error
@@ -95,7 +95,7 @@ func lostRace(err error) bool { return errors.Is(err, store.ErrVersionConflict) 
 // in.
 func concurrently(err error, id string) error {
 	if errors.Is(err, store.ErrVersionConflict) {
-		return apigw.Conflict("address set %s is changing concurrently; retry", id)
+		return domain.Errorf(domain.Conflict, "address set %s is changing concurrently; retry", id)
 	}
 	return err
 }
@@ -174,7 +174,7 @@ func (s *Service) plan(ctx context.Context, account, id string, cur *store.Addre
 	}
 	added := minus(sp.Inclusions, before)
 	if slices.Contains(sp.Inclusions, id) {
-		return w, store.AddressSetState{}, nil, apigw.BadRequest("inclusions: a set cannot include itself")
+		return w, store.AddressSetState{}, nil, domain.Errorf(domain.Invalid, "inclusions: a set cannot include itself")
 	}
 	w.RemoveInclusions = minus(before, sp.Inclusions)
 	if len(added) > 0 {
@@ -252,7 +252,7 @@ func checkResponseBudget(next store.AddressSetState, now time.Time) error {
 		return fmt.Errorf("address set %s: encode: %w", next.Set.ID, err)
 	}
 	if n := apigw.EnvelopeLen(b); n > apigw.ResponseBudget {
-		return apigw.BadRequest("this change would make the address set %d bytes as a response carries it, over the response budget of %d bytes (4 MiB; characters JSON escapes, such as < > & and quotes, count up to 7 bytes each): shorten entry descriptions, remove entries or split the set", n, apigw.ResponseBudget)
+		return domain.Errorf(domain.Invalid, "this change would make the address set %d bytes as a response carries it, over the response budget of %d bytes (4 MiB; characters JSON escapes, such as < > & and quotes, count up to 7 bytes each): shorten entry descriptions, remove entries or split the set", n, apigw.ResponseBudget)
 	}
 	return nil
 }
@@ -284,14 +284,14 @@ func (s *Service) checkInclusions(ctx context.Context, account, id string, added
 			it, ok := byID[fid]
 			if !ok || it.Account != account {
 				if depth == 0 {
-					return nil, nil, apigw.BadRequest("inclusions: no address set %s", Href(fid))
+					return nil, nil, domain.Errorf(domain.Invalid, "inclusions: no address set %s", Href(fid))
 				}
 				continue // a dangling inclusion further down does not matter here
 			}
 			seen[fid] = it
 			for _, inc := range it.Inclusions {
 				if inc == id {
-					return nil, nil, apigw.BadRequest("inclusions: including %s would make a cycle: it includes %s, directly or through other sets", Href(origin[fid]), Href(id))
+					return nil, nil, domain.Errorf(domain.Invalid, "inclusions: including %s would make a cycle: it includes %s, directly or through other sets", Href(origin[fid]), Href(id))
 				}
 				if _, ok := seen[inc]; !ok && !slices.Contains(next, inc) {
 					next = append(next, inc)
@@ -302,7 +302,7 @@ func (s *Service) checkInclusions(ctx context.Context, account, id string, added
 			}
 		}
 		if len(seen)+1 > MaxReachable {
-			return nil, nil, apigw.BadRequest("inclusions: more than %d sets would be reachable from this set", MaxReachable-1)
+			return nil, nil, domain.Errorf(domain.Invalid, "inclusions: more than %d sets would be reachable from this set", MaxReachable-1)
 		}
 		frontier = next
 	}
@@ -504,7 +504,7 @@ func (s *Service) create(ctx context.Context, account string, actor Actor, in se
 		return store.AddressSetState{}, err
 	}
 	if sp.Type == TypeDynamic && len(sp.Entries) > 0 {
-		return store.AddressSetState{}, apigw.BadRequest("entries of a %s set are added by the edge, not through the API", TypeDynamic)
+		return store.AddressSetState{}, domain.Errorf(domain.Invalid, "entries of a %s set are added by the edge, not through the API", TypeDynamic)
 	}
 	q, err := s.st.CheckAllowance(ctx, account, domain.ResourceAddressSets)
 	if err != nil {
@@ -526,10 +526,10 @@ func (s *Service) replace(ctx context.Context, account, id string, actor Actor, 
 			return spec{}, err
 		}
 		if sp.Type != cur.Set.Type {
-			return spec{}, apigw.BadRequest("type cannot change (from %s to %s): create a new set", cur.Set.Type, clip(sp.Type))
+			return spec{}, domain.Errorf(domain.Invalid, "type cannot change (from %s to %s): create a new set", cur.Set.Type, clip(sp.Type))
 		}
 		if sp.Type == TypeDynamic && !sameLive(cur.Entries, sp.Entries, now) {
-			return spec{}, apigw.BadRequest("entries of a %s set are added by the edge, not through the API", TypeDynamic)
+			return spec{}, domain.Errorf(domain.Invalid, "entries of a %s set are added by the edge, not through the API", TypeDynamic)
 		}
 		return sp, nil
 	})
@@ -570,7 +570,7 @@ func (s *Service) remove(ctx context.Context, account, id string) (store.Address
 				hrefs = append(hrefs, Href(i))
 			}
 			sort.Strings(hrefs)
-			return apigw.Conflict("address set %s is included by %v; remove it from their inclusions first", id, hrefs)
+			return domain.Errorf(domain.Conflict, "address set %s is included by %v; remove it from their inclusions first", id, hrefs)
 		}
 		var c counts
 		prefixes := make([]string, 0, len(st.Entries))
@@ -600,96 +600,6 @@ func (s *Service) remove(ctx context.Context, account, id string) (store.Address
 		return store.AddressSetState{}, concurrently(err, id)
 	}
 	return out, nil
-}
-
-// addresses returns the live entries of a set and of every set it
-// includes, transitively, each address once (the entry that expires last
-// wins), in address order. Sets are read level by level, each level in
-// parallel.
-func (s *Service) addresses(ctx context.Context, account, id string) ([]Entry, error) {
-	now := s.now()
-	root, err := s.st.GetAddressSet(ctx, account, id, false)
-	if err != nil {
-		return nil, notFound(err, id)
-	}
-	type found struct {
-		e   domain.AddressEntry
-		set string
-	}
-	best := map[string]found{}
-	take := func(st store.AddressSetState) {
-		for _, e := range visible(st.Entries, now) {
-			if b, ok := best[e.Prefix]; !ok || later(e.Expiry, b.e.Expiry) {
-				best[e.Prefix] = found{e, st.Set.ID}
-			}
-		}
-	}
-	take(root)
-	seen := map[string]bool{id: true}
-	frontier := root.Set.Inclusions
-	for len(frontier) > 0 && len(seen) < MaxReachable {
-		var level []string
-		for _, f := range frontier {
-			if !seen[f] && len(seen)+len(level) < MaxReachable {
-				level = append(level, f)
-			}
-		}
-		for _, f := range level {
-			seen[f] = true
-		}
-		states, err := s.readAll(ctx, account, level)
-		if err != nil {
-			return nil, err
-		}
-		frontier = nil
-		for _, st := range states {
-			take(st)
-			frontier = append(frontier, st.Set.Inclusions...)
-		}
-	}
-	out := make([]domain.AddressEntry, 0, len(best))
-	from := map[string]string{}
-	for p, f := range best {
-		out = append(out, f.e)
-		from[p] = f.set
-	}
-	sortEntries(out)
-	list := make([]Entry, len(out))
-	for i, e := range out {
-		list[i] = entryOut(e)
-		list[i].AddressSet = Href(from[e.Prefix])
-		list[i].prefix = e.Prefix
-	}
-	return list, nil
-}
-
-// readAll reads the partitions of sets in parallel; sets that vanished
-// meanwhile are skipped.
-func (s *Service) readAll(ctx context.Context, account string, setIDs []string) ([]store.AddressSetState, error) {
-	out := make([]store.AddressSetState, len(setIDs))
-	ok := make([]bool, len(setIDs))
-	// At most MaxReachable sets: no limit needed.
-	g, gctx := errgroup.WithContext(ctx)
-	for i, sid := range setIDs {
-		g.Go(func() error {
-			st, err := s.st.GetAddressSet(gctx, account, sid, false)
-			if errors.Is(err, domain.ErrNotFound) {
-				return nil
-			}
-			out[i], ok[i] = st, err == nil
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	var states []store.AddressSetState
-	for i := range out {
-		if ok[i] {
-			states = append(states, out[i])
-		}
-	}
-	return states, nil
 }
 
 // AddDynamic applies the edge's address records: each adds an address to

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -330,30 +331,76 @@ func TestInclusionCyclesAreRefusedWhenWritten(t *testing.T) {
 	}
 }
 
+// union reads the addresses of set id the way the handler does, n per
+// read, and returns the live ones shown ("address@set") and the number of
+// reads it took.
+func (e *env) union(id string, n int) ([]string, int) {
+	e.t.Helper()
+	u := &union{st: e.st, account: acct, id: id, now: e.clock}
+	var (
+		got   []string
+		after string
+		reads int
+	)
+	for more := true; more; {
+		ms, pos, m, err := u.read(context.Background(), after, false, n)
+		if err != nil {
+			e.t.Fatalf("read after %q: %v", after, err)
+		}
+		reads++
+		if len(ms) == 0 && !m {
+			break // a Query that stopped at its Limit does not know it was the end
+		}
+		if len(ms) == 0 || len(ms) > n || len(pos) != len(ms) {
+			e.t.Fatalf("a read of %d after %q: %d members, %d positions, more %v", n, after, len(ms), len(pos), m)
+		}
+		for i, x := range ms {
+			if i > 0 && pos[i] <= pos[i-1] || after != "" && pos[i] <= after {
+				e.t.Fatalf("positions out of order: %v after %q", pos, after)
+			}
+			if x.live {
+				got = append(got, x.e.Address+"@"+x.set)
+			}
+		}
+		after, more = pos[len(pos)-1], m
+	}
+	return got, reads
+}
+
 func TestAddressesIncludeEveryIncludedSetTransitively(t *testing.T) {
 	e := newEnv(t)
 	t0 := e.clock
-	c := e.create("c", TypeManual, []entryIn{entry("10.0.0.0/8", nil), entry("192.0.2.9", at(t0.Add(time.Minute)))})
-	b := e.create("b", TypeCombined, []entryIn{entry("192.0.2.9", at(t0.Add(time.Hour))), entry("::ffff:198.51.100.1", nil)}, c.Set.ID)
-	a := e.create("a", TypeCombined, []entryIn{entry("2001:db8::1", nil)}, b.Set.ID)
-	list, err := e.svc.addresses(context.Background(), acct, a.Set.ID)
-	if err != nil {
-		t.Fatal(err)
+	c := e.create("c", TypeManual, []entryIn{entry("10.0.0.0/8", nil), entry("192.0.2.9", at(t0.Add(time.Minute))), entry("9.0.0.0/8", nil)})
+	b := e.create("b", TypeCombined, []entryIn{entry("192.0.2.9", at(t0.Add(time.Hour))), entry("::ffff:198.51.100.1", nil), entry("10.0.0.0/8", nil)}, c.Set.ID)
+	a := e.create("a", TypeCombined, []entryIn{entry("2001:db8::1", nil), entry("10.0.0.0/16", nil)}, b.Set.ID)
+	// Address order (9 before 10, a /8 before a /16, IPv4 before IPv6),
+	// each address once: the entry that expires last wins, the first set
+	// reached a tie.
+	want := []string{"9.0.0.0/8@" + c.Set.ID, "10.0.0.0/8@" + b.Set.ID, "10.0.0.0/16@" + a.Set.ID, "192.0.2.9@" + b.Set.ID,
+		"198.51.100.1@" + b.Set.ID, "2001:db8::1@" + a.Set.ID}
+	// Any size of read gives the same union: the merge never shows an
+	// address before every set has been read past it.
+	for _, n := range []int{1, 2, 3, 100} {
+		got, reads := e.union(a.Set.ID, n)
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Fatalf("reads of %d:\n got %v\nwant %v", n, got, want)
+		}
+		if n == 100 && reads != 1 {
+			t.Errorf("the whole union in reads of 100: %d reads, want 1", reads)
+		}
 	}
-	var got []string
-	for _, x := range list {
-		got = append(got, x.Address+"@"+strings.TrimPrefix(x.AddressSet, "/v2/address-sets/"))
-	}
-	want := []string{"10.0.0.0/8@" + c.Set.ID, "192.0.2.9@" + b.Set.ID, "198.51.100.1@" + b.Set.ID, "2001:db8::1@" + a.Set.ID}
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Fatalf("addresses\n got %v\nwant %v", got, want)
-	}
-	// After b's entry expires, the address stays listed only while c's
-	// does: both gone after an hour.
+	// After b's entry of 192.0.2.9 expires (an hour), the address is
+	// gone: c's expired after a minute. An expired address is still a
+	// member, hidden, so paging passes it.
 	e.advance(2 * time.Hour)
-	list, _ = e.svc.addresses(context.Background(), acct, a.Set.ID)
-	if len(list) != 3 {
-		t.Fatalf("after expiry: %+v", list)
+	got, _ := e.union(a.Set.ID, 1)
+	if len(got) != 5 || slices.Contains(got, "192.0.2.9@"+b.Set.ID) {
+		t.Fatalf("after expiry: %v", got)
+	}
+	// Another account's set, or a missing one, is a 404.
+	u := &union{st: e.st, account: "acct2", id: a.Set.ID, now: e.clock}
+	if _, _, _, err := u.read(context.Background(), "", false, 10); status(err) != 404 {
+		t.Fatalf("another account's set: %v", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"cads/shared/domain"
 	"cads/shared/ids"
 )
 
@@ -55,6 +56,41 @@ func UnmarshalStrict(body []byte, v any, opts ...TextOption) error {
 	return nil
 }
 
+// ReadJSON reads a required body whose media type is one of accepted
+// (415 otherwise), at most MaxJSONBody (413), whose strings keep the text
+// rule as sent (400; CheckJSONText, text widens it for named fields): a
+// body to parse further, such as a PATCH body (patch.Read). It returns the
+// body and its media type.
+func ReadJSON(r *http.Request, text TextOption, accepted ...string) ([]byte, string, error) {
+	if err := RequireContentType(r, accepted...); err != nil {
+		return nil, "", err
+	}
+	raw, err := ReadBody(r, MaxJSONBody)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, "", BadRequest("a request body is required")
+	}
+	// Judged as sent: decoding would turn invalid text into U+FFFD.
+	if err := CheckJSONText(raw, text); err != nil {
+		return nil, "", err
+	}
+	return raw, MediaType(r), nil
+}
+
+// UnmarshalPatched decodes a patched document strictly into out
+// (UnmarshalStrict), so that the result is validated as a whole however
+// the patch was written; what names the resource in the error ("the
+// patched role is invalid: ...").
+func UnmarshalPatched(patched []byte, out any, what string) error {
+	err := UnmarshalStrict(patched, out)
+	if e, ok := domain.AsError(err); ok {
+		e.Message = strings.Replace(e.Message, "invalid JSON body", "the patched "+what+" is invalid", 1)
+	}
+	return err
+}
+
 // MediaType returns the request's media type, lower-cased, without parameters.
 func MediaType(r *http.Request) string {
 	ct := r.Header.Get("Content-Type")
@@ -94,7 +130,7 @@ func ReadBody(r *http.Request, limit int64) ([]byte, error) {
 		return nil, BadRequest("could not read the request body")
 	}
 	if int64(len(b)) > limit {
-		return nil, PayloadTooLarge("request body exceeds %d bytes", limit)
+		return nil, domain.Errorf(domain.TooLarge, "request body exceeds %d bytes", limit)
 	}
 	return b, nil
 }
@@ -138,7 +174,7 @@ func jsonKind(k string) string {
 func PathID(r *http.Request, name, what string) (string, error) {
 	id := r.PathValue(name)
 	if !ids.Valid(id) {
-		return "", NotFound("no %s %q", what, id)
+		return "", domain.Errorf(domain.NotFound, "no %s %q", what, id)
 	}
 	return id, nil
 }

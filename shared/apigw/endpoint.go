@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+
+	"cads/shared/domain"
 )
 
 // Endpoint is how every function's handlers are written: given the request
@@ -42,11 +44,11 @@ func handle(log *slog.Logger, e Endpoint, inAccount bool) http.HandlerFunc {
 		p, err := PrincipalFrom(r.Context())
 		if err != nil {
 			// Only a route deployed without the authorizer gets here.
-			WriteError(r.Context(), log, w, Unauthorized("no authenticated principal"))
+			WriteError(r.Context(), log, w, domain.Errorf(domain.Unauthorized, "no authenticated principal"))
 			return
 		}
 		if inAccount && p.AccountID == "" {
-			WriteError(r.Context(), log, w, Forbidden("this key is authenticated into no account; switch with POST /v2/users/self/authorization"))
+			WriteError(r.Context(), log, w, domain.Errorf(domain.Forbidden, "this key is authenticated into no account; switch with POST /v2/users/self/authorization"))
 			return
 		}
 		// No GET or DELETE of the API takes a body: one sent would be

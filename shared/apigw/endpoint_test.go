@@ -28,7 +28,7 @@ func TestHandle(t *testing.T) {
 		return 200, &Binary{ContentType: "application/zip", Filename: "a.zip", Data: []byte{0xff, 0xfe, 0}}, nil
 	}))
 	mux.HandleFunc("GET /v2/err", Handle(log, func(r *http.Request, p Principal) (int, any, error) {
-		return 0, nil, Conflict("taken")
+		return 0, nil, domain.Errorf(domain.Conflict, "taken")
 	}))
 	h := Lambda(log, mux)
 	call := func(path string, p *Principal) events.APIGatewayProxyResponse {

@@ -67,26 +67,14 @@ func body(err error) (Body, bool) {
 	return Body{Status: st.status, Error: BodyError{Type: st.typ, Message: e.Message}}, false
 }
 
-// The constructors of the errors handlers answer with, named after the
-// answer.
+// The constructors of the errors of reading a request over HTTP: a body
+// or query that is not what the endpoint takes (400), a media type it does
+// not take (415). Refusals by the rules of what a request asks for (a
+// missing resource, a conflict, a denial, a limit) are domain errors
+// (domain.Errorf with their code), made where the rule is.
 
 func BadRequest(format string, args ...any) *domain.Error {
 	return domain.Errorf(domain.Invalid, format, args...)
-}
-func Unauthorized(format string, args ...any) *domain.Error {
-	return domain.Errorf(domain.Unauthorized, format, args...)
-}
-func Forbidden(format string, args ...any) *domain.Error {
-	return domain.Errorf(domain.Forbidden, format, args...)
-}
-func NotFound(format string, args ...any) *domain.Error {
-	return domain.Errorf(domain.NotFound, format, args...)
-}
-func Conflict(format string, args ...any) *domain.Error {
-	return domain.Errorf(domain.Conflict, format, args...)
-}
-func PayloadTooLarge(format string, args ...any) *domain.Error {
-	return domain.Errorf(domain.TooLarge, format, args...)
 }
 func UnsupportedMediaType(format string, args ...any) *domain.Error {
 	return domain.Errorf(domain.Unsupported, format, args...)

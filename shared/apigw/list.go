@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -50,8 +48,7 @@ type Lister[T, O any] struct {
 	// in parallel with the first read.
 	Allow func(ctx context.Context) (func(T) bool, error)
 	Out   func(T) (O, error)
-	// Budget is how many members one request may examine (0: ReadBudget);
-	// a collection computed whole in memory (Whole) may set its own bound.
+	// Budget is how many members one request may examine (0: ReadBudget).
 	Budget int
 	// Finish, when set, completes a page's members after the window
 	// (reads that only the members shown need, made at once).
@@ -59,6 +56,13 @@ type Lister[T, O any] struct {
 	// Sort orders a page read whole for an `order` the store does not
 	// keep (nil: only Indexed may be ordered by).
 	Sort func([]O, []OrderKey)
+}
+
+// AllowAll is the Allow of a collection whose every member the caller may
+// see once the route allowed the request (or a read scoped to the
+// caller's account found it).
+func AllowAll[T any](context.Context) (func(T) bool, error) {
+	return func(T) bool { return true }, nil
 }
 
 func (l Lister[T, O]) budget() int {
@@ -343,66 +347,4 @@ func firstErr(errs ...error) error {
 func (c *Collection) linkNext(path string, n int) string {
 	q := c.next(n)
 	return "<" + path + "?" + strings.ReplaceAll(q.Encode(), ">", "%3E") + `>; rel="next"`
-}
-
-// Whole is the Source of a collection that is computed whole rather than
-// read from one stored order (the accounts below the caller's, across
-// the tree; an address set's addresses with those of the sets it
-// includes), each bounded by a documented limit. load runs once, at the
-// first read; the members are served in the order of their positions
-// (pos; compare orders two positions, nil: byte order), so that such a
-// collection pages, filters and continues exactly like a stored one.
-func Whole[T any](load func(ctx context.Context) ([]T, error), pos func(T) string, compare func(a, b string) int) Source[T] {
-	if compare == nil {
-		compare = strings.Compare
-	}
-	var (
-		once    sync.Once
-		items   []T
-		ps      []string
-		loadErr error
-	)
-	return func(ctx context.Context, after string, desc bool, n int) ([]T, []string, bool, error) {
-		once.Do(func() {
-			items, loadErr = load(ctx)
-			ps = make([]string, len(items))
-			for i, it := range items {
-				ps[i] = pos(it)
-			}
-			idx := make([]int, len(items))
-			for i := range idx {
-				idx[i] = i
-			}
-			slices.SortStableFunc(idx, func(a, b int) int { return compare(ps[a], ps[b]) })
-			sorted, sp := make([]T, len(items)), make([]string, len(items))
-			for i, j := range idx {
-				sorted[i], sp[i] = items[j], ps[j]
-			}
-			items, ps = sorted, sp
-		})
-		if loadErr != nil {
-			return nil, nil, false, loadErr
-		}
-		var from, to int // the members after `after`, in the asked direction
-		if desc {
-			to = len(items)
-			if after != "" {
-				to, _ = slices.BinarySearchFunc(ps, after, compare)
-			}
-			from = max(0, to-n)
-			outT, outP := slices.Clone(items[from:to]), slices.Clone(ps[from:to])
-			slices.Reverse(outT)
-			slices.Reverse(outP)
-			return outT, outP, from > 0, nil
-		}
-		if after != "" {
-			i, found := slices.BinarySearchFunc(ps, after, compare)
-			if found {
-				i++
-			}
-			from = i
-		}
-		to = min(len(items), from+n)
-		return slices.Clone(items[from:to]), slices.Clone(ps[from:to]), to < len(items), nil
-	}
 }

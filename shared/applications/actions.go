@@ -102,14 +102,14 @@ func (f actionFields) apply(a *domain.Action) error {
 
 func validateAction(a domain.Action) error {
 	if a.URL == "" {
-		return apigw.BadRequest("url is required: the http(s) URL the action calls, like https://ops.example.com/hooks/purge")
+		return domain.Errorf(domain.Invalid, "url is required: the http(s) URL the action calls, like https://ops.example.com/hooks/purge")
 	}
 	u, err := url.Parse(a.URL)
 	if len(a.URL) > maxURLLen || !actionURLRE.MatchString(a.URL) || err != nil || u.Host == "" {
-		return apigw.BadRequest("url must be an http or https URL with a path, like https://ops.example.com/hooks/purge (at most %d characters)", maxURLLen)
+		return domain.Errorf(domain.Invalid, "url must be an http or https URL with a path, like https://ops.example.com/hooks/purge (at most %d characters)", maxURLLen)
 	}
 	if u.User != nil {
-		return apigw.BadRequest("url must not carry credentials (anyone who may read the action would see them); set secret_key to have requests signed")
+		return domain.Errorf(domain.Invalid, "url must not carry credentials (anyone who may read the action would see them); set secret_key to have requests signed")
 	}
 	if err := text("name", a.Name, maxActionName); err != nil {
 		return err
@@ -118,23 +118,23 @@ func validateAction(a domain.Action) error {
 		return err
 	}
 	if !slices.Contains(actionMethods, a.HTTPMethod) {
-		return apigw.BadRequest("http_method must be one of %s", strings.Join(actionMethods, ", "))
+		return domain.Errorf(domain.Invalid, "http_method must be one of %s", strings.Join(actionMethods, ", "))
 	}
 	if a.SecretKey != "" {
 		key, err := base64.StdEncoding.DecodeString(a.SecretKey)
 		if len(a.SecretKey) > maxSecretKeyChars || !secretKeyRE.MatchString(a.SecretKey) || err != nil {
-			return apigw.BadRequest("secret_key must be base64 (standard alphabet, padded), at most %d characters", maxSecretKeyChars)
+			return domain.Errorf(domain.Invalid, "secret_key must be base64 (standard alphabet, padded), at most %d characters", maxSecretKeyChars)
 		}
 		if len(key) < minSecretKeyBytes {
-			return apigw.BadRequest("secret_key must decode to at least %d bytes", minSecretKeyBytes)
+			return domain.Errorf(domain.Invalid, "secret_key must decode to at least %d bytes", minSecretKeyBytes)
 		}
 	}
 	if a.Certificates != "" {
 		if len(a.Certificates) > maxCertificates {
-			return apigw.BadRequest("certificates exceeds %d bytes", maxCertificates)
+			return domain.Errorf(domain.Invalid, "certificates exceeds %d bytes", maxCertificates)
 		}
 		if _, err := appconfig.ParseChain(a.Certificates); err != nil {
-			return apigw.BadRequest("certificates (the CA certificates trusted for the url): %s", err)
+			return domain.Errorf(domain.Invalid, "certificates (the CA certificates trusted for the url): %s", err)
 		}
 	}
 	return nil
@@ -149,12 +149,23 @@ func text(field, s string, max int) error {
 		return err
 	}
 	if utf8.RuneCountInString(s) > max {
-		return apigw.BadRequest("%s must be valid UTF-8 of at most %d characters", field, max)
+		return domain.Errorf(domain.Invalid, "%s must be valid UTF-8 of at most %d characters", field, max)
 	}
 	return nil
 }
 
-func actionID(r *http.Request) string { return r.PathValue("action_id") }
+// actionIDs reads the application and the action of an action's path; an
+// action id that no action may have is a 404 like any missing action.
+func actionIDs(r *http.Request) (app, id string, err error) {
+	if app, err = appID(r); err != nil {
+		return "", "", err
+	}
+	id = r.PathValue("action_id")
+	if !tasks.ValidActionID(id) {
+		return "", "", domain.Errorf(domain.NotFound, "no action %q in application %s", id, app)
+	}
+	return app, id, nil
+}
 
 func (h *handler) listActions(r *http.Request, p apigw.Principal) (int, any, error) {
 	app, err := appID(r)
@@ -231,13 +242,9 @@ func (h *handler) createAction(r *http.Request, p apigw.Principal) (int, any, er
 }
 
 func (h *handler) getAction(r *http.Request, p apigw.Principal) (int, any, error) {
-	app, err := appID(r)
+	app, id, err := actionIDs(r)
 	if err != nil {
 		return 0, nil, err
-	}
-	id := actionID(r)
-	if !tasks.ValidActionID(id) {
-		return 0, nil, apigw.NotFound("no action %q in application %s", id, app)
 	}
 	a, err := h.st.GetAction(r.Context(), p.AccountID, app, id)
 	if err != nil {
@@ -250,15 +257,11 @@ func (h *handler) getAction(r *http.Request, p apigw.Principal) (int, any, error
 // resets a field (secret_key and certificates are removed, http_method
 // goes back to POST).
 func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, error) {
-	app, err := appID(r)
+	app, id, err := actionIDs(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	id := actionID(r)
-	if !tasks.ValidActionID(id) {
-		return 0, nil, apigw.NotFound("no action %q in application %s", id, app)
-	}
-	body, err := patch.ReadWith(r, certificatesText, patch.MediaJSON)
+	body, err := patch.Read(apigw.ReadJSON(r, certificatesText, patch.MediaJSON))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -293,7 +296,7 @@ func patchAction(cur domain.Action, top map[string]json.RawMessage) (domain.Acti
 	for _, f := range []string{"id", "href", "created", "updated"} {
 		if v, ok := top[f]; ok {
 			if !sameJSON(v, ro[f]) {
-				return cur, apigw.BadRequest("%s is read-only", f)
+				return cur, domain.Errorf(domain.Invalid, "%s is read-only", f)
 			}
 			delete(top, f)
 		}
@@ -318,13 +321,9 @@ func patchAction(cur domain.Action, top map[string]json.RawMessage) (domain.Acti
 }
 
 func (h *handler) deleteAction(r *http.Request, p apigw.Principal) (int, any, error) {
-	app, err := appID(r)
+	app, id, err := actionIDs(r)
 	if err != nil {
 		return 0, nil, err
-	}
-	id := actionID(r)
-	if !tasks.ValidActionID(id) {
-		return 0, nil, apigw.NotFound("no action %q in application %s", id, app)
 	}
 	for range maxRetries {
 		cur, err := h.st.GetAction(r.Context(), p.AccountID, app, id)

@@ -142,14 +142,14 @@ func patchedConfig(orig, patched []byte) (appconfig.Configuration, error) {
 		return appconfig.Configuration{}, err
 	}
 	if err := json.Unmarshal(patched, &n); err != nil {
-		return appconfig.Configuration{}, apigw.BadRequest("the patched application is not a JSON object")
+		return appconfig.Configuration{}, domain.Errorf(domain.Invalid, "the patched application is not a JSON object")
 	}
 	for _, f := range appconfig.ReadOnly {
 		if !sameJSON(o[f], n[f]) {
 			if f == "state" {
-				return appconfig.Configuration{}, apigw.BadRequest("state is read-only: change it with a task (start, stop, enter_maintenance, exit_maintenance) through POST /v2/tasks")
+				return appconfig.Configuration{}, domain.Errorf(domain.Invalid, "state is read-only: change it with a task (start, stop, enter_maintenance, exit_maintenance) through POST /v2/tasks")
 			}
-			return appconfig.Configuration{}, apigw.BadRequest("%s is read-only", f)
+			return appconfig.Configuration{}, domain.Errorf(domain.Invalid, "%s is read-only", f)
 		}
 		delete(n, f)
 	}
@@ -160,7 +160,7 @@ func patchedConfig(orig, patched []byte) (appconfig.Configuration, error) {
 			var ot map[string]json.RawMessage
 			_ = json.Unmarshal(o["tls_configuration"], &ot)
 			if !sameJSON(ot["covered_aliases"], t["covered_aliases"]) {
-				return appconfig.Configuration{}, apigw.BadRequest("tls_configuration.covered_aliases is read-only: it is computed from the certificate chain")
+				return appconfig.Configuration{}, domain.Errorf(domain.Invalid, "tls_configuration.covered_aliases is read-only: it is computed from the certificate chain")
 			}
 			delete(t, "covered_aliases")
 			n["tls_configuration"], _ = json.Marshal(t)
@@ -197,7 +197,7 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 		return 0, nil, err
 	}
 	// A merge patch (application/json) or a JSON Patch (docs/api.md#patch-bodies).
-	body, err := patch.ReadWith(r, appconfig.PatchPEMText, patch.MediaJSON, patch.MediaJSONPatch)
+	body, err := patch.Read(apigw.ReadJSON(r, appconfig.PatchPEMText, patch.MediaJSON, patch.MediaJSONPatch))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -266,7 +266,7 @@ func (h *handler) checkAliases(ctx context.Context, id string, from, to []string
 		return nil
 	}
 	if n := len(added) + len(minusAliases(from, to)); n > store.MaxAliasWrites {
-		return apigw.BadRequest("aliases: this change adds and removes %d host names; one change may add and remove at most %d together (each is claimed or released in the one transaction that applies it): make it in steps", n, store.MaxAliasWrites)
+		return domain.Errorf(domain.Invalid, "aliases: this change adds and removes %d host names; one change may add and remove at most %d together (each is claimed or released in the one transaction that applies it): make it in steps", n, store.MaxAliasWrites)
 	}
 	if len(added) == 0 {
 		return nil

@@ -98,4 +98,4 @@ func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccou
 // any other missing application.
 func appID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "application") }
 
-var errBusy = apigw.Conflict("the resource kept changing while this request was applied; retry")
+var errBusy = domain.Errorf(domain.Conflict, "the resource kept changing while this request was applied; retry")

@@ -86,7 +86,7 @@ var pageControlModes = map[string]bool{"maintenance": true, "request": true, "re
 // into the stored form.
 func (f pageControlFields) build(pc *domain.PageControl) error {
 	if f.Name == nil || *f.Name == "" {
-		return apigw.BadRequest("name is required: 1 to %d characters", maxPageControlName)
+		return domain.Errorf(domain.Invalid, "name is required: 1 to %d characters", maxPageControlName)
 	}
 	if err := text("name", *f.Name, maxPageControlName); err != nil {
 		return err
@@ -102,7 +102,7 @@ func (f pageControlFields) build(pc *domain.PageControl) error {
 	pc.Mode = ""
 	if f.Mode != nil {
 		if !pageControlModes[*f.Mode] {
-			return apigw.BadRequest("mode must be maintenance, request or response")
+			return domain.Errorf(domain.Invalid, "mode must be maintenance, request or response")
 		}
 		pc.Mode = *f.Mode
 	}
@@ -111,7 +111,7 @@ func (f pageControlFields) build(pc *domain.PageControl) error {
 	pc.Conditions = ""
 	if !isNull(f.Conditions) {
 		if err := pagecontrol.ValidateConditions(f.Conditions); err != nil {
-			return apigw.BadRequest("%s", err)
+			return domain.Errorf(domain.Invalid, "%s", err)
 		}
 		pc.Conditions = compact(f.Conditions)
 		if pc.Conditions == "{}" {
@@ -119,10 +119,10 @@ func (f pageControlFields) build(pc *domain.PageControl) error {
 		}
 	}
 	if isNull(f.Actions) {
-		return apigw.BadRequest("actions is required: the actions applied when the control triggers (may be [])")
+		return domain.Errorf(domain.Invalid, "actions is required: the actions applied when the control triggers (may be [])")
 	}
 	if err := pagecontrol.ValidateActions(f.Actions); err != nil {
-		return apigw.BadRequest("%s", err)
+		return domain.Errorf(domain.Invalid, "%s", err)
 	}
 	pc.Actions = compact(f.Actions)
 	return nil
@@ -141,13 +141,20 @@ func compact(raw json.RawMessage) string {
 	return b.String()
 }
 
-func pageControlID(r *http.Request, app string) (int, error) {
-	s := r.PathValue("pagecontrol_id")
-	id, err := strconv.Atoi(s)
-	if err != nil || id < 1 || strconv.Itoa(id) != s || len(s) > 10 {
-		return 0, apigw.NotFound("no page control %q in application %s", s, app)
+// controlIDs reads the application and the control number of a page
+// control's path (param: pagecontrol_id or webcontrol_id, what names the
+// view in a 404): a number this service could not have made is a 404 like
+// any missing control.
+func controlIDs(r *http.Request, param, what string) (app string, id int, err error) {
+	if app, err = appID(r); err != nil {
+		return "", 0, err
 	}
-	return id, nil
+	s := r.PathValue(param)
+	id, err = strconv.Atoi(s)
+	if err != nil || id < 1 || strconv.Itoa(id) != s || len(s) > 10 {
+		return "", 0, domain.Errorf(domain.NotFound, "no %s %q in application %s", what, s, app)
+	}
+	return app, id, nil
 }
 
 func (h *handler) listPageControls(r *http.Request, p apigw.Principal) (int, any, error) {
@@ -164,9 +171,11 @@ func (h *handler) listPageControls(r *http.Request, p apigw.Principal) (int, any
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.PageControlVersions, []string, bool, error) {
 			return h.st.PagePageControls(ctx, p.AccountID, app, after, desc, n, true)
 		},
-		// The store checks the application's account with the read.
+		// The store checks the application's account with the read; what
+		// it returns without a current version is history an interrupted
+		// delete left, passed over.
 		Allow: func(context.Context) (func(domain.PageControlVersions) bool, error) {
-			return func(domain.PageControlVersions) bool { return true }, nil
+			return func(v domain.PageControlVersions) bool { return v.Current.ID != 0 }, nil
 		},
 		Out: func(v domain.PageControlVersions) (PageControl, error) { return pageControlOut(v), nil },
 	})
@@ -201,11 +210,7 @@ func (h *handler) createPageControl(r *http.Request, p apigw.Principal) (int, an
 }
 
 func (h *handler) getPageControl(r *http.Request, p apigw.Principal) (int, any, error) {
-	app, err := appID(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	id, err := pageControlID(r, app)
+	app, id, err := controlIDs(r, "pagecontrol_id", "page control")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -219,15 +224,11 @@ func (h *handler) getPageControl(r *http.Request, p apigw.Principal) (int, any, 
 // patchPageControl applies a merge patch to the control's configuration;
 // a change makes a new version and keeps the old one in history.
 func (h *handler) patchPageControl(r *http.Request, p apigw.Principal) (int, any, error) {
-	app, err := appID(r)
+	app, id, err := controlIDs(r, "pagecontrol_id", "page control")
 	if err != nil {
 		return 0, nil, err
 	}
-	id, err := pageControlID(r, app)
-	if err != nil {
-		return 0, nil, err
-	}
-	body, err := patch.Read(r, patch.MediaJSON)
+	body, err := patch.Read(apigw.ReadJSON(r, apigw.TextOption{}, patch.MediaJSON))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -266,7 +267,7 @@ func patchPageControl(cur domain.PageControl, top map[string]json.RawMessage) (d
 	for _, f := range []string{"id", "href", "version", "created", "deleted", "history"} {
 		if v, ok := top[f]; ok {
 			if f == "history" || !sameJSON(v, ro[f]) {
-				return cur, false, apigw.BadRequest("%s is read-only", f)
+				return cur, false, domain.Errorf(domain.Invalid, "%s is read-only", f)
 			}
 			delete(top, f)
 		}
@@ -302,11 +303,7 @@ func patchPageControl(cur domain.PageControl, top map[string]json.RawMessage) (d
 }
 
 func (h *handler) deletePageControl(r *http.Request, p apigw.Principal) (int, any, error) {
-	app, err := appID(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	id, err := pageControlID(r, app)
+	app, id, err := controlIDs(r, "pagecontrol_id", "page control")
 	if err != nil {
 		return 0, nil, err
 	}

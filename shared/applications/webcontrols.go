@@ -156,12 +156,12 @@ func parseWebControlAttrs(q string) (webControlAttrs, error) {
 		return a, nil
 	}
 	if len(q) > 1000 || !attrsRE.MatchString(q) {
-		return nil, apigw.BadRequest("attributes: a comma-separated list of +name or -name (adds to or removes from the default attributes), e.g. +history,-actions")
+		return nil, domain.Errorf(domain.Invalid, "attributes: a comma-separated list of +name or -name (adds to or removes from the default attributes), e.g. +history,-actions")
 	}
 	for _, part := range strings.Split(q, ",") {
 		name := part[1:]
 		if _, ok := a[name]; !ok {
-			return nil, apigw.BadRequest("attributes: a web control has no attribute %q; the attributes are %s", name, strings.Join(webControlFields, ", "))
+			return nil, domain.Errorf(domain.Invalid, "attributes: a web control has no attribute %q; the attributes are %s", name, strings.Join(webControlFields, ", "))
 		}
 		a[name] = part[0] == '+'
 	}
@@ -208,18 +208,9 @@ func (a webControlAttrs) shape(w WebControl) (json.RawMessage, error) {
 // same as without it.
 func webControlFilter(q map[string][]string) error {
 	if v, ok := q["filter"]; ok && (len(v) != 1 || v[0] != "") {
-		return apigw.BadRequest("filter: only the empty filter (filter=) is accepted, which asks for every web control; deleted page controls are not kept, so every web control is listed either way")
+		return domain.Errorf(domain.Invalid, "filter: only the empty filter (filter=) is accepted, which asks for every web control; deleted page controls are not kept, so every web control is listed either way")
 	}
 	return nil
-}
-
-func webControlID(r *http.Request, app string) (int, error) {
-	s := r.PathValue("webcontrol_id")
-	id, err := strconv.Atoi(s)
-	if err != nil || id < 1 || strconv.Itoa(id) != s || len(s) > 10 {
-		return 0, apigw.NotFound("no web control %q in application %s", s, app)
-	}
-	return id, nil
 }
 
 // listWebControls is GET /v2/applications/{id}/webcontrols: the
@@ -254,8 +245,10 @@ func (h *handler) listWebControls(r *http.Request, p apigw.Principal) (int, any,
 			if err != nil {
 				return nil, err
 			}
+			// A member without a current version is history an interrupted
+			// delete left (store.PagePageControls): passed over.
 			return func(v domain.PageControlVersions) bool {
-				return d.Allows(http.MethodGet, webControlHref(app, v.Current.ID))
+				return v.Current.ID != 0 && d.Allows(http.MethodGet, webControlHref(app, v.Current.ID))
 			}, nil
 		},
 		Out: func(v domain.PageControlVersions) (json.RawMessage, error) {
@@ -274,11 +267,7 @@ func (h *handler) listWebControls(r *http.Request, p apigw.Principal) (int, any,
 
 // getWebControl is GET /v2/applications/{id}/webcontrols/{webcontrol_id}.
 func (h *handler) getWebControl(r *http.Request, p apigw.Principal) (int, any, error) {
-	app, err := appID(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	id, err := webControlID(r, app)
+	app, id, err := controlIDs(r, "webcontrol_id", "web control")
 	if err != nil {
 		return 0, nil, err
 	}

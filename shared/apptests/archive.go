@@ -16,6 +16,7 @@ import (
 	dsbzip2 "github.com/dsnet/compress/bzip2"
 
 	"cads/shared/apigw"
+	"cads/shared/domain"
 )
 
 // Media types of a test configuration (docs/api.md#application-tests).
@@ -84,10 +85,10 @@ type Archive struct {
 // problem; too much content is a 413.
 func Open(mediaType string, raw []byte) (*Archive, error) {
 	if len(raw) == 0 {
-		return nil, apigw.BadRequest("the test configuration is empty")
+		return nil, domain.Errorf(domain.Invalid, "the test configuration is empty")
 	}
 	if len(raw) > MaxArchiveBytes {
-		return nil, apigw.PayloadTooLarge("the test configuration is %d bytes; at most %d are accepted", len(raw), MaxArchiveBytes)
+		return nil, domain.Errorf(domain.TooLarge, "the test configuration is %d bytes; at most %d are accepted", len(raw), MaxArchiveBytes)
 	}
 	a := &Archive{Type: mediaType, Raw: raw}
 	var err error
@@ -140,18 +141,18 @@ var (
 
 func gunzip(raw []byte, claimed string) ([]byte, error) {
 	if !bytes.HasPrefix(raw, gzipMagic) {
-		return nil, apigw.BadRequest("the configuration is not gzip-compressed, as %s claims", claimed)
+		return nil, domain.Errorf(domain.Invalid, "the configuration is not gzip-compressed, as %s claims", claimed)
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(raw))
 	if err != nil {
-		return nil, apigw.BadRequest("the configuration is not a valid gzip stream: %v", err)
+		return nil, domain.Errorf(domain.Invalid, "the configuration is not a valid gzip stream: %v", err)
 	}
 	return readAllLimited(zr, "gzip")
 }
 
 func bunzip2(raw []byte, claimed string) ([]byte, error) {
 	if !bytes.HasPrefix(raw, bzip2Magic) {
-		return nil, apigw.BadRequest("the configuration is not bzip2-compressed, as %s claims", claimed)
+		return nil, domain.Errorf(domain.Invalid, "the configuration is not bzip2-compressed, as %s claims", claimed)
 	}
 	return readAllLimited(bzip2.NewReader(bytes.NewReader(raw)), "bzip2")
 }
@@ -162,10 +163,10 @@ func bunzip2(raw []byte, claimed string) ([]byte, error) {
 func readAllLimited(r io.Reader, format string) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, MaxUnpackedBytes+1))
 	if err != nil {
-		return nil, apigw.BadRequest("the configuration is not a valid %s stream: %v", format, err)
+		return nil, domain.Errorf(domain.Invalid, "the configuration is not a valid %s stream: %v", format, err)
 	}
 	if len(b) > MaxUnpackedBytes {
-		return nil, apigw.PayloadTooLarge("the configuration decompresses to more than %d bytes", MaxUnpackedBytes)
+		return nil, domain.Errorf(domain.TooLarge, "the configuration decompresses to more than %d bytes", MaxUnpackedBytes)
 	}
 	return b, nil
 }
@@ -187,28 +188,28 @@ func readTar(b []byte, claimed string) ([]File, error) {
 			break
 		}
 		if err != nil {
-			return nil, apigw.BadRequest("the configuration is not a valid tar archive, as %s claims: %v", claimed, err)
+			return nil, domain.Errorf(domain.Invalid, "the configuration is not a valid tar archive, as %s claims: %v", claimed, err)
 		}
 		switch h.Typeflag {
 		case tar.TypeReg, tar.TypeRegA:
 		case tar.TypeDir, tar.TypeXGlobalHeader:
 			continue
 		default:
-			return nil, apigw.BadRequest("archive entry %q is not a regular file or a directory; links and devices are not accepted", h.Name)
+			return nil, domain.Errorf(domain.Invalid, "archive entry %q is not a regular file or a directory; links and devices are not accepted", h.Name)
 		}
 		name, err := cleanName(h.Name, seen)
 		if err != nil {
 			return nil, err
 		}
 		if len(files) == MaxFiles {
-			return nil, apigw.PayloadTooLarge("the archive holds more than %d files", MaxFiles)
+			return nil, domain.Errorf(domain.TooLarge, "the archive holds more than %d files", MaxFiles)
 		}
 		data, err := io.ReadAll(tr)
 		if err != nil {
-			return nil, apigw.BadRequest("archive entry %q cannot be read: %v", h.Name, err)
+			return nil, domain.Errorf(domain.Invalid, "archive entry %q cannot be read: %v", h.Name, err)
 		}
 		if total += len(data); total > MaxUnpackedBytes {
-			return nil, apigw.PayloadTooLarge("the archive's files hold more than %d bytes", MaxUnpackedBytes)
+			return nil, domain.Errorf(domain.TooLarge, "the archive's files hold more than %d bytes", MaxUnpackedBytes)
 		}
 		files = append(files, File{Name: name, Data: data, Mode: h.Mode & 0o777, ModTime: h.ModTime})
 	}
@@ -217,14 +218,14 @@ func readTar(b []byte, claimed string) ([]File, error) {
 
 func readZip(raw []byte) ([]File, error) {
 	if !bytes.HasPrefix(raw, zipMagic) && !bytes.HasPrefix(raw, zipEmpty) {
-		return nil, apigw.BadRequest("the configuration is not a zip archive, as %s claims", TypeZip)
+		return nil, domain.Errorf(domain.Invalid, "the configuration is not a zip archive, as %s claims", TypeZip)
 	}
 	zr, err := zip.NewReader(bytes.NewReader(raw), int64(len(raw)))
 	if err != nil {
-		return nil, apigw.BadRequest("the zip archive does not open: %v", err)
+		return nil, domain.Errorf(domain.Invalid, "the zip archive does not open: %v", err)
 	}
 	if len(zr.File) > MaxFiles {
-		return nil, apigw.PayloadTooLarge("the archive holds more than %d files", MaxFiles)
+		return nil, domain.Errorf(domain.TooLarge, "the archive holds more than %d files", MaxFiles)
 	}
 	var files []File
 	seen := map[string]bool{}
@@ -235,7 +236,7 @@ func readZip(raw []byte) ([]File, error) {
 			continue
 		}
 		if !mode.IsRegular() {
-			return nil, apigw.BadRequest("archive entry %q is not a regular file or a directory; links and devices are not accepted", f.Name)
+			return nil, domain.Errorf(domain.Invalid, "archive entry %q is not a regular file or a directory; links and devices are not accepted", f.Name)
 		}
 		name, err := cleanName(f.Name, seen)
 		if err != nil {
@@ -243,16 +244,16 @@ func readZip(raw []byte) ([]File, error) {
 		}
 		rc, err := f.Open()
 		if err != nil {
-			return nil, apigw.BadRequest("archive entry %q cannot be read: %v", f.Name, err)
+			return nil, domain.Errorf(domain.Invalid, "archive entry %q cannot be read: %v", f.Name, err)
 		}
 		// Reading to the end verifies the entry's CRC-32.
 		data, err := io.ReadAll(io.LimitReader(rc, int64(MaxUnpackedBytes-total)+1))
 		_ = rc.Close()
 		if err != nil {
-			return nil, apigw.BadRequest("archive entry %q is corrupt: %v", f.Name, err)
+			return nil, domain.Errorf(domain.Invalid, "archive entry %q is corrupt: %v", f.Name, err)
 		}
 		if total += len(data); total > MaxUnpackedBytes {
-			return nil, apigw.PayloadTooLarge("the archive's files hold more than %d bytes", MaxUnpackedBytes)
+			return nil, domain.Errorf(domain.TooLarge, "the archive's files hold more than %d bytes", MaxUnpackedBytes)
 		}
 		files = append(files, File{Name: name, Data: data, Mode: int64(mode.Perm()), ModTime: f.Modified.UTC()})
 	}
@@ -264,16 +265,16 @@ func readZip(raw []byte) ([]File, error) {
 func cleanName(name string, seen map[string]bool) (string, error) {
 	n := strings.TrimPrefix(name, "./")
 	if n == "" || strings.HasPrefix(n, "/") || strings.Contains(n, "\\") || strings.ContainsRune(n, 0) {
-		return "", apigw.BadRequest("archive entry %q: names must be relative slash-separated paths", name)
+		return "", domain.Errorf(domain.Invalid, "archive entry %q: names must be relative slash-separated paths", name)
 	}
 	for _, seg := range strings.Split(n, "/") {
 		if seg == ".." {
-			return "", apigw.BadRequest("archive entry %q leaves the archive's directory", name)
+			return "", domain.Errorf(domain.Invalid, "archive entry %q leaves the archive's directory", name)
 		}
 	}
 	n = path.Clean(n)
 	if seen[n] {
-		return "", apigw.BadRequest("archive entry %q appears twice", name)
+		return "", domain.Errorf(domain.Invalid, "archive entry %q appears twice", name)
 	}
 	seen[n] = true
 	return n, nil

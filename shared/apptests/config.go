@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/loadgen"
 )
 
@@ -208,7 +208,7 @@ func ParseConfig(a *Archive) (*Config, error) {
 		m := Model{Name: name}
 		at := "models." + name
 		if name == "" || utf8.RuneCountInString(name) > maxNameLen {
-			return nil, apigw.BadRequest("%s: models: session names must have 1 to %d characters", c.File, maxNameLen)
+			return nil, domain.Errorf(domain.Invalid, "%s: models: session names must have 1 to %d characters", c.File, maxNameLen)
 		}
 		var ref struct {
 			File *string `json:"file"`
@@ -218,15 +218,15 @@ func ParseConfig(a *Archive) (*Config, error) {
 		sessionFile := c.File + ": " + at
 		if json.Unmarshal(raw, &ref) == nil && ref.File != nil {
 			if err := decodeFile(c.File, raw, &ref); err != nil { // only "file" may be set then
-				return nil, apigw.BadRequest("%s: %s: a session given by file holds only \"file\"", c.File, at)
+				return nil, domain.Errorf(domain.Invalid, "%s: %s: a session given by file holds only \"file\"", c.File, at)
 			}
 			p, err := sessionPath(root, *ref.File)
 			if err != nil {
-				return nil, apigw.BadRequest("%s: %s.file: %s", c.File, at, err)
+				return nil, domain.Errorf(domain.Invalid, "%s: %s.file: %s", c.File, at, err)
 			}
 			data, ok := files[p]
 			if !ok {
-				return nil, apigw.BadRequest("%s: %s.file: the archive holds no file %q", c.File, at, p)
+				return nil, domain.Errorf(domain.Invalid, "%s: %s.file: the archive holds no file %q", c.File, at, p)
 			}
 			m.File, raw, sessionFile = p, data, p
 		}
@@ -242,7 +242,7 @@ func ParseConfig(a *Archive) (*Config, error) {
 		c.Models = append(c.Models, m)
 	}
 	if requests > MaxRequests {
-		return nil, apigw.BadRequest("%s: the sessions hold %d requests and constants; at most %d are accepted", c.File, requests, MaxRequests)
+		return nil, domain.Errorf(domain.Invalid, "%s: the sessions hold %d requests and constants; at most %d are accepted", c.File, requests, MaxRequests)
 	}
 	return c, nil
 }
@@ -273,7 +273,7 @@ func configRoot(files []File) (string, error) {
 			}
 		}
 	}
-	return "", apigw.BadRequest("the configuration holds no %s at its top level (or in its only top-level directory)", ConfigFile)
+	return "", domain.Errorf(domain.Invalid, "the configuration holds no %s at its top level (or in its only top-level directory)", ConfigFile)
 }
 
 func sessionPath(root, p string) (string, error) {
@@ -293,18 +293,18 @@ func sessionPath(root, p string) (string, error) {
 // a misspelt option is reported instead of silently ignored.
 func decodeFile(name string, data []byte, v any) error {
 	if len(data) > MaxConfigFileBytes {
-		return apigw.PayloadTooLarge("%s is %d bytes; at most %d are accepted", name, len(data), MaxConfigFileBytes)
+		return domain.Errorf(domain.TooLarge, "%s is %d bytes; at most %d are accepted", name, len(data), MaxConfigFileBytes)
 	}
 	if !utf8.Valid(data) {
-		return apigw.BadRequest("%s is not UTF-8 JSON", name)
+		return domain.Errorf(domain.Invalid, "%s is not UTF-8 JSON", name)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return apigw.BadRequest("%s: %s", name, jsonError(err))
+		return domain.Errorf(domain.Invalid, "%s: %s", name, jsonError(err))
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return apigw.BadRequest("%s: unexpected data after the JSON value", name)
+		return domain.Errorf(domain.Invalid, "%s: unexpected data after the JSON value", name)
 	}
 	return nil
 }
@@ -335,7 +335,7 @@ type validator struct {
 
 func (v *validator) fail(at, format string, args ...any) {
 	if v.first == nil {
-		v.first = apigw.BadRequest("%s: %s %s", v.file, strings.TrimPrefix(at, "."), fmt.Sprintf(format, args...))
+		v.first = domain.Errorf(domain.Invalid, "%s: %s %s", v.file, strings.TrimPrefix(at, "."), fmt.Sprintf(format, args...))
 	}
 }
 

@@ -112,7 +112,7 @@ func notFound(err error, id string) error {
 // storeError turns store limits into 413s: the input was too large.
 func storeError(err error) error {
 	if errors.Is(err, ddb.ErrItemTooLarge) || errors.Is(err, ddb.ErrTooManyItems) {
-		return apigw.PayloadTooLarge("the test configuration is too large to store: %v", err)
+		return domain.Errorf(domain.TooLarge, "the test configuration is too large to store: %v", err)
 	}
 	return err
 }
@@ -283,7 +283,7 @@ func readUpload(r *http.Request) (upload, error) {
 		}
 	}
 	if seenFile && len(up.file) > MaxArchiveBytes {
-		return up, apigw.PayloadTooLarge("the file is %d bytes; at most %d are accepted", len(up.file), MaxArchiveBytes)
+		return up, domain.Errorf(domain.TooLarge, "the file is %d bytes; at most %d are accepted", len(up.file), MaxArchiveBytes)
 	}
 	return up, nil
 }
@@ -317,7 +317,7 @@ func partType(contentType, filename string, data []byte) (string, error) {
 	case bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")):
 		return TypeJSON, nil
 	}
-	return "", apigw.BadRequest("the file is none of %s (by its Content-Type, its name or its content)", strings.Join(MediaTypes, ", "))
+	return "", domain.Errorf(domain.Invalid, "the file is none of %s (by its Content-Type, its name or its content)", strings.Join(MediaTypes, ", "))
 }
 
 func validDesc(s string) (string, error) {
@@ -326,7 +326,7 @@ func validDesc(s string) (string, error) {
 		return "", err
 	}
 	if utf8.RuneCountInString(s) > MaxDescription {
-		return "", apigw.BadRequest("desc must be UTF-8 text of at most %d characters", MaxDescription)
+		return "", domain.Errorf(domain.Invalid, "desc must be UTF-8 text of at most %d characters", MaxDescription)
 	}
 	return s, nil
 }
@@ -363,7 +363,7 @@ func prepare(up upload, now time.Time, aliases func() (map[string]bool, error)) 
 	if !a.IsTarBzip2() {
 		if pr.converted, err = a.TarBzip2(now); err != nil {
 			if errors.Is(err, errTooLarge) {
-				return prepared{}, apigw.PayloadTooLarge("the configuration converts to a tar.bz2 archive of more than %d bytes, too large to return; make it smaller", MaxDownloadBytes)
+				return prepared{}, domain.Errorf(domain.TooLarge, "the configuration converts to a tar.bz2 archive of more than %d bytes, too large to return; make it smaller", MaxDownloadBytes)
 			}
 			return prepared{}, err
 		}
@@ -468,7 +468,7 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 	}
 	next, err = h.st.ReplaceAppTestArchive(ctx, prev, next, up.file, pr.converted)
 	if errors.Is(err, store.ErrArchiveReplaced) {
-		return 0, nil, apigw.Conflict("test %s changed while this change was being made; send it again", id)
+		return 0, nil, domain.Errorf(domain.Conflict, "test %s changed while this change was being made; send it again", id)
 	}
 	if err != nil {
 		return 0, nil, notFound(storeError(err), id)
@@ -597,7 +597,7 @@ func (h *handler) run(r *http.Request, p apigw.Principal) (int, any, error) {
 func (h *handler) target(ctx context.Context, p apigw.Principal, targets string) (string, error) {
 	app := strings.TrimPrefix(targets, "/v2/applications/")
 	if !ids.Valid(app) {
-		return "", apigw.BadRequest("targets must be an application id or href (/v2/applications/<id>), not %q", targets)
+		return "", domain.Errorf(domain.Invalid, "targets must be an application id or href (/v2/applications/<id>), not %q", targets)
 	}
 	var (
 		g      errgroup.Group // both answers are needed to choose the error
@@ -612,10 +612,10 @@ func (h *handler) target(ctx context.Context, p apigw.Principal, targets string)
 	// The application is looked at only once the decision allows it, so a
 	// refused caller learns nothing about it.
 	if d := dec.Decide(http.MethodGet, appHref(app)); !d.Allowed {
-		return "", apigw.Forbidden("targets: running a test against %s needs GET %s: %s", appHref(app), appHref(app), d.Explain())
+		return "", domain.Errorf(domain.Forbidden, "targets: running a test against %s needs GET %s: %s", appHref(app), appHref(app), d.Explain())
 	}
 	if errors.Is(appErr, domain.ErrNotFound) {
-		return "", apigw.NotFound("targets: no application %q", app)
+		return "", domain.Errorf(domain.NotFound, "targets: no application %q", app)
 	}
 	return app, appErr
 }

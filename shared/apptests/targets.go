@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
 	"cads/shared/domain"
 	"cads/shared/loadgen"
@@ -84,7 +83,7 @@ func checkTargets(c *Config, aliases map[string]bool) error {
 		check := func(kind string, rs []Request) error {
 			for i, r := range rs {
 				if a, ok := aliasOf(r.URL); !ok || !aliases[a] {
-					return apigw.BadRequest("%s: %s[%d].url: host %q is not an alias of an application of this account; a test sends only to the account's own applications, named by an alias alone (no port, no address)",
+					return domain.Errorf(domain.Invalid, "%s: %s[%d].url: host %q is not an alias of an application of this account; a test sends only to the account's own applications, named by an alias alone (no port, no address)",
 						file, kind, i, hostOf(r.URL))
 				}
 			}

@@ -83,7 +83,7 @@ func userID(r *http.Request, p apigw.Principal) (string, error) {
 		return p.ID, nil
 	}
 	if !ids.Valid(id) {
-		return "", apigw.NotFound("no user %q", id)
+		return "", domain.Errorf(domain.NotFound, "no user %q", id)
 	}
 	return id, nil
 }
@@ -93,7 +93,7 @@ func userID(r *http.Request, p apigw.Principal) (string, error) {
 // answer is the same whether that other user exists or not.
 func ownID(r *http.Request, p apigw.Principal) error {
 	if id := r.PathValue("id"); id != "self" && id != p.ID {
-		return apigw.NotFound("no authorization at %s: it is the caller's own; use /v2/users/self/authorization", clipPath(r.URL.Path))
+		return domain.Errorf(domain.NotFound, "no authorization at %s: it is the caller's own; use /v2/users/self/authorization", clipPath(r.URL.Path))
 	}
 	return nil
 }
@@ -245,7 +245,7 @@ func validPhone(s string) (string, error) {
 		return "", nil
 	}
 	if len(s) > maxPhoneLen || !phoneRE.MatchString(s) {
-		return "", apigw.BadRequest("phone must be a phone number of at most %d characters: an optional +, then digits, spaces, dots, hyphens, slashes or parentheses (like +1 555 010 0199), or \"\" to remove it", maxPhoneLen)
+		return "", domain.Errorf(domain.Invalid, "phone must be a phone number of at most %d characters: an optional +, then digits, spaces, dots, hyphens, slashes or parentheses (like +1 555 010 0199), or \"\" to remove it", maxPhoneLen)
 	}
 	return s, nil
 }
@@ -253,7 +253,7 @@ func validPhone(s string) (string, error) {
 func validEmail(s string) (string, error) {
 	a, err := mail.ParseAddress(s)
 	if err != nil || a.Address != s || len(s) > maxEmailLen || !strings.Contains(s[strings.LastIndexByte(s, '@')+1:], ".") && !strings.HasSuffix(s, "@localhost") {
-		return "", apigw.BadRequest("email %q is not a valid address (like name@example.com)", s)
+		return "", domain.Errorf(domain.Invalid, "email %q is not a valid address (like name@example.com)", s)
 	}
 	return strings.ToLower(s), nil
 }
@@ -267,11 +267,11 @@ func validName(s string) (string, error) {
 		return "", apigw.BadRequest("name must not be empty or white space: a user without a name has no name member (leave name out when creating one)")
 	}
 	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxNameLen {
-		return "", apigw.BadRequest("name must be valid UTF-8 of at most %d characters", maxNameLen)
+		return "", domain.Errorf(domain.Invalid, "name must be valid UTF-8 of at most %d characters", maxNameLen)
 	}
 	for _, c := range s {
 		if apigw.IsControl(c) {
-			return "", apigw.BadRequest("name must not contain control characters")
+			return "", domain.Errorf(domain.Invalid, "name must not contain control characters")
 		}
 	}
 	return s, nil

@@ -113,7 +113,7 @@ func (h *handler) switchable(r *http.Request, p apigw.Principal, href string) (d
 		return domain.Account{}, dErr
 	}
 	if dec := d.CanSwitch(acct); !dec.Allowed {
-		return domain.Account{}, apigw.NotFound("no account %s that you may access", href)
+		return domain.Account{}, domain.Errorf(domain.NotFound, "no account %s that you may access", href)
 	}
 	return acct, nil
 }
@@ -153,7 +153,7 @@ func (h *handler) getKey(r *http.Request, p apigw.Principal) (int, any, error) {
 	}
 	kid := r.PathValue("key_id")
 	if !ids.Valid(kid) {
-		return 0, nil, apigw.NotFound("no access key %q", kid)
+		return 0, nil, domain.Errorf(domain.NotFound, "no access key %q", kid)
 	}
 	k, err := h.st.GetKey(r.Context(), uid, kid)
 	if err != nil {
@@ -169,7 +169,7 @@ func (h *handler) deleteKey(r *http.Request, p apigw.Principal) (int, any, error
 	}
 	kid := r.PathValue("key_id")
 	if !ids.Valid(kid) {
-		return 0, nil, apigw.NotFound("no access key %q", kid)
+		return 0, nil, domain.Errorf(domain.NotFound, "no access key %q", kid)
 	}
 	k, err := h.st.DeleteKey(r.Context(), uid, kid)
 	var ce *store.CleanupError
@@ -199,7 +199,7 @@ func (h *handler) getAuthorization(r *http.Request, p apigw.Principal) (int, any
 	k, err := h.st.GetKey(r.Context(), p.ID, p.KeyID)
 	if err != nil {
 		// The authorizer just read this key; it was deleted in between.
-		return 0, nil, apigw.Unauthorized("the access key was revoked")
+		return 0, nil, domain.Errorf(domain.Unauthorized, "the access key was revoked")
 	}
 	out := Authorization{AccessKey: keyOut(k), Principal: userHref(p.ID)}
 	if method != "" {
@@ -273,7 +273,7 @@ func (h *handler) switchAccount(r *http.Request, p apigw.Principal) (int, any, e
 		return 0, nil, apigw.BadRequest("account is required: the href of the account to authenticate into")
 	}
 	if p.Kind != domain.KindUser {
-		return 0, nil, apigw.Forbidden("service users are bound to their account and cannot switch to another")
+		return 0, nil, domain.Errorf(domain.Forbidden, "service users are bound to their account and cannot switch to another")
 	}
 	acct, err := h.switchable(r, p, *in.Account)
 	if err != nil {

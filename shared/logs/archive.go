@@ -217,7 +217,7 @@ func archiveRef(r *http.Request) (app, typ string, err error) {
 	at := r.PathValue("log_type")
 	typ, ok := domain.ArchiveTypes[at]
 	if !ok {
-		return "", "", apigw.NotFound("no archive type %q; the types are %s", clip(at, 40), strings.Join(domain.ArchiveTypeNames(), ", "))
+		return "", "", domain.Errorf(domain.NotFound, "no archive type %q; the types are %s", clip(at, 40), strings.Join(domain.ArchiveTypeNames(), ", "))
 	}
 	return app, typ, nil
 }
@@ -312,36 +312,36 @@ func parseArchiveFilter(f string) (app, typ string, err error) {
 		return "", "", nil
 	}
 	if len(f) > 512 {
-		return "", "", apigw.BadRequest("filter: at most 512 characters")
+		return "", "", domain.Errorf(domain.Invalid, "filter: at most 512 characters")
 	}
 	for _, term := range regexp.MustCompile(`(?i)\s+and\s+`).Split(f, -1) {
 		m := archiveFilterRE.FindStringSubmatch(term)
 		if m == nil {
-			return "", "", apigw.BadRequest("filter: %q is not <field>=<value>; the fields are type and application, joined with and", clip(term, 60))
+			return "", "", domain.Errorf(domain.Invalid, "filter: %q is not <field>=<value>; the fields are type and application, joined with and", clip(term, 60))
 		}
 		v := m[2] + m[3] + m[4]
 		switch m[1] {
 		case "type":
 			t, ok := domain.ArchiveTypes[v]
 			if !ok {
-				return "", "", apigw.BadRequest("filter: type %q is not an archive type; use one of %s", clip(v, 40), strings.Join(domain.ArchiveTypeNames(), ", "))
+				return "", "", domain.Errorf(domain.Invalid, "filter: type %q is not an archive type; use one of %s", clip(v, 40), strings.Join(domain.ArchiveTypeNames(), ", "))
 			}
 			if typ != "" && typ != t {
-				return "", "", apigw.BadRequest("filter: type given twice")
+				return "", "", domain.Errorf(domain.Invalid, "filter: type given twice")
 			}
 			typ = t
 		case "application":
 			// An href or an id.
 			v = strings.TrimPrefix(v, "/v2/applications/")
 			if !ids.Valid(v) {
-				return "", "", apigw.BadRequest("filter: application %q is not an application id", clip(v, 70))
+				return "", "", domain.Errorf(domain.Invalid, "filter: application %q is not an application id", clip(v, 70))
 			}
 			if app != "" && app != v {
-				return "", "", apigw.BadRequest("filter: application given twice")
+				return "", "", domain.Errorf(domain.Invalid, "filter: application given twice")
 			}
 			app = v
 		default:
-			return "", "", apigw.BadRequest("filter: unknown field %q; the fields are type and application", clip(m[1], 40))
+			return "", "", domain.Errorf(domain.Invalid, "filter: unknown field %q; the fields are type and application", clip(m[1], 40))
 		}
 	}
 	return app, typ, nil
@@ -358,7 +358,7 @@ func (h *handler) downloadArchive(r *http.Request, p apigw.Principal) (int, any,
 	if err != nil {
 		return 0, nil, err
 	}
-	notFound := apigw.NotFound("no archive of %s from %s to %s; prepare one with a prepare-for-download task", domain.ArchiveHref(app, domain.ArchiveTypeOf(typ)),
+	notFound := domain.Errorf(domain.NotFound, "no archive of %s from %s to %s; prepare one with a prepare-for-download task", domain.ArchiveHref(app, domain.ArchiveTypeOf(typ)),
 		from.Format(time.RFC3339), to.Format(time.RFC3339))
 	a, err := h.st.GetLogArchive(r.Context(), p.AccountID, app, typ, from, to, h.st.Now())
 	if errors.Is(err, domain.ErrNotFound) {
@@ -406,7 +406,7 @@ func (h *handler) deleteArchives(r *http.Request, p apigw.Principal) (int, any, 
 		gone = append(gone, a)
 	}
 	if len(gone) == 0 {
-		return 0, nil, apigw.NotFound("no archive of %s in that range", domain.ArchiveHref(app, domain.ArchiveTypeOf(typ)))
+		return 0, nil, domain.Errorf(domain.NotFound, "no archive of %s in that range", domain.ArchiveHref(app, domain.ArchiveTypeOf(typ)))
 	}
 	return http.StatusOK, ArchivedLogs(gone), nil
 }

@@ -59,7 +59,7 @@ func appID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "appl
 func (h *handler) owned(ctx context.Context, p apigw.Principal, id string) error {
 	if _, err := h.st.GetApplication(ctx, p.AccountID, id); err != nil {
 		if errors.Is(err, domain.ErrNotFound) {
-			return apigw.NotFound("no application %q", id)
+			return domain.Errorf(domain.NotFound, "no application %q", id)
 		}
 		return err
 	}

@@ -72,7 +72,7 @@ func (h *handler) application(r *http.Request, p apigw.Principal) (int, any, err
 	return h.serve(r, FamilyApplication, ScopeApp(id), func(ctx context.Context) error {
 		_, err := h.st.GetApplication(ctx, p.AccountID, id)
 		if errors.Is(err, domain.ErrNotFound) {
-			return apigw.NotFound("no application %q", id)
+			return domain.Errorf(domain.NotFound, "no application %q", id)
 		}
 		return err
 	})
@@ -86,7 +86,7 @@ func (h *handler) addressSet(r *http.Request, p apigw.Principal) (int, any, erro
 	return h.serve(r, FamilyAddressSet, ScopeSet(id), func(ctx context.Context) error {
 		_, err := h.st.GetAddressSetItem(ctx, p.AccountID, id)
 		if errors.Is(err, domain.ErrNotFound) {
-			return apigw.NotFound("no address set %q", id)
+			return domain.Errorf(domain.NotFound, "no address set %q", id)
 		}
 		return err
 	})
@@ -153,7 +153,7 @@ func (h *handler) allApps(ctx context.Context, account string) ([]domain.Applica
 		}
 		out = append(out, page...)
 		if len(out) > MaxCollectionApps {
-			return nil, apigw.BadRequest("the account has more than %d applications (MaxCollectionApps): read their metrics one by one at /v2/applications/{id}/metrics", MaxCollectionApps)
+			return nil, domain.Errorf(domain.Invalid, "the account has more than %d applications (MaxCollectionApps): read their metrics one by one at /v2/applications/{id}/metrics", MaxCollectionApps)
 		}
 		if !more || len(pos) == 0 {
 			return out, nil
@@ -208,7 +208,7 @@ func (h *handler) respond(res Result) (int, any, error) {
 		return 0, nil, err
 	}
 	if n := apigw.EnvelopeLen(body); n > apigw.ResponseBudget {
-		return 0, nil, apigw.BadRequest("the response would be %d bytes; at most %d are returned (ResponseBudget): ask for fewer names, a larger resolution or a shorter range", n, apigw.ResponseBudget)
+		return 0, nil, domain.Errorf(domain.Invalid, "the response would be %d bytes; at most %d are returned (ResponseBudget): ask for fewer names, a larger resolution or a shorter range", n, apigw.ResponseBudget)
 	}
 	return http.StatusOK, json.RawMessage(body), nil
 }

@@ -1,17 +1,16 @@
-// Package patch reads and applies the API's PATCH bodies: a JSON merge
-// patch (RFC 7386) or a JSON Patch (RFC 6902), answering bad ones with the
-// API's 400s. Only the functions that take PATCH bodies link it.
+// Package patch applies the API's PATCH bodies: a JSON merge patch (RFC
+// 7386) or a JSON Patch (RFC 6902), refusing bad ones with domain errors
+// (invalid). It works on a body already read: reading the request (media
+// type, size, the text rule) is apigw's, so this package links no HTTP
+// layer (TestDomainDeps, shared/wire/deps_test.go). Only the functions
+// that take PATCH bodies link it.
 package patch
 
 import (
-	"bytes"
 	"encoding/json"
-	"net/http"
-	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
-	"cads/shared/apigw"
 	"cads/shared/domain"
 )
 
@@ -26,6 +25,11 @@ const (
 // MaxOperations bounds the operations of one JSON Patch.
 const MaxOperations = 1000
 
+// MaxCopyBytes bounds what a JSON Patch's copies may add to a document, so
+// that a small patch cannot inflate it past what a request body may hold
+// (apigw.MaxJSONBody; a test keeps them equal).
+const MaxCopyBytes = 1 << 20
+
 // Body is a PATCH body, checked as far as it can be without the resource,
 // so that a malformed one is a 400 whether or not the resource exists.
 type Body struct {
@@ -34,49 +38,32 @@ type Body struct {
 	ops    jsonpatch.Patch            // a JSON Patch
 }
 
-// Read reads r's body, which must have one of the accepted media types;
-// MediaJSONPatch bodies are JSON Patches, the others merge patches.
-func Read(r *http.Request, accepted ...string) (*Body, error) {
-	return ReadWith(r, apigw.TextOption{}, accepted...)
-}
-
-// ReadWith is Read for resources with multi-line fields: text names them
-// as paths of the body as sent (a merge patch's "certificates", a JSON
-// Patch's "[*].value"). A JSON Patch's values have no fixed path, so the
-// caller must decode the patched document strictly (patch.Decode,
-// apigw.UnmarshalStrict) with its own option to judge them where they land.
-func ReadWith(r *http.Request, text apigw.TextOption, accepted ...string) (*Body, error) {
-	if err := apigw.RequireContentType(r, accepted...); err != nil {
-		return nil, err
+// Read parses a PATCH body as apigw.ReadJSON returns it (its media type
+// checked, its text judged as sent), so that a handler reads one with
+// patch.Read(apigw.ReadJSON(r, text, accepted...)). A MediaJSONPatch body
+// is a JSON Patch, any other a merge patch. readErr, when set, is returned
+// as it is.
+func Read(raw []byte, mediaType string, readErr error) (*Body, error) {
+	if readErr != nil {
+		return nil, readErr
 	}
-	raw, err := apigw.ReadBody(r, apigw.MaxJSONBody)
-	if err != nil {
-		return nil, err
-	}
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, apigw.BadRequest("a request body is required")
-	}
-	// Judged as sent: decoding would turn invalid text into U+FFFD.
-	if err := apigw.CheckJSONText(raw, text); err != nil {
-		return nil, err
-	}
-	if apigw.MediaType(r) == MediaJSONPatch {
+	if mediaType == MediaJSONPatch {
 		var ops []json.RawMessage
 		if json.Unmarshal(raw, &ops) != nil {
-			return nil, apigw.BadRequest("a JSON Patch (%s) must be an array of operations (RFC 6902)", MediaJSONPatch)
+			return nil, domain.Errorf(domain.Invalid, "a JSON Patch (%s) must be an array of operations (RFC 6902)", MediaJSONPatch)
 		}
 		if len(ops) > MaxOperations {
-			return nil, apigw.BadRequest("a JSON Patch may hold at most %d operations", MaxOperations)
+			return nil, domain.Errorf(domain.Invalid, "a JSON Patch may hold at most %d operations", MaxOperations)
 		}
 		p, err := jsonpatch.DecodePatch(raw)
 		if err != nil {
-			return nil, apigw.BadRequest("invalid JSON Patch: %s", err.Error())
+			return nil, domain.Errorf(domain.Invalid, "invalid JSON Patch: %s", err.Error())
 		}
 		return &Body{raw: raw, ops: p}, nil
 	}
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(raw, &fields) != nil || fields == nil {
-		return nil, apigw.BadRequest("a merge patch (%s) is a JSON object of the fields to change; null removes one", MediaJSON)
+		return nil, domain.Errorf(domain.Invalid, "a merge patch (%s) is a JSON object of the fields to change; null removes one", MediaJSON)
 	}
 	return &Body{raw: raw, fields: fields}, nil
 }
@@ -91,10 +78,10 @@ func (b *Body) Apply(doc []byte) ([]byte, error) {
 		// RFC 6902 has no negative indices; copies may not inflate the
 		// document beyond the body limit.
 		opts.SupportNegativeIndices = false
-		opts.AccumulatedCopySizeLimit = apigw.MaxJSONBody
+		opts.AccumulatedCopySizeLimit = MaxCopyBytes
 		out, err := b.ops.ApplyWithOptions(doc, opts)
 		if err != nil {
-			return nil, apigw.BadRequest("the JSON Patch does not apply: %s", err.Error())
+			return nil, domain.Errorf(domain.Invalid, "the JSON Patch does not apply: %s", err.Error())
 		}
 		return out, nil
 	}
@@ -105,18 +92,7 @@ func (b *Body) Apply(doc []byte) ([]byte, error) {
 func Merge(doc, patch []byte) ([]byte, error) {
 	out, err := jsonpatch.MergePatch(doc, patch)
 	if err != nil {
-		return nil, apigw.BadRequest("the merge patch does not apply: %s", err.Error())
+		return nil, domain.Errorf(domain.Invalid, "the merge patch does not apply: %s", err.Error())
 	}
 	return out, nil
-}
-
-// Decode decodes a patched document strictly into out, so that the result
-// is validated as a whole however the patch was written; what names the
-// resource in the error ("the patched role is invalid: ...").
-func Decode(patched []byte, out any, what string) error {
-	err := apigw.UnmarshalStrict(patched, out)
-	if e, ok := domain.AsError(err); ok {
-		e.Message = strings.Replace(e.Message, "invalid JSON body", "the patched "+what+" is invalid", 1)
-	}
-	return err
 }

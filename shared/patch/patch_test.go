@@ -15,7 +15,7 @@ func read(mt, body string, accepted ...string) (*Body, error) {
 	if mt != "" {
 		r.Header.Set("Content-Type", mt)
 	}
-	return Read(r, accepted...)
+	return Read(apigw.ReadJSON(r, apigw.TextOption{}, accepted...))
 }
 
 func status(err error) int {
@@ -88,9 +88,26 @@ func TestDecodeNamesThePatchedResource(t *testing.T) {
 	var out struct {
 		Name string `json:"name"`
 	}
-	err := Decode([]byte(`{"name":"a","extra":1}`), &out, "role")
+	err := apigw.UnmarshalPatched([]byte(`{"name":"a","extra":1}`), &out, "role")
 	if status(err) != 400 || !strings.Contains(err.Error(), "the patched role is invalid") {
-		t.Fatalf("Decode: %v", err)
+		t.Fatalf("UnmarshalPatched: %v", err)
+	}
+}
+
+// TestCopyLimitIsTheBodyLimit: a JSON Patch's copies may grow a document
+// only as far as a request body may be (patch cannot name apigw's limit
+// without linking the HTTP layer).
+func TestCopyLimitIsTheBodyLimit(t *testing.T) {
+	if MaxCopyBytes != apigw.MaxJSONBody {
+		t.Fatalf("MaxCopyBytes %d, apigw.MaxJSONBody %d: keep them equal", MaxCopyBytes, apigw.MaxJSONBody)
+	}
+	doc := []byte(`{"a":"` + strings.Repeat("x", MaxCopyBytes/2) + `"}`)
+	b, err := read(MediaJSONPatch, `[{"op":"copy","from":"/a","path":"/b"},{"op":"copy","from":"/a","path":"/c"}]`, MediaJSONPatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Apply(doc); status(err) != 400 {
+		t.Fatalf("copies past the limit: %v, want a 400", err)
 	}
 }
 

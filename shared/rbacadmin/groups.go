@@ -1,7 +1,6 @@
 package rbacadmin
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -30,7 +29,7 @@ func docOfGroup(g domain.Group) groupDoc {
 // exist is checked by the write itself.
 func buildGroup(account string, in groupDoc) (domain.Group, error) {
 	if in.Name == nil {
-		return domain.Group{}, apigw.BadRequest("name is required")
+		return domain.Group{}, domain.Errorf(domain.Invalid, "name is required")
 	}
 	name, err := validText("name", *in.Name, maxNameLen, true)
 	if err != nil {
@@ -41,18 +40,18 @@ func buildGroup(account string, in groupDoc) (domain.Group, error) {
 		return g, nil
 	}
 	if len(*in.Roles) > domain.MaxGroupRoles {
-		return domain.Group{}, apigw.BadRequest("a group holds at most %d roles (got %d)", domain.MaxGroupRoles, len(*in.Roles))
+		return domain.Group{}, domain.Errorf(domain.Invalid, "a group holds at most %d roles (got %d)", domain.MaxGroupRoles, len(*in.Roles))
 	}
 	seen := map[string]bool{}
 	for i, href := range *in.Roles {
 		a, id, ok := parseRoleHref(href)
 		switch {
 		case !ok:
-			return domain.Group{}, apigw.BadRequest("roles[%d]: %q is not a role href like /v2/accounts/%s/roles/<id>", i, href, account)
+			return domain.Group{}, domain.Errorf(domain.Invalid, "roles[%d]: %q is not a role href like /v2/accounts/%s/roles/<id>", i, href, account)
 		case a != account:
-			return domain.Group{}, apigw.BadRequest("roles[%d]: %s is a role of account %s; a group holds roles of its own account (%s)", i, href, a, account)
+			return domain.Group{}, domain.Errorf(domain.Invalid, "roles[%d]: %s is a role of account %s; a group holds roles of its own account (%s)", i, href, a, account)
 		case seen[id]:
-			return domain.Group{}, apigw.BadRequest("roles[%d]: %s is listed twice", i, href)
+			return domain.Group{}, domain.Errorf(domain.Invalid, "roles[%d]: %s is listed twice", i, href)
 		}
 		seen[id] = true
 		g.Roles = append(g.Roles, id)
@@ -80,56 +79,19 @@ func parseMemberHref(href, collection string) (account, id string, ok bool) {
 func missingRole(err error, account string) error {
 	var m *store.MissingRoleError
 	if errors.As(err, &m) {
-		return apigw.BadRequest("role %s does not exist", roleHref(account, m.RoleID))
+		return domain.Errorf(domain.Invalid, "role %s does not exist", roleHref(account, m.RoleID))
 	}
 	return err
 }
 
-func groupIDs(r *http.Request) (acct, id string, err error) {
-	if acct, err = accountID(r); err != nil {
-		return "", "", err
-	}
-	id, err = pathID(r, "group_id", "group")
-	return acct, id, err
-}
+func groupIDs(r *http.Request) (acct, id string, err error) { return memberIDs(r, "group_id", "group") }
 
 func (h *handler) listGroups(r *http.Request, p apigw.Principal) (int, any, error) {
-	acct, err := accountID(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	page, err := apigw.ParsePage(r.URL.Query(), "name", "created", "updated")
-	if err != nil {
-		return 0, nil, err
-	}
-	list, err := apigw.List(r, page, apigw.Lister[domain.Group, Group]{
-		Name: "groups", Indexed: "created", ValidPosition: store.ValidPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Group, []string, bool, error) {
-			return h.st.PageGroups(ctx, acct, after, desc, n)
-		},
-		Allow: visibleIn(h, p, acct, func(x domain.Group) string { return groupOut(x).Href }),
-		Out:   func(x domain.Group) (Group, error) { return groupOut(x), nil },
-		Sort: func(out []Group, order []apigw.OrderKey) {
-			sortGroups(out, order, func(x Group) string { return x.ID })
-		},
-	})
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, list, nil
-}
-
-// sortGroups orders groups for an `order` the store does not keep.
-func sortGroups(out []Group, order []apigw.OrderKey, id func(Group) string) {
-	apigw.Sort(out, order, func(x Group, field string) any {
-		switch field {
-		case "name":
-			return x.Name
-		case "updated":
-			return x.Updated
-		}
-		return x.Created
-	}, id, apigw.OrderKey{Field: "created"})
+	return listIn(h, r, p, apigw.Lister[domain.Group, Group]{
+		Name: "groups",
+		Out:  func(x domain.Group) (Group, error) { return groupOut(x), nil },
+		Sort: sortNamed(Group.named, func(x Group) string { return x.ID }),
+	}, h.st.PageGroups, func(x domain.Group) string { return groupHref(x.AccountID, x.ID) })
 }
 
 func (h *handler) getGroup(r *http.Request, _ apigw.Principal) (int, any, error) {
@@ -199,7 +161,7 @@ func (h *handler) deleteGroup(r *http.Request, p apigw.Principal) (int, any, err
 		return 0, nil, err
 	}
 	if acct != p.AccountID {
-		return 0, nil, apigw.Forbidden("a group can be deleted only from the account it belongs to: authenticate into account %s (POST /v2/users/self/authorization) to delete its groups", acct)
+		return 0, nil, domain.Errorf(domain.Forbidden, "a group can be deleted only from the account it belongs to: authenticate into account %s (POST /v2/users/self/authorization) to delete its groups", acct)
 	}
 	g, err := h.st.DeleteGroup(r.Context(), acct, id)
 	var ce *store.CleanupError

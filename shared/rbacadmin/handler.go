@@ -158,6 +158,16 @@ func pathID(r *http.Request, name, what string) (string, error) {
 
 func accountID(r *http.Request) (string, error) { return pathID(r, "id", "account") }
 
+// memberIDs reads /v2/accounts/{id}/<collection>/{param}: the account and
+// the member (a `what`), each a 404 when it cannot be an id.
+func memberIDs(r *http.Request, param, what string) (acct, id string, err error) {
+	if acct, err = accountID(r); err != nil {
+		return "", "", err
+	}
+	id, err = pathID(r, param, what)
+	return acct, id, err
+}
+
 // inAccount is what a request on /v2/accounts/{id}/... decides with: the
 // caller's decider and the account's item (for its ancestors).
 type inAccount struct {
@@ -216,10 +226,32 @@ func visibleIn[T any](h *handler, p apigw.Principal, acct string, href func(T) s
 	}
 }
 
-// allowAll is the filter of a collection whose every member the caller
-// may see once the route allowed the request.
-func allowAll[T any](context.Context) (func(T) bool, error) {
-	return func(T) bool { return true }, nil
+// listIn answers a collection of named members of the account in the path
+// (roles, groups, service users): paged in creation order, only the
+// members the caller may GET, `order` by name, created or updated. l
+// holds the collection's Name, Out, Sort and Finish; read pages the
+// account's members, href names one.
+func listIn[T, O any](h *handler, r *http.Request, p apigw.Principal, l apigw.Lister[T, O],
+	read func(ctx context.Context, account, after string, desc bool, n int) ([]T, []string, bool, error),
+	href func(T) string) (int, any, error) {
+	acct, err := accountID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	page, err := apigw.ParsePage(r.URL.Query(), "name", "created", "updated")
+	if err != nil {
+		return 0, nil, err
+	}
+	l.Indexed, l.ValidPosition = "created", store.ValidPosition
+	l.Read = func(ctx context.Context, after string, desc bool, n int) ([]T, []string, bool, error) {
+		return read(ctx, acct, after, desc, n)
+	}
+	l.Allow = visibleIn(h, p, acct, href)
+	list, err := apigw.List(r, page, l)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, list, nil
 }
 
 func accountHref(id string) string { return "/v2/accounts/" + id }

@@ -52,17 +52,13 @@ func validEmail(s string) (string, error) {
 	a, err := mail.ParseAddress(s)
 	at := strings.LastIndexByte(s, '@')
 	if err != nil || a.Address != s || len(s) > maxEmailLen || at < 1 || !strings.Contains(s[at+1:], ".") && !strings.HasSuffix(s, "@localhost") {
-		return "", apigw.BadRequest("user_email %q is not a valid address (like name@example.com)", s)
+		return "", domain.Errorf(domain.Invalid, "user_email %q is not a valid address (like name@example.com)", s)
 	}
 	return strings.ToLower(s), nil
 }
 
 func invitationIDs(r *http.Request) (acct, id string, err error) {
-	if acct, err = accountID(r); err != nil {
-		return "", "", err
-	}
-	id, err = pathID(r, "invitation_id", "invitation")
-	return acct, id, err
+	return memberIDs(r, "invitation_id", "invitation")
 }
 
 // decodeInvitationPost returns the invitee's email and the id of the role
@@ -131,9 +127,9 @@ func (h *handler) createInvitation(k kind) endpoint {
 		}
 		switch {
 		case isSvc && svcErr != nil:
-			return 0, nil, apigw.BadRequest("no service user has the address %s", email)
+			return 0, nil, domain.Errorf(domain.Invalid, "no service user has the address %s", email)
 		case isSvc && svcAcct != acct:
-			return 0, nil, apigw.BadRequest("%s is a service user of account %s: service users are bound to their account and hold only its roles", email, svcAcct)
+			return 0, nil, domain.Errorf(domain.Invalid, "%s is a service user of account %s: service users are bound to their account and hold only its roles", email, svcAcct)
 		}
 		now := h.st.Now()
 		inv := domain.Invitation{AccountID: acct, ID: ids.New(), Kind: k.name, Email: email, Target: target,
@@ -151,9 +147,9 @@ func (h *handler) createInvitation(k kind) endpoint {
 		}
 		switch err := h.st.CreateInvitation(ctx, inv, m); {
 		case errors.Is(err, domain.ErrNotFound):
-			return 0, nil, apigw.BadRequest("%s %s does not exist", k.target, targetHref(k, acct, target))
+			return 0, nil, domain.Errorf(domain.Invalid, "%s %s does not exist", k.target, targetHref(k, acct, target))
 		case errors.Is(err, store.ErrAlreadyHeld):
-			return 0, nil, apigw.Conflict("%s holds %s %s already", email, k.target, targetHref(k, acct, target))
+			return 0, nil, domain.Errorf(domain.Conflict, "%s holds %s %s already", email, k.target, targetHref(k, acct, target))
 		case err != nil:
 			return 0, nil, err
 		}
@@ -276,7 +272,7 @@ func (h *handler) resendInvitation(k kind) endpoint {
 			return 0, nil, err
 		}
 		if in.State != nil && *in.State != domain.InvitationQueued {
-			return 0, nil, apigw.BadRequest("state %q: an administrator can only send an invitation again ({\"state\": \"queued\"}); the invitee accepts or declines it (PATCH /v2/users/self/%s/%s)", *in.State, k.collection, id)
+			return 0, nil, domain.Errorf(domain.Invalid, "state %q: an administrator can only send an invitation again ({\"state\": \"queued\"}); the invitee accepts or declines it (PATCH /v2/users/self/%s/%s)", *in.State, k.collection, id)
 		}
 		var inv domain.Invitation
 		ctx := r.Context()
@@ -288,7 +284,7 @@ func (h *handler) resendInvitation(k kind) endpoint {
 			return 0, nil, err
 		}
 		if inv.State == domain.InvitationAccepted || inv.State == domain.InvitationDeclined {
-			return 0, nil, apigw.Conflict("the invitation was %s already; invite again with POST /v2/accounts/%s/%s", inv.State, acct, k.collection)
+			return 0, nil, domain.Errorf(domain.Conflict, "the invitation was %s already; invite again with POST /v2/accounts/%s/%s", inv.State, acct, k.collection)
 		}
 		m, err := h.marker(inv)
 		if err != nil {
@@ -296,7 +292,7 @@ func (h *handler) resendInvitation(k kind) endpoint {
 		}
 		requeued, err := h.st.RequeueInvitation(ctx, inv, &m)
 		if errors.Is(err, store.ErrStateChanged) {
-			return 0, nil, apigw.Conflict("the invitation was answered or revoked meanwhile")
+			return 0, nil, domain.Errorf(domain.Conflict, "the invitation was answered or revoked meanwhile")
 		}
 		if err != nil {
 			return 0, nil, err
@@ -327,7 +323,7 @@ func (h *handler) deleteInvitation(k kind) endpoint {
 			return h.st.DeleteInvitation(ctx, inv)
 		})
 		if errors.Is(err, store.ErrStateChanged) {
-			return 0, nil, apigw.Conflict("the invitation keeps changing; retry")
+			return 0, nil, domain.Errorf(domain.Conflict, "the invitation keeps changing; retry")
 		}
 		if err != nil {
 			return 0, nil, err

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"cads/shared/access"
-	"cads/shared/apigw"
 	"cads/shared/domain"
 )
 
@@ -24,7 +23,7 @@ import (
 func (h *handler) mayInvite(d *access.Decider, method, path string, target domain.Account) error {
 	dec := d.DecideFor(method, path, target)
 	if !dec.Allowed {
-		return apigw.Forbidden("%s", dec.Reason)
+		return domain.Errorf(domain.Forbidden, "%s", dec.Reason)
 	}
 	for _, r := range d.ApplicableFor(method, path, target) {
 		owner := r.Name == h.names.owner && r.AccountID == target.ID && !r.Inheritable
@@ -32,7 +31,7 @@ func (h *handler) mayInvite(d *access.Decider, method, path string, target domai
 			return nil
 		}
 	}
-	return apigw.Forbidden("only a holder of the %s role of account %s, or the %s, may invite users to its roles and groups",
+	return domain.Errorf(domain.Forbidden, "only a holder of the %s role of account %s, or the %s, may invite users to its roles and groups",
 		h.names.owner, target.ID, h.names.admin)
 }
 

@@ -3,6 +3,7 @@ package rbacadmin
 import (
 	"time"
 
+	"cads/shared/apigw"
 	"cads/shared/authz"
 	"cads/shared/domain"
 	"cads/shared/identity"
@@ -22,6 +23,34 @@ type Role struct {
 	Control            bool               `json:"control,omitempty"`
 	Created            time.Time          `json:"created"`
 	Updated            time.Time          `json:"updated"`
+}
+
+// named is what the collections of roles, groups and service users are
+// ordered by: `order` takes name, created and updated.
+type named struct {
+	name             string
+	created, updated time.Time
+}
+
+func (r Role) named() named        { return named{r.Name, r.Created, r.Updated} }
+func (g Group) named() named       { return named{g.Name, g.Created, g.Updated} }
+func (u ServiceUser) named() named { return named{u.Name, u.Created, u.Updated} }
+
+// sortNamed is the Sort of a collection of named members, for an `order`
+// the store does not keep: created unless told, ties broken by id.
+func sortNamed[T any](of func(T) named, id func(T) string) func([]T, []apigw.OrderKey) {
+	return func(out []T, order []apigw.OrderKey) {
+		apigw.Sort(out, order, func(x T, field string) any {
+			n := of(x)
+			switch field {
+			case "name":
+				return n.name
+			case "updated":
+				return n.updated
+			}
+			return n.created
+		}, id, apigw.OrderKey{Field: "created"})
+	}
 }
 
 func roleHref(account, id string) string { return accountHref(account) + "/roles/" + id }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"cads/shared/apigw"
+	"cads/shared/domain"
 	"cads/shared/patch"
 )
 
@@ -16,7 +17,7 @@ import (
 // result is validated as a whole by the caller, whichever way it was
 // written. readOnly names fields of the resource that a patch may not set.
 func applyPatch(r *http.Request, doc []byte, out any, readOnly ...string) error {
-	body, err := patch.Read(r, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch)
+	body, err := patch.Read(apigw.ReadJSON(r, apigw.TextOption{}, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch))
 	if err != nil {
 		return err
 	}
@@ -27,7 +28,7 @@ func applyPatch(r *http.Request, doc []byte, out any, readOnly ...string) error 
 	if err := rejectReadOnly(result, readOnly); err != nil {
 		return err
 	}
-	return patch.Decode(result, out, "resource")
+	return apigw.UnmarshalPatched(result, out, "resource")
 }
 
 func rejectReadOnly(result []byte, readOnly []string) error {
@@ -37,7 +38,7 @@ func rejectReadOnly(result []byte, readOnly []string) error {
 	}
 	for f := range fields {
 		if slices.Contains(readOnly, f) {
-			return apigw.BadRequest("%s is read-only", f)
+			return domain.Errorf(domain.Invalid, "%s is read-only", f)
 		}
 	}
 	return nil

@@ -1,7 +1,6 @@
 package rbacadmin
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -54,13 +53,13 @@ func docOfRole(r domain.Role) roleDoc {
 func validText(field, s string, max int, required bool) (string, error) {
 	s = strings.TrimSpace(s)
 	if required && s == "" {
-		return "", apigw.BadRequest("%s must not be empty", field)
+		return "", domain.Errorf(domain.Invalid, "%s must not be empty", field)
 	}
 	if err := apigw.CheckText(field, s); err != nil {
 		return "", err
 	}
 	if utf8.RuneCountInString(s) > max {
-		return "", apigw.BadRequest("%s must be valid UTF-8 of at most %d characters", field, max)
+		return "", domain.Errorf(domain.Invalid, "%s must be valid UTF-8 of at most %d characters", field, max)
 	}
 	return s, nil
 }
@@ -75,7 +74,7 @@ func validText(field, s string, max int, required bool) (string, error) {
 // lock the role's holders out of the account.
 func (h *handler) buildRole(account, id string, in roleDoc, prev *domain.Role) (domain.Role, error) {
 	if in.Name == nil {
-		return domain.Role{}, apigw.BadRequest("name is required")
+		return domain.Role{}, domain.Errorf(domain.Invalid, "name is required")
 	}
 	name, err := validText("name", *in.Name, maxNameLen, true)
 	if err != nil {
@@ -99,7 +98,7 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *domain.Role) (
 	}
 	if in.MaximumAuthAgeSecs != nil {
 		if *in.MaximumAuthAgeSecs < 1 {
-			return domain.Role{}, apigw.BadRequest("maximum_auth_age_secs must be a positive number of seconds")
+			return domain.Role{}, domain.Errorf(domain.Invalid, "maximum_auth_age_secs must be a positive number of seconds")
 		}
 		r.MaxAuthAgeSecs = *in.MaximumAuthAgeSecs
 	}
@@ -107,16 +106,16 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *domain.Role) (
 	builtinRole := prev != nil && h.names.isBuiltin(*prev)
 	switch {
 	case prev != nil && prev.Control && renamed:
-		return domain.Role{}, apigw.BadRequest("role %q is a control role: its name cannot change (its permissions can)", prev.Name)
+		return domain.Role{}, domain.Errorf(domain.Invalid, "role %q is a control role: its name cannot change (its permissions can)", prev.Name)
 	case prev != nil && prev.Control && prev.Inheritable != r.Inheritable:
-		return domain.Role{}, apigw.BadRequest("role %q is a control role: it applies in its own account, and inheritable cannot change", prev.Name)
+		return domain.Role{}, domain.Errorf(domain.Invalid, "role %q is a control role: it applies in its own account, and inheritable cannot change", prev.Name)
 	case builtinRole && renamed:
-		return domain.Role{}, apigw.BadRequest("role %q is a built-in role: its name cannot change", prev.Name)
+		return domain.Role{}, domain.Errorf(domain.Invalid, "role %q is a built-in role: its name cannot change", prev.Name)
 	case !builtinRole:
 		// Also when a patch keeps the name: a role named before this rule
 		// must not keep passing for a built-in one through its edits.
 		if b, ok := h.names.clash(r.Name); ok {
-			return domain.Role{}, apigw.BadRequest("name %q is reserved: it reads as the built-in role %q (compared after Unicode NFKC normalisation, removal of invisible characters, collapsing of white space and case folding); choose another", r.Name, b)
+			return domain.Role{}, domain.Errorf(domain.Invalid, "name %q is reserved: it reads as the built-in role %q (compared after Unicode NFKC normalisation, removal of invisible characters, collapsing of white space and case folding); choose another", r.Name, b)
 		}
 	}
 	var perms []authz.Permission
@@ -124,11 +123,11 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *domain.Role) (
 		perms = *in.Permissions
 	}
 	if len(perms) > maxPermissions {
-		return domain.Role{}, apigw.BadRequest("a role holds at most %d permissions (got %d)", maxPermissions, len(perms))
+		return domain.Role{}, domain.Errorf(domain.Invalid, "a role holds at most %d permissions (got %d)", maxPermissions, len(perms))
 	}
 	valid, err := authz.ValidatePermissions(perms)
 	if err != nil {
-		return domain.Role{}, apigw.BadRequest("%s", err.Error())
+		return domain.Role{}, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
 	protected := builtin.ProtectedPermission(account)
 	added := 0
@@ -139,7 +138,7 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *domain.Role) (
 	// The engine itself says whether the role still grants it.
 	c, err := authz.Compile(r.AuthzRole())
 	if err != nil {
-		return domain.Role{}, apigw.BadRequest("%s", err.Error())
+		return domain.Role{}, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
 	if d := authz.Decide([]*authz.CompiledRole{c}, protected.Method, protected.Spec[0]); !d.Allowed {
 		blocker := "a deny permission"
@@ -148,7 +147,7 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *domain.Role) (
 			m := d.Denied[0]
 			blocker = fmt.Sprintf("permissions[%d] (deny %s %s)", m.Permission-added, m.Method, m.Pattern)
 		}
-		return domain.Role{}, apigw.BadRequest("%s would lock the role's holders out of the account: every role keeps the permit for GET %s", blocker, protected.Spec[0])
+		return domain.Role{}, domain.Errorf(domain.Invalid, "%s would lock the role's holders out of the account: every role keeps the permit for GET %s", blocker, protected.Spec[0])
 	}
 	return r, nil
 }
@@ -158,40 +157,11 @@ func samePermission(a, b authz.Permission) bool {
 }
 
 func (h *handler) listRoles(r *http.Request, p apigw.Principal) (int, any, error) {
-	acct, err := accountID(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	page, err := apigw.ParsePage(r.URL.Query(), "name", "created", "updated")
-	if err != nil {
-		return 0, nil, err
-	}
-	list, err := apigw.List(r, page, apigw.Lister[domain.Role, Role]{
-		Name: "roles", Indexed: "created", ValidPosition: store.ValidPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Role, []string, bool, error) {
-			return h.st.PageRoles(ctx, acct, after, desc, n)
-		},
-		Allow: visibleIn(h, p, acct, func(x domain.Role) string { return roleHref(x.AccountID, x.ID) }),
-		Out:   func(x domain.Role) (Role, error) { return roleOut(x), nil },
-		Sort:  func(out []Role, order []apigw.OrderKey) { sortRoles(out, order, func(x Role) string { return x.ID }) },
-	})
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, list, nil
-}
-
-// sortRoles orders roles for an `order` the store does not keep.
-func sortRoles(out []Role, order []apigw.OrderKey, id func(Role) string) {
-	apigw.Sort(out, order, func(x Role, field string) any {
-		switch field {
-		case "name":
-			return x.Name
-		case "updated":
-			return x.Updated
-		}
-		return x.Created
-	}, id, apigw.OrderKey{Field: "created"})
+	return listIn(h, r, p, apigw.Lister[domain.Role, Role]{
+		Name: "roles",
+		Out:  func(x domain.Role) (Role, error) { return roleOut(x), nil },
+		Sort: sortNamed(Role.named, func(x Role) string { return x.ID }),
+	}, h.st.PageRoles, func(x domain.Role) string { return roleHref(x.AccountID, x.ID) })
 }
 
 func (h *handler) getRole(r *http.Request, _ apigw.Principal) (int, any, error) {
@@ -206,13 +176,7 @@ func (h *handler) getRole(r *http.Request, _ apigw.Principal) (int, any, error) 
 	return http.StatusOK, roleOut(role), nil
 }
 
-func roleIDs(r *http.Request) (acct, id string, err error) {
-	if acct, err = accountID(r); err != nil {
-		return "", "", err
-	}
-	id, err = pathID(r, "role_id", "role")
-	return acct, id, err
-}
+func roleIDs(r *http.Request) (acct, id string, err error) { return memberIDs(r, "role_id", "role") }
 
 func (h *handler) createRole(r *http.Request, _ apigw.Principal) (int, any, error) {
 	acct, err := accountID(r)

@@ -29,7 +29,7 @@ func (h *handler) whoIs(r *http.Request, p apigw.Principal) (who, error) {
 		return who{id: p.ID, email: p.Email, self: true}, nil
 	}
 	if !ids.Valid(id) {
-		return who{}, apigw.NotFound("no user %q", id)
+		return who{}, domain.Errorf(domain.NotFound, "no user %q", id)
 	}
 	u, err := h.st.GetPrincipal(r.Context(), id)
 	if err != nil {
@@ -43,7 +43,7 @@ func (h *handler) whoIs(r *http.Request, p apigw.Principal) (who, error) {
 // someone else by revoking the invitation that gave it.
 func onlySelf(w who, what string) error {
 	if !w.self {
-		return apigw.Forbidden("only the user itself may %s; to take access away, revoke the invitation (DELETE /v2/accounts/{id}/invitations/{invitation_id})", what)
+		return domain.Errorf(domain.Forbidden, "only the user itself may %s; to take access away, revoke the invitation (DELETE /v2/accounts/{id}/invitations/{invitation_id})", what)
 	}
 	return nil
 }
@@ -65,7 +65,7 @@ func (h *handler) listInbox(k kind) endpoint {
 			},
 			// The user's own inbox: every member is the user's (the route
 			// decided who may read it).
-			Allow: allowAll[domain.Invitation],
+			Allow: apigw.AllowAll[domain.Invitation],
 			Out:   func(x domain.Invitation) (Invitation, error) { return invitationOut(x), nil },
 			Sort:  sortInvitations,
 		})
@@ -115,7 +115,7 @@ func (h *handler) answerInvitation(k kind) endpoint {
 			return 0, nil, err
 		}
 		if in.State == nil || (*in.State != domain.InvitationAccepted && *in.State != domain.InvitationDeclined) {
-			return 0, nil, apigw.BadRequest("state is required: \"accepted\" or \"declined\"")
+			return 0, nil, domain.Errorf(domain.Invalid, "state is required: \"accepted\" or \"declined\"")
 		}
 		ctx := r.Context()
 		inv, err := h.st.InboxInvitation(ctx, w.email, k.name, id)
@@ -127,9 +127,9 @@ func (h *handler) answerInvitation(k kind) endpoint {
 		case inv.State == want && (want == domain.InvitationDeclined || inv.Principal == p.ID):
 			return http.StatusOK, invitationOut(inv), nil
 		case inv.State == domain.InvitationAccepted:
-			return 0, nil, apigw.Conflict("the invitation was accepted already; to give up what it granted, DELETE /v2/users/self/%ss/%s", k.target, inv.Target)
+			return 0, nil, domain.Errorf(domain.Conflict, "the invitation was accepted already; to give up what it granted, DELETE /v2/users/self/%ss/%s", k.target, inv.Target)
 		case inv.State == domain.InvitationDeclined:
-			return 0, nil, apigw.Conflict("the invitation was declined already; ask for a new one")
+			return 0, nil, domain.Errorf(domain.Conflict, "the invitation was declined already; ask for a new one")
 		}
 		if want == domain.InvitationDeclined {
 			inv, err = h.st.DeclineInvitation(ctx, inv.Ref())
@@ -138,11 +138,11 @@ func (h *handler) answerInvitation(k kind) endpoint {
 		}
 		switch {
 		case errors.Is(err, store.ErrStateChanged):
-			return 0, nil, apigw.Conflict("the invitation was answered or revoked meanwhile")
+			return 0, nil, domain.Errorf(domain.Conflict, "the invitation was answered or revoked meanwhile")
 		case errors.Is(err, store.ErrAlreadyHeld):
-			return 0, nil, apigw.Conflict("you hold %s %s already", k.target, targetHref(k, inv.AccountID, inv.Target))
+			return 0, nil, domain.Errorf(domain.Conflict, "you hold %s %s already", k.target, targetHref(k, inv.AccountID, inv.Target))
 		case errors.Is(err, domain.ErrNotFound):
-			return 0, nil, apigw.Conflict("%s %s no longer exists", k.target, targetHref(k, inv.AccountID, inv.Target))
+			return 0, nil, domain.Errorf(domain.Conflict, "%s %s no longer exists", k.target, targetHref(k, inv.AccountID, inv.Target))
 		case err != nil:
 			return 0, nil, err
 		}
@@ -154,35 +154,23 @@ func (h *handler) answerInvitation(k kind) endpoint {
 // in the order they were granted; those held through groups are listed
 // with the groups.
 func (h *handler) listHeldRoles(r *http.Request, p apigw.Principal) (int, any, error) {
-	w, err := h.whoIs(r, p)
-	if err != nil {
-		return 0, nil, err
-	}
-	page, err := apigw.ParsePage(r.URL.Query(), "name", "created", "updated")
-	if err != nil {
-		return 0, nil, err
-	}
-	list, err := apigw.List(r, page, apigw.Lister[domain.Role, Role]{
-		Name: "held-roles", Indexed: "granted", ValidPosition: store.ValidPairPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Role, []string, bool, error) {
-			return h.st.PageHeldRoles(ctx, w.id, after, desc, n)
-		},
-		// A grant whose role is gone is no member.
-		Allow: func(context.Context) (func(domain.Role) bool, error) {
-			return func(x domain.Role) bool { return x.ID != "" }, nil
-		},
-		Out:  func(x domain.Role) (Role, error) { return roleOut(x), nil },
-		Sort: func(out []Role, order []apigw.OrderKey) { sortRoles(out, order, func(x Role) string { return x.Href }) },
-	})
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, list, nil
+	return listHeld(h, r, p, "held-roles", h.st.PageHeldRoles, func(x domain.Role) string { return x.ID },
+		roleOut, Role.named, func(x Role) string { return x.Href })
 }
 
 // listHeldGroups lists the groups the user is a member of, in the order
 // they were joined.
 func (h *handler) listHeldGroups(r *http.Request, p apigw.Principal) (int, any, error) {
+	return listHeld(h, r, p, "held-groups", h.st.PageHeldGroups, func(x domain.Group) string { return x.ID },
+		groupOut, Group.named, func(x Group) string { return x.Href })
+}
+
+// listHeld lists what the user holds (roles or groups) in the order it
+// was granted; id reads a member's id, empty for a grant whose role or
+// group is gone, which is no member. Another order breaks ties by href.
+func listHeld[T, O any](h *handler, r *http.Request, p apigw.Principal, name string,
+	read func(ctx context.Context, principal, after string, desc bool, n int) ([]T, []string, bool, error),
+	id func(T) string, out func(T) O, of func(O) named, href func(O) string) (int, any, error) {
 	w, err := h.whoIs(r, p)
 	if err != nil {
 		return 0, nil, err
@@ -191,18 +179,16 @@ func (h *handler) listHeldGroups(r *http.Request, p apigw.Principal) (int, any, 
 	if err != nil {
 		return 0, nil, err
 	}
-	list, err := apigw.List(r, page, apigw.Lister[domain.Group, Group]{
-		Name: "held-groups", Indexed: "granted", ValidPosition: store.ValidPairPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Group, []string, bool, error) {
-			return h.st.PageHeldGroups(ctx, w.id, after, desc, n)
+	list, err := apigw.List(r, page, apigw.Lister[T, O]{
+		Name: name, Indexed: "granted", ValidPosition: store.ValidPairPosition,
+		Read: func(ctx context.Context, after string, desc bool, n int) ([]T, []string, bool, error) {
+			return read(ctx, w.id, after, desc, n)
 		},
-		Allow: func(context.Context) (func(domain.Group) bool, error) {
-			return func(x domain.Group) bool { return x.ID != "" }, nil
+		Allow: func(context.Context) (func(T) bool, error) {
+			return func(x T) bool { return id(x) != "" }, nil
 		},
-		Out: func(x domain.Group) (Group, error) { return groupOut(x), nil },
-		Sort: func(out []Group, order []apigw.OrderKey) {
-			sortGroups(out, order, func(x Group) string { return x.Href })
-		},
+		Out:  func(x T) (O, error) { return out(x), nil },
+		Sort: sortNamed(of, href),
 	})
 	if err != nil {
 		return 0, nil, err
@@ -222,6 +208,14 @@ func (h *handler) getHeldGroup(r *http.Request, p apigw.Principal) (int, any, er
 	return h.getHeld(r, p, true)
 }
 
+// heldParam is the path parameter of a held role or group, and its name.
+func heldParam(group bool) (param, what string) {
+	if group {
+		return "group_id", "group"
+	}
+	return "role_id", "role"
+}
+
 // getHeld reads the user's grants and then only the one role or group it
 // names: a role the user does not hold is a 404, whether it exists or not.
 func (h *handler) getHeld(r *http.Request, p apigw.Principal, group bool) (int, any, error) {
@@ -229,10 +223,7 @@ func (h *handler) getHeld(r *http.Request, p apigw.Principal, group bool) (int, 
 	if err != nil {
 		return 0, nil, err
 	}
-	param, what := "role_id", "role"
-	if group {
-		param, what = "group_id", "group"
-	}
+	param, what := heldParam(group)
 	id, err := pathID(r, param, what)
 	if err != nil {
 		return 0, nil, err
@@ -251,7 +242,7 @@ func (h *handler) getHeld(r *http.Request, p apigw.Principal, group bool) (int, 
 		}
 	}
 	if account == "" {
-		return 0, nil, apigw.NotFound("%s holds no %s %q", userHref(w.id), what, id)
+		return 0, nil, domain.Errorf(domain.NotFound, "%s holds no %s %q", userHref(w.id), what, id)
 	}
 	if group {
 		g, err := h.st.GetGroup(ctx, account, id)
@@ -284,10 +275,7 @@ func (h *handler) leave(r *http.Request, p apigw.Principal, group bool) (int, an
 	if err != nil {
 		return 0, nil, err
 	}
-	param, what := "role_id", "role"
-	if group {
-		param, what = "group_id", "group"
-	}
+	param, what := heldParam(group)
 	if err := onlySelf(w, "leave its "+what+"s"); err != nil {
 		return 0, nil, err
 	}
@@ -308,7 +296,7 @@ func (h *handler) leave(r *http.Request, p apigw.Principal, group bool) (int, an
 		}
 	}
 	if g.AccountID == "" {
-		return 0, nil, apigw.NotFound("you hold no %s %q", what, id)
+		return 0, nil, domain.Errorf(domain.NotFound, "you hold no %s %q", what, id)
 	}
 	// Delete the grant and read the one role or group to echo back, in
 	// parallel (the answer does not depend on the delete).

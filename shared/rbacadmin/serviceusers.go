@@ -44,11 +44,7 @@ func (c *serviceUserConfig) validate() error {
 }
 
 func serviceUserIDs(r *http.Request) (acct, id string, err error) {
-	if acct, err = accountID(r); err != nil {
-		return "", "", err
-	}
-	id, err = pathID(r, "service_user_id", "service user")
-	return acct, id, err
+	return memberIDs(r, "service_user_id", "service user")
 }
 
 // createServiceUser makes a principal of the account with one persistent
@@ -103,33 +99,11 @@ func (h *handler) createServiceUser(r *http.Request, _ apigw.Principal) (int, an
 }
 
 func (h *handler) listServiceUsers(r *http.Request, p apigw.Principal) (int, any, error) {
-	acct, err := accountID(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	page, err := apigw.ParsePage(r.URL.Query(), "name", "created", "updated")
-	if err != nil {
-		return 0, nil, err
-	}
 	now := h.st.Now()
-	list, err := apigw.List(r, page, apigw.Lister[domain.ServiceUser, ServiceUser]{
-		Name: "service-users", Indexed: "created", ValidPosition: store.ValidPosition,
-		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.ServiceUser, []string, bool, error) {
-			return h.st.PageServiceUsers(ctx, acct, after, desc, n)
-		},
-		Allow: visibleIn(h, p, acct, func(x domain.ServiceUser) string { return serviceUserHref(x.Account, x.ID) }),
-		Out:   func(x domain.ServiceUser) (ServiceUser, error) { return serviceUserOut(x, nil, now), nil },
-		Sort: func(out []ServiceUser, order []apigw.OrderKey) {
-			apigw.Sort(out, order, func(x ServiceUser, field string) any {
-				switch field {
-				case "name":
-					return x.Name
-				case "updated":
-					return x.Updated
-				}
-				return x.Created
-			}, func(x ServiceUser) string { return x.ID }, apigw.OrderKey{Field: "created"})
-		},
+	return listIn(h, r, p, apigw.Lister[domain.ServiceUser, ServiceUser]{
+		Name: "service-users",
+		Out:  func(x domain.ServiceUser) (ServiceUser, error) { return serviceUserOut(x, nil, now), nil },
+		Sort: sortNamed(ServiceUser.named, func(x ServiceUser) string { return x.ID }),
 		// The page's members' keys, all at once.
 		Finish: func(ctx context.Context, page []ServiceUser) error {
 			keys := make([][]domain.AccessKey, len(page))
@@ -145,11 +119,7 @@ func (h *handler) listServiceUsers(r *http.Request, p apigw.Principal) (int, any
 			}
 			return nil
 		},
-	})
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, list, nil
+	}, h.st.PageServiceUsers, func(x domain.ServiceUser) string { return serviceUserHref(x.Account, x.ID) })
 }
 
 func (h *handler) getServiceUser(r *http.Request, _ apigw.Principal) (int, any, error) {

@@ -407,6 +407,36 @@ func TestBillingStore(t *testing.T) {
 	if err := st.RecordPayment(ctx, domain.Payment{ID: "p1", Account: "a1", AmountCents: 1250, Date: today, Reference: "wire 42"}); err != nil {
 		t.Fatal(err)
 	}
+	// The applications counted are the usage item the create and delete
+	// transactions keep: six created at once, two deleted at once (each
+	// by two racing deletes, of which one wins), four counted.
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Go(func() {
+			if err := st.CreateApplication(ctx, domain.Application{ID: fmt.Sprintf("app%d", i), Account: "a1", State: domain.AppStopped, Version: 1}, domain.Quota{Kind: domain.ResourceApplications}); err != nil {
+				t.Errorf("create app%d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	var deleted atomic.Int32
+	for i := range 4 {
+		wg.Go(func() {
+			_, err := st.DeleteApplication(ctx, "a1", fmt.Sprintf("app%d", i%2))
+			switch {
+			case err == nil:
+				deleted.Add(1)
+			case domain.ErrorCode(err) != domain.Conflict && !errors.Is(err, domain.ErrNotFound):
+				t.Errorf("delete app%d: %v", i%2, err)
+			}
+		})
+	}
+	wg.Wait()
+	if deleted.Load() != 2 {
+		t.Fatalf("%d deletes succeeded, want 2", deleted.Load())
+	}
+	// An application item the transactions did not count (written
+	// straight to the table) is not read: billing reads no application.
 	indexed(t, d, "APP#x1", "APP", "APPS#a1")
 	first := domain.Invoice{Account: "a1", Period: "2020-01", TotalCents: 100, DueDate: "2020-02-29"}
 	second := first
@@ -423,11 +453,15 @@ func TestBillingStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Account.ID != "a1" || len(b.Payments) != 1 || b.Payments[0].Reference != "wire 42" || len(b.Invoices) != 1 || b.Usage.Applications != 1 {
+	if b.Account.ID != "a1" || len(b.Payments) != 1 || b.Payments[0].Reference != "wire 42" || len(b.Invoices) != 1 || b.Usage.Applications != 4 {
 		t.Fatalf("LoadBilling = %+v", b)
 	}
-	if n := d.Counter.Total(); n != 2 {
-		t.Fatalf("LoadBilling made %d calls, want 2 (partition query and application count)", n)
+	if n := d.Counter.Total(); n != 1 {
+		t.Fatalf("LoadBilling made %d calls, want 1 (the account's partition, usage item included)", n)
+	}
+	// An account that never had an application has no usage item: none.
+	if b, err := st.LoadBilling(ctx, root.ID); err != nil || b.Usage.Applications != 0 {
+		t.Fatalf("billing of the root: %+v %v", b.Usage, err)
 	}
 	if _, err := st.LoadBilling(ctx, "nope"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("billing of a missing account: %v", err)

@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +33,7 @@ func addrSetPK(id string) string        { return "ADDRSET#" + id }
 func addrEntrySK(prefix string) string  { return prefixAddrEntry + prefix }
 func addrIncludedBySK(id string) string { return prefixAddrIncludedBy + id }
 func addrExpiryGSI(shard uint32) string { return fmt.Sprintf("ADDREXP#%d", shard) }
+func addrEntriesGSI(set string) string  { return "ADDRENTRIES#" + set }
 func addrExpiryGSISK(e domain.AddressEntry) string {
 	return e.Expiry.UTC().Format(timeLayout) + "#" + e.Set + "#" + e.Prefix
 }
@@ -69,6 +73,14 @@ func addrSetKey(s domain.AddressSet) keyAttrs {
 
 func addrEntryItem(e domain.AddressEntry) (map[string]types.AttributeValue, error) {
 	k := keyAttrs{PK: addrSetPK(e.Set), SK: addrEntrySK(e.Prefix), Entity: "address_entry"}
+	// The table's sort key orders networks as strings ("10.0.0.0/8"
+	// before "9.0.0.0/8"); GSI2 keeps the set's entries in address order,
+	// the order /addresses pages in.
+	pos, err := AddressPosition(e.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("address entry %s/%s: %w", e.Set, e.Prefix, err)
+	}
+	k.GSI2PK, k.GSI2SK = addrEntriesGSI(e.Set), pos
 	if e.Expiry != nil {
 		k.GSI1PK, k.GSI1SK = addrExpiryGSI(addrExpiryShard(e.Set, e.Prefix)), addrExpiryGSISK(e)
 	}
@@ -161,6 +173,79 @@ func (s *Store) GetAddressSetItems(ctx context.Context, ids []string) ([]domain.
 func (s *Store) PageAddressSets(ctx context.Context, account, after string, desc bool, n int) ([]domain.AddressSet, []string, bool, error) {
 	return pageOf[domain.AddressSet](ctx, s, collection{op: "list address sets", index: IndexGSI1, pk: addressSetsGSI(account), skPrefix: addrSetsGSISKPrefix,
 		tableKey: func(pos string) (string, string) { return addrSetPK(idOf(pos)), skAddrSet }}, after, desc, n)
+}
+
+// AddressPosition is an entry's position in its set's address order (the
+// sort key of GSI2 ADDRENTRIES#<set>): the family (4 or 6), the address
+// in fixed-width hex and the prefix length in three digits, so that byte
+// order is address order (IPv4 first), then shorter prefix first. prefix
+// is a network as entries are kept ("10.0.0.0/8", "192.0.2.1/32").
+func AddressPosition(prefix string) (string, error) {
+	p, err := netip.ParsePrefix(prefix)
+	if err != nil || p.Addr().Zone() != "" || p.Masked() != p {
+		return "", fmt.Errorf("%q is not a network in canonical form", prefix)
+	}
+	fam := "6"
+	if p.Addr().Is4() {
+		fam = "4"
+	}
+	return fmt.Sprintf("%s%x/%03d", fam, p.Addr().AsSlice(), p.Bits()), nil
+}
+
+// addressPrefix is the network at an AddressPosition, as the entry's
+// table sort key holds it; ok is false for anything AddressPosition does
+// not make.
+func addressPrefix(pos string) (string, bool) {
+	fam, rest, ok := strings.Cut(pos, "/")
+	if !ok || len(fam) < 1 || len(rest) != 3 {
+		return "", false
+	}
+	raw, err := hex.DecodeString(fam[1:])
+	if err != nil {
+		return "", false
+	}
+	var a netip.Addr
+	switch {
+	case fam[0] == '4' && len(raw) == 4:
+		a = netip.AddrFrom4([4]byte(raw))
+	case fam[0] == '6' && len(raw) == 16:
+		a = netip.AddrFrom16([16]byte(raw))
+	default:
+		return "", false
+	}
+	bits, err := strconv.Atoi(rest)
+	if err != nil {
+		return "", false
+	}
+	p := netip.PrefixFrom(a, bits)
+	if !p.IsValid() {
+		return "", false
+	}
+	if again, err := AddressPosition(p.String()); err != nil || again != pos {
+		return "", false
+	}
+	return p.String(), true
+}
+
+// ValidAddressPosition reports whether p is an AddressPosition (it comes
+// back from clients inside cursors).
+func ValidAddressPosition(p string) bool {
+	_, ok := addressPrefix(p)
+	return ok
+}
+
+// PageAddressEntries reads at most n entries of set after position after
+// (AddressPosition; "" from the first) in address order (desc: reversed),
+// expired ones included, with their positions and whether more may
+// follow: one Query of GSI2 ADDRENTRIES#<set> (eventually consistent, as
+// every index read). It does not check the set's account: the caller
+// reads the set item for that.
+func (s *Store) PageAddressEntries(ctx context.Context, set, after string, desc bool, n int) ([]domain.AddressEntry, []string, bool, error) {
+	return pageOf[domain.AddressEntry](ctx, s, collection{op: "list address entries", index: IndexGSI2, pk: addrEntriesGSI(set),
+		tableKey: func(pos string) (string, string) {
+			p, _ := addressPrefix(pos)
+			return addrSetPK(set), addrEntrySK(p)
+		}}, after, desc, n)
 }
 
 // AddressSetRef is a set and the version a write saw it at.

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +102,75 @@ func TestAddressSetWritesAreVersioned(t *testing.T) {
 	}
 	if ok, _ := st.ArmAddressWake(ctx, now.Add(20*time.Minute), now.Add(6*time.Minute)); !ok {
 		t.Fatal("a spent wake-up was not replaced")
+	}
+}
+
+// A set's entries are paged in address order (IPv4 first, then by
+// address, a shorter prefix first), which the table's sort key (the
+// network as a string) does not hold: GSI2 does, one Query a page, both
+// ways, from any cursor position.
+func TestPageAddressEntriesInAddressOrder(t *testing.T) {
+	st, d := newStore(t)
+	ctx := context.Background()
+	now := st.Now()
+	nets := []string{"10.0.0.0/8", "9.0.0.0/8", "10.0.0.0/16", "192.0.2.1/32", "2001:db8::/32", "::1/128", "0.0.0.0/0", "2001:db8::1/128", "ffff::/16"}
+	want := []string{"0.0.0.0/0", "9.0.0.0/8", "10.0.0.0/8", "10.0.0.0/16", "192.0.2.1/32", "::1/128", "2001:db8::/32", "2001:db8::1/128", "ffff::/16"}
+	a := domain.AddressSet{ID: "s1", Account: "a1", Name: "one", Type: "manual", Version: 1, EntryCount: len(nets), Created: now, Updated: now}
+	w := store.AddressSetWrite{Set: a, Create: true}
+	for _, n := range nets {
+		w.PutEntries = append(w.PutEntries, domain.AddressEntry{Set: "s1", Prefix: n, Address: n, Created: now})
+	}
+	// Another set's entries are another partition.
+	b := domain.AddressSet{ID: "s2", Account: "a1", Name: "two", Type: "manual", Version: 1, EntryCount: 1, Created: now, Updated: now}
+	if err := st.WriteAddressSet(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.WriteAddressSet(ctx, store.AddressSetWrite{Set: b, Create: true, PutEntries: []domain.AddressEntry{{Set: "s2", Prefix: "8.8.8.8/32", Address: "8.8.8.8", Created: now}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, desc := range []bool{false, true} {
+		var got []string
+		after := ""
+		for range 20 {
+			d.Counter.Reset()
+			es, pos, more, err := st.PageAddressEntries(ctx, "s1", after, desc, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Counter.Total() != 1 || len(es) != len(pos) || len(es) > 2 {
+				t.Fatalf("page: %d calls, %d entries, %d positions", d.Counter.Total(), len(es), len(pos))
+			}
+			for i, e := range es {
+				got = append(got, e.Prefix)
+				if p, err := store.AddressPosition(e.Prefix); err != nil || p != pos[i] || !store.ValidAddressPosition(p) {
+					t.Fatalf("position of %s: %q, want %q (%v)", e.Prefix, pos[i], p, err)
+				}
+			}
+			if !more {
+				break
+			}
+			after = pos[len(pos)-1]
+		}
+		w := want
+		if desc {
+			w = reversed(want)
+		}
+		if strings.Join(got, " ") != strings.Join(w, " ") {
+			t.Errorf("desc %v:\n got %v\nwant %v", desc, got, w)
+		}
+	}
+	// A position no entry has starts a page all the same.
+	mid, _ := store.AddressPosition("10.0.0.0/12")
+	es, _, _, err := st.PageAddressEntries(ctx, "s1", mid, false, 2)
+	if err != nil || len(es) != 2 || es[0].Prefix != "10.0.0.0/16" || es[1].Prefix != "192.0.2.1/32" {
+		t.Fatalf("after 10.0.0.0/12: %+v %v", es, err)
+	}
+	for _, bad := range []string{"", "10.0.0.0/8", "4/032", "40a000000/08", "40a000000/033", "40A000000/008", "40a000001/008", "5000000000/000", "4zz000000/008", "60a000000/008"} {
+		if store.ValidAddressPosition(bad) {
+			t.Errorf("ValidAddressPosition(%q) = true", bad)
+		}
+	}
+	if _, err := store.AddressPosition("10.0.0.1/8"); err == nil {
+		t.Error("a network with host bits set has a position")
 	}
 }

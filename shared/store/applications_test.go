@@ -3,7 +3,13 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/domain"
 	"cads/shared/store"
@@ -214,5 +220,110 @@ func TestPageControlsKeepHistory(t *testing.T) {
 	}
 	if _, err := st.GetPageControl(ctx, "acct1", "app1", 1); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("deleted control: %v", err)
+	}
+}
+
+// The page-control list reads current versions and history in one Query
+// of the page's Limit, both ways, every control whole with its history
+// whatever the page size; a control the Limit cuts waits for the next
+// read, unless it is the first, which one more Query completes; history
+// without its control (an interrupted delete) is a member without a
+// current version, passed over.
+func TestPagePageControlsInOneQuery(t *testing.T) {
+	st, d := newStore(t)
+	ctx := context.Background()
+	newApp(t, st, "acct1", "app1")
+	// Controls 1-6; control 2 at version 4, control 5 at version 2;
+	// control 4 deleted but for its history.
+	versions := map[int]int{1: 1, 2: 4, 3: 1, 4: 3, 5: 2, 6: 1}
+	for id := 1; id <= 6; id++ {
+		if _, err := st.NextPageControlID(ctx, "acct1", "app1"); err != nil {
+			t.Fatal(err)
+		}
+		cur := domain.PageControl{App: "app1", ID: id, Name: fmt.Sprint("c", id), Actions: "[]", Version: 1}
+		if err := st.CreatePageControl(ctx, "acct1", cur); err != nil {
+			t.Fatal(err)
+		}
+		for v := 2; v <= versions[id]; v++ {
+			next := cur
+			next.Version = v
+			if err := st.UpdatePageControl(ctx, "acct1", cur, next); err != nil {
+				t.Fatal(err)
+			}
+			cur = next
+		}
+	}
+	four, err := st.GetPageControl(ctx, "acct1", "app1", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(d.Table), Key: map[string]types.AttributeValue{
+		"PK": &types.AttributeValueMemberS{Value: "APP#app1"}, "SK": &types.AttributeValueMemberS{Value: "PAGECONTROL#0000000004"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(four.History) != 2 {
+		t.Fatalf("control 4: %+v", four)
+	}
+	// What a walk shows: "id:version:history versions", an orphan "-".
+	show := func(v domain.PageControlVersions) string {
+		if v.Current.ID == 0 {
+			return "-"
+		}
+		s := fmt.Sprintf("%d:%d:", v.Current.ID, v.Current.Version)
+		for _, h := range v.History {
+			if h.ID != v.Current.ID {
+				t.Errorf("history of %d holds %d", v.Current.ID, h.ID)
+			}
+			s += fmt.Sprint(h.Version)
+		}
+		return s
+	}
+	for _, c := range []struct {
+		desc, hist bool
+		want       string
+	}{
+		{false, true, "1:1: 2:4:123 3:1: - 5:2:1 6:1:"},
+		{true, true, "6:1: 5:2:1 - 3:1: 2:4:123 1:1:"},
+		{false, false, "1:1: 2:4: 3:1: - 5:2: 6:1:"},
+		{true, false, "6:1: 5:2: - 3:1: 2:4: 1:1:"},
+	} {
+		for n := 1; n <= 16; n++ {
+			var got []string
+			after, reads, queries := "", 0, 0
+			for more := true; more; reads++ {
+				if reads > 20 {
+					t.Fatalf("desc %v, %d a read: no end", c.desc, n)
+				}
+				d.Counter.Reset()
+				vs, pos, m, err := st.PagePageControls(ctx, "acct1", "app1", after, c.desc, n, c.hist)
+				if err != nil || len(vs) != len(pos) || len(vs) > n {
+					t.Fatalf("read of %d after %q: %d members, %d positions, %v", n, after, len(vs), len(pos), err)
+				}
+				if ops := d.Counter.ByOperation(); ops["Query"] > 2 || ops["GetItem"] != 1 {
+					t.Fatalf("read of %d after %q: %v", n, after, ops)
+				}
+				queries += d.Counter.ByOperation()["Query"]
+				if len(vs) == 0 && m {
+					t.Fatalf("read of %d after %q: nothing, but more", n, after)
+				}
+				for i, v := range vs {
+					got = append(got, show(v))
+					if !store.ValidPageControlPosition(pos[i]) {
+						t.Fatalf("position %q", pos[i])
+					}
+				}
+				if len(pos) > 0 {
+					after = pos[len(pos)-1]
+				}
+				more = m
+			}
+			if strings.Join(got, " ") != c.want {
+				t.Errorf("desc %v, history %v, reads of %d:\n got %s\nwant %s", c.desc, c.hist, n, strings.Join(got, " "), c.want)
+			}
+			// 13 items: one Query of 16 reads them all.
+			if n == 16 && queries != 1 {
+				t.Errorf("desc %v, reads of 16: %d Queries, want 1", c.desc, queries)
+			}
+		}
 	}
 }

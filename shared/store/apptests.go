@@ -91,7 +91,7 @@ func (s *Store) CreateAppTest(ctx context.Context, t domain.AppTest, archive, co
 	if err != nil {
 		err = s.dropConverted(ctx, t, err)
 	}
-	if atCanceled(err, 0) {
+	if txConditionFailedAt(err, 0) {
 		return conflict("a test with id " + strconv.Quote(t.ID) + " already exists; change it with PATCH or delete it first")
 	}
 	return err
@@ -220,7 +220,7 @@ func (s *Store) ReplaceAppTestArchive(ctx context.Context, prev domain.AppTest, 
 	if err != nil {
 		err = s.dropConverted(ctx, next, err)
 	}
-	if atCanceled(err, 0) {
+	if txConditionFailedAt(err, 0) {
 		if _, gerr := s.GetAppTest(ctx, prev.Account, prev.ID); gerr != nil {
 			return domain.AppTest{}, gerr
 		}
@@ -374,19 +374,4 @@ func atTime(t time.Time) types.AttributeValue {
 		return atStr(t.UTC().Format(time.RFC3339Nano))
 	}
 	return v
-}
-
-// canceledAt reports whether a canceled transaction failed the condition
-// of its action i.
-func atCanceled(err error, i int) bool {
-	var tx *ddb.TxCanceledError
-	if !errors.As(err, &tx) {
-		return false
-	}
-	for _, r := range tx.Reasons {
-		if r.Index == i && r.Code == ddb.ReasonConditionalCheckFailed {
-			return true
-		}
-	}
-	return false
 }

@@ -30,21 +30,16 @@ func paymentKey(p domain.Payment) keyAttrs {
 }
 
 // LoadBilling reads an account's whole partition (the account, its
-// entitlements, closed invoices and payments) with one Query, and counts
-// its applications (GSI1 APPS#<account>) in parallel: one round trip of
-// wall time. A missing account is domain.ErrNotFound.
+// entitlements, closed invoices, payments and usage counts) with one
+// Query: one round trip, whatever the number of applications. The
+// applications counted are the account's usage item (USAGE#applications),
+// which the create and delete transactions keep (usageOp); a missing item
+// is an account that never had one (docs/data-model.md, Billing). A
+// missing account is domain.ErrNotFound.
 func (s *Store) LoadBilling(ctx context.Context, account string) (domain.Billing, error) {
-	var (
-		b     domain.Billing
-		items []map[string]types.AttributeValue
-	)
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) {
-		items, err = s.query(gctx, "load billing", partitionQuery(accountPK(account)), 0)
-		return err
-	})
-	g.Go(func() (err error) { b.Usage.Applications, err = s.countGSI(gctx, appsGSI(account)); return err })
-	if err := g.Wait(); err != nil {
+	var b domain.Billing
+	items, err := s.query(ctx, "load billing", partitionQuery(accountPK(account)), 0)
+	if err != nil {
 		return b, err
 	}
 	b.Usage.Measured = s.now()
@@ -55,18 +50,23 @@ func (s *Store) LoadBilling(ctx context.Context, account string) (domain.Billing
 			return b, fmt.Errorf("load billing: %w", err)
 		}
 		var err error
-		switch k.Entity {
-		case "account":
+		switch {
+		case k.SK == usageSK(domain.ResourceApplications):
+			// Written only by ADD updates: no entity attribute.
+			var u usage
+			err = attributevalue.UnmarshalMap(it, &u)
+			b.Usage.Applications = u.N
+		case k.Entity == "account":
 			found, err = true, attributevalue.UnmarshalMap(it, &b.Account)
-		case "entitlement":
+		case k.Entity == "entitlement":
 			var e domain.Entitlement
 			err = attributevalue.UnmarshalMap(it, &e)
 			b.Entitlements = append(b.Entitlements, e)
-		case "invoice":
+		case k.Entity == "invoice":
 			var inv domain.Invoice
 			err = attributevalue.UnmarshalMap(it, &inv)
 			b.Invoices = append(b.Invoices, inv)
-		case "payment":
+		case k.Entity == "payment":
 			var p domain.Payment
 			err = attributevalue.UnmarshalMap(it, &p)
 			b.Payments = append(b.Payments, p)

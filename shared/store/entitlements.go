@@ -211,23 +211,3 @@ func (s *Store) usageOp(account string, q domain.Quota, delta int) types.Transac
 	}
 	return types.TransactWriteItem{Update: u}
 }
-
-// countGSI counts the items of one GSI1 partition without reading them
-// (Select COUNT, following pages).
-func (s *Store) countGSI(ctx context.Context, pk string) (int, error) {
-	in := gsiQuery(pk)
-	in.TableName = aws.String(s.table)
-	in.Select = types.SelectCount
-	n := 0
-	for {
-		out, err := s.db.Query(ctx, in)
-		if err != nil {
-			return 0, wrap("count "+pk, err)
-		}
-		n += int(out.Count)
-		if len(out.LastEvaluatedKey) == 0 {
-			return n, nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
-}

@@ -3,8 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -187,20 +187,21 @@ func ValidPageControlPosition(p string) bool {
 	return true
 }
 
-// pageControlQueryLimit is the Limit of the Queries after one that found
-// only history items (they count towards DynamoDB's Limit too).
-const pageControlQueryLimit = 100
-
-// PagePageControls reads at most n page controls of an application after
-// position after (PageControlPosition; "" from the first) in id order
-// (desc: highest id first), with their positions and whether more may
-// follow. Only current versions are read (a filter on the entity), so
-// history costs nothing here; withHistory adds one Query over the page's
-// range for the earlier versions of its controls. The application must
-// belong to account (ErrNotFound otherwise), checked in parallel.
+// PagePageControls reads page controls of an application after position
+// after (PageControlPosition; "" from the first) in id order (desc:
+// highest id first), with their positions and whether more may follow:
+// one Query of at most n items, current versions and history alike (a
+// control's items sort together: its current version, then its earlier
+// ones), with the application check beside it (its error wins: a missing
+// application is a 404 whatever the Query found). A control is returned
+// only whole: one the Query cut is left for the next read, unless it is
+// the first, which one more Query, limited to the items it still lacks
+// (its version says how many), completes. History left behind by an
+// interrupted delete is returned as a member without a current version
+// (Current.ID 0): a caller hides it, and going on after its position
+// passes the rest of it, so it costs the read budget, never a silent cut.
+// withHistory says whether the history is kept on the controls returned.
 func (s *Store) PagePageControls(ctx context.Context, account, app, after string, desc bool, n int, withHistory bool) ([]domain.PageControlVersions, []string, bool, error) {
-	// The application check runs beside the page's Query; its error wins
-	// (a missing application is a 404 whatever the Query found).
 	var appCheck errgroup.Group
 	appCheck.Go(func() error { _, err := s.GetApplication(ctx, account, app); return err })
 	// Every sort key of a control and its history lies between
@@ -209,7 +210,13 @@ func (s *Store) PagePageControls(ctx context.Context, account, app, after string
 	lo, hi := prefixPageControl, prefixPageControl+"~"
 	if after != "" {
 		if desc {
-			hi = prefixPageControl + after
+			// Up to the last item of the control before it (BETWEEN is
+			// inclusive).
+			id, err := strconv.Atoi(after)
+			if err != nil || id < 1 {
+				return nil, nil, false, appCheck.Wait()
+			}
+			hi = prefixPageControl + PageControlPosition(id-1) + "#~"
 		} else {
 			lo = prefixPageControl + after + "#~"
 		}
@@ -217,81 +224,117 @@ func (s *Store) PagePageControls(ctx context.Context, account, app, after string
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		KeyConditionExpression:    aws.String("PK = :pk AND SK BETWEEN :lo AND :hi"),
-		FilterExpression:          aws.String("entity = :current"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(appPK(app)), ":lo": avStr(lo), ":hi": avStr(hi), ":current": avStr("page_control")},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(appPK(app)), ":lo": avStr(lo), ":hi": avStr(hi)},
 		ScanIndexForward:          aws.Bool(!desc),
 		Limit:                     aws.Int32(int32(max(n, 1))),
 		ConsistentRead:            aws.Bool(true),
 	}
-	var (
-		items []map[string]types.AttributeValue
-		more  bool
-		err   error
-	)
-	// A Query whose examined items were all history returns none: read on
-	// until one control is found or the range ends (the between-bound
-	// excludes the position after itself: BETWEEN is inclusive, and a
-	// descending page must not repeat it).
-	for {
-		var out *dynamodb.QueryOutput
-		out, err = s.db.Query(ctx, in)
-		if err != nil {
-			err = wrap("list page controls", err)
-			break
-		}
-		for _, it := range out.Items {
-			if sk, _ := it[AttrSK].(*types.AttributeValueMemberS); sk != nil && after != "" && desc && sk.Value == hi {
-				continue
-			}
-			items = append(items, it)
-		}
-		more = len(out.LastEvaluatedKey) > 0
-		if len(items) > 0 || !more {
-			break
-		}
-		// Only history so far: read on in larger steps.
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-		in.Limit = aws.Int32(pageControlQueryLimit)
+	var r pageControlRead
+	out, err := s.db.Query(ctx, in)
+	if err == nil {
+		err = r.add(out.Items)
 	}
-	if len(items) > max(n, 1) {
-		items, more = items[:max(n, 1)], true
+	more := err == nil && len(out.LastEvaluatedKey) > 0
+	if more && len(r.groups) > 0 {
+		last := r.groups[len(r.groups)-1]
+		switch need := last.lacks(desc, withHistory); {
+		case need == 0:
+		case len(r.groups) > 1:
+			// Cut by the Limit: the next read starts before it.
+			r.groups = r.groups[:len(r.groups)-1]
+		default:
+			in.ExclusiveStartKey, in.Limit = out.LastEvaluatedKey, aws.Int32(int32(need))
+			if out, err = s.db.Query(ctx, in); err == nil {
+				err = r.add(out.Items)
+				more = len(out.LastEvaluatedKey) > 0 || len(r.groups) > 1
+				r.groups = r.groups[:1]
+			}
+		}
 	}
 	if appErr := appCheck.Wait(); appErr != nil {
 		return nil, nil, false, appErr
 	}
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, false, wrap("list page controls", err)
 	}
-	if withHistory && len(items) > 0 {
-		first, last := items[0], items[len(items)-1]
-		if desc {
-			first, last = last, first
-		}
-		fk, _ := first[AttrSK].(*types.AttributeValueMemberS)
-		lk, _ := last[AttrSK].(*types.AttributeValueMemberS)
-		if fk != nil && lk != nil {
-			hist, err := s.query(ctx, "list page control history", &dynamodb.QueryInput{
-				KeyConditionExpression:    aws.String("PK = :pk AND SK BETWEEN :lo AND :hi"),
-				FilterExpression:          aws.String("entity = :old"),
-				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(appPK(app)), ":lo": avStr(fk.Value), ":hi": avStr(lk.Value + "#~"), ":old": avStr("page_control_version")},
-				ConsistentRead:            aws.Bool(true),
-			}, 0)
-			if err != nil {
-				return nil, nil, false, err
+	vs := make([]domain.PageControlVersions, len(r.groups))
+	pos := make([]string, len(r.groups))
+	for i, g := range r.groups {
+		if g.cur != nil {
+			vs[i].Current = *g.cur
+			if withHistory {
+				sort.Slice(g.hist, func(a, b int) bool { return g.hist[a].Version < g.hist[b].Version })
+				vs[i].History = g.hist
 			}
-			items = append(items, hist...)
+		}
+		pos[i] = PageControlPosition(g.id)
+	}
+	return vs, pos, more, nil
+}
+
+// pageControlRead groups a page's items by control, in the order read.
+type pageControlRead struct {
+	groups []*pageControlGroup
+}
+
+type pageControlGroup struct {
+	id   int
+	cur  *domain.PageControl
+	hist []domain.PageControl
+	// top is the highest version of history read.
+	top int
+}
+
+// add groups items read after those added before.
+func (r *pageControlRead) add(items []map[string]types.AttributeValue) error {
+	for _, it := range items {
+		sk, _ := it[AttrSK].(*types.AttributeValueMemberS)
+		if sk == nil {
+			continue
+		}
+		idPart, _, isHist := strings.Cut(strings.TrimPrefix(sk.Value, prefixPageControl), "#")
+		id, err := strconv.Atoi(idPart)
+		if err != nil {
+			return fmt.Errorf("page control item %q: %w", sk.Value, err)
+		}
+		var pc domain.PageControl
+		if err := attributevalue.UnmarshalMap(it, &pc); err != nil {
+			return fmt.Errorf("page control: unmarshal: %w", err)
+		}
+		if len(r.groups) == 0 || r.groups[len(r.groups)-1].id != id {
+			r.groups = append(r.groups, &pageControlGroup{id: id})
+		}
+		g := r.groups[len(r.groups)-1]
+		if isHist {
+			g.hist = append(g.hist, pc)
+			g.top = max(g.top, pc.Version)
+		} else {
+			g.cur = &pc
 		}
 	}
-	groups, err := groupPageControls(items)
-	if err != nil {
-		return nil, nil, false, err
+	return nil
+}
+
+// lacks is how many more items the last control of a Query cut by its
+// Limit needs to be whole (0: it is). A control at version v has the
+// history items of versions 1 to v-1, written by the transactions that
+// made the later ones: ascending, its current version comes first, so
+// v-1 history items complete it (none are needed without history);
+// descending, its history comes first, highest version first, so the
+// current version ends it.
+func (g *pageControlGroup) lacks(desc, withHistory bool) int {
+	switch {
+	case desc && g.cur != nil:
+		return 0
+	case desc:
+		// History of versions top down to 1, then the current one.
+		return max(1, g.top+1-len(g.hist))
+	case g.cur == nil:
+		// History without its control, ascending: going on after its
+		// position passes the rest of it.
+		return 0
+	case !withHistory:
+		return 0
 	}
-	if desc {
-		slices.Reverse(groups)
-	}
-	pos := make([]string, len(groups))
-	for i, g := range groups {
-		pos[i] = PageControlPosition(g.Current.ID)
-	}
-	return groups, pos, more, nil
+	return max(0, g.cur.Version-1-len(g.hist))
 }

@@ -97,16 +97,16 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 	if req.App != "" {
 		method, path := Permission[req.Type], PermissionPath(req)
 		if d := dec.Decide(method, path); !d.Allowed {
-			return 0, nil, apigw.Forbidden("a %s task needs %s %s besides POST /v2/tasks: %s", req.Type, method, path, d.Explain())
+			return 0, nil, domain.Errorf(domain.Forbidden, "a %s task needs %s %s besides POST /v2/tasks: %s", req.Type, method, path, d.Explain())
 		}
 		if errors.Is(appErr, domain.ErrNotFound) {
-			return 0, nil, apigw.NotFound("no application %q", req.App)
+			return 0, nil, domain.Errorf(domain.NotFound, "no application %q", req.App)
 		}
 		if appErr != nil {
 			return 0, nil, appErr
 		}
 		if errors.Is(actErr, domain.ErrNotFound) {
-			return 0, nil, apigw.NotFound("application %s has no action %q", req.App, req.Params.(RunActionParams).ID)
+			return 0, nil, domain.Errorf(domain.NotFound, "application %s has no action %q", req.App, req.Params.(RunActionParams).ID)
 		}
 		if actErr != nil {
 			return 0, nil, actErr
@@ -175,7 +175,7 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 	}
 	t, err := h.st.GetTask(r.Context(), p.AccountID, id)
 	if errors.Is(err, domain.ErrNotFound) {
-		return 0, nil, apigw.NotFound("no task %q", id)
+		return 0, nil, domain.Errorf(domain.NotFound, "no task %q", id)
 	}
 	if err != nil {
 		return 0, nil, err
@@ -231,7 +231,7 @@ func (h *handler) logs(r *http.Request, p apigw.Principal) (int, any, error) {
 	}
 	t, err := h.st.GetTask(r.Context(), p.AccountID, id)
 	if errors.Is(err, domain.ErrNotFound) {
-		return 0, nil, apigw.NotFound("no task %q", id)
+		return 0, nil, domain.Errorf(domain.NotFound, "no task %q", id)
 	}
 	if err != nil {
 		return 0, nil, err
@@ -311,7 +311,7 @@ func timeParam(v, name string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339, v)
 	if err != nil {
-		return time.Time{}, apigw.BadRequest("%s must be an RFC 3339 time, like 2026-01-02T15:04:05Z", name)
+		return time.Time{}, domain.Errorf(domain.Invalid, "%s must be an RFC 3339 time, like 2026-01-02T15:04:05Z", name)
 	}
 	return t, nil
 }

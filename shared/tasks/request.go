@@ -106,14 +106,14 @@ func ParsePost(body []byte, now time.Time) (Request, error) {
 		return Request{}, err
 	}
 	if in.Type == nil {
-		return Request{}, apigw.BadRequest("type is required: one of %s", strings.Join(PostTypes, ", "))
+		return Request{}, domain.Errorf(domain.Invalid, "type is required: one of %s", strings.Join(PostTypes, ", "))
 	}
 	typ := *in.Type
 	if !slices.Contains(PostTypes, typ) {
 		if typ == TypePatchApplication {
-			return Request{}, apigw.BadRequest("patch-application tasks are made by PATCH /v2/applications/{id}")
+			return Request{}, domain.Errorf(domain.Invalid, "patch-application tasks are made by PATCH /v2/applications/{id}")
 		}
-		return Request{}, apigw.BadRequest("type %q is not a task type; use one of %s", typ, strings.Join(PostTypes, ", "))
+		return Request{}, domain.Errorf(domain.Invalid, "type %q is not a task type; use one of %s", typ, strings.Join(PostTypes, ", "))
 	}
 	r := Request{Type: typ}
 	target, err := parseTarget(in.Target)
@@ -130,12 +130,12 @@ func ParsePost(body []byte, now time.Time) (Request, error) {
 		return r, nil
 	}
 	if target == "" && typ != TypeGenerateOriginCertificate {
-		return Request{}, apigw.BadRequest("target is required: the application's href, like /v2/applications/<id>")
+		return Request{}, domain.Errorf(domain.Invalid, "target is required: the application's href, like /v2/applications/<id>")
 	}
 	if target != "" {
 		id, ok := AppIDOf(target)
 		if !ok {
-			return Request{}, apigw.BadRequest("target %q is not an application href (/v2/applications/<id>)", target)
+			return Request{}, domain.Errorf(domain.Invalid, "target %q is not an application href (/v2/applications/<id>)", target)
 		}
 		r.App = id
 	}
@@ -151,7 +151,7 @@ func ParsePost(body []byte, now time.Time) (Request, error) {
 			return Request{}, err
 		}
 		if d := p.MaximumDuration; d != nil && (*d < 1 || *d > int(MaxMaintenanceDuration/time.Second)) {
-			return Request{}, apigw.BadRequest("parameters.maximum_duration must be a whole number of seconds from 1 to %d (30 days)", int(MaxMaintenanceDuration/time.Second))
+			return Request{}, domain.Errorf(domain.Invalid, "parameters.maximum_duration must be a whole number of seconds from 1 to %d (30 days)", int(MaxMaintenanceDuration/time.Second))
 		}
 		r.Params = p
 	case TypeRunAction:
@@ -160,10 +160,10 @@ func ParsePost(body []byte, now time.Time) (Request, error) {
 			return Request{}, err
 		}
 		if p.ID == "" {
-			return Request{}, apigw.BadRequest("parameters.id is required: the id of the application's action to run")
+			return Request{}, domain.Errorf(domain.Invalid, "parameters.id is required: the id of the application's action to run")
 		}
 		if !ValidActionID(p.ID) {
-			return Request{}, apigw.BadRequest("parameters.id %q is not an action id", p.ID)
+			return Request{}, domain.Errorf(domain.Invalid, "parameters.id %q is not an action id", p.ID)
 		}
 		r.Params = p
 	case TypeGenerateOriginCertificate:
@@ -193,7 +193,7 @@ func parseTarget(raw json.RawMessage) (string, error) {
 	var s string
 	if raw[0] == '"' {
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", apigw.BadRequest("target must be an href string or {\"href\": ...}")
+			return "", domain.Errorf(domain.Invalid, "target must be an href string or {\"href\": ...}")
 		}
 		return s, nil
 	}
@@ -201,7 +201,7 @@ func parseTarget(raw json.RawMessage) (string, error) {
 		Href string `json:"href"`
 	}
 	if err := apigw.UnmarshalStrict(raw, &ref); err != nil {
-		return "", apigw.BadRequest("target must be an href string or {\"href\": ...}")
+		return "", domain.Errorf(domain.Invalid, "target must be an href string or {\"href\": ...}")
 	}
 	return ref.Href, nil
 }
@@ -217,7 +217,7 @@ func noParameters(typ string, raw json.RawMessage) error {
 	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil || len(m) > 0 {
-		return apigw.BadRequest("a %s task takes no parameters", typ)
+		return domain.Errorf(domain.Invalid, "a %s task takes no parameters", typ)
 	}
 	return nil
 }
@@ -225,35 +225,35 @@ func noParameters(typ string, raw json.RawMessage) error {
 func decodeParams(raw json.RawMessage, v any, required bool) error {
 	if isEmpty(raw) {
 		if required {
-			return apigw.BadRequest("parameters is required for this task type")
+			return domain.Errorf(domain.Invalid, "parameters is required for this task type")
 		}
 		return nil
 	}
 	if err := apigw.UnmarshalStrict(raw, v, paramsKeyText); err != nil {
 		e, _ := domain.AsError(err)
-		return apigw.BadRequest("parameters: %s", strings.TrimPrefix(e.Message, "invalid JSON body: "))
+		return domain.Errorf(domain.Invalid, "parameters: %s", strings.TrimPrefix(e.Message, "invalid JSON body: "))
 	}
 	return nil
 }
 
 func (p InvalidateParams) validate() error {
 	if p.URLs != nil && p.Tags != nil {
-		return apigw.BadRequest("parameters: give urls or tags, not both")
+		return domain.Errorf(domain.Invalid, "parameters: give urls or tags, not both")
 	}
 	if p.URLs != nil && len(p.URLs) == 0 || p.Tags != nil && len(p.Tags) == 0 {
-		return apigw.BadRequest("parameters: urls and tags, when given, list at least one entry; leave both out to invalidate the whole cache")
+		return domain.Errorf(domain.Invalid, "parameters: urls and tags, when given, list at least one entry; leave both out to invalidate the whole cache")
 	}
 	if len(p.URLs) > MaxInvalidationEntries || len(p.Tags) > MaxInvalidationEntries {
-		return apigw.BadRequest("parameters: at most %d urls or tags per task", MaxInvalidationEntries)
+		return domain.Errorf(domain.Invalid, "parameters: at most %d urls or tags per task", MaxInvalidationEntries)
 	}
 	for i, u := range p.URLs {
 		if u == "" || len(u) > 1000 || !invalURLRE.MatchString(u) {
-			return apigw.BadRequest("parameters.urls[%d]: 1 to 1000 characters of US-ASCII, unsafe characters percent-encoded (like https://www.example.com/images/*)", i)
+			return domain.Errorf(domain.Invalid, "parameters.urls[%d]: 1 to 1000 characters of US-ASCII, unsafe characters percent-encoded (like https://www.example.com/images/*)", i)
 		}
 	}
 	for i, t := range p.Tags {
 		if t == "" || len(t) > 200 || !invalTagRE.MatchString(t) {
-			return apigw.BadRequest("parameters.tags[%d]: 1 to 200 printable ASCII characters", i)
+			return domain.Errorf(domain.Invalid, "parameters.tags[%d]: 1 to 200 printable ASCII characters", i)
 		}
 	}
 	return nil
@@ -265,35 +265,35 @@ func parsePrepareParams(raw json.RawMessage, target string) (PrepareParams, erro
 		return p, err
 	}
 	if p.Reference == "" {
-		return p, apigw.BadRequest("parameters.reference is required: the archive's reference, like /v2/archived-logs/applications/<id>/proxy-logs")
+		return p, domain.Errorf(domain.Invalid, "parameters.reference is required: the archive's reference, like /v2/archived-logs/applications/<id>/proxy-logs")
 	}
 	app, _, err := domain.ParseArchiveReference(p.Reference)
 	if err != nil {
-		return p, apigw.BadRequest("parameters.%s", err.Error())
+		return p, domain.Errorf(domain.Invalid, "parameters.%s", err.Error())
 	}
 	if target != "" && target != AppHref(app) {
-		return p, apigw.BadRequest("target %q is not the application of parameters.reference (%s); leave it out", target, AppHref(app))
+		return p, domain.Errorf(domain.Invalid, "target %q is not the application of parameters.reference (%s); leave it out", target, AppHref(app))
 	}
 	if p.From == nil || p.To == nil {
-		return p, apigw.BadRequest("parameters.from and parameters.to are required: the range to archive, on whole hours")
+		return p, domain.Errorf(domain.Invalid, "parameters.from and parameters.to are required: the range to archive, on whole hours")
 	}
 	from, to := p.From.UTC(), p.To.UTC()
 	if !from.Truncate(time.Hour).Equal(from) || !to.Truncate(time.Hour).Equal(to) {
-		return p, apigw.BadRequest("parameters.from and parameters.to must be on whole hours, like 2026-05-01T13:00:00Z")
+		return p, domain.Errorf(domain.Invalid, "parameters.from and parameters.to must be on whole hours, like 2026-05-01T13:00:00Z")
 	}
 	if !from.Before(to) {
-		return p, apigw.BadRequest("parameters.from must be before parameters.to")
+		return p, domain.Errorf(domain.Invalid, "parameters.from must be before parameters.to")
 	}
 	if to.Sub(from) > domain.MaxArchiveHours*time.Hour {
-		return p, apigw.BadRequest("parameters: a range of at most %d hours (MaxPartitions of the logs)", domain.MaxArchiveHours)
+		return p, domain.Errorf(domain.Invalid, "parameters: a range of at most %d hours (MaxPartitions of the logs)", domain.MaxArchiveHours)
 	}
 	if p.Retention != nil && (*p.Retention < domain.MinArchiveRetention || *p.Retention > domain.MaxArchiveRetention) {
-		return p, apigw.BadRequest("parameters.retention: %d to %d days", domain.MinArchiveRetention, domain.MaxArchiveRetention)
+		return p, domain.Errorf(domain.Invalid, "parameters.retention: %d to %d days", domain.MinArchiveRetention, domain.MaxArchiveRetention)
 	}
 	switch p.RestoreType {
 	case "", "bulk", "standard", "expedited":
 	default:
-		return p, apigw.BadRequest("parameters.restore_type: bulk, standard or expedited")
+		return p, domain.Errorf(domain.Invalid, "parameters.restore_type: bulk, standard or expedited")
 	}
 	p.From, p.To = &from, &to
 	return p, nil
@@ -305,39 +305,39 @@ func parseCertificateParams(raw json.RawMessage, now time.Time, hasTarget bool) 
 		return p, err
 	}
 	if p.Key == "" {
-		return p, apigw.BadRequest("parameters.key is required: the PEM-encoded RSA public key to certify")
+		return p, domain.Errorf(domain.Invalid, "parameters.key is required: the PEM-encoded RSA public key to certify")
 	}
 	pub, err := PublicKeyPEM(p.Key)
 	if err != nil {
-		return p, apigw.BadRequest("parameters.key: %s", err)
+		return p, domain.Errorf(domain.Invalid, "parameters.key: %s", err)
 	}
 	// Only the public key is kept, even when a private key was sent.
 	p.Key = pub
 	if p.Hostnames == nil && !hasTarget {
-		return p, apigw.BadRequest("parameters.hostnames is required without a target")
+		return p, domain.Errorf(domain.Invalid, "parameters.hostnames is required without a target")
 	}
 	if p.Hostnames != nil && len(p.Hostnames) == 0 {
-		return p, apigw.BadRequest("parameters.hostnames: list at least one host name, or leave it out to use the target's aliases")
+		return p, domain.Errorf(domain.Invalid, "parameters.hostnames: list at least one host name, or leave it out to use the target's aliases")
 	}
 	if len(p.Hostnames) > MaxCertHostnames {
-		return p, apigw.BadRequest("parameters.hostnames: at most %d", MaxCertHostnames)
+		return p, domain.Errorf(domain.Invalid, "parameters.hostnames: at most %d", MaxCertHostnames)
 	}
 	for i, h := range p.Hostnames {
 		if len(h) > 253 || !certHostRE.MatchString(h) {
-			return p, apigw.BadRequest("parameters.hostnames[%d]: %q is not a host name", i, h)
+			return p, domain.Errorf(domain.Invalid, "parameters.hostnames[%d]: %q is not a host name", i, h)
 		}
 		p.Hostnames[i] = strings.ToLower(h)
 		if slices.Contains(p.Hostnames[:i], p.Hostnames[i]) {
-			return p, apigw.BadRequest("parameters.hostnames[%d]: %q is listed twice", i, h)
+			return p, domain.Errorf(domain.Invalid, "parameters.hostnames[%d]: %q is listed twice", i, h)
 		}
 	}
 	if p.Expiry != nil {
 		e := p.Expiry.UTC()
 		if !e.After(now) {
-			return p, apigw.BadRequest("parameters.expiry must be in the future")
+			return p, domain.Errorf(domain.Invalid, "parameters.expiry must be in the future")
 		}
 		if e.After(now.Add(MaxCertLifetime)) {
-			return p, apigw.BadRequest("parameters.expiry: at most 15 years from now")
+			return p, domain.Errorf(domain.Invalid, "parameters.expiry: at most 15 years from now")
 		}
 		p.Expiry = &e
 	}

@@ -183,16 +183,31 @@ func TestFunctionDeps(t *testing.T) {
 // is about, not how it is stored or served, so they link none of the
 // adapters (store, apigw, ddb, ...) and no AWS module, which
 // TestDomainDeps checks.
+//
+// domain depends on authz on purpose: a role's permissions are the
+// engine's Permission values and Role.AuthzRole hands a role to it. authz
+// is a pure engine (no I/O, no project package), so the domain building
+// on it adds no adapter; engine below pins that it stays that way.
 var domainPkgs = []string{"domain", "authz", "ids", "builtin"}
 
-// adapters are shared packages that must not reach the HTTP layer: the
-// store speaks domain errors, and apigw alone turns them into statuses.
-var adapters = map[string][]string{"store": {"cads/shared/apigw", "github.com/aws/aws-lambda-go"}}
+// engine are the domain packages that depend on no package of the
+// project at all: the decision engine and the id rules.
+var engine = []string{"authz", "ids"}
+
+// adapters are shared packages outside the domain that must not reach the
+// HTTP layer, each with what it must not link: the store speaks domain
+// errors, and apigw alone turns them into statuses; patch applies PATCH
+// bodies that apigw has read, and refuses bad ones with domain errors.
+var adapters = map[string][]string{
+	"store": {"cads/shared/apigw", "github.com/aws/aws-lambda-go"},
+	"patch": {"cads/shared/apigw", "github.com/aws/", "net/http"},
+}
 
 // TestDomainDeps keeps the package picture of docs/architecture.md: the
 // domain packages depend on nothing of the project's beyond each other
-// and on no AWS module (Lambda events, the SDK, DynamoDB types), and the
-// store does not depend on apigw.
+// and on no AWS module (Lambda events, the SDK, DynamoDB types), the
+// engine on nothing of the project's, and the store and patch do not
+// depend on apigw.
 func TestDomainDeps(t *testing.T) {
 	root := moduleRoot(t)
 	inDomain := map[string]bool{}
@@ -222,6 +237,13 @@ func TestDomainDeps(t *testing.T) {
 		}
 		if !inDomain[pkg] {
 			t.Fatalf("go list listed %s, which was not asked for", pkg)
+		}
+		if slices.Contains(engine, name) {
+			for _, d := range deps {
+				if strings.HasPrefix(d, "cads/") {
+					t.Errorf("%s links %s: the engine depends on no package of the project (the domain builds on it, not the reverse)", pkg, d)
+				}
+			}
 		}
 		for _, d := range deps {
 			switch {

@@ -120,7 +120,7 @@ func (c *Configuration) Normalize() {
 	}
 }
 
-func bad(format string, args ...any) error { return apigw.BadRequest(format, args...) }
+func bad(format string, args ...any) error { return domain.Errorf(domain.Invalid, format, args...) }
 
 // Validate checks the configuration as a whole; the error is a 400 naming
 // the field.

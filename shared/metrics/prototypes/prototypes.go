@@ -109,14 +109,14 @@ func text(field, s string, max int) error {
 		return err
 	}
 	if utf8.RuneCountInString(s) > max {
-		return apigw.BadRequest("%s: at most %d characters", field, max)
+		return domain.Errorf(domain.Invalid, "%s: at most %d characters", field, max)
 	}
 	return nil
 }
 
 func name(field, s string) error {
 	if s == "" || len(s) > MaxName || !nameRE.MatchString(s) {
-		return apigw.BadRequest("%s must be 1 to %d characters of a-z, 0-9, - and _", field, MaxName)
+		return domain.Errorf(domain.Invalid, "%s must be 1 to %d characters of a-z, 0-9, - and _", field, MaxName)
 	}
 	return nil
 }
@@ -128,7 +128,7 @@ func logTypeNames() string { return "cdn-logs, csp-reports, pageviews or proxy-l
 func (in post) build() (domain.MetricPrototype, error) {
 	var p domain.MetricPrototype
 	if in.DefaultName == nil {
-		return p, apigw.BadRequest("default_name is required: 1 to %d characters of a-z, 0-9, - and _", MaxName)
+		return p, domain.Errorf(domain.Invalid, "default_name is required: 1 to %d characters of a-z, 0-9, - and _", MaxName)
 	}
 	if err := name("default_name", *in.DefaultName); err != nil {
 		return p, err
@@ -147,16 +147,16 @@ func (in post) build() (domain.MetricPrototype, error) {
 		p.Description = *in.Description
 	}
 	if in.LogType == nil {
-		return p, apigw.BadRequest("log_type is required: %s", logTypeNames())
+		return p, domain.Errorf(domain.Invalid, "log_type is required: %s", logTypeNames())
 	}
 	typ, ok := LogTypes[*in.LogType]
 	if !ok {
-		return p, apigw.BadRequest("log_type must be %s, not %q", logTypeNames(), *in.LogType)
+		return p, domain.Errorf(domain.Invalid, "log_type must be %s, not %q", logTypeNames(), *in.LogType)
 	}
 	p.LogType = *in.LogType
 	schema, _ := logs.SchemaOf(typ)
 	if in.Expression == nil || strings.TrimSpace(*in.Expression) == "" {
-		return p, apigw.BadRequest("expression is required: the computation of the metric's value, 1 to %d characters", MaxExpression)
+		return p, domain.Errorf(domain.Invalid, "expression is required: the computation of the metric's value, 1 to %d characters", MaxExpression)
 	}
 	if err := text("expression", *in.Expression, MaxExpression); err != nil {
 		return p, err
@@ -165,13 +165,13 @@ func (in post) build() (domain.MetricPrototype, error) {
 	if in.Filter != nil {
 		f := *in.Filter
 		if strings.TrimSpace(f) == "" {
-			return p, apigw.BadRequest("filter is empty; send null or leave it out for a metric over every record")
+			return p, domain.Errorf(domain.Invalid, "filter is empty; send null or leave it out for a metric over every record")
 		}
 		if err := text("filter", f, logs.MaxFilterLen); err != nil {
 			return p, err
 		}
 		if _, err := logs.ParseFilter(f, schema); err != nil {
-			return p, apigw.BadRequest("filter (over %s records): %s", p.LogType, err.Error())
+			return p, domain.Errorf(domain.Invalid, "filter (over %s records): %s", p.LogType, err.Error())
 		}
 		p.Filter = &f
 	}
@@ -179,14 +179,14 @@ func (in post) build() (domain.MetricPrototype, error) {
 		g := *in.GroupBy
 		f, ok := schema.Field(g)
 		if !ok || f.Kind != logs.KindString {
-			return p, apigw.BadRequest("group_by must name a string attribute of %s records (%s), not %q", p.LogType, strings.Join(stringFields(schema), ", "), g)
+			return p, domain.Errorf(domain.Invalid, "group_by must name a string attribute of %s records (%s), not %q", p.LogType, strings.Join(stringFields(schema), ", "), g)
 		}
 		p.GroupBy = g
 	}
 	p.DefaultFrequency = DefaultFrequency
 	if in.DefaultFrequency != nil {
 		if *in.DefaultFrequency < MinFrequency || *in.DefaultFrequency > MaxFrequency {
-			return p, apigw.BadRequest("default_frequency must be a number of seconds from %d to %d", MinFrequency, MaxFrequency)
+			return p, domain.Errorf(domain.Invalid, "default_frequency must be a number of seconds from %d to %d", MinFrequency, MaxFrequency)
 		}
 		p.DefaultFrequency = *in.DefaultFrequency
 	}
@@ -301,7 +301,7 @@ func (h *handler) delete(r *http.Request, p apigw.Principal) (int, any, error) {
 	}
 	x, err := h.st.DeleteMetricPrototype(r.Context(), p.AccountID, id)
 	if errors.Is(err, domain.ErrNotFound) {
-		return 0, nil, apigw.NotFound("no metric prototype %q", id)
+		return 0, nil, domain.Errorf(domain.NotFound, "no metric prototype %q", id)
 	}
 	if err != nil {
 		return 0, nil, err

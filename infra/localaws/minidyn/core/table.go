@@ -571,7 +571,9 @@ func (t *Table) matchKey(input QueryInput, item map[string]*types.Item) (interpr
 
 func (t *Table) setItem(key string, item map[string]*types.Item) {
 	_, exists := t.Data[key]
-	t.Data[key] = item
+	// Packed: a few allocations per item rather than several per
+	// attribute, which the collector would mark on every cycle.
+	t.Data[key] = packItem(item)
 
 	if !exists {
 		// Insert in place: re-sorting every key on each new item made a

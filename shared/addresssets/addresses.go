@@ -1,0 +1,197 @@
+package addresssets
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"cads/shared/domain"
+)
+
+// member is one address of a union: the entry shown (of the live entries
+// of that address, the one that expires last; the first set reached wins
+// a tie) and the set it is from. An address none of whose entries is live
+// is a member too, hidden by the list's filter, so that the read budget
+// counts it and the continuation passes it.
+type member struct {
+	e    domain.AddressEntry
+	set  string
+	live bool
+}
+
+func (m member) out() Entry {
+	e := entryOut(m.e)
+	e.AddressSet = Href(m.set)
+	return e
+}
+
+// union pages the addresses of a set and of every set it includes,
+// transitively (at most MaxReachable sets), each address once, in address
+// order: a k-way merge of the sets' entries, each set read from the
+// cursor's position in its own address order (GSI2, store.PageAddressEntries)
+// with the Limit the page asks for. Nothing outside the API needs the
+// union whole (the edge tests addresses against the sets it is sent), so
+// no whole computation is kept.
+type union struct {
+	st          Store
+	account, id string
+	now         time.Time
+	// sets are the sets reached (in the order reached), known after the
+	// first read; later reads of the same request reuse them.
+	sets []string
+}
+
+// entryPage is one set's part of a read.
+type entryPage struct {
+	entries []domain.AddressEntry
+	pos     []string
+	more    bool
+}
+
+// read is the union's apigw.Source.
+func (u *union) read(ctx context.Context, after string, desc bool, n int) ([]member, []string, bool, error) {
+	var (
+		mu    sync.Mutex
+		pages = map[string]entryPage{}
+		g     errgroup.Group
+	)
+	query := func(set string) {
+		g.Go(func() error {
+			es, pos, more, err := u.st.PageAddressEntries(ctx, set, after, desc, n)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			pages[set] = entryPage{es, pos, more}
+			return nil
+		})
+	}
+	var walkErr error
+	if u.sets == nil {
+		// The first read walks the inclusions level by level and reads
+		// each set's entries as soon as its id is known: the entries cost
+		// no round trip of their own.
+		query(u.id)
+		u.sets, walkErr = u.walk(ctx, query)
+	} else {
+		for _, s := range u.sets {
+			query(s)
+		}
+	}
+	err := g.Wait()
+	if walkErr != nil { // a missing set is a 404 whatever the entries' reads did
+		u.sets = nil
+		return nil, nil, false, walkErr
+	}
+	if err != nil {
+		return nil, nil, false, err
+	}
+	ms, pos, more := merge(pages, u.sets, desc, n, u.now)
+	return ms, pos, more, nil
+}
+
+// walk reads the set (404 if it is not the account's) and the sets it
+// reaches through inclusions, one level per round trip, calling query for
+// each set as it is found; it returns the sets of the account reached,
+// the set first. Sets that vanished or are another account's are passed
+// over (their entries are not merged).
+func (u *union) walk(ctx context.Context, query func(string)) ([]string, error) {
+	root, err := u.st.GetAddressSetItem(ctx, u.account, u.id)
+	if err != nil {
+		return nil, notFound(err, u.id)
+	}
+	reached := []string{u.id}
+	seen := map[string]bool{u.id: true}
+	frontier := root.Inclusions
+	for len(frontier) > 0 && len(seen) < MaxReachable {
+		var level []string
+		for _, f := range frontier {
+			if !seen[f] && len(seen) < MaxReachable {
+				seen[f] = true
+				level = append(level, f)
+				query(f)
+			}
+		}
+		if len(level) == 0 {
+			break
+		}
+		items, err := u.st.GetAddressSetItems(ctx, level)
+		if err != nil {
+			return nil, err
+		}
+		byID := make(map[string]domain.AddressSet, len(items))
+		for _, it := range items {
+			byID[it.ID] = it
+		}
+		frontier = nil
+		for _, id := range level {
+			if it, ok := byID[id]; ok && it.Account == u.account {
+				reached = append(reached, id)
+				frontier = append(frontier, it.Inclusions...)
+			}
+		}
+	}
+	return reached, nil
+}
+
+// merge makes the union's members of one read out of the sets' pages: at
+// most n, in the read's direction. A set read only in part bounds what is
+// known: past the last position it returned, another of its entries may
+// come, so members end at the least advanced such position (the next read
+// starts after it) and more follows.
+func merge(pages map[string]entryPage, sets []string, desc bool, n int, now time.Time) ([]member, []string, bool) {
+	before := func(a, b string) bool { return a < b != desc && a != b }
+	var bound string
+	bounded := false
+	for _, s := range sets {
+		p := pages[s]
+		if !p.more || len(p.pos) == 0 {
+			continue
+		}
+		if last := p.pos[len(p.pos)-1]; !bounded || before(last, bound) {
+			bound, bounded = last, true
+		}
+	}
+	byPos := map[string]*member{}
+	var order []string
+	for _, s := range sets {
+		p := pages[s]
+		for i, e := range p.entries {
+			pos := p.pos[i]
+			if bounded && before(bound, pos) {
+				break
+			}
+			m := byPos[pos]
+			if m == nil {
+				m = &member{e: e, set: s}
+				byPos[pos] = m
+				order = append(order, pos)
+			}
+			if !e.ExpiredAt(now) && (!m.live || later(e.Expiry, m.e.Expiry)) {
+				m.e, m.set, m.live = e, s, true
+			}
+		}
+	}
+	slices.SortFunc(order, func(a, b string) int {
+		switch {
+		case a == b:
+			return 0
+		case before(a, b):
+			return -1
+		}
+		return 1
+	})
+	more := bounded
+	if len(order) > n {
+		order, more = order[:n], true
+	}
+	out := make([]member, len(order))
+	for i, pos := range order {
+		out[i] = *byPos[pos]
+	}
+	return out, order, more
+}
