@@ -19,7 +19,10 @@ import (
 
 // Store is what access reads.
 type Store interface {
-	LoadCredential(ctx context.Context, principal, keyID, target string) (domain.Credential, error)
+	LoadCredential(ctx context.Context, principal, keyID, target string, grants int) (domain.Credential, error)
+	FirstGrants(ctx context.Context, principal string, n int) ([]domain.Grant, bool, error)
+	GrantsAfter(ctx context.Context, principal string, after domain.Grant) ([]domain.Grant, error)
+	RolesAndGroups(ctx context.Context, roles, groups []domain.RBACRef) ([]domain.Role, []domain.Group, error)
 	RBACOf(ctx context.Context, accounts []string) ([]domain.Role, []domain.Group, error)
 	Grants(ctx context.Context, principal string) ([]domain.Grant, error)
 	GetAccount(ctx context.Context, id string) (domain.Account, error)
@@ -45,11 +48,14 @@ type Service struct {
 	// authorizer's warm path". nil when staleness is 0.
 	warm     *lru.Cache[string, *loaded]
 	deciders *lru.Cache[string, *deciderInputs]
-	// rbac keeps each account's roles and groups as read, for the same
-	// bound, shared by every credential of the container: an account's
-	// RBAC partition is read at most once per staleness period per
-	// container, however many of its keys the container serves
-	// (docs/scale.md: it is the hottest key a busy tenant has).
+	// items keeps the roles and groups the authorizer read by key, for
+	// the same bound, shared by every credential of the container: a role
+	// held by many keys is read at most once per staleness period per
+	// container, however many of them the container serves (docs/scale.md:
+	// the RBAC partition is the hottest key a busy tenant has).
+	items *lru.Cache[itemKey, *rbacItem]
+	// rbac keeps each account's roles and groups as the Decider reads
+	// them (whole partitions), for the same bound, shared likewise.
 	rbac      *lru.Cache[string, *rbacEntry]
 	staleness time.Duration
 }
@@ -100,6 +106,7 @@ func New(st Store, log *slog.Logger, opts ...Option) *Service {
 		s.warm, _ = lru.New[string, *loaded](DefaultWarmEntries)
 		s.deciders, _ = lru.New[string, *deciderInputs](DefaultWarmEntries)
 		s.rbac, _ = lru.New[string, *rbacEntry](DefaultWarmEntries)
+		s.items, _ = lru.New[itemKey, *rbacItem](DefaultWarmEntries)
 	}
 	return s
 }
@@ -114,10 +121,12 @@ type Result struct {
 	Decision  authz.Decision
 }
 
-// loaded is what a decision needs of the table for one credential and one
-// target account; none of it depends on the method or the path, so a warm
-// container decides any request of that key with it, within the
-// staleness bound. Read-only once built: requests share it.
+// loaded is what decisions need of the table for one credential and one
+// target account: the key's standing and what the principal holds there,
+// read as far as the decisions made with it needed (holding). A warm
+// container decides any request of that key with it, within the staleness
+// bound, and reads on only when a refusal could still turn into a grant.
+// Read-only once built: requests share it; reading on makes a new one.
 type loaded struct {
 	at          time.Time // when its reads began
 	cred        domain.Credential
@@ -126,17 +135,23 @@ type loaded struct {
 	standing    domain.KeyStanding
 	accountGone bool
 	acct        domain.Account // the key's account, when read
-	held        []*authz.CompiledRole
+	h           *holding
 }
 
 // Authorize authenticates secret and decides method+path for its principal.
 // Cold, it reads the table in two sequential DynamoDB round trips whatever
-// the depth of the account tree, the number of roles or the length of the
-// key's lineage: (1) principal, key, path account and grants in parallel;
-// (2) the roles of the accounts that matter, the key's account and its
-// lineage keys, in parallel. Warm (the same key and target account within
-// the staleness bound), it reads nothing: the secret is still checked, the
-// expiries still compared with the clock and the decision still made.
+// the depth of the account tree, the number of roles defined or the length
+// of the key's lineage: (1) principal, key, path account and the first
+// FirstGrants grants in parallel (no grant for a self-service request);
+// (2) the roles and groups those grants name in the accounts that matter,
+// by key, with the key's account and its lineage keys, in parallel. When
+// that does not grant the request, it reads on (holding.step: the roles
+// of the groups, then the rest of the grants and what they name) until a
+// role grants it or everything was read: a refusal is decided with every
+// role that applies. Warm (the same key and target account within the
+// staleness bound), it reads nothing more than that: the secret is still
+// checked, the expiries still compared with the clock and the decision
+// still made.
 func (s *Service) Authorize(ctx context.Context, secret, method, path string) (Result, error) {
 	principalID, keyID, ok := ParseSecret(secret)
 	if !ok {
@@ -148,8 +163,12 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 			target = id
 		}
 	}
+	// A self-service request needs no role (docs/rbac.md): the principal
+	// the secret names is the one whose key item must match it, so its
+	// grants are not read at all.
+	self := authz.SelfService(method, path, principalID)
 	now := s.now()
-	l, err := s.load(ctx, secret, principalID, keyID, target, now)
+	l, ck, err := s.load(ctx, secret, principalID, keyID, target, self, now)
 	if err != nil {
 		return Result{}, err
 	}
@@ -163,7 +182,8 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 	}
 	p := l.principal
 	in := authz.Input{Method: method, Path: path, PrincipalID: p.ID, KeyAccount: p.AccountID, Target: p.AccountID,
-		TargetAncestors: l.cred.Key.AccountAncestors, Held: l.held, Sets: s.sets}
+		TargetAncestors: l.cred.Key.AccountAncestors, Held: l.h.held, Sets: s.sets}
+	rolesMatter := true
 	if target != "" {
 		in.Target = target
 		in.TargetAncestors = nil
@@ -172,7 +192,7 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 		} else {
 			// The engine would deny anyway (nothing applies to an unknown
 			// account); say why without telling whether it exists.
-			in.Held = nil
+			in.Held, rolesMatter = nil, false
 		}
 	}
 	// The engine decides user routes (authz.ClassGlobal) by the root
@@ -182,7 +202,28 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 	if l.acct.ID != "" {
 		in.Root = authz.RootOf(l.acct.ID, l.acct.Ancestors)
 	}
-	return Result{Principal: p, Decision: authz.Evaluate(in)}, nil
+	d := authz.Evaluate(in)
+	// More roles can only grant (a deny is local to its role), so an
+	// allowed request is decided with what was read; a refusal only with
+	// everything that applies.
+	read := false
+	for rolesMatter && d.RefusedByRoles() && !l.h.complete() {
+		h, err := s.step(ctx, l.h, p.ID, now)
+		if err != nil {
+			return Result{}, fmt.Errorf("authorize: %w", err)
+		}
+		if h == l.h {
+			break // nothing left to read
+		}
+		next := *l
+		next.h, l, read = h, &next, true
+		in.Held = h.held
+		d = authz.Evaluate(in)
+	}
+	if read && s.warm != nil {
+		s.warm.Add(ck, l)
+	}
+	return Result{Principal: p, Decision: d}, nil
 }
 
 // fresh reports whether something read at at may still be decided with
@@ -197,35 +238,40 @@ func (s *Service) fresh(at, now time.Time) bool {
 // from the warm cache while it is younger than the staleness bound, else
 // from the table. Only a credential whose secret matched is kept, so
 // guessed secrets cannot fill the cache.
-func (s *Service) load(ctx context.Context, secret, principalID, keyID, target string, now time.Time) (*loaded, error) {
-	ck := principalID + "/" + keyID + "/" + target
+// The entry is keyed by credential and target; ck is that key.
+func (s *Service) load(ctx context.Context, secret, principalID, keyID, target string, self bool, now time.Time) (l *loaded, ck string, err error) {
+	ck = principalID + "/" + keyID + "/" + target
 	if s.warm != nil {
 		if l, ok := s.warm.Get(ck); ok {
-			if s.fresh(l.at, now) {
+			if s.fresh(l.at, now) && s.fresh(l.h.at, now) {
 				if !secretMatches(secret, l.cred.Key.SecretHash) {
-					return nil, ErrUnauthenticated
+					return nil, ck, ErrUnauthenticated
 				}
-				return l, nil
+				return l, ck, nil
 			}
 			s.warm.Remove(ck)
 		}
 	}
-	l, err := s.read(ctx, principalID, keyID, target, now)
+	l, err = s.read(ctx, principalID, keyID, target, self, now)
 	if err != nil {
-		return nil, err
+		return nil, ck, err
 	}
 	if !secretMatches(secret, l.cred.Key.SecretHash) {
-		return nil, ErrUnauthenticated
+		return nil, ck, ErrUnauthenticated
 	}
 	if s.warm != nil {
 		s.warm.Add(ck, l)
 	}
-	return l, nil
+	return l, ck, nil
 }
 
 // read is the cold path: the two round trips.
-func (s *Service) read(ctx context.Context, principalID, keyID, target string, now time.Time) (*loaded, error) {
-	cred, err := s.store.LoadCredential(ctx, principalID, keyID, target)
+func (s *Service) read(ctx context.Context, principalID, keyID, target string, self bool, now time.Time) (*loaded, error) {
+	first := FirstGrants
+	if self {
+		first = 0
+	}
+	cred, err := s.store.LoadCredential(ctx, principalID, keyID, target, first)
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil, ErrUnauthenticated
 	}
@@ -291,12 +337,12 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, n
 			return err
 		})
 	}
-	var rbacAt time.Time
-	l.held, rbacAt, err = s.heldRoles(ctx, cred.Grants, relevant, now)
-	// The entry is as old as the oldest thing it holds: roles taken from
-	// the per-account cache bring their own read time.
-	if rbacAt.Before(l.at) {
-		l.at = rbacAt
+	// The roles and groups the first grants name, by key, in this same
+	// round trip (none for a self-service request: its holding stays
+	// unstarted until a request of the same key needs roles).
+	l.h = newHolding(relevant, cred.Grants, !self, cred.MoreGrants, now)
+	if !self {
+		l.h, err = s.step(ctx, l.h, p.ID, now)
 	}
 	standErr := g.Wait()
 	if touchErr != nil {

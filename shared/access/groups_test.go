@@ -11,10 +11,13 @@ import (
 	"cads/shared/store"
 )
 
-// A group membership expands to the group's roles inside the authorizer's
-// second round trip (roles and groups share the account's partition), and
-// a change to the group's list applies to the member's next request.
-func TestGroupMembershipKeepsTwoRoundTrips(t *testing.T) {
+// A group membership expands to the group's roles: the authorizer reads
+// the group by key in its second round trip and the roles it names in a
+// third, only when no role held directly granted the request (the
+// groups' items name the roles; the account's other roles and groups are
+// not read). A change to the group's list applies to the member's next
+// request.
+func TestGroupMembershipCostsOneRoundTripMore(t *testing.T) {
 	d := testenv.NewDynamo(t)
 	st := store.New(d.Client, d.Table)
 	ctx := context.Background()
@@ -48,13 +51,29 @@ func TestGroupMembershipKeepsTwoRoundTrips(t *testing.T) {
 	if d := res.Decision; !d.Allowed || d.Role != rs[0].AuthzRole().Href() && d.Role != inherited.AuthzRole().Href() {
 		t.Fatalf("through the groups: %+v", res.Decision)
 	}
-	if got := d.Counter.Sequential(); got != 2 {
-		t.Errorf("sequential round trips = %d, want 2 (%v)", got, d.Counter.ByOperation())
+	if got := d.Counter.Sequential(); got != 3 {
+		t.Errorf("sequential round trips = %d, want 3 (%v)", got, d.Counter.ByOperation())
 	}
-	// BatchGet + grants Query, then both accounts' partitions, the key
-	// account's GetItem and last_used.
-	if got := d.Counter.Total(); got != 6 {
-		t.Errorf("total round trips = %d, want 6 (%v)", got, d.Counter.ByOperation())
+	// BatchGet + grants Query; the groups' BatchGet, the key account's
+	// GetItem and last_used; the roles' BatchGet.
+	if got, ops := d.Counter.Total(), d.Counter.ByOperation(); got != 6 || ops["BatchGetItem"] != 3 {
+		t.Errorf("total round trips = %d, want 6 with 3 BatchGetItem (%v)", got, ops)
+	}
+
+	// A role held directly that grants the request spares the third:
+	// the groups are read with it, their roles only if it does not grant.
+	if err := st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: leaf.ID, RoleID: rs[2].ID, Via: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	d.Counter.Reset()
+	if res, err = svc.Authorize(ctx, secret, "GET", "/v2/applications/x"); err != nil || res.Decision.Role != rs[2].AuthzRole().Href() {
+		t.Fatalf("with a direct grant: %+v %v", res.Decision, err)
+	}
+	if got := d.Counter.Sequential(); got != 2 {
+		t.Errorf("with a direct grant: sequential round trips = %d, want 2 (%v)", got, d.Counter.ByOperation())
+	}
+	if err := st.RevokeGrants(ctx, []domain.Grant{{PrincipalID: "u1", AccountID: leaf.ID, RoleID: rs[2].ID}}); err != nil {
+		t.Fatal(err)
 	}
 	d.Counter.SetDelay(0)
 

@@ -42,16 +42,19 @@ func tree(t testing.TB, st *store.Store, depth int) []domain.Account {
 	return chain
 }
 
-// roles creates n roles of 20 permissions in account acct.
+// roles creates n roles of 20 permissions in account acct: each permits
+// GET on /v2/applications/** and /v2/accounts/*, and on paths no request
+// uses.
 func roles(t testing.TB, st *store.Store, acct string, n int, inheritable bool) []domain.Role {
 	t.Helper()
 	var out []domain.Role
 	for i := 0; i < n; i++ {
 		var ps []authz.Permission
-		for j := 0; j < 19; j++ {
+		for j := 0; j < 18; j++ {
 			ps = append(ps, authz.Permission{Method: "GET", Effect: "permit", Spec: []string{fmt.Sprintf("/v2/thing%d/*", j)}})
 		}
-		ps = append(ps, authz.Permission{Method: "GET", Effect: "permit", Spec: []string{"/v2/applications/**"}})
+		ps = append(ps, authz.Permission{Method: "GET", Effect: "permit", Spec: []string{"/v2/applications/**"}},
+			authz.Permission{Method: "GET", Effect: "permit", Spec: []string{"/v2/accounts/*"}})
 		r := domain.Role{AccountID: acct, ID: fmt.Sprintf("r%s%v%d", acct, inheritable, i), Name: fmt.Sprintf("role %d", i), Inheritable: inheritable, Permissions: ps, Version: 1}
 		if err := st.CreateRole(context.Background(), r); err != nil {
 			t.Fatal(err)
@@ -79,8 +82,11 @@ func principalWithKey(t testing.TB, st *store.Store, account domain.Account, hel
 	return secret
 }
 
-// The authorizer's budget: 2 sequential DynamoDB round trips per decision,
-// the same at depth 1 and 1000 and with 1 or 50 roles.
+// The authorizer's budget: 2 sequential DynamoDB round trips per allowed
+// decision, the same at depth 1 and 1000 and with 1 or 50 roles held (of
+// which the first access.FirstGrants are read, by key). A refusal reads
+// every held role that can apply: 2 round trips when the first grants
+// were all of them, 4 otherwise (the rest of the grants, then their roles).
 func TestAuthorizeRoundTripsDoNotGrowWithDepthOrRoles(t *testing.T) {
 	for _, depth := range []int{1, 10, 100, 1000} {
 		for _, n := range []int{1, 50} {
@@ -110,10 +116,11 @@ func TestAuthorizeRoundTripsDoNotGrowWithDepthOrRoles(t *testing.T) {
 				if got := d.Counter.Sequential(); got != 2 {
 					t.Errorf("sequential round trips = %d, want 2 (calls %v)", got, d.Counter.ByOperation())
 				}
-				// BatchGet + grants Query, then the two accounts' role
-				// Queries, the key account's GetItem and the last_used update.
-				if got := d.Counter.Total(); got != 6 {
-					t.Errorf("total round trips = %d, want 6 (calls %v)", got, d.Counter.ByOperation())
+				// BatchGet + the first grants' Query, then one BatchGet of
+				// the roles they name, the key account's GetItem and the
+				// last_used update.
+				if got, ops := d.Counter.Total(), d.Counter.ByOperation(); got != 5 || ops["BatchGetItem"] != 2 {
+					t.Errorf("total round trips = %d, want 5 with 2 BatchGetItem (calls %v)", got, ops)
 				}
 				if got := d.Counter.ByOperation()["UpdateItem"]; got != 1 {
 					t.Errorf("first use: last_used written %d times, want 1", got)
@@ -123,8 +130,8 @@ func TestAuthorizeRoundTripsDoNotGrowWithDepthOrRoles(t *testing.T) {
 				// same first round trip.
 				d.Counter.Reset()
 				res, err = svc.Authorize(context.Background(), secret, "GET", "/v2/accounts/"+leaf.ID)
-				if err != nil {
-					t.Fatal(err)
+				if err != nil || !res.Decision.Allowed {
+					t.Fatalf("account path: %+v %v", res.Decision, err)
 				}
 				if got := d.Counter.Sequential(); got != 2 {
 					t.Errorf("account path: sequential round trips = %d, want 2", got)
@@ -132,8 +139,22 @@ func TestAuthorizeRoundTripsDoNotGrowWithDepthOrRoles(t *testing.T) {
 				// The named account is the key's: it was read already. The
 				// key was used a moment ago, so its last_used is not
 				// written again (a write whose condition fails is billed).
-				if got := d.Counter.Total(); got != 4 {
-					t.Errorf("account path: total round trips = %d, want 4 (calls %v)", got, d.Counter.ByOperation())
+				if got := d.Counter.Total(); got != 3 {
+					t.Errorf("account path: total round trips = %d, want 3 (calls %v)", got, d.Counter.ByOperation())
+				}
+
+				// A refusal is decided with every role that applies.
+				d.Counter.Reset()
+				res, err = svc.Authorize(context.Background(), secret, "DELETE", "/v2/applications/app1")
+				if err != nil || res.Decision.Allowed || res.Decision.Considered != len(held) {
+					t.Fatalf("refusal: %+v %v, want a refusal considering %d roles", res.Decision, err, len(held))
+				}
+				seq, calls := 2, 4
+				if len(held) > access.FirstGrants {
+					seq, calls = 4, 6
+				}
+				if got, all := d.Counter.Sequential(), d.Counter.Total(); got != seq || all != calls {
+					t.Errorf("refusal with %d roles held: %d sequential / %d calls, want %d / %d (calls %v)", len(held), got, all, seq, calls, d.Counter.ByOperation())
 				}
 				if got := d.Counter.ByOperation()["UpdateItem"]; got != 0 {
 					t.Errorf("last_used written %d times within the minute, want 0", got)
@@ -156,11 +177,11 @@ func TestAuthorizeRoundTripsDoNotGrowWithDepthOrRoles(t *testing.T) {
 					if got := d.Counter.Sequential(); got != 2 {
 						t.Errorf("%s: sequential round trips = %d, want 2 (calls %v)", name, got, d.Counter.ByOperation())
 					}
-					// BatchGet + grants Query; the two role Queries, the
+					// BatchGet + grants Query; the roles' BatchGet, the
 					// BatchGet of the key account and the lineage, the
 					// last_used update.
-					if got, ops := d.Counter.Total(), d.Counter.ByOperation(); got != 6 || ops["BatchGetItem"] != 2 || ops["GetItem"] != 0 {
-						t.Errorf("%s: total round trips = %d, want 6 with 2 BatchGetItem (calls %v)", name, got, ops)
+					if got, ops := d.Counter.Total(), d.Counter.ByOperation(); got != 5 || ops["BatchGetItem"] != 3 || ops["GetItem"] != 0 {
+						t.Errorf("%s: total round trips = %d, want 5 with 3 BatchGetItem (calls %v)", name, got, ops)
 					}
 					// On its own account's path no account read is needed,
 					// but the lineage is: one call more than a persistent key.
@@ -168,8 +189,8 @@ func TestAuthorizeRoundTripsDoNotGrowWithDepthOrRoles(t *testing.T) {
 					if _, err := svc.Authorize(context.Background(), secret, "GET", "/v2/accounts/"+leaf.ID); err != nil {
 						t.Fatal(err)
 					}
-					if seq, got := d.Counter.Sequential(), d.Counter.Total(); seq != 2 || got != 5 {
-						t.Errorf("%s, account path: %d sequential / %d calls, want 2 / 5 (calls %v)", name, seq, got, d.Counter.ByOperation())
+					if seq, got := d.Counter.Sequential(), d.Counter.Total(); seq != 2 || got != 4 {
+						t.Errorf("%s, account path: %d sequential / %d calls, want 2 / 4 (calls %v)", name, seq, got, d.Counter.ByOperation())
 					}
 				}
 			})

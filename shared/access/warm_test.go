@@ -59,8 +59,8 @@ func TestWarmPathReadsNothing(t *testing.T) {
 		t.Errorf("a wrong secret against a warm entry: %v", err)
 	}
 	// A request naming another account is another entry: its credential
-	// is read cold; the account's roles, read within the bound by the
-	// first request, come from the container's per-account cache.
+	// is read cold; the roles, read within the bound by the first
+	// request, come from the container's item cache.
 	// The delay makes the calls made in parallel overlap whatever the
 	// machine's load, so the sequential count is deterministic.
 	d.Counter.Reset()
@@ -171,11 +171,11 @@ type world struct {
 	role    domain.Role
 }
 
-// An account's RBAC partition is read once per staleness period per
-// container, whatever the number of its credentials that container
-// serves: a second principal's cold read takes the roles the first one's
-// read, and the entry it makes expires with them, so a role change still
-// takes effect within the bound.
+// A role is read once per staleness period per container, whatever the
+// number of credentials holding it that container serves: a second
+// principal's cold read takes the roles the first one's read, and the
+// entry it makes expires with them, so a role change still takes effect
+// within the bound.
 func TestWarmPathSharesAnAccountsRoles(t *testing.T) {
 	d := testenv.NewDynamo(t)
 	st := store.New(d.Client, d.Table)
@@ -212,8 +212,9 @@ func TestWarmPathSharesAnAccountsRoles(t *testing.T) {
 	if !allowed(second) {
 		t.Fatal("second key denied")
 	}
-	if q := d.Counter.ByOperation()["Query"]; q != 1 { // its grants; not the account's roles
-		t.Errorf("second credential, same account within the bound: %d Queries (%v), want 1", q, d.Counter.ByOperation())
+	// Its credential and its grants; not the role.
+	if ops := d.Counter.ByOperation(); ops["Query"] != 1 || ops["BatchGetItem"] != 1 {
+		t.Errorf("second credential, same role within the bound: %v, want 1 Query and 1 BatchGetItem", ops)
 	}
 	// The role the second key holds loses its permission; at the bound of
 	// the first read (not of the second key's own read) both see it.

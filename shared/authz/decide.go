@@ -59,6 +59,15 @@ const (
 	whyRefused                // refused before matching; Reason says why
 )
 
+// RefusedByRoles reports whether a refusal came from the roles given: no
+// applicable role granted. Roles not given could then still grant it (a
+// deny is local to its role, so more roles never take a grant away), and
+// a caller that has read only some of a principal's roles must read on
+// before refusing. False when allowed, and for refusals made before any
+// role is looked at (the path, a key in no account, the scope, a global
+// route without a root account): no role can change those.
+func (d Decision) RefusedByRoles() bool { return !d.Allowed && d.why == whyNoMatch }
+
 // Explain returns one readable sentence for humans and logs, e.g.
 //
 //	permitted by role "Editor" (/v2/accounts/a1/roles/r2) permissions[3] PATCH /v2/applications/*

@@ -13,10 +13,11 @@ import (
 )
 
 // LoadCredential reads, in parallel, the principal, the key and (when
-// target != "") the target account with one BatchGetItem, and the
-// principal's grants with one Query. A missing principal or key is
-// domain.ErrNotFound.
-func (s *Store) LoadCredential(ctx context.Context, principal, keyID, target string) (domain.Credential, error) {
+// target != "") the target account with one BatchGetItem, and the first
+// `grants` of the principal's grants in key order with one Query (none,
+// and no Query, when grants is 0; Credential.MoreGrants says whether
+// GrantsAfter has more). A missing principal or key is domain.ErrNotFound.
+func (s *Store) LoadCredential(ctx context.Context, principal, keyID, target string, grants int) (domain.Credential, error) {
 	var (
 		c     domain.Credential
 		batch []map[string]types.AttributeValue
@@ -30,7 +31,12 @@ func (s *Store) LoadCredential(ctx context.Context, principal, keyID, target str
 		batch, err = ddb.BatchGet(gctx, s.db, s.table, keys)
 		return wrap("load credential", err)
 	})
-	g.Go(func() (err error) { c.Grants, err = s.Grants(gctx, principal); return err })
+	if grants > 0 {
+		g.Go(func() (err error) {
+			c.Grants, c.MoreGrants, err = s.grantsPage(gctx, principal, nil, grants)
+			return err
+		})
+	}
 	if err := g.Wait(); err != nil {
 		return c, err
 	}

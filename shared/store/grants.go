@@ -63,6 +63,61 @@ func (s *Store) Grants(ctx context.Context, principal string) ([]domain.Grant, e
 	return unmarshalAll[domain.Grant](items)
 }
 
+// grantsPage reads the principal's grants in key order (role grants by
+// account and role, then group memberships by account and group) after
+// `after` (from the first when nil): at most limit of them and whether
+// more may follow, or with limit 0 all the rest (more is then false).
+// DynamoDB answers a Query that stops at its Limit with a LastEvaluatedKey
+// even when nothing follows, so "more" may be a false alarm, never a miss.
+func (s *Store) grantsPage(ctx context.Context, principal string, after *domain.Grant, limit int) ([]domain.Grant, bool, error) {
+	in := &dynamodb.QueryInput{
+		TableName:              aws.String(s.table),
+		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: principalPK(principal)},
+			":sk": &types.AttributeValueMemberS{Value: prefixAnyGrant},
+		},
+	}
+	if after != nil {
+		a := *after
+		a.PrincipalID = principal
+		in.ExclusiveStartKey = grantItemKey(a)
+	}
+	var items []map[string]types.AttributeValue
+	more := false
+	if limit > 0 {
+		in.Limit = aws.Int32(int32(limit))
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, false, wrap("query grants", err)
+		}
+		items, more = out.Items, len(out.LastEvaluatedKey) > 0
+	} else {
+		var err error
+		if items, err = s.query(ctx, "query grants", in, 0); err != nil {
+			return nil, false, err
+		}
+	}
+	grants, err := unmarshalAll[domain.Grant](items)
+	return grants, more, err
+}
+
+// FirstGrants returns the principal's first n grants in key order and
+// whether more may follow (GrantsAfter reads them): what LoadCredential
+// reads with the credential, for a caller that asked it for none.
+func (s *Store) FirstGrants(ctx context.Context, principal string, n int) ([]domain.Grant, bool, error) {
+	return s.grantsPage(ctx, principal, nil, n)
+}
+
+// GrantsAfter returns the principal's grants that follow `after` in key
+// order (the last grant of a page LoadCredential read), all of them: the
+// authorizer's read of the rest, only when what it read first did not
+// grant the request.
+func (s *Store) GrantsAfter(ctx context.Context, principal string, after domain.Grant) ([]domain.Grant, error) {
+	grants, _, err := s.grantsPage(ctx, principal, &after, 0)
+	return grants, err
+}
+
 // PutGrant records that a principal holds a role (or is a member of a group,
 // when g.Group is set); the role or group must exist.
 func (s *Store) PutGrant(ctx context.Context, g domain.Grant) error {

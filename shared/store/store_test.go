@@ -149,7 +149,7 @@ func TestEmptyListsReadBackEmpty(t *testing.T) {
 	if err := st.CreateKey(ctx, domain.AccessKey{ID: "k1", PrincipalID: "u1", Account: "root", AccountAncestors: []string{}, SecretHash: "h"}); err != nil {
 		t.Fatal(err)
 	}
-	k, err := st.LoadCredential(ctx, "u1", "k1", "")
+	k, err := st.LoadCredential(ctx, "u1", "k1", "", 0)
 	if err != nil || k.Key.Account != "root" || len(k.Key.AccountAncestors) != 0 {
 		t.Fatalf("LoadCredential = %+v, %v", k.Key, err)
 	}
