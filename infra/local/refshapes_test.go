@@ -220,7 +220,33 @@ func TestReferenceShapesThroughTheGateway(t *testing.T) {
 	// function's own 404 for a caller whose roles reach them is
 	// shared/identity's test); the answer is the same whether that user
 	// exists or not.
-	other := rc.must("POST user", 200, c.do("POST", "/v2/users", op, map[string]any{"email": "someone@example.com"})).Body["id"].(string)
+	// A user made without a name has no name member: the reference's Name
+	// is never empty, so "" would break it. Nor can a name be set to
+	// nothing later.
+	nameless := rc.must("POST user", 200, c.do("POST", "/v2/users", op, map[string]any{"email": "someone@example.com"}))
+	other := nameless.Body["id"].(string)
+	rc.response("POST /v2/users without a name", "User", "User", nameless)
+	for _, r := range []reply{nameless, rc.must("GET user", 200, c.do("GET", "/v2/users/"+other, op, nil))} {
+		rc.response("a user without a name", "User", "User", r)
+		if _, ok := r.Body["name"]; ok {
+			t.Errorf("a user without a name has a name member: %s", r.Raw)
+		}
+	}
+	for _, bad := range []string{"", "   "} {
+		for _, r := range []reply{
+			c.do("POST", "/v2/users", op, map[string]any{"email": "blank@example.com", "name": bad}),
+			c.do("PATCH", "/v2/users/"+other, op, map[string]any{"name": bad}),
+		} {
+			if r.Status != 400 || r.errorType(t) != "bad_request" || !strings.Contains(r.Raw, "name must not be empty") {
+				t.Errorf("name %q: %d %s", bad, r.Status, r.Raw)
+			}
+		}
+	}
+	named := rc.must("PATCH user name", 200, c.do("PATCH", "/v2/users/"+other, op, rc.request("UserPatch", map[string]any{"name": "Someone"})))
+	rc.response("PATCH /v2/users/{id} name", "User", "User", named)
+	if named.Body["name"] != "Someone" {
+		t.Errorf("name not set: %s", named.Raw)
+	}
 	for _, method := range []string{"GET", "POST"} {
 		var got []string
 		for _, id := range []string{other, "nosuchuser"} {

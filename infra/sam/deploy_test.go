@@ -16,12 +16,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"cads/infra/sam"
 	"cads/infra/testenv"
+	"cads/shared/builtin"
 )
 
 // apiGatewayIntegrationLimit is API Gateway's maximum integration timeout
@@ -135,6 +137,12 @@ func TestTemplateInstallsOnDeployment(t *testing.T) {
 	}
 	if !named {
 		t.Errorf("no output names the secret %s", secretID)
+	}
+	// CloudFormation calls a custom resource on a stack update only when
+	// its properties change: the revision of the built-in roles is one, so
+	// a deployment that brings a new revision upgrades the stored roles.
+	if got, want := fmt.Sprint(in.Properties["BuiltinRolesRevision"]), strconv.Itoa(builtin.Revision()); got != want {
+		t.Errorf("custom resource %s: BuiltinRolesRevision %q, want %q (shared/builtin/roles.json's revision)", in.LogicalID, got, want)
 	}
 	res := tpl.Resources[fn]
 	policy, _ := json.Marshal(res.Properties["Policies"])

@@ -194,7 +194,7 @@ func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, e
 	roles := make([]domain.Role, 0, len(defs))
 	for _, d := range defs {
 		roles = append(roles, domain.Role{AccountID: id, ID: ids.New(), Name: d.Name, Description: d.Description, Inheritable: d.Inheritable,
-			Control: true, Permissions: d.Permissions, Version: 1, Created: now, Updated: now})
+			Control: true, Builtin: d.Key, BuiltinRevision: d.Revision, Permissions: d.Permissions, Version: 1, Created: now, Updated: now})
 	}
 	if err := h.st.CreateSubAccount(r.Context(), a, roles); err != nil {
 		return 0, nil, domain.IfNotFound(err, "account %s no longer exists", accountHref(p.AccountID))

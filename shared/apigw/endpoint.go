@@ -2,6 +2,7 @@ package apigw
 
 import (
 	"encoding/json"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -48,6 +49,12 @@ func handle(log *slog.Logger, e Endpoint, inAccount bool) http.HandlerFunc {
 		}
 		if inAccount && p.AccountID == "" {
 			WriteError(r.Context(), log, w, domain.Errorf(domain.Forbidden, "this key is authenticated into no account; switch with POST /v2/users/self/authorization"))
+			return
+		}
+		// No GET or DELETE of the API takes a body: one sent would be
+		// ignored, as if it had been applied (docs/api.md#unknown-fields).
+		if err := noBody(r); err != nil {
+			WriteError(r.Context(), log, w, err)
 			return
 		}
 		// Query parameters are text too: some are stored or echoed back.
@@ -140,4 +147,16 @@ func writeList(w http.ResponseWriter, r *http.Request, status int, body any) boo
 	w.WriteHeader(status)
 	_, _ = w.Write(buf)
 	return true
+}
+
+// noBody refuses a request body on a GET or DELETE.
+func noBody(r *http.Request) error {
+	if r.Method != http.MethodGet && r.Method != http.MethodDelete || r.Body == nil {
+		return nil
+	}
+	var one [1]byte
+	if n, _ := io.ReadFull(r.Body, one[:]); n > 0 {
+		return BadRequest("a %s request takes no body: send it without one", r.Method)
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -61,6 +62,14 @@ func TestHandle(t *testing.T) {
 	}
 	if r := call("/v2/json/", in); r.StatusCode != 400 {
 		t.Fatalf("non-canonical path: %+v", r)
+	}
+	// A GET with a body: refused, not ignored as if it had been applied.
+	for _, body := range []string{"null", "{}", " "} {
+		req := events.APIGatewayProxyRequest{HTTPMethod: "GET", Path: "/v2/json", Body: body, RequestContext: events.APIGatewayProxyRequestContext{Authorizer: in.Context()}}
+		r, err := h(context.Background(), req)
+		if err != nil || r.StatusCode != 400 || !strings.Contains(r.Body, "takes no body") {
+			t.Fatalf("GET with body %q: %+v %v", body, r, err)
+		}
 	}
 }
 

@@ -99,7 +99,8 @@ func Plan(clock func() time.Time, operatorEmail string) (domain.InstallPlan, str
 	}
 	for i, d := range append(control, admin...) {
 		r := domain.Role{AccountID: root.ID, ID: ids.New(), Name: d.Name, Description: d.Description, Inheritable: d.Inheritable,
-			Control: d.Control, EntitlementAdministrator: d.EntitlementAdministrator, Permissions: d.Permissions, Version: 1, Created: now, Updated: now}
+			Control: d.Control, EntitlementAdministrator: d.EntitlementAdministrator, Builtin: d.Key, BuiltinRevision: d.Revision,
+			Permissions: d.Permissions, Version: 1, Created: now, Updated: now}
 		plan.Roles = append(plan.Roles, r)
 		// The operator holds the Account owner role (the first control
 		// role) and both entitlement administrator roles.

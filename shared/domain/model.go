@@ -30,10 +30,16 @@ type Role struct {
 	// EntitlementAdministrator is set by the bootstrap on the operator's
 	// entitlement administrator roles and by nothing else: the engine lets
 	// only these roles grant account creation and entitlement writes.
-	EntitlementAdministrator bool               `dynamodbav:"entitlement_administrator,omitempty"`
-	MFARequired              bool               `dynamodbav:"mfa_required"`
-	MaxAuthAgeSecs           int                `dynamodbav:"maximum_auth_age_secs,omitempty"`
-	Permissions              []authz.Permission `dynamodbav:"permissions"`
+	EntitlementAdministrator bool `dynamodbav:"entitlement_administrator,omitempty"`
+	// Builtin and BuiltinRevision are set on the roles the platform makes
+	// (control and entitlement administrator roles): which definition of
+	// shared/builtin the role was made from, and the revision it was last
+	// brought to. Deployments upgrade roles of older revisions.
+	Builtin         string             `dynamodbav:"builtin,omitempty"`
+	BuiltinRevision int                `dynamodbav:"builtin_revision,omitempty"`
+	MFARequired     bool               `dynamodbav:"mfa_required"`
+	MaxAuthAgeSecs  int                `dynamodbav:"maximum_auth_age_secs,omitempty"`
+	Permissions     []authz.Permission `dynamodbav:"permissions"`
 	// Version grows by one on every change, so compiled copies are keyed
 	// by it and never outlive an edit.
 	Version int       `dynamodbav:"version"`
@@ -145,4 +151,19 @@ type Installation struct {
 	RootAccount string    `dynamodbav:"root_account"`
 	Operator    string    `dynamodbav:"operator"`
 	Created     time.Time `dynamodbav:"created"`
+}
+
+// RolesUpgrade is the progress of bringing the built-in roles of every
+// account to one revision of their definitions: a run that stops before
+// the end leaves it, and the next run goes on from After.
+type RolesUpgrade struct {
+	Revision int `dynamodbav:"revision"`
+	// After is the position in the installation's accounts (creation
+	// order) up to which every account's roles are done.
+	After    string    `dynamodbav:"after,omitempty"`
+	Done     bool      `dynamodbav:"done"`
+	Accounts int       `dynamodbav:"accounts"`
+	Roles    int       `dynamodbav:"roles"`
+	Started  time.Time `dynamodbav:"started"`
+	Updated  time.Time `dynamodbav:"updated"`
 }

@@ -258,8 +258,14 @@ func validEmail(s string) (string, error) {
 	return strings.ToLower(s), nil
 }
 
+// validName checks a user's name. A name, when given, has a visible
+// character: a user without one has no name member at all, so "" cannot
+// stand for it (docs/api.md#creating-users).
 func validName(s string) (string, error) {
 	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", apigw.BadRequest("name must not be empty or white space: a user without a name has no name member (leave name out when creating one)")
+	}
 	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxNameLen {
 		return "", domain.Errorf(domain.Invalid, "name must be valid UTF-8 of at most %d characters", maxNameLen)
 	}

@@ -11,10 +11,12 @@ import (
 
 // User is the wire shape of a user.
 type User struct {
-	ID      string    `json:"id"`
-	Href    string    `json:"href"`
-	Email   string    `json:"email"`
-	Name    string    `json:"name"`
+	ID    string `json:"id"`
+	Href  string `json:"href"`
+	Email string `json:"email"`
+	// Name is absent, not "", for a user created without one: a name,
+	// when there is one, is never empty (docs/api.md#creating-users).
+	Name    string    `json:"name,omitempty"`
 	Phone   string    `json:"phone,omitempty"`
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`

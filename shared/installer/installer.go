@@ -4,9 +4,14 @@
 // table and puts the operator's first access key into the stack's secret.
 //
 // Create and Update run the bootstrap, which changes nothing on an
-// installed table: the stored key is never replaced. Delete keeps the
-// installation (the table is retained with the stack's deletion). The key
-// never appears in a response, an output or a log.
+// installed table: the stored key is never replaced. Then they bring the
+// built-in roles of every account to the current revision of their
+// definitions (bootstrap.UpgradeRoles): a stack updated in place gets the
+// permits later revisions added without losing its administrators' edits.
+// The template's BuiltinRolesRevision property changes with the revision,
+// so CloudFormation sends an Update whenever there is something to do.
+// Delete keeps the installation (the table is retained with the stack's
+// deletion). The key never appears in a response, an output or a log.
 package installer
 
 import (
@@ -49,6 +54,11 @@ const (
 // CloudFormation waits an hour.
 const responseMargin = 5 * time.Second
 
+// upgradeMargin is kept before the deadline when the roles upgrade starts
+// a page: a page (one read of up to 50 accounts' roles and their writes)
+// takes well under it.
+const upgradeMargin = 20 * time.Second
+
 // Handle is a cfn.CustomResourceFunction: wrap it with cfn.LambdaWrap.
 // The physical id names the installation's root account, so it is the same
 // on every run and CloudFormation never sees a replacement.
@@ -77,6 +87,20 @@ func (in *Installer) Handle(ctx context.Context, ev cfn.Event) (physicalID strin
 	}
 	data = map[string]any{"RootAccount": res.RootAccount, "Operator": res.Operator}
 	physicalID = "installation/" + res.RootAccount
+	var stopBy time.Time
+	if d, ok := ctx.Deadline(); ok {
+		stopBy = d.Add(-upgradeMargin)
+	}
+	up, err := bootstrap.UpgradeRoles(ctx, in.Store, log, bootstrap.UpgradeOptions{StopBy: stopBy})
+	if err != nil {
+		return physicalID, nil, fmt.Errorf("installer: %w", err)
+	}
+	if !up.Done {
+		// Failing the deployment says so; the progress is recorded, and the
+		// next deployment goes on from it.
+		return physicalID, nil, fmt.Errorf("installer: the built-in roles upgrade to revision %d did not finish in time (%d accounts done so far); deploy again to go on from where it stopped (docs/deploy.md)", up.Revision, up.Progress.Accounts)
+	}
+	data["BuiltinRolesRevision"] = up.Revision
 	if res.Created {
 		log.InfoContext(ctx, "installer: created the installation; operator key stored in the secret", "root_account", res.RootAccount, "operator", res.Operator, "key_id", res.KeyID, "secret_id", secretID)
 		return physicalID, data, nil

@@ -83,6 +83,7 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *domain.Role) (
 	r := domain.Role{AccountID: account, ID: id, Name: name}
 	if prev != nil {
 		r.Control, r.EntitlementAdministrator = prev.Control, prev.EntitlementAdministrator
+		r.Builtin, r.BuiltinRevision = prev.Builtin, prev.BuiltinRevision
 	}
 	if in.Description != nil {
 		if r.Description, err = validText("description", *in.Description, maxDescriptionLen, false); err != nil {

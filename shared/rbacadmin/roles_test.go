@@ -1,8 +1,11 @@
 package rbacadmin_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"cads/shared/builtin"
 )
 
 func perms(r reply) []map[string]any {
@@ -154,6 +157,12 @@ func TestRoleLifecycle(t *testing.T) {
 	r = e.must(e.call(e.op, "PATCH", ownerHref, `[{"op":"add","path":"/permissions/-","value":{"method":"DELETE","effect":"deny","spec":["/v2/tests/keep"]}}]`, "application/json-patch+json"), 200, "refine control role")
 	if r.Body["control"] != true || !hasPerm(r, "DELETE", "deny", "/v2/tests/keep") {
 		t.Fatalf("refined control role: %s", r.Raw)
+	}
+	// The edit keeps which built-in role it is and its revision, so the
+	// next deployment's upgrade applies only later changes to it.
+	if stored, err := e.st.GetRole(context.Background(), owner.AccountID, owner.ID); err != nil ||
+		stored.Builtin != builtin.KeyAccountOwner || stored.BuiltinRevision != builtin.Revision() {
+		t.Fatalf("refined control role lost its built-in identity: %+v %v", stored, err)
 	}
 	if r := e.call(e.op, "DELETE", ownerHref, nil); r.Status != 409 {
 		t.Fatalf("delete control role: %d %s", r.Status, r.Raw)

@@ -3,6 +3,11 @@ package store
 import (
 	"context"
 	"errors"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/ddb"
 	"cads/shared/domain"
@@ -52,4 +57,37 @@ func (s *Store) Install(ctx context.Context, p domain.InstallPlan) error {
 		return conflict("installation collides with existing data")
 	}
 	return err
+}
+
+const skRolesUpgrade = "ROLESUPGRADE"
+
+// GetRolesUpgrade reads the built-in roles upgrade's progress
+// (domain.ErrNotFound before the first upgrade).
+func (s *Store) GetRolesUpgrade(ctx context.Context) (domain.RolesUpgrade, error) {
+	var u domain.RolesUpgrade
+	err := s.getConsistent(ctx, "get roles upgrade", pkInstallation, skRolesUpgrade, &u)
+	return u, err
+}
+
+// PutRolesUpgrade records the upgrade's progress, unless the table already
+// records a later revision (a rolled-back deployment's older code must not
+// move it back): then it is a *domain.Error.
+func (s *Store) PutRolesUpgrade(ctx context.Context, u domain.RolesUpgrade) error {
+	m, err := item(keyAttrs{PK: pkInstallation, SK: skRolesUpgrade, Entity: "roles_upgrade"}, u)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                aws.String(s.table),
+		Item:                     m,
+		ConditionExpression:      aws.String("attribute_not_exists(PK) OR #rev <= :rev"),
+		ExpressionAttributeNames: map[string]string{"#rev": "revision"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":rev": &types.AttributeValueMemberN{Value: strconv.Itoa(u.Revision)},
+		},
+	})
+	if ddb.IsConditionFailed(err) {
+		return conflict("the table's built-in roles are at a later revision than " + strconv.Itoa(u.Revision))
+	}
+	return wrap("put roles upgrade", err)
 }

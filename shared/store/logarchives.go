@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -36,19 +37,30 @@ func LogArchiveSK(app, typ string, from, to time.Time) string {
 func logArchiveBlobPK(account, blob string) string { return "LOGARCHIVE#" + account + "#" + blob }
 func logArchiveChunkSK(n int) string               { return fmt.Sprintf("CHUNK#%04d", n) }
 
+// maxLogArchiveChunks is the most chunks an archive has.
+const maxLogArchiveChunks = (MaxLogArchiveBytes + LogArchiveChunkBytes - 1) / LogArchiveChunkBytes
+
+// putArchiveAttempts bounds the retries when another preparation of the
+// same range replaces the archive between the read and the write.
+const putArchiveAttempts = 4
+
 // PutLogArchive writes an archive: its header (replacing one of the same
 // application, type and range) and its file's chunks, in one transaction
-// conditional on the application still being the account's. The chunks
-// of a replaced archive are left to their TTL.
+// conditional on the application still being the account's. The replaced
+// archive's chunks are deleted in the same transaction (at most
+// maxLogArchiveChunks keys, so it stays within DynamoDB's 100 actions),
+// conditionally on the header being still the one read: nothing is left
+// for its TTL, and a concurrent replacement makes this one read again.
 func (s *Store) PutLogArchive(ctx context.Context, a domain.LogArchive, data []byte) error {
 	if len(data) > MaxLogArchiveBytes {
 		return fmt.Errorf("log archive of %d bytes: at most %d", len(data), MaxLogArchiveBytes)
 	}
-	hdr, err := item(keyAttrs{PK: logArchivesPK(a.Account), SK: LogArchiveSK(a.App, a.Type, a.From, a.To), Entity: "log_archive"}, a)
+	pk, sk := logArchivesPK(a.Account), LogArchiveSK(a.App, a.Type, a.From, a.To)
+	hdr, err := item(keyAttrs{PK: pk, SK: sk, Entity: "log_archive"}, a)
 	if err != nil {
 		return err
 	}
-	items := []types.TransactWriteItem{s.appInAccount(a.Account, a.App), {Put: &types.Put{TableName: aws.String(s.table), Item: hdr}}}
+	chunks := make([]types.TransactWriteItem, 0, a.Chunks)
 	for n := 0; n < a.Chunks; n++ {
 		part := data[n*LogArchiveChunkBytes : min(len(data), (n+1)*LogArchiveChunkBytes)]
 		it, err := item(keyAttrs{PK: logArchiveBlobPK(a.Account, a.Blob), SK: logArchiveChunkSK(n), Entity: "log_archive_chunk"}, logArchiveChunk{Data: part})
@@ -56,13 +68,38 @@ func (s *Store) PutLogArchive(ctx context.Context, a domain.LogArchive, data []b
 			return err
 		}
 		it[AttrTTL] = avNum(a.Expires)
-		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it}})
+		chunks = append(chunks, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it}})
 	}
-	err = s.transact(ctx, "put log archive", items)
-	if txConditionFailedAt(err, 0) {
-		return domain.ErrNotFound
+	for attempt := 1; ; attempt++ {
+		var old domain.LogArchive
+		err := s.getConsistent(ctx, "get log archive", pk, sk, &old)
+		replaces := err == nil
+		if err != nil && !errors.Is(err, domain.ErrNotFound) {
+			return err
+		}
+		put := &types.Put{TableName: aws.String(s.table), Item: hdr, ConditionExpression: aws.String("attribute_not_exists(PK)")}
+		if replaces {
+			put.ConditionExpression = aws.String("#blob = :old")
+			put.ExpressionAttributeNames = map[string]string{"#blob": "blob"}
+			put.ExpressionAttributeValues = map[string]types.AttributeValue{":old": avStr(old.Blob)}
+		}
+		items := append([]types.TransactWriteItem{s.appInAccount(a.Account, a.App), {Put: put}}, chunks...)
+		if replaces && old.Blob != a.Blob {
+			for n := 0; n < min(old.Chunks, maxLogArchiveChunks); n++ {
+				items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(logArchiveBlobPK(a.Account, old.Blob), logArchiveChunkSK(n))}})
+			}
+		}
+		err = s.transact(ctx, "put log archive", items)
+		switch {
+		case txConditionFailedAt(err, 0):
+			return domain.ErrNotFound
+		case txConditionFailedAt(err, 1) && attempt < putArchiveAttempts:
+			continue // replaced (or written) meanwhile: read it again
+		case txConditionFailedAt(err, 1):
+			return conflict("the archive of this range was replaced meanwhile, again and again; retry")
+		}
+		return err
 	}
-	return err
 }
 
 // MaxLogArchives bounds the archives an account keeps (checked when one

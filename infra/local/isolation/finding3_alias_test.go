@@ -46,6 +46,9 @@ func TestFinding3_AliasBelongsToOneAccount(t *testing.T) {
 	}
 	doJSON := func(secret, method, path string, v any) (int, map[string]any, string) {
 		t.Helper()
+		if v == nil {
+			return call(secret, method, path, "", nil)
+		}
 		b, _ := json.Marshal(v)
 		return call(secret, method, path, "application/json", b)
 	}

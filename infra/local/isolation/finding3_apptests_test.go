@@ -80,6 +80,9 @@ func TestFinding3_TestTargetsOnlyOwnAliases(t *testing.T) {
 	}
 	doJSON := func(method, path string, v any) (int, map[string]any) {
 		t.Helper()
+		if v == nil {
+			return do(method, path, "", nil)
+		}
 		b, _ := json.Marshal(v)
 		return do(method, path, "application/json", b)
 	}

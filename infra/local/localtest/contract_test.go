@@ -33,7 +33,7 @@ func TestContractChecksResponses(t *testing.T) {
 		{"an undeclared status", "GET", "/v2/users/u1", 202, jsonCT, user, "status is not supported"},
 		{"a field of the wrong type", "GET", "/v2/users/u1", 200, jsonCT, strings.Replace(user, `"name":"A"`, `"name":7`, 1), "doesn't match"},
 		{"a field the document lacks", "GET", "/v2/users/u1", 200, jsonCT, strings.Replace(user, `"name":"A"`, `"name":"A","extra":1`, 1), "doesn't match"},
-		{"a missing field", "GET", "/v2/users/u1", 200, jsonCT, strings.Replace(user, `"name":"A",`, ``, 1), "doesn't match"},
+		{"a missing field", "GET", "/v2/users/u1", 200, jsonCT, strings.Replace(user, `"email":"a@example.com",`, ``, 1), "doesn't match"},
 		{"an undeclared content type", "GET", "/v2/users/u1", 200, http.Header{"Content-Type": {"text/html"}}, user, "Content-Type"},
 		{"an error body of another shape", "GET", "/v2/users/u1", 404, jsonCT, `{"message":"no user"}`, "Error schema"},
 		{"an error whose status disagrees", "GET", "/v2/users/u1", 404, jsonCT, strings.Replace(notFound, "404", "400", 1), "says status"},
@@ -45,6 +45,55 @@ func TestContractChecksResponses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req := httptest.NewRequest(tc.method, tc.target, nil)
 			err := c.Check(ctx, req, tc.status, tc.header, []byte(tc.body))
+			switch {
+			case tc.fails == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.fails != "" && err == nil:
+				t.Errorf("passed; want a failure naming %q", tc.fails)
+			case tc.fails != "" && !strings.Contains(err.Error(), tc.fails):
+				t.Errorf("failure %q does not name %q", err, tc.fails)
+			}
+		})
+	}
+}
+
+// An accepted request is checked too: what the document calls invalid and
+// the platform accepted fails, and what it describes passes.
+func TestContractChecksAcceptedRequests(t *testing.T) {
+	ctx := context.Background()
+	c, err := LoadContract(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, method, target, ct, body string
+		bearer                         bool
+		fails                          string
+	}{
+		{"a user", "POST", "/v2/users", "application/json", `{"email":"ada@example.com","name":"Ada"}`, true, ""},
+		{"the query credential", "POST", "/v2/users?authorization=s", "application/json", `{"email":"ada@example.com"}`, false, ""},
+		{"a read", "GET", "/v2/users?limit=5&order=-created", "", "", true, ""},
+		{"a binary archive", "PUT", "/v2/tests/smoke", "application/x-tar+x-bzip2", "BZh9\x00\x01", true, ""},
+		{"no credential", "POST", "/v2/users", "application/json", `{"email":"ada@example.com"}`, false, "security requirements failed"},
+		{"a member the document lacks", "POST", "/v2/users", "application/json", `{"email":"ada@example.com","fax":"1"}`, true, "fax"},
+		{"a missing required member", "POST", "/v2/users", "application/json", `{"name":"Ada"}`, true, "email"},
+		{"a member of the wrong type", "POST", "/v2/users", "application/json", `{"email":"ada@example.com","name":7}`, true, "name"},
+		{"an empty name", "POST", "/v2/users", "application/json", `{"email":"ada@example.com","name":""}`, true, "name"},
+		{"a bad query parameter", "GET", "/v2/users?limit=zero", "", "", true, "limit"},
+		{"an undeclared content type", "POST", "/v2/users", "text/plain", `email`, true, "Content-Type"},
+		{"a body where none is declared", "GET", "/v2/users", "application/json", `{}`, true, "body"},
+		{"an operation the document lacks", "DELETE", "/v2/users", "", "", true, "no operation"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(tc.method, tc.target, nil)
+			if tc.ct != "" {
+				req.Header.Set("Content-Type", tc.ct)
+			}
+			if tc.bearer {
+				req.Header.Set("Authorization", "Bearer s")
+			}
+			err := c.CheckRequest(ctx, req, []byte(tc.body))
 			switch {
 			case tc.fails == "" && err != nil:
 				t.Errorf("refused: %v", err)
