@@ -18,10 +18,11 @@ import (
 // with the same engine and the same data as the authorizer, read the same
 // way (docs/rbac.md, "What the authorizer reads"): one load of the first
 // grants and the roles they name, then any number of decisions
-// (collection filtering, task permissions, the policy simulator). The
-// first refusal that more roles could turn into a grant reads everything
-// the principal holds, once; every later decision of the Decider decides
-// with it. A refusal is so always decided, and explained, with every role
+// (collection filtering, task permissions, the policy simulator). A
+// refusal that more roles could turn into a grant reads on as the
+// authorizer does (Service.readOn), until a role grants it or everything
+// was read, and every later decision of the Decider decides with what was
+// read. A refusal is so always decided, and explained, with every role
 // that applies. Safe for concurrent use.
 type Decider struct {
 	s    *Service
@@ -29,10 +30,8 @@ type Decider struct {
 	ck   string // its entry in the service's deciders cache
 	sets *authz.RoleSets
 
-	mu sync.Mutex
-	in *deciderInputs
-	// all: in.h holds everything (no decision reads on).
-	all      bool
+	mu       sync.Mutex
+	in       *deciderInputs
 	prepared map[string]*authz.Prepared // by target account, for Allows and AllowsFor
 }
 
@@ -44,6 +43,7 @@ type deciderInputs struct {
 	ancestors []string  // of the key's account
 	root      string    // the root account of the key's account; "" if that account is gone
 	h         *holding  // over every account: a Decider's targets vary
+	all       bool      // h holds everything: no decision reads on
 }
 
 // Decider reads the principal's first FirstGrants grants and its key
@@ -88,7 +88,7 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 	if err != nil {
 		return nil, fmt.Errorf("decider: %w", err)
 	}
-	in := &deciderInputs{at: now, ancestors: acct.Ancestors, h: h}
+	in := &deciderInputs{at: now, ancestors: acct.Ancestors, h: h, all: h.complete()}
 	if acct.ID != "" {
 		// From the key account's own item, as the authorizer takes it.
 		in.root = authz.RootOf(acct.ID, acct.Ancestors)
@@ -100,40 +100,51 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 }
 
 func (s *Service) newDecider(p apigw.Principal, ck string, in *deciderInputs) *Decider {
-	return &Decider{s: s, p: p, ck: ck, sets: s.sets, in: in, all: in.h.complete()}
+	return &Decider{s: s, p: p, ck: ck, sets: s.sets, in: in}
 }
 
-// readAll reads everything the principal holds that was not read yet, and
-// keeps it for the later decisions of this Decider and, warm, of the
-// container's next ones. d.mu is held.
-func (d *Decider) readAll(ctx context.Context) error {
-	h, err := d.s.readOn(ctx, d.in.h, d.p.ID, d.s.now(), nil)
+// readOn reads on (Service.readOn), deciding again after each read with
+// everything read so far, until decided reports that the decision needs
+// no more roles or everything was read; it keeps what it read for the
+// later decisions of this Decider and, warm, of the container's next
+// ones. d.mu is held.
+func (d *Decider) readOn(ctx context.Context, decided func() bool) error {
+	h, err := d.s.readOn(ctx, d.in.h, d.p.ID, d.s.now(), func(h *holding) bool {
+		d.use(h)
+		return decided()
+	})
 	if err != nil {
 		return fmt.Errorf("decider: %w", err)
 	}
-	in := *d.in
-	in.h = h
-	d.in, d.all, d.prepared = &in, true, nil
+	d.use(h)
+	d.in.all = h.complete()
 	if d.s.deciders != nil {
 		d.s.deciders.Add(d.ck, d.in)
 	}
 	return nil
 }
 
-// decide makes the decision eval makes with the roles read so far (it
+// use makes the Decider decide with h from now on. d.mu is held.
+func (d *Decider) use(h *holding) {
+	in := *d.in // shared read-only with the cache and other Deciders
+	in.h = h
+	d.in, d.prepared = &in, nil
+}
+
+// decide makes the decision eval makes with the roles read so far (eval
 // runs with d.mu held); a refusal more roles could turn into a grant is
-// made again with everything.
+// made again after each read on.
 func (d *Decider) decide(ctx context.Context, eval func() authz.Decision) (authz.Decision, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	dec := eval()
-	if d.all || !dec.RefusedByRoles() {
+	if d.in.all || !dec.RefusedByRoles() {
 		return dec, nil
 	}
-	if err := d.readAll(ctx); err != nil {
+	if err := d.readOn(ctx, func() bool { dec = eval(); return !dec.RefusedByRoles() }); err != nil {
 		return authz.Decision{}, err
 	}
-	return eval(), nil
+	return dec, nil
 }
 
 // input is the engine's input for a request on target (ancestors: its
@@ -177,13 +188,16 @@ func (d *Decider) AllowsFor(ctx context.Context, method, path string, target dom
 
 // allows is Allows on target. d.mu is held.
 func (d *Decider) allows(ctx context.Context, method, path, target string, ancestors []string) (bool, error) {
-	ok := d.preparedFor(target, ancestors).Allowed(method, path)
+	if d.preparedFor(target, ancestors).Allowed(method, path) {
+		return true, nil
+	}
 	// Only a refusal more roles could turn needs the full decision, and
 	// only until everything was read.
-	if ok || d.all || !authz.Evaluate(d.input(method, path, target, ancestors)).RefusedByRoles() {
-		return ok, nil
+	refusedByRoles := func() bool { return authz.Evaluate(d.input(method, path, target, ancestors)).RefusedByRoles() }
+	if d.in.all || !refusedByRoles() {
+		return false, nil
 	}
-	if err := d.readAll(ctx); err != nil {
+	if err := d.readOn(ctx, func() bool { return !refusedByRoles() }); err != nil {
 		return false, err
 	}
 	return d.preparedFor(target, ancestors).Allowed(method, path), nil
@@ -210,7 +224,8 @@ func (d *Decider) preparedFor(target string, ancestors []string) *authz.Prepared
 // applies, not only on what it permits (only account owners may invite:
 // docs/api.md#who-may-invite). A request the engine refuses before looking
 // at roles (bad path, no account, out of scope) has none. When none of
-// the roles read so far matches, it reads everything, as a refusal does.
+// the roles read so far matches, it reads on, as for a refusal, until one
+// does or everything was read.
 func (d *Decider) AnyApplies(ctx context.Context, method, path string, target domain.Account, match func(authz.Role) bool) (bool, error) {
 	if authz.CheckPath(path) != nil || d.p.AccountID == "" {
 		return false, nil
@@ -231,13 +246,14 @@ func (d *Decider) AnyApplies(ctx context.Context, method, path string, target do
 		}
 		return false
 	}
-	if found := matches(); found || d.all {
+	if found := matches(); found || d.in.all {
 		return found, nil
 	}
-	if err := d.readAll(ctx); err != nil {
+	found := false
+	if err := d.readOn(ctx, func() bool { found = matches(); return found }); err != nil {
 		return false, err
 	}
-	return matches(), nil
+	return found, nil
 }
 
 // CanSwitch decides whether the principal may authenticate into account

@@ -246,3 +246,52 @@ func TestDeciderReadsOnForARefusal(t *testing.T) {
 		t.Errorf("refusals not made by roles: %d calls (%v), want 0", got, d.Counter.ByOperation())
 	}
 }
+
+// A decision granted through a group among the first grants reads the
+// group's roles and stops there, as the authorizer does: the rest of the
+// grants is read only when that does not grant either.
+func TestDeciderStopsReadingAtTheFirstGrant(t *testing.T) {
+	ctx := context.Background()
+	d := testenv.NewDynamo(t)
+	st, p := heldWorld(t, d, 5)
+	tester := domain.Role{AccountID: p.AccountID, ID: "tester", Name: "Tester", Version: 1,
+		Permissions: []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{"/v2/tests/**"}}}}
+	if err := st.CreateRole(ctx, tester); err != nil {
+		t.Fatal(err)
+	}
+	// Role grants come first in key order, then 20 memberships: the first
+	// 10 grants are the 5 roles and groups g00 to g04.
+	for i := range 20 {
+		g := domain.Group{AccountID: p.AccountID, ID: fmt.Sprintf("g%02d", i), Name: fmt.Sprintf("group %d", i), Version: 1}
+		if i == 0 {
+			g.Roles = []string{tester.ID}
+		}
+		if err := st.CreateGroup(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: p.AccountID, Group: g.ID, Via: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := access.New(st, quiet)
+	dec, err := svc.Decider(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Counter.Reset()
+	res, err := dec.Decide(ctx, "GET", "/v2/tests/t1")
+	if err != nil || !res.Allowed || res.Role != tester.AuthzRole().Href() {
+		t.Fatalf("through group g00: %+v %v", res, err)
+	}
+	if ops := d.Counter.ByOperation(); ops["Query"] != 0 || ops["BatchGetItem"] != 1 {
+		t.Errorf("granted through a group: %v, want only the BatchGetItem of the groups' roles", ops)
+	}
+	// A refusal then reads the rest and considers every role.
+	res, err = dec.Decide(ctx, "DELETE", "/v2/tests/t1")
+	if err != nil || res.Allowed || res.Considered != 6 {
+		t.Fatalf("refusal: %+v %v, want one considering the 6 roles held", res, err)
+	}
+	if ops := d.Counter.ByOperation(); ops["Query"] != 1 {
+		t.Errorf("refusal: %v, want the rest of the grants read", ops)
+	}
+}
