@@ -23,8 +23,6 @@ type Store interface {
 	FirstGrants(ctx context.Context, principal string, n int) ([]domain.Grant, bool, error)
 	GrantsAfter(ctx context.Context, principal string, after domain.Grant) ([]domain.Grant, error)
 	RolesAndGroups(ctx context.Context, roles, groups []domain.RBACRef) ([]domain.Role, []domain.Group, error)
-	RBACOf(ctx context.Context, accounts []string) ([]domain.Role, []domain.Group, error)
-	Grants(ctx context.Context, principal string) ([]domain.Grant, error)
 	GetAccount(ctx context.Context, id string) (domain.Account, error)
 	LoadKeyStanding(ctx context.Context, account string, refs []domain.KeyRef) (domain.KeyStanding, error)
 	TouchKey(ctx context.Context, principal, id string, now time.Time) error
@@ -46,25 +44,18 @@ type Service struct {
 	// warm keeps what Authorize read per credential and target, for at
 	// most staleness: see Option WithStaleness and docs/rbac.md, "The
 	// authorizer's warm path". nil when staleness is 0.
-	warm     *lru.Cache[string, *loaded]
+	warm *lru.Cache[string, *loaded]
+	// deciders keeps what Deciders read per principal and key account,
+	// likewise.
 	deciders *lru.Cache[string, *deciderInputs]
-	// items keeps the roles and groups the authorizer read by key, for
-	// the same bound, shared by every credential of the container: a role
+	// items keeps the roles and groups the authorizer and the Deciders
+	// read by key, for the same bound, shared by every credential of the
+	// container: a role
 	// held by many keys is read at most once per staleness period per
 	// container, however many of them the container serves (docs/scale.md:
 	// the RBAC partition is the hottest key a busy tenant has).
-	items *lru.Cache[itemKey, *rbacItem]
-	// rbac keeps each account's roles and groups as the Decider reads
-	// them (whole partitions), for the same bound, shared likewise.
-	rbac      *lru.Cache[string, *rbacEntry]
+	items     *lru.Cache[itemKey, *rbacItem]
 	staleness time.Duration
-}
-
-// rbacEntry is one account's RBAC partition as read at `at`.
-type rbacEntry struct {
-	at     time.Time
-	roles  []domain.Role
-	groups []domain.Group
 }
 
 // Option configures a Service.
@@ -105,7 +96,6 @@ func New(st Store, log *slog.Logger, opts ...Option) *Service {
 		// lru.New only fails for a size <= 0.
 		s.warm, _ = lru.New[string, *loaded](DefaultWarmEntries)
 		s.deciders, _ = lru.New[string, *deciderInputs](DefaultWarmEntries)
-		s.rbac, _ = lru.New[string, *rbacEntry](DefaultWarmEntries)
 		s.items, _ = lru.New[itemKey, *rbacItem](DefaultWarmEntries)
 	}
 	return s
@@ -203,25 +193,24 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 		in.Root = authz.RootOf(l.acct.ID, l.acct.Ancestors)
 	}
 	d := authz.Evaluate(in)
-	// More roles can only grant (a deny is local to its role), so an
-	// allowed request is decided with what was read; a refusal only with
-	// everything that applies.
-	read := false
-	for rolesMatter && d.RefusedByRoles() && !l.h.complete() {
-		h, err := s.step(ctx, l.h, p.ID, now)
+	// An allowed request is decided with what was read; a refusal only
+	// with everything that applies, read on until a role grants it.
+	if rolesMatter && d.RefusedByRoles() {
+		h, err := s.readOn(ctx, l.h, p.ID, now, func(h *holding) bool {
+			in.Held = h.held
+			d = authz.Evaluate(in)
+			return !d.RefusedByRoles()
+		})
 		if err != nil {
 			return Result{}, fmt.Errorf("authorize: %w", err)
 		}
-		if h == l.h {
-			break // nothing left to read
+		if h != l.h {
+			next := *l
+			next.h, l = h, &next
+			if s.warm != nil {
+				s.warm.Add(ck, l)
+			}
 		}
-		next := *l
-		next.h, l, read = h, &next, true
-		in.Held = h.held
-		d = authz.Evaluate(in)
-	}
-	if read && s.warm != nil {
-		s.warm.Add(ck, l)
 	}
 	return Result{Principal: p, Decision: d}, nil
 }
@@ -355,122 +344,6 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, s
 		return nil, fmt.Errorf("authorize: %w", err)
 	}
 	return l, nil
-}
-
-// heldRoles returns the compiled roles the grants name, directly or through
-// a group membership, read from the accounts of the grants that are among
-// `relevant` (the target and its ancestors): roles elsewhere can never apply
-// (docs/api.md#applicable-roles), so they are not even read. A group lists roles of its own
-// account, and roles and groups share the account's partition, so one
-// Query per account resolves both (the authorizer's second round trip).
-// A group's roles are read at every decision: a role added to or removed
-// from it applies to its members' very next request (on the warm path:
-// within the staleness bound). It also returns when the oldest of the
-// partitions it used was read (now, when every one was read now).
-func (s *Service) heldRoles(ctx context.Context, grants []domain.Grant, relevant []string, now time.Time) ([]*authz.CompiledRole, time.Time, error) {
-	rel := make(map[string]bool, len(relevant))
-	for _, a := range relevant {
-		if a != "" {
-			rel[a] = true
-		}
-	}
-	held := map[[2]string]bool{}
-	groups := map[[2]string]bool{}
-	var accounts []string
-	seen := map[string]bool{}
-	for _, g := range grants {
-		if !rel[g.AccountID] {
-			continue
-		}
-		if g.Group != "" {
-			groups[[2]string{g.AccountID, g.Group}] = true
-		} else {
-			held[[2]string{g.AccountID, g.RoleID}] = true
-		}
-		if !seen[g.AccountID] {
-			seen[g.AccountID] = true
-			accounts = append(accounts, g.AccountID)
-		}
-	}
-	if len(accounts) == 0 {
-		return nil, now, nil
-	}
-	roles, gs, at, err := s.rbacOf(ctx, accounts, now)
-	if err != nil {
-		return nil, now, err
-	}
-	for _, g := range gs {
-		if groups[[2]string{g.AccountID, g.ID}] {
-			for _, r := range g.Roles {
-				held[[2]string{g.AccountID, r}] = true
-			}
-		}
-	}
-	out := make([]*authz.CompiledRole, 0, len(held))
-	for _, r := range roles {
-		if !held[[2]string{r.AccountID, r.ID}] {
-			continue
-		}
-		c, err := s.compiled.get(r)
-		if err != nil {
-			// A stored role always validated when written; skip a corrupt
-			// one rather than fail every request of its holders.
-			s.log.ErrorContext(ctx, "stored role does not compile", "role", r.AccountID+"/"+r.ID, "error", err.Error())
-			continue
-		}
-		out = append(out, c)
-	}
-	return out, at, nil
-}
-
-// rbacOf returns the roles and groups of accounts: from the per-account
-// cache while an entry is younger than the staleness bound, the others
-// read in one RBACOf (one Query per account, in parallel). at is when the
-// oldest partition used was read.
-func (s *Service) rbacOf(ctx context.Context, accounts []string, now time.Time) (roles []domain.Role, groups []domain.Group, at time.Time, err error) {
-	at = now
-	missing := accounts
-	if s.rbac != nil {
-		missing = nil
-		for _, a := range accounts {
-			e, ok := s.rbac.Get(a)
-			if !ok || !s.fresh(e.at, now) {
-				missing = append(missing, a)
-				continue
-			}
-			roles, groups = append(roles, e.roles...), append(groups, e.groups...)
-			if e.at.Before(at) {
-				at = e.at
-			}
-		}
-	}
-	if len(missing) == 0 {
-		return roles, groups, at, nil
-	}
-	rs, gs, err := s.store.RBACOf(ctx, missing)
-	if err != nil {
-		return nil, nil, now, err
-	}
-	if s.rbac != nil {
-		fresh := make(map[string]*rbacEntry, len(missing))
-		for _, a := range missing {
-			fresh[a] = &rbacEntry{at: now}
-		}
-		for _, r := range rs {
-			if e := fresh[r.AccountID]; e != nil {
-				e.roles = append(e.roles, r)
-			}
-		}
-		for _, g := range gs {
-			if e := fresh[g.AccountID]; e != nil {
-				e.groups = append(e.groups, g)
-			}
-		}
-		for a, e := range fresh {
-			s.rbac.Add(a, e)
-		}
-	}
-	return append(roles, rs...), append(groups, gs...), at, nil
 }
 
 // compileCache keeps compiled roles keyed by role and last update, so a

@@ -15,52 +15,63 @@ import (
 )
 
 // Decider makes further decisions for an already authenticated principal
-// with the same engine and the same data as the authorizer: one load, then
-// any number of decisions (collection filtering, task permissions, the
-// policy simulator).
+// with the same engine and the same data as the authorizer, read the same
+// way (docs/rbac.md, "What the authorizer reads"): one load of the first
+// grants and the roles they name, then any number of decisions
+// (collection filtering, task permissions, the policy simulator). A
+// refusal that more roles could turn into a grant reads on as the
+// authorizer does (Service.readOn), until a role grants it or everything
+// was read, and every later decision of the Decider decides with what was
+// read. A refusal is so always decided, and explained, with every role
+// that applies. Safe for concurrent use.
 type Decider struct {
-	p         apigw.Principal
-	ancestors []string // of the key's account
-	root      string   // the root account of the key's account; "" if that account is gone
-	held      []*authz.CompiledRole
-	sets      *authz.RoleSets
+	s    *Service
+	p    apigw.Principal
+	ck   string // its entry in the service's deciders cache
+	sets *authz.RoleSets
 
 	mu       sync.Mutex
+	in       *deciderInputs
 	prepared map[string]*authz.Prepared // by target account, for Allows and AllowsFor
 }
 
 // deciderInputs is what a Decider decides with, as read for one principal
-// and key account; shared read-only by the Deciders made from it.
+// and key account; shared read-only by the Deciders made from it (reading
+// on makes a new one).
 type deciderInputs struct {
-	at        time.Time
-	ancestors []string
-	root      string
-	held      []*authz.CompiledRole
+	at        time.Time // when the key account was read
+	ancestors []string  // of the key's account
+	root      string    // the root account of the key's account; "" if that account is gone
+	h         *holding  // over every account: a Decider's targets vary
+	all       bool      // h holds everything: no decision reads on
 }
 
-// Decider loads the principal's grants and its key account in parallel,
-// then the roles of every account it holds grants in: two sequential
-// round trips. With the warm path on (WithStaleness), a container reuses
-// what it read for the same principal and key account for at most the
-// staleness bound, as the authorizer does: a collection or a second
+// Decider reads the principal's first FirstGrants grants and its key
+// account in parallel, then the roles and groups those grants name, by
+// key: two sequential round trips whatever the number of roles the
+// principal holds or its accounts define. With the warm path on
+// (WithStaleness), a container reuses what it read (and what its
+// Deciders read on) for the same principal and key account for at most
+// the staleness bound, as the authorizer does: a collection or a second
 // decision then costs no round trip of its own.
 func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, error) {
 	now := s.now()
 	ck := p.ID + "/" + p.AccountID
 	if s.deciders != nil {
 		if in, ok := s.deciders.Get(ck); ok {
-			if s.fresh(in.at, now) {
-				return &Decider{p: p, ancestors: in.ancestors, root: in.root, held: in.held, sets: s.sets}, nil
+			if s.fresh(in.at, now) && s.fresh(in.h.at, now) {
+				return s.newDecider(p, ck, in), nil
 			}
 			s.deciders.Remove(ck)
 		}
 	}
 	var (
 		grants []domain.Grant
+		more   bool
 		acct   domain.Account
 	)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) { grants, err = s.store.Grants(gctx, p.ID); return err })
+	g.Go(func() (err error) { grants, more, err = s.store.FirstGrants(gctx, p.ID, FirstGrants); return err })
 	if p.AccountID != "" {
 		g.Go(func() error {
 			var err error
@@ -73,15 +84,11 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 	if err := g.Wait(); err != nil {
 		return nil, fmt.Errorf("decider: %w", err)
 	}
-	var all []string
-	for _, g := range grants {
-		all = append(all, g.AccountID)
-	}
-	held, at, err := s.heldRoles(ctx, grants, all, now)
+	h, err := s.step(ctx, newHolding(nil, grants, true, more, now), p.ID, now)
 	if err != nil {
 		return nil, fmt.Errorf("decider: %w", err)
 	}
-	in := &deciderInputs{at: at, ancestors: acct.Ancestors, held: held}
+	in := &deciderInputs{at: now, ancestors: acct.Ancestors, h: h, all: h.complete()}
 	if acct.ID != "" {
 		// From the key account's own item, as the authorizer takes it.
 		in.root = authz.RootOf(acct.ID, acct.Ancestors)
@@ -89,76 +96,171 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 	if s.deciders != nil {
 		s.deciders.Add(ck, in)
 	}
-	return &Decider{p: p, ancestors: in.ancestors, root: in.root, held: in.held, sets: s.sets}, nil
+	return s.newDecider(p, ck, in), nil
+}
+
+func (s *Service) newDecider(p apigw.Principal, ck string, in *deciderInputs) *Decider {
+	return &Decider{s: s, p: p, ck: ck, sets: s.sets, in: in}
+}
+
+// readOn reads on (Service.readOn), deciding again after each read with
+// everything read so far, until decided reports that the decision needs
+// no more roles or everything was read; it keeps what it read for the
+// later decisions of this Decider and, warm, of the container's next
+// ones. d.mu is held.
+func (d *Decider) readOn(ctx context.Context, decided func() bool) error {
+	h, err := d.s.readOn(ctx, d.in.h, d.p.ID, d.s.now(), func(h *holding) bool {
+		d.use(h)
+		return decided()
+	})
+	if err != nil {
+		return fmt.Errorf("decider: %w", err)
+	}
+	d.use(h)
+	d.in.all = h.complete()
+	if d.s.deciders != nil {
+		d.s.deciders.Add(d.ck, d.in)
+	}
+	return nil
+}
+
+// use makes the Decider decide with h from now on. d.mu is held.
+func (d *Decider) use(h *holding) {
+	in := *d.in // shared read-only with the cache and other Deciders
+	in.h = h
+	d.in, d.prepared = &in, nil
+}
+
+// decide makes the decision eval makes with the roles read so far (eval
+// runs with d.mu held); a refusal more roles could turn into a grant is
+// made again after each read on.
+func (d *Decider) decide(ctx context.Context, eval func() authz.Decision) (authz.Decision, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dec := eval()
+	if d.in.all || !dec.RefusedByRoles() {
+		return dec, nil
+	}
+	if err := d.readOn(ctx, func() bool { dec = eval(); return !dec.RefusedByRoles() }); err != nil {
+		return authz.Decision{}, err
+	}
+	return dec, nil
+}
+
+// input is the engine's input for a request on target (ancestors: its
+// ancestors) with the roles read so far. d.mu is held.
+func (d *Decider) input(method, path, target string, ancestors []string) authz.Input {
+	return authz.Input{Method: method, Path: path, PrincipalID: d.p.ID, KeyAccount: d.p.AccountID,
+		Target: target, TargetAncestors: ancestors, Held: d.in.h.held, Root: d.in.root, Sets: d.sets}
 }
 
 // Decide decides a request made in the key's account.
-func (d *Decider) Decide(method, path string) authz.Decision {
-	return authz.Evaluate(authz.Input{Method: method, Path: path, PrincipalID: d.p.ID, KeyAccount: d.p.AccountID,
-		Target: d.p.AccountID, TargetAncestors: d.ancestors, Held: d.held, Root: d.root, Sets: d.sets})
+func (d *Decider) Decide(ctx context.Context, method, path string) (authz.Decision, error) {
+	return d.decide(ctx, func() authz.Decision {
+		return authz.Evaluate(d.input(method, path, d.p.AccountID, d.in.ancestors))
+	})
+}
+
+// DecideFor decides a request whose path names account target (the
+// /v2/accounts/{id} cases), given that account's ancestors.
+func (d *Decider) DecideFor(ctx context.Context, method, path string, target domain.Account) (authz.Decision, error) {
+	return d.decide(ctx, func() authz.Decision {
+		return authz.Evaluate(d.input(method, path, target.ID, target.Ancestors))
+	})
 }
 
 // Allows reports whether Decide(method, path) would allow, without an
 // explanation: for filtering a collection by permission, member by member,
 // at the cost of one engine match per member.
-func (d *Decider) Allows(method, path string) bool {
-	return d.allows(method, path, d.p.AccountID, d.ancestors)
+func (d *Decider) Allows(ctx context.Context, method, path string) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.allows(ctx, method, path, d.p.AccountID, d.in.ancestors)
 }
 
 // AllowsFor reports whether DecideFor(method, path, target) would allow,
 // without an explanation (see Allows).
-func (d *Decider) AllowsFor(method, path string, target domain.Account) bool {
-	return d.allows(method, path, target.ID, target.Ancestors)
-}
-
-func (d *Decider) allows(method, path, target string, ancestors []string) bool {
+func (d *Decider) AllowsFor(ctx context.Context, method, path string, target domain.Account) (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.allows(ctx, method, path, target.ID, target.Ancestors)
+}
+
+// allows is Allows on target. d.mu is held.
+func (d *Decider) allows(ctx context.Context, method, path, target string, ancestors []string) (bool, error) {
+	if d.preparedFor(target, ancestors).Allowed(method, path) {
+		return true, nil
+	}
+	// Only a refusal more roles could turn needs the full decision, and
+	// only until everything was read.
+	refusedByRoles := func() bool { return authz.Evaluate(d.input(method, path, target, ancestors)).RefusedByRoles() }
+	if d.in.all || !refusedByRoles() {
+		return false, nil
+	}
+	if err := d.readOn(ctx, func() bool { return !refusedByRoles() }); err != nil {
+		return false, err
+	}
+	return d.preparedFor(target, ancestors).Allowed(method, path), nil
+}
+
+// preparedFor returns the engine's prepared decisions on target with the
+// roles read so far. d.mu is held.
+func (d *Decider) preparedFor(target string, ancestors []string) *authz.Prepared {
 	p := d.prepared[target]
 	if p == nil {
 		if d.prepared == nil {
 			d.prepared = map[string]*authz.Prepared{}
 		}
-		p = authz.Prepare(authz.Input{PrincipalID: d.p.ID, KeyAccount: d.p.AccountID, Target: target, TargetAncestors: ancestors, Held: d.held, Root: d.root, Sets: d.sets})
+		p = authz.Prepare(d.input("", "", target, ancestors))
 		d.prepared[target] = p
 	}
-	return p.Allowed(method, path)
+	return p
 }
 
-// DecideFor decides a request whose path names account target (the
-// /v2/accounts/{id} cases), given that account's ancestors.
-func (d *Decider) DecideFor(method, path string, target domain.Account) authz.Decision {
-	return authz.Evaluate(authz.Input{Method: method, Path: path, PrincipalID: d.p.ID, KeyAccount: d.p.AccountID,
-		Target: target.ID, TargetAncestors: target.Ancestors, Held: d.held, Root: d.root, Sets: d.sets})
-}
-
-// ApplicableFor returns the roles that apply to a request whose path names
-// account target (the /v2/accounts/{id} cases), as the engine selects them
-// for the decision: the same scope rules, the same held roles. It is for
-// rules that depend on which role applies, not only on what it permits
-// (only account owners may invite: docs/api.md#who-may-invite). A request the engine refuses
-// before looking at roles (bad path, no account, out of scope) has none.
-func (d *Decider) ApplicableFor(method, path string, target domain.Account) []authz.Role {
+// AnyApplies reports whether one of the roles that apply to a request
+// whose path names account target (the /v2/accounts/{id} cases), as the
+// engine selects them for the decision (the same scope rules, the same
+// held roles), satisfies match. It is for rules that depend on which role
+// applies, not only on what it permits (only account owners may invite:
+// docs/api.md#who-may-invite). A request the engine refuses before looking
+// at roles (bad path, no account, out of scope) has none. When none of
+// the roles read so far matches, it reads on, as for a refusal, until one
+// does or everything was read.
+func (d *Decider) AnyApplies(ctx context.Context, method, path string, target domain.Account, match func(authz.Role) bool) (bool, error) {
 	if authz.CheckPath(path) != nil || d.p.AccountID == "" {
-		return nil
+		return false, nil
 	}
 	scope, err := authz.ScopeFor(method, path, d.p.AccountID, target.ID, target.Ancestors)
 	if err != nil {
-		return nil
+		return false, nil
 	}
-	app := authz.Applicable(d.held, target.ID, target.Ancestors, scope)
-	out := make([]authz.Role, 0, len(app))
-	for _, c := range app {
-		// Identity only: callers ask which role applies, not what it permits.
-		out = append(out, authz.Role{ID: c.ID(), AccountID: c.AccountID(), Name: c.Name(), Inheritable: c.Inheritable(),
-			EntitlementAdministrator: c.EntitlementAdministrator()})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	matches := func() bool {
+		for _, c := range authz.Applicable(d.in.h.held, target.ID, target.Ancestors, scope) {
+			// Identity only: callers ask which role applies, not what it permits.
+			if match(authz.Role{ID: c.ID(), AccountID: c.AccountID(), Name: c.Name(), Inheritable: c.Inheritable(),
+				EntitlementAdministrator: c.EntitlementAdministrator()}) {
+				return true
+			}
+		}
+		return false
 	}
-	return out
+	if found := matches(); found || d.in.all {
+		return found, nil
+	}
+	found := false
+	if err := d.readOn(ctx, func() bool { found = matches(); return found }); err != nil {
+		return false, err
+	}
+	return found, nil
 }
 
 // CanSwitch decides whether the principal may authenticate into account
 // (docs/api.md#switching-accounts): GET /v2/accounts/{id} decided as if authenticated there,
 // whatever account (or none) the current key is in.
-func (d *Decider) CanSwitch(account domain.Account) authz.Decision {
-	return authz.CanSwitch(d.held, account.ID, account.Ancestors)
+func (d *Decider) CanSwitch(ctx context.Context, account domain.Account) (authz.Decision, error) {
+	return d.decide(ctx, func() authz.Decision {
+		return authz.CanSwitch(d.in.h.held, account.ID, account.Ancestors)
+	})
 }

@@ -39,8 +39,10 @@ type rbacItem struct {
 // as far as the decisions made so far needed. Read-only once built:
 // reading on (step) makes a new one.
 type holding struct {
-	at     time.Time       // when the oldest thing it holds was read
-	rel    map[string]bool // the target account and its ancestors
+	at time.Time // when the oldest thing it holds was read
+	// rel: the target account and its ancestors; nil for every account
+	// (a Decider's, whose decisions name targets of their own).
+	rel    map[string]bool
 	grants []domain.Grant
 	// started: the first grants were read (a self-service request reads
 	// none); more: grants may follow the last of grants.
@@ -49,17 +51,24 @@ type holding struct {
 	held          []*authz.CompiledRole // compiled from items
 }
 
-// newHolding starts a holding for the accounts rel from the first grants
-// read at `at` (started false: none were read).
+// newHolding starts a holding for the accounts rel (nil: every account)
+// from the first grants read at `at` (started false: none were read).
 func newHolding(rel []string, grants []domain.Grant, started, more bool, at time.Time) *holding {
-	h := &holding{at: at, rel: make(map[string]bool, len(rel)), grants: grants, started: started, more: more, items: map[itemKey]*rbacItem{}}
-	for _, a := range rel {
-		if a != "" {
-			h.rel[a] = true
+	h := &holding{at: at, grants: grants, started: started, more: more, items: map[itemKey]*rbacItem{}}
+	if rel != nil {
+		h.rel = make(map[string]bool, len(rel))
+		for _, a := range rel {
+			if a != "" {
+				h.rel[a] = true
+			}
 		}
 	}
 	return h
 }
+
+// relevant reports whether roles of account a can apply to the holding's
+// targets.
+func (h *holding) relevant(a string) bool { return h.rel == nil || h.rel[a] }
 
 func (h *holding) clone() *holding {
 	c := *h
@@ -85,7 +94,7 @@ func (h *holding) pending() (roles, groups []domain.RBACRef) {
 		}
 	}
 	for _, g := range h.grants {
-		if !h.rel[g.AccountID] {
+		if !h.relevant(g.AccountID) {
 			continue
 		}
 		if g.Group == "" {
@@ -214,6 +223,30 @@ func (s *Service) step(ctx context.Context, h *holding, principal string, now ti
 	return n, nil
 }
 
+// readOn reads on from h, one step (one round trip) at a time, until
+// enough says what was read suffices or nothing is left to read; a nil
+// enough reads everything. It is the one way both the authorizer and the
+// Decider read past the first grants: a refusal more roles could still
+// turn into a grant reads on, an allowed decision never does (more roles
+// can only grant: a deny is local to its role). It returns h itself when
+// it read nothing.
+func (s *Service) readOn(ctx context.Context, h *holding, principal string, now time.Time, enough func(*holding) bool) (*holding, error) {
+	for !h.complete() {
+		n, err := s.step(ctx, h, principal, now)
+		if err != nil {
+			return nil, err
+		}
+		if n == h {
+			break // nothing left to read
+		}
+		h = n
+		if enough != nil && enough(h) {
+			break
+		}
+	}
+	return h, nil
+}
+
 // compile returns the compiled roles of n: the roles the grants name in
 // the target's accounts, directly or through a group, that were read, in
 // a stable order (by account and id) so that the same roles make the same
@@ -228,7 +261,7 @@ func (s *Service) compile(ctx context.Context, n *holding) []*authz.CompiledRole
 		}
 	}
 	for _, g := range n.grants {
-		if !n.rel[g.AccountID] {
+		if !n.relevant(g.AccountID) {
 			continue
 		}
 		if g.Group == "" {

@@ -80,12 +80,14 @@ func (h *handler) listAccounts(r *http.Request, p apigw.Principal) (int, any, er
 	}
 	list, err := apigw.List(r, page, apigw.Lister[domain.AccountRecord, Account]{
 		Name: "accounts", Indexed: "created", Read: h.st.PageAccounts, ValidPosition: store.ValidPosition,
-		Allow: func(ctx context.Context) (func(domain.AccountRecord) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.AccountRecord) (bool, error), error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {
 				return nil, err
 			}
-			return func(a domain.AccountRecord) bool { return d.AllowsFor(http.MethodGet, accountHref(a.ID), a.Account) }, nil
+			return func(a domain.AccountRecord) (bool, error) {
+				return d.AllowsFor(ctx, http.MethodGet, accountHref(a.ID), a.Account)
+			}, nil
 		},
 		Out:  func(a domain.AccountRecord) (Account, error) { return accountOut(a), nil },
 		Sort: sortAccounts,

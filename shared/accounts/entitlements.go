@@ -95,7 +95,7 @@ func (h *handler) listEntitlements(r *http.Request, p apigw.Principal) (int, any
 			return h.st.PageEntitlements(ctx, id, after, desc, n)
 		},
 		// Only the members the caller may GET (docs/api.md#collection-reads).
-		Allow: func(ctx context.Context) (func(domain.Entitlement) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.Entitlement) (bool, error), error) {
 			var (
 				g    errgroup.Group // the account's error comes first
 				d    *access.Decider
@@ -111,8 +111,8 @@ func (h *handler) listEntitlements(r *http.Request, p apigw.Principal) (int, any
 			if err != nil {
 				return nil, err
 			}
-			return func(e domain.Entitlement) bool {
-				return d.AllowsFor(http.MethodGet, entitlementHref(id, e.ID), acct.Account)
+			return func(e domain.Entitlement) (bool, error) {
+				return d.AllowsFor(ctx, http.MethodGet, entitlementHref(id, e.ID), acct.Account)
 			}, nil
 		},
 		Out:  func(e domain.Entitlement) (Entitlement, error) { return entitlementOut(e, now), nil },

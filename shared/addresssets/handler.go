@@ -61,12 +61,12 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 			return h.st.PageAddressSets(ctx, p.AccountID, after, desc, n)
 		},
 		// Only what the caller may GET (docs/api.md#collection-reads).
-		Allow: func(ctx context.Context) (func(domain.AddressSet) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.AddressSet) (bool, error), error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {
 				return nil, err
 			}
-			return func(s domain.AddressSet) bool { return d.Allows(http.MethodGet, Href(s.ID)) }, nil
+			return func(s domain.AddressSet) (bool, error) { return d.Allows(ctx, http.MethodGet, Href(s.ID)) }, nil
 		},
 		Out: func(s domain.AddressSet) (AddressSet, error) {
 			return setOut(store.AddressSetState{Set: s}, now, false), nil
@@ -145,9 +145,11 @@ func (h *handler) addresses(r *http.Request, p apigw.Principal) (int, any, error
 	u := &union{st: h.st, account: p.AccountID, id: id, now: h.st.Now()}
 	list, err := apigw.List(r, page, apigw.Lister[member, Entry]{
 		Name: "addresses", Indexed: "address", ValidPosition: store.ValidAddressPosition,
-		Read:  u.read,
-		Allow: func(context.Context) (func(member) bool, error) { return func(m member) bool { return m.live }, nil },
-		Out:   func(m member) (Entry, error) { return m.out(), nil },
+		Read: u.read,
+		Allow: func(context.Context) (func(member) (bool, error), error) {
+			return func(m member) (bool, error) { return m.live, nil }, nil
+		},
+		Out: func(m member) (Entry, error) { return m.out(), nil },
 	})
 	if err != nil {
 		return 0, nil, err

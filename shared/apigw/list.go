@@ -45,8 +45,9 @@ type Lister[T, O any] struct {
 	// reaches the store: a cursor is client input.
 	ValidPosition func(string) bool
 	// Allow returns the filter of the members the caller may see; it runs
-	// in parallel with the first read.
-	Allow func(ctx context.Context) (func(T) bool, error)
+	// in parallel with the first read. The filter may read (a permission
+	// decision reads on for a refusal): its error ends the request.
+	Allow func(ctx context.Context) (func(T) (bool, error), error)
 	Out   func(T) (O, error)
 	// Budget is how many members one request may examine (0: ReadBudget).
 	Budget int
@@ -61,8 +62,8 @@ type Lister[T, O any] struct {
 // AllowAll is the Allow of a collection whose every member the caller may
 // see once the route allowed the request (or a read scoped to the
 // caller's account found it).
-func AllowAll[T any](context.Context) (func(T) bool, error) {
-	return func(T) bool { return true }, nil
+func AllowAll[T any](context.Context) (func(T) (bool, error), error) {
+	return func(T) (bool, error) { return true, nil }, nil
 }
 
 func (l Lister[T, O]) budget() int {
@@ -145,7 +146,7 @@ func List[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collection, er
 	}
 	ctx := r.Context()
 	var (
-		allow    func(T) bool
+		allow    func(T) (bool, error)
 		allowErr error
 		g        errgroup.Group // the read's error comes first
 	)
@@ -179,12 +180,19 @@ func List[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collection, er
 		examined += len(items)
 		for i, it := range items {
 			pos = ps[i]
-			if allow(it) {
+			var ok bool
+			if ok, allowErr = allow(it); allowErr != nil {
+				break
+			}
+			if ok {
 				vis, visPos = append(vis, it), append(visPos, ps[i])
 				if len(vis) == want {
 					break
 				}
 			}
+		}
+		if allowErr != nil {
+			break
 		}
 		if len(items) == 0 {
 			more = false
@@ -245,7 +253,7 @@ func listSorted[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collecti
 	}
 	ctx := r.Context()
 	var (
-		allow    func(T) bool
+		allow    func(T) (bool, error)
 		allowErr error
 		g        errgroup.Group // the read's error comes first
 	)
@@ -262,7 +270,11 @@ func listSorted[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collecti
 	}
 	var vis []T
 	for _, it := range items {
-		if allow(it) {
+		ok, err := allow(it)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
 			vis = append(vis, it)
 		}
 	}

@@ -73,8 +73,8 @@ func listHandler(t *testing.T, src *sliceSource, hidden func(member) bool) func(
 		}
 		c, err := List(r, page, Lister[member, member]{
 			Name: "things", Indexed: "created", Read: src.read, ValidPosition: memberPos.MatchString,
-			Allow: func(context.Context) (func(member) bool, error) {
-				return func(m member) bool { return !hidden(m) }, nil
+			Allow: func(context.Context) (func(member) (bool, error), error) {
+				return func(m member) (bool, error) { return !hidden(m), nil }, nil
 			},
 			Out: func(m member) (member, error) { return m, nil },
 			Sort: func(ms []member, order []OrderKey) {

@@ -194,12 +194,12 @@ func (h *handler) listActions(r *http.Request, p apigw.Principal) (int, any, err
 // inApp is the filter of a collection of application app: every member,
 // once the application is found in the caller's account (a 404
 // otherwise); the route decided who may read the collection.
-func inApp[T any](h *handler, p apigw.Principal, app string) func(ctx context.Context) (func(T) bool, error) {
-	return func(ctx context.Context) (func(T) bool, error) {
+func inApp[T any](h *handler, p apigw.Principal, app string) func(ctx context.Context) (func(T) (bool, error), error) {
+	return func(ctx context.Context) (func(T) (bool, error), error) {
 		if err := h.st.ApplicationInAccount(ctx, p.AccountID, app); err != nil {
 			return nil, domain.IfNotFound(err, "no application %q", app)
 		}
-		return func(T) bool { return true }, nil
+		return apigw.AllowAll[T](ctx)
 	}
 }
 

@@ -57,12 +57,12 @@ func (h *handler) listApps(r *http.Request, p apigw.Principal) (int, any, error)
 			return h.st.PageApplications(ctx, p.AccountID, after, desc, n)
 		},
 		// Only what the caller may GET (docs/api.md#collection-reads).
-		Allow: func(ctx context.Context) (func(domain.Application) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.Application) (bool, error), error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {
 				return nil, err
 			}
-			return func(a domain.Application) bool { return d.Allows(http.MethodGet, tasks.AppHref(a.ID)) }, nil
+			return func(a domain.Application) (bool, error) { return d.Allows(ctx, http.MethodGet, tasks.AppHref(a.ID)) }, nil
 		},
 		Out:  func(a domain.Application) (Application, error) { return appOut(a, now) },
 		Sort: sortApps,

@@ -174,8 +174,8 @@ func (h *handler) listPageControls(r *http.Request, p apigw.Principal) (int, any
 		// The store checks the application's account with the read; what
 		// it returns without a current version is history an interrupted
 		// delete left, passed over.
-		Allow: func(context.Context) (func(domain.PageControlVersions) bool, error) {
-			return func(v domain.PageControlVersions) bool { return v.Current.ID != 0 }, nil
+		Allow: func(context.Context) (func(domain.PageControlVersions) (bool, error), error) {
+			return func(v domain.PageControlVersions) (bool, error) { return v.Current.ID != 0, nil }, nil
 		},
 		Out: func(v domain.PageControlVersions) (PageControl, error) { return pageControlOut(v), nil },
 	})

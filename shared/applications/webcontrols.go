@@ -240,15 +240,18 @@ func (h *handler) listWebControls(r *http.Request, p apigw.Principal) (int, any,
 			return vs, pos, more, domain.IfNotFound(err, "no application %q", app)
 		},
 		// Only what the caller may GET (docs/api.md#collection-reads).
-		Allow: func(ctx context.Context) (func(domain.PageControlVersions) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.PageControlVersions) (bool, error), error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {
 				return nil, err
 			}
 			// A member without a current version is history an interrupted
 			// delete left (store.PagePageControls): passed over.
-			return func(v domain.PageControlVersions) bool {
-				return v.Current.ID != 0 && d.Allows(http.MethodGet, webControlHref(app, v.Current.ID))
+			return func(v domain.PageControlVersions) (bool, error) {
+				if v.Current.ID == 0 {
+					return false, nil
+				}
+				return d.Allows(ctx, http.MethodGet, webControlHref(app, v.Current.ID))
 			}, nil
 		},
 		Out: func(v domain.PageControlVersions) (json.RawMessage, error) {

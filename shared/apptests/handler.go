@@ -132,12 +132,12 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 			return h.st.PageAppTests(ctx, p.AccountID, after, desc, n)
 		},
 		// A collection shows only the members the caller may GET (docs/api.md#collection-reads).
-		Allow: func(ctx context.Context) (func(domain.AppTest) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.AppTest) (bool, error), error) {
 			dec, err := h.dec.Decider(ctx, p)
 			if err != nil {
 				return nil, err
 			}
-			return func(t domain.AppTest) bool { return dec.Allows(http.MethodGet, testHref(t.ID)) }, nil
+			return func(t domain.AppTest) (bool, error) { return dec.Allows(ctx, http.MethodGet, testHref(t.ID)) }, nil
 		},
 		Out:  func(t domain.AppTest) (ApplicationTest, error) { return out(t), nil },
 		Sort: sortTests,
@@ -611,7 +611,11 @@ func (h *handler) target(ctx context.Context, p apigw.Principal, targets string)
 	}
 	// The application is looked at only once the decision allows it, so a
 	// refused caller learns nothing about it.
-	if d := dec.Decide(http.MethodGet, appHref(app)); !d.Allowed {
+	d, err := dec.Decide(ctx, http.MethodGet, appHref(app))
+	if err != nil {
+		return "", err
+	}
+	if !d.Allowed {
 		return "", domain.Errorf(domain.Forbidden, "targets: running a test against %s needs GET %s: %s", appHref(app), appHref(app), d.Explain())
 	}
 	if errors.Is(appErr, domain.ErrNotFound) {

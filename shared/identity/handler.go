@@ -146,12 +146,17 @@ func (h *handler) listUsers(r *http.Request, p apigw.Principal) (int, any, error
 	list, err := apigw.List(r, page, apigw.Lister[domain.Principal, User]{
 		Name: "users", Indexed: "created", Read: h.st.PageUsers, ValidPosition: store.ValidPosition,
 		// A collection shows only the members the caller may GET (docs/api.md#collection-reads).
-		Allow: func(ctx context.Context) (func(domain.Principal) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.Principal) (bool, error), error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {
 				return nil, err
 			}
-			return func(u domain.Principal) bool { return u.ID == p.ID || d.Allows(http.MethodGet, userHref(u.ID)) }, nil
+			return func(u domain.Principal) (bool, error) {
+				if u.ID == p.ID {
+					return true, nil
+				}
+				return d.Allows(ctx, http.MethodGet, userHref(u.ID))
+			}, nil
 		},
 		Out:  func(u domain.Principal) (User, error) { return userOut(u), nil },
 		Sort: sortUsers,

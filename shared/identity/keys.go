@@ -112,7 +112,11 @@ func (h *handler) switchable(r *http.Request, p apigw.Principal, href string) (d
 	if dErr != nil {
 		return domain.Account{}, dErr
 	}
-	if dec := d.CanSwitch(acct); !dec.Allowed {
+	dec, err := d.CanSwitch(r.Context(), acct)
+	if err != nil {
+		return domain.Account{}, err
+	}
+	if !dec.Allowed {
 		return domain.Account{}, domain.Errorf(domain.NotFound, "no account %s that you may access", href)
 	}
 	return acct, nil
@@ -135,8 +139,8 @@ func (h *handler) listKeys(r *http.Request, p apigw.Principal) (int, any, error)
 		},
 		// Expired keys stay until their TTL removes them; they are not
 		// listed. The route decided who may read the user's keys.
-		Allow: func(context.Context) (func(domain.AccessKey) bool, error) {
-			return func(k domain.AccessKey) bool { return !k.Expired(now) }, nil
+		Allow: func(context.Context) (func(domain.AccessKey) (bool, error), error) {
+			return func(k domain.AccessKey) (bool, error) { return !k.Expired(now), nil }, nil
 		},
 		Out: func(k domain.AccessKey) (AccessKey, error) { return keyOut(k), nil },
 	})
@@ -236,7 +240,10 @@ func (h *handler) simulate(r *http.Request, p apigw.Principal, method, path stri
 	if dErr := g.Wait(); dErr != nil {
 		return nil, dErr
 	}
-	var dec authz.Decision
+	var (
+		dec authz.Decision
+		err error
+	)
 	if fromPath {
 		if aErr != nil && !isNotFound(aErr) {
 			return nil, aErr
@@ -244,9 +251,12 @@ func (h *handler) simulate(r *http.Request, p apigw.Principal, method, path stri
 		if acct.ID == "" {
 			acct.ID = id // unknown account: nothing applies there
 		}
-		dec = d.DecideFor(method, path, acct)
+		dec, err = d.DecideFor(r.Context(), method, path, acct)
 	} else {
-		dec = d.Decide(method, path)
+		dec, err = d.Decide(r.Context(), method, path)
+	}
+	if err != nil {
+		return nil, err
 	}
 	out := &Decision{Method: method, Path: path, Allowed: dec.Allowed, Role: dec.Role, RoleName: dec.RoleName, Reason: dec.Reason}
 	if dec.Permission != nil {

@@ -295,10 +295,16 @@ func (h *handler) listArchives(r *http.Request, p apigw.Principal) (int, any, er
 	}
 	var keep []domain.LogArchive
 	for _, a := range as {
-		if typ != "" && a.Type != typ || !overlaps(a, from, to) || !d.Allows(http.MethodGet, domain.ArchiveHref(a.App, domain.ArchiveTypeOf(a.Type))) {
+		if typ != "" && a.Type != typ || !overlaps(a, from, to) {
 			continue
 		}
-		keep = append(keep, a)
+		ok, err := d.Allows(r.Context(), http.MethodGet, domain.ArchiveHref(a.App, domain.ArchiveTypeOf(a.Type)))
+		if err != nil {
+			return 0, nil, err
+		}
+		if ok {
+			keep = append(keep, a)
+		}
 	}
 	return http.StatusOK, ArchivedLogs(keep), nil
 }

@@ -124,7 +124,11 @@ func (h *handler) applications(r *http.Request, p apigw.Principal) (int, any, er
 	var keys []store.MetricChunkKey
 	n := 0
 	for _, a := range apps {
-		if !d.Allows(http.MethodGet, "/v2/applications/"+a.ID+"/metrics") {
+		ok, err := d.Allows(ctx, http.MethodGet, "/v2/applications/"+a.ID+"/metrics")
+		if err != nil {
+			return 0, nil, err
+		}
+		if !ok {
 			continue
 		}
 		n++

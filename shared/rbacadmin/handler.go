@@ -177,8 +177,8 @@ type inAccount struct {
 
 // visible reports whether the caller may GET href, a member of a
 // collection of the account (docs/api.md#collection-reads).
-func (a inAccount) visible(href string) bool {
-	return a.d.AllowsFor(http.MethodGet, href, a.acct)
+func (a inAccount) visible(ctx context.Context, href string) (bool, error) {
+	return a.d.AllowsFor(ctx, http.MethodGet, href, a.acct)
 }
 
 // parallel runs fns at once and returns their errors joined: reads that do
@@ -212,8 +212,8 @@ func (h *handler) account(r *http.Request, p apigw.Principal, id string, extra .
 // visibleIn is the permission filter of a collection of account acct: the
 // members the caller may GET (docs/api.md#collection-reads); a missing
 // account is a 404.
-func visibleIn[T any](h *handler, p apigw.Principal, acct string, href func(T) string) func(ctx context.Context) (func(T) bool, error) {
-	return func(ctx context.Context) (func(T) bool, error) {
+func visibleIn[T any](h *handler, p apigw.Principal, acct string, href func(T) string) func(ctx context.Context) (func(T) (bool, error), error) {
+	return func(ctx context.Context) (func(T) (bool, error), error) {
 		var a inAccount
 		err := parallel(
 			func() (err error) { a.d, err = h.dec.Decider(ctx, p); return err },
@@ -222,7 +222,7 @@ func visibleIn[T any](h *handler, p apigw.Principal, acct string, href func(T) s
 		if err != nil {
 			return nil, domain.IfNotFound(err, "no account %s", acct)
 		}
-		return func(x T) bool { return a.visible(href(x)) }, nil
+		return func(x T) (bool, error) { return a.visible(ctx, href(x)) }, nil
 	}
 }
 

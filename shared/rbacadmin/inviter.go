@@ -1,9 +1,11 @@
 package rbacadmin
 
 import (
+	"context"
 	"net/http"
 
 	"cads/shared/access"
+	"cads/shared/authz"
 	"cads/shared/domain"
 )
 
@@ -20,16 +22,20 @@ import (
 // names are reserved: no custom role takes one, no control role loses one);
 // the entitlement administrator by the identity the bootstrap gave it, as
 // the engine identifies it for account creation and entitlement writes.
-func (h *handler) mayInvite(d *access.Decider, method, path string, target domain.Account) error {
-	dec := d.DecideFor(method, path, target)
+func (h *handler) mayInvite(ctx context.Context, d *access.Decider, method, path string, target domain.Account) error {
+	dec, err := d.DecideFor(ctx, method, path, target)
+	if err != nil {
+		return err
+	}
 	if !dec.Allowed {
 		return domain.Errorf(domain.Forbidden, "%s", dec.Reason)
 	}
-	for _, r := range d.ApplicableFor(method, path, target) {
+	may, err := d.AnyApplies(ctx, method, path, target, func(r authz.Role) bool {
 		owner := r.Name == h.names.owner && r.AccountID == target.ID && !r.Inheritable
-		if owner || r.EntitlementAdministrator {
-			return nil
-		}
+		return owner || r.EntitlementAdministrator
+	})
+	if err != nil || may {
+		return err
 	}
 	return domain.Errorf(domain.Forbidden, "only a holder of the %s role of account %s, or the %s, may invite users to its roles and groups",
 		h.names.owner, target.ID, h.names.admin)
@@ -37,5 +43,5 @@ func (h *handler) mayInvite(d *access.Decider, method, path string, target domai
 
 // mayInviteHere is mayInvite for the request being served.
 func (h *handler) mayInviteHere(r *http.Request, a inAccount) error {
-	return h.mayInvite(a.d, r.Method, r.URL.Path, a.acct)
+	return h.mayInvite(r.Context(), a.d, r.Method, r.URL.Path, a.acct)
 }

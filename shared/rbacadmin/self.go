@@ -184,8 +184,8 @@ func listHeld[T, O any](h *handler, r *http.Request, p apigw.Principal, name str
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]T, []string, bool, error) {
 			return read(ctx, w.id, after, desc, n)
 		},
-		Allow: func(context.Context) (func(T) bool, error) {
-			return func(x T) bool { return id(x) != "" }, nil
+		Allow: func(context.Context) (func(T) (bool, error), error) {
+			return func(x T) (bool, error) { return id(x) != "", nil }, nil
 		},
 		Out:  func(x T) (O, error) { return out(x), nil },
 		Sort: sortNamed(of, href),

@@ -96,7 +96,11 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 	}
 	if req.App != "" {
 		method, path := Permission[req.Type], PermissionPath(req)
-		if d := dec.Decide(method, path); !d.Allowed {
+		d, err := dec.Decide(ctx, method, path)
+		if err != nil {
+			return 0, nil, err
+		}
+		if !d.Allowed {
 			return 0, nil, domain.Errorf(domain.Forbidden, "a %s task needs %s %s besides POST /v2/tasks: %s", req.Type, method, path, d.Explain())
 		}
 		if errors.Is(appErr, domain.ErrNotFound) {
@@ -277,12 +281,12 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Task, []string, bool, error) {
 			return h.st.PageTasks(ctx, p.AccountID, from, to, after, desc, n)
 		},
-		Allow: func(ctx context.Context) (func(domain.Task) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.Task) (bool, error), error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {
 				return nil, err
 			}
-			return func(t domain.Task) bool { return d.Allows(http.MethodGet, Href(t.ID)) }, nil
+			return func(t domain.Task) (bool, error) { return d.Allows(ctx, http.MethodGet, Href(t.ID)) }, nil
 		},
 		Out:  func(t domain.Task) (Task, error) { return Out(t), nil },
 		Sort: sortTasks,

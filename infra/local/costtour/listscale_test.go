@@ -613,12 +613,15 @@ type authorizerRow struct {
 // (of the account's few), then with 990 more roles defined but not held,
 // then with those held too (each role and grant a copy written with
 // BatchWriteItem). Each time an allowed request, `GET /v2/accounts/{id}`,
-// which every held role grants, and a refused one, `GET
-// /v2/accounts/{id}/roles`, which none does. An allowed request must cost
-// the authorizer the same in all three (its first grants and the roles
-// they name, by key), and so must a refusal whatever the roles defined but
-// not held; a refusal reads every held role, so it costs more with 1,000
-// (the stated exception).
+// which every held role grants, a refused one, `GET
+// /v2/accounts/{id}/roles`, which none does, and the first page of a list
+// filtered by permission, `GET /v2/applications?limit=5`, whose members
+// every held role lets the user GET. An allowed request must cost the
+// authorizer the same in all three (its first grants and the roles they
+// name, by key), and so must a refusal whatever the roles defined but not
+// held; a refusal reads every held role, so it costs more with 1,000 (the
+// stated exception). The list must also cost the function the same in all
+// three: its Decider reads as the authorizer does.
 func measureAuthorizerAtScale(t *testing.T) []authorizerRow {
 	c := startCostTour(t)
 	op, root := c.p.Bootstrap.Secret, c.p.Bootstrap.RootAccount
@@ -629,7 +632,8 @@ func measureAuthorizerAtScale(t *testing.T) []authorizerRow {
 	for i := range 10 {
 		now := c.p.Deps.Store.Now().Truncate(time.Second)
 		r := domain.Role{AccountID: root, ID: fmt.Sprintf("heldrole%08d", i), Name: fmt.Sprintf("Held %d", i),
-			Permissions: []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{"/v2/accounts/" + root}}}, Version: 1, Created: now, Updated: now}
+			Permissions: []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{"/v2/accounts/" + root, "/v2/applications", "/v2/applications/*"}}},
+			Version:     1, Created: now, Updated: now}
 		if err := c.p.Deps.Store.CreateRole(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -638,23 +642,28 @@ func measureAuthorizerAtScale(t *testing.T) []authorizerRow {
 		}
 		last = r.ID
 	}
-	allowed, refused := c.routes["GET /v2/accounts/{id}"], c.routes["GET /v2/accounts/{id}/roles"]
-	measure := func(label, path string, status int, route sam.Route) authorizerRow {
+	// The root account's applications, for a page of 5 and more.
+	for i := range 6 {
+		c.step("", 200, "POST", "/v2/applications", op, map[string]any{"name": fmt.Sprintf("Listed %d", i), "aliases": []string{fmt.Sprintf("listed%d.example.com", i)}})
+	}
+	allowed, refused, list := c.routes["GET /v2/accounts/{id}"], c.routes["GET /v2/accounts/{id}/roles"], c.routes["GET /v2/applications"]
+	measure := func(label, path string, status, members int, route sam.Route) authorizerRow {
 		defer c.measuring()()
 		// Twice: the first request also touches the key's last_used.
 		for range 2 {
 			c.counter.Reset()
-			if r := c.send("GET", path, secret, "", nil); r.status != status {
-				t.Fatalf("%s: %d %s, want %d", label, r.status, r.raw, status)
+			if r := c.send("GET", path, secret, "", nil); r.status != status || members > 0 && len(r.list) != members {
+				t.Fatalf("%s: %d %s, want %d with %d members", label, r.status, r.raw, status, members)
 			}
 		}
 		c.record(label, route)
 		return authorizerRow{label: label, costRow: c.rows[label]}
 	}
-	both := func(what string) [2]authorizerRow {
-		return [2]authorizerRow{
-			measure("`GET /v2/accounts/{id}`, allowed, by a user holding "+what, "/v2/accounts/"+root, http.StatusOK, allowed),
-			measure("`GET /v2/accounts/{id}/roles`, refused, by a user holding "+what, "/v2/accounts/"+root+"/roles", http.StatusForbidden, refused),
+	both := func(what string) [3]authorizerRow {
+		return [3]authorizerRow{
+			measure("`GET /v2/accounts/{id}`, allowed, by a user holding "+what, "/v2/accounts/"+root, http.StatusOK, 0, allowed),
+			measure("`GET /v2/accounts/{id}/roles`, refused, by a user holding "+what, "/v2/accounts/"+root+"/roles", http.StatusForbidden, 0, refused),
+			measure("`GET /v2/applications`, first page (`limit=5`), by a user holding "+what, "/v2/applications?limit=5", http.StatusOK, 5, list),
 		}
 	}
 	few := both("10 roles of its key's account")
@@ -695,5 +704,13 @@ func measureAuthorizerAtScale(t *testing.T) []authorizerRow {
 	if r := many[1]; r.aSeq < 4 || r.aSeq <= few[1].aSeq || r.rcu <= few[1].rcu {
 		t.Errorf("a refusal with 1,000 held roles: %+v, want at least 4 round trips and more than with 10 (%+v)", r.costRow, few[1].costRow)
 	}
-	return []authorizerRow{few[0], defined[0], many[0], few[1], defined[1], many[1]}
+	// The list's permission filter (the function's Decider) reads the
+	// first grants and the roles they name, by key, as the authorizer does.
+	for _, r := range []authorizerRow{defined[2], many[2]} {
+		f, f0 := r.costRow, few[2].costRow
+		if !same(f0, f) || f.fSeq != f0.fSeq || f.fCalls != f0.fCalls || f.fRCU != f0.fRCU {
+			t.Errorf("a list page costs more %s than %s:\n%+v\n%+v", r.label, few[2].label, f, f0)
+		}
+	}
+	return []authorizerRow{few[0], defined[0], many[0], few[1], defined[1], many[1], few[2], defined[2], many[2]}
 }

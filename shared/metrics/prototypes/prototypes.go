@@ -232,12 +232,12 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.MetricPrototype, []string, bool, error) {
 			return h.st.PageMetricPrototypes(ctx, p.AccountID, after, desc, n)
 		},
-		Allow: func(ctx context.Context) (func(domain.MetricPrototype) bool, error) {
+		Allow: func(ctx context.Context) (func(domain.MetricPrototype) (bool, error), error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {
 				return nil, err
 			}
-			return func(x domain.MetricPrototype) bool { return d.Allows(http.MethodGet, Href(x.ID)) }, nil
+			return func(x domain.MetricPrototype) (bool, error) { return d.Allows(ctx, http.MethodGet, Href(x.ID)) }, nil
 		},
 		Out: func(x domain.MetricPrototype) (Prototype, error) { return out(x), nil },
 		Sort: func(ps []Prototype, order []apigw.OrderKey) {
