@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/truora/minidyn/server"
 )
 
 func TestItemSizeRules(t *testing.T) {
@@ -26,12 +27,12 @@ func TestItemSizeRules(t *testing.T) {
 		{`{"m":{"M":{}}}`, 1 + 3},
 		{`{"ss":{"SS":["a","bc"]}}`, 2 + 3},
 	} {
-		var it item
+		var it map[string]*server.AttributeValue
 		if err := json.Unmarshal([]byte(c.item), &it); err != nil {
 			t.Fatal(err)
 		}
-		if got := itemSize(it); got != c.want {
-			t.Errorf("itemSize(%s) = %d, want %d", c.item, got, c.want)
+		if got := server.ItemSize(it); got != c.want {
+			t.Errorf("ItemSize(%s) = %d, want %d", c.item, got, c.want)
 		}
 	}
 }

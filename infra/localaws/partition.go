@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/truora/minidyn/server"
 )
 
 // DynamoDB's per-partition throughput: a partition serves at most this
@@ -62,13 +64,13 @@ func NewPartitionMeter(now func() time.Time) *PartitionMeter {
 	return &PartitionMeter{now: now, keys: map[PartitionKey]*partitionCount{}}
 }
 
-func (p *PartitionMeter) add(cc []consumed) {
+func (p *PartitionMeter) add(cc []server.Consumed) {
 	sec := p.now().Unix()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.requests++
 	for _, c := range cc {
-		k := PartitionKey{Table: c.table, Index: c.index, Key: c.key}
+		k := PartitionKey{Table: c.Table, Index: c.Index, Key: c.Key}
 		pc := p.keys[k]
 		if pc == nil {
 			pc = &partitionCount{second: sec}
@@ -77,12 +79,12 @@ func (p *PartitionMeter) add(cc []consumed) {
 		if pc.second != sec {
 			pc.second, pc.cur = sec, Units{}
 		}
-		if c.read {
-			pc.total.RCU += c.units
-			pc.cur.RCU += c.units
+		if c.Read {
+			pc.total.RCU += c.Units
+			pc.cur.RCU += c.Units
 		} else {
-			pc.total.WCU += c.units
-			pc.cur.WCU += c.units
+			pc.total.WCU += c.Units
+			pc.cur.WCU += c.Units
 		}
 		pc.peak.RCU = max(pc.peak.RCU, pc.cur.RCU)
 		pc.peak.WCU = max(pc.peak.WCU, pc.cur.WCU)

@@ -26,8 +26,7 @@ import (
 // "127.0.0.1:0", a free port) and returns its endpoint URL and a stop
 // function (safe to call more than once). Every call gets its own, empty
 // set of tables. ctx bounds only the start; the server runs until stop.
-// Requests that ask for ReturnConsumedCapacity get it, computed by the
-// meter (capacity.go): minidyn itself does not report it.
+// Requests that ask for ReturnConsumedCapacity get it (capacity.go).
 func StartDynamo(ctx context.Context, addr string) (endpoint string, stop func(context.Context) error, err error) {
 	return StartDynamoMetered(ctx, addr, nil)
 }
@@ -56,7 +55,7 @@ type Dynamo struct {
 // which can also be loaded in-process (Load).
 func StartDynamoServer(ctx context.Context, addr string, parts *PartitionMeter) (*Dynamo, error) {
 	srv := server.NewServer()
-	endpoint, stop, err := serve(ctx, "dynamodb", addr, newMeter(srv, parts), nil)
+	endpoint, stop, err := serve(ctx, "dynamodb", addr, newDynamoHandler(srv, parts), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,11 @@ type QueryInput struct {
 	Aliases                   map[string]string
 	ScanIndexForward          bool
 	Scan                      bool
-	started                   bool
+	// ReadSize, when set, receives the sum of the sizes of the items the
+	// search read (the ones its key condition selected, before the
+	// filter; through an index, their projections): what DynamoDB bills.
+	ReadSize *int
+	started  bool
 }
 
 // Table struct to mock a dynamodb table
@@ -466,6 +470,12 @@ func (t *Table) SearchData(input QueryInput) ([]map[string]*types.Item, map[stri
 
 		if counted {
 			count++
+
+			if input.ReadSize != nil {
+				if stored, ok := t.Data[plan.pkAt(j)]; ok {
+					*input.ReadSize += readSize(stored, index)
+				}
+			}
 		}
 
 		last = keyItem

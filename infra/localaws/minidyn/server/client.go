@@ -330,16 +330,24 @@ func (c *Client) PutItem(ctx context.Context, input *PutItemInput) (*PutItemOutp
 		return nil, err
 	}
 
-	item, err := table.Put(&types.PutItemInput{
-		TableName:                   input.TableName,
-		ConditionExpression:         input.ConditionExpression,
-		ConditionalOperator:         toStringPtr(string(input.ConditionalOperator)),
-		ExpressionAttributeNames:    input.ExpressionAttributeNames,
-		ExpressionAttributeValues:   mapAttributeValueMapToTypes(input.ExpressionAttributeValues),
-		Item:                        mapAttributeValueMapToTypes(input.Item),
-		ReturnConsumedCapacity:      toStringPtr(string(input.ReturnConsumedCapacity)),
-		ReturnItemCollectionMetrics: toStringPtr(string(input.ReturnItemCollectionMetrics)),
-		ReturnValues:                toStringPtr(string(input.ReturnValues)),
+	itemMap := mapAttributeValueMapToTypes(input.Item)
+
+	var item map[string]*types.Item
+
+	err = billWrite(ctx, table, itemMap, 1, func() (err error) {
+		item, err = table.Put(&types.PutItemInput{
+			TableName:                   input.TableName,
+			ConditionExpression:         input.ConditionExpression,
+			ConditionalOperator:         toStringPtr(string(input.ConditionalOperator)),
+			ExpressionAttributeNames:    input.ExpressionAttributeNames,
+			ExpressionAttributeValues:   mapAttributeValueMapToTypes(input.ExpressionAttributeValues),
+			Item:                        itemMap,
+			ReturnConsumedCapacity:      toStringPtr(string(input.ReturnConsumedCapacity)),
+			ReturnItemCollectionMetrics: toStringPtr(string(input.ReturnItemCollectionMetrics)),
+			ReturnValues:                toStringPtr(string(input.ReturnValues)),
+		})
+
+		return err
 	})
 	if err != nil {
 		return nil, mapKnownError(err)
@@ -370,13 +378,21 @@ func (c *Client) DeleteItem(ctx context.Context, input *DeleteItemInput) (*Delet
 		return nil, err
 	}
 
-	item, err := table.Delete(&types.DeleteItemInput{
-		TableName:                 input.TableName,
-		ConditionExpression:       input.ConditionExpression,
-		ConditionalOperator:       toStringPtr(string(input.ConditionalOperator)),
-		ExpressionAttributeNames:  toStringPtrMap(input.ExpressionAttributeNames),
-		ExpressionAttributeValues: mapAttributeValueMapToTypes(input.ExpressionAttributeValues),
-		Key:                       mapAttributeValueMapToTypes(input.Key),
+	keyMap := mapAttributeValueMapToTypes(input.Key)
+
+	var item map[string]*types.Item
+
+	err = billWrite(ctx, table, keyMap, 1, func() (err error) {
+		item, err = table.Delete(&types.DeleteItemInput{
+			TableName:                 input.TableName,
+			ConditionExpression:       input.ConditionExpression,
+			ConditionalOperator:       toStringPtr(string(input.ConditionalOperator)),
+			ExpressionAttributeNames:  toStringPtrMap(input.ExpressionAttributeNames),
+			ExpressionAttributeValues: mapAttributeValueMapToTypes(input.ExpressionAttributeValues),
+			Key:                       keyMap,
+		})
+
+		return err
 	})
 	if err != nil {
 		return nil, mapKnownError(err)
@@ -412,16 +428,24 @@ func (c *Client) UpdateItem(ctx context.Context, input *UpdateItemInput) (*Updat
 		return nil, err
 	}
 
-	item, err := table.Update(&types.UpdateItemInput{
-		TableName:                           input.TableName,
-		ConditionExpression:                 input.ConditionExpression,
-		ConditionalOperator:                 toStringPtr(string(input.ConditionalOperator)),
-		ExpressionAttributeNames:            input.ExpressionAttributeNames,
-		ExpressionAttributeValues:           mapAttributeValueMapToTypes(input.ExpressionAttributeValues),
-		Key:                                 mapAttributeValueMapToTypes(input.Key),
-		UpdateExpression:                    aws.ToString(input.UpdateExpression),
-		ReturnValues:                        toStringPtr(string(input.ReturnValues)),
-		ReturnValuesOnConditionCheckFailure: toStringPtr(string(input.ReturnValuesOnConditionCheckFailure)),
+	keyMap := mapAttributeValueMapToTypes(input.Key)
+
+	var item map[string]*types.Item
+
+	err = billWrite(ctx, table, keyMap, 1, func() (err error) {
+		item, err = table.Update(&types.UpdateItemInput{
+			TableName:                           input.TableName,
+			ConditionExpression:                 input.ConditionExpression,
+			ConditionalOperator:                 toStringPtr(string(input.ConditionalOperator)),
+			ExpressionAttributeNames:            input.ExpressionAttributeNames,
+			ExpressionAttributeValues:           mapAttributeValueMapToTypes(input.ExpressionAttributeValues),
+			Key:                                 keyMap,
+			UpdateExpression:                    aws.ToString(input.UpdateExpression),
+			ReturnValues:                        toStringPtr(string(input.ReturnValues)),
+			ReturnValuesOnConditionCheckFailure: toStringPtr(string(input.ReturnValuesOnConditionCheckFailure)),
+		})
+
+		return err
 	})
 	if err != nil {
 		return nil, mapKnownError(err)
@@ -432,6 +456,11 @@ func (c *Client) UpdateItem(ctx context.Context, input *UpdateItemInput) (*Updat
 
 // GetItem returns a single item by key.
 func (c *Client) GetItem(ctx context.Context, input *GetItemInput) (*GetItemOutput, error) {
+	return c.getItem(ctx, input, false)
+}
+
+// getItem is GetItem, billed as a transaction's read when transact is set.
+func (c *Client) getItem(ctx context.Context, input *GetItemInput, transact bool) (*GetItemOutput, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 
@@ -463,6 +492,7 @@ func (c *Client) GetItem(ctx context.Context, input *GetItemInput) (*GetItemOutp
 	}
 
 	stored := table.Data[key]
+	billRead(ctx, table, key, keyMap, stored, aws.ToBool(input.ConsistentRead), transact)
 
 	item, err := getItemAttributesForOutput(table, stored, aws.ToString(input.ProjectionExpression), input.ExpressionAttributeNames)
 	if err != nil {
@@ -500,6 +530,10 @@ func (c *Client) Query(ctx context.Context, input *QueryInput) (*QueryOutput, er
 		input.ScanIndexForward = aws.Bool(true)
 	}
 
+	rec := capacityFrom(ctx)
+
+	var read int
+
 	items, last, err := table.SearchData(core.QueryInput{
 		Index:                     aws.ToString(input.IndexName),
 		ExpressionAttributeValues: mapAttributeValueMapToTypes(input.ExpressionAttributeValues),
@@ -510,9 +544,15 @@ func (c *Client) Query(ctx context.Context, input *QueryInput) (*QueryOutput, er
 		ProjectionExpression:      aws.ToString(input.ProjectionExpression),
 		Limit:                     int64(aws.ToInt32(input.Limit)),
 		ScanIndexForward:          aws.ToBool(input.ScanIndexForward),
+		ReadSize:                  readSizeFor(rec, &read),
 	})
 	if err != nil {
 		return nil, mapKnownError(err)
+	}
+
+	if rec != nil {
+		pk := queryPartition(table, aws.ToString(input.IndexName), aws.ToString(input.KeyConditionExpression), input.ExpressionAttributeNames, input.ExpressionAttributeValues)
+		rec.add(Consumed{Table: table.Name, Index: aws.ToString(input.IndexName), Key: pk, Read: true, Units: core.ReadUnits(read, aws.ToBool(input.ConsistentRead))})
 	}
 
 	count := int32(len(items))
@@ -547,6 +587,10 @@ func (c *Client) Scan(ctx context.Context, input *ScanInput) (*ScanOutput, error
 		return nil, err
 	}
 
+	rec := capacityFrom(ctx)
+
+	var read int
+
 	items, last, err := table.SearchData(core.QueryInput{
 		Index:                     aws.ToString(input.IndexName),
 		ExpressionAttributeValues: mapAttributeValueMapToTypes(input.ExpressionAttributeValues),
@@ -557,10 +601,13 @@ func (c *Client) Scan(ctx context.Context, input *ScanInput) (*ScanOutput, error
 		Limit:                     int64(aws.ToInt32(input.Limit)),
 		Scan:                      true,
 		ScanIndexForward:          true,
+		ReadSize:                  readSizeFor(rec, &read),
 	})
 	if err != nil {
 		return nil, mapKnownError(err)
 	}
+
+	rec.add(Consumed{Table: table.Name, Index: aws.ToString(input.IndexName), Read: true, Units: core.ReadUnits(read, aws.ToBool(input.ConsistentRead))})
 
 	count := int32(len(items))
 
@@ -679,6 +726,13 @@ func (c *Client) BatchWriteItem(ctx context.Context, input *BatchWriteItemInput)
 		}
 	}
 
+	if len(unprocessed) > 0 {
+		// Which writes DynamoDB would have billed is not told.
+		if rec := capacityFrom(ctx); rec != nil {
+			rec.unmetered = true
+		}
+	}
+
 	return &BatchWriteItemOutput{UnprocessedItems: unprocessed}, nil
 }
 
@@ -733,6 +787,10 @@ func (c *Client) BatchGetItem(ctx context.Context, input *BatchGetItemInput) (*B
 	emulation := c.batchEmulationFor(tableNames(input.RequestItems)...)
 	if emulation.failErr != nil {
 		return nil, emulation.failErr
+	}
+
+	if rec := capacityFrom(ctx); rec != nil {
+		rec.seen = map[string]bool{}
 	}
 
 	responses := map[string][]map[string]*AttributeValue{}
@@ -877,7 +935,7 @@ func (c *Client) TransactWriteItems(ctx context.Context, input *TransactWriteIte
 	n := len(input.TransactItems)
 
 	for i, item := range input.TransactItems {
-		execErr = c.runTransactItem(i, n, item)
+		execErr = c.runTransactItem(ctx, i, n, item)
 		if execErr != nil {
 			return nil, execErr
 		}
@@ -971,12 +1029,12 @@ func (c *Client) TransactGetItems(ctx context.Context, input *TransactGetItemsIn
 	for _, item := range input.TransactItems {
 		get := item.Get
 
-		out, err := c.GetItem(ctx, &GetItemInput{
+		out, err := c.getItem(ctx, &GetItemInput{
 			TableName:                get.TableName,
 			Key:                      get.Key,
 			ExpressionAttributeNames: get.ExpressionAttributeNames,
 			ProjectionExpression:     get.ProjectionExpression,
-		})
+		}, true)
 		if err != nil {
 			return nil, err
 		}
@@ -987,22 +1045,22 @@ func (c *Client) TransactGetItems(ctx context.Context, input *TransactGetItemsIn
 	return &TransactGetItemsOutput{Responses: responses}, nil
 }
 
-func (c *Client) runTransactItem(i, n int, item TransactWriteItem) error {
+func (c *Client) runTransactItem(ctx context.Context, i, n int, item TransactWriteItem) error {
 	switch {
 	case item.Put != nil:
-		return c.runTransactPut(i, n, item.Put)
+		return c.runTransactPut(ctx, i, n, item.Put)
 	case item.Update != nil:
-		return c.runTransactUpdate(i, n, item.Update)
+		return c.runTransactUpdate(ctx, i, n, item.Update)
 	case item.Delete != nil:
-		return c.runTransactDelete(i, n, item.Delete)
+		return c.runTransactDelete(ctx, i, n, item.Delete)
 	case item.ConditionCheck != nil:
-		return c.runTransactConditionCheck(i, n, item.ConditionCheck)
+		return c.runTransactConditionCheck(ctx, i, n, item.ConditionCheck)
 	default:
 		return &smithy.GenericAPIError{Code: "ValidationException", Message: "transaction item must include one of Put, Update, Delete, or ConditionCheck"}
 	}
 }
 
-func (c *Client) runTransactPut(i, n int, put *Put) error {
+func (c *Client) runTransactPut(ctx context.Context, i, n int, put *Put) error {
 	if vErr := validateExpressionAttributes(put.ExpressionAttributeNames, keysFromAttributeValueMap(put.ExpressionAttributeValues), aws.ToString(put.ConditionExpression)); vErr != nil {
 		return vErr
 	}
@@ -1012,20 +1070,24 @@ func (c *Client) runTransactPut(i, n int, put *Put) error {
 		return mapKnownError(tErr)
 	}
 
-	if _, opErr := table.Put(&types.PutItemInput{
-		TableName:                 put.TableName,
-		ConditionExpression:       put.ConditionExpression,
-		ExpressionAttributeNames:  put.ExpressionAttributeNames,
-		ExpressionAttributeValues: mapAttributeValueMapToTypes(put.ExpressionAttributeValues),
-		Item:                      mapAttributeValueMapToTypes(put.Item),
-	}); opErr != nil {
-		return newServerTransactionCancelledError(i, n, opErr)
-	}
+	itemMap := mapAttributeValueMapToTypes(put.Item)
 
-	return nil
+	return billWrite(ctx, table, itemMap, transactFactor, func() error {
+		if _, opErr := table.Put(&types.PutItemInput{
+			TableName:                 put.TableName,
+			ConditionExpression:       put.ConditionExpression,
+			ExpressionAttributeNames:  put.ExpressionAttributeNames,
+			ExpressionAttributeValues: mapAttributeValueMapToTypes(put.ExpressionAttributeValues),
+			Item:                      itemMap,
+		}); opErr != nil {
+			return newServerTransactionCancelledError(i, n, opErr)
+		}
+
+		return nil
+	})
 }
 
-func (c *Client) runTransactUpdate(i, n int, update *Update) error {
+func (c *Client) runTransactUpdate(ctx context.Context, i, n int, update *Update) error {
 	if vErr := validateExpressionAttributes(update.ExpressionAttributeNames, keysFromAttributeValueMap(update.ExpressionAttributeValues), aws.ToString(update.UpdateExpression), aws.ToString(update.ConditionExpression)); vErr != nil {
 		return vErr
 	}
@@ -1035,27 +1097,31 @@ func (c *Client) runTransactUpdate(i, n int, update *Update) error {
 		return mapKnownError(tErr)
 	}
 
-	_, opErr := table.Update(&types.UpdateItemInput{
-		TableName:                           update.TableName,
-		ConditionExpression:                 update.ConditionExpression,
-		ExpressionAttributeNames:            update.ExpressionAttributeNames,
-		ExpressionAttributeValues:           mapAttributeValueMapToTypes(update.ExpressionAttributeValues),
-		Key:                                 mapAttributeValueMapToTypes(update.Key),
-		UpdateExpression:                    aws.ToString(update.UpdateExpression),
-		ReturnValuesOnConditionCheckFailure: toStringPtr(string(update.ReturnValuesOnConditionCheckFailure)),
-	})
-	if opErr != nil {
-		if errors.Is(opErr, interpreter.ErrSyntaxError) {
-			return &smithy.GenericAPIError{Code: "ValidationException", Message: opErr.Error()}
+	keyMap := mapAttributeValueMapToTypes(update.Key)
+
+	return billWrite(ctx, table, keyMap, transactFactor, func() error {
+		_, opErr := table.Update(&types.UpdateItemInput{
+			TableName:                           update.TableName,
+			ConditionExpression:                 update.ConditionExpression,
+			ExpressionAttributeNames:            update.ExpressionAttributeNames,
+			ExpressionAttributeValues:           mapAttributeValueMapToTypes(update.ExpressionAttributeValues),
+			Key:                                 keyMap,
+			UpdateExpression:                    aws.ToString(update.UpdateExpression),
+			ReturnValuesOnConditionCheckFailure: toStringPtr(string(update.ReturnValuesOnConditionCheckFailure)),
+		})
+		if opErr != nil {
+			if errors.Is(opErr, interpreter.ErrSyntaxError) {
+				return &smithy.GenericAPIError{Code: "ValidationException", Message: opErr.Error()}
+			}
+
+			return newServerTransactionCancelledError(i, n, opErr)
 		}
 
-		return newServerTransactionCancelledError(i, n, opErr)
-	}
-
-	return nil
+		return nil
+	})
 }
 
-func (c *Client) runTransactDelete(i, n int, del *Delete) error {
+func (c *Client) runTransactDelete(ctx context.Context, i, n int, del *Delete) error {
 	if vErr := validateExpressionAttributes(del.ExpressionAttributeNames, keysFromAttributeValueMap(del.ExpressionAttributeValues), aws.ToString(del.ConditionExpression)); vErr != nil {
 		return vErr
 	}
@@ -1065,20 +1131,24 @@ func (c *Client) runTransactDelete(i, n int, del *Delete) error {
 		return mapKnownError(tErr)
 	}
 
-	if _, opErr := table.Delete(&types.DeleteItemInput{
-		TableName:                 del.TableName,
-		ConditionExpression:       del.ConditionExpression,
-		ExpressionAttributeNames:  toStringPtrMap(del.ExpressionAttributeNames),
-		ExpressionAttributeValues: mapAttributeValueMapToTypes(del.ExpressionAttributeValues),
-		Key:                       mapAttributeValueMapToTypes(del.Key),
-	}); opErr != nil {
-		return newServerTransactionCancelledError(i, n, opErr)
-	}
+	keyMap := mapAttributeValueMapToTypes(del.Key)
 
-	return nil
+	return billWrite(ctx, table, keyMap, transactFactor, func() error {
+		if _, opErr := table.Delete(&types.DeleteItemInput{
+			TableName:                 del.TableName,
+			ConditionExpression:       del.ConditionExpression,
+			ExpressionAttributeNames:  toStringPtrMap(del.ExpressionAttributeNames),
+			ExpressionAttributeValues: mapAttributeValueMapToTypes(del.ExpressionAttributeValues),
+			Key:                       keyMap,
+		}); opErr != nil {
+			return newServerTransactionCancelledError(i, n, opErr)
+		}
+
+		return nil
+	})
 }
 
-func (c *Client) runTransactConditionCheck(i, n int, check *ConditionCheck) error {
+func (c *Client) runTransactConditionCheck(ctx context.Context, i, n int, check *ConditionCheck) error {
 	if vErr := validateExpressionAttributes(check.ExpressionAttributeNames, keysFromAttributeValueMap(check.ExpressionAttributeValues), aws.ToString(check.ConditionExpression)); vErr != nil {
 		return vErr
 	}
@@ -1130,6 +1200,9 @@ func (c *Client) runTransactConditionCheck(i, n int, check *ConditionCheck) erro
 
 		return newServerTransactionCancelledError(i, n, checkErr)
 	}
+
+	// A condition check bills the item it read as a write.
+	capacityFrom(ctx).add(Consumed{Table: table.Name, Key: core.KeyText(keyMap[table.KeySchema.HashKey]), Units: transactFactor * core.WriteUnits(core.ItemSize(stored))})
 
 	return nil
 }

@@ -25,22 +25,26 @@ type DescribeTableOutput struct {
 
 // PutItemOutput mirrors DynamoDB PutItemOutput.
 type PutItemOutput struct {
-	Attributes map[string]*AttributeValue `json:"Attributes,omitempty"`
+	Attributes       map[string]*AttributeValue `json:"Attributes,omitempty"`
+	ConsumedCapacity *ConsumedCapacity          `json:"ConsumedCapacity,omitempty"`
 }
 
 // DeleteItemOutput mirrors DynamoDB DeleteItemOutput.
 type DeleteItemOutput struct {
-	Attributes map[string]*AttributeValue `json:"Attributes,omitempty"`
+	Attributes       map[string]*AttributeValue `json:"Attributes,omitempty"`
+	ConsumedCapacity *ConsumedCapacity          `json:"ConsumedCapacity,omitempty"`
 }
 
 // UpdateItemOutput mirrors DynamoDB UpdateItemOutput.
 type UpdateItemOutput struct {
-	Attributes map[string]*AttributeValue `json:"Attributes,omitempty"`
+	Attributes       map[string]*AttributeValue `json:"Attributes,omitempty"`
+	ConsumedCapacity *ConsumedCapacity          `json:"ConsumedCapacity,omitempty"`
 }
 
 // GetItemOutput mirrors DynamoDB GetItemOutput.
 type GetItemOutput struct {
-	Item map[string]*AttributeValue `json:"Item,omitempty"`
+	Item             map[string]*AttributeValue `json:"Item,omitempty"`
+	ConsumedCapacity *ConsumedCapacity          `json:"ConsumedCapacity,omitempty"`
 }
 
 // QueryOutput mirrors DynamoDB QueryOutput.
@@ -49,6 +53,7 @@ type QueryOutput struct {
 	Count            int32                        `json:"Count,omitempty"`
 	ScannedCount     int32                        `json:"ScannedCount,omitempty"`
 	LastEvaluatedKey map[string]*AttributeValue   `json:"LastEvaluatedKey,omitempty"`
+	ConsumedCapacity *ConsumedCapacity            `json:"ConsumedCapacity,omitempty"`
 }
 
 // ScanOutput mirrors DynamoDB ScanOutput.
@@ -57,21 +62,28 @@ type ScanOutput struct {
 	Count            int32                        `json:"Count,omitempty"`
 	ScannedCount     int32                        `json:"ScannedCount,omitempty"`
 	LastEvaluatedKey map[string]*AttributeValue   `json:"LastEvaluatedKey,omitempty"`
+	ConsumedCapacity *ConsumedCapacity            `json:"ConsumedCapacity,omitempty"`
 }
 
 // BatchWriteItemOutput mirrors DynamoDB BatchWriteItemOutput.
 type BatchWriteItemOutput struct {
 	UnprocessedItems map[string][]WriteRequest `json:"UnprocessedItems,omitempty"`
+	// omitzero: a batch that consumed nothing reports an empty list.
+	ConsumedCapacity []ConsumedCapacity `json:"ConsumedCapacity,omitzero"`
 }
 
 // BatchGetItemOutput mirrors DynamoDB BatchGetItemOutput.
 type BatchGetItemOutput struct {
 	Responses       map[string][]map[string]*AttributeValue `json:"Responses,omitempty"`
 	UnprocessedKeys map[string]KeysAndAttributes            `json:"UnprocessedKeys,omitempty"`
+	// omitzero: a batch that consumed nothing reports an empty list.
+	ConsumedCapacity []ConsumedCapacity `json:"ConsumedCapacity,omitzero"`
 }
 
 // TransactWriteItemsOutput mirrors DynamoDB TransactWriteItemsOutput.
-type TransactWriteItemsOutput struct{}
+type TransactWriteItemsOutput struct {
+	ConsumedCapacity []ConsumedCapacity `json:"ConsumedCapacity,omitzero"`
+}
 
 // ItemResponse mirrors DynamoDB ItemResponse.
 type ItemResponse struct {
@@ -81,4 +93,6 @@ type ItemResponse struct {
 // TransactGetItemsOutput mirrors DynamoDB TransactGetItemsOutput.
 type TransactGetItemsOutput struct {
 	Responses []ItemResponse `json:"Responses,omitempty"`
+	// omitzero: a batch that consumed nothing reports an empty list.
+	ConsumedCapacity []ConsumedCapacity `json:"ConsumedCapacity,omitzero"`
 }

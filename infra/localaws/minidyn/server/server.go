@@ -15,6 +15,9 @@ import (
 // Server implements http.Handler for DynamoDB JSON API subset.
 type Server struct {
 	client *Client
+	// observe, when set, receives every successful request's consumed
+	// capacity (ObserveCapacity).
+	observe func([]Consumed)
 }
 
 // NewServer creates an HTTP handler exposing the DynamoDB-compatible API.
@@ -52,9 +55,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	encoder.SetEscapeHTML(false)
 
 	var (
-		resp any
-		err  error
+		resp  any
+		err   error
+		rec   *capacity // what the request consumes, when collected
+		asked bool      // the request asked for ConsumedCapacity
+		mode  ddbtypes.ReturnConsumedCapacity
 	)
+
+	// metered is the context of an operation that can consume capacity.
+	metered := func(m ddbtypes.ReturnConsumedCapacity) context.Context {
+		mode = m
+
+		return s.capacityContext(m, &rec, &asked)
+	}
 
 	switch op {
 	case "CreateTable":
@@ -80,52 +93,52 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "PutItem":
 		var input PutItemInput
 		if err = decoder.Decode(&input); err == nil {
-			resp, err = s.client.PutItem(context.Background(), &input)
+			resp, err = s.client.PutItem(metered(input.ReturnConsumedCapacity), &input)
 		}
 	case "DeleteItem":
 		var input DeleteItemInput
 		if err = decoder.Decode(&input); err == nil {
-			resp, err = s.client.DeleteItem(context.Background(), &input)
+			resp, err = s.client.DeleteItem(metered(input.ReturnConsumedCapacity), &input)
 		}
 	case "UpdateItem":
 		var input UpdateItemInput
 		if err = decoder.Decode(&input); err == nil {
-			resp, err = s.client.UpdateItem(context.Background(), &input)
+			resp, err = s.client.UpdateItem(metered(input.ReturnConsumedCapacity), &input)
 		}
 	case "GetItem":
 		var input GetItemInput
 		if err = decoder.Decode(&input); err == nil {
-			resp, err = s.client.GetItem(context.Background(), &input)
+			resp, err = s.client.GetItem(metered(input.ReturnConsumedCapacity), &input)
 		}
 	case "Query":
 		var input QueryInput
 		if err = decoder.Decode(&input); err == nil {
-			resp, err = s.client.Query(context.Background(), &input)
+			resp, err = s.client.Query(metered(input.ReturnConsumedCapacity), &input)
 		}
 	case "Scan":
 		var input ScanInput
 		if err = decoder.Decode(&input); err == nil {
-			resp, err = s.client.Scan(context.Background(), &input)
+			resp, err = s.client.Scan(metered(input.ReturnConsumedCapacity), &input)
 		}
 	case "BatchWriteItem":
 		var input BatchWriteItemInput
 		if err = decoder.Decode(&input); err == nil {
-			resp, err = s.client.BatchWriteItem(context.Background(), &input)
+			resp, err = s.client.BatchWriteItem(metered(input.ReturnConsumedCapacity), &input)
 		}
 	case "BatchGetItem":
 		var input BatchGetItemInput
 		if err = decoder.Decode(&input); err == nil {
-			resp, err = s.client.BatchGetItem(context.Background(), &input)
+			resp, err = s.client.BatchGetItem(metered(input.ReturnConsumedCapacity), &input)
 		}
 	case "TransactWriteItems":
 		var input TransactWriteItemsInput
 		if err = decoder.Decode(&input); err == nil {
-			resp, err = s.client.TransactWriteItems(context.Background(), &input)
+			resp, err = s.client.TransactWriteItems(metered(input.ReturnConsumedCapacity), &input)
 		}
 	case "TransactGetItems":
 		var input TransactGetItemsInput
 		if err = decoder.Decode(&input); err == nil {
-			resp, err = s.client.TransactGetItems(context.Background(), &input)
+			resp, err = s.client.TransactGetItems(metered(input.ReturnConsumedCapacity), &input)
 		}
 	default:
 		http.Error(w, "unsupported operation", http.StatusBadRequest)
@@ -135,6 +148,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+
+	if rec != nil && !rec.unmetered {
+		if s.observe != nil {
+			s.observe(rec.cc)
+		}
+
+		if asked {
+			// A response that cannot carry it goes out without it.
+			_ = withConsumed(resp, consumedByTable(rec.cc, mode))
+		}
 	}
 
 	w.Header().Set("Content-Type", "application/x-amz-json-1.0")

@@ -1,0 +1,299 @@
+package server
+
+// This file is not in upstream minidyn v0.8.2 (see PATCHES.md, 7): the
+// server reports the capacity DynamoDB would bill, which upstream did not.
+
+import (
+	"context"
+	"regexp"
+	"strings"
+
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/truora/minidyn/core"
+	"github.com/truora/minidyn/types"
+)
+
+// Consumed is one table's (or global secondary index's) share of a
+// request's capacity, in one partition: Key is the value of the table's
+// (or index's) partition key attribute as text ("" when the request names
+// none, as a Scan).
+type Consumed struct {
+	Table, Index, Key string
+	Read              bool
+	Units             float64
+}
+
+// ObserveCapacity makes the server pass every successful request's
+// consumed capacity to fn, whether or not the request asked for it. Set it
+// before serving; fn must be safe for concurrent use.
+func (s *Server) ObserveCapacity(fn func([]Consumed)) {
+	s.observe = fn
+}
+
+// ItemSize is an item's size by DynamoDB's rules (the one capacity is
+// billed on).
+func ItemSize(item map[string]*AttributeValue) int {
+	return core.ItemSize(mapAttributeValueMapToTypes(item))
+}
+
+// capacity collects what one request consumes, through the operations it
+// is made of (a batch's puts, a transaction's gets).
+type capacity struct {
+	cc []Consumed
+	// unmetered is set when the request's capacity cannot be told: it is
+	// then neither reported nor observed.
+	unmetered bool
+	// seen are the items a batch get has billed: a key asked twice is
+	// billed once.
+	seen map[string]bool
+}
+
+type capacityKey struct{}
+
+func capacityFrom(ctx context.Context) *capacity {
+	c, _ := ctx.Value(capacityKey{}).(*capacity)
+
+	return c
+}
+
+func (c *capacity) add(cc ...Consumed) {
+	if c != nil {
+		c.cc = append(c.cc, cc...)
+	}
+}
+
+// capacityContext returns the context a request is served with: one that
+// collects its capacity when the request asks for it (mode) or the server
+// observes every request.
+func (s *Server) capacityContext(mode ddbtypes.ReturnConsumedCapacity, rec **capacity, asked *bool) context.Context {
+	*asked = mode == ddbtypes.ReturnConsumedCapacityTotal || mode == ddbtypes.ReturnConsumedCapacityIndexes
+	if !*asked && s.observe == nil {
+		return context.Background()
+	}
+
+	*rec = &capacity{}
+
+	return context.WithValue(context.Background(), capacityKey{}, *rec)
+}
+
+// consumedUnits is the wire form of a table's or index's units.
+type consumedUnits struct {
+	CapacityUnits      float64
+	ReadCapacityUnits  *float64 `json:",omitempty"`
+	WriteCapacityUnits *float64 `json:",omitempty"`
+}
+
+// ConsumedCapacity is the wire form of one table's consumed capacity.
+type ConsumedCapacity struct {
+	TableName              string
+	CapacityUnits          float64
+	ReadCapacityUnits      *float64                 `json:",omitempty"`
+	WriteCapacityUnits     *float64                 `json:",omitempty"`
+	Table                  *consumedUnits           `json:",omitempty"`
+	GlobalSecondaryIndexes map[string]consumedUnits `json:",omitempty"`
+}
+
+// consumedByTable sums a request's capacity per table in the shape
+// DynamoDB reports it, with the table's and each index's share when mode
+// is INDEXES. A request's units are all reads or all writes.
+func consumedByTable(cc []Consumed, mode ddbtypes.ReturnConsumedCapacity) []ConsumedCapacity {
+	rw := func(read bool, u float64) (r, w *float64) {
+		if read {
+			return &u, nil
+		}
+
+		return nil, &u
+	}
+
+	list := []ConsumedCapacity{}
+	at := map[string]int{}
+
+	for _, c := range cc {
+		i, ok := at[c.Table]
+		if !ok {
+			i = len(list)
+			at[c.Table] = i
+			list = append(list, ConsumedCapacity{TableName: c.Table})
+		}
+
+		e := &list[i]
+		e.CapacityUnits += c.Units
+
+		if mode != ddbtypes.ReturnConsumedCapacityIndexes {
+			continue
+		}
+
+		if c.Index == "" {
+			if e.Table == nil {
+				e.Table = &consumedUnits{}
+			}
+
+			e.Table.CapacityUnits += c.Units
+			e.Table.ReadCapacityUnits, e.Table.WriteCapacityUnits = rw(c.Read, e.Table.CapacityUnits)
+
+			continue
+		}
+
+		if e.GlobalSecondaryIndexes == nil {
+			e.GlobalSecondaryIndexes = map[string]consumedUnits{}
+		}
+
+		u := e.GlobalSecondaryIndexes[c.Index]
+		u.CapacityUnits += c.Units
+		u.ReadCapacityUnits, u.WriteCapacityUnits = rw(c.Read, u.CapacityUnits)
+		e.GlobalSecondaryIndexes[c.Index] = u
+	}
+
+	read := len(cc) > 0 && cc[0].Read
+	for i := range list {
+		list[i].ReadCapacityUnits, list[i].WriteCapacityUnits = rw(read, list[i].CapacityUnits)
+	}
+
+	return list
+}
+
+// withConsumed sets the ConsumedCapacity of a response: one object for
+// single-table operations, a list for batches and transactions. It
+// reports false when the response cannot carry what was consumed.
+func withConsumed(resp any, list []ConsumedCapacity) bool {
+	one := func() (*ConsumedCapacity, bool) {
+		if len(list) != 1 {
+			return nil, false
+		}
+
+		return &list[0], true
+	}
+
+	var ok bool
+
+	switch o := resp.(type) {
+	case *GetItemOutput:
+		o.ConsumedCapacity, ok = one()
+	case *QueryOutput:
+		o.ConsumedCapacity, ok = one()
+	case *ScanOutput:
+		o.ConsumedCapacity, ok = one()
+	case *PutItemOutput:
+		o.ConsumedCapacity, ok = one()
+	case *UpdateItemOutput:
+		o.ConsumedCapacity, ok = one()
+	case *DeleteItemOutput:
+		o.ConsumedCapacity, ok = one()
+	case *BatchGetItemOutput:
+		o.ConsumedCapacity, ok = list, true
+	case *BatchWriteItemOutput:
+		o.ConsumedCapacity, ok = list, true
+	case *TransactGetItemsOutput:
+		o.ConsumedCapacity, ok = list, true
+	case *TransactWriteItemsOutput:
+		o.ConsumedCapacity, ok = list, true
+	}
+
+	return ok
+}
+
+// keyEquals finds "name = :value" (either way round) in a key condition.
+var keyEquals = regexp.MustCompile(`([#:]?[A-Za-z0-9_]+)\s*=\s*([#:]?[A-Za-z0-9_]+)`)
+
+// queryPartition is the partition a Query reads: the value its key
+// condition compares the table's (or global index's) partition key with.
+func queryPartition(table *core.Table, index, kce string, names map[string]string, values map[string]*AttributeValue) string {
+	hash := table.KeySchema.HashKey
+	if index != "" {
+		hash = table.GlobalIndexHashKey(index)
+	}
+
+	name := func(ref string) string {
+		if n, ok := names[ref]; ok {
+			return n
+		}
+
+		return ref
+	}
+
+	for _, eq := range keyEquals.FindAllStringSubmatch(kce, -1) {
+		a, b := eq[1], eq[2]
+		if strings.HasPrefix(a, ":") {
+			a, b = b, a
+		}
+
+		if name(a) == hash && strings.HasPrefix(b, ":") {
+			return core.KeyText(mapAttributeValueToTypes(values[b]))
+		}
+	}
+
+	return ""
+}
+
+// transactFactor is what a transaction's writes and reads cost the table
+// against single ones.
+const transactFactor = 2
+
+// billWrite runs write, one write of the item keyMap names in table, and
+// adds what it costs to the request's capacity: the larger of the item
+// before and after in 1 KB steps, times factor (2 in a transaction), and
+// the global index entries it put, changed or removed (once, whatever the
+// factor).
+func billWrite(ctx context.Context, table *core.Table, keyMap map[string]*types.Item, factor float64, write func() error) error {
+	rec := capacityFrom(ctx)
+	if rec == nil {
+		return write()
+	}
+
+	key, err := table.KeySchema.GetKey(table.AttributesDef, keyMap)
+	if err != nil {
+		// The write refuses the key itself.
+		return write()
+	}
+
+	pk := core.KeyText(keyMap[table.KeySchema.HashKey])
+	before := table.State(table.Data[key])
+
+	if err := write(); err != nil {
+		return err
+	}
+
+	after := table.State(table.Data[key])
+	rec.add(Consumed{Table: table.Name, Key: pk, Units: factor * core.WriteUnits(max(before.Size, after.Size))})
+
+	for _, w := range core.IndexWrites(before, after) {
+		rec.add(Consumed{Table: table.Name, Index: w.Index, Key: w.Key, Units: w.Units})
+	}
+
+	return nil
+}
+
+// readSizeFor is where a search adds the sizes of the items it reads: n
+// when the request's capacity is collected, nowhere otherwise.
+func readSizeFor(rec *capacity, n *int) *int {
+	if rec == nil {
+		return nil
+	}
+
+	return n
+}
+
+// billRead adds reading stored (nil: no item) under key to the request's
+// capacity.
+func billRead(ctx context.Context, table *core.Table, key string, keyMap, stored map[string]*types.Item, consistent, transact bool) {
+	rec := capacityFrom(ctx)
+	if rec == nil {
+		return
+	}
+
+	if rec.seen != nil {
+		id := table.Name + "\x00" + key
+		if rec.seen[id] {
+			return
+		}
+
+		rec.seen[id] = true
+	}
+
+	units := core.ReadUnits(core.ItemSize(stored), consistent)
+	if transact {
+		units = transactFactor * core.ReadUnits(core.ItemSize(stored), true)
+	}
+
+	rec.add(Consumed{Table: table.Name, Key: core.KeyText(keyMap[table.KeySchema.HashKey]), Read: true, Units: units})
+}
