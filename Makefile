@@ -20,13 +20,16 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 	$(GO) build -o $(BUILD)/traffic ./infra/cmd/traffic
 	exec $(BUILD)/traffic -rate $(RATE)
 
-# go test runs GOMAXPROCS packages at a time; the local platform's slow
-# tests are packages of their own (infra/local/costtour, isolation,
-# inproc) so that they run beside the rest (docs/performance.md, "Test
-# suite time"). The timeout is per package, with room for a loaded machine.
+# go test runs GOMAXPROCS packages at a time by default; several packages
+# spend much of their wall time waiting on queues and workers, so four at a
+# time keep two cores busy (docs/performance.md, "Test suite time"). The
+# local platform's slow tests are packages of their own (infra/local/costtour,
+# isolation, inproc) so that they run beside the rest. The timeout is per
+# package, with room for a loaded machine.
+TEST_PACKAGES_AT_ONCE ?= 4
 test: ## every test, with the race detector, against in-process DynamoDB and SQS servers
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -p $(TEST_PACKAGES_AT_ONCE) -timeout 30m ./...
 
 build: $(FUNCTIONS:%=$(BUILD)/%.zip) ## one Lambda zip per function (provided.al2023, arm64)
 

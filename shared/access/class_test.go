@@ -39,7 +39,7 @@ func TestRouteClassesInTheAuthorizer(t *testing.T) {
 	secret := principalWithKey(t, st, a1, []domain.Role{everything})
 	svc := access.New(st, quiet)
 
-	d.Counter.SetDelay(10 * time.Millisecond)
+	d.Counter.SetDelay(25 * time.Millisecond)
 	for _, c := range []struct{ method, path, inert string }{
 		{"GET", "/v2/users", "user routes are decided only by roles that apply in the root account"},
 		{"GET", "/v2/users/op", "user routes are decided only by roles that apply in the root account"},

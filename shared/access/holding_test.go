@@ -22,7 +22,7 @@ type cost struct {
 
 func measure(t *testing.T, d testenv.Dynamo, f func()) cost {
 	t.Helper()
-	d.Counter.SetDelay(10 * time.Millisecond)
+	d.Counter.SetDelay(25 * time.Millisecond)
 	defer d.Counter.SetDelay(0)
 	d.Counter.Reset()
 	f()
@@ -216,7 +216,7 @@ func TestFirstGrantsInOtherAccounts(t *testing.T) {
 	mine := roles(t, st, chain[1].ID, 1, false)
 	secret := principalWithKey(t, st, chain[1], append(other, mine...))
 	svc := access.New(st, quiet)
-	d.Counter.SetDelay(10 * time.Millisecond)
+	d.Counter.SetDelay(25 * time.Millisecond)
 	defer d.Counter.SetDelay(0)
 	d.Counter.Reset()
 	res, err := svc.Authorize(ctx, secret, "GET", "/v2/applications/x")

@@ -64,7 +64,7 @@ func TestWarmPathReadsNothing(t *testing.T) {
 	// The delay makes the calls made in parallel overlap whatever the
 	// machine's load, so the sequential count is deterministic.
 	d.Counter.Reset()
-	d.Counter.SetDelay(10 * time.Millisecond)
+	d.Counter.SetDelay(25 * time.Millisecond)
 	if _, err := svc.Authorize(ctx, secret, "GET", "/v2/accounts/"+chain[2].ID+"/roles"); err != nil {
 		t.Fatal(err)
 	}
