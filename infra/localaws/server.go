@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"runtime/pprof"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -99,11 +100,32 @@ func serve(ctx context.Context, what, addr string, h http.Handler, onListen func
 	labelled := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		pprof.Do(r.Context(), pprof.Labels("component", what+" (local server)"), func(ctx context.Context) { h.ServeHTTP(w, r.WithContext(ctx)) })
 	})
+	// Shutdown closes idle connections at once but waits 5 s for one that
+	// was accepted and has not sent a request yet (StateNew), and the SDK
+	// clients leave such connections behind: a dial started for a request
+	// that another connection then served goes to the client's pool
+	// unused. On a stand-in that wait ended nearly every stop of the local
+	// platform and many tests. Such connections carry no request, so stop
+	// closes them, as Shutdown does the idle ones.
+	var (
+		stopping atomic.Bool
+		fresh    sync.Map // net.Conn in StateNew
+	)
 	srv := &http.Server{
 		Handler:           labelled,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(slog.Default().Handler(), slog.LevelWarn),
+		ConnState: func(c net.Conn, s http.ConnState) {
+			if s != http.StateNew {
+				fresh.Delete(c)
+				return
+			}
+			fresh.Store(c, struct{}{})
+			if stopping.Load() {
+				_ = c.Close()
+			}
+		},
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
@@ -117,6 +139,11 @@ func serve(ctx context.Context, what, addr string, h http.Handler, onListen func
 	stop := func(ctx context.Context) error {
 		once.Do(func() {
 			cancel()
+			stopping.Store(true)
+			fresh.Range(func(c, _ any) bool {
+				_ = c.(net.Conn).Close()
+				return true
+			})
 			err := srv.Shutdown(ctx)
 			if serr := <-done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 				err = serr

@@ -9,12 +9,15 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"cads/infra/localaws"
 	"cads/infra/sam"
@@ -146,4 +149,43 @@ const operatorEmail = "operator@localhost"
 // installation's operator.
 func Operator(res bootstrap.Result) apigw.Principal {
 	return apigw.Principal{ID: res.Operator, Kind: domain.KindUser, Email: operatorEmail, AccountID: res.RootAccount, KeyID: res.KeyID}
+}
+
+// QueueDepth is how many messages the queue at url holds, visible, in
+// flight or delayed: 0 means none can arrive or come back later, which a
+// test can ask at once instead of waiting out a long poll.
+func QueueDepth(t testing.TB, client *sqs.Client, url string) int {
+	t.Helper()
+	names := []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+		sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}
+	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: names})
+	if err != nil {
+		t.Fatalf("queue attributes: %v", err)
+	}
+	n := 0
+	for i, name := range names {
+		v, ok := out.Attributes[string(name)]
+		if !ok && i == len(names)-1 {
+			continue // goaws does not report delayed messages
+		}
+		c, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("queue attribute %s: %q", name, v)
+		}
+		n += c
+	}
+	return n
+}
+
+// Expire ends the visibility timeout of a message received with handle
+// now, as if the time had passed: it is visible again and the receive
+// counts towards the queue's redrive policy, as when the timeout runs out.
+// Tests of a worker that died holding a message use it instead of waiting;
+// infra/localaws tests the timeout itself.
+func Expire(t testing.TB, client *sqs.Client, url, handle string) {
+	t.Helper()
+	if _, err := client.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url),
+		ReceiptHandle: aws.String(handle), VisibilityTimeout: 0}); err != nil {
+		t.Fatalf("end the visibility timeout: %v", err)
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"reflect"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +15,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"cads/infra/testenv"
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/apptests"
@@ -31,8 +30,10 @@ import (
 // crashVisibility is the visibility timeout, in seconds, of a run message
 // the tests receive and never delete: a runner that died holding it. It
 // comes back when that runs out, as on SQS (where the queue's own 5400 s,
-// six times the runner's timeout, run out).
-const crashVisibility = 1
+// six times the runner's timeout, run out); the tests end it at once
+// (testenv.Expire) rather than wait it out. It is longer than a run, so
+// a receipt stays valid while its run lasts.
+const crashVisibility = 30
 
 // takeRun receives the one message of the test runs queue, polling for up
 // to 10 s.
@@ -55,9 +56,11 @@ func (e *env) takeRun() events.SQSMessage {
 	return events.SQSMessage{}
 }
 
-// redeliveredRun waits for msg, received and never deleted, to come back.
+// redeliveredRun ends the visibility timeout of msg, received and never
+// deleted, as if the time had passed, and receives it again.
 func (e *env) redeliveredRun(msg events.SQSMessage) events.SQSMessage {
 	e.t.Helper()
+	testenv.Expire(e.t, e.deps.SQS, e.deps.QueueURLs[wire.TestRunsQueue], msg.ReceiptHandle)
 	got := e.takeRun()
 	if got.MessageId != msg.MessageId || got.Body != msg.Body {
 		e.t.Fatalf("redelivery %+v is not the message %+v", got, msg)
@@ -134,20 +137,7 @@ func (e *env) postRun(id, body string) string {
 // the queue's 360 s visibility timeout.
 func (e *env) metricsDepth() int {
 	e.t.Helper()
-	out, err := e.deps.SQS.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(e.deps.QueueURLs[wire.MetricsQueue]),
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	n := 0
-	for _, k := range []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible} {
-		v, err := strconv.Atoi(out.Attributes[string(k)])
-		if err != nil {
-			e.t.Fatalf("queue attribute %s: %q", k, out.Attributes[string(k)])
-		}
-		n += v
-	}
-	return n
+	return testenv.QueueDepth(e.t, e.deps.SQS, e.deps.QueueURLs[wire.MetricsQueue])
 }
 
 // A runner that finished a run (result written, access records sent) and
@@ -305,9 +295,7 @@ func TestRunSendRefusedIsStartedByTheSweepOnce(t *testing.T) {
 		t.Fatalf("sweep: %d %v", n, err)
 	}
 	msg := e.takeRun()
-	// Not deleted from the queue afterwards: the run (1 s) can outlast the
-	// receive's short visibility timeout on a busy machine, which voids
-	// the receipt; nothing below reads the queue again.
+	// Not deleted from the queue afterwards: nothing below reads it again.
 	e.handleRun(e.runner, msg)
 	done := e.storedTest("shop")
 	seen := e.edge.count(loadID)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"cads/infra/testenv"
 	"cads/shared/domain"
 	"cads/shared/rbacadmin"
 	"cads/shared/store"
@@ -63,8 +64,10 @@ func (m *markFails) MarkInvitationSent(ctx context.Context, inv domain.Invitatio
 
 // crashVisibility is the visibility timeout, in seconds, of a message the
 // tests take off the notifications queue and then never delete: a worker
-// that died holding it. It comes back when that runs out, as on SQS.
-const crashVisibility = 1
+// that died holding it. It comes back when that runs out, as on SQS;
+// the tests end it at once (expire) rather than wait it out, and
+// infra/localaws tests the timeout itself.
+const crashVisibility = 30
 
 // take receives the one message waiting on the notifications queue.
 func (e *env) take() events.SQSMessage {
@@ -95,10 +98,11 @@ func (e *env) takeAll(want int) []events.SQSMessage {
 	return msgs
 }
 
-// redelivered waits for msg to come back after its visibility timeout
-// (it was received and never deleted) and returns the new delivery.
+// redelivered ends msg's visibility timeout (it was received and never
+// deleted), as if the time had passed, and returns its new delivery.
 func (e *env) redelivered(msg events.SQSMessage) events.SQSMessage {
 	e.t.Helper()
+	e.expire(msg)
 	got := e.take()
 	if got.MessageId != msg.MessageId || got.Body != msg.Body || got.ReceiptHandle == msg.ReceiptHandle {
 		e.t.Fatalf("redelivery %+v is not the message %+v", got, msg)
@@ -130,15 +134,17 @@ func (e *env) deleteMessage(msg events.SQSMessage) {
 	}
 }
 
-// queueEmpty says whether nothing more arrives on the notifications
-// queue within a long poll of a second.
+// expire ends msg's visibility timeout now (testenv.Expire).
+func (e *env) expire(msg events.SQSMessage) {
+	e.t.Helper()
+	testenv.Expire(e.t, e.deps.SQS, e.queue, msg.ReceiptHandle)
+}
+
+// queueEmpty says whether the notifications queue holds no message at
+// all, visible, in flight or delayed: none can arrive or come back later.
 func (e *env) queueEmpty() bool {
 	e.t.Helper()
-	out, err := e.deps.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.queue), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return len(out.Messages) == 0
+	return testenv.QueueDepth(e.t, e.deps.SQS, e.queue) == 0
 }
 
 // newInvitation makes a role and invites email to it; it returns the
