@@ -49,8 +49,6 @@ type Lister[T, O any] struct {
 	// decision reads on for a refusal): its error ends the request.
 	Allow func(ctx context.Context) (func(T) (bool, error), error)
 	Out   func(T) (O, error)
-	// Budget is how many members one request may examine (0: ReadBudget).
-	Budget int
 	// Finish, when set, completes a page's members after the window
 	// (reads that only the members shown need, made at once).
 	Finish func(ctx context.Context, page []O) error
@@ -64,13 +62,6 @@ type Lister[T, O any] struct {
 // caller's account found it).
 func AllowAll[T any](context.Context) (func(T) (bool, error), error) {
 	return func(T) (bool, error) { return true, nil }, nil
-}
-
-func (l Lister[T, O]) budget() int {
-	if l.Budget > 0 {
-		return l.Budget
-	}
-	return ReadBudget
 }
 
 // Collection is a page of a collection with what goes on from it; Handle
@@ -161,11 +152,10 @@ func List[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collection, er
 		more     = true
 		readErr  error
 	)
-	budget := l.budget()
-	for n := 0; more && len(vis) < want && examined < budget; {
+	for n := 0; more && len(vis) < want && examined < ReadBudget; {
 		// The first read asks for what the page needs; later ones (members
 		// were hidden) double, within the budget.
-		n = min(budget-examined, max(want-len(vis), n, examined))
+		n = min(ReadBudget-examined, max(want-len(vis), n, examined))
 		var (
 			items []T
 			ps    []string
@@ -258,15 +248,14 @@ func listSorted[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collecti
 		g        errgroup.Group // the read's error comes first
 	)
 	g.Go(func() error { allow, allowErr = l.Allow(ctx); return nil })
-	budget := l.budget()
-	items, _, _, err := l.Read(ctx, "", false, budget+1)
+	items, _, _, err := l.Read(ctx, "", false, ReadBudget+1)
 	_ = g.Wait()
 	if err != nil || allowErr != nil {
 		return nil, firstErr(err, allowErr)
 	}
-	if len(items) > budget {
+	if len(items) > ReadBudget {
 		return nil, BadRequest("order: a collection of more than %d members can be listed only in its stored order (%s or -%s), page by page; sort on the client or leave order out",
-			budget, l.Indexed, l.Indexed)
+			ReadBudget, l.Indexed, l.Indexed)
 	}
 	var vis []T
 	for _, it := range items {

@@ -32,7 +32,6 @@ type Store interface {
 	GetAccount(ctx context.Context, id string) (domain.Account, error)
 
 	GetRole(ctx context.Context, account, id string) (domain.Role, error)
-	RBACOf(ctx context.Context, accounts []string) ([]domain.Role, []domain.Group, error)
 	CreateRole(ctx context.Context, r domain.Role) error
 	PutRole(ctx context.Context, r domain.Role) error
 	DeleteRole(ctx context.Context, account, id string) (domain.Role, error)

@@ -32,40 +32,28 @@ func (s *Store) GetRole(ctx context.Context, account, id string) (domain.Role, e
 
 // RolesOf returns every role of each account, reading the accounts' RBAC
 // partitions in parallel: one round trip of wall time however many accounts
-// are asked for.
+// are asked for. Groups share the partition and are left out.
 func (s *Store) RolesOf(ctx context.Context, accounts []string) ([]domain.Role, error) {
-	roles, _, err := s.RBACOf(ctx, accounts)
-	return roles, err
-}
-
-// RBACOf returns every role and every group of each account. Roles and
-// groups share the account's RBAC partition, so one Query per account reads
-// both, all accounts in parallel: one round trip of wall time. The
-// authorizer uses it for the accounts in which the principal holds grants,
-// and expands group memberships without a further read.
-func (s *Store) RBACOf(ctx context.Context, accounts []string) ([]domain.Role, []domain.Group, error) {
 	var (
-		mu     sync.Mutex
-		roles  []domain.Role
-		groups []domain.Group
+		mu    sync.Mutex
+		roles []domain.Role
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(maxFanOut)
 	for _, acct := range accounts {
 		g.Go(func() error {
-			rs, gs, err := s.rbacPartition(gctx, acct)
+			rs, _, err := s.rbacPartition(gctx, acct)
 			if err != nil {
 				return fmt.Errorf("roles of account %s: %w", acct, err)
 			}
 			mu.Lock()
 			defer mu.Unlock()
 			roles = append(roles, rs...)
-			groups = append(groups, gs...)
 			return nil
 		})
 	}
 	err := g.Wait()
-	return roles, groups, err
+	return roles, err
 }
 
 // RolesAndGroups reads the roles and the groups refs name, by key: one
