@@ -163,16 +163,6 @@ func attributesSize(item map[string]*types.Item, names []string) int {
 	return n
 }
 
-// GlobalIndexHashKey is the partition key attribute of a global secondary
-// index ("" when the table has no such global index).
-func (t *Table) GlobalIndexHashKey(name string) string {
-	if idx := t.Indexes[name]; idx != nil && idx.typ == indexTypeGlobal {
-		return idx.keySchema.HashKey
-	}
-
-	return ""
-}
-
 // ItemState is what billing a write needs of one item, taken before the
 // write and again after it (the table may change the item in place).
 type ItemState struct {

@@ -5,8 +5,6 @@ package server
 
 import (
 	"context"
-	"regexp"
-	"strings"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/truora/minidyn/core"
@@ -183,39 +181,6 @@ func withConsumed(resp any, list []ConsumedCapacity) {
 	case *TransactWriteItemsOutput:
 		o.ConsumedCapacity = list
 	}
-}
-
-// keyEquals finds "name = :value" (either way round) in a key condition.
-var keyEquals = regexp.MustCompile(`([#:]?[A-Za-z0-9_]+)\s*=\s*([#:]?[A-Za-z0-9_]+)`)
-
-// queryPartition is the partition a Query reads: the value its key
-// condition compares the table's (or global index's) partition key with.
-func queryPartition(table *core.Table, index, kce string, names map[string]string, values map[string]*AttributeValue) string {
-	hash := table.KeySchema.HashKey
-	if index != "" {
-		hash = table.GlobalIndexHashKey(index)
-	}
-
-	name := func(ref string) string {
-		if n, ok := names[ref]; ok {
-			return n
-		}
-
-		return ref
-	}
-
-	for _, eq := range keyEquals.FindAllStringSubmatch(kce, -1) {
-		a, b := eq[1], eq[2]
-		if strings.HasPrefix(a, ":") {
-			a, b = b, a
-		}
-
-		if name(a) == hash && strings.HasPrefix(b, ":") {
-			return core.KeyText(mapAttributeValueToTypes(values[b]))
-		}
-	}
-
-	return ""
 }
 
 // transactFactor is what a transaction's writes and reads cost the table
