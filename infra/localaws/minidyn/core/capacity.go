@@ -133,7 +133,9 @@ func KeyText(v *types.Item) string {
 }
 
 // readSize is what reading a stored item costs through idx (nil: the
-// table): the index's projection of it.
+// table): the index's projection of it. It sizes the attributes the
+// projection keeps, as a write's index entry does, without building the
+// projected item.
 func readSize(item map[string]*types.Item, idx *index) int {
 	if idx == nil || idx.projection == nil || idx.projection.ProjectionType == nil {
 		return ItemSize(item)
@@ -141,20 +143,24 @@ func readSize(item map[string]*types.Item, idx *index) int {
 
 	switch *idx.projection.ProjectionType {
 	case "KEYS_ONLY", "INCLUDE":
-		return ItemSize(idx.ProjectItem(item))
+		return attributesSize(item, idx.entryAttributes())
 	default:
 		return ItemSize(item)
 	}
 }
 
-// GlobalIndexHashKey is the partition key attribute of a global secondary
-// index ("" when the table has no such global index).
-func (t *Table) GlobalIndexHashKey(name string) string {
-	if idx := t.Indexes[name]; idx != nil && idx.typ == indexTypeGlobal {
-		return idx.keySchema.HashKey
+// attributesSize is the size of the attributes named of item (those it
+// has).
+func attributesSize(item map[string]*types.Item, names []string) int {
+	n := 0
+
+	for _, a := range names {
+		if v, ok := item[a]; ok {
+			n += len(a) + valueSize(v)
+		}
 	}
 
-	return ""
+	return n
 }
 
 // ItemState is what billing a write needs of one item, taken before the
@@ -232,12 +238,7 @@ func (t *Table) State(item map[string]*types.Item) ItemState {
 
 			e.entry, e.size = whole, s.Size
 		} else {
-			e.entry = encodeItem(item, attrs)
-			for _, a := range attrs {
-				if v, ok := item[a]; ok {
-					e.size += len(a) + valueSize(v)
-				}
-			}
+			e.entry, e.size = encodeItem(item, attrs), attributesSize(item, attrs)
 		}
 
 		s.entries = append(s.entries, e)

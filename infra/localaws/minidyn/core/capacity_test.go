@@ -50,3 +50,43 @@ func TestEncodeItemTellsValuesApart(t *testing.T) {
 		t.Error("a projection encodes attributes it does not hold")
 	}
 }
+
+// TestReadSizeThroughProjection checks that a Query through a KEYS_ONLY
+// or INCLUDE index is billed on the item as the index projects it.
+func TestReadSizeThroughProjection(t *testing.T) {
+	str := func(v string) *string { return &v }
+	table := NewTable("proj")
+	table.BillingMode = str("PAY_PER_REQUEST")
+	table.AttributesDef = map[string]string{"id": "S", "sk": "S", "g": "S"}
+
+	if err := table.CreatePrimaryIndex(&types.CreateTableInput{KeySchema: []*types.KeySchemaElement{
+		{AttributeName: "id", KeyType: "HASH"}, {AttributeName: "sk", KeyType: "RANGE"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := table.AddGlobalIndexes([]*types.GlobalSecondaryIndex{
+		{IndexName: str("keys"), KeySchema: []*types.KeySchemaElement{{AttributeName: "g", KeyType: "HASH"}},
+			Projection: &types.Projection{ProjectionType: str("KEYS_ONLY")}},
+		{IndexName: str("incl"), KeySchema: []*types.KeySchemaElement{{AttributeName: "g", KeyType: "HASH"}},
+			Projection: &types.Projection{ProjectionType: str("INCLUDE"), NonKeyAttributes: []*string{str("title"), str("absent")}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	item := map[string]*types.Item{"id": {S: str("1")}, "sk": {S: str("s")}, "g": {S: str("gg")}, "title": {S: str("tt")}, "extra": {S: str("xxxx")}}
+	for name, want := range map[string]int{"keys": 3 + 3 + 3, "incl": 3 + 3 + 3 + 7} {
+		idx := table.Indexes[name]
+		if got := readSize(item, idx); got != want {
+			t.Errorf("%s: read size %d, want %d", name, got, want)
+		}
+
+		if got, projected := readSize(item, idx), ItemSize(idx.ProjectItem(item)); got != projected {
+			t.Errorf("%s: read size %d, the projected item's %d", name, got, projected)
+		}
+	}
+
+	if got := readSize(item, nil); got != ItemSize(item) {
+		t.Errorf("table: read size %d, want %d", got, ItemSize(item))
+	}
+}

@@ -29,14 +29,7 @@ func (t *Table) queryPartition(input QueryInput, schema keySchema) (string, bool
 		return "", false
 	}
 
-	p := language.NewParser(language.NewLexer(input.KeyConditionExpression))
-
-	cond := p.ParseConditionalExpression()
-	if len(p.Errors()) != 0 || cond == nil || cond.Expression == nil {
-		return "", false
-	}
-
-	placeholder, ok := hashEquality(cond.Expression, input.Aliases, schema.HashKey)
+	placeholder, ok := hashPlaceholder(input.KeyConditionExpression, input.Aliases, schema.HashKey)
 	if !ok {
 		return "", false
 	}
@@ -52,6 +45,44 @@ func (t *Table) queryPartition(input QueryInput, schema keySchema) (string, bool
 	}
 
 	return fmt.Sprintf("%v", goVal), true
+}
+
+// PartitionKeyText is the partition a Query reads, as KeyText: the value
+// its key condition compares the partition key of the table, or of the
+// global index it reads, with ("" when it names none or reads a local
+// index). It is the partition DynamoDB bills the read to.
+func (t *Table) PartitionKeyText(input QueryInput) string {
+	hash := t.KeySchema.HashKey
+	if input.Index != "" {
+		hash = ""
+		if idx := t.Indexes[input.Index]; idx != nil && idx.typ == indexTypeGlobal {
+			hash = idx.keySchema.HashKey
+		}
+	}
+
+	if hash == "" || input.Scan || input.KeyConditionExpression == "" {
+		return ""
+	}
+
+	placeholder, ok := hashPlaceholder(input.KeyConditionExpression, input.Aliases, hash)
+	if !ok {
+		return ""
+	}
+
+	return KeyText(input.ExpressionAttributeValues[placeholder])
+}
+
+// hashPlaceholder parses a key condition and finds in it
+// `hashKey = :placeholder` (hashEquality).
+func hashPlaceholder(keyCondition string, aliases map[string]string, hashKey string) (string, bool) {
+	p := language.NewParser(language.NewLexer(keyCondition))
+
+	cond := p.ParseConditionalExpression()
+	if len(p.Errors()) != 0 || cond == nil || cond.Expression == nil {
+		return "", false
+	}
+
+	return hashEquality(cond.Expression, aliases, hashKey)
 }
 
 // hashEquality finds `hashKey = :placeholder` (either way round) in a key

@@ -5,8 +5,6 @@ package server
 
 import (
 	"context"
-	"regexp"
-	"strings"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/truora/minidyn/core"
@@ -153,76 +151,36 @@ func consumedByTable(cc []Consumed, mode ddbtypes.ReturnConsumedCapacity) []Cons
 }
 
 // withConsumed sets the ConsumedCapacity of a response: one object for
-// single-table operations, a list for batches and transactions. It
-// reports false when the response cannot carry what was consumed.
-func withConsumed(resp any, list []ConsumedCapacity) bool {
-	one := func() (*ConsumedCapacity, bool) {
-		if len(list) != 1 {
-			return nil, false
-		}
-
-		return &list[0], true
+// single-table operations (none unless list has exactly one), a list for
+// batches and transactions.
+func withConsumed(resp any, list []ConsumedCapacity) {
+	var one *ConsumedCapacity
+	if len(list) == 1 {
+		one = &list[0]
 	}
-
-	var ok bool
 
 	switch o := resp.(type) {
 	case *GetItemOutput:
-		o.ConsumedCapacity, ok = one()
+		o.ConsumedCapacity = one
 	case *QueryOutput:
-		o.ConsumedCapacity, ok = one()
+		o.ConsumedCapacity = one
 	case *ScanOutput:
-		o.ConsumedCapacity, ok = one()
+		o.ConsumedCapacity = one
 	case *PutItemOutput:
-		o.ConsumedCapacity, ok = one()
+		o.ConsumedCapacity = one
 	case *UpdateItemOutput:
-		o.ConsumedCapacity, ok = one()
+		o.ConsumedCapacity = one
 	case *DeleteItemOutput:
-		o.ConsumedCapacity, ok = one()
+		o.ConsumedCapacity = one
 	case *BatchGetItemOutput:
-		o.ConsumedCapacity, ok = list, true
+		o.ConsumedCapacity = list
 	case *BatchWriteItemOutput:
-		o.ConsumedCapacity, ok = list, true
+		o.ConsumedCapacity = list
 	case *TransactGetItemsOutput:
-		o.ConsumedCapacity, ok = list, true
+		o.ConsumedCapacity = list
 	case *TransactWriteItemsOutput:
-		o.ConsumedCapacity, ok = list, true
+		o.ConsumedCapacity = list
 	}
-
-	return ok
-}
-
-// keyEquals finds "name = :value" (either way round) in a key condition.
-var keyEquals = regexp.MustCompile(`([#:]?[A-Za-z0-9_]+)\s*=\s*([#:]?[A-Za-z0-9_]+)`)
-
-// queryPartition is the partition a Query reads: the value its key
-// condition compares the table's (or global index's) partition key with.
-func queryPartition(table *core.Table, index, kce string, names map[string]string, values map[string]*AttributeValue) string {
-	hash := table.KeySchema.HashKey
-	if index != "" {
-		hash = table.GlobalIndexHashKey(index)
-	}
-
-	name := func(ref string) string {
-		if n, ok := names[ref]; ok {
-			return n
-		}
-
-		return ref
-	}
-
-	for _, eq := range keyEquals.FindAllStringSubmatch(kce, -1) {
-		a, b := eq[1], eq[2]
-		if strings.HasPrefix(a, ":") {
-			a, b = b, a
-		}
-
-		if name(a) == hash && strings.HasPrefix(b, ":") {
-			return core.KeyText(mapAttributeValueToTypes(values[b]))
-		}
-	}
-
-	return ""
 }
 
 // transactFactor is what a transaction's writes and reads cost the table
@@ -290,9 +248,11 @@ func billRead(ctx context.Context, table *core.Table, key string, keyMap, stored
 		rec.seen[id] = true
 	}
 
-	units := core.ReadUnits(core.ItemSize(stored), consistent)
+	size := core.ItemSize(stored)
+
+	units := core.ReadUnits(size, consistent)
 	if transact {
-		units = transactFactor * core.ReadUnits(core.ItemSize(stored), true)
+		units = transactFactor * core.ReadUnits(size, true)
 	}
 
 	rec.add(Consumed{Table: table.Name, Key: core.KeyText(keyMap[table.KeySchema.HashKey]), Read: true, Units: units})

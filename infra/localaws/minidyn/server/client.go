@@ -534,7 +534,7 @@ func (c *Client) Query(ctx context.Context, input *QueryInput) (*QueryOutput, er
 
 	var read int
 
-	items, last, err := table.SearchData(core.QueryInput{
+	query := core.QueryInput{
 		Index:                     aws.ToString(input.IndexName),
 		ExpressionAttributeValues: mapAttributeValueMapToTypes(input.ExpressionAttributeValues),
 		Aliases:                   input.ExpressionAttributeNames,
@@ -545,14 +545,15 @@ func (c *Client) Query(ctx context.Context, input *QueryInput) (*QueryOutput, er
 		Limit:                     int64(aws.ToInt32(input.Limit)),
 		ScanIndexForward:          aws.ToBool(input.ScanIndexForward),
 		ReadSize:                  readSizeFor(rec, &read),
-	})
+	}
+
+	items, last, err := table.SearchData(query)
 	if err != nil {
 		return nil, mapKnownError(err)
 	}
 
 	if rec != nil {
-		pk := queryPartition(table, aws.ToString(input.IndexName), aws.ToString(input.KeyConditionExpression), input.ExpressionAttributeNames, input.ExpressionAttributeValues)
-		rec.add(Consumed{Table: table.Name, Index: aws.ToString(input.IndexName), Key: pk, Read: true, Units: core.ReadUnits(read, aws.ToBool(input.ConsistentRead))})
+		rec.add(Consumed{Table: table.Name, Index: query.Index, Key: table.PartitionKeyText(query), Read: true, Units: core.ReadUnits(read, aws.ToBool(input.ConsistentRead))})
 	}
 
 	count := int32(len(items))

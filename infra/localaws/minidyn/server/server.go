@@ -156,8 +156,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 
 		if asked {
-			// A response that cannot carry it goes out without it.
-			_ = withConsumed(resp, consumedByTable(rec.cc, mode))
+			withConsumed(resp, consumedByTable(rec.cc, mode))
 		}
 	}
 
