@@ -8,20 +8,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
+	"cads/infra/listscale"
 )
 
 func main() {
@@ -36,7 +33,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	c := &client{base: strings.TrimSuffix(*api, "/"), key: strings.TrimSpace(string(raw)), http: &http.Client{Timeout: 30 * time.Second}}
+	c := &client{listscale.Client{Base: *api, Key: strings.TrimSpace(string(raw)), HTTP: &http.Client{Timeout: 30 * time.Second}}}
 	paths := []string{"/v2/users?limit=5", "/v2/applications?limit=5"}
 
 	// fresh: the installation as make run starts it (the operator, no
@@ -49,12 +46,9 @@ func main() {
 	var adding time.Duration
 	add := func(from, to int) {
 		defer func(t time.Time) { adding += time.Since(t) }(time.Now())
-		c.parallel(from, to, *workers, func(i int) error {
-			return c.post("/v2/users", map[string]any{"email": fmt.Sprintf("scale-%s-%d@example.com", tag, i), "name": fmt.Sprintf("Scale %d", i)})
-		})
-		c.parallel(from, to, *workers, func(i int) error {
-			return c.post("/v2/applications", map[string]any{"name": fmt.Sprintf("Scale %d", i), "aliases": []string{fmt.Sprintf("s%s-%d.example.com", tag, i)}})
-		})
+		if err := c.Add(context.Background(), from, to, *workers, tag+"-"); err != nil {
+			fail(err)
+		}
 	}
 	pre := min(*prefill, *n)
 	add(0, pre)
@@ -69,38 +63,8 @@ func main() {
 	}
 }
 
-type client struct {
-	base, key string
-	http      *http.Client
-}
-
-func (c *client) do(method, path string, body any) ([]byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(context.Background(), method, c.base+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	out, _ := io.ReadAll(res.Body)
-	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, out)
-	}
-	return out, nil
-}
-
-func (c *client) post(path string, body any) error { _, err := c.do("POST", path, body); return err }
+// client measures pages through the shared listscale client.
+type client struct{ listscale.Client }
 
 // measure is the median latency of each path.
 func (c *client) measure(paths []string, reps int) map[string]time.Duration {
@@ -114,13 +78,13 @@ func (c *client) measure(paths []string, reps int) map[string]time.Duration {
 // median is the median latency of reps sequential GETs of path (after one
 // unmeasured request that warms the containers and the caller's key).
 func (c *client) median(path string, reps int) time.Duration {
-	if _, err := c.do("GET", path, nil); err != nil {
+	if _, err := c.Do(context.Background(), "GET", path, nil); err != nil {
 		fail(err)
 	}
 	ds := make([]time.Duration, 0, reps)
 	for range reps {
 		t := time.Now()
-		b, err := c.do("GET", path, nil)
+		b, err := c.Do(context.Background(), "GET", path, nil)
 		if err != nil {
 			fail(err)
 		}
@@ -132,31 +96,6 @@ func (c *client) median(path string, reps int) time.Duration {
 	}
 	slices.Sort(ds)
 	return ds[len(ds)/2]
-}
-
-// parallel runs f(from..to-1) on workers goroutines.
-func (c *client) parallel(from, to, workers int, f func(i int) error) {
-	var (
-		next atomic.Int64
-		g    errgroup.Group
-	)
-	next.Store(int64(from))
-	for range workers {
-		g.Go(func() error {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= to {
-					return nil
-				}
-				if err := f(i); err != nil {
-					return err
-				}
-			}
-		})
-	}
-	if err := g.Wait(); err != nil {
-		fail(err)
-	}
 }
 
 func fail(err error) {

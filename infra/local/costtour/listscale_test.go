@@ -316,6 +316,31 @@ func scaleCases() []scaleCase {
 	}
 	// last remembers the id of the member added last.
 	type last struct{ id string }
+	// pageControls is the setup of a list of one application's page controls,
+	// read as list ("pagecontrols", or "webcontrols", the same items).
+	pageControls := func(list string) func(c *costTour) scaleSetup {
+		return func(c *costTour) scaleSetup {
+			app := c.step("", 200, "POST", "/v2/applications", c.p.Bootstrap.Secret, map[string]any{"name": "Scale", "aliases": []string{"scale.example.com"}}).str("id")
+			var l last
+			return scaleSetup{path: "/v2/applications/" + app + "/" + list,
+				add: func(i int) {
+					href := c.step("", 200, "POST", "/v2/applications/"+app+"/pagecontrols", c.p.Bootstrap.Secret,
+						`{"name":"Block bots","mode":"request","conditions":{"is_crawler":{}},"actions":[{"type":"deny","status_code":"403","body":"no"}]}`).str("href")
+					var n int
+					if _, err := fmt.Sscan(lastSegment(href), &n); err != nil {
+						c.t.Fatalf("page control href %q: %v", href, err)
+					}
+					l.id = fmt.Sprintf("%010d", n)
+				},
+				member: func() ([][2]string, string) { return [][2]string{{"APP#" + app, "PAGECONTROL#" + l.id}}, l.id },
+				// Ids are numbers, zero-padded in the key.
+				copyID: func(i int, _ string) string { return fmt.Sprintf("%010d", 1000000+i) },
+				fix: func(it map[string]types.AttributeValue, i int) {
+					it["id"] = &types.AttributeValueMemberN{Value: fmt.Sprint(1000000 + i)}
+				},
+			}
+		}
+	}
 	return []scaleCase{
 		{ep: "GET /v2/accounts", what: "accounts", setup: func(c *costTour) scaleSetup {
 			var l last
@@ -451,48 +476,8 @@ func scaleCases() []scaleCase {
 				},
 				member: func() ([][2]string, string) { return [][2]string{{"APP#" + app, "ACTION#" + l.id}}, l.id }}
 		}},
-		{ep: "GET /v2/applications/{id}/pagecontrols", what: "page controls", setup: func(c *costTour) scaleSetup {
-			app := c.step("", 200, "POST", "/v2/applications", c.p.Bootstrap.Secret, map[string]any{"name": "Scale", "aliases": []string{"scale.example.com"}}).str("id")
-			var l last
-			return scaleSetup{path: "/v2/applications/" + app + "/pagecontrols",
-				add: func(i int) {
-					href := c.step("", 200, "POST", "/v2/applications/"+app+"/pagecontrols", c.p.Bootstrap.Secret,
-						`{"name":"Block bots","mode":"request","conditions":{"is_crawler":{}},"actions":[{"type":"deny","status_code":"403","body":"no"}]}`).str("href")
-					var n int
-					if _, err := fmt.Sscan(lastSegment(href), &n); err != nil {
-						c.t.Fatalf("page control href %q: %v", href, err)
-					}
-					l.id = fmt.Sprintf("%010d", n)
-				},
-				member: func() ([][2]string, string) { return [][2]string{{"APP#" + app, "PAGECONTROL#" + l.id}}, l.id },
-				// Ids are numbers, zero-padded in the key.
-				copyID: func(i int, _ string) string { return fmt.Sprintf("%010d", 1000000+i) },
-				fix: func(it map[string]types.AttributeValue, i int) {
-					it["id"] = &types.AttributeValueMemberN{Value: fmt.Sprint(1000000 + i)}
-				},
-			}
-		}},
-		{ep: "GET /v2/applications/{id}/webcontrols", what: "web controls (page controls seen as the reference's web controls)", setup: func(c *costTour) scaleSetup {
-			app := c.step("", 200, "POST", "/v2/applications", c.p.Bootstrap.Secret, map[string]any{"name": "Scale", "aliases": []string{"scale.example.com"}}).str("id")
-			var l last
-			return scaleSetup{path: "/v2/applications/" + app + "/webcontrols",
-				add: func(i int) {
-					href := c.step("", 200, "POST", "/v2/applications/"+app+"/pagecontrols", c.p.Bootstrap.Secret,
-						`{"name":"Block bots","mode":"request","conditions":{"is_crawler":{}},"actions":[{"type":"deny","status_code":"403","body":"no"}]}`).str("href")
-					var n int
-					if _, err := fmt.Sscan(lastSegment(href), &n); err != nil {
-						c.t.Fatalf("page control href %q: %v", href, err)
-					}
-					l.id = fmt.Sprintf("%010d", n)
-				},
-				member: func() ([][2]string, string) { return [][2]string{{"APP#" + app, "PAGECONTROL#" + l.id}}, l.id },
-				// Ids are numbers, zero-padded in the key.
-				copyID: func(i int, _ string) string { return fmt.Sprintf("%010d", 1000000+i) },
-				fix: func(it map[string]types.AttributeValue, i int) {
-					it["id"] = &types.AttributeValueMemberN{Value: fmt.Sprint(1000000 + i)}
-				},
-			}
-		}},
+		{ep: "GET /v2/applications/{id}/pagecontrols", what: "page controls", setup: pageControls("pagecontrols")},
+		{ep: "GET /v2/applications/{id}/webcontrols", what: "web controls (page controls seen as the reference's web controls)", setup: pageControls("webcontrols")},
 		{ep: "GET /v2/metric-prototypes", what: "metric prototypes", setup: func(c *costTour) scaleSetup {
 			var l last
 			return scaleSetup{path: "/v2/metric-prototypes",

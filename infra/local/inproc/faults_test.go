@@ -138,12 +138,8 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	in := &injector{srv: server.NewServer()}
 	hs := httptest.NewServer(in)
 	t.Cleanup(hs.Close)
-	// Retries stay on (their count is the SDK default) but back off for a
-	// millisecond, so that a throttled call gives up quickly.
 	client, err := localaws.DynamoClient(ctx, hs.URL, func(o *dynamodb.Options) {
-		o.Retryer = retry.AddWithMaxBackoffDelay(retry.NewStandard(func(so *retry.StandardOptions) {
-			so.RateLimiter = noRateLimit{}
-		}), time.Millisecond)
+		o.Retryer = fastRetryer()
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -159,6 +155,15 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	deps.SQS, deps.QueueURLs = testenv.NewQueues(t)
 	res, op := testenv.Bootstrap(t, deps.Store)
 	return &faultEnv{t: t, in: in, client: client, table: table, deps: deps, boot: res, op: op}
+}
+
+// fastRetryer keeps the SDK's retries (their default count) but backs
+// off for a millisecond and has no retry quota, so that a call failed by
+// an injected fault gives up quickly with the injected error.
+func fastRetryer() aws.Retryer {
+	return retry.AddWithMaxBackoffDelay(retry.NewStandard(func(so *retry.StandardOptions) {
+		so.RateLimiter = noRateLimit{}
+	}), time.Millisecond)
 }
 
 // noRateLimit turns off the client-side retry quota, which a run of

@@ -1,10 +1,8 @@
 package inproc_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,14 +13,11 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
-	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
+	"cads/infra/listscale"
 	"cads/infra/local"
 	"cads/infra/schedule"
 	"cads/infra/testenv"
@@ -72,7 +67,7 @@ func BenchmarkListPagesAtScale(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = p.Close(context.Background()) })
-	c := &scaleClient{base: p.URL, key: p.Bootstrap.Secret, http: &http.Client{Timeout: 30 * time.Second}}
+	c := &scaleClient{listscale.Client{Base: p.URL, Key: p.Bootstrap.Secret, HTTP: &http.Client{Timeout: 30 * time.Second}}}
 	paths := map[string]string{"users": "/v2/users?limit=5", "applications": "/v2/applications?limit=5"}
 
 	measure := func(size string) {
@@ -83,12 +78,10 @@ func BenchmarkListPagesAtScale(b *testing.B) {
 	added := 0
 	add := func(upTo int) {
 		began := time.Now()
-		c.parallel(b, added, upTo, func(i int) error {
-			return c.post("/v2/users", map[string]any{"email": fmt.Sprintf("scale-%d@example.com", i), "name": fmt.Sprintf("Scale %d", i)})
-		})
-		c.parallel(b, added, upTo, func(i int) error {
-			return c.post("/v2/applications", map[string]any{"name": fmt.Sprintf("Scale %d", i), "aliases": []string{fmt.Sprintf("s%d.example.com", i)}})
-		})
+		// 8 workers, as listscale's creates.
+		if err := c.Add(context.Background(), added, upTo, 8, ""); err != nil {
+			b.Fatal(err)
+		}
 		b.Logf("added %d users and %d applications in %v", upTo-added, upTo-added, time.Since(began).Round(time.Millisecond))
 		added = upTo
 		// The adds leave garbage: each measurement starts from a
@@ -108,15 +101,13 @@ func BenchmarkListPagesAtScale(b *testing.B) {
 	measure("large")
 }
 
-type scaleClient struct {
-	base, key string
-	http      *http.Client
-}
+// scaleClient measures pages through the shared listscale client.
+type scaleClient struct{ listscale.Client }
 
 // benchPage measures GET path, which must answer a page of at most 5
 // (none: a fresh installation has no applications).
 func (c *scaleClient) benchPage(b *testing.B, path, name string) {
-	if _, err := c.do("GET", path, nil); err != nil { // warm the key's cache
+	if _, err := c.Do(context.Background(), "GET", path, nil); err != nil { // warm the key's cache
 		b.Fatal(err)
 	}
 	if dir := os.Getenv("LISTSCALE_PROFILE"); dir != "" {
@@ -137,7 +128,7 @@ func (c *scaleClient) benchPage(b *testing.B, path, name string) {
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
-		body, err := c.do("GET", path, nil)
+		body, err := c.Do(context.Background(), "GET", path, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -208,66 +199,4 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func (c *scaleClient) do(method, path string, body any) ([]byte, error) {
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequestWithContext(context.Background(), method, strings.TrimSuffix(c.base, "/")+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	out, err := io.ReadAll(res.Body)
-	if err != nil {
-		return nil, err
-	}
-	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, out)
-	}
-	return out, nil
-}
-
-func (c *scaleClient) post(path string, body any) error {
-	_, err := c.do("POST", path, body)
-	return err
-}
-
-// parallel runs f(from..to-1) on 8 workers, as listscale's creates.
-func (c *scaleClient) parallel(b *testing.B, from, to int, f func(i int) error) {
-	var (
-		next atomic.Int64
-		g    errgroup.Group
-	)
-	next.Store(int64(from))
-	for range 8 {
-		g.Go(func() error {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= to {
-					return nil
-				}
-				if err := f(i); err != nil {
-					return err
-				}
-			}
-		})
-	}
-	if err := g.Wait(); err != nil {
-		b.Fatal(err)
-	}
 }

@@ -28,7 +28,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -166,13 +165,8 @@ func newQFEnv(t *testing.T) *qfEnv {
 	e.proxy = &qfProxy{goaws: httputil.NewSingleHostReverseProxy(target)}
 	hs := httptest.NewServer(e.proxy)
 	t.Cleanup(hs.Close)
-	// The SDK's retries stay on (3 attempts) but back off for a
-	// millisecond and have no retry quota, so a refused send gives up
-	// quickly with the injected error.
 	e.deps.SQS, err = localaws.SQSClient(ctx, hs.URL, func(o *sqs.Options) {
-		o.Retryer = retry.AddWithMaxBackoffDelay(retry.NewStandard(func(so *retry.StandardOptions) {
-			so.RateLimiter = noRateLimit{}
-		}), time.Millisecond)
+		o.Retryer = fastRetryer()
 	})
 	if err != nil {
 		t.Fatal(err)

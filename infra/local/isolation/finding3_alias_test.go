@@ -27,30 +27,11 @@ func TestFinding3_AliasBelongsToOneAccount(t *testing.T) {
 
 	call := func(secret, method, path, ctype string, body []byte) (int, map[string]any, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, p.URL+path, bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+secret)
-		if ctype != "" {
-			req.Header.Set("Content-Type", ctype)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		raw, _ := io.ReadAll(res.Body)
-		var out map[string]any
-		if err := json.Unmarshal(raw, &out); err != nil {
-			t.Fatalf("%s %s: %d %q is not JSON", method, path, res.StatusCode, raw)
-		}
-		return res.StatusCode, out, string(raw)
+		return finding3Call(t, p.URL, secret, method, path, ctype, body)
 	}
 	doJSON := func(secret, method, path string, v any) (int, map[string]any, string) {
 		t.Helper()
-		if v == nil {
-			return call(secret, method, path, "", nil)
-		}
-		b, _ := json.Marshal(v)
-		return call(secret, method, path, "application/json", b)
+		return finding3JSON(t, p.URL, secret, method, path, v)
 	}
 	must := func(what string, want int, secret, method, path string, v any) map[string]any {
 		t.Helper()
@@ -145,4 +126,36 @@ func TestFinding3_AliasBelongsToOneAccount(t *testing.T) {
 	if e, _ := m["error"].(map[string]any); st != 409 || !strings.Contains(e["message"].(string), shopB) || strings.Contains(raw, appA2) {
 		t.Fatalf("B re-creating its old alias: %d %s", st, raw)
 	}
+}
+
+// finding3Call sends body (of type ctype, none if empty) to the gateway at
+// base with secret's key; the answer must be JSON.
+func finding3Call(t *testing.T, base, secret, method, path, ctype string, body []byte) (int, map[string]any, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, base+path, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+secret)
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s %s: %d %q is not JSON", method, path, res.StatusCode, raw)
+	}
+	return res.StatusCode, out, string(raw)
+}
+
+// finding3JSON is finding3Call with v as a JSON body (none if nil).
+func finding3JSON(t *testing.T, base, secret, method, path string, v any) (int, map[string]any, string) {
+	t.Helper()
+	if v == nil {
+		return finding3Call(t, base, secret, method, path, "", nil)
+	}
+	b, _ := json.Marshal(v)
+	return finding3Call(t, base, secret, method, path, "application/json", b)
 }

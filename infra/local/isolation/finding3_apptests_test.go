@@ -5,9 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"mime/multipart"
-	"net/http"
 	"net/textproto"
 	"strings"
 	"testing"
@@ -61,30 +59,13 @@ func TestFinding3_TestTargetsOnlyOwnAliases(t *testing.T) {
 
 	do := func(method, path, ctype string, body []byte) (int, map[string]any) {
 		t.Helper()
-		req, _ := http.NewRequest(method, p.URL+path, bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+op)
-		if ctype != "" {
-			req.Header.Set("Content-Type", ctype)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		raw, _ := io.ReadAll(res.Body)
-		var out map[string]any
-		if err := json.Unmarshal(raw, &out); err != nil {
-			t.Fatalf("%s %s: %d %q is not JSON", method, path, res.StatusCode, raw)
-		}
-		return res.StatusCode, out
+		st, m, _ := finding3Call(t, p.URL, op, method, path, ctype, body)
+		return st, m
 	}
 	doJSON := func(method, path string, v any) (int, map[string]any) {
 		t.Helper()
-		if v == nil {
-			return do(method, path, "", nil)
-		}
-		b, _ := json.Marshal(v)
-		return do(method, path, "application/json", b)
+		st, m, _ := finding3JSON(t, p.URL, op, method, path, v)
+		return st, m
 	}
 	form := func(method, path string, archive []byte) (int, map[string]any) {
 		t.Helper()
