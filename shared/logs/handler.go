@@ -208,26 +208,7 @@ type ObjectRow struct {
 
 // MarshalJSON writes the members in fields order, which a map would not.
 func (o ObjectRow) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, f := range o.Fields {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, err := json.Marshal(f)
-		if err != nil {
-			return nil, err
-		}
-		v, err := json.Marshal(o.Values[i])
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return apigw.MarshalObject(o.Fields, o.Values)
 }
 
 // jsonRow is values (in fields order) in the row shape q asks for.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"cads/shared/apigw"
 	"cads/shared/store"
 )
 
@@ -289,23 +290,7 @@ type Values struct {
 
 // MarshalJSON writes the metrics as an object whose keys are in order.
 func (v Values) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, n := range v.Names {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(n)
-		b.Write(k)
-		b.WriteByte(':')
-		val, err := json.Marshal(v.Values[i])
-		if err != nil {
-			return nil, err
-		}
-		b.Write(val)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return apigw.MarshalObject(v.Names, v.Values)
 }
 
 // UnmarshalJSON reads the object back (clients and tests), in key order.
