@@ -90,11 +90,7 @@ func (r costReply) str(k string) string { s, _ := r.obj[k].(string); return s }
 
 func startCostTour(t *testing.T) *costTour {
 	t.Helper()
-	tplPath := filepath.Join(testenv.Root(t), "template.yaml")
-	tpl, err := sam.Load(tplPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tpl := testenv.Template(t)
 	counter := ddb.NewCounter()
 	// A DynamoDB server of the test's own, so that it can also read and
 	// write the table directly (large collections are loaded in-process;

@@ -52,6 +52,7 @@ func Start(t testing.TB, opts ...func(*local.Options)) (*local.Platform, *Logs) 
 	logs := &Logs{}
 	o := local.Options{
 		Template: filepath.Join(testenv.Root(t), "template.yaml"),
+		Parsed:   testenv.Template(t),
 		APIAddr:  "127.0.0.1:0",
 		StateDir: t.TempDir(),
 		Log:      slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
