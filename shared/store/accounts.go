@@ -156,7 +156,7 @@ func gsiQuery(pk string) *dynamodb.QueryInput {
 	return &dynamodb.QueryInput{
 		IndexName:                 aws.String(IndexGSI1),
 		KeyConditionExpression:    aws.String("GSI1PK = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(pk)},
 	}
 }
 
@@ -263,7 +263,7 @@ func (s *Store) UpdateAccount(ctx context.Context, prev, next domain.AccountReco
 			TableName:                 aws.String(s.table),
 			Key:                       key(accountNamePK(prev.Name), skAccountName),
 			ConditionExpression:       aws.String("attribute_not_exists(PK) OR account = :id"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":id": &types.AttributeValueMemberS{Value: prev.ID}},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avStr(prev.ID)},
 		}})
 	}
 	err = s.transactRetry(ctx, "update account", items)
@@ -354,7 +354,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) (domain.AccountRec
 			TableName:                 aws.String(s.table),
 			Key:                       key(accountNamePK(a.Name), skAccountName),
 			ConditionExpression:       aws.String("attribute_not_exists(PK) OR account = :id"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":id": &types.AttributeValueMemberS{Value: id}},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avStr(id)},
 		}},
 	})
 	var tx *ddb.TxCanceledError
@@ -591,7 +591,7 @@ func (s *Store) revokeAccountAccess(ctx context.Context, id string) error {
 func partitionQuery(pk string) *dynamodb.QueryInput {
 	return &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("PK = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(pk)},
 	}
 }
 

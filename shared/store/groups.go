@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -93,7 +92,7 @@ func (s *Store) replaceGroup(g domain.Group) (types.TransactWriteItem, error) {
 		Item:                m,
 		ConditionExpression: aws.String("attribute_exists(PK) AND version = :prev"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":prev": &types.AttributeValueMemberN{Value: strconv.Itoa(g.Version - 1)},
+			":prev": avNum(int64(g.Version - 1)),
 		},
 	}}, nil
 }
@@ -166,8 +165,8 @@ func (s *Store) listByGSI(ctx context.Context, op, pk, prefix string) ([]map[str
 		IndexName:              aws.String(IndexGSI1),
 		KeyConditionExpression: aws.String("GSI1PK = :pk AND begins_with(GSI1SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: pk},
-			":sk": &types.AttributeValueMemberS{Value: prefix},
+			":pk": avStr(pk),
+			":sk": avStr(prefix),
 		},
 	}, 0)
 }
