@@ -142,16 +142,6 @@ func (s *Store) GetAccountRecords(ctx context.Context, ids []string) ([]domain.A
 	return unmarshalAll[domain.AccountRecord](items)
 }
 
-// ChildAccounts returns at most max (<= 0: all) direct sub-accounts of
-// parent, from GSI1 CHILDREN#<parent>.
-func (s *Store) ChildAccounts(ctx context.Context, parent string, max int) ([]domain.AccountRecord, error) {
-	items, err := s.query(ctx, "query child accounts", gsiQuery(childrenGSI(parent)), max)
-	if err != nil {
-		return nil, err
-	}
-	return unmarshalAll[domain.AccountRecord](items)
-}
-
 func gsiQuery(pk string) *dynamodb.QueryInput {
 	return &dynamodb.QueryInput{
 		IndexName:                 aws.String(IndexGSI1),

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"golang.org/x/sync/errgroup"
 
@@ -158,15 +157,3 @@ func (s *Store) DeleteGroup(ctx context.Context, account, id string) (domain.Gro
 	return g, err
 }
 
-// listByGSI reads the items of one GSI1 partition whose sort key begins
-// with prefix.
-func (s *Store) listByGSI(ctx context.Context, op, pk, prefix string) ([]map[string]types.AttributeValue, error) {
-	return s.query(ctx, op, &dynamodb.QueryInput{
-		IndexName:              aws.String(IndexGSI1),
-		KeyConditionExpression: aws.String("GSI1PK = :pk AND begins_with(GSI1SK, :sk)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": avStr(pk),
-			":sk": avStr(prefix),
-		},
-	}, 0)
-}

@@ -122,16 +122,6 @@ func (s *Store) ListInvitations(ctx context.Context, account, kind string) ([]do
 	return unmarshalAll[domain.Invitation](items)
 }
 
-// InboxInvitations returns the delivered invitations of one kind addressed
-// to email, from every account.
-func (s *Store) InboxInvitations(ctx context.Context, email, kind string) ([]domain.Invitation, error) {
-	items, err := s.listByGSI(ctx, "list inbox", inviteeGSI(email), invitationSK(kind, ""))
-	if err != nil {
-		return nil, err
-	}
-	return unmarshalAll[domain.Invitation](items)
-}
-
 // InboxInvitation returns one delivered invitation addressed to email
 // (domain.ErrNotFound when there is none with that id, or it is not delivered
 // yet, or it is addressed to someone else).
