@@ -23,14 +23,17 @@ import (
 
 // finding3Config is an application test configuration (a tar, as the
 // reference document's examples are packed) whose one session loads urls.
+// Each virtual user pauses after every request: the assertions need some
+// requests of each template in the run, not the thousands a second of
+// unpaced virtual users send (each refused or answered alike).
 func finding3Config(t *testing.T, urls ...string) []byte {
 	t.Helper()
 	var reqs []map[string]any
 	for i, u := range urls {
-		reqs = append(reqs, map[string]any{"name": "r" + string(rune('a'+i)), "method": "GET", "url": u})
+		reqs = append(reqs, map[string]any{"name": "r" + string(rune('a'+i)), "method": "GET", "url": u, "wait": true})
 	}
 	cfg, _ := json.Marshal(map[string]any{"probabilities": 1, "models": map[string]any{
-		"drain": map[string]any{"type": "user.StaticSession", "requests": reqs},
+		"drain": map[string]any{"type": "user.StaticSession", "requests": reqs, "wait-time": 50},
 	}})
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
