@@ -2,8 +2,10 @@ package addresssets_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,50 +36,55 @@ func TestSetStaysWithinTheResponseBudget(t *testing.T) {
 		next++
 		return a
 	}
-	patch := func(n int, desc string) reply {
+	// patch adds one entry; only the accepted entries' bytes matter, so
+	// the 4 MB answers are not decoded (a refusal is small and is).
+	patch := func(desc string) reply {
 		t.Helper()
-		var ops []string
-		for range n {
-			ops = append(ops, fmt.Sprintf(`{"op":"add","path":"/entries/-","value":{"address":%q,"description":%q}}`, addr(), desc))
+		op := fmt.Sprintf(`[{"op":"add","path":"/entries/-","value":{"address":%q,"description":%q}}]`, addr(), desc)
+		r := a.send(a.sets, a.op, "PATCH", href, item, op, "application/json-patch+json")
+		if r.status != 200 {
+			_ = json.Unmarshal([]byte(r.raw), &r.body)
 		}
-		return a.call(a.sets, a.op, "PATCH", href, item, "["+strings.Join(ops, ",")+"]", "application/json-patch+json")
+		return r
 	}
 	// size is a set's representation as it travels in the Lambda
 	// response (a PATCH answers with the set, as GET shows it).
 	size := func(r reply) int { return apigw.EnvelopeLen([]byte(r.raw)) }
 	get := func() reply {
 		t.Helper()
-		return a.must(a.call(a.sets, a.op, "GET", href, item, "", ""), 200, "GET")
+		return a.must(a.send(a.sets, a.op, "GET", href, item, "", ""), 200, "GET")
 	}
 
-	// seed writes n heavy entries straight to the store, as earlier
-	// writes would have (much faster than JSON Patches of a 4 MB set).
-	// Their creation times have all nine fractional digits, so that each
-	// takes the same bytes.
+	// seed writes heavy entries straight to the store, as earlier writes
+	// would have (much faster than JSON Patches of a 4 MB set), with
+	// descriptions of the given lengths. Their creation times have all
+	// nine fractional digits, so that entries of one description take
+	// the same bytes.
 	ctx := context.Background()
 	st, err := a.deps.Store.GetAddressSet(ctx, a.op.AccountID, id, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	set := st.Set
-	seed := func(n int) {
+	seed := func(descs ...int) {
 		t.Helper()
 		now := a.deps.Store.Now().Truncate(time.Second).Add(123456789)
 		set.Version++
-		set.EntryCount += n
+		set.EntryCount += len(descs)
 		set.Updated = now
 		w := store.AddressSetWrite{Set: set}
-		for range n {
+		for _, d := range descs {
 			ad := addr()
-			w.PutEntries = append(w.PutEntries, domain.AddressEntry{Set: id, Prefix: ad + "/32", Address: ad, Description: heavy, Created: now, CreatedBy: "/v2/users/" + a.op.ID})
+			w.PutEntries = append(w.PutEntries, domain.AddressEntry{Set: id, Prefix: ad + "/32", Address: ad, Description: heavy[:d], Created: now, CreatedBy: "/v2/users/" + a.op.ID})
 		}
 		if err := a.deps.Store.WriteAddressSet(ctx, w); err != nil {
 			t.Fatal(err)
 		}
 	}
+	full := func(n int) []int { return slices.Repeat([]int{len(heavy)}, n) }
 
 	s0 := size(get())
-	seed(98)
+	seed(full(98)...)
 	s1 := size(get())
 	// One heavy entry, about 2 KB (the set's own updated time may have
 	// changed length by a few bytes too).
@@ -85,25 +92,47 @@ func TestSetStaysWithinTheResponseBudget(t *testing.T) {
 	if per < 256*7 {
 		t.Fatalf("98 heavy entries take %d bytes", s1-s0)
 	}
-	// Seed to room for one more entry but not two, then add entries
-	// through the API one by one until one is refused.
-	for left := (apigw.ResponseBudget-s1)/per - 1; left > 0; left -= 98 {
-		seed(min(98, left))
+	// Between two seeded sets only the seeded entries differ, so this is
+	// what one takes to the byte; each '<' fewer in its description is 7
+	// bytes fewer.
+	seed(full(98)...)
+	s2 := size(get())
+	if (s2-s1)%98 != 0 {
+		t.Fatalf("98 seeded entries take %d bytes, not a multiple of 98", s2-s1)
 	}
-	accepted, last := size(get()), reply{}
-	if room := apigw.ResponseBudget - accepted; room < per+32 || room > 3*per {
+	perSeed := (s2 - s1) / 98
+	// Seed to room for one and a half entries, so that exactly one more
+	// goes in through the API and the next is refused: whole entries,
+	// then one with a shorter description that takes up what is left
+	// within an entry's width (or none, if less is left than the
+	// shortest such entry takes).
+	over := apigw.ResponseBudget - s2 - perSeed*3/2
+	rest := full(over / perSeed)
+	if left := over % perSeed; left >= perSeed-7*len(heavy) {
+		rest = append(rest, len(heavy)-(perSeed-left)/7)
+	}
+	for c := range slices.Chunk(rest, 98) {
+		seed(c...)
+	}
+	// What the set now takes is known to the byte; the first entry
+	// accepted through the API must add one entry's bytes to it.
+	accepted, last := s2, reply{}
+	for _, d := range rest {
+		accepted += perSeed - 7*(len(heavy)-d)
+	}
+	if room := apigw.ResponseBudget - accepted; room < per+32 || room > 2*per-32 {
 		t.Fatalf("seeded to %d bytes: %d left, an entry takes %d", accepted, room, per)
 	}
 	var refused reply
 	for i := 0; ; i++ {
-		r := patch(1, heavy)
+		r := patch(heavy)
 		if r.status == 400 {
 			refused = r
 			break
 		}
 		a.must(r, 200, "one more entry")
-		if n := size(r); n > apigw.ResponseBudget || n <= accepted {
-			t.Fatalf("an accepted entry made the set %d bytes (from %d)", n, accepted)
+		if n := size(r); n > apigw.ResponseBudget || n-accepted < per-16 || n-accepted > per+16 {
+			t.Fatalf("an accepted entry made the set %d bytes (from %d; an entry is %d)", n, accepted, per)
 		}
 		accepted, last = size(r), r
 		if i > 5 {
@@ -117,6 +146,7 @@ func TestSetStaysWithinTheResponseBudget(t *testing.T) {
 	// The set as it stands: just under the budget, and GET returns it.
 	g := get()
 	got := size(g)
+	_ = json.Unmarshal([]byte(g.raw), &g.body)
 	if got != accepted || g.raw != last.raw || apigw.ResponseBudget-got >= per {
 		t.Fatalf("GET: %d bytes in the response (the last accepted PATCH answered %d); budget %d, an entry %d", got, accepted, apigw.ResponseBudget, per)
 	}

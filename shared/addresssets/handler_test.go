@@ -58,9 +58,22 @@ type reply struct {
 	header map[string]string
 }
 
-// call sends an API Gateway proxy event, as the gateway would, and counts
-// the DynamoDB round trips it caused.
+// call sends an API Gateway proxy event, as the gateway would, and decodes
+// the JSON body it answers with.
 func (a *api) call(h apigw.ProxyHandler, p apigw.Principal, method, path, resource, body, ct string) reply {
+	a.t.Helper()
+	r := a.send(h, p, method, path, resource, body, ct)
+	if strings.HasPrefix(strings.TrimSpace(r.raw), "[") {
+		_ = json.Unmarshal([]byte(r.raw), &r.list)
+	} else {
+		_ = json.Unmarshal([]byte(r.raw), &r.body)
+	}
+	return r
+}
+
+// send is call without decoding the body: for responses of megabytes of
+// which only the bytes matter.
+func (a *api) send(h apigw.ProxyHandler, p apigw.Principal, method, path, resource, body, ct string) reply {
 	a.t.Helper()
 	u, err := url.Parse(path)
 	if err != nil {
@@ -98,11 +111,6 @@ func (a *api) call(h apigw.ProxyHandler, p apigw.Principal, method, path, resour
 	}
 	for k, v := range resp.Headers {
 		r.header[k] = v
-	}
-	if strings.HasPrefix(strings.TrimSpace(resp.Body), "[") {
-		_ = json.Unmarshal([]byte(resp.Body), &r.list)
-	} else {
-		_ = json.Unmarshal([]byte(resp.Body), &r.body)
 	}
 	return r
 }

@@ -140,12 +140,12 @@ func (e *env) call(p apigw.Principal, method, path string, header map[string]str
 	} else {
 		req.Body = string(body)
 	}
-	roundTrip(e.t, &req)
+	roundTripEvent(e.t, &req, &req.Body, req.IsBase64Encoded)
 	resp, err := e.tests(context.Background(), req)
 	if err != nil {
 		e.t.Fatalf("function error: %v", err)
 	}
-	roundTrip(e.t, &resp)
+	roundTripEvent(e.t, &resp, &resp.Body, resp.IsBase64Encoded)
 	// Headers and multiValueHeaders merge as the gateway merges them.
 	r := reply{Status: resp.StatusCode, Header: map[string][]string{}, Raw: []byte(resp.Body)}
 	for k, v := range resp.Headers {
@@ -182,6 +182,24 @@ func (r reply) contentType() string {
 		}
 	}
 	return ""
+}
+
+// roundTripEvent is roundTrip for a proxy event or response whose body is
+// *body. A base64 body is ASCII without control characters, which JSON
+// carries unchanged, so it stays out of the round trip: megabytes of it
+// cost seconds of JSON scanning under the race detector and could not
+// come back different. Any other body goes through JSON with the rest
+// (invalid UTF-8 in it comes back replaced, as from Lambda).
+func roundTripEvent[T any](t *testing.T, v *T, body *string, base64Body bool) {
+	t.Helper()
+	if !base64Body {
+		roundTrip(t, v)
+		return
+	}
+	b := *body
+	*body = ""
+	roundTrip(t, v)
+	*body = b
 }
 
 // roundTrip sends v through JSON, as API Gateway and Lambda do.

@@ -20,6 +20,7 @@ import (
 	"cads/shared/apptests"
 	"cads/shared/loadgen"
 	"cads/shared/metrics"
+	"cads/shared/store"
 )
 
 const tbzAccept = "application/x-tar+x-bzip2"
@@ -236,9 +237,20 @@ func TestCorruptAndOversizeStoreNothing(t *testing.T) {
 	}
 }
 
-// largeTarBz2 is a tar.bz2 close to the upload limit: incompressible data
-// that bzip2 cannot shrink.
+// largeTarBz2 is a tar.bz2 of size bytes of data that bzip2 can hardly
+// shrink. Each size is made once per test binary and shared (nobody
+// writes to it): compressing a few hundred KB takes seconds under the
+// race detector.
 func largeTarBz2(t *testing.T, size int) []byte {
+	t.Helper()
+	fixtures.mu.Lock()
+	defer fixtures.mu.Unlock()
+	if b, ok := fixtures.largeBz2[size]; ok {
+		return b
+	}
+	if fixtures.largeBz2 == nil {
+		fixtures.largeBz2 = map[int][]byte{}
+	}
 	noise := make([]byte, size)
 	x := uint64(88172645463325252)
 	for i := range noise {
@@ -247,8 +259,16 @@ func largeTarBz2(t *testing.T, size int) []byte {
 		x ^= x << 17
 		noise[i] = byte(x)
 	}
-	return bz2(t, tarOf(t, []file{{"test.json", singleConfig(base)}, {"data.bin", string(noise)}}))
+	b := bz2(t, tarOf(t, []file{{"test.json", singleConfig(base)}, {"data.bin", string(noise)}}))
+	fixtures.largeBz2[size] = b
+	return b
 }
+
+// raceArchiveSize is the size of the large archive fixture under the race
+// detector, where bzip2 is some 40 times slower: the same for every test
+// that needs one, so that it is compressed once, and still more than one
+// chunk in the store.
+const raceArchiveSize = 300 * 1024
 
 func TestLifecycleAndRoundTrips(t *testing.T) {
 	e := newEnv(t)
@@ -273,11 +293,11 @@ func TestLifecycleAndRoundTrips(t *testing.T) {
 	// detector).
 	size := apptests.MaxArchiveBytes - 4096
 	if raceEnabled {
-		size = 600 * 1024
+		size = raceArchiveSize
 	}
 	large := largeTarBz2(t, size)
-	if len(large) > apptests.MaxArchiveBytes {
-		t.Fatalf("fixture too large: %d", len(large))
+	if len(large) > apptests.MaxArchiveBytes || len(large) <= store.AppTestChunkBytes {
+		t.Fatalf("fixture of %d bytes: not within the limit (%d) or not several chunks (%d)", len(large), apptests.MaxArchiveBytes, store.AppTestChunkBytes)
 	}
 	// Every PUT also reads the account's aliases (the request URLs must
 	// name them).

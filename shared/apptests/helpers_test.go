@@ -8,7 +8,9 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"io"
+	"maps"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +26,12 @@ type file struct {
 
 // configFiles is a valid configuration: test.json with an inline session
 // and one kept in its own file, sending to base.
+//
+// Every request waits fixtureWaitMS after it: the runs' assertions count
+// requests (what the run reports against what the edge saw), which holds
+// for any number, and a virtual user that never waits sends thousands a
+// second, each costing CPU on both ends (and an access record when the
+// run targets an application) and asserting nothing more.
 func configFiles(base string) []file {
 	cfg := map[string]any{
 		"probabilities": 1,
@@ -31,20 +39,25 @@ func configFiles(base string) []file {
 		"parameters":    map[string]any{"region": map[string]string{"type": "string", "title": "Region", "description": "where"}},
 		"models": map[string]any{
 			"browse": map[string]any{
-				"type": "user.StaticSession", "name": "browse",
+				"type": "user.StaticSession", "name": "browse", "wait-time": fixtureWaitMS,
 				"requests": []map[string]any{
-					{"name": "home", "method": "GET", "url": base + "/", "headers": map[string][]string{"X-Test": {"1"}}},
-					{"name": "item", "method": "GET", "url": base + "/item", "cookies": []map[string]string{{"name": "sid", "value": "abc"}}},
+					{"name": "home", "method": "GET", "url": base + "/", "headers": map[string][]string{"X-Test": {"1"}}, "wait": true},
+					{"name": "item", "method": "GET", "url": base + "/item", "cookies": []map[string]string{{"name": "sid", "value": "abc"}}, "wait": true},
 				},
 			},
 			"buy": map[string]string{"file": "sessions/buy.json"},
 		},
 	}
-	buy := map[string]any{"type": "user.RandomSession", "length": 2, "requests": []map[string]any{
-		{"name": "cart", "method": "POST", "url": base + "/cart", "probability": 1},
+	buy := map[string]any{"type": "user.RandomSession", "length": 2, "wait-time": fixtureWaitMS, "requests": []map[string]any{
+		{"name": "cart", "method": "POST", "url": base + "/cart", "probability": 1, "wait": true},
 	}}
 	return []file{{"test.json", mustJSON(cfg)}, {"sessions/buy.json", mustJSON(buy)}, {"README", "a test\n"}}
 }
+
+// fixtureWaitMS is the fixture's wait after each request: a virtual user
+// sends at most some 200 requests a second, still over a hundred per run
+// (several ingest messages of access records) on a loaded machine.
+const fixtureWaitMS = 4
 
 func mustJSON(v any) string {
 	b, err := json.Marshal(v)
@@ -75,6 +88,23 @@ func gz(t testing.TB, b []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(b)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// gzFast is gz at the fastest level: for the 16 MB of a gzip bomb, where
+// only what it decompresses to matters (the default level takes some
+// three times as long to make it under the race detector).
+func gzFast(t testing.TB, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, _ = zw.Write(b)
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
@@ -123,8 +153,34 @@ type upload struct {
 }
 
 // uploads returns the fixture in every accepted media type. JSON-only
-// forms get a configuration without a session file.
+// forms get a configuration without a session file. The fixtures are
+// made once per base and shared (nobody writes to them): compressing
+// them costs tens of milliseconds under the race detector, and many
+// tests need them.
 func uploads(t testing.TB, base string) map[string]upload {
+	t.Helper()
+	fixtures.mu.Lock()
+	defer fixtures.mu.Unlock()
+	if fixtures.uploads == nil {
+		fixtures.uploads = map[string]map[string]upload{}
+	}
+	u, ok := fixtures.uploads[base]
+	if !ok {
+		u = makeUploads(t, base)
+		fixtures.uploads[base] = u
+	}
+	return maps.Clone(u)
+}
+
+// fixtures are the test binary's fixtures that are costly to make: made
+// on first use, then shared.
+var fixtures struct {
+	mu       sync.Mutex
+	uploads  map[string]map[string]upload
+	largeBz2 map[int][]byte
+}
+
+func makeUploads(t testing.TB, base string) map[string]upload {
 	files := configFiles(base)
 	tr := tarOf(t, files)
 	single := singleConfig(base)

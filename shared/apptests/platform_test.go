@@ -13,6 +13,7 @@ import (
 	"cads/infra/local"
 	"cads/infra/local/localtest"
 	"cads/shared/apptests"
+	"cads/shared/store"
 )
 
 // platform is the whole system on loopback: the local API Gateway (with
@@ -81,9 +82,12 @@ func TestThroughTheLocalPlatform(t *testing.T) {
 	// byte for byte through the gateway.
 	size := 1 << 20
 	if raceEnabled {
-		size = 300 * 1024
+		size = raceArchiveSize
 	}
 	tbz := largeTarBz2(t, size)
+	if len(tbz) <= store.AppTestChunkBytes {
+		t.Fatalf("fixture of %d bytes: not several chunks (%d)", len(tbz), store.AppTestChunkBytes)
+	}
 	st, _, b := p.do("PUT", "/v2/tests/big", map[string]string{"Content-Type": apptests.TypeTarBzip2}, tbz)
 	if st != 200 {
 		t.Fatalf("PUT tar.bz2: %d %s", st, b)
