@@ -156,4 +156,3 @@ func (s *Store) DeleteGroup(ctx context.Context, account, id string) (domain.Gro
 	}
 	return g, err
 }
-
