@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -391,11 +392,11 @@ func resources(cfn map[string]any) map[string]cfnResource {
 
 // translated is template.yaml through the SAM translator; the test is
 // skipped where the translator is not installed (`make lint` says how).
+// The translator runs once per test binary (a Python process of about a
+// second and a half): the tests that use it only read the result.
 func translated(t *testing.T) map[string]any {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cfn, err := sam.Translate(ctx, filepath.Join(testenv.Root(t), "template.yaml"))
+	cfn, err := translateOnce(filepath.Join(testenv.Root(t), "template.yaml"))
 	if errors.Is(err, sam.ErrNoTranslator) {
 		t.Skip(err)
 	}
@@ -403,6 +404,17 @@ func translated(t *testing.T) map[string]any {
 		t.Fatal(err)
 	}
 	return cfn
+}
+
+var translations sync.Map // path -> func() (map[string]any, error)
+
+func translateOnce(path string) (map[string]any, error) {
+	run, _ := translations.LoadOrStore(path, sync.OnceValues(func() (map[string]any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		return sam.Translate(ctx, path)
+	}))
+	return run.(func() (map[string]any, error))()
 }
 
 // sam build runs `make build-<LogicalId>` (BuildMethod: makefile) from the
@@ -437,7 +449,15 @@ func TestTemplateSAMBuildTargetBuildsTheLambdaBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a function")
 	}
-	art := t.TempDir()
+	// A folder kept between runs (in the ignored .build): go build
+	// relinks the binary there only when its build ID differs from what
+	// the sources and flags give now, so a run after no change to the
+	// function still runs the target and checks what it built, without
+	// linking it again.
+	art := filepath.Join(testenv.Root(t), ".build", "sam-artifacts")
+	if err := os.MkdirAll(art, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("make", "build-MetricsFunction")
 	cmd.Dir = testenv.Root(t)
 	cmd.Env = append(os.Environ(), "ARTIFACTS_DIR="+art)

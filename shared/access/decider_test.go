@@ -26,9 +26,19 @@ import (
 // transactions would take minutes under -race.
 func heldCopies(t *testing.T, d testenv.Dynamo, acct string, n int) {
 	t.Helper()
-	ctx := context.Background()
 	base := "held0000"
-	for _, k := range [][2]string{{"RBAC#" + acct, "ROLE#" + base}, {"PRINCIPAL#u1", "GRANT#" + acct + "#" + base}} {
+	copies(t, d, [][2]string{{"RBAC#" + acct, "ROLE#" + base}, {"PRINCIPAL#u1", "GRANT#" + acct + "#" + base}}, n,
+		func(i int) *strings.Replacer { return strings.NewReplacer(base, fmt.Sprintf("held%04d", i)) })
+}
+
+// copies writes, for i in 1 .. n-1, a copy of the item at each key (PK, SK)
+// with rename(i) applied to its string attributes, straight into the table
+// with BatchWriteItem: fixtures of many like items, for tests of what
+// reads them rather than of how the store writes them.
+func copies(t testing.TB, d testenv.Dynamo, keys [][2]string, n int, rename func(i int) *strings.Replacer) {
+	t.Helper()
+	ctx := context.Background()
+	for _, k := range keys {
 		out, err := d.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.Table), Key: map[string]types.AttributeValue{
 			"PK": &types.AttributeValueMemberS{Value: k[0]}, "SK": &types.AttributeValueMemberS{Value: k[1]}}})
 		if err != nil || out.Item == nil {
@@ -50,11 +60,11 @@ func heldCopies(t *testing.T, d testenv.Dynamo, acct string, n int) {
 			batch = nil
 		}
 		for i := 1; i < n; i++ {
-			id := fmt.Sprintf("held%04d", i)
+			r := rename(i)
 			it := make(map[string]types.AttributeValue, len(out.Item))
 			for name, v := range out.Item {
 				if s, ok := v.(*types.AttributeValueMemberS); ok {
-					v = &types.AttributeValueMemberS{Value: strings.ReplaceAll(s.Value, base, id)}
+					v = &types.AttributeValueMemberS{Value: r.Replace(s.Value)}
 				}
 				it[name] = v
 			}

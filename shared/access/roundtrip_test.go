@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +66,29 @@ func roles(t testing.TB, st *store.Store, acct string, n int, inheritable bool) 
 	return out
 }
 
+// heldRoleCopies returns r, a role made by roles (its first), and the
+// n-1 roles roles would have made after it, held by u1 as r is: their
+// items and u1's grants of them are copies of r's, written in batches
+// (the authorizer reads them; how the store writes them is tested in
+// shared/store), where one transaction per role and per grant cost most
+// of this package's CPU under -race.
+func heldRoleCopies(t *testing.T, d testenv.Dynamo, r domain.Role, n int) []domain.Role {
+	t.Helper()
+	prefix, ok := strings.CutSuffix(r.ID, "0")
+	if !ok || r.Name != "role 0" {
+		t.Fatalf("role %s (%s) is not the first one roles makes", r.ID, r.Name)
+	}
+	out := []domain.Role{r}
+	for i := 1; i < n; i++ {
+		c := r
+		c.ID, c.Name = prefix+strconv.Itoa(i), "role "+strconv.Itoa(i)
+		out = append(out, c)
+	}
+	copies(t, d, [][2]string{{"RBAC#" + r.AccountID, "ROLE#" + r.ID}, {"PRINCIPAL#u1", "GRANT#" + r.AccountID + "#" + r.ID}}, n,
+		func(i int) *strings.Replacer { return strings.NewReplacer(r.ID, out[i].ID, r.Name, out[i].Name) })
+	return out
+}
+
 func principalWithKey(t testing.TB, st *store.Store, account domain.Account, held []domain.Role) string {
 	t.Helper()
 	ctx := context.Background()
@@ -98,8 +123,9 @@ func TestAuthorizeRoundTripsDoNotGrowWithDepthOrRoles(t *testing.T) {
 				st := store.New(d.Client, d.Table)
 				chain := tree(t, st, depth)
 				leaf := chain[len(chain)-1]
-				held := append(roles(t, st, leaf.ID, n, false), roles(t, st, "root", 1, true)...)
-				secret := principalWithKey(t, st, leaf, held)
+				own, inh := roles(t, st, leaf.ID, 1, false), roles(t, st, "root", 1, true)
+				secret := principalWithKey(t, st, leaf, append(own, inh...))
+				held := append(heldRoleCopies(t, d, own[0], n), inh...)
 				svc := access.New(st, quiet)
 
 				// The delay makes parallel calls overlap even on a loaded machine
