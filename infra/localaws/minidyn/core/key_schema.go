@@ -3,7 +3,6 @@ package core
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/truora/minidyn/types"
 )
@@ -60,29 +59,43 @@ func (ks keySchema) GetKey(attrs map[string]string, item map[string]*types.Item)
 }
 
 func (ks keySchema) getKeyValue(attrs map[string]string, item map[string]*types.Item) (string, error) {
-	key := []string{}
-
-	val, err := getItemValue(item, ks.HashKey, attrs[ks.HashKey])
+	hashKeyStr, err := keyPart(item, ks.HashKey, attrs[ks.HashKey])
 	if err != nil {
 		return "", err
 	}
-
-	hashKeyStr := fmt.Sprintf("%v", val)
 
 	if ks.RangeKey == "" {
 		return hashKeyStr, nil
 	}
 
-	key = append(key, hashKeyStr)
-
-	val, err = getItemValue(item, ks.RangeKey, attrs[ks.RangeKey])
+	rangeKeyStr, err := keyPart(item, ks.RangeKey, attrs[ks.RangeKey])
 	if err != nil {
 		return "", err
 	}
 
-	key = append(key, fmt.Sprintf("%v", val))
+	return hashKeyStr + "." + rangeKeyStr, nil
+}
 
-	return strings.Join(key, "."), nil
+// keyPart is fmt.Sprintf("%v") of the key attribute field's value. Every
+// write computes the key of the table and of each index: string and
+// number keys, the usual ones, are read directly instead of boxed and
+// formatted through fmt's reflection.
+func keyPart(item map[string]*types.Item, field, typ string) (string, error) {
+	if v, ok := item[field]; ok {
+		switch {
+		case typ == "S" && v.S != nil:
+			return *v.S, nil
+		case typ == "N" && v.N != nil:
+			return *v.N, nil
+		}
+	}
+
+	val, err := getItemValue(item, field, typ)
+	if err != nil {
+		return "", err
+	}
+
+	return fmt.Sprintf("%v", val), nil
 }
 
 func (ks *keySchema) describe() []types.KeySchemaElement {
