@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
 	"path"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -70,22 +72,32 @@ type scaleCase struct {
 // straight into the table in-process (localaws.Dynamo.Load); only the page
 // request is measured. The rows go to their own table in
 // docs/performance.md (-update rewrites it).
+//
+// The measuring is CPU-bound and each collection independent, but two
+// platforms cannot share a process (goaws' queues are package state): the
+// collections are measured by worker processes of this test binary
+// (runScaleWorkers), one per CPU, beside TestCostPerEndpoint, which mostly
+// waits. This process gathers their rows and compares the table.
 func TestCostListsAtScale(t *testing.T) {
-	began := time.Now()
-	rows := map[string][2]costRow{}
 	cases := scaleCases()
-	for _, sc := range cases {
-		t.Run(strings.ReplaceAll(strings.TrimPrefix(sc.ep, "GET /"), "/", "."), func(t *testing.T) {
-			rows[sc.ep] = measureAtScale(t, sc)
-		})
+	if dir := os.Getenv(scaleWorkerEnv); dir != "" {
+		scaleWorker(t, dir, cases)
+		return
 	}
-	var authorizer []authorizerRow
-	t.Run("authorizer", func(t *testing.T) { authorizer = measureAuthorizerAtScale(t) })
+	t.Parallel()
+	began := time.Now()
+	lines := runScaleWorkers(t, runtime.GOMAXPROCS(0))
 	if t.Failed() {
 		return
 	}
-	if len(rows) != len(cases) || authorizer == nil {
-		t.Logf("%d of %d collections measured, the authorizer %v (-run chose some): the table is not compared", len(rows), len(cases), authorizer != nil)
+	authorizer, measured := lines[authorizerJob], 0
+	for _, sc := range cases {
+		if _, ok := lines[sc.ep]; ok {
+			measured++
+		}
+	}
+	if measured != len(cases) || authorizer == nil {
+		t.Logf("%d of %d collections measured, the authorizer %v (-run chose some): the table is not compared", measured, len(cases), authorizer != nil)
 		return
 	}
 	byEP := map[string]scaleCase{}
@@ -104,29 +116,55 @@ func TestCostListsAtScale(t *testing.T) {
 			}
 			continue
 		}
-		pair, ok := rows[ep]
+		pair, ok := lines[ep]
 		if !ok {
 			missing = append(missing, ep)
 			continue
 		}
-		sc := byEP[ep]
-		for i, r := range pair {
-			n := fmt.Sprintf("%d", scaleSmall)
-			if i == 1 {
-				n = "10,000"
-			}
-			label := fmt.Sprintf("`%s`, %s %s", ep, n, sc.what)
-			fmt.Fprintf(&b, "| %s | %d / %d | %d / %d | %.1f | %.1f |\n", label, r.aSeq, r.aCalls, r.fSeq, r.fCalls, r.rcu, r.wcu)
+		for _, l := range pair {
+			b.WriteString(l + "\n")
 		}
 	}
-	for _, r := range authorizer {
-		fmt.Fprintf(&b, "| Authorizer, %s | %d / %d | %d / %d | %.1f | %.1f |\n", r.label, r.aSeq, r.aCalls, r.fSeq, r.fCalls, r.rcu, r.wcu)
+	for _, l := range authorizer {
+		b.WriteString(l + "\n")
 	}
 	if len(missing) > 0 {
 		t.Fatalf("no 10 / 10,000 pair for %d list endpoints of apispec (add them to scaleCases):\n%s", len(missing), strings.Join(missing, "\n"))
 	}
-	t.Logf("%d collections measured at two sizes in %v\n%s", len(rows), time.Since(began).Round(time.Second), b.String())
+	t.Logf("%d collections measured at two sizes in %v\n%s", measured, time.Since(began).Round(time.Second), b.String())
 	compareCostTable(t, b.String(), scaleBegin, scaleEnd)
+}
+
+// authorizerJob is the key of the authorizer's rows among a worker's
+// (the collections' are their endpoints).
+const authorizerJob = "authorizer"
+
+// scaleJobs is what a worker may measure, in the order workers take them:
+// the authorizer first (one of the longest), then every collection. Each
+// returns its rows of the table, formatted.
+func scaleJobs(cases []scaleCase) []scaleJob {
+	jobs := []scaleJob{{name: "authorizer", key: authorizerJob, run: func(t *testing.T) []string {
+		var out []string
+		for _, r := range measureAuthorizerAtScale(t) {
+			out = append(out, fmt.Sprintf("| Authorizer, %s | %d / %d | %d / %d | %.1f | %.1f |", r.label, r.aSeq, r.aCalls, r.fSeq, r.fCalls, r.rcu, r.wcu))
+		}
+		return out
+	}}}
+	for _, sc := range cases {
+		jobs = append(jobs, scaleJob{name: strings.ReplaceAll(strings.TrimPrefix(sc.ep, "GET /"), "/", "."), key: sc.ep, run: func(t *testing.T) []string {
+			var out []string
+			for i, r := range measureAtScale(t, sc) {
+				n := fmt.Sprintf("%d", scaleSmall)
+				if i == 1 {
+					n = "10,000"
+				}
+				label := fmt.Sprintf("`%s`, %s %s", sc.ep, n, sc.what)
+				out = append(out, fmt.Sprintf("| %s | %d / %d | %d / %d | %.1f | %.1f |", label, r.aSeq, r.aCalls, r.fSeq, r.fCalls, r.rcu, r.wcu))
+			}
+			return out
+		}})
+	}
+	return jobs
 }
 
 // measureAtScale measures sc's first page at both sizes.
