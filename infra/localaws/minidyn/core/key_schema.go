@@ -49,6 +49,10 @@ func (ks keySchema) validatePrimaryKeyMap(key map[string]*types.Item) error {
 }
 
 func (ks keySchema) GetKey(attrs map[string]string, item map[string]*types.Item) (string, error) {
+	if ks.Secondary && ks.lacksKey(attrs, item) {
+		return "", nil
+	}
+
 	key, err := ks.getKeyValue(attrs, item)
 	if ks.Secondary && errors.Is(err, errMissingField) {
 		// secondary indexes are sparse
@@ -56,6 +60,30 @@ func (ks keySchema) GetKey(attrs map[string]string, item map[string]*types.Item)
 	}
 
 	return key, err
+}
+
+// lacksKey reports whether getKeyValue would fail on item with
+// errMissingField, which a sparse index takes as "not in the index": most
+// items lack most indexes' keys, and every write asked each index, paying
+// for an error message that GetKey then dropped.
+func (ks keySchema) lacksKey(attrs map[string]string, item map[string]*types.Item) bool {
+	hash, ok := item[ks.HashKey]
+	if !ok {
+		return true
+	}
+
+	if ks.RangeKey == "" {
+		return false
+	}
+
+	if _, ok := item[ks.RangeKey]; ok {
+		return false
+	}
+
+	// getKeyValue reads the hash key first: an invalid one is its error.
+	_, valid := getGoValue(hash, attrs[ks.HashKey])
+
+	return valid
 }
 
 func (ks keySchema) getKeyValue(attrs map[string]string, item map[string]*types.Item) (string, error) {
