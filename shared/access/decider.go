@@ -124,6 +124,16 @@ func (d *Decider) readOn(ctx context.Context, decided func() bool) error {
 	return nil
 }
 
+// until reads on until done, which decides again with the roles read so
+// far, reports that no more are needed (done is asked first, with what is
+// already read). d.mu is held.
+func (d *Decider) until(ctx context.Context, done func() bool) error {
+	if done() || d.in.all {
+		return nil
+	}
+	return d.readOn(ctx, done)
+}
+
 // use makes the Decider decide with h from now on. d.mu is held.
 func (d *Decider) use(h *holding) {
 	in := *d.in // shared read-only with the cache and other Deciders
@@ -137,11 +147,8 @@ func (d *Decider) use(h *holding) {
 func (d *Decider) decide(ctx context.Context, eval func() authz.Decision) (authz.Decision, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	dec := eval()
-	if d.in.all || !dec.RefusedByRoles() {
-		return dec, nil
-	}
-	if err := d.readOn(ctx, func() bool { dec = eval(); return !dec.RefusedByRoles() }); err != nil {
+	var dec authz.Decision
+	if err := d.until(ctx, func() bool { dec = eval(); return !dec.RefusedByRoles() }); err != nil {
 		return authz.Decision{}, err
 	}
 	return dec, nil
@@ -193,11 +200,7 @@ func (d *Decider) allows(ctx context.Context, method, path, target string, ances
 	}
 	// Only a refusal more roles could turn needs the full decision, and
 	// only until everything was read.
-	refusedByRoles := func() bool { return authz.Evaluate(d.input(method, path, target, ancestors)).RefusedByRoles() }
-	if d.in.all || !refusedByRoles() {
-		return false, nil
-	}
-	if err := d.readOn(ctx, func() bool { return !refusedByRoles() }); err != nil {
+	if err := d.until(ctx, func() bool { return !authz.Evaluate(d.input(method, path, target, ancestors)).RefusedByRoles() }); err != nil {
 		return false, err
 	}
 	return d.preparedFor(target, ancestors).Allowed(method, path), nil
@@ -246,11 +249,8 @@ func (d *Decider) AnyApplies(ctx context.Context, method, path string, target do
 		}
 		return false
 	}
-	if found := matches(); found || d.in.all {
-		return found, nil
-	}
 	found := false
-	if err := d.readOn(ctx, func() bool { found = matches(); return found }); err != nil {
+	if err := d.until(ctx, func() bool { found = matches(); return found }); err != nil {
 		return false, err
 	}
 	return found, nil

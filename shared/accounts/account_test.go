@@ -126,7 +126,7 @@ func TestCreateAccountNameRace(t *testing.T) {
 	if statuses[200] != 1 || statuses[409] != n-1 {
 		t.Fatalf("statuses %v, want one 200 and %d 409", statuses, n-1)
 	}
-	kids, err := e.st.ChildAccounts(context.Background(), e.boot.RootAccount, 0)
+	kids, err := e.children(e.boot.RootAccount)
 	if err != nil || len(kids) != 1 {
 		t.Fatalf("accounts under root: %d %v", len(kids), err)
 	}
@@ -229,7 +229,7 @@ func TestDeleteAccount(t *testing.T) {
 	if r := e.call(e.in(parent.ID), "POST", "/v2/accounts", `{"name":"Second child"}`); r.Status != 200 {
 		t.Fatalf("create under a parent whose delete was refused: %d %s", r.Status, r.Raw)
 	}
-	second, _ := e.st.ChildAccounts(ctx, parent.ID, 0)
+	second, _ := e.children(parent.ID)
 
 	// A session key of the operator in the child, and an entitlement.
 	if err := e.st.CreateKey(ctx, domain.AccessKey{ID: "session", PrincipalID: e.boot.Operator, Type: "bearer", Durability: domain.DurabilitySession,

@@ -58,6 +58,19 @@ type resp struct {
 
 // call sends one API Gateway proxy event, as the gateway would after the
 // authorizer allowed it for p. body is sent as is (a JSON text or not).
+// children reads the accounts whose parent is parent (the store keeps no
+// whole read of them: the API pages them; a test's table is small).
+func (e *env) children(parent string) ([]domain.AccountRecord, error) {
+	all, _, _, err := e.st.PageAccounts(context.Background(), "", false, 1000)
+	var out []domain.AccountRecord
+	for _, a := range all {
+		if a.Parent == parent {
+			out = append(out, a)
+		}
+	}
+	return out, err
+}
+
 func (e *env) call(p apigw.Principal, method, path, body string) resp {
 	e.t.Helper()
 	return e.callCT(p, method, path, body, "application/json")

@@ -52,7 +52,7 @@ func (s *Store) createKey(ctx context.Context, k domain.AccessKey, kind string) 
 	}
 	if kind != "" {
 		check.ConditionExpression = aws.String("attribute_exists(PK) AND kind = :kind")
-		check.ExpressionAttributeValues = map[string]types.AttributeValue{":kind": &types.AttributeValueMemberS{Value: kind}}
+		check.ExpressionAttributeValues = map[string]types.AttributeValue{":kind": avStr(kind)}
 	}
 	err = s.transact(ctx, "create access key", []types.TransactWriteItem{put, {ConditionCheck: check}})
 	if errors.Is(err, ddb.ErrConditionFailed) {
@@ -79,8 +79,8 @@ func (s *Store) principalKeys(ctx context.Context, principal string, consistent 
 	items, err := s.query(ctx, "list access keys", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: principalPK(principal)},
-			":sk": &types.AttributeValueMemberS{Value: prefixKey},
+			":pk": avStr(principalPK(principal)),
+			":sk": avStr(prefixKey),
 		},
 		ConsistentRead: aws.Bool(consistent),
 	}, 0)
@@ -191,8 +191,8 @@ func (s *Store) TouchKey(ctx context.Context, principal, id string, now time.Tim
 		UpdateExpression:    aws.String("SET last_used = :now"),
 		ConditionExpression: aws.String("attribute_exists(PK) AND (attribute_not_exists(last_used) OR last_used < :cutoff)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now":    &types.AttributeValueMemberS{Value: now.UTC().Format(timeLayout)},
-			":cutoff": &types.AttributeValueMemberS{Value: now.Add(-domain.KeyUseGranularity).UTC().Format(timeLayout)},
+			":now":    avStr(now.UTC().Format(timeLayout)),
+			":cutoff": avStr(now.Add(-domain.KeyUseGranularity).UTC().Format(timeLayout)),
 		},
 	})
 	if ddb.IsConditionFailed(err) {

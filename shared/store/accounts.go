@@ -142,21 +142,11 @@ func (s *Store) GetAccountRecords(ctx context.Context, ids []string) ([]domain.A
 	return unmarshalAll[domain.AccountRecord](items)
 }
 
-// ChildAccounts returns at most max (<= 0: all) direct sub-accounts of
-// parent, from GSI1 CHILDREN#<parent>.
-func (s *Store) ChildAccounts(ctx context.Context, parent string, max int) ([]domain.AccountRecord, error) {
-	items, err := s.query(ctx, "query child accounts", gsiQuery(childrenGSI(parent)), max)
-	if err != nil {
-		return nil, err
-	}
-	return unmarshalAll[domain.AccountRecord](items)
-}
-
 func gsiQuery(pk string) *dynamodb.QueryInput {
 	return &dynamodb.QueryInput{
 		IndexName:                 aws.String(IndexGSI1),
 		KeyConditionExpression:    aws.String("GSI1PK = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(pk)},
 	}
 }
 
@@ -263,7 +253,7 @@ func (s *Store) UpdateAccount(ctx context.Context, prev, next domain.AccountReco
 			TableName:                 aws.String(s.table),
 			Key:                       key(accountNamePK(prev.Name), skAccountName),
 			ConditionExpression:       aws.String("attribute_not_exists(PK) OR account = :id"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":id": &types.AttributeValueMemberS{Value: prev.ID}},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avStr(prev.ID)},
 		}})
 	}
 	err = s.transactRetry(ctx, "update account", items)
@@ -354,7 +344,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) (domain.AccountRec
 			TableName:                 aws.String(s.table),
 			Key:                       key(accountNamePK(a.Name), skAccountName),
 			ConditionExpression:       aws.String("attribute_not_exists(PK) OR account = :id"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":id": &types.AttributeValueMemberS{Value: id}},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avStr(id)},
 		}},
 	})
 	var tx *ddb.TxCanceledError
@@ -591,7 +581,7 @@ func (s *Store) revokeAccountAccess(ctx context.Context, id string) error {
 func partitionQuery(pk string) *dynamodb.QueryInput {
 	return &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("PK = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(pk)},
 	}
 }
 

@@ -31,11 +31,6 @@ func appKey(a domain.Application) keyAttrs {
 	return keyAttrs{PK: appPK(a.ID), SK: skApp, GSI1PK: appsGSI(a.Account), GSI1SK: appsGSISKPrefix + createdPosition(a.Created, a.ID), Entity: "application"}
 }
 
-func avStr(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func avNum(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-
 // CreateApplication writes a new application, in one transaction with the
 // check that its account exists and is not being deleted (the account's
 // deletion marks it `deleting` before it looks for applications, so no

@@ -208,9 +208,9 @@ func (s *Store) ReplaceAppTestArchive(ctx context.Context, prev domain.AppTest, 
 		ExpressionAttributeNames: map[string]string{"#desc": "description", "#mt": "media_type", "#fn": "filename", "#arch": "archive",
 			"#conv": "converted", "#au": "archive_updated", "#sum": "summary", "#v": "version", "#u": "updated"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":desc": atStr(next.Description), ":mt": atStr(next.MediaType), ":fn": atStr(next.Filename),
-			":arch": arch, ":conv": conv, ":au": atTime(next.ArchiveUpdated), ":sum": atStr(next.Summary),
-			":next": atNum(int64(next.Version)), ":u": atTime(next.Updated), ":v": atNum(int64(prev.Version)),
+			":desc": avStr(next.Description), ":mt": avStr(next.MediaType), ":fn": avStr(next.Filename),
+			":arch": arch, ":conv": conv, ":au": avTime(next.ArchiveUpdated), ":sum": avStr(next.Summary),
+			":next": avNum(int64(next.Version)), ":u": avTime(next.Updated), ":v": avNum(int64(prev.Version)),
 		},
 	}}
 	if err := s.writeConverted(ctx, next, converted); err != nil {
@@ -258,7 +258,7 @@ func (s *Store) UpdateAppTestDescription(ctx context.Context, account, id, desc 
 		ConditionExpression:      aws.String("attribute_exists(PK)"),
 		ExpressionAttributeNames: map[string]string{"#desc": "description", "#u": "updated", "#v": "version"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":desc": atStr(desc), ":u": atTime(s.now()), ":one": atNum(1),
+			":desc": avStr(desc), ":u": avTime(s.now()), ":one": avNum(1),
 		},
 		ReturnValues: types.ReturnValueAllNew,
 	})
@@ -317,8 +317,8 @@ func (s *Store) StartAppTestRun(ctx context.Context, account, id, runID, state, 
 		ConditionExpression:      aws.String("attribute_exists(PK) AND (attribute_not_exists(#until) OR #until < :now)"),
 		ExpressionAttributeNames: map[string]string{"#id": "run_id", "#st": "run_state", "#run": "run", "#until": "run_active_until"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":id": atStr(runID), ":st": atStr(state), ":run": atStr(run),
-			":until": atNum(activeUntil.UnixMilli()), ":now": atNum(now.UnixMilli()),
+			":id": avStr(runID), ":st": avStr(state), ":run": avStr(run),
+			":until": avNum(activeUntil.UnixMilli()), ":now": avNum(now.UnixMilli()),
 		},
 	}}, mput})
 	if txConditionFailedAt(err, 0) {
@@ -347,7 +347,7 @@ func (s *Store) UpdateAppTestRun(ctx context.Context, account, id, runID, from, 
 		ConditionExpression:      aws.String("#id = :id AND #st = :from"),
 		ExpressionAttributeNames: map[string]string{"#id": "run_id", "#st": "run_state", "#run": "run", "#until": "run_active_until"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":id": atStr(runID), ":from": atStr(from), ":to": atStr(to), ":run": atStr(run), ":until": atNum(until),
+			":id": avStr(runID), ":from": avStr(from), ":to": avStr(to), ":run": avStr(run), ":until": avNum(until),
 		},
 	})
 	if ddb.IsConditionFailed(err) {
@@ -357,21 +357,4 @@ func (s *Store) UpdateAppTestRun(ctx context.Context, account, id, runID, from, 
 		return ErrRunChanged
 	}
 	return wrap("update application test run", err)
-}
-
-// Attribute values of the application test writes (prefixed names: the
-// package is shared by many families).
-func atStr(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func atNum(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-
-// avT writes a time as the item marshaller does, so updated attributes
-// read back like written ones.
-func atTime(t time.Time) types.AttributeValue {
-	v, err := attributevalue.Marshal(t)
-	if err != nil {
-		return atStr(t.UTC().Format(time.RFC3339Nano))
-	}
-	return v
 }

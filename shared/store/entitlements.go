@@ -61,8 +61,8 @@ func (s *Store) ListEntitlements(ctx context.Context, account string) ([]domain.
 	items, err := s.query(ctx, "list entitlements", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: accountPK(account)},
-			":sk": &types.AttributeValueMemberS{Value: prefixEntitlement},
+			":pk": avStr(accountPK(account)),
+			":sk": avStr(prefixEntitlement),
 		},
 	}, 0)
 	if err != nil {
@@ -85,7 +85,7 @@ func (s *Store) PutEntitlement(ctx context.Context, e domain.Entitlement) error 
 			Item:                m,
 			ConditionExpression: aws.String("attribute_exists(PK) AND version = :prev"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":prev": &types.AttributeValueMemberN{Value: strconv.Itoa(e.Version - 1)},
+				":prev": avNum(int64(e.Version - 1)),
 			},
 		}},
 		{ConditionCheck: &types.ConditionCheck{

@@ -53,8 +53,8 @@ func (s *Store) Grants(ctx context.Context, principal string) ([]domain.Grant, e
 	items, err := s.query(ctx, "query grants", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: principalPK(principal)},
-			":sk": &types.AttributeValueMemberS{Value: prefixAnyGrant},
+			":pk": avStr(principalPK(principal)),
+			":sk": avStr(prefixAnyGrant),
 		},
 	}, 0)
 	if err != nil {
@@ -74,8 +74,8 @@ func (s *Store) grantsPage(ctx context.Context, principal string, after *domain.
 		TableName:              aws.String(s.table),
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: principalPK(principal)},
-			":sk": &types.AttributeValueMemberS{Value: prefixAnyGrant},
+			":pk": avStr(principalPK(principal)),
+			":sk": avStr(prefixAnyGrant),
 		},
 	}
 	if after != nil {
@@ -240,9 +240,9 @@ func (s *Store) DeleteGrant(ctx context.Context, g domain.Grant, via domain.Invi
 			ConditionExpression:      aws.String("attribute_exists(PK) AND #st = :accepted"),
 			ExpressionAttributeNames: map[string]string{"#st": "state"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":declined": &types.AttributeValueMemberS{Value: domain.InvitationDeclined},
-				":accepted": &types.AttributeValueMemberS{Value: domain.InvitationAccepted},
-				":now":      &types.AttributeValueMemberS{Value: s.now().Format(timeLayout)},
+				":declined": avStr(domain.InvitationDeclined),
+				":accepted": avStr(domain.InvitationAccepted),
+				":now":      avStr(s.now().Format(timeLayout)),
 			},
 		}})
 	}

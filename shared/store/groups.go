@@ -3,10 +3,8 @@ package store
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"golang.org/x/sync/errgroup"
 
@@ -93,7 +91,7 @@ func (s *Store) replaceGroup(g domain.Group) (types.TransactWriteItem, error) {
 		Item:                m,
 		ConditionExpression: aws.String("attribute_exists(PK) AND version = :prev"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":prev": &types.AttributeValueMemberN{Value: strconv.Itoa(g.Version - 1)},
+			":prev": avNum(int64(g.Version - 1)),
 		},
 	}}, nil
 }
@@ -159,15 +157,3 @@ func (s *Store) DeleteGroup(ctx context.Context, account, id string) (domain.Gro
 	return g, err
 }
 
-// listByGSI reads the items of one GSI1 partition whose sort key begins
-// with prefix.
-func (s *Store) listByGSI(ctx context.Context, op, pk, prefix string) ([]map[string]types.AttributeValue, error) {
-	return s.query(ctx, op, &dynamodb.QueryInput{
-		IndexName:              aws.String(IndexGSI1),
-		KeyConditionExpression: aws.String("GSI1PK = :pk AND begins_with(GSI1SK, :sk)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: pk},
-			":sk": &types.AttributeValueMemberS{Value: prefix},
-		},
-	}, 0)
-}

@@ -83,7 +83,7 @@ func (s *Store) PutRolesUpgrade(ctx context.Context, u domain.RolesUpgrade) erro
 		ConditionExpression:      aws.String("attribute_not_exists(PK) OR #rev <= :rev"),
 		ExpressionAttributeNames: map[string]string{"#rev": "revision"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":rev": &types.AttributeValueMemberN{Value: strconv.Itoa(u.Revision)},
+			":rev": avNum(int64(u.Revision)),
 		},
 	})
 	if ddb.IsConditionFailed(err) {

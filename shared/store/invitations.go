@@ -112,20 +112,10 @@ func (s *Store) ListInvitations(ctx context.Context, account, kind string) ([]do
 	items, err := s.query(ctx, "list invitations", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: invitationsPK(account)},
-			":sk": &types.AttributeValueMemberS{Value: invitationSK(kind, "")},
+			":pk": avStr(invitationsPK(account)),
+			":sk": avStr(invitationSK(kind, "")),
 		},
 	}, 0)
-	if err != nil {
-		return nil, err
-	}
-	return unmarshalAll[domain.Invitation](items)
-}
-
-// InboxInvitations returns the delivered invitations of one kind addressed
-// to email, from every account.
-func (s *Store) InboxInvitations(ctx context.Context, email, kind string) ([]domain.Invitation, error) {
-	items, err := s.listByGSI(ctx, "list inbox", inviteeGSI(email), invitationSK(kind, ""))
 	if err != nil {
 		return nil, err
 	}
@@ -140,8 +130,8 @@ func (s *Store) InboxInvitation(ctx context.Context, email, kind, id string) (do
 		IndexName:              aws.String(IndexGSI1),
 		KeyConditionExpression: aws.String("GSI1PK = :pk AND GSI1SK = :sk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: inviteeGSI(email)},
-			":sk": &types.AttributeValueMemberS{Value: invitationSK(kind, id)},
+			":pk": avStr(inviteeGSI(email)),
+			":sk": avStr(invitationSK(kind, id)),
 		},
 	}, 0)
 	if err != nil {
@@ -183,8 +173,6 @@ func (s *Store) updateInvitation(ctx context.Context, op string, ref domain.Invi
 	return inv, nil
 }
 
-func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-
 // MarkInvitationSent records the delivery of a queued invitation: state
 // sent, the time, and its entry in the invitee's inbox (the GSI1 keys a
 // queued invitation does not have). Only a queued invitation changes
@@ -205,8 +193,8 @@ func (s *Store) MarkInvitationSent(ctx context.Context, inv domain.Invitation) (
 		ConditionExpression:      aws.String("attribute_exists(PK) AND #st = :queued"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":queued": str(domain.InvitationQueued), ":sent": str(domain.InvitationSent), ":at": at,
-			":gpk": str(k.GSI1PK), ":gsk": str(k.GSI1SK), ":ipk": str(k.GSI3PK), ":isk": str(k.GSI3SK),
+			":queued": avStr(domain.InvitationQueued), ":sent": avStr(domain.InvitationSent), ":at": at,
+			":gpk": avStr(k.GSI1PK), ":gsk": avStr(k.GSI1SK), ":ipk": avStr(k.GSI3PK), ":isk": avStr(k.GSI3SK),
 		},
 	})
 	if ddb.IsConditionFailed(err) {
@@ -236,7 +224,7 @@ func (s *Store) RequeueInvitation(ctx context.Context, inv domain.Invitation, m 
 		ConditionExpression:      aws.String("attribute_exists(PK) AND (#st = :queued OR #st = :sent)"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":sent": str(domain.InvitationSent), ":queued": str(domain.InvitationQueued), ":now": str(now.Format(timeLayout)),
+			":sent": avStr(domain.InvitationSent), ":queued": avStr(domain.InvitationQueued), ":now": avStr(now.Format(timeLayout)),
 		},
 	}}, mput})
 	if txConditionFailedAt(err, 0) {
@@ -256,8 +244,8 @@ func (s *Store) DeclineInvitation(ctx context.Context, ref domain.InvitationRef)
 		UpdateExpression:    aws.String("SET #st = :declined, updated = :now"),
 		ConditionExpression: aws.String("attribute_exists(PK) AND (#st = :queued OR #st = :sent)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":sent": str(domain.InvitationSent), ":queued": str(domain.InvitationQueued), ":declined": str(domain.InvitationDeclined),
-			":now": str(s.now().Format(timeLayout)),
+			":sent": avStr(domain.InvitationSent), ":queued": avStr(domain.InvitationQueued), ":declined": avStr(domain.InvitationDeclined),
+			":now": avStr(s.now().Format(timeLayout)),
 		},
 	})
 }
@@ -283,8 +271,8 @@ func (s *Store) AcceptInvitation(ctx context.Context, inv domain.Invitation, pri
 			ConditionExpression:      aws.String("attribute_exists(PK) AND (#st = :queued OR #st = :sent)"),
 			ExpressionAttributeNames: map[string]string{"#st": "state"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":accepted": str(domain.InvitationAccepted), ":queued": str(domain.InvitationQueued), ":sent": str(domain.InvitationSent),
-				":now": str(ts), ":p": str(principal),
+				":accepted": avStr(domain.InvitationAccepted), ":queued": avStr(domain.InvitationQueued), ":sent": avStr(domain.InvitationSent),
+				":now": avStr(ts), ":p": avStr(principal),
 			},
 		}},
 		gput,
@@ -325,7 +313,7 @@ func (s *Store) DeleteInvitation(ctx context.Context, inv domain.Invitation) err
 		ConditionExpression:      aws.String("attribute_exists(PK) AND #st = :st"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":st": str(inv.State),
+			":st": avStr(inv.State),
 		},
 	}}}
 	if inv.State == domain.InvitationAccepted && inv.Principal != "" {
@@ -336,7 +324,7 @@ func (s *Store) DeleteInvitation(ctx context.Context, inv domain.Invitation) err
 			Key:                 grantItemKey(inv.Grant(inv.Principal, time.Time{})),
 			ConditionExpression: aws.String("attribute_not_exists(PK) OR via = :via"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":via": str(inv.Ref().Href()),
+				":via": avStr(inv.Ref().Href()),
 			},
 		}})
 	}

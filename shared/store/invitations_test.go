@@ -43,7 +43,7 @@ func TestInvitationGrantInvariants(t *testing.T) {
 	i1, i2 := mk("i1"), mk("i2")
 
 	// Not in the inbox until sent; not answerable then either.
-	if got, _ := st.InboxInvitations(ctx, "U@example.com", domain.InvitationRole); len(got) != 0 {
+	if got, _, _, _ := st.PageInbox(ctx, "U@example.com", domain.InvitationRole, "", false, 100); len(got) != 0 {
 		t.Fatalf("queued invitations in the inbox: %+v", got)
 	}
 	i1, err := st.MarkInvitationSent(ctx, i1)
@@ -56,7 +56,7 @@ func TestInvitationGrantInvariants(t *testing.T) {
 	if i2, err = st.MarkInvitationSent(ctx, i2); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := st.InboxInvitations(ctx, "u@example.com", domain.InvitationRole); len(got) != 2 {
+	if got, _, _, _ := st.PageInbox(ctx, "u@example.com", domain.InvitationRole, "", false, 100); len(got) != 2 {
 		t.Fatalf("inbox: %+v", got)
 	}
 

@@ -85,7 +85,7 @@ func (s *Store) page(ctx context.Context, g collection, after string, desc bool,
 		KeyConditionExpression:   aws.String("#pk = :pk AND begins_with(#sk, :sk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": pkName, "#sk": skName},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": str(g.pk), ":sk": str(g.skPrefix),
+			":pk": avStr(g.pk), ":sk": avStr(g.skPrefix),
 		},
 		ScanIndexForward: aws.Bool(!desc),
 		Limit:            aws.Int32(int32(max(n, 1))),
@@ -111,13 +111,13 @@ func (s *Store) page(ctx context.Context, g collection, after string, desc bool,
 		}
 		in.KeyConditionExpression = aws.String("#pk = :pk AND #sk BETWEEN :lo AND :hi")
 		in.ExpressionAttributeNames = map[string]string{"#pk": pkName, "#sk": skName}
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":pk": str(g.pk), ":lo": str(g.skPrefix + g.lo), ":hi": str(hi)}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":pk": avStr(g.pk), ":lo": avStr(g.skPrefix + g.lo), ":hi": avStr(hi)}
 	}
 	if after != "" {
-		in.ExclusiveStartKey = map[string]types.AttributeValue{pkName: str(g.pk), skName: str(g.skPrefix + after)}
+		in.ExclusiveStartKey = map[string]types.AttributeValue{pkName: avStr(g.pk), skName: avStr(g.skPrefix + after)}
 		if g.index != "" {
 			pk, sk := g.tableKey(after)
-			in.ExclusiveStartKey[AttrPK], in.ExclusiveStartKey[AttrSK] = str(pk), str(sk)
+			in.ExclusiveStartKey[AttrPK], in.ExclusiveStartKey[AttrSK] = avStr(pk), avStr(sk)
 		}
 	}
 	out, err := s.db.Query(ctx, in)

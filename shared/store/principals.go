@@ -67,11 +67,11 @@ func (s *Store) UpdatePrincipal(ctx context.Context, id string, c PrincipalChang
 	set := []string{"updated = :u"}
 	var remove []string
 	names := map[string]string{}
-	vals := map[string]types.AttributeValue{":u": &types.AttributeValueMemberS{Value: s.now().Format(timeLayout)}}
+	vals := map[string]types.AttributeValue{":u": avStr(s.now().Format(timeLayout))}
 	if c.Name != nil {
 		set = append(set, "#n = :n")
 		names["#n"] = "name"
-		vals[":n"] = &types.AttributeValueMemberS{Value: *c.Name}
+		vals[":n"] = avStr(*c.Name)
 	}
 	if c.Phone != nil {
 		names["#ph"] = "phone"
@@ -79,7 +79,7 @@ func (s *Store) UpdatePrincipal(ctx context.Context, id string, c PrincipalChang
 			remove = append(remove, "#ph")
 		} else {
 			set = append(set, "#ph = :p")
-			vals[":p"] = &types.AttributeValueMemberS{Value: *c.Phone}
+			vals[":p"] = avStr(*c.Phone)
 		}
 	}
 	expr := "SET " + strings.Join(set, ", ")

@@ -80,7 +80,7 @@ func (s *Store) rbacPartition(ctx context.Context, acct string) ([]domain.Role, 
 	items, err := s.query(ctx, "query rbac", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: rbacPK(acct)},
+			":pk": avStr(rbacPK(acct)),
 		},
 	}, 0)
 	if err != nil {
@@ -148,7 +148,7 @@ func (s *Store) PutRole(ctx context.Context, r domain.Role) error {
 		Item:                m,
 		ConditionExpression: aws.String("attribute_exists(PK) AND version = :prev"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":prev": &types.AttributeValueMemberN{Value: strconv.Itoa(r.Version - 1)},
+			":prev": avNum(int64(r.Version - 1)),
 		},
 	})
 	if ddb.IsConditionFailed(err) {
@@ -197,7 +197,7 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string) (domain.Role
 		Key:                 key(rbacPK(account), roleSK(id)),
 		ConditionExpression: aws.String("attribute_exists(PK) AND version = :v"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":v": &types.AttributeValueMemberN{Value: strconv.Itoa(r.Version)},
+			":v": avNum(int64(r.Version)),
 		},
 	}}}
 	now := s.now()

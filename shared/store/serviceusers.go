@@ -74,7 +74,7 @@ func (s *Store) UpdateServiceUser(ctx context.Context, account, id string, name,
 	set := []string{"updated = :u"}
 	names := map[string]string{"#acct": "account", "#kind": "kind"}
 	vals := map[string]types.AttributeValue{
-		":u": str(s.now().Format(timeLayout)), ":acct": str(account), ":kind": str(domain.KindServiceUser),
+		":u": avStr(s.now().Format(timeLayout)), ":acct": avStr(account), ":kind": avStr(domain.KindServiceUser),
 	}
 	for _, f := range []struct {
 		attr string
@@ -82,7 +82,7 @@ func (s *Store) UpdateServiceUser(ctx context.Context, account, id string, name,
 	}{{"name", name}, {"description", description}} {
 		if f.v != nil {
 			names["#"+f.attr] = f.attr
-			vals[":"+f.attr] = str(*f.v)
+			vals[":"+f.attr] = avStr(*f.v)
 			set = append(set, "#"+f.attr+" = :"+f.attr)
 		}
 	}
@@ -125,7 +125,7 @@ func (s *Store) DeleteServiceUser(ctx context.Context, account, id string) (doma
 		part, err = s.query(gctx, "query service user partition", &dynamodb.QueryInput{
 			KeyConditionExpression: aws.String("PK = :pk"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":pk": str(principalPK(id)),
+				":pk": avStr(principalPK(id)),
 			},
 			ProjectionExpression: aws.String("PK, SK"),
 		}, 0)
@@ -145,7 +145,7 @@ func (s *Store) DeleteServiceUser(ctx context.Context, account, id string) (doma
 			ConditionExpression:      aws.String("attribute_exists(PK) AND #kind = :kind AND #acct = :acct"),
 			ExpressionAttributeNames: map[string]string{"#acct": "account", "#kind": "kind"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":acct": str(account), ":kind": str(domain.KindServiceUser),
+				":acct": avStr(account), ":kind": avStr(domain.KindServiceUser),
 			},
 		}},
 		{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(emailPK(u.Email), skEmail)}},

@@ -67,8 +67,8 @@ type keyAttrs struct {
 
 func key(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
-		AttrPK: &types.AttributeValueMemberS{Value: pk},
-		AttrSK: &types.AttributeValueMemberS{Value: sk},
+		AttrPK: avStr(pk),
+		AttrSK: avStr(sk),
 	}
 }
 

@@ -542,7 +542,7 @@ func TestQueueSendFailureInvitationResend(t *testing.T) {
 				t.Fatalf("re-send while SQS fails: %d %s; want 200 with the invitation queued", resp.StatusCode, resp.Body)
 			}
 			// Still in the invitee's inbox while it waits.
-			inbox, err := e.deps.Store.InboxInvitations(ctx, "resend@example.com", domain.InvitationRole)
+			inbox, _, _, err := e.deps.Store.PageInbox(ctx, "resend@example.com", domain.InvitationRole, "", false, 100)
 			if err != nil || len(inbox) != 1 || inbox[0].ID != id {
 				t.Fatalf("the invitee's inbox after the failed send: %+v %v", inbox, err)
 			}
