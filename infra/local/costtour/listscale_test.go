@@ -246,7 +246,8 @@ func measureAtScale(t *testing.T, sc scaleCase) [2]costRow {
 	// originals has at least as many copies as originals, wherever the
 	// list sorts them. They differ from each other only in ids and times
 	// of the same width, so these stand for the rest; a page of 1,000 was
-	// a tenth of the test's CPU (its JSON and contract check under race).
+	// about a fifth of the test's CPU (its JSON and contract check under
+	// race).
 	if n := len(c.step("", 200, "GET", s.path+fmt.Sprintf("?limit=%d", 2*scaleSmall), op, nil).list); n != 2*scaleSmall {
 		t.Fatalf("%s: a page of %d has %d members after the bulk write", sc.what, 2*scaleSmall, n)
 	}
