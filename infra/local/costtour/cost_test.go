@@ -1,7 +1,9 @@
 // Package costtour_test measures the DynamoDB cost of every endpoint, in a
 // test binary of its own: go test runs it beside the rest of infra/local's
 // tests (goaws keeps its queues in package state, so two platforms cannot
-// share a process), and its waits overlap their work.
+// share a process), and its waits overlap their work. For the same reason
+// TestCostListsAtScale measures its collections in worker processes of this
+// binary, while TestCostPerEndpoint runs here.
 package costtour_test
 
 import (
@@ -314,6 +316,10 @@ func (c *costTour) worker(label, dir string, trigger func(), done func() bool) {
 // once, and compares their DynamoDB cost with the table in
 // docs/performance.md.
 func TestCostPerEndpoint(t *testing.T) {
+	if os.Getenv(scaleWorkerEnv) != "" {
+		t.Skip("measured by the process that started this worker")
+	}
+	t.Parallel()
 	began := time.Now()
 	c := startCostTour(t)
 	p := c.p

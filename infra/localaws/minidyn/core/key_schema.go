@@ -3,7 +3,6 @@ package core
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/truora/minidyn/types"
 )
@@ -50,6 +49,10 @@ func (ks keySchema) validatePrimaryKeyMap(key map[string]*types.Item) error {
 }
 
 func (ks keySchema) GetKey(attrs map[string]string, item map[string]*types.Item) (string, error) {
+	if ks.Secondary && ks.lacksKey(attrs, item) {
+		return "", nil
+	}
+
 	key, err := ks.getKeyValue(attrs, item)
 	if ks.Secondary && errors.Is(err, errMissingField) {
 		// secondary indexes are sparse
@@ -59,30 +62,68 @@ func (ks keySchema) GetKey(attrs map[string]string, item map[string]*types.Item)
 	return key, err
 }
 
-func (ks keySchema) getKeyValue(attrs map[string]string, item map[string]*types.Item) (string, error) {
-	key := []string{}
+// lacksKey reports whether getKeyValue would fail on item with
+// errMissingField, which a sparse index takes as "not in the index": most
+// items lack most indexes' keys, and every write asked each index, paying
+// for an error message that GetKey then dropped.
+func (ks keySchema) lacksKey(attrs map[string]string, item map[string]*types.Item) bool {
+	hash, ok := item[ks.HashKey]
+	if !ok {
+		return true
+	}
 
-	val, err := getItemValue(item, ks.HashKey, attrs[ks.HashKey])
+	if ks.RangeKey == "" {
+		return false
+	}
+
+	if _, ok := item[ks.RangeKey]; ok {
+		return false
+	}
+
+	// getKeyValue reads the hash key first: an invalid one is its error.
+	_, valid := getGoValue(hash, attrs[ks.HashKey])
+
+	return valid
+}
+
+func (ks keySchema) getKeyValue(attrs map[string]string, item map[string]*types.Item) (string, error) {
+	hashKeyStr, err := keyPart(item, ks.HashKey, attrs[ks.HashKey])
 	if err != nil {
 		return "", err
 	}
-
-	hashKeyStr := fmt.Sprintf("%v", val)
 
 	if ks.RangeKey == "" {
 		return hashKeyStr, nil
 	}
 
-	key = append(key, hashKeyStr)
-
-	val, err = getItemValue(item, ks.RangeKey, attrs[ks.RangeKey])
+	rangeKeyStr, err := keyPart(item, ks.RangeKey, attrs[ks.RangeKey])
 	if err != nil {
 		return "", err
 	}
 
-	key = append(key, fmt.Sprintf("%v", val))
+	return hashKeyStr + "." + rangeKeyStr, nil
+}
 
-	return strings.Join(key, "."), nil
+// keyPart is fmt.Sprintf("%v") of the key attribute field's value. Every
+// write computes the key of the table and of each index: string and
+// number keys, the usual ones, are read directly instead of boxed and
+// formatted through fmt's reflection.
+func keyPart(item map[string]*types.Item, field, typ string) (string, error) {
+	if v, ok := item[field]; ok {
+		switch {
+		case typ == "S" && v.S != nil:
+			return *v.S, nil
+		case typ == "N" && v.N != nil:
+			return *v.N, nil
+		}
+	}
+
+	val, err := getItemValue(item, field, typ)
+	if err != nil {
+		return "", err
+	}
+
+	return fmt.Sprintf("%v", val), nil
 }
 
 func (ks *keySchema) describe() []types.KeySchemaElement {

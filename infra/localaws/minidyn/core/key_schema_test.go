@@ -77,3 +77,46 @@ func TestValidatePrimaryKeyMap(t *testing.T) {
 		require.NoError(t, err)
 	})
 }
+
+// A secondary index's key, with its attributes missing, present or of the
+// wrong type: the shortcut for items outside a sparse index (lacksKey)
+// answers as getKeyValue's errors did.
+func TestSecondaryGetKey(t *testing.T) {
+	t.Parallel()
+
+	attrs := map[string]string{"g": "S", "r": "N"}
+	composite := keySchema{HashKey: "g", RangeKey: "r", Secondary: true}
+	hashOnly := keySchema{HashKey: "g", Secondary: true}
+
+	for _, tc := range []struct {
+		name    string
+		ks      keySchema
+		item    map[string]*types.Item
+		key     string
+		invalid bool
+	}{
+		{name: "both", ks: composite, item: map[string]*types.Item{"g": {S: new("a")}, "r": {N: new("7")}}, key: "a.7"},
+		{name: "no_hash", ks: composite, item: map[string]*types.Item{"r": {N: new("7")}}},
+		{name: "no_range", ks: composite, item: map[string]*types.Item{"g": {S: new("a")}}},
+		{name: "neither", ks: composite, item: map[string]*types.Item{"x": {S: new("a")}}},
+		{name: "invalid_hash_no_range", ks: composite, item: map[string]*types.Item{"g": {N: new("1")}}, invalid: true},
+		{name: "invalid_range", ks: composite, item: map[string]*types.Item{"g": {S: new("a")}, "r": {S: new("7")}}, invalid: true},
+		{name: "hash_only", ks: hashOnly, item: map[string]*types.Item{"g": {S: new("a")}}, key: "a"},
+		{name: "hash_only_missing", ks: hashOnly, item: map[string]*types.Item{}},
+		{name: "hash_only_invalid", ks: hashOnly, item: map[string]*types.Item{"g": {BOOL: new(true)}}, invalid: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+
+			key, err := tc.ks.GetKey(attrs, tc.item)
+			if tc.invalid {
+				require.ErrorIs(t, err, ErrInvalidAtrributeValue)
+
+				return
+			}
+
+			require.NoError(t, err)
+			require.Equal(t, tc.key, key)
+		})
+	}
+}
