@@ -47,15 +47,7 @@ func runScaleWorkers(t *testing.T, n int) map[string][]string {
 	if d, ok := t.Deadline(); ok {
 		args = append(args, "-test.timeout="+time.Until(d).Round(time.Second).String())
 	}
-	// The workers run niced: their measuring is CPU-bound, while
-	// TestCostPerEndpoint's, in this process, mostly sleeps and must get
-	// the CPU as soon as it wakes, or calls it makes in parallel no longer
-	// overlap and its round trips count one more (it happened with
-	// workers beside it at the same priority on a loaded machine).
 	name := exe
-	if nice, err := exec.LookPath("nice"); err == nil {
-		name, args = nice, append([]string{"-n", "10", exe}, args...)
-	}
 	outs := make([]bytes.Buffer, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
