@@ -44,7 +44,7 @@ import (
 // Options configure a platform. Zero values mean the embedded defaults.
 type Options struct {
 	Template string // path of template.yaml
-	// Parsed is template.yaml already read (tests start hundreds of
+	// Parsed is template.yaml already read (the suite starts some fifty
 	// platforms from one file, and parsing it cost a third of a start);
 	// when set, Template is not read. The platform only reads it.
 	Parsed         *sam.Template

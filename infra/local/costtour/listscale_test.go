@@ -147,7 +147,7 @@ func scaleJobs(cases []scaleCase) []scaleJob {
 	jobs := []scaleJob{{name: "authorizer", key: authorizerJob, run: func(t *testing.T) []string {
 		var out []string
 		for _, r := range measureAuthorizerAtScale(t) {
-			out = append(out, fmt.Sprintf("| Authorizer, %s | %d / %d | %d / %d | %.1f | %.1f |", r.label, r.aSeq, r.aCalls, r.fSeq, r.fCalls, r.rcu, r.wcu))
+			out = append(out, scaleRow("Authorizer, "+r.label, r.aSeq, r.aCalls, r.fSeq, r.fCalls, r.rcu, r.wcu))
 		}
 		return out
 	}}}
@@ -160,12 +160,17 @@ func scaleJobs(cases []scaleCase) []scaleJob {
 					n = "10,000"
 				}
 				label := fmt.Sprintf("`%s`, %s %s", sc.ep, n, sc.what)
-				out = append(out, fmt.Sprintf("| %s | %d / %d | %d / %d | %.1f | %.1f |", label, r.aSeq, r.aCalls, r.fSeq, r.fCalls, r.rcu, r.wcu))
+				out = append(out, scaleRow(label, r.aSeq, r.aCalls, r.fSeq, r.fCalls, r.rcu, r.wcu))
 			}
 			return out
 		}})
 	}
 	return jobs
+}
+
+// scaleRow is one row of the table.
+func scaleRow(label string, aSeq, aCalls, fSeq, fCalls int, rcu, wcu float64) string {
+	return fmt.Sprintf("| %s | %d / %d | %d / %d | %.1f | %.1f |", label, aSeq, aCalls, fSeq, fCalls, rcu, wcu)
 }
 
 // measureAtScale measures sc's first page at both sizes.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -202,13 +203,19 @@ func (s *schemas) at(ptr string) (*jsonschema.Schema, error) {
 
 // validate checks the JSON text body against the schema at ptr.
 func (s *schemas) validate(ptr string, body []byte) error {
-	sch, err := s.at(ptr)
-	if err != nil {
-		return err
-	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("body is not JSON: %w", err)
+	}
+	return s.validateValue(ptr, v)
+}
+
+// validateValue checks v, as jsonschema.UnmarshalJSON reads JSON text
+// (numbers as json.Number), against the schema at ptr.
+func (s *schemas) validateValue(ptr string, v any) error {
+	sch, err := s.at(ptr)
+	if err != nil {
+		return err
 	}
 	return sch.Validate(v)
 }
@@ -272,14 +279,14 @@ func (c *Contract) checkError(status int, header http.Header, body []byte) error
 	if ct := header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		return fmt.Errorf("error %d has Content-Type %q, not application/json", status, ct)
 	}
-	var v any
-	if err := json.Unmarshal(body, &v); err != nil {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
 		return fmt.Errorf("error %d: body is not JSON: %v", status, err)
 	}
-	if err := c.schemas.validate(errorSchema, body); err != nil {
+	if err := c.schemas.validateValue(errorSchema, v); err != nil {
 		return fmt.Errorf("error %d: body does not match the Error schema: %v", status, err)
 	}
-	if m, _ := v.(map[string]any); m["status"] != float64(status) {
+	if m, _ := v.(map[string]any); m["status"] != json.Number(strconv.Itoa(status)) {
 		return fmt.Errorf("error %d: body says status %v", status, m["status"])
 	}
 	return nil
