@@ -301,3 +301,31 @@ func moduleRoot(t *testing.T) string {
 	}
 	return filepath.Dir(mod)
 }
+
+// TestUnracedAreLocalOnly keeps `make test`'s race detector on everything
+// a function ships: the packages the Makefile compiles without it
+// (TEST_UNRACED) must be modules of localOnly, which TestFunctionDeps
+// keeps out of every function.
+func TestUnracedAreLocalOnly(t *testing.T) {
+	mk, err := os.ReadFile(filepath.Join(moduleRoot(t), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patterns []string
+	for line := range strings.Lines(string(mk)) {
+		if rest, ok := strings.CutPrefix(line, "TEST_UNRACED :="); ok {
+			patterns = append(patterns, strings.Fields(rest)...)
+		}
+	}
+	if len(patterns) == 0 {
+		t.Fatal("the Makefile sets no TEST_UNRACED: if every package is instrumented again, remove this test")
+	}
+	for _, p := range patterns {
+		if mod := strings.TrimSuffix(p, "/..."); !hasPrefix(mod, localOnly) {
+			t.Errorf("TEST_UNRACED has %s: only local-platform and test modules (localOnly) may go without the race detector", p)
+		}
+	}
+	if !bytes.Contains(mk, []byte("$(foreach p,$(TEST_UNRACED),-gcflags=$(p)=-race=false)")) {
+		t.Error("the test recipe no longer passes TEST_UNRACED to go test: update this test with it")
+	}
+}
