@@ -24,6 +24,10 @@ func TestTaskLogs(t *testing.T) {
 	if out := e.run(tk.ID); out != tasks.Retry {
 		t.Fatalf("first attempt: %v, want Retry", out)
 	}
+	// Lines are stamped to the millisecond: without a step the release
+	// and the next claim can share one, and from= below (the second
+	// claim's time) would take the release too.
+	e.clk.Advance(time.Second)
 	if out := e.run(tk.ID); out != tasks.Done {
 		t.Fatalf("second attempt: %v, want Done", out)
 	}
