@@ -35,9 +35,11 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 # The race detector watches every package of the project, every module a
 # function links and the standard library. The two in-process stand-ins
 # for AWS (minidyn's DynamoDB, goaws' SQS) are compiled without it: no
-# function may link them (TestUnracedAreLocalOnly), our code reaches them
-# only through HTTP requests, so they hold no memory of ours, and their
-# instrumentation was a fifth of the CPU of the cost tour's scale set.
+# function may link them (TestUnracedAreLocalOnly); our code reaches them
+# through HTTP requests (a test's bulk load, localaws.Dynamo.Load, hands
+# over items it does not change afterwards), so they share no memory our
+# code writes; and their instrumentation was a fifth of the CPU of the
+# cost tour's scale set.
 # go test starts packages in the order given: the longest go first, so
 # that none of them is a tail run on one core at the end. go test's own vet
 # is off: go vet has just run every analyzer it would, and more.

@@ -406,15 +406,20 @@ func translated(t *testing.T) map[string]any {
 	return cfn
 }
 
-var translations sync.Map // path -> func() (map[string]any, error)
+// translation is template.yaml translated, once.
+var translation struct {
+	once sync.Once
+	cfn  map[string]any
+	err  error
+}
 
 func translateOnce(path string) (map[string]any, error) {
-	run, _ := translations.LoadOrStore(path, sync.OnceValues(func() (map[string]any, error) {
+	translation.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		return sam.Translate(ctx, path)
-	}))
-	return run.(func() (map[string]any, error))()
+		translation.cfn, translation.err = sam.Translate(ctx, path)
+	})
+	return translation.cfn, translation.err
 }
 
 // sam build runs `make build-<LogicalId>` (BuildMethod: makefile) from the

@@ -56,8 +56,6 @@ type resp struct {
 	List   []any
 }
 
-// call sends one API Gateway proxy event, as the gateway would after the
-// authorizer allowed it for p. body is sent as is (a JSON text or not).
 // children reads the accounts whose parent is parent (the store keeps no
 // whole read of them: the API pages them; a test's table is small).
 func (e *env) children(parent string) ([]domain.AccountRecord, error) {
@@ -71,6 +69,8 @@ func (e *env) children(parent string) ([]domain.AccountRecord, error) {
 	return out, err
 }
 
+// call sends one API Gateway proxy event, as the gateway would after the
+// authorizer allowed it for p. body is sent as is (a JSON text or not).
 func (e *env) call(p apigw.Principal, method, path, body string) resp {
 	e.t.Helper()
 	return e.callCT(p, method, path, body, "application/json")

@@ -248,9 +248,6 @@ func largeTarBz2(t *testing.T, size int) []byte {
 	if b, ok := fixtures.largeBz2[size]; ok {
 		return b
 	}
-	if fixtures.largeBz2 == nil {
-		fixtures.largeBz2 = map[int][]byte{}
-	}
 	noise := make([]byte, size)
 	x := uint64(88172645463325252)
 	for i := range noise {

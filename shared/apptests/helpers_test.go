@@ -150,9 +150,6 @@ func uploads(t testing.TB, base string) map[string]upload {
 	t.Helper()
 	fixtures.mu.Lock()
 	defer fixtures.mu.Unlock()
-	if fixtures.uploads == nil {
-		fixtures.uploads = map[string]map[string]upload{}
-	}
 	u, ok := fixtures.uploads[base]
 	if !ok {
 		u = makeUploads(t, base)
@@ -163,11 +160,11 @@ func uploads(t testing.TB, base string) map[string]upload {
 
 // fixtures are the test binary's fixtures that are costly to make: made
 // on first use, then shared.
-var fixtures struct {
+var fixtures = struct {
 	mu       sync.Mutex
 	uploads  map[string]map[string]upload
 	largeBz2 map[int][]byte
-}
+}{uploads: map[string]map[string]upload{}, largeBz2: map[int][]byte{}}
 
 func makeUploads(t testing.TB, base string) map[string]upload {
 	files := configFiles(base)

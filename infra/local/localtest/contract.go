@@ -53,15 +53,12 @@ func LoadContract(ctx context.Context) (*Contract, error) {
 		return nil, fmt.Errorf("route the OpenAPI document: %w", err)
 	}
 	registerBinaryDecoders(doc)
-	if errs := doc.Components.Schemas["Error"]; errs == nil || errs.Value == nil {
-		return nil, errors.New("the OpenAPI document has no Error schema")
-	}
 	schemas, err := newSchemas(openapi.JSON())
 	if err != nil {
 		return nil, err
 	}
 	if _, err := schemas.at(errorSchema); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the OpenAPI document's Error schema: %w", err)
 	}
 	return &Contract{doc: doc, router: router, schemas: schemas}, nil
 }
@@ -136,6 +133,8 @@ func (c *Contract) bodySchema(route *routers.Route, status int, contentType stri
 	// either a component or inline under the operation.
 	at := strings.TrimPrefix(ref.Ref, "#")
 	if ref.Ref == "" {
+		// Its key by identity: Status matched it exactly, by class
+		// ("4XX") or as the default.
 		key := ""
 		for k, v := range responses.Map() {
 			if v == ref {

@@ -91,9 +91,9 @@ func mapDDBAttributeValueToTypes(av ddbtypes.AttributeValue) *types.Item {
 	case *ddbtypes.AttributeValueMemberBS:
 		return &types.Item{BS: v.Value}
 	case *ddbtypes.AttributeValueMemberNS:
-		return &types.Item{NS: stringPtrs(v.Value)}
+		return &types.Item{NS: aws.StringSlice(v.Value)}
 	case *ddbtypes.AttributeValueMemberSS:
-		return &types.Item{SS: stringPtrs(v.Value)}
+		return &types.Item{SS: aws.StringSlice(v.Value)}
 	case *ddbtypes.AttributeValueMemberNULL:
 		return &types.Item{NULL: aws.Bool(v.Value)}
 	case *ddbtypes.AttributeValueMemberM:
@@ -114,13 +114,4 @@ func mapDDBAttributeValueToTypes(av ddbtypes.AttributeValue) *types.Item {
 	default:
 		return nil
 	}
-}
-
-func stringPtrs(in []string) []*string {
-	out := make([]*string, len(in))
-	for i := range in {
-		out[i] = aws.String(in[i])
-	}
-
-	return out
 }
