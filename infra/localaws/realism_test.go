@@ -571,3 +571,28 @@ func TestRealisticOneMegabytePages(t *testing.T) {
 		t.Errorf("filtered page: %d items, LastEvaluatedKey %v; want none and a key", len(out.Items), out.LastEvaluatedKey)
 	}
 }
+
+func TestParseRealism(t *testing.T) {
+	for _, off := range []string{"", "0", "off"} {
+		if r, err := ParseRealism(off); r != nil || err != nil {
+			t.Errorf("%q: %v, %v; want off", off, r, err)
+		}
+	}
+	r, err := ParseRealism("42")
+	if err != nil || *r != Realistic(42) {
+		t.Errorf(`"42": %v, %v; want the preset with seed 42`, r, err)
+	}
+	r, err = ParseRealism("seed=7,lag=200ms,tx-hold=5ms,conflicts=0,throttles=1%,unprocessed=0.5,page-bytes=4096")
+	want := Realism{Seed: 7, ReadLag: 200 * time.Millisecond, IndexLag: 200 * time.Millisecond, TxHold: 5 * time.Millisecond, ThrottleRate: 0.01, UnprocessedRate: 0.5, PageBytes: 4096}
+	if err != nil || *r != want {
+		t.Errorf("knobs: %+v, %v; want %+v", r, err, want)
+	}
+	if r, err := ParseRealism("on"); err != nil || r == nil || r.ConflictRate != 0.10 {
+		t.Errorf(`"on": %+v, %v; want the preset`, r, err)
+	}
+	for _, bad := range []string{"seed=x", "conflicts=2", "speed=1"} {
+		if _, err := ParseRealism(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
