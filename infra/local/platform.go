@@ -57,9 +57,9 @@ type Options struct {
 	// throttles, partly unprocessed batches: localaws.Realism). Ignored
 	// with DynamoEndpoint.
 	DynamoRealism *localaws.Realism
-	SQSEndpoint    string // "" = embedded goaws
-	OperatorEmail  string // default operator@localhost
-	Log            *slog.Logger
+	SQSEndpoint   string // "" = embedded goaws
+	OperatorEmail string // default operator@localhost
+	Log           *slog.Logger
 	// DynamoOptions are added to the DynamoDB client (tests install the
 	// round-trip counter here).
 	DynamoOptions []func(*dynamodb.Options)

@@ -242,7 +242,9 @@ func TestRealisticTransactionConflict(t *testing.T) {
 	}
 }
 
-func attrEqual(a, b ddbtypes.AttributeValue) bool { return fmt.Sprintf("%#v", a) == fmt.Sprintf("%#v", b) }
+func attrEqual(a, b ddbtypes.AttributeValue) bool {
+	return fmt.Sprintf("%#v", a) == fmt.Sprintf("%#v", b)
+}
 
 // Injected conflicts cancel transactions at the rate asked, each on one
 // item, and the same seed cancels the same ones.
