@@ -336,7 +336,11 @@ type itemRef struct {
 // id is the item's identity for holds ("" when its key is not valid: the
 // primary refuses the request).
 func (rl *realistic) id(ref itemRef) string {
+	// Under the primary's request lock: minidyn changes its map of
+	// tables without its own.
+	rl.front.mu.Lock()
 	k, err := rl.primary.KeyOf(ref.table, ref.attrs)
+	rl.front.mu.Unlock()
 	if err != nil {
 		return ""
 	}
