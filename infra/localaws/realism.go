@@ -676,6 +676,11 @@ func (rl *realistic) batchGet(w http.ResponseWriter, r *http.Request, body []byt
 		}
 		groups[h][t] = items[t]
 	}
+	if len(order) == 0 {
+		// No tables: the primary says what is wrong with that.
+		forward(rl.front, r, body).copyTo(w)
+		return
+	}
 	var res result
 	for i, h := range order {
 		in["RequestItems"] = mustJSON(groups[h])

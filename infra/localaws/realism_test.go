@@ -598,3 +598,44 @@ func TestParseRealism(t *testing.T) {
 		}
 	}
 }
+
+// Capacity is metered in realistic mode as on the plain server: a
+// consistent read on the primary bills a full unit, an eventual one on the
+// replica half, and the partition meter counts both.
+func TestRealisticMetersCapacity(t *testing.T) {
+	ctx := t.Context()
+	pm := NewPartitionMeter(nil)
+	d, err := StartRealisticDynamo(ctx, "", pm, Realism{Seed: 1, ReadLag: 50 * time.Millisecond, IndexLag: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Stop(context.Background()) })
+	c, err := DynamoClient(ctx, d.Endpoint, func(o *dynamodb.Options) { o.Retryer = aws.NopRetryer{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureTable(ctx, c, realTable, fixture(t).Tables["Table"]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(realTable), Item: key("M", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	d.Settle()
+	pm.Reset()
+	for _, tc := range []struct {
+		consistent bool
+		want       float64
+	}{{true, 1}, {false, 0.5}} {
+		out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(realTable), Key: key("M", "1"),
+			ConsistentRead: aws.Bool(tc.consistent), ReturnConsumedCapacity: ddbtypes.ReturnConsumedCapacityTotal})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Item == nil || out.ConsumedCapacity == nil || aws.ToFloat64(out.ConsumedCapacity.CapacityUnits) != tc.want {
+			t.Errorf("GetItem (consistent %v): item %v, capacity %+v; want the item and %g", tc.consistent, out.Item, out.ConsumedCapacity, tc.want)
+		}
+	}
+	if got := pm.Totals()[PartitionKey{Table: realTable, Key: "M"}]; pm.Requests() != 2 || got.RCU != 1.5 {
+		t.Errorf("meter: %d requests, %+v; want 2 and 1.5 RCU", pm.Requests(), got)
+	}
+}
