@@ -222,6 +222,12 @@ func TestRealisticTransactionConflict(t *testing.T) {
 	if !errors.As(err, &conflict) {
 		t.Fatalf("a PutItem of the held item: %v, want TransactionConflictException", err)
 	}
+	_, err = c.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: []ddbtypes.TransactGetItem{
+		{Get: &ddbtypes.Get{TableName: aws.String(realTable), Key: key("X", "META")}},
+	}})
+	if !errors.As(err, &tce) || len(tce.CancellationReasons) != 1 || aws.ToString(tce.CancellationReasons[0].Code) != "TransactionConflict" {
+		t.Fatalf("a TransactGetItems of the held item: %v, want a TransactionConflict cancellation", err)
+	}
 	// Another item is not held.
 	if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(realTable), Item: key("Z", "META")}); err != nil {
 		t.Fatalf("a PutItem of an item no transaction holds: %v", err)
