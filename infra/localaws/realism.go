@@ -309,6 +309,14 @@ func (rl *realistic) tableOp(w http.ResponseWriter, r *http.Request, op string, 
 				slog.Warn("realistic DynamoDB: replica refused a table change", "op", op, "status", rr.code, "body", string(rr.body))
 			}
 		}
+		if op == "DeleteTable" {
+			var in struct{ TableName string }
+			if json.Unmarshal(body, &in) == nil {
+				rl.lmu.Lock()
+				delete(rl.lsis, in.TableName)
+				rl.lmu.Unlock()
+			}
+		}
 		if op == "CreateTable" {
 			var in struct {
 				TableName             string

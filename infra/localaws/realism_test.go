@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -643,5 +645,42 @@ func TestRealisticMetersCapacity(t *testing.T) {
 	}
 	if got := pm.Totals()[PartitionKey{Table: realTable, Key: "M"}]; pm.Requests() != 2 || got.RCU != 1.5 {
 		t.Errorf("meter: %d requests, %+v; want 2 and 1.5 RCU", pm.Requests(), got)
+	}
+}
+
+// The bodies are byte for byte what DynamoDB sends.
+func TestRealisticErrorBodies(t *testing.T) {
+	d, _ := startRealistic(t, Realism{Seed: 2, ConflictRate: 1})
+	endpoint := d.Endpoint
+	post := func(op, body string) (int, string) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+op)
+		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := post("TransactWriteItems", `{"TransactItems":[{"Put":{"TableName":"real","Item":{"PK":{"S":"a"},"SK":{"S":"1"}}}},{"Put":{"TableName":"real","Item":{"PK":{"S":"b"},"SK":{"S":"1"}}}}]}`)
+	first := `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict, None]","CancellationReasons":[{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"},{"Code":"None"}]}`
+	second := `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]","CancellationReasons":[{"Code":"None"},{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"}]}`
+	if code != http.StatusBadRequest || (body != first && body != second) {
+		t.Errorf("cancelled transaction: %d %s", code, body)
+	}
+	code, body = post("Query", `{"TableName":"real","IndexName":"GSI1","ConsistentRead":true,"KeyConditionExpression":"GSI1PK = :p","ExpressionAttributeValues":{":p":{"S":"x"}}}`)
+	if want := `{"__type":"com.amazonaws.dynamodb.v20120810#ValidationException","message":"Consistent reads are not supported on global secondary indexes"}`; code != http.StatusBadRequest || body != want {
+		t.Errorf("consistent index query: %d %s, want 400 %s", code, body, want)
+	}
+	throttling, _ := startRealistic(t, Realism{Seed: 2, ThrottleRate: 1})
+	endpoint = throttling.Endpoint
+	code, body = post("GetItem", `{"TableName":"real","Key":{"PK":{"S":"a"},"SK":{"S":"1"}}}`)
+	if want := `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."}`; code != http.StatusBadRequest || body != want {
+		t.Errorf("throttled GetItem: %d %s, want 400 %s", code, body, want)
 	}
 }
