@@ -4,7 +4,10 @@
 // table and puts the operator's first access key into the stack's secret.
 //
 // Create and Update run the bootstrap, which changes nothing on an
-// installed table: the stored key is never replaced. Then they bring the
+// installed table: the stored key is never replaced. Then they run the
+// schema migration (bootstrap.MigrateSchema: index keys and derived items
+// older code did not write; the template's SchemaVersion property changes
+// with store.SchemaVersion, so a new version brings an Update). Then they bring the
 // built-in roles of every account to the current revision of their
 // definitions (bootstrap.UpgradeRoles): a stack updated in place gets the
 // permits later revisions added without losing its administrators' edits.
@@ -91,6 +94,16 @@ func (in *Installer) Handle(ctx context.Context, ev cfn.Event) (physicalID strin
 	if d, ok := ctx.Deadline(); ok {
 		stopBy = d.Add(-upgradeMargin)
 	}
+	// The migration first: the roles upgrade pages through the accounts'
+	// GSI2 keys, which accounts older code wrote lack.
+	mig, err := bootstrap.MigrateSchema(ctx, in.Store, log, bootstrap.MigrateOptions{StopBy: stopBy})
+	if err != nil {
+		return physicalID, nil, fmt.Errorf("installer: %w", err)
+	}
+	if !mig.Done {
+		return physicalID, nil, fmt.Errorf("installer: the schema migration to version %d did not finish in time (%d items scanned so far); deploy again to go on from where it stopped (docs/deploy.md)", mig.Version, mig.Progress.Scanned)
+	}
+	data["SchemaVersion"] = mig.Version
 	up, err := bootstrap.UpgradeRoles(ctx, in.Store, log, bootstrap.UpgradeOptions{StopBy: stopBy})
 	if err != nil {
 		return physicalID, nil, fmt.Errorf("installer: %w", err)
