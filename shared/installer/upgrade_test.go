@@ -2,9 +2,11 @@ package installer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"cads/shared/builtin"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/installer"
 	"cads/shared/store"
 )
 
@@ -390,5 +393,39 @@ func TestUpdateMigratesBeforeUpgradingRoles(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), "schema migration: finished") {
 		t.Errorf("no progress log of the migration:\n%s", e.logs.String())
+	}
+}
+
+// A rollback's Update carries the older template's properties while this
+// code still runs the function: no migration (nothing to fail the
+// rollback with), and its progress is left as it is.
+func TestRollbackUpdateDoesNotMigrate(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	created := e.send(t, cfn.RequestCreate, "", props())
+	if created.Status != cfn.StatusSuccess || created.Data["SchemaVersion"] != float64(store.SchemaVersion) {
+		t.Fatalf("Create: %s %q %v", created.Status, created.Reason, created.Data)
+	}
+	if _, err := e.db.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(e.db.Table), Key: map[string]types.AttributeValue{
+		store.AttrPK: &types.AttributeValueMemberS{Value: "INSTALLATION"}, store.AttrSK: &types.AttributeValueMemberS{Value: "SCHEMAMIGRATION"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, old := range []string{"", strconv.Itoa(store.SchemaVersion - 1)} {
+		p := props()
+		if old == "" {
+			delete(p, installer.PropSchemaVersion)
+		} else {
+			p[installer.PropSchemaVersion] = old
+		}
+		got := e.send(t, cfn.RequestUpdate, created.PhysicalResourceID, p)
+		if got.Status != cfn.StatusSuccess || got.Data["SchemaVersion"] != nil {
+			t.Fatalf("rollback Update (SchemaVersion %q): %s %q %v", old, got.Status, got.Reason, got.Data)
+		}
+		if _, err := e.st.GetSchemaMigration(ctx); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("a rollback Update (SchemaVersion %q) ran the migration: %v", old, err)
+		}
+	}
+	if !strings.Contains(e.logs.String(), "no migration (a rollback)") {
+		t.Errorf("no log of the skipped migration:\n%s", e.logs.String())
 	}
 }
