@@ -87,6 +87,9 @@ func MigrateSchema(ctx context.Context, st *store.Store, log *slog.Logger, o Mig
 		for _, a := range p.Taken {
 			log.WarnContext(ctx, "schema migration: an application names an alias another application claims; left as it is", "alias", a)
 		}
+		for _, k := range p.Odd {
+			log.WarnContext(ctx, "schema migration: an item's attributes name another key than its own; left as it is", "item", k)
+		}
 		if err != nil {
 			// The page's writes that succeeded are kept; the page is read
 			// again by the next run, which finds them done.

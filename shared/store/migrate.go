@@ -89,6 +89,9 @@ type MigrationPage struct {
 	// Taken lists aliases an application names that another application
 	// claims: the migration cannot decide between them.
 	Taken []string
+	// Odd lists items (PK/SK) whose attributes give another key than
+	// their own: left as they are.
+	Odd []string
 	// AfterPK, AfterSK: where the next page starts; Done: nothing is left.
 	AfterPK, AfterSK string
 	Done             bool
@@ -127,6 +130,7 @@ func (s *Store) MigratePage(ctx context.Context, afterPK, afterSK string, limit 
 			}
 			p.Skipped += r.skipped
 			p.Taken = append(p.Taken, r.taken...)
+			p.Odd = append(p.Odd, r.odd...)
 			return err
 		})
 	}
@@ -137,6 +141,7 @@ type itemResult struct {
 	fixed   map[string]int
 	skipped int
 	taken   []string
+	odd     []string
 }
 
 func (r *itemResult) add(k string, n int) {
@@ -155,6 +160,12 @@ func (s *Store) migrateItem(ctx context.Context, it map[string]types.AttributeVa
 	want, ok, err := s.keysFor(entity, it)
 	if err != nil || !ok {
 		return r, err
+	}
+	if pk, sk := str(it[AttrPK]), str(it[AttrSK]); want.PK != pk || want.SK != sk {
+		// The item's attributes do not name its own key: the builders
+		// cannot be trusted with its index keys either.
+		r.odd = append(r.odd, pk+"/"+sk)
+		return r, nil
 	}
 	op := fmt.Sprintf("migrate %s %s/%s", entity, want.PK, want.SK)
 	switch fixed, err := s.fixKeys(ctx, it, want); {

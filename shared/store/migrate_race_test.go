@@ -120,3 +120,22 @@ func TestMigrationNeverOverwritesANewerWrite(t *testing.T) {
 		t.Fatalf("claim of a current alias: %d written, %v", n, err)
 	}
 }
+
+// An item whose attributes give another key than its own is left alone:
+// keys computed from them would belong to another item.
+func TestMigrationLeavesAnItemNamingAnotherKey(t *testing.T) {
+	s := rawStore(t)
+	ctx := context.Background()
+	odd := map[string]types.AttributeValue{AttrPK: avStr(rbacPK("a1")), AttrSK: avStr(roleSK("r1")), "entity": avStr("role"),
+		"id": avStr("r2"), "account": avStr("a1"), "name": avStr("r"), "version": avNum(1)}
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: odd}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.MigratePage(ctx, "", "", 10)
+	if err != nil || len(p.Odd) != 1 || len(p.Fixed) != 0 {
+		t.Fatalf("page: %+v %v", p, err)
+	}
+	if got := s.raw(t, rbacPK("a1"), roleSK("r1")); !reflect.DeepEqual(got, odd) {
+		t.Errorf("the item was changed: %v", got)
+	}
+}
