@@ -7,8 +7,8 @@
 // installed table: the stored key is never replaced. Then they run the
 // schema migration (bootstrap.MigrateSchema: index keys and derived items
 // older code did not write; the template's SchemaVersion property changes
-// with store.SchemaVersion, so a new version brings an Update). Then they bring the
-// built-in roles of every account to the current revision of their
+// with store.SchemaVersion, so a new version brings an Update). Then they
+// bring the built-in roles of every account to the current revision of their
 // definitions (bootstrap.UpgradeRoles): a stack updated in place gets the
 // permits later revisions added without losing its administrators' edits.
 // The template's BuiltinRolesRevision property changes with the revision,
