@@ -91,6 +91,13 @@ lint: ## cfn-lint (no errors, no warnings) and the SAM translator on template.ya
 	python3 infra/sam/translate.py template.yaml > /dev/null
 	@echo "make lint: template.yaml passes cfn-lint and the SAM translator"
 
+# The table of the next deployment must be reachable from the released one
+# in one stack update (infra/sam TestTemplateTableChangeDeploysFromTheRelease,
+# docs/deploy.md "Schema changes"): run this when a release ships, and commit.
+.PHONY: baseline
+baseline: ## record template.yaml as the last released template (infra/release/template.yaml), when a release ships
+	cp template.yaml infra/release/template.yaml
+
 FUZZTIME ?= 10s
 fuzz: ## each fuzz target for FUZZTIME (default 10s)
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalizePattern$$' -fuzztime $(FUZZTIME) ./shared/authz

@@ -25,6 +25,7 @@ import (
 	"cads/infra/sam"
 	"cads/infra/testenv"
 	"cads/shared/builtin"
+	"cads/shared/store"
 )
 
 // apiGatewayIntegrationLimit is API Gateway's maximum integration timeout
@@ -144,6 +145,11 @@ func TestTemplateInstallsOnDeployment(t *testing.T) {
 	// a deployment that brings a new revision upgrades the stored roles.
 	if got, want := fmt.Sprint(in.Properties["BuiltinRolesRevision"]), strconv.Itoa(builtin.Revision()); got != want {
 		t.Errorf("custom resource %s: BuiltinRolesRevision %q, want %q (shared/builtin/roles.json's revision)", in.LogicalID, got, want)
+	}
+	// The same for the schema migration: a new version of it runs only if
+	// the template says so.
+	if got, want := fmt.Sprint(in.Properties["SchemaVersion"]), strconv.Itoa(store.SchemaVersion); got != want {
+		t.Errorf("custom resource %s: SchemaVersion %q, want %q (shared/store's SchemaVersion)", in.LogicalID, got, want)
 	}
 	res := tpl.Resources[fn]
 	policy, _ := json.Marshal(res.Properties["Policies"])

@@ -167,3 +167,21 @@ type RolesUpgrade struct {
 	Started  time.Time `dynamodbav:"started"`
 	Updated  time.Time `dynamodbav:"updated"`
 }
+
+// SchemaMigration is the progress of the schema migration (shared/store,
+// migrate.go) at one version: a run that stops before the end leaves the
+// table key its scan stopped after, and the next run goes on from there.
+type SchemaMigration struct {
+	Version int `dynamodbav:"version"`
+	// AfterPK/AfterSK: the last table key scanned ("" before the first
+	// page).
+	AfterPK string `dynamodbav:"after_pk,omitempty"`
+	AfterSK string `dynamodbav:"after_sk,omitempty"`
+	Done    bool   `dynamodbav:"done"`
+	Scanned int    `dynamodbav:"scanned"`
+	// Fixed counts the items written, by entity (usage and alias for the
+	// derived items).
+	Fixed   map[string]int `dynamodbav:"fixed,omitempty"`
+	Started time.Time      `dynamodbav:"started"`
+	Updated time.Time      `dynamodbav:"updated"`
+}

@@ -4,8 +4,11 @@
 // table and puts the operator's first access key into the stack's secret.
 //
 // Create and Update run the bootstrap, which changes nothing on an
-// installed table: the stored key is never replaced. Then they bring the
-// built-in roles of every account to the current revision of their
+// installed table: the stored key is never replaced. Then they run the
+// schema migration (bootstrap.MigrateSchema: index keys and derived items
+// older code did not write; the template's SchemaVersion property changes
+// with store.SchemaVersion, so a new version brings an Update). Then they
+// bring the built-in roles of every account to the current revision of their
 // definitions (bootstrap.UpgradeRoles): a stack updated in place gets the
 // permits later revisions added without losing its administrators' edits.
 // The template's BuiltinRolesRevision property changes with the revision,
@@ -19,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/cfn"
@@ -47,6 +51,9 @@ type Installer struct {
 const (
 	PropSecretID      = "SecretId"
 	PropOperatorEmail = "OperatorEmail"
+	// PropSchemaVersion is the store.SchemaVersion the template was
+	// released with: a new one brings an Update that migrates.
+	PropSchemaVersion = "SchemaVersion"
 )
 
 // responseMargin is kept before the function's deadline so a slow table or
@@ -91,6 +98,11 @@ func (in *Installer) Handle(ctx context.Context, ev cfn.Event) (physicalID strin
 	if d, ok := ctx.Deadline(); ok {
 		stopBy = d.Add(-upgradeMargin)
 	}
+	// The migration first: the roles upgrade pages through the accounts'
+	// GSI2 keys, which accounts older code wrote lack.
+	if err := in.migrate(ctx, log, ev, stopBy, data); err != nil {
+		return physicalID, nil, err
+	}
 	up, err := bootstrap.UpgradeRoles(ctx, in.Store, log, bootstrap.UpgradeOptions{StopBy: stopBy})
 	if err != nil {
 		return physicalID, nil, fmt.Errorf("installer: %w", err)
@@ -117,6 +129,29 @@ func (in *Installer) Handle(ctx context.Context, ev cfn.Event) (physicalID strin
 		log.InfoContext(ctx, "installer: installation exists; operator key unchanged", "root_account", res.RootAccount, "secret_id", secretID)
 	}
 	return physicalID, data, nil
+}
+
+// migrate runs the schema migration when the template asks for this
+// code's version. An older version (or none) in the properties is a
+// rollback's Update, sent while this code still runs the function: the
+// stack is going back to code that does not know the migration, and a
+// failure now would leave the rollback failed too.
+func (in *Installer) migrate(ctx context.Context, log *slog.Logger, ev cfn.Event, stopBy time.Time, data map[string]any) error {
+	asked, _ := strconv.Atoi(fmt.Sprint(ev.ResourceProperties[PropSchemaVersion]))
+	if asked < store.SchemaVersion {
+		log.WarnContext(ctx, "installer: the template asks for an older schema version than this code's; no migration (a rollback)",
+			"asked", ev.ResourceProperties[PropSchemaVersion], "version", store.SchemaVersion)
+		return nil
+	}
+	mig, err := bootstrap.MigrateSchema(ctx, in.Store, log, bootstrap.MigrateOptions{StopBy: stopBy})
+	if err != nil {
+		return fmt.Errorf("installer: %w", err)
+	}
+	if !mig.Done {
+		return fmt.Errorf("installer: the schema migration to version %d did not finish in time (%d items scanned so far); deploy again to go on from where it stopped (docs/deploy.md)", mig.Version, mig.Progress.Scanned)
+	}
+	data["SchemaVersion"] = mig.Version
+	return nil
 }
 
 func properties(p map[string]any) (secretID, email string, err error) {

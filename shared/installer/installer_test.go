@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -203,7 +204,8 @@ func (e *env) items(t *testing.T) int32 {
 }
 
 func props() map[string]any {
-	return map[string]any{"ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:installer", installer.PropSecretID: secretARN, installer.PropOperatorEmail: email}
+	return map[string]any{"ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:installer", installer.PropSecretID: secretARN, installer.PropOperatorEmail: email,
+		installer.PropSchemaVersion: strconv.Itoa(store.SchemaVersion)}
 }
 
 func TestCreateUpdateDeleteKeepOneInstallation(t *testing.T) {

@@ -2,9 +2,11 @@ package installer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"cads/shared/builtin"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/installer"
 	"cads/shared/store"
 )
 
@@ -340,5 +343,89 @@ func TestUpdateOutOfTimeFailsAndKeepsProgress(t *testing.T) {
 	}
 	if got := e.send(t, cfn.RequestUpdate, "installation/"+f.root, props()); got.Status != cfn.StatusSuccess {
 		t.Fatalf("the next Update: %s %q", got.Status, got.Reason)
+	}
+}
+
+// A stack from before GSI2: its accounts carry no GSI2 keys, which the
+// roles upgrade pages through. The Update migrates them first, so every
+// account's roles are upgraded.
+func TestUpdateMigratesBeforeUpgradingRoles(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	f := installRevision1(t, e, 2)
+	out, err := e.db.Client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(e.db.Table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range out.Items {
+		if ent, _ := it["entity"].(*types.AttributeValueMemberS); ent == nil || ent.Value != "account" {
+			continue
+		}
+		delete(it, store.AttrGSI2PK)
+		delete(it, store.AttrGSI2SK)
+		if _, err := e.db.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.db.Table), Item: it}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.db.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(e.db.Table), Key: map[string]types.AttributeValue{
+		store.AttrPK: &types.AttributeValueMemberS{Value: "INSTALLATION"}, store.AttrSK: &types.AttributeValueMemberS{Value: "SCHEMAMIGRATION"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if accts, _, _, err := e.st.PageAccounts(ctx, "", false, 10); err != nil || len(accts) != 0 {
+		t.Fatalf("the aged table lists %d accounts (%v)", len(accts), err)
+	}
+
+	got := e.send(t, cfn.RequestUpdate, "installation/"+f.root, props())
+	if got.Status != cfn.StatusSuccess || got.Data["SchemaVersion"] != float64(store.SchemaVersion) {
+		t.Fatalf("Update: %s %q %v", got.Status, got.Reason, got.Data)
+	}
+	if accts, _, _, err := e.st.PageAccounts(ctx, "", false, 10); err != nil || len(accts) != 3 {
+		t.Fatalf("after the Update the accounts list holds %d accounts (%v), want 3", len(accts), err)
+	}
+	roles, err := e.st.RolesOf(ctx, append([]string{f.root}, f.accounts...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range roles {
+		if r.Control && r.BuiltinRevision != builtin.Revision() {
+			t.Errorf("control role %q of %s at revision %d, want %d", r.Name, r.AccountID, r.BuiltinRevision, builtin.Revision())
+		}
+	}
+	if !strings.Contains(e.logs.String(), "schema migration: finished") {
+		t.Errorf("no progress log of the migration:\n%s", e.logs.String())
+	}
+}
+
+// A rollback's Update carries the older template's properties while this
+// code still runs the function: no migration (nothing to fail the
+// rollback with), and its progress is left as it is.
+func TestRollbackUpdateDoesNotMigrate(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	created := e.send(t, cfn.RequestCreate, "", props())
+	if created.Status != cfn.StatusSuccess || created.Data["SchemaVersion"] != float64(store.SchemaVersion) {
+		t.Fatalf("Create: %s %q %v", created.Status, created.Reason, created.Data)
+	}
+	if _, err := e.db.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(e.db.Table), Key: map[string]types.AttributeValue{
+		store.AttrPK: &types.AttributeValueMemberS{Value: "INSTALLATION"}, store.AttrSK: &types.AttributeValueMemberS{Value: "SCHEMAMIGRATION"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, old := range []string{"", strconv.Itoa(store.SchemaVersion - 1)} {
+		p := props()
+		if old == "" {
+			delete(p, installer.PropSchemaVersion)
+		} else {
+			p[installer.PropSchemaVersion] = old
+		}
+		got := e.send(t, cfn.RequestUpdate, created.PhysicalResourceID, p)
+		if got.Status != cfn.StatusSuccess || got.Data["SchemaVersion"] != nil {
+			t.Fatalf("rollback Update (SchemaVersion %q): %s %q %v", old, got.Status, got.Reason, got.Data)
+		}
+		if _, err := e.st.GetSchemaMigration(ctx); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("a rollback Update (SchemaVersion %q) ran the migration: %v", old, err)
+		}
+	}
+	if !strings.Contains(e.logs.String(), "no migration (a rollback)") {
+		t.Errorf("no log of the skipped migration:\n%s", e.logs.String())
 	}
 }

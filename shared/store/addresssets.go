@@ -71,18 +71,26 @@ func addrSetKey(s domain.AddressSet) keyAttrs {
 	return keyAttrs{PK: addrSetPK(s.ID), SK: skAddrSet, GSI1PK: addressSetsGSI(s.Account), GSI1SK: addrSetsGSISKPrefix + createdPosition(s.Created, s.ID), Entity: "address_set"}
 }
 
-func addrEntryItem(e domain.AddressEntry) (map[string]types.AttributeValue, error) {
+func addrEntryKey(e domain.AddressEntry) (keyAttrs, error) {
 	k := keyAttrs{PK: addrSetPK(e.Set), SK: addrEntrySK(e.Prefix), Entity: "address_entry"}
 	// The table's sort key orders networks as strings ("10.0.0.0/8"
 	// before "9.0.0.0/8"); GSI2 keeps the set's entries in address order,
 	// the order /addresses pages in.
 	pos, err := AddressPosition(e.Prefix)
 	if err != nil {
-		return nil, fmt.Errorf("address entry %s/%s: %w", e.Set, e.Prefix, err)
+		return k, fmt.Errorf("address entry %s/%s: %w", e.Set, e.Prefix, err)
 	}
 	k.GSI2PK, k.GSI2SK = addrEntriesGSI(e.Set), pos
 	if e.Expiry != nil {
 		k.GSI1PK, k.GSI1SK = addrExpiryGSI(addrExpiryShard(e.Set, e.Prefix)), addrExpiryGSISK(e)
+	}
+	return k, nil
+}
+
+func addrEntryItem(e domain.AddressEntry) (map[string]types.AttributeValue, error) {
+	k, err := addrEntryKey(e)
+	if err != nil {
+		return nil, err
 	}
 	return item(k, e)
 }

@@ -49,6 +49,10 @@ func taskGSISK(created time.Time, id string) string {
 	return prefixTaskG + created.UTC().Format(timeLayout) + "#" + id
 }
 
+func taskKey(t domain.Task) keyAttrs {
+	return keyAttrs{PK: taskPK(t.ID), SK: skTask, GSI1PK: tasksGSI(t.Account), GSI1SK: taskGSISK(t.Created, t.ID), Entity: "task"}
+}
+
 // CreateTask writes a pending task and its outbox marker m in one
 // transaction: from then on the task cannot be lost, whether or not the
 // queue message that follows is sent. The marker lives in the task's
@@ -56,7 +60,7 @@ func taskGSISK(created time.Time, id string) string {
 func (s *Store) CreateTask(ctx context.Context, t domain.Task, m *OutboxMarker) error {
 	m.place(taskPK(t.ID), skOutbox, true)
 	items, err := s.puts([]keyAttrsValue{
-		{keyAttrs{PK: taskPK(t.ID), SK: skTask, GSI1PK: tasksGSI(t.Account), GSI1SK: taskGSISK(t.Created, t.ID), Entity: "task"}, t},
+		{taskKey(t), t},
 		{m.keys("task_outbox"), m},
 	})
 	if err != nil {
@@ -324,7 +328,7 @@ func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
 		fu := f.FollowUp
 		fu.Marker.place(taskPK(fu.Task.ID), skOutbox, true)
 		puts, err := s.puts([]keyAttrsValue{
-			{keyAttrs{PK: taskPK(fu.Task.ID), SK: skTask, GSI1PK: tasksGSI(fu.Task.Account), GSI1SK: taskGSISK(fu.Task.Created, fu.Task.ID), Entity: "task"}, fu.Task},
+			{taskKey(fu.Task), fu.Task},
 			{fu.Marker.keys("task_outbox"), &fu.Marker},
 		})
 		if err != nil {
