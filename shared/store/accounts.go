@@ -135,7 +135,7 @@ func (s *Store) GetAccountRecords(ctx context.Context, ids []string) ([]domain.A
 	for _, id := range ids {
 		keys = append(keys, key(accountPK(id), skAccount))
 	}
-	items, err := ddb.BatchGet(ctx, s.db, s.table, keys)
+	items, err := ddb.BatchGetConsistent(ctx, s.db, s.table, keys)
 	if err != nil {
 		return nil, wrap("get accounts", err)
 	}
@@ -547,7 +547,7 @@ func (s *Store) revokeAccountAccess(ctx context.Context, id string) error {
 	}
 	for p, refs := range swept {
 		g.Go(func() error {
-			all, err := s.principalKeys(gctx, p, true)
+			all, err := s.principalKeys(gctx, p)
 			if err != nil {
 				return err
 			}

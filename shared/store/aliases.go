@@ -125,7 +125,7 @@ func aliasFailure(err error, first int, added []string) *domain.Error {
 // read consistently; domain.ErrNotFound when no application has it.
 func (s *Store) AliasOwner(ctx context.Context, alias string) (app, account string, err error) {
 	var c aliasClaim
-	if err := s.getConsistent(ctx, "get alias", aliasPK(alias), skAlias, &c); err != nil {
+	if err := s.getItem(ctx, "get alias", aliasPK(alias), skAlias, &c); err != nil {
 		return "", "", err
 	}
 	return c.App, c.Account, nil
