@@ -158,16 +158,48 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 	// grants are not read at all.
 	self := authz.SelfService(method, path, principalID)
 	now := s.now()
-	l, ck, err := s.load(ctx, secret, principalID, keyID, target, self, now)
+	l, ck, warm, err := s.load(ctx, secret, principalID, keyID, target, self, now)
 	if err != nil {
 		return Result{}, err
 	}
+	res, l, err := s.decide(ctx, l, ck, method, path, target, now)
+	if refused(res, err) && (warm || l.h.cached) {
+		// A refusal must not come from a cache: what was read a moment ago
+		// may predate the grant, invitation, account or key that would
+		// allow this request. Decide again from the table as it is now;
+		// refusals stay the rare path, so they pay the cold reads.
+		if s.warm != nil {
+			s.warm.Remove(ck)
+		}
+		if l, err = s.read(ctx, principalID, keyID, target, self, now, true); err != nil {
+			return Result{}, err
+		}
+		if !secretMatches(secret, l.cred.Key.SecretHash) {
+			return Result{}, ErrUnauthenticated
+		}
+		if s.warm != nil {
+			s.warm.Add(ck, l)
+		}
+		res, _, err = s.decide(ctx, l, ck, method, path, target, now)
+	}
+	return res, err
+}
+
+// refused reports whether Authorize's answer is a refusal (401 or 403).
+func refused(res Result, err error) bool {
+	return errors.Is(err, ErrUnauthenticated) || (err == nil && !res.Decision.Allowed)
+}
+
+// decide decides method+path with l (reading on past the first grants
+// when roles refuse), keeping what it read on in the warm cache under ck;
+// it returns what it decided with.
+func (s *Service) decide(ctx context.Context, l *loaded, ck, method, path, target string, now time.Time) (Result, *loaded, error) {
 	if l.cred.Key.Expired(now) || l.accountGone {
-		return Result{}, ErrUnauthenticated
+		return Result{}, l, ErrUnauthenticated
 	}
 	for _, ref := range l.lineage {
 		if k, ok := l.standing.Keys[ref]; !ok || k.Expired(now) {
-			return Result{}, ErrUnauthenticated
+			return Result{}, l, ErrUnauthenticated
 		}
 	}
 	p := l.principal
@@ -202,7 +234,7 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 			return !d.RefusedByRoles()
 		})
 		if err != nil {
-			return Result{}, fmt.Errorf("authorize: %w", err)
+			return Result{}, l, fmt.Errorf("authorize: %w", err)
 		}
 		if h != l.h {
 			next := *l
@@ -212,7 +244,7 @@ func (s *Service) Authorize(ctx context.Context, secret, method, path string) (R
 			}
 		}
 	}
-	return Result{Principal: p, Decision: d}, nil
+	return Result{Principal: p, Decision: d}, l, nil
 }
 
 // fresh reports whether something read at at may still be decided with
@@ -228,34 +260,38 @@ func (s *Service) fresh(at, now time.Time) bool {
 // from the table. Only a credential whose secret matched is kept, so
 // guessed secrets cannot fill the cache.
 // The entry is keyed by credential and target; ck is that key.
-func (s *Service) load(ctx context.Context, secret, principalID, keyID, target string, self bool, now time.Time) (l *loaded, ck string, err error) {
+// warm reports that l came from the warm cache. A secret that does not
+// match a warm entry is refused without reading: a key's secret hash
+// never changes, so that refusal cannot be stale.
+func (s *Service) load(ctx context.Context, secret, principalID, keyID, target string, self bool, now time.Time) (l *loaded, ck string, warm bool, err error) {
 	ck = principalID + "/" + keyID + "/" + target
 	if s.warm != nil {
 		if l, ok := s.warm.Get(ck); ok {
 			if s.fresh(l.at, now) && s.fresh(l.h.at, now) {
 				if !secretMatches(secret, l.cred.Key.SecretHash) {
-					return nil, ck, ErrUnauthenticated
+					return nil, ck, true, ErrUnauthenticated
 				}
-				return l, ck, nil
+				return l, ck, true, nil
 			}
 			s.warm.Remove(ck)
 		}
 	}
-	l, err = s.read(ctx, principalID, keyID, target, self, now)
+	l, err = s.read(ctx, principalID, keyID, target, self, now, false)
 	if err != nil {
-		return nil, ck, err
+		return nil, ck, false, err
 	}
 	if !secretMatches(secret, l.cred.Key.SecretHash) {
-		return nil, ck, ErrUnauthenticated
+		return nil, ck, false, ErrUnauthenticated
 	}
 	if s.warm != nil {
 		s.warm.Add(ck, l)
 	}
-	return l, ck, nil
+	return l, ck, false, nil
 }
 
-// read is the cold path: the two round trips.
-func (s *Service) read(ctx context.Context, principalID, keyID, target string, self bool, now time.Time) (*loaded, error) {
+// read is the cold path: the two round trips. bypass takes no role or
+// group from the container's item cache: every input is read now.
+func (s *Service) read(ctx context.Context, principalID, keyID, target string, self bool, now time.Time, bypass bool) (*loaded, error) {
 	first := FirstGrants
 	if self {
 		first = 0
@@ -330,6 +366,7 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, s
 	// round trip (none for a self-service request: its holding stays
 	// unstarted until a request of the same key needs roles).
 	l.h = newHolding(relevant, cred.Grants, !self, cred.MoreGrants, now)
+	l.h.bypass = bypass
 	if !self {
 		l.h, err = s.step(ctx, l.h, p.ID, now)
 	}

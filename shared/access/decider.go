@@ -33,6 +33,9 @@ type Decider struct {
 	mu       sync.Mutex
 	in       *deciderInputs
 	prepared map[string]*authz.Prepared // by target account, for Allows and AllowsFor
+	// reused: in came from the service's warm cache, so a refusal made
+	// with it is decided again from the table (until).
+	reused bool
 }
 
 // deciderInputs is what a Decider decides with, as read for one principal
@@ -60,11 +63,26 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 	if s.deciders != nil {
 		if in, ok := s.deciders.Get(ck); ok {
 			if s.fresh(in.at, now) && s.fresh(in.h.at, now) {
-				return s.newDecider(p, ck, in), nil
+				d := s.newDecider(p, ck, in)
+				d.reused = true
+				return d, nil
 			}
 			s.deciders.Remove(ck)
 		}
 	}
+	in, err := s.readDecider(ctx, p, now, false)
+	if err != nil {
+		return nil, err
+	}
+	if s.deciders != nil {
+		s.deciders.Add(ck, in)
+	}
+	return s.newDecider(p, ck, in), nil
+}
+
+// readDecider reads what a Decider decides with: the two round trips.
+// bypass takes no role or group from the container's item cache.
+func (s *Service) readDecider(ctx context.Context, p apigw.Principal, now time.Time, bypass bool) (*deciderInputs, error) {
 	var (
 		grants []domain.Grant
 		more   bool
@@ -84,7 +102,9 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 	if err := g.Wait(); err != nil {
 		return nil, fmt.Errorf("decider: %w", err)
 	}
-	h, err := s.step(ctx, newHolding(nil, grants, true, more, now), p.ID, now)
+	h := newHolding(nil, grants, true, more, now)
+	h.bypass = bypass
+	h, err := s.step(ctx, h, p.ID, now)
 	if err != nil {
 		return nil, fmt.Errorf("decider: %w", err)
 	}
@@ -93,10 +113,7 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 		// From the key account's own item, as the authorizer takes it.
 		in.root = authz.RootOf(acct.ID, acct.Ancestors)
 	}
-	if s.deciders != nil {
-		s.deciders.Add(ck, in)
-	}
-	return s.newDecider(p, ck, in), nil
+	return in, nil
 }
 
 func (s *Service) newDecider(p apigw.Principal, ck string, in *deciderInputs) *Decider {
@@ -127,7 +144,30 @@ func (d *Decider) readOn(ctx context.Context, decided func() bool) error {
 // until reads on until done, which decides again with the roles read so
 // far, reports that no more are needed (done is asked first, with what is
 // already read). d.mu is held.
+// A refusal made with anything not read by this Decider (the warm
+// cache's inputs, roles of the item cache) is not final: it reads the
+// inputs again from the table, bypassing the caches, and decides again,
+// once per Decider.
 func (d *Decider) until(ctx context.Context, done func() bool) error {
+	if done() {
+		return nil
+	}
+	if !d.in.all {
+		if err := d.readOn(ctx, done); err != nil || done() {
+			return err
+		}
+	}
+	if !d.reused && !d.in.h.cached {
+		return nil
+	}
+	in, err := d.s.readDecider(ctx, d.p, d.s.now(), true)
+	if err != nil {
+		return err
+	}
+	d.in, d.prepared, d.reused = in, nil, false
+	if d.s.deciders != nil {
+		d.s.deciders.Add(d.ck, in)
+	}
 	if done() || d.in.all {
 		return nil
 	}

@@ -233,8 +233,17 @@ func TestDeciderReadsOnForARefusal(t *testing.T) {
 			if err != nil || res.Allowed || res.Considered != 3*access.FirstGrants+1 {
 				t.Fatalf("warm refusal: %+v %v, want one considering the %d roles that apply", res, err, 3*access.FirstGrants+1)
 			}
+			// The grant was decided from the warm inputs, the refusal
+			// from the table, read again consistently.
+			if d.Counter.Total() == 0 || len(d.Counter.Eventual()) != 0 {
+				t.Errorf("warm Decider's refusal: %v (%d eventually consistent), want read again consistently", d.Counter.ByOperation(), len(d.Counter.Eventual()))
+			}
+			d.Counter.Reset()
+			if ok, why, err := check(next); err != nil || !ok {
+				t.Fatalf("after the refusal: %v %q %v", ok, why, err)
+			}
 			if got := d.Counter.Total(); got != 0 {
-				t.Errorf("warm Decider after a read on: %d calls (%v), want 0", got, d.Counter.ByOperation())
+				t.Errorf("a grant after the refusal's read: %d calls, want 0", got)
 			}
 		})
 	}

@@ -49,6 +49,10 @@ type holding struct {
 	started, more bool
 	items         map[itemKey]*rbacItem
 	held          []*authz.CompiledRole // compiled from items
+	// cached: something was taken from the container's item cache, so a
+	// refusal made with it is not final (decided again from the table);
+	// bypass: take nothing from it (the holding of that second decision).
+	cached, bypass bool
 }
 
 // newHolding starts a holding for the accounts rel (nil: every account)
@@ -134,7 +138,7 @@ func (h *holding) add(k itemKey, it *rbacItem) {
 // while younger than the staleness bound; it reports whether it took
 // anything.
 func (s *Service) fromCache(h *holding, now time.Time) bool {
-	if s.items == nil {
+	if s.items == nil || h.bypass {
 		return false
 	}
 	took := false
@@ -150,7 +154,8 @@ func (s *Service) fromCache(h *holding, now time.Time) bool {
 		if n == 0 {
 			return took
 		}
-		took = true // a group taken from the cache may name roles it holds too
+		// a group taken from the cache may name roles it holds too
+		took, h.cached = true, true
 	}
 }
 

@@ -43,7 +43,7 @@ func TestRoundTrips(t *testing.T) {
 		{"GET", acct + "/entitlements/ent1", "", 1, 1},                                     // GetItem
 		{"PATCH", acct + "/entitlements/ent1", `{"quantity":4}`, 2, 2},                     // GetItem; TransactWriteItems (versioned put, account check)
 		{"DELETE", acct + "/entitlements/ent1", "", 1, 1},                                  // DeleteItem
-		{"DELETE", "/v2/accounts/" + empty.ID, "", 7, 19},                                  // mark; 5 leftover Queries (sub-accounts, applications, address sets, tests, metric prototypes); keys, RBAC, invitations, service-user Queries; 3 holder Queries; BatchWrite; TransactWriteItems; keys, partition, tasks and CA Queries (+ a BatchWrite if they find anything)
+		{"DELETE", "/v2/accounts/" + empty.ID, "", 7, 20},                                  // mark; 5 leftover Queries (sub-accounts, applications, address sets, tests, metric prototypes) and the usage items' BatchGetItem; keys, RBAC, invitations, service-user Queries; 3 holder Queries; BatchWrite; TransactWriteItems; keys, partition, tasks and CA Queries (+ a BatchWrite if they find anything)
 	} {
 		t.Run(c.method+" "+c.path, func(t *testing.T) {
 			e.d.Counter.SetDelay(delay)

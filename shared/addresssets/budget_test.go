@@ -61,7 +61,7 @@ func TestSetStaysWithinTheResponseBudget(t *testing.T) {
 	// nine fractional digits, so that entries of one description take
 	// the same bytes.
 	ctx := context.Background()
-	st, err := a.deps.Store.GetAddressSet(ctx, a.op.AccountID, id, true)
+	st, err := a.deps.Store.GetAddressSet(ctx, a.op.AccountID, id)
 	if err != nil {
 		t.Fatal(err)
 	}

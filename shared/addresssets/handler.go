@@ -110,7 +110,7 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	st, err := h.st.GetAddressSet(r.Context(), p.AccountID, id, false)
+	st, err := h.st.GetAddressSet(r.Context(), p.AccountID, id)
 	if err != nil {
 		return 0, nil, notFound(err, id)
 	}

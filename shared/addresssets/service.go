@@ -24,8 +24,8 @@ import (
 // Store is what the address sets read and write.
 type Store interface {
 	Now() time.Time
-	GetAddressSet(ctx context.Context, account, id string, consistent bool) (store.AddressSetState, error)
-	AddressSetByID(ctx context.Context, id string, consistent bool) (store.AddressSetState, error)
+	GetAddressSet(ctx context.Context, account, id string) (store.AddressSetState, error)
+	AddressSetByID(ctx context.Context, id string) (store.AddressSetState, error)
 	GetAddressSetItem(ctx context.Context, account, id string) (domain.AddressSet, error)
 	GetAddressSetItems(ctx context.Context, ids []string) ([]domain.AddressSet, error)
 	PageAddressEntries(ctx context.Context, set, after string, desc bool, n int) ([]domain.AddressEntry, []string, bool, error)
@@ -118,7 +118,7 @@ func (s *Service) write(ctx context.Context, account, id string, create *domain.
 		if attempt == 0 && known != nil {
 			cur = known
 		} else if create == nil {
-			st, err := s.st.GetAddressSet(ctx, account, id, true)
+			st, err := s.st.GetAddressSet(ctx, account, id)
 			if err != nil {
 				return notFound(err, id)
 			}
@@ -560,7 +560,7 @@ func (s *Service) remove(ctx context.Context, account, id string) (store.Address
 	var out store.AddressSetState
 	err := retry.Do(ctx, writeRetry, lostRace, func(int) error {
 		now := s.now()
-		st, err := s.st.GetAddressSet(ctx, account, id, true)
+		st, err := s.st.GetAddressSet(ctx, account, id)
 		if err != nil {
 			return notFound(err, id)
 		}
@@ -631,7 +631,7 @@ func (s *Service) AddDynamic(ctx context.Context, recs []metrics.AddressRecord) 
 
 func (s *Service) addDynamic(ctx context.Context, set string, recs []metrics.AddressRecord) error {
 	// Read consistently: the same state is the write's first attempt.
-	st, err := s.st.AddressSetByID(ctx, set, true)
+	st, err := s.st.AddressSetByID(ctx, set)
 	if errors.Is(err, domain.ErrNotFound) || err == nil && st.Set.Type != TypeDynamic {
 		s.log.WarnContext(ctx, "address records for a set that is missing or not dynamic dropped", "set", set, "count", len(recs))
 		return nil
@@ -727,7 +727,7 @@ func (s *Service) Sweep(ctx context.Context, force bool) (bool, error) {
 	}
 	expired := 0
 	for _, set := range order {
-		st, err := s.st.AddressSetByID(ctx, set, true)
+		st, err := s.st.AddressSetByID(ctx, set)
 		if errors.Is(err, domain.ErrNotFound) {
 			// The set was deleted (its DELETE counted these entries).
 			errs = append(errs, s.st.DeleteOrphanEntries(ctx, set, bySet[set]))

@@ -220,7 +220,7 @@ func TestExpiryAndExtensionAreCountedOnce(t *testing.T) {
 
 	// At +25 min 192.0.2.1 has expired: not listed, not yet counted.
 	e.advance(24 * time.Minute)
-	cur, _ := e.st.GetAddressSet(context.Background(), acct, id, true)
+	cur, _ := e.st.GetAddressSet(context.Background(), acct, id)
 	if got := strings.Join(addrs(cur, e.clock), " "); got != "198.51.100.0/24 203.0.113.7 2001:db8::/32" {
 		t.Fatalf("live at +25m: %s", got)
 	}
@@ -270,7 +270,7 @@ func TestExpiryAndExtensionAreCountedOnce(t *testing.T) {
 		t.Fatalf("account scope %v, set scope %v", a, c)
 	}
 	// The partition is gone; the expiry index holds nothing due.
-	if _, err := e.st.AddressSetByID(context.Background(), id, true); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := e.st.AddressSetByID(context.Background(), id); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("set still there: %v", err)
 	}
 	if due, _ := e.st.DueAddressEntries(context.Background(), e.clock.Add(24*time.Hour), 10); len(due) != 0 {
@@ -462,11 +462,11 @@ func TestDynamicSetsAreWrittenByTheEdge(t *testing.T) {
 	}})
 	e.deliver(string(msg2), string(msg2)) // twice: idempotent
 	e.fold()
-	st, _ := e.st.GetAddressSet(context.Background(), acct, dyn.Set.ID, true)
+	st, _ := e.st.GetAddressSet(context.Background(), acct, dyn.Set.ID)
 	if len(st.Entries) != 1 || !st.Entries[0].Expiry.Equal(t0.Add(time.Hour)) || st.Entries[0].CreatedBy != string(ActorEdge) {
 		t.Fatalf("dynamic entries %+v", st.Entries)
 	}
-	if m, _ := e.st.GetAddressSet(context.Background(), acct, man.Set.ID, true); len(m.Entries) != 0 {
+	if m, _ := e.st.GetAddressSet(context.Background(), acct, man.Set.ID); len(m.Entries) != 0 {
 		t.Fatalf("a manual set took an edge record: %+v", m.Entries)
 	}
 	if c := e.counts(metrics.ScopeSet(dyn.Set.ID)); c["added"] != 1 || c["extended"] != 1 {
@@ -507,7 +507,7 @@ func TestDynamicAdditionRoundTrips(t *testing.T) {
 		}
 		e.d.Counter.SetDelay(0)
 	}
-	if st, _ := e.st.GetAddressSet(context.Background(), acct, dyn.Set.ID, true); len(st.Entries) != 10 {
+	if st, _ := e.st.GetAddressSet(context.Background(), acct, dyn.Set.ID); len(st.Entries) != 10 {
 		t.Fatalf("entries %+v", st.Entries)
 	}
 }
@@ -533,7 +533,7 @@ func TestConcurrentChangesAreAllKept(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, _ := e.st.GetAddressSet(context.Background(), acct, s.Set.ID, true)
+	st, _ := e.st.GetAddressSet(context.Background(), acct, s.Set.ID)
 	if len(st.Entries) != 8 || st.Set.EntryCount != 8 {
 		t.Fatalf("%d entries (count %d), want 8", len(st.Entries), st.Set.EntryCount)
 	}

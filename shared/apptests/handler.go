@@ -47,7 +47,7 @@ type Store interface {
 	StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time, m *store.OutboxMarker) error
 	UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error
 	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
-	ListApplications(ctx context.Context, account string) ([]domain.Application, error)
+	AliasAccounts(ctx context.Context, aliases []string) (map[string]string, error)
 }
 
 // Deciders makes second decisions with the authorizer's engine.
@@ -340,10 +340,9 @@ type prepared struct {
 
 // prepare checks an uploaded configuration completely before anything is
 // written: what it claims to be, its configuration, that every request
-// names an alias of the account's applications (aliases waits for them,
-// read while the archive is checked), and that its tar.bz2 form fits in
-// a response.
-func prepare(up upload, now time.Time, aliases func() (map[string]bool, error)) (prepared, error) {
+// names an alias of the account's applications (owned reads the claims
+// of the hosts named), and that its tar.bz2 form fits in a response.
+func prepare(up upload, now time.Time, owned func(urls []string) (map[string]bool, error)) (prepared, error) {
 	a, err := Open(up.fileType, up.file)
 	if err != nil {
 		return prepared{}, err
@@ -352,7 +351,7 @@ func prepare(up upload, now time.Time, aliases func() (map[string]bool, error)) 
 	if err != nil {
 		return prepared{}, err
 	}
-	own, err := aliases()
+	own, err := owned(configURLs(c))
 	if err != nil {
 		return prepared{}, err
 	}
@@ -396,9 +395,7 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 		}
 	}
 	now := h.st.Now()
-	aliases := h.aliases(r.Context(), p.AccountID)
-	defer aliases() // prepare may fail before it waits for them
-	pr, err := prepare(up, now, aliases)
+	pr, err := prepare(up, now, h.owned(r.Context(), p.AccountID))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -448,9 +445,7 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 		read errgroup.Group
 	)
 	read.Go(func() (err error) { prev, err = h.st.GetAppTest(ctx, p.AccountID, id); return err })
-	aliases := h.aliases(ctx, p.AccountID)
-	defer aliases() // prepare may fail before it waits for them
-	pr, err := prepare(up, now, aliases)
+	pr, err := prepare(up, now, h.owned(ctx, p.AccountID))
 	if prevErr := read.Wait(); prevErr != nil {
 		return 0, nil, notFound(prevErr, id)
 	}
@@ -479,17 +474,10 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 	return http.StatusOK, out(next), nil
 }
 
-// aliases starts reading the account's aliases and returns the wait for
-// them, so that the read overlaps the archive's checks. The caller waits
-// (at the latest, deferred) whether or not it needs them: the read must
-// not outlive the request.
-func (h *handler) aliases(ctx context.Context, account string) func() (map[string]bool, error) {
-	var (
-		own map[string]bool
-		g   errgroup.Group
-	)
-	g.Go(func() (err error) { own, err = accountAliases(ctx, h.st, account); return err })
-	return func() (map[string]bool, error) { err := g.Wait(); return own, err }
+// owned returns the check prepare makes of the hosts a configuration
+// names: which are aliases of the account's applications (ownAliases).
+func (h *handler) owned(ctx context.Context, account string) func(urls []string) (map[string]bool, error) {
+	return func(urls []string) (map[string]bool, error) { return ownAliases(ctx, h.st, account, urls) }
 }
 
 func (h *handler) remove(r *http.Request, p apigw.Principal) (int, any, error) {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"golang.org/x/sync/errgroup"
 
 	"cads/shared/domain"
 	"cads/shared/loadgen"
@@ -24,7 +23,7 @@ type RunnerStore interface {
 	GetAppTest(ctx context.Context, account, id string) (domain.AppTest, error)
 	AppTestBlobData(ctx context.Context, account, id string, b domain.AppTestBlob) ([]byte, error)
 	UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error
-	ListApplications(ctx context.Context, account string) ([]domain.Application, error)
+	AliasAccounts(ctx context.Context, aliases []string) (map[string]string, error)
 }
 
 // RunHandler is the test runner: an SQS-triggered Lambda handler that
@@ -112,22 +111,17 @@ func (r *runner) handle(ctx context.Context, body string) error {
 		}
 		return err
 	}
-	// The configuration and the account's aliases, read together: an
-	// alias may have been removed, or its application deleted, since the
-	// upload.
-	var (
-		own  map[string]bool
-		read errgroup.Group
-	)
-	read.Go(func() (err error) { own, err = accountAliases(ctx, r.st, msg.Account); return err })
+	// The configuration, then the claims of the hosts it names: an alias
+	// may have been removed, or its application deleted, since the upload.
 	cfg, err := r.config(ctx, t)
-	if ownErr := read.Wait(); err == nil && ownErr != nil {
-		err = fmt.Errorf("the account's applications could not be read: %w", ownErr)
-	}
 	if err != nil {
 		return r.finish(ctx, log, t, run, RunRunning, nil, err)
 	}
 	plan := cfg.Plan(run.LoadID, time.Duration(run.Duration)*time.Second, run.VirtualUsers)
+	own, err := ownAliases(ctx, r.st, msg.Account, planURLs(&plan))
+	if err != nil {
+		return r.finish(ctx, log, t, run, RunRunning, nil, fmt.Errorf("the account's aliases could not be read: %w", err))
+	}
 	refused := refuseForeign(&plan, own)
 	var em *emitter
 	if app, ok := strings.CutPrefix(run.Targets, "/v2/applications/"); ok && r.sink != nil {

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"cads/shared/applications/appconfig"
 	"cads/shared/domain"
 	"cads/shared/loadgen"
 )
@@ -18,29 +17,63 @@ import (
 // and the runner delivers it to the platform's edge for that alias, never
 // to an address taken from the URL (docs/application-tests.md).
 
-// aliasLister lists an account's applications.
-type aliasLister interface {
-	ListApplications(ctx context.Context, account string) ([]domain.Application, error)
+// aliasReader reads alias claims.
+type aliasReader interface {
+	AliasAccounts(ctx context.Context, aliases []string) (map[string]string, error)
 }
 
-// accountAliases is the set of aliases of the account's applications, in
-// their stored (lower-case) spelling.
-func accountAliases(ctx context.Context, st aliasLister, account string) (map[string]bool, error) {
-	apps, err := st.ListApplications(ctx, account)
+// ownAliases is the set of the hosts urls name that are aliases of the
+// account's applications, in their stored (lower-case) spelling. It reads
+// the claims of those hosts (the base table, consistently), not the
+// account's applications through GSI1: that index may not show an
+// application created a moment ago, and a refusal must not come from a
+// stale read.
+func ownAliases(ctx context.Context, st aliasReader, account string, urls []string) (map[string]bool, error) {
+	var hosts []string
+	for _, u := range urls {
+		if a, ok := aliasOf(u); ok {
+			hosts = append(hosts, a)
+		}
+	}
+	claims, err := st.AliasAccounts(ctx, hosts)
 	if err != nil {
-		return nil, fmt.Errorf("list the account's applications: %w", err)
+		return nil, fmt.Errorf("read the alias claims: %w", err)
 	}
-	aliases := map[string]bool{}
-	for _, a := range apps {
-		c, err := appconfig.Parse(a.Config)
-		if err != nil {
-			return nil, fmt.Errorf("application %s: %w", a.ID, err)
-		}
-		for _, al := range c.Aliases {
-			aliases[al] = true
+	own := map[string]bool{}
+	for alias, acct := range claims {
+		if acct == account {
+			own[alias] = true
 		}
 	}
-	return aliases, nil
+	return own, nil
+}
+
+// configURLs is every request URL of c.
+func configURLs(c *Config) []string {
+	var out []string
+	for _, m := range c.Models {
+		for _, r := range m.Session.Requests {
+			out = append(out, r.URL)
+		}
+		for _, r := range m.Session.Constants {
+			out = append(out, r.URL)
+		}
+	}
+	return out
+}
+
+// planURLs is every request URL of p.
+func planURLs(p *loadgen.Plan) []string {
+	var out []string
+	for _, s := range p.Sessions {
+		for _, r := range s.Requests {
+			out = append(out, r.URL)
+		}
+		for _, r := range s.Constants {
+			out = append(out, r.URL)
+		}
+	}
+	return out
 }
 
 // aliasOf is the alias a request URL names, compared as aliases are

@@ -258,3 +258,19 @@ func TestRunRefusesHostsThatAreNoLongerAliases(t *testing.T) {
 		t.Fatalf("the legacy run connected %d times to the address its URL named, %d times to the edge", n, e.edge.count(legacyLoad))
 	}
 }
+
+// The alias check of an upload reads the alias claims (the base table,
+// consistently), never an index: an application created a moment ago
+// is seen, so its alias is accepted by the very next PUT.
+func TestUploadAliasCheckReadsConsistently(t *testing.T) {
+	e := newEnv(t)
+	e.createApp(e.op.AccountID, "fresh", "fresh.example.com")
+	e.dyn.Counter.Reset()
+	cfg := singleConfig("http://fresh.example.com")
+	if r := e.raw(e.op, "PUT", "fresh", apptests.TypeJSON, []byte(cfg)); r.Status != 200 {
+		t.Fatalf("PUT right after the application: %d %s", r.Status, r.Raw)
+	}
+	if ev := e.dyn.Counter.Eventual(); len(ev) != 0 {
+		t.Errorf("the upload read eventually consistently: %+v", ev)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -32,6 +33,12 @@ type Call struct {
 	Attempts int
 	// Caller is the name WithCaller put on the call's context ("" if none).
 	Caller string
+	// Eventual is set on a read that may miss a write that finished just
+	// before it: a GetItem, Query or BatchGetItem without ConsistentRead,
+	// or any Query of an index (which has no consistent read). Index names
+	// the index such a Query read ("" for the base table).
+	Eventual bool
+	Index    string
 }
 
 type callerKey struct{}
@@ -94,6 +101,7 @@ func (c *Counter) addMiddleware(stack *middleware.Stack) error {
 			middleware.InitializeOutput, middleware.Metadata, error,
 		) {
 			call := Call{Operation: op, Start: time.Now(), Caller: CallerOf(ctx)}
+			call.Eventual, call.Index = readConsistency(in.Parameters)
 			in.Parameters = askCapacity(in.Parameters)
 			var (
 				out middleware.InitializeOutput
@@ -269,6 +277,38 @@ func longestChain(spans []span) int {
 		best = max(best, chain[i])
 	}
 	return best
+}
+
+// readConsistency tells whether params is a read that may be stale, and
+// which index it reads.
+func readConsistency(params any) (eventual bool, index string) {
+	switch in := params.(type) {
+	case *dynamodb.GetItemInput:
+		return !aws.ToBool(in.ConsistentRead), ""
+	case *dynamodb.QueryInput:
+		return in.IndexName != nil || !aws.ToBool(in.ConsistentRead), aws.ToString(in.IndexName)
+	case *dynamodb.ScanInput:
+		return in.IndexName != nil || !aws.ToBool(in.ConsistentRead), aws.ToString(in.IndexName)
+	case *dynamodb.BatchGetItemInput:
+		for _, ka := range in.RequestItems {
+			if !aws.ToBool(ka.ConsistentRead) {
+				return true, ""
+			}
+		}
+	}
+	return false, ""
+}
+
+// Eventual returns the calls that were reads which may be stale
+// (Call.Eventual).
+func (c *Counter) Eventual() []Call {
+	var out []Call
+	for _, call := range c.Calls() {
+		if call.Eventual {
+			out = append(out, call)
+		}
+	}
+	return out
 }
 
 func isReadOperation(op string) bool {

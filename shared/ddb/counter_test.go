@@ -281,3 +281,33 @@ func TestCounterSkipsClientSideValidationErrors(t *testing.T) {
 		t.Errorf("Total = %d, want 0", got)
 	}
 }
+
+// The Counter tells reads that may be stale from strongly consistent ones.
+func TestCounterMarksEventualReads(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if err := getItem(e, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(testTable), Key: key("b", "x"), ConsistentRead: aws.Bool(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BatchGetConsistent(ctx, e.client, testTable, []map[string]types.AttributeValue{key("c", "x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BatchGet(ctx, e.client, testTable, []map[string]types.AttributeValue{key("d", "x")}); err != nil {
+		t.Fatal(err)
+	}
+	calls := e.count.Calls()
+	if len(calls) != 4 {
+		t.Fatalf("%d calls, want 4", len(calls))
+	}
+	for i, want := range []bool{true, false, false, true} {
+		if calls[i].Eventual != want {
+			t.Errorf("call %d (%s): Eventual %v, want %v", i, calls[i].Operation, calls[i].Eventual, want)
+		}
+	}
+	if got := len(e.count.Eventual()); got != 2 {
+		t.Errorf("Eventual() = %d calls, want 2", got)
+	}
+}

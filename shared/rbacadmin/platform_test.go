@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"cads/infra/local"
 	"cads/infra/local/localtest"
+	"cads/shared/access"
 )
 
 type httpClient struct {
@@ -108,4 +110,36 @@ func TestInvitationThroughThePlatform(t *testing.T) {
 	if strings.Contains(logs.String(), "invitation not delivered") {
 		t.Fatal("a delivery failed")
 	}
+}
+
+// The warm path never keeps a refusal: with the deployed staleness bound,
+// a user refused a switch into an account before accepting an invitation
+// there switches in with the very next request after the accept.
+func TestAcceptThenSwitchWarm(t *testing.T) {
+	p, _ := localtest.Start(t, func(o *local.Options) { o.AuthzStaleness = access.DefaultStaleness })
+	c := httpClient{t: t, base: p.URL}
+	op, root := p.Bootstrap.Secret, "/v2/accounts/"+p.Bootstrap.RootAccount
+
+	sub := c.must(c.do(op, "POST", "/v2/accounts", map[string]any{"name": "Customer"}), 200, "create account")
+	subHref := sub.str("href")
+	// Lists are not what this test is about (nor read-your-writes yet).
+	var roles reply
+	eventually(t, "the new account's roles to be listed", func() bool {
+		roles = c.must(c.do(op, "GET", subHref+"/roles", nil), 200, "the new account's roles")
+		return len(roles.List) > 0
+	})
+	role, _ := roles.List[0]["href"].(string)
+	u := c.must(c.do(op, "POST", "/v2/users", map[string]any{"email": "late@example.com"}), 200, "create user")
+	dev := c.must(c.do(op, "POST", "/v2/users/"+u.str("id")+"/access-keys", map[string]any{"type": "bearer", "account": root}), 200, "create key").str("secret_key")
+	inv := c.must(c.do(op, "POST", subHref+"/invitations", map[string]any{"user_email": "late@example.com", "role": role}), 200, "invite")
+	eventually(t, "the notifier to send the invitation", func() bool {
+		return c.do(op, "GET", inv.str("href"), nil).str("state") == "sent"
+	})
+	// Refused before the accept, in the authorizer and in the switch.
+	c.must(c.do(dev, "GET", subHref, nil), 403, "before accepting")
+	c.must(c.do(dev, "POST", "/v2/users/self/authorization", map[string]any{"account": subHref}), 404, "switch before accepting")
+
+	c.must(c.do(dev, "PATCH", "/v2/users/self/invitations/"+inv.str("id"), map[string]any{"state": "accepted"}), 200, "accept")
+	c.must(c.do(dev, "POST", "/v2/users/self/authorization", map[string]any{"account": subHref}), 200, "switch right after accepting")
+	c.must(c.do(dev, "GET", subHref, nil), 200, "read right after accepting")
 }

@@ -70,19 +70,18 @@ func (s *Store) GetKey(ctx context.Context, principal, id string) (domain.Access
 
 // ListKeys returns a principal's keys.
 func (s *Store) ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error) {
-	return s.principalKeys(ctx, principal, false)
+	return s.principalKeys(ctx, principal)
 }
 
-// principalKeys reads every key of a principal; consistent for reads a
-// revocation is based on (a key minted a moment ago must be seen).
-func (s *Store) principalKeys(ctx context.Context, principal string, consistent bool) ([]domain.AccessKey, error) {
+// principalKeys reads every key of a principal (consistent, as every
+// base-table read: a key minted a moment ago must be seen by a revocation).
+func (s *Store) principalKeys(ctx context.Context, principal string) ([]domain.AccessKey, error) {
 	items, err := s.query(ctx, "list access keys", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":pk": avStr(principalPK(principal)),
 			":sk": avStr(prefixKey),
 		},
-		ConsistentRead: aws.Bool(consistent),
 	}, 0)
 	if err != nil {
 		return nil, err
@@ -100,7 +99,7 @@ func (s *Store) principalKeys(ctx context.Context, principal string, consistent 
 // are more than a transaction holds, the rest follow in batches (a
 // *CleanupError if that fails, with the key deleted).
 func (s *Store) DeleteKey(ctx context.Context, principal, id string) (domain.AccessKey, error) {
-	keys, err := s.principalKeys(ctx, principal, true)
+	keys, err := s.principalKeys(ctx, principal)
 	if err != nil {
 		return domain.AccessKey{}, err
 	}
@@ -154,7 +153,7 @@ func (s *Store) LoadKeyStanding(ctx context.Context, account string, refs []doma
 	for _, r := range refs {
 		keys = append(keys, key(principalPK(r.Principal), keySK(r.ID)))
 	}
-	items, err := ddb.BatchGet(ctx, s.db, s.table, keys)
+	items, err := ddb.BatchGetConsistent(ctx, s.db, s.table, keys)
 	if err != nil {
 		return st, wrap("load key standing", err)
 	}

@@ -135,7 +135,7 @@ func (s *Store) GetAccountRecords(ctx context.Context, ids []string) ([]domain.A
 	for _, id := range ids {
 		keys = append(keys, key(accountPK(id), skAccount))
 	}
-	items, err := ddb.BatchGet(ctx, s.db, s.table, keys)
+	items, err := ddb.BatchGetConsistent(ctx, s.db, s.table, keys)
 	if err != nil {
 		return nil, wrap("get accounts", err)
 	}
@@ -276,12 +276,39 @@ func (s *Store) UpdateAccount(ctx context.Context, prev, next domain.AccountReco
 
 // AccountLeftovers tells whether an account still has sub-accounts,
 // applications, address sets, application tests or metric prototypes:
-// five Limit-1 GSI queries in parallel.
+// five Limit-1 GSI queries in parallel with one consistent BatchGetItem of
+// the account's usage items. GSI1 may not show an application or address
+// set created a moment ago; their usage counts, kept by the create and
+// delete transactions, do.
 func (s *Store) AccountLeftovers(ctx context.Context, id string) (domain.Leftovers, error) {
 	var (
-		l domain.Leftovers
+		l          domain.Leftovers
+		apps, sets bool
 	)
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		items, err := ddb.BatchGetConsistent(gctx, s.db, s.table, []map[string]types.AttributeValue{
+			key(accountPK(id), usageSK(domain.ResourceApplications)), key(accountPK(id), usageSK(domain.ResourceAddressSets))})
+		if err != nil {
+			return wrap("read usage", err)
+		}
+		for _, it := range items {
+			var u struct {
+				SK string `dynamodbav:"SK"`
+				N  int    `dynamodbav:"n"`
+			}
+			if err := attributevalue.UnmarshalMap(it, &u); err != nil {
+				return fmt.Errorf("read usage: %w", err)
+			}
+			switch u.SK {
+			case usageSK(domain.ResourceApplications):
+				apps = u.N > 0
+			case usageSK(domain.ResourceAddressSets):
+				sets = u.N > 0
+			}
+		}
+		return nil
+	})
 	for pk, found := range map[string]*bool{childrenGSI(id): &l.SubAccounts, appsGSI(id): &l.Applications, addressSetsGSI(id): &l.AddressSets, appTestsGSI(id): &l.Tests,
 		metricProtosGSI(id): &l.MetricPrototypes} {
 		g.Go(func() error {
@@ -291,6 +318,7 @@ func (s *Store) AccountLeftovers(ctx context.Context, id string) (domain.Leftove
 		})
 	}
 	err := g.Wait()
+	l.Applications, l.AddressSets = l.Applications || apps, l.AddressSets || sets
 	return l, err
 }
 
@@ -547,7 +575,7 @@ func (s *Store) revokeAccountAccess(ctx context.Context, id string) error {
 	}
 	for p, refs := range swept {
 		g.Go(func() error {
-			all, err := s.principalKeys(gctx, p, true)
+			all, err := s.principalKeys(gctx, p)
 			if err != nil {
 				return err
 			}

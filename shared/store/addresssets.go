@@ -96,10 +96,10 @@ func addrEntryItem(e domain.AddressEntry) (map[string]types.AttributeValue, erro
 }
 
 // GetAddressSet reads a set's partition. A set of another account is
-// domain.ErrNotFound, like a missing one. consistent asks for a strongly
-// consistent read (read-modify-write).
-func (s *Store) GetAddressSet(ctx context.Context, account, id string, consistent bool) (AddressSetState, error) {
-	st, err := s.AddressSetByID(ctx, id, consistent)
+// domain.ErrNotFound, like a missing one. Consistent, as every base-table
+// read.
+func (s *Store) GetAddressSet(ctx context.Context, account, id string) (AddressSetState, error) {
+	st, err := s.AddressSetByID(ctx, id)
 	if err != nil {
 		return AddressSetState{}, err
 	}
@@ -111,11 +111,10 @@ func (s *Store) GetAddressSet(ctx context.Context, account, id string, consisten
 
 // AddressSetByID reads a set's partition whatever its account (the
 // aggregator's dynamic additions and the sweep, which act for the edge).
-func (s *Store) AddressSetByID(ctx context.Context, id string, consistent bool) (AddressSetState, error) {
+func (s *Store) AddressSetByID(ctx context.Context, id string) (AddressSetState, error) {
 	items, err := s.query(ctx, "read address set", &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("PK = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(addrSetPK(id))},
-		ConsistentRead:            aws.Bool(consistent),
 	}, 0)
 	if err != nil {
 		return AddressSetState{}, err

@@ -36,11 +36,11 @@ func TestAddressSetWritesAreVersioned(t *testing.T) {
 	if err := st.WriteAddressSet(ctx, store.AddressSetWrite{Set: stale}); !errors.Is(err, store.ErrVersionConflict) {
 		t.Fatalf("second write from version 1: %v", err)
 	}
-	got, err := st.GetAddressSet(ctx, "a1", "s1", true)
+	got, err := st.GetAddressSet(ctx, "a1", "s1")
 	if err != nil || got.Set.Includers != 1 || len(got.IncludedBy) != 1 || got.IncludedBy[0] != "s2" || len(got.Entries) != 1 {
 		t.Fatalf("s1 %+v %v", got, err)
 	}
-	if _, err := st.GetAddressSet(ctx, "other", "s1", false); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := st.GetAddressSet(ctx, "other", "s1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("another account's set: %v", err)
 	}
 	// Included: the delete's condition refuses.
@@ -58,11 +58,11 @@ func TestAddressSetWritesAreVersioned(t *testing.T) {
 		t.Fatalf("due at expiry: %v %v", due, err)
 	}
 	// Un-include, then delete: the partition and the index are empty.
-	bs, _ := st.GetAddressSet(ctx, "a1", "s2", true)
+	bs, _ := st.GetAddressSet(ctx, "a1", "s2")
 	if err := st.DeleteAddressSet(ctx, bs.Set, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = st.GetAddressSet(ctx, "a1", "s1", true)
+	got, _ = st.GetAddressSet(ctx, "a1", "s1")
 	if got.Set.Includers != 0 || len(got.IncludedBy) != 0 {
 		t.Fatalf("inclusion records left: %+v", got)
 	}

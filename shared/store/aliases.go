@@ -125,10 +125,42 @@ func aliasFailure(err error, first int, added []string) *domain.Error {
 // read consistently; domain.ErrNotFound when no application has it.
 func (s *Store) AliasOwner(ctx context.Context, alias string) (app, account string, err error) {
 	var c aliasClaim
-	if err := s.getConsistent(ctx, "get alias", aliasPK(alias), skAlias, &c); err != nil {
+	if err := s.getItem(ctx, "get alias", aliasPK(alias), skAlias, &c); err != nil {
 		return "", "", err
 	}
 	return c.App, c.Account, nil
+}
+
+// AliasAccounts returns, for those of aliases that an application holds,
+// the account of that application (one consistent BatchGetItem of the
+// claims per 100), keyed by AliasKey: what an alias check reads, so that
+// an application created a moment ago counts and one deleted does not
+// (the GSI1 list of an account's applications may lag behind both).
+func (s *Store) AliasAccounts(ctx context.Context, aliases []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(aliases) == 0 {
+		return out, nil
+	}
+	var keys []map[string]types.AttributeValue
+	seen := map[string]bool{}
+	for _, a := range aliases {
+		if k := domain.AliasKey(a); !seen[k] {
+			seen[k] = true
+			keys = append(keys, key(aliasPK(k), skAlias))
+		}
+	}
+	items, err := ddb.BatchGetConsistent(ctx, s.db, s.table, keys)
+	if err != nil {
+		return nil, wrap("get alias claims", err)
+	}
+	for _, it := range items {
+		var c aliasClaim
+		if err := attributevalue.UnmarshalMap(it, &c); err != nil {
+			return nil, fmt.Errorf("get alias claims: unmarshal: %w", err)
+		}
+		out[c.Alias] = c.Account
+	}
+	return out, nil
 }
 
 // AliasOwners returns, for those of aliases that an application holds,

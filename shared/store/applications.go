@@ -75,7 +75,7 @@ func (s *Store) CreateApplication(ctx context.Context, a domain.Application, q d
 // is domain.ErrNotFound, exactly like a missing one.
 func (s *Store) GetApplication(ctx context.Context, account, id string) (domain.Application, error) {
 	var a domain.Application
-	if err := s.getConsistent(ctx, "get application", appPK(id), skApp, &a); err != nil {
+	if err := s.getItem(ctx, "get application", appPK(id), skApp, &a); err != nil {
 		return domain.Application{}, err
 	}
 	if a.Account != account {

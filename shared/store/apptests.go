@@ -129,7 +129,7 @@ func (s *Store) dropConverted(ctx context.Context, t domain.AppTest, err error) 
 // a change or a run state is seen by the very next request.
 func (s *Store) GetAppTest(ctx context.Context, account, id string) (domain.AppTest, error) {
 	var t domain.AppTest
-	err := s.getConsistent(ctx, "get application test", appTestPK(account, id), skAppTest, &t)
+	err := s.getItem(ctx, "get application test", appTestPK(account, id), skAppTest, &t)
 	return t, err
 }
 

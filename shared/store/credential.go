@@ -28,7 +28,7 @@ func (s *Store) LoadCredential(ctx context.Context, principal, keyID, target str
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
-		batch, err = ddb.BatchGet(gctx, s.db, s.table, keys)
+		batch, err = ddb.BatchGetConsistent(gctx, s.db, s.table, keys)
 		return wrap("load credential", err)
 	})
 	if grants > 0 {

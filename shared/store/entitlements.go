@@ -180,7 +180,7 @@ func (s *Store) CheckAllowance(ctx context.Context, account, kind string) (domai
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) { q.Limit, q.Limited, err = s.Allowance(gctx, account, kind); return err })
 	g.Go(func() error {
-		if err := s.getConsistent(gctx, "read usage", accountPK(account), usageSK(kind), &u); !errors.Is(err, domain.ErrNotFound) {
+		if err := s.getItem(gctx, "read usage", accountPK(account), usageSK(kind), &u); !errors.Is(err, domain.ErrNotFound) {
 			return err
 		}
 		return nil

@@ -72,6 +72,7 @@ func (s *Store) Grants(ctx context.Context, principal string) ([]domain.Grant, e
 func (s *Store) grantsPage(ctx context.Context, principal string, after *domain.Grant, limit int) ([]domain.Grant, bool, error) {
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
+		ConsistentRead:         aws.Bool(true), // a revoked grant is never read again
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":pk": avStr(principalPK(principal)),

@@ -65,7 +65,7 @@ const skRolesUpgrade = "ROLESUPGRADE"
 // (domain.ErrNotFound before the first upgrade).
 func (s *Store) GetRolesUpgrade(ctx context.Context) (domain.RolesUpgrade, error) {
 	var u domain.RolesUpgrade
-	err := s.getConsistent(ctx, "get roles upgrade", pkInstallation, skRolesUpgrade, &u)
+	err := s.getItem(ctx, "get roles upgrade", pkInstallation, skRolesUpgrade, &u)
 	return u, err
 }
 

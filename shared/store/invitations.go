@@ -25,6 +25,19 @@ func invitationSK(kind, id string) string {
 }
 func inviteeGSI(email string) string { return "INVITEE#" + strings.ToLower(email) }
 
+// invitationRefPK is the partition of an invitation's reference item,
+// which names its account: the invitee finds an invitation by id alone,
+// and GSI1 (the inbox) may not show one sent a moment ago.
+func invitationRefPK(id string) string { return "INVITATIONREF#" + id }
+
+const skInvitationRef = "INVITATIONREF"
+
+// invitationRef is an invitation's reference item: where it lives.
+type invitationRef struct {
+	Account string `dynamodbav:"account"`
+	Kind    string `dynamodbav:"kind"`
+}
+
 func invitationKey(inv domain.Invitation) keyAttrs {
 	k := keyAttrs{PK: invitationsPK(inv.AccountID), SK: invitationSK(inv.Kind, inv.ID), Entity: "invitation",
 		GSI2PK: invitationsPK(inv.AccountID), GSI2SK: invitationSK(inv.Kind, createdPosition(inv.Created, inv.ID))}
@@ -65,7 +78,11 @@ func (s *Store) CreateInvitation(ctx context.Context, inv domain.Invitation, m *
 	if err != nil {
 		return err
 	}
-	tx := []types.TransactWriteItem{put, s.targetCheck(inv)}
+	ref, err := item(keyAttrs{PK: invitationRefPK(inv.ID), SK: skInvitationRef, Entity: "invitation_ref"}, invitationRef{Account: inv.AccountID, Kind: inv.Kind})
+	if err != nil {
+		return err
+	}
+	tx := []types.TransactWriteItem{put, s.targetCheck(inv), {Put: &types.Put{TableName: aws.String(s.table), Item: ref}}}
 	if inv.State == domain.InvitationAccepted {
 		gput, err := s.put(grantKey(inv.Grant(inv.Principal, inv.Created)), inv.Grant(inv.Principal, inv.Created))
 		if err != nil {
@@ -141,10 +158,27 @@ func (s *Store) InboxInvitation(ctx context.Context, email, kind, id string) (do
 	if err != nil {
 		return domain.Invitation{}, err
 	}
-	if len(invs) == 0 {
+	if len(invs) == 1 {
+		return invs[0], nil
+	}
+	// Not in the index (yet): decide from the base table, consistently,
+	// before answering that there is no such invitation.
+	var ref invitationRef
+	if err := s.getItem(ctx, "get invitation reference", invitationRefPK(id), skInvitationRef, &ref); err != nil {
+		return domain.Invitation{}, err
+	}
+	if ref.Kind != kind {
 		return domain.Invitation{}, domain.ErrNotFound
 	}
-	return invs[0], nil
+	inv, err := s.GetInvitation(ctx, ref.Account, kind, id)
+	if err != nil {
+		return domain.Invitation{}, err
+	}
+	// What the inbox index holds (invitationKey): sent, to this invitee.
+	if inv.State == domain.InvitationQueued || !strings.EqualFold(inv.Email, email) {
+		return domain.Invitation{}, domain.ErrNotFound
+	}
+	return inv, nil
 }
 
 // ErrStateChanged means the invitation is gone or no longer in a state
@@ -315,7 +349,7 @@ func (s *Store) DeleteInvitation(ctx context.Context, inv domain.Invitation) err
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":st": avStr(inv.State),
 		},
-	}}}
+	}}, {Delete: &types.Delete{TableName: aws.String(s.table), Key: key(invitationRefPK(inv.ID), skInvitationRef)}}}
 	if inv.State == domain.InvitationAccepted && inv.Principal != "" {
 		// Only the grant this invitation made: one made by another
 		// invitation to the same role stays.

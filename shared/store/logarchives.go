@@ -72,7 +72,7 @@ func (s *Store) PutLogArchive(ctx context.Context, a domain.LogArchive, data []b
 	}
 	for attempt := 1; ; attempt++ {
 		var old domain.LogArchive
-		err := s.getConsistent(ctx, "get log archive", pk, sk, &old)
+		err := s.getItem(ctx, "get log archive", pk, sk, &old)
 		replaces := err == nil
 		if err != nil && !errors.Is(err, domain.ErrNotFound) {
 			return err

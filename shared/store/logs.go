@@ -227,6 +227,7 @@ func (s *Store) ScanLogs(ctx context.Context, r LogRange, yield func(domain.LogI
 			":b": avStr(r.To.UTC().Format(logTimeLayout)),
 		},
 		ScanIndexForward: aws.Bool(!r.Desc),
+		ConsistentRead:   aws.Bool(true), // a POSTed record is in the next query
 	}
 	if r.PageSize > 0 {
 		in.Limit = aws.Int32(int32(r.PageSize))

@@ -69,7 +69,7 @@ func (s *Store) RolesAndGroups(ctx context.Context, roles, groups []domain.RBACR
 	for _, g := range groups {
 		keys = append(keys, key(rbacPK(g.Account), groupSK(g.ID)))
 	}
-	items, err := ddb.BatchGet(ctx, s.db, s.table, keys)
+	items, err := ddb.BatchGetConsistent(ctx, s.db, s.table, keys)
 	if err != nil {
 		return nil, nil, wrap("read roles and groups", err)
 	}

@@ -117,13 +117,11 @@ func (s *Store) put(k keyAttrs, v any) (types.TransactWriteItem, error) {
 	}}, nil
 }
 
+// getItem reads one item, strongly consistent: every read of the base
+// table is (docs/data-model.md, "Consistency"), so an answer, negative or
+// not, and a write based on it never miss a write that was acknowledged
+// before it. It costs twice an eventually consistent read's capacity.
 func (s *Store) getItem(ctx context.Context, op, pk, sk string, out any) error {
-	return s.get(ctx, op, pk, sk, false, out)
-}
-
-// getConsistent is getItem with a strongly consistent read, for reads a
-// write is about to be based on.
-func (s *Store) getConsistent(ctx context.Context, op, pk, sk string, out any) error {
 	return s.get(ctx, op, pk, sk, true, out)
 }
 
@@ -145,8 +143,14 @@ func (s *Store) transact(ctx context.Context, op string, items []types.TransactW
 	return wrap(op, ddb.TransactWrite(ctx, s.db, &dynamodb.TransactWriteItemsInput{TransactItems: items}))
 }
 
+// query reads every page of in (up to max items), strongly consistent on
+// the base table; a query of an index cannot be, so its caller must say in
+// docs/data-model.md why a stale answer is safe.
 func (s *Store) query(ctx context.Context, op string, in *dynamodb.QueryInput, max int) ([]map[string]types.AttributeValue, error) {
 	in.TableName = aws.String(s.table)
+	if in.IndexName == nil {
+		in.ConsistentRead = aws.Bool(true)
+	}
 	items, err := ddb.QueryAll(ctx, s.db, in, max)
 	return items, wrap(op, err)
 }

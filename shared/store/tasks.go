@@ -76,7 +76,7 @@ func (s *Store) CreateTask(ctx context.Context, t domain.Task, m *OutboxMarker) 
 // LoadTask reads a task whatever its account (the worker's read).
 func (s *Store) LoadTask(ctx context.Context, id string) (domain.Task, error) {
 	var t domain.Task
-	err := s.getConsistent(ctx, "get task", taskPK(id), skTask, &t)
+	err := s.getItem(ctx, "get task", taskPK(id), skTask, &t)
 	return t, err
 }
 
@@ -367,7 +367,7 @@ func (s *Store) ListInvalidations(ctx context.Context, app string) ([]Invalidati
 // GetCertificateAuthority reads an account's CA.
 func (s *Store) GetCertificateAuthority(ctx context.Context, account string) (domain.CertificateAuthority, error) {
 	var ca domain.CertificateAuthority
-	err := s.getConsistent(ctx, "get certificate authority", caPK(account), "CA", &ca)
+	err := s.getItem(ctx, "get certificate authority", caPK(account), "CA", &ca)
 	return ca, err
 }
 
