@@ -52,7 +52,7 @@ const migrateFanOut = 8
 // before the first run).
 func (s *Store) GetSchemaMigration(ctx context.Context) (domain.SchemaMigration, error) {
 	var m domain.SchemaMigration
-	err := s.getConsistent(ctx, "get schema migration", pkInstallation, skSchemaMigration, &m)
+	err := s.getItem(ctx, "get schema migration", pkInstallation, skSchemaMigration, &m)
 	return m, err
 }
 
