@@ -58,7 +58,7 @@ const (
 	// journalMaxMembers is how many member keys one journal item holds:
 	// a write of more (a BatchWriteItem of entries never exceeds 25, a
 	// transaction 100) is split into several journal items.
-	journalMaxMembers = 100
+	journalMaxMembers  = 100
 	attrJournalMembers = "m"
 )
 
@@ -267,19 +267,25 @@ func beside[T any](ctx context.Context, c journaled, j journalEntries, write fun
 func (c journaled) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	j := journalEntries{}
 	j.item(ctx, in.Item)
-	return beside(ctx, c, j, func(ctx context.Context) (*dynamodb.PutItemOutput, error) { return c.Client.PutItem(ctx, in, optFns...) })
+	return beside(ctx, c, j, func(ctx context.Context) (*dynamodb.PutItemOutput, error) {
+		return c.Client.PutItem(ctx, in, optFns...)
+	})
 }
 
 func (c journaled) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	j := journalEntries{}
 	j.key(ctx, in.Key)
-	return beside(ctx, c, j, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) { return c.Client.UpdateItem(ctx, in, optFns...) })
+	return beside(ctx, c, j, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
+		return c.Client.UpdateItem(ctx, in, optFns...)
+	})
 }
 
 func (c journaled) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	j := journalEntries{}
 	j.key(ctx, in.Key)
-	return beside(ctx, c, j, func(ctx context.Context) (*dynamodb.DeleteItemOutput, error) { return c.Client.DeleteItem(ctx, in, optFns...) })
+	return beside(ctx, c, j, func(ctx context.Context) (*dynamodb.DeleteItemOutput, error) {
+		return c.Client.DeleteItem(ctx, in, optFns...)
+	})
 }
 
 func (c journaled) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
