@@ -50,6 +50,8 @@ type Dynamo struct {
 	// Stop stops the server (safe to call more than once).
 	Stop func(context.Context) error
 	srv  *server.Server
+	// realism is the realistic mode's layer (nil: the plain server).
+	realism *realistic
 }
 
 // StartDynamoServer is StartDynamoMetered returning the server itself,
@@ -69,10 +71,25 @@ func StartDynamoServer(ctx context.Context, addr string, parts *PartitionMeter) 
 // detector, BatchWriteItem requests spend most of their time in JSON);
 // requests over the wire see the items as if they had been put through it.
 func (d *Dynamo) Load(ctx context.Context, table string, items []map[string]types.AttributeValue) error {
-	if err := d.srv.PutItems(ctx, table, items); err != nil {
+	put := d.srv.PutItems
+	if d.realism != nil {
+		put = d.realism.load
+	}
+	if err := put(ctx, table, items); err != nil {
 		return fmt.Errorf("load %d items into %s: %w", len(items), table, err)
 	}
 	return nil
+}
+
+// Settle waits until every write acknowledged so far is visible to every
+// read (realistic mode: the replicas have applied them; otherwise at once).
+func (d *Dynamo) Settle() {
+	if d.realism == nil {
+		return
+	}
+	for _, rep := range d.realism.replicas {
+		rep.settle()
+	}
 }
 
 // serve listens on a loopback address and serves h until stop. Request

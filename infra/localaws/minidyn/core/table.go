@@ -32,7 +32,11 @@ type QueryInput struct {
 	// search read (the ones its key condition selected, before the
 	// filter; through an index, their projections): what DynamoDB bills.
 	ReadSize *int
-	started  bool
+	// MaxReadBytes, when positive, ends the page once the items read
+	// (as ReadSize counts them) reach it, with a LastEvaluatedKey when
+	// more remain: DynamoDB's 1 MB page (PATCHES.md, 9).
+	MaxReadBytes int
+	started      bool
 }
 
 // Table struct to mock a dynamodb table
@@ -449,7 +453,10 @@ func (t *Table) SearchData(input QueryInput) ([]map[string]*types.Item, map[stri
 		return items, last, nil
 	}
 
-	var count, walked int64
+	var (
+		count, walked int64
+		read          int
+	)
 
 	for n := range plan.hi - plan.lo {
 		j := plan.lo + n
@@ -471,9 +478,14 @@ func (t *Table) SearchData(input QueryInput) ([]map[string]*types.Item, map[stri
 		if counted {
 			count++
 
-			if input.ReadSize != nil {
+			if input.ReadSize != nil || input.MaxReadBytes > 0 {
 				if stored, ok := t.Data[plan.pkAt(j)]; ok {
-					*input.ReadSize += readSize(stored, index)
+					n := readSize(stored, index)
+					read += n
+
+					if input.ReadSize != nil {
+						*input.ReadSize += n
+					}
 				}
 			}
 		}
@@ -483,9 +495,28 @@ func (t *Table) SearchData(input QueryInput) ([]map[string]*types.Item, map[stri
 		if shouldBreakPage(count, limit) {
 			break
 		}
+
+		if input.MaxReadBytes > 0 && read >= input.MaxReadBytes {
+			if walked < int64(plan.hi-plan.lo) {
+				return items, t.pageKey(last, index), nil
+			}
+
+			break
+		}
 	}
 
 	return items, t.getLastKey(last, limit, count, walked, int64(plan.hi-plan.lo), index), nil
+}
+
+// pageKey is the LastEvaluatedKey of a page that ends at item.
+func (t *Table) pageKey(item map[string]*types.Item, index *index) map[string]*types.Item {
+	key := t.KeySchema.getKeyItem(item)
+
+	if index != nil {
+		maps.Copy(key, index.keySchema.getKeyItem(item))
+	}
+
+	return key
 }
 
 func (t *Table) getLastKey(item map[string]*types.Item, limit, count, scanned, keysSize int64, index *index) map[string]*types.Item {
@@ -493,14 +524,7 @@ func (t *Table) getLastKey(item map[string]*types.Item, limit, count, scanned, k
 		return map[string]*types.Item{}
 	}
 
-	key := t.KeySchema.getKeyItem(item)
-
-	if index != nil {
-		iKey := index.keySchema.getKeyItem(item)
-		maps.Copy(key, iKey)
-	}
-
-	return key
+	return t.pageKey(item, index)
 }
 
 // InterpreterMatch evaluates a match expression against an item

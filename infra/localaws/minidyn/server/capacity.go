@@ -28,6 +28,15 @@ func (s *Server) ObserveCapacity(fn func([]Consumed)) {
 	s.observe = fn
 }
 
+// SetPageReadLimit makes every Query and Scan page end once the items it
+// has read reach n bytes (by the sizes capacity is billed on, before the
+// filter), with a LastEvaluatedKey when more remain, as DynamoDB ends a
+// page at 1 MB. 0 (the default) leaves pages unbounded but for Limit.
+// Set it before serving.
+func (s *Server) SetPageReadLimit(n int) {
+	s.client.pageBytes = n
+}
+
 // ItemSize is an item's size by DynamoDB's rules (the one capacity is
 // billed on).
 func ItemSize(item map[string]*AttributeValue) int {

@@ -25,6 +25,9 @@ type Client struct {
 	tableFailureErrs     map[string]error
 	unprocessedMatchers  map[string]func(int, map[string]*AttributeValue) bool
 	indexActivationDelay time.Duration
+	// pageBytes, when positive, is the read size at which a Query or
+	// Scan page ends (SetPageReadLimit).
+	pageBytes int
 }
 
 // NewClient creates a new in-memory DynamoDB-compatible client used by the HTTP server.
@@ -545,6 +548,7 @@ func (c *Client) Query(ctx context.Context, input *QueryInput) (*QueryOutput, er
 		Limit:                     int64(aws.ToInt32(input.Limit)),
 		ScanIndexForward:          aws.ToBool(input.ScanIndexForward),
 		ReadSize:                  readSizeFor(rec, &read),
+		MaxReadBytes:              c.pageBytes,
 	}
 
 	items, last, err := table.SearchData(query)
@@ -603,6 +607,7 @@ func (c *Client) Scan(ctx context.Context, input *ScanInput) (*ScanOutput, error
 		Scan:                      true,
 		ScanIndexForward:          true,
 		ReadSize:                  readSizeFor(rec, &read),
+		MaxReadBytes:              c.pageBytes,
 	})
 	if err != nil {
 		return nil, mapKnownError(err)
