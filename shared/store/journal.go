@@ -124,6 +124,17 @@ func listsOfKey(pk, sk string) []string {
 
 type listsKey struct{}
 
+type unjournaledKey struct{}
+
+// unjournaled marks the writes made with the returned context as changing
+// nothing a list shows read-your-writes: a key's last_used, which is kept
+// at a minute's granularity and written by the authorizer, not by a
+// client's request. Such a write must not cost a journal item on every
+// authorized request.
+func unjournaled(ctx context.Context) context.Context {
+	return context.WithValue(ctx, unjournaledKey{}, true)
+}
+
 // withLists names the listed collections of the member pk/sk for the
 // writes made with the returned context: for an Update or Delete of a
 // member whose key does not hold its collection (an application's account,
@@ -237,7 +248,7 @@ func (c journaled) put(ctx context.Context, items []map[string]types.AttributeVa
 // beside runs write in parallel with the journal's write of j.
 func beside[T any](ctx context.Context, c journaled, j journalEntries, write func(context.Context) (T, error)) (T, error) {
 	items := j.items(c.now())
-	if len(items) == 0 {
+	if len(items) == 0 || ctx.Value(unjournaledKey{}) != nil {
 		return write(ctx)
 	}
 	var out T
