@@ -332,7 +332,10 @@ func (c journaled) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 	if len(items) == 0 {
 		return c.Client.TransactWriteItems(ctx, in, optFns...)
 	}
-	if len(in.TransactItems)+len(items) <= ddb.MaxTransactItems {
+	// A transaction sent with a ClientRequestToken must be the same
+	// request when retried; the journal's items (a new write id and time
+	// each attempt) go beside it then.
+	if len(in.TransactItems)+len(items) <= ddb.MaxTransactItems && in.ClientRequestToken == nil {
 		// In the transaction: the journal is written exactly when the
 		// change is. The caller's actions keep their indexes (a
 		// cancellation's reasons are read by index).
