@@ -37,14 +37,14 @@ import (
 
 const (
 	prefixJournal = "RECENT#"
-	// journalWindow is how far back a list looks in the journal. DynamoDB
+	// JournalWindow is how far back a list looks in the journal. DynamoDB
 	// propagates an index write "usually within a fraction of a second"
 	// (its developer guide, Global secondary indexes); the local realistic
 	// mode delays index visibility by up to 1 s. 5 s covers five times
 	// that and the clock skew between two Lambda hosts (milliseconds,
 	// NTP-synchronized), while keeping the Query of a busy collection's
 	// journal short.
-	journalWindow = 5 * time.Second
+	JournalWindow = 5 * time.Second
 	// journalTTL removes journal items long after the window (DynamoDB's
 	// TTL deletes within days; the window bounds what is read, not TTL).
 	journalTTL = time.Hour

@@ -172,10 +172,10 @@ func positions(items []map[string]types.AttributeValue, skName, prefix string) [
 }
 
 // recent reads the keys of the members the journal of collection list
-// names within journalWindow, newest first, at most journalMembersLimit
+// names within JournalWindow, newest first, at most journalMembersLimit
 // of them (from at most journalReadLimit journal items).
 func (s *Store) recent(ctx context.Context, list string) ([]map[string]types.AttributeValue, error) {
-	since := fmt.Sprintf("%013d", s.now().Add(-journalWindow).UnixMilli())
+	since := fmt.Sprintf("%013d", s.now().Add(-JournalWindow).UnixMilli())
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:                aws.String(s.table),
 		KeyConditionExpression:   aws.String("#pk = :pk AND #sk > :since"),
