@@ -8,12 +8,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"golang.org/x/sync/errgroup"
 
 	"cads/shared/ddb"
 )
@@ -245,34 +245,50 @@ func (c journaled) put(ctx context.Context, items []map[string]types.AttributeVa
 	return ddb.BatchWrite(ctx, c.Client, c.table, reqs)
 }
 
-// beside runs write in parallel with the journal's write of j.
+// beside runs write in parallel with the journal's write of j. Both run
+// to their end (neither cancels the other); when the write failed (a
+// condition refused it: a conflict, another account's member), the
+// journal items are deleted again, so that a refused request leaves the
+// table as it was (the isolation invariant; a leftover would only make a
+// list read the member once more, and expire).
 func beside[T any](ctx context.Context, c journaled, j journalEntries, write func(context.Context) (T, error)) (T, error) {
 	items := j.items(c.now())
 	if len(items) == 0 || ctx.Value(unjournaledKey{}) != nil {
 		return write(ctx)
 	}
-	var out T
-	var werr error
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		out, werr = write(gctx)
-		return werr
-	})
-	g.Go(func() error {
-		if err := c.put(gctx, items); err != nil {
-			return fmt.Errorf("journal: %w", err)
+	var (
+		out        T
+		werr, jerr error
+		wg         sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		jerr = c.put(ctx, items)
+	}()
+	out, werr = write(ctx)
+	wg.Wait()
+	if werr != nil {
+		if jerr == nil {
+			c.unput(context.WithoutCancel(ctx), items)
 		}
-		return nil
-	})
-	if err := g.Wait(); err != nil {
-		if werr != nil {
-			// The write's own error (a failed condition) is what the
-			// caller acts on, not the cancellation it caused.
-			return out, werr
-		}
-		return out, err
+		// The write's own error (a failed condition) is what the caller
+		// acts on.
+		return out, werr
+	}
+	if jerr != nil {
+		return out, fmt.Errorf("journal: %w", jerr)
 	}
 	return out, nil
+}
+
+// unput deletes journal items of a write that failed; best effort.
+func (c journaled) unput(ctx context.Context, items []map[string]types.AttributeValue) {
+	reqs := make([]types.WriteRequest, len(items))
+	for i, it := range items {
+		reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: map[string]types.AttributeValue{AttrPK: it[AttrPK], AttrSK: it[AttrSK]}}}
+	}
+	_ = ddb.BatchWrite(ctx, c.Client, c.table, reqs)
 }
 
 func (c journaled) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {

@@ -549,3 +549,41 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 		})
 	}
 }
+
+// A write its condition refuses leaves no journal item behind: a refused
+// request changes nothing in the table.
+func TestRefusedWriteLeavesNoJournal(t *testing.T) {
+	st, d := newStore(t)
+	ctx := context.Background()
+	ensureAccount(t, st, "a1")
+	ensureAccount(t, st, "a2")
+	if err := st.CreateMetricPrototype(ctx, domain.MetricPrototype{ID: "p1", Account: "a1", DefaultName: "m", Display: "m",
+		Expression: "count()", LogType: "proxy-logs", DefaultFrequency: 60, Created: st.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	journal := func(acct string) int {
+		out, err := d.Client.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(d.Table), ConsistentRead: aws.Bool(true),
+			KeyConditionExpression:    aws.String("PK = :pk"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: "RECENT#METRICPROTOS#" + acct}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(out.Items)
+	}
+	if n := journal("a1"); n != 1 {
+		t.Fatalf("the create left %d journal items, want 1", n)
+	}
+	// a2 deleting a1's prototype: refused by its condition.
+	if _, err := st.DeleteMetricPrototype(ctx, "a2", "p1"); err == nil {
+		t.Fatal("another account's prototype was deleted")
+	}
+	if n := journal("a2"); n != 0 {
+		t.Fatalf("the refused delete left %d journal items", n)
+	}
+	if _, err := st.DeleteMetricPrototype(ctx, "a1", "p1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := journal("a1"); n != 2 {
+		t.Fatalf("the delete left %d journal items in all, want 2", n)
+	}
+}
