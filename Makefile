@@ -10,9 +10,9 @@ GO        ?= go
 help: ## list targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-run: ## the whole platform on 127.0.0.1 (API on :3000, API_ADDR overrides)
+run: ## the whole platform on 127.0.0.1 (API on :3000, API_ADDR overrides; REALISTIC=1 or a seed: DynamoDB in realistic mode)
 	$(GO) build -o $(BUILD)/local ./infra/cmd/local
-	exec $(BUILD)/local
+	exec $(BUILD)/local $(if $(REALISTIC),-realistic='$(REALISTIC)')
 
 RATE ?= 25
 .PHONY: traffic

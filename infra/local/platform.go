@@ -52,9 +52,14 @@ type Options struct {
 	StateDir       string // where operator.key goes; default .local
 	TableName      string // default "cads-local"
 	DynamoEndpoint string // "" = embedded minidyn
-	SQSEndpoint    string // "" = embedded goaws
-	OperatorEmail  string // default operator@localhost
-	Log            *slog.Logger
+	// DynamoRealism, when set, runs the embedded DynamoDB in realistic
+	// mode (lagging eventual and index reads, transaction conflicts,
+	// throttles, partly unprocessed batches: localaws.Realism). Ignored
+	// with DynamoEndpoint.
+	DynamoRealism *localaws.Realism
+	SQSEndpoint   string // "" = embedded goaws
+	OperatorEmail string // default operator@localhost
+	Log           *slog.Logger
 	// DynamoOptions are added to the DynamoDB client (tests install the
 	// round-trip counter here).
 	DynamoOptions []func(*dynamodb.Options)
@@ -143,8 +148,17 @@ func (p *Platform) start(ctx context.Context, o Options) error {
 	// DynamoDB: the embedded server unless an endpoint was given.
 	var db *dynamodb.Client
 	if o.DynamoEndpoint == "" {
-		endpoint, stop, err := localaws.StartDynamo(ctx, "127.0.0.1:0")
-		if err != nil {
+		var (
+			endpoint string
+			stop     func(context.Context) error
+		)
+		if o.DynamoRealism != nil {
+			d, err := localaws.StartRealisticDynamo(ctx, "127.0.0.1:0", nil, *o.DynamoRealism)
+			if err != nil {
+				return fmt.Errorf("start DynamoDB server: %w", err)
+			}
+			endpoint, stop = d.Endpoint, d.Stop
+		} else if endpoint, stop, err = localaws.StartDynamo(ctx, "127.0.0.1:0"); err != nil {
 			return fmt.Errorf("start DynamoDB server: %w", err)
 		}
 		p.stopServers = append(p.stopServers, stop)
@@ -152,7 +166,11 @@ func (p *Platform) start(ctx context.Context, o Options) error {
 		if err != nil {
 			return err
 		}
-		log.Info("dynamodb: embedded minidyn", "endpoint", endpoint)
+		if o.DynamoRealism != nil {
+			log.Info("dynamodb: embedded minidyn, realistic mode", "endpoint", endpoint, "realism", o.DynamoRealism.String(), "seed", o.DynamoRealism.Seed)
+		} else {
+			log.Info("dynamodb: embedded minidyn", "endpoint", endpoint)
+		}
 	} else {
 		db, err = ddb.NewClient(ctx, append([]func(*dynamodb.Options){func(op *dynamodb.Options) { op.BaseEndpoint = &o.DynamoEndpoint }}, o.DynamoOptions...)...)
 		if err != nil {

@@ -309,6 +309,14 @@ func (rl *realistic) tableOp(w http.ResponseWriter, r *http.Request, op string, 
 				slog.Warn("realistic DynamoDB: replica refused a table change", "op", op, "status", rr.code, "body", string(rr.body))
 			}
 		}
+		if op == "DeleteTable" {
+			var in struct{ TableName string }
+			if json.Unmarshal(body, &in) == nil {
+				rl.lmu.Lock()
+				delete(rl.lsis, in.TableName)
+				rl.lmu.Unlock()
+			}
+		}
 		if op == "CreateTable" {
 			var in struct {
 				TableName             string
@@ -336,7 +344,11 @@ type itemRef struct {
 // id is the item's identity for holds ("" when its key is not valid: the
 // primary refuses the request).
 func (rl *realistic) id(ref itemRef) string {
+	// Under the primary's request lock: minidyn changes its map of
+	// tables without its own.
+	rl.front.mu.Lock()
 	k, err := rl.primary.KeyOf(ref.table, ref.attrs)
+	rl.front.mu.Unlock()
 	if err != nil {
 		return ""
 	}
@@ -671,6 +683,11 @@ func (rl *realistic) batchGet(w http.ResponseWriter, r *http.Request, body []byt
 			order = append(order, h)
 		}
 		groups[h][t] = items[t]
+	}
+	if len(order) == 0 {
+		// No tables: the primary says what is wrong with that.
+		forward(rl.front, r, body).copyTo(w)
+		return
 	}
 	var res result
 	for i, h := range order {

@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -222,6 +224,12 @@ func TestRealisticTransactionConflict(t *testing.T) {
 	if !errors.As(err, &conflict) {
 		t.Fatalf("a PutItem of the held item: %v, want TransactionConflictException", err)
 	}
+	_, err = c.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: []ddbtypes.TransactGetItem{
+		{Get: &ddbtypes.Get{TableName: aws.String(realTable), Key: key("X", "META")}},
+	}})
+	if !errors.As(err, &tce) || len(tce.CancellationReasons) != 1 || aws.ToString(tce.CancellationReasons[0].Code) != "TransactionConflict" {
+		t.Fatalf("a TransactGetItems of the held item: %v, want a TransactionConflict cancellation", err)
+	}
 	// Another item is not held.
 	if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(realTable), Item: key("Z", "META")}); err != nil {
 		t.Fatalf("a PutItem of an item no transaction holds: %v", err)
@@ -242,7 +250,9 @@ func TestRealisticTransactionConflict(t *testing.T) {
 	}
 }
 
-func attrEqual(a, b ddbtypes.AttributeValue) bool { return fmt.Sprintf("%#v", a) == fmt.Sprintf("%#v", b) }
+func attrEqual(a, b ddbtypes.AttributeValue) bool {
+	return fmt.Sprintf("%#v", a) == fmt.Sprintf("%#v", b)
+}
 
 // Injected conflicts cancel transactions at the rate asked, each on one
 // item, and the same seed cancels the same ones.
@@ -569,5 +579,108 @@ func TestRealisticOneMegabytePages(t *testing.T) {
 	}
 	if len(out.Items) != 0 || len(out.LastEvaluatedKey) == 0 {
 		t.Errorf("filtered page: %d items, LastEvaluatedKey %v; want none and a key", len(out.Items), out.LastEvaluatedKey)
+	}
+}
+
+func TestParseRealism(t *testing.T) {
+	for _, off := range []string{"", "0", "off"} {
+		if r, err := ParseRealism(off); r != nil || err != nil {
+			t.Errorf("%q: %v, %v; want off", off, r, err)
+		}
+	}
+	r, err := ParseRealism("42")
+	if err != nil || *r != Realistic(42) {
+		t.Errorf(`"42": %v, %v; want the preset with seed 42`, r, err)
+	}
+	r, err = ParseRealism("seed=7,lag=200ms,tx-hold=5ms,conflicts=0,throttles=1%,unprocessed=0.5,page-bytes=4096")
+	want := Realism{Seed: 7, ReadLag: 200 * time.Millisecond, IndexLag: 200 * time.Millisecond, TxHold: 5 * time.Millisecond, ThrottleRate: 0.01, UnprocessedRate: 0.5, PageBytes: 4096}
+	if err != nil || *r != want {
+		t.Errorf("knobs: %+v, %v; want %+v", r, err, want)
+	}
+	if r, err := ParseRealism("on"); err != nil || r == nil || r.ConflictRate != 0.10 {
+		t.Errorf(`"on": %+v, %v; want the preset`, r, err)
+	}
+	for _, bad := range []string{"seed=x", "conflicts=2", "speed=1"} {
+		if _, err := ParseRealism(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// Capacity is metered in realistic mode as on the plain server: a
+// consistent read on the primary bills a full unit, an eventual one on the
+// replica half, and the partition meter counts both.
+func TestRealisticMetersCapacity(t *testing.T) {
+	ctx := t.Context()
+	pm := NewPartitionMeter(nil)
+	d, err := StartRealisticDynamo(ctx, "", pm, Realism{Seed: 1, ReadLag: 50 * time.Millisecond, IndexLag: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Stop(context.Background()) })
+	c, err := DynamoClient(ctx, d.Endpoint, func(o *dynamodb.Options) { o.Retryer = aws.NopRetryer{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureTable(ctx, c, realTable, fixture(t).Tables["Table"]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(realTable), Item: key("M", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	d.Settle()
+	pm.Reset()
+	for _, tc := range []struct {
+		consistent bool
+		want       float64
+	}{{true, 1}, {false, 0.5}} {
+		out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(realTable), Key: key("M", "1"),
+			ConsistentRead: aws.Bool(tc.consistent), ReturnConsumedCapacity: ddbtypes.ReturnConsumedCapacityTotal})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Item == nil || out.ConsumedCapacity == nil || aws.ToFloat64(out.ConsumedCapacity.CapacityUnits) != tc.want {
+			t.Errorf("GetItem (consistent %v): item %v, capacity %+v; want the item and %g", tc.consistent, out.Item, out.ConsumedCapacity, tc.want)
+		}
+	}
+	if got := pm.Totals()[PartitionKey{Table: realTable, Key: "M"}]; pm.Requests() != 2 || got.RCU != 1.5 {
+		t.Errorf("meter: %d requests, %+v; want 2 and 1.5 RCU", pm.Requests(), got)
+	}
+}
+
+// The bodies are byte for byte what DynamoDB sends.
+func TestRealisticErrorBodies(t *testing.T) {
+	d, _ := startRealistic(t, Realism{Seed: 2, ConflictRate: 1})
+	endpoint := d.Endpoint
+	post := func(op, body string) (int, string) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+op)
+		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := post("TransactWriteItems", `{"TransactItems":[{"Put":{"TableName":"real","Item":{"PK":{"S":"a"},"SK":{"S":"1"}}}},{"Put":{"TableName":"real","Item":{"PK":{"S":"b"},"SK":{"S":"1"}}}}]}`)
+	first := `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict, None]","CancellationReasons":[{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"},{"Code":"None"}]}`
+	second := `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]","CancellationReasons":[{"Code":"None"},{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"}]}`
+	if code != http.StatusBadRequest || (body != first && body != second) {
+		t.Errorf("cancelled transaction: %d %s", code, body)
+	}
+	code, body = post("Query", `{"TableName":"real","IndexName":"GSI1","ConsistentRead":true,"KeyConditionExpression":"GSI1PK = :p","ExpressionAttributeValues":{":p":{"S":"x"}}}`)
+	if want := `{"__type":"com.amazonaws.dynamodb.v20120810#ValidationException","message":"Consistent reads are not supported on global secondary indexes"}`; code != http.StatusBadRequest || body != want {
+		t.Errorf("consistent index query: %d %s, want 400 %s", code, body, want)
+	}
+	throttling, _ := startRealistic(t, Realism{Seed: 2, ThrottleRate: 1})
+	endpoint = throttling.Endpoint
+	code, body = post("GetItem", `{"TableName":"real","Key":{"PK":{"S":"a"},"SK":{"S":"1"}}}`)
+	if want := `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."}`; code != http.StatusBadRequest || body != want {
+		t.Errorf("throttled GetItem: %d %s, want 400 %s", code, body, want)
 	}
 }

@@ -70,6 +70,8 @@ func StartDynamoServer(ctx context.Context, addr string, parts *PartitionMeter) 
 // for tests that need tables of many thousands of items (under the race
 // detector, BatchWriteItem requests spend most of their time in JSON);
 // requests over the wire see the items as if they had been put through it.
+// In realistic mode they are visible at once to every read (replicas
+// included), after the writes queued before them.
 func (d *Dynamo) Load(ctx context.Context, table string, items []map[string]types.AttributeValue) error {
 	put := d.srv.PutItems
 	if d.realism != nil {

@@ -39,8 +39,24 @@ type Dynamo struct {
 func NewDynamo(t testing.TB) Dynamo {
 	t.Helper()
 	ctx := context.Background()
-	endpoint, stop, err := localaws.StartDynamo(ctx, "127.0.0.1:0")
+	// CADS_DYNAMO_REALISM (unset by default) starts the server in
+	// realistic mode (localaws.ParseRealism).
+	realism, err := localaws.RealismFromEnv()
 	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		endpoint string
+		stop     func(context.Context) error
+	)
+	if realism != nil {
+		t.Logf("DynamoDB in realistic mode: %s", realism)
+		d, err := localaws.StartRealisticDynamo(ctx, "127.0.0.1:0", nil, *realism)
+		if err != nil {
+			t.Fatalf("start DynamoDB server: %v", err)
+		}
+		endpoint, stop = d.Endpoint, d.Stop
+	} else if endpoint, stop, err = localaws.StartDynamo(ctx, "127.0.0.1:0"); err != nil {
 		t.Fatalf("start DynamoDB server: %v", err)
 	}
 	t.Cleanup(func() { _ = stop(context.Background()) })

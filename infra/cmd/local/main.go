@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cads/infra/local"
+	"cads/infra/localaws"
 	"cads/shared/logging"
 )
 
@@ -20,10 +21,19 @@ func main() {
 	// 0 keeps the deployed bound; a negative value turns the warm path off,
 	// so a load run can show what it saves.
 	staleness := flag.Duration("authz-staleness", 0, "how long the authorizer may decide from a key's cached inputs: 0 = the deployed default (1s), negative = no cache")
+	realistic := flag.String("realistic", "", "run the embedded DynamoDB in realistic mode: 1 (the preset, a seed from the clock), a seed, or knobs such as seed=42,lag=200ms,conflicts=0.1 (docs/local-platform.md)")
 	flag.Parse()
 	log := logging.New(os.Stderr, os.Getenv("LOG_LEVEL"))
 	// The embedded servers' adapters log through the default logger.
 	slog.SetDefault(log)
+	realism, err := localaws.ParseRealism(*realistic)
+	if err != nil {
+		log.Error("bad -realistic", "error", err.Error())
+		os.Exit(2)
+	}
+	if realism != nil {
+		fmt.Fprintf(os.Stderr, "Realistic DynamoDB: %s\n  (replay this run's choices with REALISTIC=seed=%d)\n", realism, realism.Seed)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	began := time.Now()
@@ -35,6 +45,7 @@ func main() {
 		OperatorEmail:  os.Getenv("OPERATOR_EMAIL"),
 		StateDir:       *stateDir,
 		AuthzStaleness: *staleness,
+		DynamoRealism:  realism,
 		Log:            log,
 	})
 	if err != nil {

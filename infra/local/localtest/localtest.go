@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"cads/infra/local"
+	"cads/infra/localaws"
 	"cads/infra/schedule"
 	"cads/infra/testenv"
 )
@@ -68,8 +69,18 @@ func Start(t testing.TB, opts ...func(*local.Options)) (*local.Platform, *Logs) 
 		// OpenAPI document.
 		WrapHTTP: contract.Middleware(t),
 	}
+	// CADS_DYNAMO_REALISM (unset by default) starts the platform's
+	// DynamoDB in realistic mode; a test's own options still win.
+	realism, err := localaws.RealismFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.DynamoRealism = realism
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.DynamoRealism != nil {
+		t.Logf("DynamoDB in realistic mode: %s", o.DynamoRealism)
 	}
 	p, err := local.Start(context.Background(), o)
 	if err != nil {
