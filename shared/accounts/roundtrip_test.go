@@ -31,19 +31,21 @@ func TestRoundTrips(t *testing.T) {
 		method, path, body string
 		seq, total         int
 	}{
+		// Lists follow writes of their collection here: they read the
+		// journal of recent writes (docs/data-model.md, Read your writes).
 		{"POST", "/v2/accounts", `{"name":"Fresh"}`, 2, 2},                                 // parent GetItem; TransactWriteItems (account, name, 3 roles, parent check)
 		{"GET", acct, "", 1, 1},                                                            // GetItem
 		{"PATCH", acct, `{"name":"Measured 2"}`, 2, 2},                                     // GetItem; TransactWriteItems (account, name moves)
 		{"PATCH", acct, `{"keyword":"m2"}`, 2, 2},                                          // GetItem; TransactWriteItems
-		{"GET", "/v2/accounts", "", 2, 4},                                                  // decider (grants + key account, then roles) beside the ACCOUNTS page Query (GSI2)
+		{"GET", "/v2/accounts", "", 2, 6},                                                  // decider (grants + key account, then roles) beside the ACCOUNTS page Query (GSI2) and its journal Query; the members the journal names (BatchGetItem)
 		{"GET", acct + "/billing", "", 2, 2},                                               // partition Query (usage count included); the closed month frozen (first read)
 		{"GET", acct + "/billing", "", 1, 1},                                               // partition Query (usage count included)
-		{"GET", acct + "/entitlements", "", 2, 5},                                          // decider (2) beside the account GetItem and the entitlements Query
+		{"GET", acct + "/entitlements", "", 2, 7},                                          // decider (2) beside the account GetItem, the entitlements Query and its journal Query; the members the journal names
 		{"POST", acct + "/entitlements", `{"resource":"address_sets","quantity":2}`, 2, 2}, // Query (cap); TransactWriteItems (put, account check)
 		{"GET", acct + "/entitlements/ent1", "", 1, 1},                                     // GetItem
 		{"PATCH", acct + "/entitlements/ent1", `{"quantity":4}`, 2, 2},                     // GetItem; TransactWriteItems (versioned put, account check)
-		{"DELETE", acct + "/entitlements/ent1", "", 1, 1},                                  // DeleteItem
-		{"DELETE", "/v2/accounts/" + empty.ID, "", 7, 20},                                  // mark; 5 leftover Queries (sub-accounts, applications, address sets, tests, metric prototypes) and the usage items' BatchGetItem; keys, RBAC, invitations, service-user Queries; 3 holder Queries; BatchWrite; TransactWriteItems; keys, partition, tasks and CA Queries (+ a BatchWrite if they find anything)
+		{"DELETE", acct + "/entitlements/ent1", "", 1, 2},                                  // DeleteItem ∥ its journal PutItem
+		{"DELETE", "/v2/accounts/" + empty.ID, "", 7, 22},                                  // mark (∥ its journal PutItem); 5 leftover Queries (sub-accounts, applications, address sets, tests, metric prototypes) and the usage items' BatchGetItem; keys, RBAC, invitations, service-user Queries; 3 holder Queries; BatchWrite; TransactWriteItems; keys, partition, tasks and CA Queries (+ a BatchWrite if they find anything)
 	} {
 		t.Run(c.method+" "+c.path, func(t *testing.T) {
 			e.d.Counter.SetDelay(delay)

@@ -184,6 +184,7 @@ func (s *Store) LoadKeyStanding(ctx context.Context, account string, refs []doma
 // no-op). It never fails the caller's request: errors are returned for
 // logging only.
 func (s *Store) TouchKey(ctx context.Context, principal, id string, now time.Time) error {
+	ctx = unjournaled(ctx)
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.table),
 		Key:                 key(principalPK(principal), keySK(id)),

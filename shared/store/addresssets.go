@@ -299,6 +299,7 @@ var ErrAddressSetTooLarge = errors.New("the change needs more than one transacti
 // of the set or of a set it checked is ErrVersionConflict: re-read and
 // redo.
 func (s *Store) WriteAddressSet(ctx context.Context, w AddressSetWrite) error {
+	ctx = withLists(ctx, addrSetPK(w.Set.ID), skAddrSet, addressSetsGSI(w.Set.Account))
 	if w.Items() > ddb.MaxTransactItems {
 		return fmt.Errorf("address set %s: %d actions: %w", w.Set.ID, w.Items(), ErrAddressSetTooLarge)
 	}
@@ -467,6 +468,7 @@ var ErrAddressSetIncluded = errors.New("the address set is included by another s
 // the aggregator processes the event, which has Purge set); a failure
 // there is a *CleanupError: the set is deleted all the same.
 func (s *Store) DeleteAddressSet(ctx context.Context, a domain.AddressSet, entries []string, ev *MetricEvent) error {
+	ctx = withLists(ctx, addrSetPK(a.ID), skAddrSet, addressSetsGSI(a.Account))
 	ops := []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName: aws.String(s.table), Key: key(addrSetPK(a.ID), skAddrSet),
 		ConditionExpression:       aws.String("#ver = :v AND (attribute_not_exists(#inc) OR #inc <= :zero)"),

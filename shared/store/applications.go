@@ -115,6 +115,7 @@ func (s *Store) PageApplications(ctx context.Context, account, after string, des
 // (name, labels); a change of aliases is a patch-application task's,
 // written by FinishTask with its claims.
 func (s *Store) UpdateApplicationConfig(ctx context.Context, account, id string, from int, config string) (domain.Application, error) {
+	ctx = withLists(ctx, appPK(id), skApp, appsGSI(account))
 	in, err := s.configUpdate(account, id, from, config, nil)
 	if err != nil {
 		return domain.Application{}, err
@@ -216,6 +217,7 @@ func (s *Store) endTransition(id, task, to string, restore bool) *types.Update {
 // gone (every read of them checks it), so a failure while deleting them
 // leaves garbage, never a visible half-deleted application.
 func (s *Store) DeleteApplication(ctx context.Context, account, id string) (domain.Application, error) {
+	ctx = withLists(ctx, appPK(id), skApp, appsGSI(account))
 	// Read first: the delete and the account's usage count change in one
 	// transaction, which returns no old item, and the caller answers with
 	// the application.

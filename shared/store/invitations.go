@@ -213,6 +213,7 @@ func (s *Store) updateInvitation(ctx context.Context, op string, ref domain.Invi
 // (ErrStateChanged otherwise), so a redelivered queue message cannot move
 // an answered invitation back.
 func (s *Store) MarkInvitationSent(ctx context.Context, inv domain.Invitation) (domain.Invitation, error) {
+	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
 	now := s.now()
 	inv.State, inv.Sent, inv.Updated = domain.InvitationSent, &now, now
 	k := invitationKey(inv)
@@ -246,6 +247,7 @@ func (s *Store) MarkInvitationSent(ctx context.Context, inv domain.Invitation) (
 // was delivered before. inv is the invitation as read; the result is inv
 // as requeued.
 func (s *Store) RequeueInvitation(ctx context.Context, inv domain.Invitation, m *OutboxMarker) (domain.Invitation, error) {
+	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
 	now := s.now()
 	mput, err := s.outboxPut(m, invitationOutboxPK(inv))
 	if err != nil {
@@ -290,6 +292,7 @@ func (s *Store) DeclineInvitation(ctx context.Context, ref domain.InvitationRef)
 // meanwhile, ErrAlreadyHeld when principal holds the role or group already,
 // domain.ErrNotFound when the role or group no longer exists.
 func (s *Store) AcceptInvitation(ctx context.Context, inv domain.Invitation, principal string) (domain.Invitation, error) {
+	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
 	now := s.now()
 	g := inv.Grant(principal, now)
 	gput, err := s.put(grantKey(g), g)
@@ -341,6 +344,7 @@ func (s *Store) AcceptInvitation(ctx context.Context, inv domain.Invitation, pri
 // it gave ends with the very next request. It deletes only the invitation
 // as read (ErrStateChanged if it was answered meanwhile: read and retry).
 func (s *Store) DeleteInvitation(ctx context.Context, inv domain.Invitation) error {
+	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
 	tx := []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName:                aws.String(s.table),
 		Key:                      key(invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID)),

@@ -158,7 +158,8 @@ func pageHeld[T any](ctx context.Context, s *Store, principal, prefix, after str
 	for i, p := range pos {
 		keys[i] = target(pairOf(p))
 	}
-	items, err := ddb.BatchGet(ctx, s.db, s.table, keys)
+	// Consistent: a role changed a moment ago is listed as it now is.
+	items, err := ddb.BatchGetConsistent(ctx, s.db, s.table, keys)
 	if err != nil {
 		return nil, nil, false, wrap("list held "+prefix, err)
 	}

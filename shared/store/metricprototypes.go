@@ -72,6 +72,7 @@ func (s *Store) PageMetricPrototypes(ctx context.Context, account, after string,
 // DeleteMetricPrototype deletes a prototype of account in one conditional
 // delete and returns it as it was; one of another account is domain.ErrNotFound.
 func (s *Store) DeleteMetricPrototype(ctx context.Context, account, id string) (domain.MetricPrototype, error) {
+	ctx = withLists(ctx, metricProtoPK(id), skMetricProto, metricProtosGSI(account))
 	res, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       key(metricProtoPK(id), skMetricProto),

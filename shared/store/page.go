@@ -2,13 +2,18 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
+
+	"cads/shared/ddb"
 )
 
 // Every collection the API lists is kept in its stored order under one
@@ -66,6 +71,10 @@ func keyNames(ix string) (string, string) {
 // positions, and whether DynamoDB stopped before the partition's end.
 // It is the only way the store reads a listed collection (docs/api.md,
 // Collections): one Query of at most n items.
+//
+// A collection kept in an index also reads, in parallel, the collection's
+// journal of recent writes (journal.go) and merges the members it names
+// (mergeRecent): the index may not show a write of the last seconds yet.
 func (s *Store) page(ctx context.Context, g collection, after string, desc bool, n int) ([]map[string]types.AttributeValue, []string, bool, error) {
 	// A position outside the bounds (a cursor kept while the bounds
 	// changed) is either before everything in them or past their end:
@@ -120,17 +129,151 @@ func (s *Store) page(ctx context.Context, g collection, after string, desc bool,
 			in.ExclusiveStartKey[AttrPK], in.ExclusiveStartKey[AttrSK] = avStr(pk), avStr(sk)
 		}
 	}
-	out, err := s.db.Query(ctx, in)
-	if err != nil {
+	if g.index == "" {
+		out, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, nil, false, wrap(g.op, err)
+		}
+		return out.Items, positions(out.Items, skName, g.skPrefix), len(out.LastEvaluatedKey) > 0, nil
+	}
+	var out *dynamodb.QueryOutput
+	var recent []map[string]types.AttributeValue
+	eg, gctx := errgroup.WithContext(ctx)
+	eg.Go(func() (err error) { out, err = s.db.Query(gctx, in); return err })
+	eg.Go(func() (err error) { recent, err = s.recent(gctx, g.pk); return err })
+	if err := eg.Wait(); err != nil {
 		return nil, nil, false, wrap(g.op, err)
 	}
-	pos := make([]string, len(out.Items))
-	for i, it := range out.Items {
-		if sk, ok := it[skName].(*types.AttributeValueMemberS); ok {
-			pos[i] = strings.TrimPrefix(sk.Value, g.skPrefix)
+	items, pos, more := out.Items, positions(out.Items, skName, g.skPrefix), len(out.LastEvaluatedKey) > 0
+	if len(recent) == 0 {
+		return items, pos, more, nil
+	}
+	fresh, err := ddb.BatchGetConsistent(ctx, s.db, s.table, recent)
+	if err != nil {
+		return nil, nil, false, wrap(g.op+": recent writes", err)
+	}
+	items, pos, more, emptied := mergeRecent(g, after, desc, n, items, pos, more, recent, fresh)
+	if emptied != "" {
+		// Every member the index returned is gone, and more follow: read
+		// on from the last of them rather than answer an empty page that
+		// claims more (rare: only deletes of the whole page within the
+		// index's lag).
+		return s.page(ctx, g, emptied, desc, n)
+	}
+	return items, pos, more, nil
+}
+
+func positions(items []map[string]types.AttributeValue, skName, prefix string) []string {
+	pos := make([]string, len(items))
+	for i, it := range items {
+		pos[i] = strings.TrimPrefix(strAttr(it, skName), prefix)
+	}
+	return pos
+}
+
+// recent reads the keys of the members the journal of collection list
+// names within JournalWindow, newest first, at most journalMembersLimit
+// of them (from at most journalReadLimit journal items).
+func (s *Store) recent(ctx context.Context, list string) ([]map[string]types.AttributeValue, error) {
+	since := fmt.Sprintf("%013d", s.now().Add(-JournalWindow).UnixMilli())
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                aws.String(s.table),
+		KeyConditionExpression:   aws.String("#pk = :pk AND #sk > :since"),
+		ExpressionAttributeNames: map[string]string{"#pk": AttrPK, "#sk": AttrSK, "#m": attrJournalMembers},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": avStr(journalPK(list)), ":since": avStr(since),
+		},
+		ProjectionExpression: aws.String("#m"),
+		ConsistentRead:       aws.Bool(true),
+		ScanIndexForward:     aws.Bool(false),
+		Limit:                aws.Int32(journalReadLimit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read recent writes: %w", err)
+	}
+	seen := map[string]bool{}
+	var keys []map[string]types.AttributeValue
+	for _, it := range out.Items {
+		ss, _ := it[attrJournalMembers].(*types.AttributeValueMemberSS)
+		if ss == nil {
+			continue
+		}
+		for _, m := range ss.Value {
+			if seen[m] || len(keys) == journalMembersLimit {
+				continue
+			}
+			seen[m] = true
+			pk, sk, _ := strings.Cut(m, "\n")
+			keys = append(keys, key(pk, sk))
 		}
 	}
-	return out.Items, pos, len(out.LastEvaluatedKey) > 0, nil
+	return keys, nil
+}
+
+// mergeRecent brings an index page up to date with the fresh items of the
+// members the journal named (recent: their keys; fresh: those that exist,
+// read consistently). A named member is taken out of the page; its fresh
+// item is put back at its position if it still belongs to the collection
+// and the position falls within what the page covers: after the cursor's
+// position and, when more follow, not past the page's last position (a
+// later one is the next page's). The page keeps at most n members in its
+// order; one it pushes out is the next page's. emptied is the position to
+// read on from when the merge removed every member while more follow.
+func mergeRecent(g collection, after string, desc bool, n int, items []map[string]types.AttributeValue, pos []string, more bool,
+	recent, fresh []map[string]types.AttributeValue) (_ []map[string]types.AttributeValue, _ []string, _ bool, emptied string) {
+	pkName, skName := keyNames(g.index)
+	named := map[string]bool{}
+	for _, k := range recent {
+		named[strAttr(k, AttrPK)+"\n"+strAttr(k, AttrSK)] = true
+	}
+	last := ""
+	if more && len(pos) > 0 {
+		last = pos[len(pos)-1]
+	}
+	before := func(a, b string) bool { // a comes before b in the page's order
+		if desc {
+			return a > b
+		}
+		return a < b
+	}
+	type member struct {
+		it  map[string]types.AttributeValue
+		pos string
+	}
+	var merged []member
+	for i, it := range items {
+		if !named[strAttr(it, AttrPK)+"\n"+strAttr(it, AttrSK)] {
+			merged = append(merged, member{it, pos[i]})
+		}
+	}
+	for _, it := range fresh {
+		sk := strAttr(it, skName)
+		if strAttr(it, pkName) != g.pk || !strings.HasPrefix(sk, g.skPrefix) {
+			continue // moved out of the collection (or never in it)
+		}
+		p := strings.TrimPrefix(sk, g.skPrefix)
+		switch {
+		case g.lo != "" && p < g.lo, g.hi != "" && p >= g.hi:
+			continue
+		case after != "" && !before(after, p):
+			continue
+		case more && (last == "" || before(last, p)):
+			continue
+		}
+		merged = append(merged, member{it, p})
+	}
+	if len(merged) == 0 && more && last != "" {
+		return nil, nil, false, last
+	}
+	sort.SliceStable(merged, func(i, j int) bool { return before(merged[i].pos, merged[j].pos) })
+	if len(merged) > n {
+		merged, more = merged[:n], true
+	}
+	items, pos = make([]map[string]types.AttributeValue, len(merged)), make([]string, len(merged))
+	for i, m := range merged {
+		items[i], pos[i] = m.it, m.pos
+	}
+	return items, pos, more, ""
 }
 
 // pageOf is page with the items unmarshalled.

@@ -64,6 +64,9 @@ func (s *Store) PageUsers(ctx context.Context, after string, desc bool, n int) (
 
 // UpdatePrincipal sets a principal's display name and phone number.
 func (s *Store) UpdatePrincipal(ctx context.Context, id string, c PrincipalChange) (domain.Principal, error) {
+	// A service user's changes go through UpdateServiceUser; USERS names
+	// this one's collection when it is a user (the list checks).
+	ctx = withLists(ctx, principalPK(id), skPrincipal, gsiUsers)
 	set := []string{"updated = :u"}
 	var remove []string
 	names := map[string]string{}

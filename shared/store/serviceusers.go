@@ -71,6 +71,7 @@ func (s *Store) GetServiceUser(ctx context.Context, account, id string) (domain.
 // UpdateServiceUser sets the name and description of a service user of an
 // account (nil leaves a field as it is; "" empties it).
 func (s *Store) UpdateServiceUser(ctx context.Context, account, id string, name, description *string) (domain.ServiceUser, error) {
+	ctx = withLists(ctx, principalPK(id), skPrincipal, serviceUsersGSI(account))
 	set := []string{"updated = :u"}
 	names := map[string]string{"#acct": "account", "#kind": "kind"}
 	vals := map[string]types.AttributeValue{
@@ -113,6 +114,7 @@ func (s *Store) UpdateServiceUser(ctx context.Context, account, id string, name,
 // invitations addressed to it go in the same transaction when they fit,
 // otherwise right after (see commit).
 func (s *Store) DeleteServiceUser(ctx context.Context, account, id string) (domain.ServiceUser, error) {
+	ctx = withLists(ctx, principalPK(id), skPrincipal, serviceUsersGSI(account))
 	// The email follows from the ids, so the invitations addressed to the
 	// service user are read in parallel with it.
 	var (

@@ -17,7 +17,7 @@ import (
 
 // Store is the table. It is safe for concurrent use.
 type Store struct {
-	db    *dynamodb.Client
+	db    tableAPI
 	table string
 	now   func() time.Time
 }
@@ -44,7 +44,8 @@ func New(db *dynamodb.Client, table string, opts ...Option) *Store {
 		opt(&o)
 	}
 	c := o.clock
-	return &Store{db: db, table: table, now: func() time.Time { return c().UTC().Truncate(time.Millisecond) }}
+	now := func() time.Time { return c().UTC().Truncate(time.Millisecond) }
+	return &Store{db: journaled{Client: db, table: table, now: now}, table: table, now: now}
 }
 
 // Now is the store's clock (UTC, millisecond precision, as stored).
