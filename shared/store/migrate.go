@@ -100,6 +100,7 @@ type MigrationPage struct {
 // MigratePage scans up to limit items after (afterPK, afterSK) ("" from
 // the start) and fixes them.
 func (s *Store) MigratePage(ctx context.Context, afterPK, afterSK string, limit int) (MigrationPage, error) {
+	ctx = unjournaled(ctx)
 	in := &dynamodb.ScanInput{TableName: aws.String(s.table), Limit: aws.Int32(int32(limit)), ConsistentRead: aws.Bool(true)}
 	if afterPK != "" {
 		in.ExclusiveStartKey = key(afterPK, afterSK)
