@@ -109,10 +109,12 @@ func notFound(err error, id string) error {
 	return domain.IfNotFound(err, "no test %q", id)
 }
 
-// storeError turns store limits into 413s: the input was too large.
+// storeError turns a transaction over DynamoDB's count or size limits into
+// a 413: the input was too large. An item over the item size limit is
+// already the store's 400 naming that limit.
 func storeError(err error) error {
-	if errors.Is(err, ddb.ErrItemTooLarge) || errors.Is(err, ddb.ErrTooManyItems) {
-		return domain.Errorf(domain.TooLarge, "the test configuration is too large to store: %v", err)
+	if _, ok := domain.AsError(err); !ok && errors.Is(err, ddb.ErrTooManyItems) {
+		return &domain.Error{Code: domain.TooLarge, Message: "the test configuration is too large to store; make it smaller", Err: err}
 	}
 	return err
 }
