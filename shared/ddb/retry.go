@@ -46,9 +46,9 @@ func WithRetries(p RetryPolicy) func(*dynamodb.Options) {
 //   - no client-side retry quota: the quota is a circuit breaker against an
 //     unhealthy endpoint, and contention on a busy item would drain it and
 //     turn the next requests' first conflicts into errors;
-//   - no retry whose longest wait would not end before the context's
-//     deadline: the caller gets the contention error (a 429 for the API)
-//     rather than a timeout that hides it.
+//   - no retry unless the context's deadline leaves room for the longest
+//     wait and one more attempt: the caller gets the contention error (a
+//     429 for the API) rather than a timeout that hides it.
 //
 // Retrying is safe: a canceled or throttled request wrote nothing, and
 // TransactWriteItems carries the SDK's ClientRequestToken, the same on
@@ -68,7 +68,9 @@ func NewRetryer(p RetryPolicy) aws.RetryerV2 {
 			return aws.UnknownTernary
 		}))
 	})
-	return deadlineRetryer{RetryerV2: std, reserve: p.Max}
+	// Room for the longest wait and an attempt after it: an attempt the
+	// deadline cuts short is a timeout, not the contention it retried.
+	return deadlineRetryer{RetryerV2: std, reserve: 2 * p.Max}
 }
 
 // errNoTimeToRetry is joined to the last attempt's error when the deadline

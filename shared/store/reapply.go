@@ -56,7 +56,11 @@ func reapply(ctx context.Context, p retry.Policy, change func(ctx context.Contex
 			return domain.Throttle(fmt.Errorf("no time left to re-apply after %d attempts: %w", attempt+1, err))
 		}
 		if werr := retry.Wait(ctx, d); werr != nil {
-			return fmt.Errorf("re-apply after %d attempts: %w", attempt+1, werr)
+			werr = fmt.Errorf("re-apply after %d attempts: %w", attempt+1, werr)
+			if errors.Is(werr, context.DeadlineExceeded) {
+				return domain.Throttle(werr)
+			}
+			return werr
 		}
 	}
 }

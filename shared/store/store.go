@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -108,7 +109,8 @@ func tooLarge(entity string, size int, err error) *domain.Error {
 
 // wrap adds context to a DynamoDB error and gives the client an answer it
 // can act on where there is one: contention that outlasted the client's
-// retries (ddb.IsContention) is a 429, an item over the size limit a 400.
+// retries (ddb.IsContention) or the deadline is a 429, an item over the
+// size limit a 400.
 func wrap(op string, err error) error {
 	if err == nil {
 		return nil
@@ -116,7 +118,10 @@ func wrap(op string, err error) error {
 	if _, ok := domain.AsError(err); ok {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	if ddb.IsContention(err) {
+	// A call the request's deadline cut short: the service was too busy
+	// to answer in time (contention, a starved host), which a later
+	// request may not be.
+	if ddb.IsContention(err) || errors.Is(err, context.DeadlineExceeded) {
 		return domain.Throttle(fmt.Errorf("%s: %w", op, err))
 	}
 	if ddb.IsItemTooLarge(err) {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -36,6 +37,7 @@ func TestWrapMapsWhatTheClientCanActOn(t *testing.T) {
 		{"update over the size limit", &smithy.GenericAPIError{Code: "ValidationException", Message: "Item size has exceeded the maximum allowed size"}, domain.Invalid, "400 KB"},
 		{"transaction over the size limit", ddb.MapError(txTooLarge), domain.Invalid, "400 KB"},
 		{"client-side size check", fmt.Errorf("x: %w", ddb.ErrItemTooLarge), domain.Invalid, "400 KB"},
+		{"deadline", fmt.Errorf("op: %w", context.DeadlineExceeded), domain.Throttled, ""},
 		{"another validation error", &smithy.GenericAPIError{Code: "ValidationException", Message: "One or more parameter values were invalid"}, domain.Internal, ""},
 	}
 	for _, c := range cases {
