@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"cads/shared/ddb"
 )
 
 // localConfig is built by hand rather than with config.LoadDefaultConfig so
@@ -28,7 +30,9 @@ func localConfig(endpoint string) (aws.Config, error) {
 
 // DynamoClient returns a DynamoDB client for a local endpoint (see
 // StartDynamo). minidyn sends no X-Amz-Crc32 header, so response checksum
-// validation is off; optFns run after that and may override it.
+// validation is off; it retries as a Lambda's client does
+// (ddb.WithRetries(ddb.DefaultRetries)); optFns run after that and may
+// override either.
 func DynamoClient(ctx context.Context, endpoint string, optFns ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
 	cfg, err := localConfig(endpoint)
 	if err != nil {
@@ -36,7 +40,7 @@ func DynamoClient(ctx context.Context, endpoint string, optFns ...func(*dynamodb
 	}
 	opts := append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
 		o.DisableValidateResponseChecksum = true
-	}}, optFns...)
+	}, ddb.WithRetries(ddb.DefaultRetries)}, optFns...)
 	return dynamodb.NewFromConfig(cfg, opts...), nil
 }
 

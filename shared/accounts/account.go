@@ -362,22 +362,38 @@ func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, er
 	if ownErr != nil {
 		return 0, nil, ownErr
 	}
-	next := prev
-	next.Updated = h.st.Now()
-	if in.Name != nil {
-		next.Name = name
-	}
-	if in.Keyword != nil {
-		next.Keyword = kw
-	}
-	if in.Owner.Set {
-		next.Owner = owner
-	}
-	if in.LogRetention.Set {
-		next.LogRetention = lr
-	}
-	if err := h.st.UpdateAccount(r.Context(), prev, next); err != nil {
-		return 0, nil, domain.IfNotFound(err, "no account %s", accountHref(id))
+	var next domain.AccountRecord
+	fresh := true // prev was just read
+	// Without a precondition the change applies to the account as it is
+	// when written: a lost race reads it again.
+	err = store.Reapply(r.Context(), func(ctx context.Context) error {
+		if !fresh {
+			if prev, err = h.st.GetAccountRecord(ctx, id); err != nil {
+				return domain.IfNotFound(err, "no account %s", accountHref(id))
+			}
+		}
+		fresh = false
+		if prev.Deleting != nil {
+			return domain.Errorf(domain.Conflict, "account %s is being deleted", accountHref(id))
+		}
+		next = prev
+		next.Updated = h.st.Now()
+		if in.Name != nil {
+			next.Name = name
+		}
+		if in.Keyword != nil {
+			next.Keyword = kw
+		}
+		if in.Owner.Set {
+			next.Owner = owner
+		}
+		if in.LogRetention.Set {
+			next.LogRetention = lr
+		}
+		return domain.IfNotFound(h.st.UpdateAccount(ctx, prev, next), "no account %s", accountHref(id))
+	})
+	if err != nil {
+		return 0, nil, err
 	}
 	return http.StatusOK, accountOut(next), nil
 }

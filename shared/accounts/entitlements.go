@@ -274,17 +274,20 @@ func (h *handler) patchEntitlement(r *http.Request, _ apigw.Principal) (int, any
 	if !bool(in.Resource) && !in.PlanID.Set && in.Quantity == nil && in.Period == nil && in.UnitPrice == nil && in.Started == nil && !in.Expiry.Set {
 		return 0, nil, apigw.BadRequest("nothing to change: the body may set plan_id, quantity, period, unit_price, started and expiry")
 	}
-	prev, err := h.st.GetEntitlement(r.Context(), id, eid)
-	if err != nil {
-		return 0, nil, domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
-	}
-	next, err := applyEntitlement(prev, in)
+	var next domain.Entitlement
+	err = store.Reapply(r.Context(), func(ctx context.Context) error {
+		prev, err := h.st.GetEntitlement(ctx, id, eid)
+		if err != nil {
+			return domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
+		}
+		if next, err = applyEntitlement(prev, in); err != nil {
+			return err
+		}
+		next.Version, next.Updated = prev.Version+1, h.st.Now()
+		return domain.IfNotFound(h.st.PutEntitlement(ctx, next), "no entitlement %s", entitlementHref(id, eid))
+	})
 	if err != nil {
 		return 0, nil, err
-	}
-	next.Version, next.Updated = prev.Version+1, h.st.Now()
-	if err := h.st.PutEntitlement(r.Context(), next); err != nil {
-		return 0, nil, domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
 	}
 	return http.StatusOK, entitlementOut(next, next.Updated), nil
 }

@@ -17,7 +17,6 @@ import (
 	"cads/shared/ids"
 	"cads/shared/metrics"
 	"cads/shared/outbox"
-	"cads/shared/retry"
 	"cads/shared/store"
 )
 
@@ -82,37 +81,22 @@ func ActorOf(p apigw.Principal) Actor {
 	return Actor("/v2/users/" + p.ID)
 }
 
-// writeRetry bounds how often a change is recomputed after losing a race
-// with another change of the same set (each loss means another change
-// committed, so N concurrent writers all finish within N-1 retries), and
-// waits a little, more after each lost race, with jitter so that the
-// writers of a busy set spread out.
-var writeRetry = retry.Policy{Retries: 8, Base: 5 * time.Millisecond, Max: 320 * time.Millisecond}
-
-func lostRace(err error) bool { return errors.Is(err, store.ErrVersionConflict) }
-
-// concurrently is the 409 of a change that lost every race it was retried
-// in.
-func concurrently(err error, id string) error {
-	if errors.Is(err, store.ErrVersionConflict) {
-		return domain.Errorf(domain.Conflict, "address set %s is changing concurrently; retry", id)
-	}
-	return err
-}
-
 // change computes a set's desired state from its current one (nil for a
 // new set).
 type change func(cur *store.AddressSetState, now time.Time) (spec, error)
 
 // write applies a change with optimistic concurrency: read the set
 // (consistently), compute, write in one transaction conditioned on the
-// versions read, and start again if another change came first. A create
+// versions read, and start again if another change came first
+// (store.Reapply: a 429 once its budget is spent). A create
 // passes the account's quota (CheckAllowance), which its transaction
 // enforces; a caller that has just read the set consistently passes it as
 // known, saving the first attempt's read.
 func (s *Service) write(ctx context.Context, account, id string, create *domain.Quota, known *store.AddressSetState, actor Actor, fn change) (store.AddressSetState, error) {
 	var out store.AddressSetState
-	err := retry.Do(ctx, writeRetry, lostRace, func(attempt int) error {
+	attempt := -1
+	err := store.Reapply(ctx, func(ctx context.Context) error {
+		attempt++
 		now := s.now()
 		var cur *store.AddressSetState
 		if attempt == 0 && known != nil {
@@ -147,7 +131,7 @@ func (s *Service) write(ctx context.Context, account, id string, create *domain.
 		return nil
 	})
 	if err != nil {
-		return store.AddressSetState{}, concurrently(err, id)
+		return store.AddressSetState{}, err
 	}
 	return out, nil
 }
@@ -558,7 +542,7 @@ func sameLive(cur []domain.AddressEntry, want map[netip.Prefix]desired, now time
 // entries count as deleted, its expired ones as expired.
 func (s *Service) remove(ctx context.Context, account, id string) (store.AddressSetState, error) {
 	var out store.AddressSetState
-	err := retry.Do(ctx, writeRetry, lostRace, func(int) error {
+	err := store.Reapply(ctx, func(ctx context.Context) error {
 		now := s.now()
 		st, err := s.st.GetAddressSet(ctx, account, id)
 		if err != nil {
@@ -597,7 +581,7 @@ func (s *Service) remove(ctx context.Context, account, id string) (store.Address
 		return nil
 	})
 	if err != nil {
-		return store.AddressSetState{}, concurrently(err, id)
+		return store.AddressSetState{}, err
 	}
 	return out, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"maps"
 	"net/http"
 	"net/url"
@@ -265,26 +264,22 @@ func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, err
 	if err != nil {
 		return 0, nil, err
 	}
-	for range maxRetries {
-		cur, err := h.st.GetAction(r.Context(), p.AccountID, app, id)
+	var next domain.Action
+	err = store.Reapply(r.Context(), func(ctx context.Context) error {
+		cur, err := h.st.GetAction(ctx, p.AccountID, app, id)
 		if err != nil {
-			return 0, nil, domain.IfNotFound(err, "no action %q in application %s", id, app)
+			return domain.IfNotFound(err, "no action %q in application %s", id, app)
 		}
-		next, err := patchAction(cur, maps.Clone(body.Fields()))
-		if err != nil {
-			return 0, nil, err
+		if next, err = patchAction(cur, maps.Clone(body.Fields())); err != nil {
+			return err
 		}
 		next.Version, next.Updated = cur.Version+1, h.st.Now()
-		err = h.st.ReplaceAction(r.Context(), p.AccountID, next, cur.Version)
-		if errors.Is(err, store.ErrVersionConflict) {
-			continue
-		}
-		if err != nil {
-			return 0, nil, domain.IfNotFound(err, "no action %q in application %s", id, app)
-		}
-		return http.StatusOK, actionOut(next), nil
+		return domain.IfNotFound(h.st.ReplaceAction(ctx, p.AccountID, next, cur.Version), "no action %q in application %s", id, app)
+	})
+	if err != nil {
+		return 0, nil, err
 	}
-	return 0, nil, errBusy
+	return http.StatusOK, actionOut(next), nil
 }
 
 // patchAction applies a merge patch's top-level fields (which it may
@@ -325,19 +320,15 @@ func (h *handler) deleteAction(r *http.Request, p apigw.Principal) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	for range maxRetries {
-		cur, err := h.st.GetAction(r.Context(), p.AccountID, app, id)
-		if err != nil {
-			return 0, nil, domain.IfNotFound(err, "no action %q in application %s", id, app)
+	var cur domain.Action
+	err = store.Reapply(r.Context(), func(ctx context.Context) error {
+		if cur, err = h.st.GetAction(ctx, p.AccountID, app, id); err != nil {
+			return domain.IfNotFound(err, "no action %q in application %s", id, app)
 		}
-		err = h.st.DeleteAction(r.Context(), p.AccountID, app, id, cur.Version)
-		if errors.Is(err, store.ErrVersionConflict) {
-			continue
-		}
-		if err != nil {
-			return 0, nil, domain.IfNotFound(err, "no action %q in application %s", id, app)
-		}
-		return http.StatusOK, actionOut(cur), nil
+		return domain.IfNotFound(h.st.DeleteAction(ctx, p.AccountID, app, id, cur.Version), "no action %q in application %s", id, app)
+	})
+	if err != nil {
+		return 0, nil, err
 	}
-	return 0, nil, errBusy
+	return http.StatusOK, actionOut(cur), nil
 }

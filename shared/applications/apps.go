@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
 	"time"
@@ -201,58 +200,64 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	ctx := r.Context()
-	for range maxRetries {
+	var (
+		status int
+		out    any
+	)
+	err = store.Reapply(r.Context(), func(ctx context.Context) error {
 		a, err := h.st.GetApplication(ctx, p.AccountID, id)
 		if err != nil {
-			return 0, nil, domain.IfNotFound(err, "no application %q", id)
+			return domain.IfNotFound(err, "no application %q", id)
 		}
 		now := h.st.Now()
 		cur, err := appOut(a, now)
 		if err != nil {
-			return 0, nil, err
+			return err
 		}
 		doc, err := json.Marshal(cur)
 		if err != nil {
-			return 0, nil, err
+			return err
 		}
 		patched, err := body.Apply(doc)
 		if err != nil {
-			return 0, nil, err
+			return err
 		}
 		next, err := patchedConfig(doc, patched)
 		if err != nil {
-			return 0, nil, err
+			return err
 		}
 		changed := appconfig.Changed(cur.Configuration, next)
 		if len(changed) == 0 {
-			return http.StatusOK, cur, nil
+			status, out = http.StatusOK, cur
+			return nil
 		}
 		if appconfig.OnlyDescriptive(changed) {
 			upd, err := h.st.UpdateApplicationConfig(ctx, p.AccountID, id, a.Version, next.Encode())
-			if errors.Is(err, store.ErrVersionConflict) {
-				continue
-			}
 			if err != nil {
-				return 0, nil, domain.IfNotFound(err, "no application %q", id)
+				return domain.IfNotFound(err, "no application %q", id)
 			}
-			out, err := appOut(upd, now)
-			return http.StatusOK, out, err
+			status = http.StatusOK
+			out, err = appOut(upd, now)
+			return err
 		}
 		if err := h.checkAliases(ctx, id, cur.Aliases, next.Aliases); err != nil {
-			return 0, nil, err
+			return err
 		}
 		t, err := tasks.NewTask(now, p.AccountID, p.ID, tasks.Request{Type: tasks.TypePatchApplication, App: id,
 			Params: tasks.PatchParams{Changes: appconfig.ChangesOf(next, changed)}})
 		if err != nil {
-			return 0, nil, err
+			return err
 		}
 		if err := h.tasks.Submit(ctx, t); err != nil {
-			return 0, nil, err
+			return err
 		}
-		return http.StatusCreated, tasks.Out(t), nil
+		status, out = http.StatusCreated, tasks.Out(t)
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
 	}
-	return 0, nil, errBusy
+	return status, out, nil
 }
 
 // checkAliases answers a patch that changes the aliases before its task is

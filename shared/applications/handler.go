@@ -52,10 +52,6 @@ type Submitter interface {
 	Submit(ctx context.Context, t domain.Task) error
 }
 
-// maxRetries bounds re-reads after a lost optimistic write; the caller then
-// gets a 409 and may retry.
-const maxRetries = 3
-
 type handler struct {
 	st    Store
 	dec   Deciders
@@ -97,5 +93,3 @@ func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccou
 // appID is the {id} of the path; one that cannot be an id is a 404 like
 // any other missing application.
 func appID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "application") }
-
-var errBusy = domain.Errorf(domain.Conflict, "the resource kept changing while this request was applied; retry")

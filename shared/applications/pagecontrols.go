@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"maps"
 	"net/http"
 	"strconv"
@@ -232,32 +231,28 @@ func (h *handler) patchPageControl(r *http.Request, p apigw.Principal) (int, any
 	if err != nil {
 		return 0, nil, err
 	}
-	for range maxRetries {
-		v, err := h.st.GetPageControl(r.Context(), p.AccountID, app, id)
-		if err != nil {
-			return 0, nil, domain.IfNotFound(err, "no page control %d in application %s", id, app)
+	var v domain.PageControlVersions
+	err = store.Reapply(r.Context(), func(ctx context.Context) error {
+		if v, err = h.st.GetPageControl(ctx, p.AccountID, app, id); err != nil {
+			return domain.IfNotFound(err, "no page control %d in application %s", id, app)
 		}
 		cur := v.Current
 		next, changed, err := patchPageControl(cur, maps.Clone(body.Fields()))
-		if err != nil {
-			return 0, nil, err
-		}
-		if !changed {
-			return http.StatusOK, pageControlOut(v), nil
+		if err != nil || !changed {
+			return err
 		}
 		next.Version, next.Created = cur.Version+1, h.st.Now()
-		err = h.st.UpdatePageControl(r.Context(), p.AccountID, cur, next)
-		if errors.Is(err, store.ErrVersionConflict) {
-			continue
-		}
-		if err != nil {
-			return 0, nil, domain.IfNotFound(err, "no page control %d in application %s", id, app)
+		if err := h.st.UpdatePageControl(ctx, p.AccountID, cur, next); err != nil {
+			return domain.IfNotFound(err, "no page control %d in application %s", id, app)
 		}
 		v.History = append(v.History, cur)
 		v.Current = next
-		return http.StatusOK, pageControlOut(v), nil
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
 	}
-	return 0, nil, errBusy
+	return http.StatusOK, pageControlOut(v), nil
 }
 
 func patchPageControl(cur domain.PageControl, top map[string]json.RawMessage) (domain.PageControl, bool, error) {
@@ -307,22 +302,18 @@ func (h *handler) deletePageControl(r *http.Request, p apigw.Principal) (int, an
 	if err != nil {
 		return 0, nil, err
 	}
-	for range maxRetries {
-		v, err := h.st.GetPageControl(r.Context(), p.AccountID, app, id)
-		if err != nil {
-			return 0, nil, domain.IfNotFound(err, "no page control %d in application %s", id, app)
+	var v domain.PageControlVersions
+	err = store.Reapply(r.Context(), func(ctx context.Context) error {
+		if v, err = h.st.GetPageControl(ctx, p.AccountID, app, id); err != nil {
+			return domain.IfNotFound(err, "no page control %d in application %s", id, app)
 		}
-		err = h.st.DeletePageControl(r.Context(), p.AccountID, v)
-		if errors.Is(err, store.ErrVersionConflict) {
-			continue
-		}
-		if err != nil {
-			return 0, nil, domain.IfNotFound(err, "no page control %d in application %s", id, app)
-		}
-		out := pageControlOut(v)
-		now := h.st.Now()
-		out.Deleted = &now
-		return http.StatusOK, out, nil
+		return domain.IfNotFound(h.st.DeletePageControl(ctx, p.AccountID, v), "no page control %d in application %s", id, app)
+	})
+	if err != nil {
+		return 0, nil, err
 	}
-	return 0, nil, errBusy
+	out := pageControlOut(v)
+	now := h.st.Now()
+	out.Deleted = &now
+	return http.StatusOK, out, nil
 }

@@ -109,10 +109,12 @@ func notFound(err error, id string) error {
 	return domain.IfNotFound(err, "no test %q", id)
 }
 
-// storeError turns store limits into 413s: the input was too large.
+// storeError turns a transaction over DynamoDB's count or size limits into
+// a 413: the input was too large. An item over the item size limit is
+// already the store's 400 naming that limit.
 func storeError(err error) error {
-	if errors.Is(err, ddb.ErrItemTooLarge) || errors.Is(err, ddb.ErrTooManyItems) {
-		return domain.Errorf(domain.TooLarge, "the test configuration is too large to store: %v", err)
+	if _, ok := domain.AsError(err); !ok && errors.Is(err, ddb.ErrTooManyItems) {
+		return &domain.Error{Code: domain.TooLarge, Message: "the test configuration is too large to store; make it smaller", Err: err}
 	}
 	return err
 }
@@ -452,21 +454,32 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	next := prev
-	if up.desc != nil {
-		next.Description = *up.desc
-	}
-	next.MediaType, next.Filename, next.Summary, next.ArchiveUpdated, next.Updated = up.fileType, up.filename, pr.summary, now, now
-	next.Archive, next.Converted = store.NewAppTestBlob(ids.New(), up.file), domain.AppTestBlob{}
+	archive, converted := store.NewAppTestBlob(ids.New(), up.file), domain.AppTestBlob{}
 	if pr.converted != nil {
-		next.Converted = store.NewAppTestBlob(ids.New(), pr.converted)
+		converted = store.NewAppTestBlob(ids.New(), pr.converted)
 	}
-	next, err = h.st.ReplaceAppTestArchive(ctx, prev, next, up.file, pr.converted)
-	if errors.Is(err, store.ErrArchiveReplaced) {
-		return 0, nil, domain.Errorf(domain.Conflict, "test %s changed while this change was being made; send it again", id)
-	}
+	var next domain.AppTest
+	fresh := true // prev was just read
+	// A replace that lost a race wrote nothing (its converted chunks are
+	// dropped): it applies again to the test as it is then.
+	err = store.Reapply(ctx, func(ctx context.Context) error {
+		if !fresh {
+			if prev, err = h.st.GetAppTest(ctx, p.AccountID, id); err != nil {
+				return notFound(err, id)
+			}
+		}
+		fresh = false
+		n := prev
+		if up.desc != nil {
+			n.Description = *up.desc
+		}
+		n.MediaType, n.Filename, n.Summary, n.ArchiveUpdated, n.Updated = up.fileType, up.filename, pr.summary, now, now
+		n.Archive, n.Converted = archive, converted
+		next, err = h.st.ReplaceAppTestArchive(ctx, prev, n, up.file, pr.converted)
+		return notFound(storeError(err), id)
+	})
 	if err != nil {
-		return 0, nil, notFound(storeError(err), id)
+		return 0, nil, err
 	}
 	if err := h.st.DeleteAppTestBlobs(ctx, p.AccountID, id, prev.Archive, prev.Converted); err != nil {
 		h.log.WarnContext(ctx, "old archive chunks of a test left behind (unreachable)", "account", p.AccountID, "test", id, "error", err.Error())

@@ -152,38 +152,43 @@ func upgradePage(ctx context.Context, st *store.Store, log *slog.Logger, rev int
 	return n, err
 }
 
-// upgradeRole writes r at revision rev. A conflict means someone edited
+// upgradeRole writes r at revision rev. A lost race means someone edited
 // the role since it was read: it is read again and the upgrade applied to
-// what they wrote.
+// what they wrote (store.Reapply).
 func upgradeRole(ctx context.Context, st *store.Store, log *slog.Logger, rev int, r domain.Role) (bool, error) {
-	const attempts = 3
-	for i := 0; ; i++ {
+	upgraded, fresh := false, true
+	err := store.Reapply(ctx, func(ctx context.Context) error {
+		if !fresh {
+			var err error
+			if r, err = st.GetRole(ctx, r.AccountID, r.ID); errors.Is(err, domain.ErrNotFound) {
+				return nil // deleted meanwhile (its account went)
+			} else if err != nil {
+				return err
+			}
+		}
+		fresh = false
 		key := builtin.KeyOf(r.Builtin, r.Control, r.EntitlementAdministrator, r.Inheritable, r.Name)
 		if key == "" || r.BuiltinRevision >= rev {
-			return false, nil
+			return nil
 		}
 		up, err := builtin.Upgrade(key, r.AccountID, r.BuiltinRevision, r.Permissions, r.Description)
 		if err != nil {
-			return false, fmt.Errorf("role %s of account %s: %w", r.ID, r.AccountID, err)
+			return err
 		}
 		next := r
 		next.Builtin, next.BuiltinRevision = key, rev
 		next.Permissions, next.Description = up.Permissions, up.Description
 		next.Version, next.Updated = r.Version+1, st.Now()
-		err = st.PutRole(ctx, next)
-		if err == nil {
-			log.InfoContext(ctx, "roles upgrade: role upgraded", "account", r.AccountID, "role", r.ID, "builtin", key,
-				"from_revision", r.BuiltinRevision, "revision", rev, "added", up.Added, "removed", up.Removed)
-			return true, nil
+		if err := st.PutRole(ctx, next); err != nil {
+			return err
 		}
-		var de *domain.Error
-		if !errors.As(err, &de) || de.Code != domain.Conflict || i+1 == attempts {
-			return false, fmt.Errorf("role %s of account %s: %w", r.ID, r.AccountID, err)
-		}
-		if r, err = st.GetRole(ctx, r.AccountID, r.ID); errors.Is(err, domain.ErrNotFound) {
-			return false, nil // deleted meanwhile (its account went)
-		} else if err != nil {
-			return false, fmt.Errorf("role %s of account %s: %w", r.ID, r.AccountID, err)
-		}
+		log.InfoContext(ctx, "roles upgrade: role upgraded", "account", r.AccountID, "role", r.ID, "builtin", key,
+			"from_revision", r.BuiltinRevision, "revision", rev, "added", up.Added, "removed", up.Removed)
+		upgraded = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("role %s of account %s: %w", r.ID, r.AccountID, err)
 	}
+	return upgraded, nil
 }

@@ -3,7 +3,6 @@ package ddb
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -37,13 +36,16 @@ const (
 //     never waits on IMDS. Code pointing the override at a real AWS endpoint
 //     from EC2 must configure credentials explicitly.
 //
-// Without an override the client is exactly dynamodb.NewFromConfig(cfg, optFns...).
+// Every client retries contention and throttling by DefaultRetries
+// (WithRetries, applied before optFns, which may replace it).
+//
+// Without an override the client is otherwise dynamodb.NewFromConfig(cfg, optFns...).
 func NewClient(ctx context.Context, optFns ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("ddb: load AWS config: %w", err)
 	}
-	fns := append(slices.Clone(optFns), applyLocalDefaults)
+	fns := append(append([]func(*dynamodb.Options){WithRetries(DefaultRetries)}, optFns...), applyLocalDefaults)
 	return dynamodb.NewFromConfig(cfg, fns...), nil
 }
 

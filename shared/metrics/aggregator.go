@@ -15,7 +15,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"cads/shared/ddb"
-	"cads/shared/retry"
 	"cads/shared/store"
 )
 
@@ -66,10 +65,6 @@ const (
 	// opportunistically, besides wake-ups.
 	sweepEvery = 30 * time.Second
 )
-
-// stepRetry is how a transaction that lost a race on a chunk, or was
-// throttled, is tried again.
-var stepRetry = retry.Policy{Retries: 4, Base: 20 * time.Millisecond, Max: 160 * time.Millisecond}
 
 // Aggregator is the metrics queue's handler: it folds ingest batches and
 // address-set events into the stored buckets, applies the edge's address
@@ -425,7 +420,7 @@ func (a *Aggregator) applyGroup(ctx context.Context, group []*unit) []*unit {
 	for _, k := range order {
 		step.Updates = append(step.Updates, store.MetricUpdate{Key: k, Attrs: sortedAttrs(merged[k]), Expires: expires[k]})
 	}
-	err := retry.Do(ctx, stepRetry, retryable, func(int) error { return a.st.ApplyMetricStep(ctx, step) })
+	err := a.st.ApplyMetricStep(ctx, step)
 	if err == nil {
 		return nil
 	}
@@ -484,7 +479,7 @@ func (a *Aggregator) applySteps(ctx context.Context, u *unit, from int) error {
 		d := u.dedup
 		d.Step, d.Steps = k, len(steps)
 		st := store.MetricStep{Dedup: []store.MetricDedup{d}, Updates: steps[k]}
-		err := retry.Do(ctx, stepRetry, retryable, func(int) error { return a.st.ApplyMetricStep(ctx, st) })
+		err := a.st.ApplyMetricStep(ctx, st)
 		var dup *store.MetricDuplicateError
 		if errors.As(err, &dup) {
 			next, perr := a.progressed(ctx, u, k)
@@ -556,15 +551,6 @@ func sortedAttrs(m map[string]int64) []store.MetricAttr {
 	}
 	slices.SortFunc(out, func(a, b store.MetricAttr) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-// retryable: lost a race with another transaction on a chunk, or throttled.
-func retryable(err error) bool {
-	var tx *ddb.TxCanceledError
-	if errors.As(err, &tx) && (tx.Conflict() || tx.HasReason(ddb.ReasonThrottlingError) || tx.HasReason(ddb.ReasonProvisionedThroughputExceeded)) {
-		return true
-	}
-	return ddb.IsThrottled(err)
 }
 
 // SQSHandler is the Lambda signature of the aggregator.

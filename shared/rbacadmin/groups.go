@@ -1,6 +1,7 @@
 package rbacadmin
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -134,21 +135,28 @@ func (h *handler) patchGroup(r *http.Request, _ apigw.Principal) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
-	prev, err := h.st.GetGroup(r.Context(), acct, id)
-	if err != nil {
-		return 0, nil, domain.IfNotFound(err, "no group %q in account %s", id, acct)
-	}
-	var in groupDoc
-	if err := applyPatch(r, mustJSON(docOfGroup(prev)), &in, groupReadOnly...); err != nil {
-		return 0, nil, err
-	}
-	g, err := buildGroup(acct, in)
+	body, err := readPatch(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	g.ID, g.Version, g.Created, g.Updated = prev.ID, prev.Version+1, prev.Created, h.st.Now()
-	if err := h.st.PutGroup(r.Context(), g); err != nil {
-		return 0, nil, missingRole(err, acct)
+	var g domain.Group
+	err = store.Reapply(r.Context(), func(ctx context.Context) error {
+		prev, err := h.st.GetGroup(ctx, acct, id)
+		if err != nil {
+			return domain.IfNotFound(err, "no group %q in account %s", id, acct)
+		}
+		var in groupDoc
+		if err := applyPatch(body, mustJSON(docOfGroup(prev)), &in, groupReadOnly...); err != nil {
+			return err
+		}
+		if g, err = buildGroup(acct, in); err != nil {
+			return err
+		}
+		g.ID, g.Version, g.Created, g.Updated = prev.ID, prev.Version+1, prev.Created, h.st.Now()
+		return missingRole(h.st.PutGroup(ctx, g), acct)
+	})
+	if err != nil {
+		return 0, nil, err
 	}
 	return http.StatusOK, groupOut(g), nil
 }

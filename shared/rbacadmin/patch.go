@@ -16,11 +16,13 @@ import (
 // editable fields as JSON) and decodes the result strictly into out, so the
 // result is validated as a whole by the caller, whichever way it was
 // written. readOnly names fields of the resource that a patch may not set.
-func applyPatch(r *http.Request, doc []byte, out any, readOnly ...string) error {
-	body, err := patch.Read(apigw.ReadJSON(r, apigw.TextOption{}, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch))
-	if err != nil {
-		return err
-	}
+func readPatch(r *http.Request) (*patch.Body, error) {
+	return patch.Read(apigw.ReadJSON(r, apigw.TextOption{}, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch))
+}
+
+// applyPatch applies body to doc; the body is read once (readPatch) and
+// may be applied again to a newer doc after a lost race.
+func applyPatch(body *patch.Body, doc []byte, out any, readOnly ...string) error {
 	result, err := body.Apply(doc)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package rbacadmin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -201,27 +202,35 @@ func (h *handler) createRole(r *http.Request, _ apigw.Principal) (int, any, erro
 
 // patchRole edits a role with a merge patch or a JSON Patch; the result is
 // validated as a whole, as a new role would be, and written only if the
-// role did not change meanwhile (409). The change applies to every
+// role did not change meanwhile; if it did, the patch applies again to the
+// role as it is then (store.Reapply). The change applies to every
 // holder's next request: the authorizer reads roles on every request.
 func (h *handler) patchRole(r *http.Request, _ apigw.Principal) (int, any, error) {
 	acct, id, err := roleIDs(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	prev, err := h.st.GetRole(r.Context(), acct, id)
-	if err != nil {
-		return 0, nil, domain.IfNotFound(err, "no role %q in account %s", id, acct)
-	}
-	var in roleDoc
-	if err := applyPatch(r, mustJSON(docOfRole(prev)), &in, roleReadOnly...); err != nil {
-		return 0, nil, err
-	}
-	role, err := h.buildRole(acct, id, in, &prev)
+	body, err := readPatch(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	role.Version, role.Created, role.Updated = prev.Version+1, prev.Created, h.st.Now()
-	if err := h.st.PutRole(r.Context(), role); err != nil {
+	var role domain.Role
+	err = store.Reapply(r.Context(), func(ctx context.Context) error {
+		prev, err := h.st.GetRole(ctx, acct, id)
+		if err != nil {
+			return domain.IfNotFound(err, "no role %q in account %s", id, acct)
+		}
+		var in roleDoc
+		if err := applyPatch(body, mustJSON(docOfRole(prev)), &in, roleReadOnly...); err != nil {
+			return err
+		}
+		if role, err = h.buildRole(acct, id, in, &prev); err != nil {
+			return err
+		}
+		role.Version, role.Created, role.Updated = prev.Version+1, prev.Created, h.st.Now()
+		return h.st.PutRole(ctx, role)
+	})
+	if err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, roleOut(role), nil

@@ -18,7 +18,6 @@ import (
 
 	"cads/shared/ddb"
 	"cads/shared/domain"
-	"cads/shared/retry"
 )
 
 // GetAccount reads one account.
@@ -176,7 +175,7 @@ func (s *Store) CreateSubAccount(ctx context.Context, a domain.AccountRecord, ro
 		Key:                 key(accountPK(a.Parent), skAccount),
 		ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(deleting)"),
 	}})
-	err = s.transactRetry(ctx, "create account", items)
+	err = s.transact(ctx, "create account", items)
 	var tx *ddb.TxCanceledError
 	if errors.As(err, &tx) {
 		for _, r := range tx.Reasons {
@@ -198,25 +197,9 @@ type accountName struct {
 	Account string `dynamodbav:"account"`
 }
 
-// transactRetry is transact, retried a few times when DynamoDB cancels the
-// transaction only because another transaction held one of its items (for
-// instance two creates reserving the same name at the same instant): the
-// retry then fails on the condition, which is the answer the caller needs.
-func (s *Store) transactRetry(ctx context.Context, op string, items []types.TransactWriteItem) error {
-	return retry.Do(ctx, conflictRetry, onlyTxConflict, func(int) error { return s.transact(ctx, op, items) })
-}
-
-var conflictRetry = retry.Policy{Retries: 4, Base: 20 * time.Millisecond, Max: 160 * time.Millisecond}
-
-// onlyTxConflict: cancelled because another transaction held an item, and
-// for no condition.
-func onlyTxConflict(err error) bool {
-	var tx *ddb.TxCanceledError
-	return errors.As(err, &tx) && tx.HasReason(ddb.ReasonTransactionConflict) && !tx.HasReason(ddb.ReasonConditionalCheckFailed)
-}
-
 // UpdateAccount changes the account item from prev to next, only if the
-// stored account is still prev (same `updated`) and is not being deleted:
+// stored account is still prev (same `updated`) and is not being deleted
+// (ErrChanged otherwise: read it again):
 // it sets next's attributes and removes those next no longer has (a
 // cleared owner or log_retention). A rename moves the name reservation in
 // the same transaction; a taken name is a *domain.Error.
@@ -256,7 +239,7 @@ func (s *Store) UpdateAccount(ctx context.Context, prev, next domain.AccountReco
 			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avStr(prev.ID)},
 		}})
 	}
-	err = s.transactRetry(ctx, "update account", items)
+	err = s.transact(ctx, "update account", items)
 	var tx *ddb.TxCanceledError
 	if errors.As(err, &tx) {
 		for _, r := range tx.Reasons {
@@ -267,7 +250,7 @@ func (s *Store) UpdateAccount(ctx context.Context, prev, next domain.AccountReco
 				return domain.AccountNameTaken(next.Name)
 			}
 			if r.Index == 0 {
-				return conflict("account " + prev.ID + " changed meanwhile or is being deleted; read it again and retry")
+				return ErrChanged
 			}
 		}
 	}

@@ -370,7 +370,7 @@ func (s *Store) WriteAddressSet(ctx context.Context, w AddressSetWrite) error {
 
 func addrTxError(err error) error {
 	var tx *ddb.TxCanceledError
-	if errors.As(err, &tx) && (tx.HasReason(ddb.ReasonConditionalCheckFailed) || tx.Conflict()) {
+	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
 		return ErrVersionConflict
 	}
 	return err

@@ -15,10 +15,6 @@ import (
 	"cads/shared/domain"
 )
 
-// ErrVersionConflict means a conditional write lost to a concurrent change
-// of the same item: re-read and retry.
-var ErrVersionConflict = errors.New("the item changed concurrently")
-
 const skApp = "APP"
 
 func appPK(id string) string { return "APP#" + id }
@@ -56,7 +52,7 @@ func (s *Store) CreateApplication(ctx context.Context, a domain.Application, q d
 		Key:                 key(accountPK(a.Account), skAccount),
 		ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(deleting)"),
 	}}, s.usageOp(a.Account, q, 1)}
-	err = s.transactRetry(ctx, "create application", append(items, claims...))
+	err = s.transact(ctx, "create application", append(items, claims...))
 	switch {
 	case txConditionFailedAt(err, 0):
 		return conflict("an application with id " + strconv.Quote(a.ID) + " already exists")
@@ -146,7 +142,8 @@ const maxConfigBytes = 300 * 1024
 // not nil, replace the stored aliases too (the caller claims them).
 func (s *Store) configUpdate(account, id string, from int, config string, aliases []string) (*types.Update, error) {
 	if len(config) > maxConfigBytes {
-		return nil, fmt.Errorf("application %s: configuration of %d bytes: %w", id, len(config), ddb.ErrItemTooLarge)
+		return nil, &domain.Error{Code: domain.Invalid, Err: fmt.Errorf("application %s: configuration of %d bytes: %w", id, len(config), ddb.ErrItemTooLarge),
+			Message: fmt.Sprintf("the application's configuration would take %d bytes, more than the %d its stored item leaves it within the 400 KB item size limit; make it smaller", len(config), maxConfigBytes)}
 	}
 	u := &types.Update{
 		TableName:                aws.String(s.table),
@@ -234,7 +231,7 @@ func (s *Store) DeleteApplication(ctx context.Context, account, id string) (doma
 	if err != nil {
 		return domain.Application{}, err
 	}
-	err = s.transactRetry(ctx, "delete application", append([]types.TransactWriteItem{{Delete: &types.Delete{
+	err = s.transact(ctx, "delete application", append([]types.TransactWriteItem{{Delete: &types.Delete{
 		TableName:                aws.String(s.table),
 		Key:                      key(appPK(id), skApp),
 		ConditionExpression:      aws.String("account = :acct AND #st = :stopped AND version = :v"),

@@ -30,8 +30,8 @@ func NewAppTestBlob(id string, data []byte) domain.AppTestBlob {
 const AppTestChunkBytes = 256 * 1024
 
 // ErrArchiveReplaced means the archive changed while it was being read or
-// replaced: re-read the test and try again.
-var ErrArchiveReplaced = errors.New("the test's archive changed concurrently")
+// replaced: re-read the test and try again. It is ErrChanged.
+var ErrArchiveReplaced = ErrChanged
 
 // ErrRunChanged means a run update lost to another: the test has another
 // run now, or the run is no longer in the expected state.

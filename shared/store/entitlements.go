@@ -72,7 +72,7 @@ func (s *Store) ListEntitlements(ctx context.Context, account string) ([]domain.
 }
 
 // PutEntitlement replaces an existing entitlement, only if the stored
-// version is the one before e.Version (else a *domain.Error) and its
+// version is the one before e.Version (else ErrChanged) and its
 // account is not being deleted.
 func (s *Store) PutEntitlement(ctx context.Context, e domain.Entitlement) error {
 	m, err := item(entitlementKey(e), e)
@@ -98,7 +98,7 @@ func (s *Store) PutEntitlement(ctx context.Context, e domain.Entitlement) error 
 	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
 		for _, r := range tx.Reasons {
 			if r.Index == 0 {
-				return conflict("the entitlement changed meanwhile or was deleted; read it again and retry")
+				return ErrChanged
 			}
 		}
 		return conflict("account " + e.Account + " is being deleted or no longer exists")

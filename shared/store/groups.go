@@ -97,7 +97,7 @@ func (s *Store) replaceGroup(g domain.Group) (types.TransactWriteItem, error) {
 }
 
 // PutGroup replaces a group, only if the stored version is the one before
-// g.Version (a *domain.Error otherwise) and every listed role exists
+// g.Version (ErrChanged otherwise) and every listed role exists
 // (a *MissingRoleError).
 func (s *Store) PutGroup(ctx context.Context, g domain.Group) error {
 	put, err := s.replaceGroup(g)
@@ -112,7 +112,7 @@ func (s *Store) PutGroup(ctx context.Context, g domain.Group) error {
 				continue
 			}
 			if r.Index == 0 {
-				return conflict("the group changed meanwhile; read it again and retry")
+				return ErrChanged
 			}
 			return &MissingRoleError{RoleID: g.Roles[r.Index-1]}
 		}

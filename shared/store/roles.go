@@ -137,7 +137,7 @@ func (s *Store) CreateRole(ctx context.Context, r domain.Role) error {
 
 // PutRole replaces an existing role, only if the stored version is the one
 // before r.Version: two concurrent edits cannot silently overwrite each
-// other (the loser gets a *domain.Error).
+// other (the loser gets ErrChanged: read again and re-apply).
 func (s *Store) PutRole(ctx context.Context, r domain.Role) error {
 	m, err := item(roleKey(r), r)
 	if err != nil {
@@ -152,7 +152,7 @@ func (s *Store) PutRole(ctx context.Context, r domain.Role) error {
 		},
 	})
 	if ddb.IsConditionFailed(err) {
-		return conflict("the role changed meanwhile; read it again and retry")
+		return ErrChanged
 	}
 	return wrap("put role", err)
 }

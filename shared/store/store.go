@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -89,19 +91,42 @@ func item(k keyAttrs, v any) (map[string]types.AttributeValue, error) {
 	}
 	dropEmpty(m)
 	if err := ddb.CheckItem(m); err != nil {
-		return nil, fmt.Errorf("%s %s/%s: %w", k.Entity, k.PK, k.SK, err)
+		return nil, tooLarge(k.Entity, ddb.ItemSize(m), fmt.Errorf("%s %s/%s: %w", k.Entity, k.PK, k.SK, err))
 	}
 	return m, nil
 }
 
-// wrap adds context to a DynamoDB error and marks throttling so that the
-// client is told to retry instead of seeing an internal error.
+// tooLarge is the 400 of a write whose item would not fit: each field can
+// be within its own limit while the whole is not, so the message names the
+// limit the caller hit. size is 0 when only DynamoDB could measure it.
+func tooLarge(entity string, size int, err error) *domain.Error {
+	msg := fmt.Sprintf("the %s would be larger than the 400 KB a stored item may hold; make it smaller", strings.ReplaceAll(entity, "_", " "))
+	if size > 0 {
+		msg = fmt.Sprintf("the %s would take %d bytes, more than the 400 KB (%d bytes) a stored item may hold; make it smaller",
+			strings.ReplaceAll(entity, "_", " "), size, ddb.MaxItemBytes)
+	}
+	return &domain.Error{Code: domain.Invalid, Message: msg, Err: err}
+}
+
+// wrap adds context to a DynamoDB error and gives the client an answer it
+// can act on where there is one: contention that outlasted the client's
+// retries (ddb.IsContention) or the deadline is a 429, an item over the
+// size limit a 400.
 func wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if ddb.IsThrottled(err) {
+	if _, ok := domain.AsError(err); ok {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	// A call the request's deadline cut short: the service was too busy
+	// to answer in time (contention, a starved host), which a later
+	// request may not be.
+	if ddb.IsContention(err) || errors.Is(err, context.DeadlineExceeded) {
 		return domain.Throttle(fmt.Errorf("%s: %w", op, err))
+	}
+	if ddb.IsItemTooLarge(err) {
+		return tooLarge("resource", 0, fmt.Errorf("%s: %w", op, err))
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

@@ -234,6 +234,13 @@ func (w *Worker) runAndFinish(ctx context.Context, log *slog.Logger, t domain.Ta
 			log.InfoContext(ctx, "task succeeded", "message", f.message)
 			return nil
 		}
+		// A lost race (ErrChanged, itself a conflict) is run again first.
+		if errors.Is(err, store.ErrChanged) {
+			if try >= 5 {
+				return err
+			}
+			continue
+		}
 		// An alias another application holds, or more alias changes than
 		// one transaction can claim: running again cannot fix either.
 		if domain.ErrorCode(err) == domain.Conflict {
@@ -242,9 +249,7 @@ func (w *Worker) runAndFinish(ctx context.Context, log *slog.Logger, t domain.Ta
 		if errors.Is(err, store.ErrTooManyAliasChanges) {
 			return failf("aliases: one change may add and remove at most %d host names together; make it in steps", store.MaxAliasWrites)
 		}
-		if !errors.Is(err, store.ErrVersionConflict) || try >= 5 {
-			return err
-		}
+		return err
 	}
 }
 

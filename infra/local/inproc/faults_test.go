@@ -21,6 +21,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -31,6 +32,7 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/apigw"
 	"cads/shared/bootstrap"
+	"cads/shared/ddb"
 	"cads/shared/store"
 	"cads/shared/wire"
 	"cads/shared/wire/accountswire"
@@ -56,6 +58,14 @@ const (
 	// reason, as DynamoDB reports throttling inside a transaction; other
 	// calls pass.
 	faultTxThrottle
+	// faultConflict refuses writes as DynamoDB does when another
+	// transaction holds an item: TransactWriteItems canceled for
+	// TransactionConflict, a single-item write with
+	// TransactionConflictException; reads pass.
+	faultConflict
+	// faultThroughput refuses writes with
+	// ProvisionedThroughputExceededException; reads pass.
+	faultThroughput
 )
 
 // injector sits between the SDK and minidyn.
@@ -66,6 +76,32 @@ type injector struct {
 	calls, at int
 	mode      faultMode
 	fired     bool
+	// left is how many writes faultConflict and faultThroughput still
+	// refuse (negative: all); refused counts those they did.
+	left, refused int
+}
+
+// armWrites refuses the next n writes (n < 0: every one) with mode.
+func (in *injector) armWrites(mode faultMode, n int) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.calls, in.at, in.mode, in.fired, in.left, in.refused = 0, 1, mode, false, n, 0
+}
+
+func (in *injector) refusedWrites() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.refused
+}
+
+// isWrite: the calls DynamoDB refuses for contention on an item.
+func isWrite(target string) bool {
+	for _, op := range []string{"TransactWriteItems", "PutItem", "UpdateItem", "DeleteItem"} {
+		if strings.HasSuffix(target, "."+op) {
+			return true
+		}
+	}
+	return false
 }
 
 func (in *injector) arm(mode faultMode, at int) {
@@ -94,6 +130,14 @@ func (in *injector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if mode == faultTxThrottle && !strings.HasSuffix(target, ".TransactWriteItems") {
 		mode = faultNone
 	}
+	if mode == faultConflict || mode == faultThroughput {
+		if !isWrite(target) || in.left == 0 {
+			mode = faultNone
+		} else {
+			in.left--
+			in.refused++
+		}
+	}
 	if mode != faultNone {
 		in.fired = true
 	}
@@ -110,6 +154,14 @@ func (in *injector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ddbError(w, `{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate of requests exceeds the allowed throughput."}`)
 	case faultTxThrottle:
 		ddbError(w, `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","message":"Transaction cancelled, please refer cancellation reasons for specific reasons [ThrottlingError]","CancellationReasons":[{"Code":"ThrottlingError","Message":"Throughput exceeds the current capacity for one or more global secondary indexes."}]}`)
+	case faultConflict:
+		if strings.HasSuffix(target, ".TransactWriteItems") {
+			ddbError(w, `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict]","CancellationReasons":[{"Code":"TransactionConflict","Message":"Transaction is ongoing for the item"}]}`)
+		} else {
+			ddbError(w, `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionConflictException","message":"Transaction is ongoing for the item"}`)
+		}
+	case faultThroughput:
+		ddbError(w, `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API."}`)
 	default:
 		in.srv.ServeHTTP(w, r)
 	}
@@ -138,9 +190,7 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	in := &injector{srv: server.NewServer()}
 	hs := httptest.NewServer(in)
 	t.Cleanup(hs.Close)
-	client, err := localaws.DynamoClient(ctx, hs.URL, func(o *dynamodb.Options) {
-		o.Retryer = fastRetryer()
-	})
+	client, err := localaws.DynamoClient(ctx, hs.URL, ddb.WithRetries(faultRetries))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,24 +207,19 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	return &faultEnv{t: t, in: in, client: client, table: table, deps: deps, boot: res, op: op}
 }
 
+// faultRetries is the clients' own retryer with millisecond waits, so
+// that a call failed by an injected fault gives up quickly with the
+// injected error.
+var faultRetries = ddb.RetryPolicy{MaxAttempts: 6, Base: time.Millisecond, Max: 2 * time.Millisecond}
+
 // fastRetryer keeps the SDK's retries (their default count) but backs
-// off for a millisecond and has no retry quota, so that a call failed by
-// an injected fault gives up quickly with the injected error.
+// off for a millisecond and has no retry quota: the SQS clients' retryer
+// here, so that a call failed by an injected fault gives up quickly.
 func fastRetryer() aws.Retryer {
 	return retry.AddWithMaxBackoffDelay(retry.NewStandard(func(so *retry.StandardOptions) {
-		so.RateLimiter = noRateLimit{}
+		so.RateLimiter = ratelimit.None
 	}), time.Millisecond)
 }
-
-// noRateLimit turns off the client-side retry quota, which a run of
-// injected failures would otherwise exhaust (turning later failures into
-// quota errors instead of the injected ones).
-type noRateLimit struct{}
-
-func (noRateLimit) GetToken(context.Context, uint) (func() error, error) { return noop, nil }
-func (noRateLimit) AddTokens(uint) error                                 { return nil }
-
-func noop() error { return nil }
 
 // req is one API call to a function.
 type req struct {
@@ -455,4 +500,88 @@ func TestThrottlingIs429(t *testing.T) {
 			t.Fatalf("%d %s, want 429", resp.StatusCode, resp.Body)
 		}
 	})
+}
+
+// contentionScenarios are creates that each write with a transaction or a
+// conditional write: DynamoDB cancels them when another transaction holds
+// one of their items.
+func contentionScenarios() []faultScenario {
+	const js = "application/json"
+	root := func(e *faultEnv) map[string]string { return map[string]string{"id": e.boot.RootAccount} }
+	return append(faultScenarios()[:1],
+		faultScenario{"principal create", func(e *faultEnv, i int) req {
+			return req{fn: userswire.Handler, as: e.op, method: "POST", resource: "/v2/users", contentType: js, body: fmt.Sprintf(`{"email": "busy%d@example.com", "name": "Busy"}`, i)}
+		}},
+		faultScenario{"role create", func(e *faultEnv, i int) req {
+			return req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root(e), contentType: js,
+				body: fmt.Sprintf(`{"name": "Busy reader %d", "permissions": [{"method": "GET", "effect": "permit", "spec": ["/v2/applications/*"]}]}`, i)}
+		}},
+		faultScenario{"invitation create", func(e *faultEnv, i int) req {
+			email := fmt.Sprintf("guest%d@example.com", i)
+			e.ok(req{fn: userswire.Handler, as: e.op, method: "POST", resource: "/v2/users", contentType: js, body: fmt.Sprintf(`{"email": %q, "name": "Guest"}`, email)})
+			role := e.ok(req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root(e), contentType: js,
+				body: fmt.Sprintf(`{"name": "Guest reader %d", "permissions": [{"method": "GET", "effect": "permit", "spec": ["/v2/applications/*"]}]}`, i)})
+			return req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/invitations", params: root(e), contentType: js,
+				body: fmt.Sprintf(`{"user_email": %q, "role": "/v2/accounts/%s/roles/%s"}`, email, e.boot.RootAccount, role)}
+		}},
+		faultScenario{"access key create", func(e *faultEnv, i int) req {
+			return req{fn: userswire.Handler, as: e.op, method: "POST", resource: "/v2/users/{id}/access-keys", params: map[string]string{"id": e.op.ID},
+				contentType: js, body: `{"type": "bearer"}`}
+		}},
+		faultScenario{"role patch", func(e *faultEnv, i int) req {
+			role := e.ok(req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root(e), contentType: js,
+				body: fmt.Sprintf(`{"name": "Patched reader %d", "permissions": [{"method": "GET", "effect": "permit", "spec": ["/v2/applications/*"]}]}`, i)})
+			return req{fn: roleswire.Handler, as: e.op, method: "PATCH", resource: "/v2/accounts/{id}/roles/{role_id}",
+				params: map[string]string{"id": e.boot.RootAccount, "role_id": role}, contentType: js, body: `{"description": "patched"}`}
+		}},
+	)
+}
+
+// TestContentionIsRetried refuses the first writes of a request for
+// contention (a transaction conflict, exceeded throughput) as DynamoDB
+// does when another writer holds an item: the request succeeds. When the
+// contention never ends, the answer is a 429 with Retry-After, quickly,
+// with nothing written and no internals: never a 500.
+func TestContentionIsRetried(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		mode faultMode
+	}{{"conflict", faultConflict}, {"throughput", faultThroughput}} {
+		for _, sc := range contentionScenarios() {
+			t.Run(mode.name+"/"+sc.name, func(t *testing.T) {
+				e := newFaultEnv(t)
+				r := sc.setup(e, 1)
+				e.in.armWrites(mode.mode, faultRetries.MaxAttempts-1)
+				resp := e.do(r)
+				refused := e.in.refusedWrites()
+				e.in.disarm()
+				if refused == 0 {
+					t.Fatal("no write was refused")
+				}
+				if resp.StatusCode/100 != 2 {
+					t.Fatalf("after %d refused writes: %d %s, want 2xx", refused, resp.StatusCode, resp.Body)
+				}
+
+				r = sc.setup(e, 2)
+				before := e.snapshot()
+				e.in.armWrites(mode.mode, -1)
+				start := time.Now()
+				resp = e.do(r)
+				took := time.Since(start)
+				e.in.disarm()
+				if resp.StatusCode != http.StatusTooManyRequests || resp.Headers["Retry-After"] == "" && len(resp.MultiValueHeaders["Retry-After"]) == 0 {
+					t.Fatalf("endless contention: %d %v %s, want 429 with Retry-After", resp.StatusCode, resp.Headers, resp.Body)
+				}
+				if took > 5*time.Second {
+					t.Errorf("endless contention answered after %v", took)
+				}
+				if leaks(resp.Body) {
+					t.Errorf("body shows internals: %s", resp.Body)
+				}
+				if d := diff(before, e.snapshot()); len(d) > 0 {
+					t.Errorf("refused request changed the table: %v", d)
+				}
+			})
+		}
+	}
 }

@@ -1,0 +1,66 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"cads/shared/domain"
+	"cads/shared/retry"
+)
+
+// ErrChanged is the one way the store says a write lost a race: its item
+// changed (or went) between the read the write was based on and the write,
+// whose condition then refused it. The caller reads again: a request that
+// asked for its change on the current state re-applies it (Reapply); one
+// that named the state it was based on (a precondition such as If-Match)
+// gets the race as its answer.
+//
+// It is a conflict, so that a caller that forgot to handle it still answers
+// a 409 the client can act on rather than a 500.
+var ErrChanged = &domain.Error{Code: domain.Conflict, Message: "the resource changed meanwhile; read it again and retry"}
+
+// ErrVersionConflict is ErrChanged under its older name.
+var ErrVersionConflict = ErrChanged
+
+// reapplyPolicy bounds Reapply: eight writers racing on one item each need
+// up to seven re-reads when they keep colliding, the full-jitter waits
+// spread them out, and the whole budget waits about two seconds at most.
+var reapplyPolicy = retry.Policy{Retries: 20, Base: 5 * time.Millisecond, Max: 160 * time.Millisecond}
+
+// Reapply runs change, a read-modify-write of the current state, again
+// whenever it returns ErrChanged, after a full-jitter wait, until it
+// returns anything else. When the budget is spent, or the next wait would
+// outlast ctx's deadline, the answer is domain.Throttle (429 with
+// Retry-After): the request was refused by contention, not by its content.
+//
+// Only a request without a precondition re-applies: a request with one
+// (If-Match) calls its change once and answers ErrChanged as a failed
+// precondition.
+func Reapply(ctx context.Context, change func(ctx context.Context) error) error {
+	return reapply(ctx, reapplyPolicy, change)
+}
+
+func reapply(ctx context.Context, p retry.Policy, change func(ctx context.Context) error) error {
+	for attempt := 0; ; attempt++ {
+		err := change(ctx)
+		if !errors.Is(err, ErrChanged) {
+			return err
+		}
+		if attempt >= p.Retries {
+			return domain.Throttle(fmt.Errorf("lost the race %d times: %w", attempt+1, err))
+		}
+		d := retry.Delay(attempt+1, p.Base, p.Max)
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d+p.Max {
+			return domain.Throttle(fmt.Errorf("no time left to re-apply after %d attempts: %w", attempt+1, err))
+		}
+		if werr := retry.Wait(ctx, d); werr != nil {
+			werr = fmt.Errorf("re-apply after %d attempts: %w", attempt+1, werr)
+			if errors.Is(werr, context.DeadlineExceeded) {
+				return domain.Throttle(werr)
+			}
+			return werr
+		}
+	}
+}
