@@ -570,7 +570,7 @@ func TestQueueSendFailureTestRun(t *testing.T) {
 	// A test names an alias of the account's applications.
 	now := e.deps.Store.Now()
 	if err := e.deps.Store.CreateApplication(ctx, domain.Application{ID: "qfapp", Account: e.op.AccountID, State: domain.AppStopped,
-		Config: `{"name":"qf","aliases":["shop.example.com"]}`, Version: 1, Created: now, Updated: now}, domain.Quota{}); err != nil {
+		Config: `{"name":"qf","aliases":["shop.example.com"]}`, Aliases: []string{"shop.example.com"}, Version: 1, Created: now, Updated: now}, domain.Quota{}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := `{"probabilities": 1, "models": {"home": {"type": "user.StaticSession", "requests": [{"name": "home", "method": "GET", "url": "http://shop.example.com/"}]}}}`
