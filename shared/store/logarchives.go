@@ -135,7 +135,7 @@ func (s *Store) ListLogArchives(ctx context.Context, account, prefix string, now
 // none (or it has expired at now).
 func (s *Store) GetLogArchive(ctx context.Context, account, app, typ string, from, to, now time.Time) (domain.LogArchive, error) {
 	var a domain.LogArchive
-	if err := s.get(ctx, "get log archive", logArchivesPK(account), LogArchiveSK(app, typ, from, to), false, &a); err != nil {
+	if err := s.getItem(ctx, "get log archive", logArchivesPK(account), LogArchiveSK(app, typ, from, to), &a); err != nil {
 		return a, err
 	}
 	if a.Expires <= now.Unix() {

@@ -148,11 +148,7 @@ func (s *Store) put(k keyAttrs, v any) (types.TransactWriteItem, error) {
 // not, and a write based on it never miss a write that was acknowledged
 // before it. It costs twice an eventually consistent read's capacity.
 func (s *Store) getItem(ctx context.Context, op, pk, sk string, out any) error {
-	return s.get(ctx, op, pk, sk, true, out)
-}
-
-func (s *Store) get(ctx context.Context, op, pk, sk string, consistent bool, out any) error {
-	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(pk, sk), ConsistentRead: aws.Bool(consistent)})
+	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(pk, sk), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return wrap(op, err)
 	}
