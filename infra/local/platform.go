@@ -37,6 +37,7 @@ import (
 	"cads/infra/sqssource"
 	"cads/shared/access"
 	"cads/shared/bootstrap"
+	"cads/shared/clock"
 	"cads/shared/ddb"
 	"cads/shared/wire"
 )
@@ -73,6 +74,11 @@ type Options struct {
 	// Clock drives the Schedule events; default the wall clock. Tests pass
 	// a schedule.ManualClock and move it by hand.
 	Clock schedule.Clock
+	// StoreClock is the functions' clock (wire.Deps.Clock: what the store
+	// stamps and judges windows by); default the wall clock. The cost
+	// tour moves a clock.Shifted past the lists' journal window instead
+	// of sleeping through it.
+	StoreClock clock.Clock
 	// WrapAPI, when set, wraps every API function's handler (tests make
 	// one slow, say). It gets the function's logical id.
 	WrapAPI func(function string, h gateway.ProxyHandler) gateway.ProxyHandler
@@ -211,7 +217,10 @@ func (p *Platform) start(ctx context.Context, o Options) error {
 		log.Info("sqs: ready", "endpoint", endpoint, "queues", len(p.Queues))
 	}
 
-	p.Deps = wire.New(log, db, o.TableName)
+	if o.StoreClock == nil {
+		o.StoreClock = clock.System
+	}
+	p.Deps = wire.NewClocked(log, db, o.TableName, o.StoreClock)
 	switch {
 	case o.AuthzStaleness == 0:
 		p.Deps.AuthzStaleness = access.DefaultStaleness

@@ -33,6 +33,7 @@ import (
 	"cads/infra/localaws"
 	"cads/infra/sam"
 	"cads/infra/testenv"
+	"cads/shared/clock"
 	"cads/shared/ddb"
 	"cads/shared/metrics"
 )
@@ -86,6 +87,9 @@ type costTour struct {
 	workers    []string             // worker labels in the order measured
 	measured   int                  // depth of measuring() calls in progress
 	delay      time.Duration        // each DynamoDB call's while measuring (costDelay)
+	// clock is the functions' clock: at rest() moves it past the lists'
+	// journal window rather than sleeping through it.
+	clock *clock.Shifted
 }
 
 type costReply struct {
@@ -114,11 +118,13 @@ func startCostTour(t *testing.T) *costTour {
 	if err != nil {
 		t.Fatal(err)
 	}
+	shifted := &clock.Shifted{}
 	p, _ := localtest.Start(t, func(o *local.Options) {
 		o.DynamoEndpoint = dyn.Endpoint
 		o.DynamoOptions = append(o.DynamoOptions, counter.Option())
+		o.StoreClock = shifted.Now
 	})
-	c := &costTour{t: t, p: p, counter: counter, dyn: dyn, db: db, tpl: tpl, routes: map[string]sam.Route{}, rows: map[string]costRow{}, delay: costDelay}
+	c := &costTour{t: t, p: p, counter: counter, dyn: dyn, db: db, tpl: tpl, routes: map[string]sam.Route{}, rows: map[string]costRow{}, delay: costDelay, clock: shifted}
 	for _, api := range tpl.Apis {
 		if az, ok := api.Authorizers[api.DefaultAuthorizer]; ok {
 			c.authorizer = az.FunctionLogicalID
