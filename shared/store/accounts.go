@@ -155,7 +155,8 @@ func gsiQuery(pk string) *dynamodb.QueryInput {
 
 // CreateSubAccount writes a sub-account, its name reservation and its
 // roles in one transaction that also checks that the parent exists and is
-// not being deleted. A taken name is a *domain.Error (also when two
+// not being deleted and counts the sub-account in the parent's usage
+// (which the parent's deletion reads). A taken name is a *domain.Error (also when two
 // creates race); so are a parent that is going away and a depth beyond
 // MaxAccountDepth.
 func (s *Store) CreateSubAccount(ctx context.Context, a domain.AccountRecord, roles []domain.Role) error {
@@ -364,7 +365,9 @@ func (s *Store) emptyChecks(id string) []types.TransactWriteItem {
 //  3. delete every access key bound to the account and everything that
 //     exists for it elsewhere: its roles and groups, their grants and
 //     memberships, its invitations and its service users;
-//  4. delete the account and its name reservation in one transaction;
+//  4. delete the account and its name reservation in one transaction,
+//     with the parent's sub-account count and a check that the account's
+//     usage counts are still zero (emptyChecks);
 //  5. delete keys bound to it that a concurrent switch wrote after step 3,
 //     and the rest of its partition (entitlements, invoices, payments).
 //
