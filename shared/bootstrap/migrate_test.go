@@ -105,6 +105,10 @@ func seed(t *testing.T, st *store.Store, root, tag string) {
 		&store.OutboxMarker{Queue: "TasksQueue", Body: `{"task":"` + task + `"}`, Due: now.Add(time.Minute)}))
 	must(st.CreateMetricPrototype(ctx, domain.MetricPrototype{ID: ids.New(), Account: acct, DefaultName: "m", Display: "number",
 		Expression: "count", LogType: "access", DefaultFrequency: 60, Created: now}))
+	must(st.CreateSubAccount(ctx, domain.AccountRecord{Account: domain.Account{ID: ids.New(), Name: "Team " + tag, Keyword: "team " + tag,
+		Parent: acct, Ancestors: []string{root, acct}, Created: now, Updated: now}}, nil))
+	must(st.CreateAppTest(ctx, domain.AppTest{Account: acct, ID: "load", MediaType: "application/x-tar", Summary: `{}`,
+		Archive: store.NewAppTestBlob(ids.New(), []byte("x")), ArchiveUpdated: now, Version: 1, Created: now, Updated: now}, []byte("x"), nil))
 }
 
 // age rewrites every item of tbl as code from before GSI2/GSI3, the
@@ -202,12 +206,17 @@ func oldTable(t *testing.T) (d testenv.Dynamo, st *store.Store, want table, aged
 	want = scan(t, d)
 	aged = age(t, d, want)
 	seed(t, st, res.RootAccount, "three")
+	rootSubs := "ACCOUNT#" + res.RootAccount + " | USAGE#accounts"
 	for k, it := range scan(t, d) {
-		if _, old := want[k]; !old {
+		if _, old := want[k]; !old || k == rootSubs {
 			want[k] = it
 		}
 	}
-	return d, st, want, aged
+	// The root's sub-account count, aged away, was written again by tenant
+	// three's create (n = 1): the migration keeps a count it finds, so
+	// this one stays two short of the truth
+	// (docs/deploy.md) and is not one of the items it writes.
+	return d, st, want, aged - 1
 }
 
 func fixedTotal(m map[string]int) int {
@@ -233,8 +242,8 @@ func TestMigrateSchemaGivesOldItemsWhatTheCurrentCodeWrites(t *testing.T) {
 	}
 	// Before: the aged accounts are missing from the accounts list (GSI2).
 	accts, _, _, err := st.PageAccounts(ctx, "", false, 100)
-	if err != nil || len(accts) != 1 {
-		t.Fatalf("before the migration the accounts list holds %d accounts (%v), want only the one written since", len(accts), err)
+	if err != nil || len(accts) != 2 {
+		t.Fatalf("before the migration the accounts list holds %d accounts (%v), want only the two written since (tenant three and its team)", len(accts), err)
 	}
 
 	res, err := bootstrap.MigrateSchema(ctx, st, log, bootstrap.MigrateOptions{PageSize: 7})
@@ -251,11 +260,14 @@ func TestMigrateSchemaGivesOldItemsWhatTheCurrentCodeWrites(t *testing.T) {
 			t.Errorf("no %s fixed: %v", ent, res.Fixed)
 		}
 	}
-	if res.Fixed[store.FixedUsage] != 4 || res.Fixed[store.FixedAlias] != 4 {
-		t.Errorf("usage counts %d, alias claims %d written, want 4 and 4 (two tenants)", res.Fixed[store.FixedUsage], res.Fixed[store.FixedAlias])
+	// Per tenant: applications, address sets, sub-accounts, tests and
+	// metric prototypes; the root's sub-account count exists again (tenant
+	// three's create wrote it) and is left alone.
+	if res.Fixed[store.FixedUsage] != 10 || res.Fixed[store.FixedAlias] != 4 {
+		t.Errorf("usage counts %d, alias claims %d written, want 10 and 4 (two tenants)", res.Fixed[store.FixedUsage], res.Fixed[store.FixedAlias])
 	}
 	accts, _, _, err = st.PageAccounts(ctx, "", false, 100)
-	if err != nil || len(accts) != 4 || accts[0].ID != root {
+	if err != nil || len(accts) != 7 || accts[0].ID != root {
 		t.Errorf("after the migration the accounts list holds %d accounts (%v)", len(accts), err)
 	}
 

@@ -68,6 +68,11 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{st: store.New(d.Client, d.Table), d: d, rec: &recorder{}}
 	f.o = outbox.New(f.st, f.rec, quiet)
 	f.o.ResendAfter = 0 // due at once: the sweep's turn needs no waiting
+	// The account the tests are written to: a test's create checks that
+	// it exists and is not being deleted.
+	if err := f.st.CreateAccount(context.Background(), domain.Account{ID: "a1", Name: "a1", Ancestors: []string{}}, nil); err != nil {
+		t.Fatal(err)
+	}
 	return f
 }
 

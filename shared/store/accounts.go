@@ -55,6 +55,10 @@ func (s *Store) CreateAccount(ctx context.Context, a domain.Account, roles []dom
 	if err != nil {
 		return err
 	}
+	if a.Parent != "" {
+		// The parent's deletion counts its sub-accounts through this.
+		items = append(items, s.usageOp(a.Parent, domain.Quota{Kind: usageSubAccounts}, 1))
+	}
 	err = s.transact(ctx, "create account", items)
 	if errors.Is(err, ddb.ErrConditionFailed) {
 		return domain.AccountNameTaken(a.Name)
@@ -151,7 +155,8 @@ func gsiQuery(pk string) *dynamodb.QueryInput {
 
 // CreateSubAccount writes a sub-account, its name reservation and its
 // roles in one transaction that also checks that the parent exists and is
-// not being deleted. A taken name is a *domain.Error (also when two
+// not being deleted and counts the sub-account in the parent's usage
+// (which the parent's deletion reads). A taken name is a *domain.Error (also when two
 // creates race); so are a parent that is going away and a depth beyond
 // MaxAccountDepth.
 func (s *Store) CreateSubAccount(ctx context.Context, a domain.AccountRecord, roles []domain.Role) error {
@@ -174,7 +179,7 @@ func (s *Store) CreateSubAccount(ctx context.Context, a domain.AccountRecord, ro
 		TableName:           aws.String(s.table),
 		Key:                 key(accountPK(a.Parent), skAccount),
 		ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(deleting)"),
-	}})
+	}}, s.usageOp(a.Parent, domain.Quota{Kind: usageSubAccounts}, 1))
 	err = s.transact(ctx, "create account", items)
 	var tx *ddb.TxCanceledError
 	if errors.As(err, &tx) {
@@ -257,21 +262,38 @@ func (s *Store) UpdateAccount(ctx context.Context, prev, next domain.AccountReco
 	return err
 }
 
+// leftoverCounts are the usage items that count what an account must not
+// hold when it is deleted, with the Leftovers field each one sets.
+func leftoverCounts(l *domain.Leftovers) []struct {
+	kind  string
+	found *bool
+} {
+	return []struct {
+		kind  string
+		found *bool
+	}{
+		{usageSubAccounts, &l.SubAccounts}, {domain.ResourceApplications, &l.Applications}, {domain.ResourceAddressSets, &l.AddressSets},
+		{usageTests, &l.Tests}, {usageMetricPrototypes, &l.MetricPrototypes},
+	}
+}
+
 // AccountLeftovers tells whether an account still has sub-accounts,
 // applications, address sets, application tests or metric prototypes:
-// five Limit-1 GSI queries in parallel with one consistent BatchGetItem of
-// the account's usage items. GSI1 may not show an application or address
-// set created a moment ago; their usage counts, kept by the create and
-// delete transactions, do.
+// one consistent BatchGetItem of the account's usage items in parallel
+// with five Limit-1 GSI1 queries. GSI1 may not show what was created a
+// moment ago; the usage counts, kept by the create and delete
+// transactions, do. The queries still find what was created before the
+// counts existed and the schema migration has not counted yet.
 func (s *Store) AccountLeftovers(ctx context.Context, id string) (domain.Leftovers, error) {
-	var (
-		l          domain.Leftovers
-		apps, sets bool
-	)
+	var l, counted domain.Leftovers
+	counts := leftoverCounts(&counted)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		items, err := ddb.BatchGetConsistent(gctx, s.db, s.table, []map[string]types.AttributeValue{
-			key(accountPK(id), usageSK(domain.ResourceApplications)), key(accountPK(id), usageSK(domain.ResourceAddressSets))})
+		keys := make([]map[string]types.AttributeValue, len(counts))
+		for i, c := range counts {
+			keys[i] = key(accountPK(id), usageSK(c.kind))
+		}
+		items, err := ddb.BatchGetConsistent(gctx, s.db, s.table, keys)
 		if err != nil {
 			return wrap("read usage", err)
 		}
@@ -283,11 +305,10 @@ func (s *Store) AccountLeftovers(ctx context.Context, id string) (domain.Leftove
 			if err := attributevalue.UnmarshalMap(it, &u); err != nil {
 				return fmt.Errorf("read usage: %w", err)
 			}
-			switch u.SK {
-			case usageSK(domain.ResourceApplications):
-				apps = u.N > 0
-			case usageSK(domain.ResourceAddressSets):
-				sets = u.N > 0
+			for _, c := range counts {
+				if u.SK == usageSK(c.kind) {
+					*c.found = u.N > 0
+				}
 			}
 		}
 		return nil
@@ -301,8 +322,36 @@ func (s *Store) AccountLeftovers(ctx context.Context, id string) (domain.Leftove
 		})
 	}
 	err := g.Wait()
-	l.Applications, l.AddressSets = l.Applications || apps, l.AddressSets || sets
+	l = domain.Leftovers{
+		SubAccounts: l.SubAccounts || counted.SubAccounts, Applications: l.Applications || counted.Applications,
+		AddressSets: l.AddressSets || counted.AddressSets, Tests: l.Tests || counted.Tests,
+		MetricPrototypes: l.MetricPrototypes || counted.MetricPrototypes,
+	}
 	return l, err
+}
+
+// emptyChecks are the delete transaction's checks that the account's usage
+// counts are still zero (or absent). Every create checks the account's
+// `deleting` mark, so none can commit between the leftovers read and the
+// delete while this DELETE's mark stands; but a concurrent DELETE that
+// found leftovers removes the mark when it unmarks (it may have
+// overwritten ours), and then only these checks keep a create from
+// surviving its account. A count below zero (a delete of something
+// created before the counts existed) counts as empty, like the GSI1 query
+// that already found nothing.
+func (s *Store) emptyChecks(id string) []types.TransactWriteItem {
+	var l domain.Leftovers
+	var checks []types.TransactWriteItem
+	for _, c := range leftoverCounts(&l) {
+		checks = append(checks, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+			TableName:                 aws.String(s.table),
+			Key:                       key(accountPK(id), usageSK(c.kind)),
+			ConditionExpression:       aws.String("attribute_not_exists(#n) OR #n <= :zero"),
+			ExpressionAttributeNames:  map[string]string{"#n": "n"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":zero": avNum(0)},
+		}})
+	}
+	return checks
 }
 
 // DeleteAccount deletes an empty account and revokes all access to it. In
@@ -316,7 +365,9 @@ func (s *Store) AccountLeftovers(ctx context.Context, id string) (domain.Leftove
 //  3. delete every access key bound to the account and everything that
 //     exists for it elsewhere: its roles and groups, their grants and
 //     memberships, its invitations and its service users;
-//  4. delete the account and its name reservation in one transaction;
+//  4. delete the account and its name reservation in one transaction,
+//     with the parent's sub-account count and a check that the account's
+//     usage counts are still zero (emptyChecks);
 //  5. delete keys bound to it that a concurrent switch wrote after step 3,
 //     and the rest of its partition (entitlements, invoices, payments).
 //
@@ -345,7 +396,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) (domain.AccountRec
 	if err := s.revokeAccountAccess(ctx, id); err != nil {
 		return a, err
 	}
-	err = s.transact(ctx, "delete account", []types.TransactWriteItem{
+	items := append([]types.TransactWriteItem{
 		{Delete: &types.Delete{
 			TableName:           aws.String(s.table),
 			Key:                 key(accountPK(id), skAccount),
@@ -357,13 +408,26 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) (domain.AccountRec
 			ConditionExpression:       aws.String("attribute_not_exists(PK) OR account = :id"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avStr(id)},
 		}},
-	})
+		s.usageOp(a.Parent, domain.Quota{Kind: usageSubAccounts}, -1),
+	}, s.emptyChecks(id)...)
+	err = s.transact(ctx, "delete account", items)
 	var tx *ddb.TxCanceledError
 	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
+		var late domain.Leftovers
+		counts := leftoverCounts(&late)
 		for _, r := range tx.Reasons {
-			if r.Index == 0 {
+			switch {
+			case r.Index == 0:
 				return a, domain.ErrNotFound // a concurrent DELETE finished first
+			case r.Code == ddb.ReasonConditionalCheckFailed && r.Index >= 3 && r.Index-3 < len(counts):
+				*counts[r.Index-3].found = true
 			}
+		}
+		if late.Any() {
+			// Created after the leftovers were read: the account stays
+			// marked (its access is already revoked) and a retried DELETE
+			// finishes once they are gone.
+			return a, conflict("account " + id + " still has " + late.String() + "; delete them first")
 		}
 	}
 	if err != nil {

@@ -73,8 +73,11 @@ func (s *Store) chunkPuts(account, id, blob string, archive []byte) ([]types.Tra
 // one: t.Converted names it) goes first, unreachable until the transaction
 // that writes the test and its archive makes it so; the transaction is all
 // or nothing, and a failure deletes the converted chunks again. An
-// existing test of that id is a *domain.Error. The archive's size bounds
-// the transaction (4 MB).
+// existing test of that id is a *domain.Error, and so is an account that
+// is being deleted or gone: the transaction checks the account's
+// `deleting` mark and counts the test in the account's usage item, which
+// the account's deletion reads. The archive's size bounds the transaction
+// (4 MB).
 func (s *Store) CreateAppTest(ctx context.Context, t domain.AppTest, archive, converted []byte) error {
 	meta, err := s.put(appTestKey(t), t)
 	if err != nil {
@@ -87,12 +90,19 @@ func (s *Store) CreateAppTest(ctx context.Context, t domain.AppTest, archive, co
 	if err := s.writeConverted(ctx, t, converted); err != nil {
 		return err
 	}
-	err = s.transact(ctx, "create application test", append([]types.TransactWriteItem{meta}, chunks...))
+	err = s.transact(ctx, "create application test", append([]types.TransactWriteItem{meta, {ConditionCheck: &types.ConditionCheck{
+		TableName:           aws.String(s.table),
+		Key:                 key(accountPK(t.Account), skAccount),
+		ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(deleting)"),
+	}}, s.usageOp(t.Account, domain.Quota{Kind: usageTests}, 1)}, chunks...))
 	if err != nil {
 		err = s.dropConverted(ctx, t, err)
 	}
-	if txConditionFailedAt(err, 0) {
+	switch {
+	case txConditionFailedAt(err, 0):
 		return conflict("a test with id " + strconv.Quote(t.ID) + " already exists; change it with PATCH or delete it first")
+	case txConditionFailedAt(err, 1):
+		return conflict("account " + t.Account + " is being deleted or no longer exists")
 	}
 	return err
 }
@@ -277,22 +287,35 @@ func (s *Store) UpdateAppTestDescription(ctx context.Context, account, id, desc 
 
 // DeleteAppTest deletes a test and returns it as it was; its blobs are
 // deleted next (DeleteAppTestBlobs). A missing test is domain.ErrNotFound.
+// A transaction returns no old item, so the test is read first and the
+// delete is conditional on the version read (the blobs returned are the
+// ones deleted); the delete and the account's usage count change in one
+// transaction. A test changed meanwhile is read again.
 func (s *Store) DeleteAppTest(ctx context.Context, account, id string) (domain.AppTest, error) {
-	res, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:           aws.String(s.table),
-		Key:                 key(appTestPK(account, id), skAppTest),
-		ConditionExpression: aws.String("attribute_exists(PK)"),
-		ReturnValues:        types.ReturnValueAllOld,
-	})
-	if ddb.IsConditionFailed(err) {
-		return domain.AppTest{}, domain.ErrNotFound
-	}
-	if err != nil {
-		return domain.AppTest{}, wrap("delete application test", err)
-	}
 	var t domain.AppTest
-	if err := attributevalue.UnmarshalMap(res.Attributes, &t); err != nil {
-		return domain.AppTest{}, fmt.Errorf("delete application test: unmarshal: %w", err)
+	err := Reapply(ctx, func(ctx context.Context) error {
+		var err error
+		if t, err = s.GetAppTest(ctx, account, id); err != nil {
+			return err
+		}
+		del := &types.Delete{
+			TableName:                 aws.String(s.table),
+			Key:                       key(appTestPK(account, id), skAppTest),
+			ConditionExpression:       aws.String("#v = :v"),
+			ExpressionAttributeNames:  map[string]string{"#v": "version"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":v": avNum(int64(t.Version))},
+		}
+		if t.Version == 0 { // written before tests had versions
+			del.ConditionExpression, del.ExpressionAttributeValues = aws.String("attribute_exists(PK) AND attribute_not_exists(#v)"), nil
+		}
+		err = s.transact(ctx, "delete application test", []types.TransactWriteItem{{Delete: del}, s.usageOp(account, domain.Quota{Kind: usageTests}, -1)})
+		if txConditionFailedAt(err, 0) {
+			return ErrChanged
+		}
+		return err
+	})
+	if err != nil {
+		return domain.AppTest{}, err
 	}
 	return t, nil
 }

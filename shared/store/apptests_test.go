@@ -45,9 +45,21 @@ func appTestBytes(n int) []byte {
 	return b
 }
 
+// testAccounts creates top-level accounts: a test's create checks that
+// its account exists and is not being deleted.
+func testAccounts(t *testing.T, st *store.Store, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if err := st.CreateAccount(context.Background(), domain.Account{ID: id, Name: "account " + id, Ancestors: []string{}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestAppTestArchiveRoundTrip(t *testing.T) {
 	st, d := newStore(t)
 	ctx := context.Background()
+	testAccounts(t, st, "acct1", "acct2")
 	// Several chunks, the last one partial; and a converted form.
 	archive := appTestBytes(3*store.AppTestChunkBytes + 1234)
 	converted := appTestBytes(store.AppTestChunkBytes + 1)
@@ -143,7 +155,13 @@ func TestAppTestArchiveRoundTrip(t *testing.T) {
 		t.Fatalf("update missing: %v", err)
 	}
 
+	d.Counter.Reset()
 	del, err := st.DeleteAppTest(ctx, "acct1", "load-test")
+	// The consistent read of the test, then the transaction deleting it
+	// and counting it out of the account's usage.
+	if n := d.Counter.Sequential(); n != 2 {
+		t.Errorf("DeleteAppTest: %d round trips, want 2", n)
+	}
 	if err != nil || del.Archive.ID != "b4" {
 		t.Fatalf("DeleteAppTest = %+v, %v", del, err)
 	}
@@ -179,6 +197,7 @@ func TestAppTestCreateTooLarge(t *testing.T) {
 func TestAppTestRuns(t *testing.T) {
 	st, _ := newStore(t)
 	ctx := context.Background()
+	testAccounts(t, st, "acct1")
 	at := newAppTest(st, "acct1", "t1", "b1", []byte("x"))
 	if err := st.CreateAppTest(ctx, at, []byte("x"), nil); err != nil {
 		t.Fatal(err)

@@ -156,8 +156,18 @@ func (s *Store) Allowance(ctx context.Context, account, kind string) (limit int,
 	return limit, limited, nil
 }
 
-// usage is an account's count of one kind of metered resource, kept by
-// the transactions that create and delete them.
+// Kinds of usage items that count what an account holds without an
+// entitlement limiting it: the account's deletion reads them
+// (AccountLeftovers) because GSI1 may not show what was created a moment
+// ago.
+const (
+	usageSubAccounts      = "accounts"
+	usageTests            = "tests"
+	usageMetricPrototypes = "metric_prototypes"
+)
+
+// usage is an account's count of one kind of resource, kept by the
+// transactions that create and delete them.
 type usage struct {
 	N int `dynamodbav:"n"`
 }

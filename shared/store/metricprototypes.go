@@ -5,11 +5,8 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"cads/shared/ddb"
 	"cads/shared/domain"
 )
 
@@ -28,7 +25,8 @@ func metricProtoKey(p domain.MetricPrototype) keyAttrs {
 }
 
 // CreateMetricPrototype writes a new prototype of p.Account, which must
-// exist and not be being deleted (a conflict otherwise).
+// exist and not be being deleted (a conflict otherwise), and counts it in
+// the account's usage item, which the account's deletion reads.
 func (s *Store) CreateMetricPrototype(ctx context.Context, p domain.MetricPrototype) error {
 	put, err := s.put(metricProtoKey(p), p)
 	if err != nil {
@@ -38,7 +36,7 @@ func (s *Store) CreateMetricPrototype(ctx context.Context, p domain.MetricProtot
 		TableName:           aws.String(s.table),
 		Key:                 key(accountPK(p.Account), skAccount),
 		ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(deleting)"),
-	}}})
+	}}, s.usageOp(p.Account, domain.Quota{Kind: usageMetricPrototypes}, 1)})
 	switch {
 	case txConditionFailedAt(err, 0):
 		return conflict(fmt.Sprintf("a metric prototype with id %q already exists", p.ID))
@@ -69,26 +67,28 @@ func (s *Store) PageMetricPrototypes(ctx context.Context, account, after string,
 		tableKey: func(pos string) (string, string) { return metricProtoPK(idOf(pos)), skMetricProto }}, after, desc, n)
 }
 
-// DeleteMetricPrototype deletes a prototype of account in one conditional
-// delete and returns it as it was; one of another account is domain.ErrNotFound.
+// DeleteMetricPrototype deletes a prototype of account and returns it as
+// it was; one of another account is domain.ErrNotFound. A transaction
+// returns no old item, so the prototype is read first (prototypes are
+// never changed, so the one read is the one deleted); the delete and the
+// account's usage count change in one transaction.
 func (s *Store) DeleteMetricPrototype(ctx context.Context, account, id string) (domain.MetricPrototype, error) {
 	ctx = withLists(ctx, metricProtoPK(id), skMetricProto, metricProtosGSI(account))
-	res, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+	p, err := s.GetMetricPrototype(ctx, account, id)
+	if err != nil {
+		return domain.MetricPrototype{}, err
+	}
+	err = s.transact(ctx, "delete metric prototype", []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName:                 aws.String(s.table),
 		Key:                       key(metricProtoPK(id), skMetricProto),
 		ConditionExpression:       aws.String("account = :acct"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":acct": avStr(account)},
-		ReturnValues:              types.ReturnValueAllOld,
-	})
-	if ddb.IsConditionFailed(err) {
-		return domain.MetricPrototype{}, domain.ErrNotFound
+	}}, s.usageOp(account, domain.Quota{Kind: usageMetricPrototypes}, -1)})
+	if txConditionFailedAt(err, 0) {
+		return domain.MetricPrototype{}, domain.ErrNotFound // a concurrent DELETE finished first
 	}
 	if err != nil {
-		return domain.MetricPrototype{}, wrap("delete metric prototype", err)
-	}
-	var p domain.MetricPrototype
-	if err := attributevalue.UnmarshalMap(res.Attributes, &p); err != nil {
-		return domain.MetricPrototype{}, fmt.Errorf("delete metric prototype: unmarshal: %w", err)
+		return domain.MetricPrototype{}, err
 	}
 	return p, nil
 }

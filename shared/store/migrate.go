@@ -21,7 +21,7 @@ import (
 // The schema migration gives items written by older code what the current
 // code writes with them: the index keys of their entity (computed by the
 // same builders the writes use, so the formats have one source), the
-// usage count of an account's applications and address sets, and the
+// usage counts of what an account holds, and the
 // claim of each of an application's aliases. It scans the whole table a
 // page at a time (MigratePage); shared/bootstrap drives it and records the
 // scan position so a stopped run is continued.
@@ -35,7 +35,10 @@ import (
 // it, and the Installation resource's SchemaVersion in template.yaml, with
 // every change that gives items a key or a derived item older items lack:
 // a finished version is not scanned again.
-const SchemaVersion = 1
+//
+// 2: usage counts of sub-accounts, application tests and metric
+// prototypes (the account's deletion reads them).
+const SchemaVersion = 2
 
 const skSchemaMigration = "SCHEMAMIGRATION"
 
@@ -313,7 +316,8 @@ func (s *Store) fixKeys(ctx context.Context, it map[string]types.AttributeValue,
 }
 
 // fixUsage writes the account's usage counts that are missing: the number
-// of its applications and address sets, as the create transactions would
+// of its applications, address sets, sub-accounts, application tests and
+// metric prototypes (version 2), as the create transactions would
 // have kept it. A count of 0 is what a missing item already means. The
 // put is conditional on the item's absence, so a create that wrote it
 // meanwhile is kept (counted as skipped; its count is one create short
@@ -322,6 +326,9 @@ func (s *Store) fixUsage(ctx context.Context, account string) (written, skipped 
 	kinds := []struct{ kind, gsi string }{
 		{domain.ResourceApplications, appsGSI(account)},
 		{domain.ResourceAddressSets, addressSetsGSI(account)},
+		{usageSubAccounts, childrenGSI(account)},
+		{usageTests, appTestsGSI(account)},
+		{usageMetricPrototypes, metricProtosGSI(account)},
 	}
 	keys := make([]map[string]types.AttributeValue, len(kinds))
 	for i, k := range kinds {
