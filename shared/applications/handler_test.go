@@ -160,7 +160,7 @@ func (a *api) setState(id, state string) {
 	if cur.State == state {
 		return
 	}
-	if err := a.st.BeginTransition(context.Background(), id, cur.State, state, "test"); err != nil {
+	if err := a.st.BeginTransition(context.Background(), a.root, id, cur.State, state, "test"); err != nil {
 		a.t.Fatal(err)
 	}
 }

@@ -171,13 +171,20 @@ func (s *Store) ClaimTask(ctx context.Context, id, owner string, now, leaseUntil
 	if err != nil {
 		return domain.Task{}, wrap("claim task", err)
 	}
+	// The queue's message names the task alone: its account's list is
+	// known from the claimed item.
+	if err := s.journalWritten(ctx, res.Attributes); err != nil {
+		return domain.Task{}, wrap("claim task", err)
+	}
 	var t domain.Task
 	return t, attributevalue.UnmarshalMap(res.Attributes, &t)
 }
 
-// ReleaseTask gives up owner's lease after a retryable failure, recording
-// the error, so that the next delivery may claim the task at once.
-func (s *Store) ReleaseTask(ctx context.Context, id, owner, lastError string) error {
+// ReleaseTask gives up owner's lease of account's task id after a
+// retryable failure, recording the error, so that the next delivery may
+// claim the task at once.
+func (s *Store) ReleaseTask(ctx context.Context, account, id, owner, lastError string) error {
+	ctx = withLists(ctx, taskPK(id), skTask, tasksGSI(account))
 	now := s.now()
 	lastError = clipText(lastError, 1000)
 	logTerm, vals, err := appendLog(domain.TaskLogLine{Created: now.UTC(), Severity: domain.SeverityWarning, Activity: domain.ActivityRetry, Message: lastError, Process: owner})
@@ -244,6 +251,9 @@ type Invalidation struct {
 // TaskFinish is the final write of a task, with the effects that must
 // happen together with it.
 type TaskFinish struct {
+	// Account is the task's (and its application's): the lists the
+	// write changes.
+	Account   string
 	ID, Owner string // the lease owner that must still hold the task
 	State     string // TaskSuccess or TaskFailed
 	Message   string
@@ -263,6 +273,15 @@ type TaskFinish struct {
 // a *domain.Error (AliasTaken) when an alias it adds belongs to another
 // application.
 func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
+	if f.Account != "" {
+		ctx = withLists(ctx, taskPK(f.ID), skTask, tasksGSI(f.Account))
+		if f.Transition != nil {
+			ctx = withLists(ctx, appPK(f.Transition.App), skApp, appsGSI(f.Account))
+		}
+	}
+	if f.Config != nil {
+		ctx = withLists(ctx, appPK(f.Config.App), skApp, appsGSI(f.Config.Account))
+	}
 	at := s.now()
 	now := at.Format(timeLayout)
 	msg := clipText(f.Message, 2000)

@@ -133,7 +133,7 @@ func TestRedeliveryNeverAppliesTwice(t *testing.T) {
 	if _, err := e.st.ClaimTask(ctx, stop.ID, "dead", past, past.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.BeginTransition(ctx, a.ID, domain.AppRunning, domain.AppStopping, stop.ID); err != nil {
+	if err := e.st.BeginTransition(ctx, a.Account, a.ID, domain.AppRunning, domain.AppStopping, stop.ID); err != nil {
 		t.Fatal(err)
 	}
 	if out := e.run(stop.ID); out != tasks.Done {
@@ -145,10 +145,11 @@ func TestRedeliveryNeverAppliesTwice(t *testing.T) {
 	}
 }
 
-// Round trips of the worker: a lifecycle task is claimed, its application
-// read and moved to the transitional state, then the task, the final state
-// and the outbox marker are written in one transaction; a duplicate costs
-// the refused claim and one read.
+// Round trips of the worker: a lifecycle task is claimed (and its list's
+// journal written from the claimed item), its application read and moved
+// to the transitional state (its list's journal beside it), then the
+// task, the final state, the outbox marker and the journal are written in
+// one transaction; a duplicate costs the refused claim and one read.
 func TestWorkerRoundTrips(t *testing.T) {
 	e := newEnv(t)
 	a := e.app(domain.AppStopped)
@@ -157,8 +158,8 @@ func TestWorkerRoundTrips(t *testing.T) {
 	if e.run(tk.ID) != tasks.Done {
 		t.Fatal("start failed")
 	}
-	if n := e.d.Counter.Total(); n != 4 {
-		t.Fatalf("start: %d round trips, want 4: %v", n, e.d.Counter.ByOperation())
+	if n, ops := e.d.Counter.Total(), e.d.Counter.ByOperation(); n != 6 || ops["PutItem"] != 2 {
+		t.Fatalf("start: %d round trips, want 6 (2 journal PutItems): %v", n, ops)
 	}
 	e.d.Counter.Reset()
 	if e.run(tk.ID) != tasks.Done {
