@@ -205,3 +205,14 @@ func Expire(t testing.TB, client *sqs.Client, url, handle string) {
 		t.Fatalf("end the visibility timeout: %v", err)
 	}
 }
+
+// Realistic reports whether this test binary's DynamoDB runs in the
+// realistic mode (localaws.RealismEnv). Exact DynamoDB call counts and
+// capacity units hold on the plain stand-in only: there, retried
+// conflicts and throttles, re-sent unprocessed batch items and the
+// journal's reads after a recent write legitimately change them. A test
+// skips such an assertion alone when this is true and checks the rest.
+func Realistic() bool {
+	r, err := localaws.RealismFromEnv()
+	return err == nil && r != nil
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"cads/infra/testenv"
 	"cads/shared/apigw"
 	"cads/shared/domain"
 )
@@ -114,7 +115,7 @@ func TestRoundTrips(t *testing.T) {
 		}
 		seq, total := e.dyn.Counter.Sequential(), e.dyn.Counter.Total()
 		t.Logf("%-50s sequential %d, total %d %v", s.name, seq, total, e.dyn.Counter.ByOperation())
-		if seq != s.seq || total != s.total {
+		if (seq != s.seq || total != s.total) && !testenv.Realistic() {
 			t.Errorf("%s: %d sequential / %d total round trips, want %d / %d (%v)", s.name, seq, total, s.seq, s.total, e.dyn.Counter.ByOperation())
 		}
 		if s.after != nil {
