@@ -93,28 +93,29 @@ func (s *Store) GetTask(ctx context.Context, account, id string) (domain.Task, e
 }
 
 // ListTasks returns the tasks of account created in [from, to) (zero
-// times: unbounded), newest first, at most max (0: all).
+// times: unbounded), newest first, at most max (0: all). It reads page by
+// page as the API's list does, so it shows the writes of the last moments
+// that the index does not yet (the journal, Read your writes).
 func (s *Store) ListTasks(ctx context.Context, account string, from, to time.Time, max int) ([]domain.Task, error) {
-	lo, hi := prefixTaskG, prefixTaskG+"~"
-	if !from.IsZero() {
-		lo = prefixTaskG + from.UTC().Format(timeLayout)
+	var (
+		out   []domain.Task
+		after string
+	)
+	for {
+		n := 100
+		if max > 0 {
+			n = min(n, max-len(out))
+		}
+		page, pos, more, err := s.PageTasks(ctx, account, from, to, after, true, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if !more || len(page) == 0 || (max > 0 && len(out) >= max) {
+			return out, nil
+		}
+		after = pos[len(pos)-1]
 	}
-	if !to.IsZero() {
-		// "TASK#<to>" sorts before every key of a task created at `to`.
-		hi = prefixTaskG + to.UTC().Format(timeLayout)
-	}
-	items, err := s.query(ctx, "list tasks", &dynamodb.QueryInput{
-		IndexName:              aws.String(IndexGSI1),
-		KeyConditionExpression: aws.String("GSI1PK = :pk AND GSI1SK BETWEEN :lo AND :hi"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": avStr(tasksGSI(account)), ":lo": avStr(lo), ":hi": avStr(hi),
-		},
-		ScanIndexForward: aws.Bool(false),
-	}, max)
-	if err != nil {
-		return nil, err
-	}
-	return unmarshalAll[domain.Task](items)
 }
 
 // PageTasks reads at most n tasks of account created in [from, to) (zero
