@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -215,4 +216,17 @@ func Expire(t testing.TB, client *sqs.Client, url, handle string) {
 func Realistic() bool {
 	r, err := localaws.RealismFromEnv()
 	return err == nil && r != nil
+}
+
+// AwaitIndexes waits, in the realistic mode, until every write made
+// before it is visible in the global secondary indexes (the mode's
+// IndexLag); at once otherwise. For a test of an asynchronous reader that
+// finds its work through an index (the outbox sweep's due markers), whose
+// next scheduled run would find what the index did not show yet.
+func AwaitIndexes() {
+	r, err := localaws.RealismFromEnv()
+	if err != nil || r == nil {
+		return
+	}
+	time.Sleep(r.IndexLag + 50*time.Millisecond)
 }

@@ -564,6 +564,7 @@ func TestLostEventIsSentByTheOutboxSweepAndCountedOnce(t *testing.T) {
 		t.Fatalf("sent while the queue is down: %v", sent)
 	}
 	sweep := outbox.New(e.st, eventSender{e.q}, quiet)
+	testenv.AwaitIndexes() // the outbox is found through an index
 	if n, err := sweep.Sweep(ctx); err != nil || n != 1 {
 		t.Fatalf("outbox sweep: %d %v; want the one event", n, err)
 	}
@@ -573,6 +574,7 @@ func TestLostEventIsSentByTheOutboxSweepAndCountedOnce(t *testing.T) {
 	if c := e.counts(metrics.ScopeSet(s.Set.ID)); c["added"] != 2 {
 		t.Fatalf("counts after the sweep's send and a duplicate: %v; want 2 added", c)
 	}
+	testenv.AwaitIndexes() // the outbox is found through an index
 	if due, err := e.st.DueOutbox(ctx, time.Now().Add(time.Hour), 10); err != nil || len(due) != 0 {
 		t.Fatalf("markers left after the fold: %+v %v", due, err)
 	}

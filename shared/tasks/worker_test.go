@@ -23,6 +23,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"cads/infra/testenv"
 	"cads/shared/applications/appconfig"
 	"cads/shared/domain"
 	"cads/shared/store"
@@ -396,6 +397,7 @@ func TestOutboxResendsUnsentTasks(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	total := 0
+	testenv.AwaitIndexes() // the outbox is found through an index
 	for range 2 {
 		wg.Go(func() {
 			n, err := e.ob.Sweep(context.Background())
@@ -414,6 +416,7 @@ func TestOutboxResendsUnsentTasks(t *testing.T) {
 	// Once the task finishes its marker is gone: nothing more to send.
 	e.run(tk.ID)
 	e.clk.Advance(400 * time.Millisecond)
+	testenv.AwaitIndexes() // the outbox is found through an index
 	if n, _ := e.ob.Sweep(context.Background()); n != 0 {
 		t.Fatalf("a finished task was re-sent")
 	}
@@ -434,6 +437,7 @@ func TestOutboxSweepRoundTrips(t *testing.T) {
 	e.clk.Advance(300 * time.Millisecond)
 	e.d.Counter.SetDelay(20 * time.Millisecond)
 	e.d.Counter.Reset()
+	testenv.AwaitIndexes() // the outbox is found through an index
 	n, err := e.ob.Sweep(context.Background())
 	if err != nil || n != len(want) {
 		t.Fatalf("sweep sent %d, %v; want %d", n, err, len(want))
