@@ -230,3 +230,15 @@ func AwaitIndexes() {
 	}
 	time.Sleep(r.IndexLag + 50*time.Millisecond)
 }
+
+// AwaitReads waits, in the realistic mode, until every write made before
+// it is visible to reads without ConsistentRead and to the indexes (the
+// mode's larger lag); at once otherwise. For reads documented eventual:
+// metric chunks, written by the asynchronous aggregation (docs/metrics.md).
+func AwaitReads() {
+	r, err := localaws.RealismFromEnv()
+	if err != nil || r == nil {
+		return
+	}
+	time.Sleep(max(r.ReadLag, r.IndexLag) + 50*time.Millisecond)
+}

@@ -111,6 +111,7 @@ func (e *env) deliver(bodies ...string) {
 
 func (e *env) counts(scope string) map[string]float64 {
 	e.t.Helper()
+	testenv.AwaitReads() // metric chunks are read eventually consistent
 	from := e.clock.Add(-6 * time.Hour).Truncate(time.Hour)
 	q, _ := url.ParseQuery("names=entries_added,entries_extended,entries_expired,entries_deleted&summarize=true&from=" +
 		from.Format(time.RFC3339) + "&to=" + from.Add(12*time.Hour).Format(time.RFC3339))
