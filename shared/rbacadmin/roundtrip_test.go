@@ -74,7 +74,7 @@ func TestRoundTrips(t *testing.T) {
 		{name: "GET service user", ctx: op, method: "GET", pathFromResult: func() string { return suHref }, status: 200, seq: 1, total: 2},
 		{name: "GET service users", ctx: op, method: "GET", path: base + "/service-users", status: 200, seq: 3, total: 8},
 		{name: "PATCH service user", ctx: op, method: "PATCH", pathFromResult: func() string { return suHref }, body: map[string]any{"name": "x"}, status: 200, seq: 1, total: 3},
-		{name: "DELETE service user", ctx: op, method: "DELETE", pathFromResult: func() string { return suHref }, status: 200, seq: 2, total: 4},
+		{name: "DELETE service user", ctx: op, method: "DELETE", pathFromResult: func() string { return suHref }, status: 200, seq: 2, total: 5},
 	}
 	e.dyn.Counter.SetDelay(25 * time.Millisecond)
 	for _, s := range steps {
