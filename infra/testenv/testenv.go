@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -204,4 +205,40 @@ func Expire(t testing.TB, client *sqs.Client, url, handle string) {
 		ReceiptHandle: aws.String(handle), VisibilityTimeout: 0}); err != nil {
 		t.Fatalf("end the visibility timeout: %v", err)
 	}
+}
+
+// Realistic reports whether this test binary's DynamoDB runs in the
+// realistic mode (localaws.RealismEnv). Exact DynamoDB call counts and
+// capacity units hold on the plain stand-in only: there, retried
+// conflicts and throttles, re-sent unprocessed batch items and the
+// journal's reads after a recent write legitimately change them. A test
+// skips such an assertion alone when this is true and checks the rest.
+func Realistic() bool {
+	r, err := localaws.RealismFromEnv()
+	return err == nil && r != nil
+}
+
+// AwaitIndexes waits, in the realistic mode, until every write made
+// before it is visible in the global secondary indexes (the mode's
+// IndexLag); at once otherwise. For a test of an asynchronous reader that
+// finds its work through an index (the outbox sweep's due markers), whose
+// next scheduled run would find what the index did not show yet.
+func AwaitIndexes() {
+	r, err := localaws.RealismFromEnv()
+	if err != nil || r == nil {
+		return
+	}
+	time.Sleep(r.IndexLag + 50*time.Millisecond)
+}
+
+// AwaitReads waits, in the realistic mode, until every write made before
+// it is visible to reads without ConsistentRead and to the indexes (the
+// mode's larger lag); at once otherwise. For reads documented eventual:
+// metric chunks, written by the asynchronous aggregation (docs/metrics.md).
+func AwaitReads() {
+	r, err := localaws.RealismFromEnv()
+	if err != nil || r == nil {
+		return
+	}
+	time.Sleep(max(r.ReadLag, r.IndexLag) + 50*time.Millisecond)
 }

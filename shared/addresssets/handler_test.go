@@ -153,7 +153,7 @@ func TestAddressSetsThroughAPIGatewayEvents(t *testing.T) {
 		"entries":[{"address":"192.0.2.0/24","description":"HQ"},{"address":"2001:db8::7","expiry":"`+expiry+`"}]}`, "application/json"), 200, "create")
 	seq, total := done()
 	t.Logf("POST /v2/address-sets: %d sequential, %d total round trips", seq, total)
-	if seq > 3 || total > 4 {
+	if (seq > 3 || total > 4) && !testenv.Realistic() {
 		t.Errorf("POST: %d sequential / %d total round trips, want at most 3 / 4", seq, total)
 	}
 	id := c.body["id"].(string)
@@ -164,7 +164,7 @@ func TestAddressSetsThroughAPIGatewayEvents(t *testing.T) {
 
 	done = a.trips()
 	g := a.must(a.call(a.sets, a.op, "GET", href, item, "", ""), 200, "get")
-	if seq, total := done(); seq != 1 || total != 1 {
+	if seq, total := done(); (seq != 1 || total != 1) && !testenv.Realistic() {
 		t.Errorf("GET one set: %d/%d round trips, want 1/1", seq, total)
 	}
 	if g.raw != c.raw {
@@ -177,7 +177,7 @@ func TestAddressSetsThroughAPIGatewayEvents(t *testing.T) {
 		{"op":"replace","path":"/name","value":"offices"}]`, "application/json-patch+json"), 200, "json patch")
 	seq, total = done()
 	t.Logf("PATCH /v2/address-sets/{id}: %d sequential, %d total round trips", seq, total)
-	if seq != 2 || total != 2 {
+	if (seq != 2 || total != 2) && !testenv.Realistic() {
 		t.Errorf("PATCH: %d/%d round trips, want 2/2 (read, transaction)", seq, total)
 	}
 	if p.body["name"] != "offices" || len(p.body["entries"].([]any)) != 3 {
@@ -200,7 +200,7 @@ func TestAddressSetsThroughAPIGatewayEvents(t *testing.T) {
 	// moment ago, so each entries Query has its journal Query beside it
 	// and a consistent BatchGetItem of the entries the journal names
 	// after it (docs/data-model.md, Read your writes).
-	if seq, total := done(); seq != 3 || total != 8 {
+	if seq, total := done(); (seq != 3 || total != 8) && !testenv.Realistic() {
 		t.Errorf("/addresses over one inclusion: %d/%d round trips, want 3/8", seq, total)
 	}
 	var got []string
@@ -217,7 +217,7 @@ func TestAddressSetsThroughAPIGatewayEvents(t *testing.T) {
 	for next != "" {
 		done = a.trips()
 		pg := a.must(a.call(a.sets, a.op, "GET", next, addrs, "", ""), 200, "addresses page")
-		if seq, total := done(); seq != 3 || total != 8 {
+		if seq, total := done(); (seq != 3 || total != 8) && !testenv.Realistic() {
 			t.Errorf("%s: %d/%d round trips, want 3/8", next, seq, total)
 		}
 		for _, e := range pg.list {
@@ -240,7 +240,7 @@ func TestAddressSetsThroughAPIGatewayEvents(t *testing.T) {
 	// The listing shows both sets, without entries.
 	done = a.trips()
 	ls := a.must(a.call(a.sets, a.op, "GET", coll, coll, "", ""), 200, "list")
-	if seq, _ := done(); seq != 2 {
+	if seq, _ := done(); seq != 2 && !testenv.Realistic() {
 		t.Errorf("list: %d sequential round trips, want 2 (sets and the caller's roles in parallel, then their roles)", seq)
 	}
 	if len(ls.list) != 2 || ls.list[0].(map[string]any)["entries"] != nil {
@@ -287,9 +287,10 @@ func TestMetricsEndpoints(t *testing.T) {
 		t.Fatalf("fold: %v %v", err, resp)
 	}
 	const res = "/v2/applications/{id}/metrics"
+	testenv.AwaitReads() // metric chunks are read eventually consistent
 	done := a.trips()
 	r := a.must(a.call(a.mets, a.op, "GET", "/v2/applications/shop1/metrics?names=status_codes,requests&summarize=true", res, "", ""), 200, "summary")
-	if seq, total := done(); seq != 1 || total != 2 {
+	if seq, total := done(); (seq != 1 || total != 2) && !testenv.Realistic() {
 		t.Errorf("metrics: %d/%d round trips, want 1/2 (the application and the buckets in parallel)", seq, total)
 	}
 	if !strings.HasPrefix(r.raw, `{"from":`) || !strings.Contains(r.raw, `"metrics":{"status_codes":{"200":60,"500":60},"requests":120}`) {
@@ -333,7 +334,7 @@ func TestMetricsEndpoints(t *testing.T) {
 	// 60 hourly chunks in metrics.AppShards write shards each: one
 	// BatchGetItem per 100 keys, in parallel with the application's
 	// GetItem, all in one sequential round trip.
-	if want := 1 + (60*metrics.AppShards+99)/100; seq != 1 || tot > want {
+	if want := 1 + (60*metrics.AppShards+99)/100; (seq != 1 || tot > want) && !testenv.Realistic() {
 		t.Errorf("30 days at 1 hour for 10 metrics took %d sequential, %d total round trips, want 1 and at most %d", seq, tot, want)
 	}
 	pts := r.body["metrics"].(map[string]any)["requests"].([]any)
@@ -470,6 +471,7 @@ func TestApplicationCollectionMetrics(t *testing.T) {
 		t.Fatalf("fold: %v %v", err, resp)
 	}
 	const res = "/v2/applications/metrics"
+	testenv.AwaitReads() // metric chunks are read eventually consistent
 	r := a.must(a.call(a.mets, a.op, "GET", res+"?names=requests&summarize=true", res, "", ""), 200, "collection")
 	if !strings.Contains(r.raw, `"metrics":{"requests":18}`) {
 		t.Fatalf("sum over the account's applications: %s", r.raw)

@@ -111,6 +111,7 @@ func (e *env) deliver(bodies ...string) {
 
 func (e *env) counts(scope string) map[string]float64 {
 	e.t.Helper()
+	testenv.AwaitReads() // metric chunks are read eventually consistent
 	from := e.clock.Add(-6 * time.Hour).Truncate(time.Hour)
 	q, _ := url.ParseQuery("names=entries_added,entries_extended,entries_expired,entries_deleted&summarize=true&from=" +
 		from.Format(time.RFC3339) + "&to=" + from.Add(12*time.Hour).Format(time.RFC3339))
@@ -564,6 +565,7 @@ func TestLostEventIsSentByTheOutboxSweepAndCountedOnce(t *testing.T) {
 		t.Fatalf("sent while the queue is down: %v", sent)
 	}
 	sweep := outbox.New(e.st, eventSender{e.q}, quiet)
+	testenv.AwaitIndexes() // the outbox is found through an index
 	if n, err := sweep.Sweep(ctx); err != nil || n != 1 {
 		t.Fatalf("outbox sweep: %d %v; want the one event", n, err)
 	}
@@ -573,6 +575,7 @@ func TestLostEventIsSentByTheOutboxSweepAndCountedOnce(t *testing.T) {
 	if c := e.counts(metrics.ScopeSet(s.Set.ID)); c["added"] != 2 {
 		t.Fatalf("counts after the sweep's send and a duplicate: %v; want 2 added", c)
 	}
+	testenv.AwaitIndexes() // the outbox is found through an index
 	if due, err := e.st.DueOutbox(ctx, time.Now().Add(time.Hour), 10); err != nil || len(due) != 0 {
 		t.Fatalf("markers left after the fold: %+v %v", due, err)
 	}

@@ -291,6 +291,7 @@ func TestRunSendRefusedIsStartedByTheSweepOnce(t *testing.T) {
 	}
 
 	sweep := outbox.New(e.st, outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}, e.deps.Log)
+	testenv.AwaitIndexes() // the outbox is found through an index
 	if n, err := sweep.Sweep(ctx); err != nil || n != 1 {
 		t.Fatalf("sweep: %d %v", n, err)
 	}
@@ -302,6 +303,7 @@ func TestRunSendRefusedIsStartedByTheSweepOnce(t *testing.T) {
 	if done.RunState != apptests.RunSucceeded || seen == 0 {
 		t.Fatalf("the swept run: state %s, %d requests", done.RunState, seen)
 	}
+	testenv.AwaitIndexes() // the outbox is found through an index
 	if due, err := e.st.DueOutbox(ctx, time.Now().Add(time.Hour), 10); err != nil || len(due) != 0 {
 		t.Fatalf("markers after the sweep: %+v %v", due, err)
 	}

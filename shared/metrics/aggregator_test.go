@@ -67,6 +67,7 @@ func handle(t *testing.T, a *metrics.Aggregator, ev events.SQSEvent) []string {
 // path without HTTP).
 func read(t *testing.T, st *store.Store, f metrics.Family, scope, query string) metrics.Result {
 	t.Helper()
+	testenv.AwaitReads() // metric chunks are read eventually consistent
 	q, err := url.ParseQuery(query)
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ type Store interface {
 	InboxInvitation(ctx context.Context, email, kind, id string) (domain.Invitation, error)
 	RequeueInvitation(ctx context.Context, inv domain.Invitation, m *store.OutboxMarker) (domain.Invitation, error)
 	AcceptInvitation(ctx context.Context, inv domain.Invitation, principal string) (domain.Invitation, error)
-	DeclineInvitation(ctx context.Context, ref domain.InvitationRef) (domain.Invitation, error)
+	DeclineInvitation(ctx context.Context, inv domain.Invitation) (domain.Invitation, error)
 	DeleteInvitation(ctx context.Context, inv domain.Invitation) error
 
 	GetPrincipal(ctx context.Context, id string) (domain.Principal, error)

@@ -132,7 +132,7 @@ func (h *handler) answerInvitation(k kind) endpoint {
 			return 0, nil, domain.Errorf(domain.Conflict, "the invitation was declined already; ask for a new one")
 		}
 		if want == domain.InvitationDeclined {
-			inv, err = h.st.DeclineInvitation(ctx, inv.Ref())
+			inv, err = h.st.DeclineInvitation(ctx, inv)
 		} else {
 			inv, err = h.st.AcceptInvitation(ctx, inv, p.ID)
 		}

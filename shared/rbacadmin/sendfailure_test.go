@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"cads/infra/testenv"
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/domain"
@@ -57,6 +58,7 @@ func (e *env) withQueue(q *outbox.Queue) {
 
 func (e *env) markers() []store.OutboxMarker {
 	e.t.Helper()
+	testenv.AwaitIndexes() // the outbox is found through an index
 	due, err := e.st.DueOutbox(context.Background(), time.Now().Add(time.Hour), 10)
 	if err != nil {
 		e.t.Fatal(err)
@@ -89,6 +91,7 @@ func TestInvitationSendRefusedIsQueuedAndTheSweepDelivers(t *testing.T) {
 	if !e.queueEmpty() {
 		t.Fatal("a refused send queued a message")
 	}
+	testenv.AwaitIndexes() // the outbox is found through an index
 	if n, err := sweep.Sweep(ctx); err != nil || n != 1 {
 		t.Fatalf("sweep: %d %v", n, err)
 	}
@@ -102,12 +105,14 @@ func TestInvitationSendRefusedIsQueuedAndTheSweepDelivers(t *testing.T) {
 	if r.str("state") != domain.InvitationQueued || e.stored(href).State != domain.InvitationQueued {
 		t.Fatalf("re-send whose send was refused: %s", r.Raw)
 	}
+	testenv.AwaitIndexes() // the outbox is found through an index
 	if n, err := sweep.Sweep(ctx); err != nil || n != 1 {
 		t.Fatalf("sweep after the re-send: %d %v", n, err)
 	}
 	if got := e.deliver(); got != 1 || e.stored(href).State != domain.InvitationSent {
 		t.Fatalf("after the re-send's sweep: %d delivered, %+v", got, e.stored(href))
 	}
+	testenv.AwaitIndexes() // the outbox is found through an index
 	if n, err := sweep.Sweep(ctx); err != nil || n != 0 {
 		t.Fatalf("a sweep after delivery sent %d (%v)", n, err)
 	}
@@ -129,6 +134,7 @@ func TestInvitationLostAnswerIsDeliveredOnce(t *testing.T) {
 	if got := e.deliver(); got != 1 || n.count(href) != 1 {
 		t.Fatalf("first copy: %d delivered, %d notifications", got, n.count(href))
 	}
+	testenv.AwaitIndexes() // the outbox is found through an index
 	if c, err := sweep.Sweep(ctx); err != nil || c != 1 {
 		t.Fatalf("sweep: %d %v; want the marker the lost answer left", c, err)
 	}

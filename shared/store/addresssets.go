@@ -319,6 +319,14 @@ func (s *Store) WriteAddressSet(ctx context.Context, w AddressSetWrite) error {
 	}
 	ops = append(ops, entryOps...)
 	now := w.Set.Updated
+	// The sets whose includers count changes are members of the same
+	// account's list (an inclusion is refused across accounts).
+	for _, inc := range w.AddInclusions {
+		ctx = withLists(ctx, addrSetPK(inc.ID), skAddrSet, addressSetsGSI(w.Set.Account))
+	}
+	for _, id := range w.RemoveInclusions {
+		ctx = withLists(ctx, addrSetPK(id), skAddrSet, addressSetsGSI(w.Set.Account))
+	}
 	for _, inc := range w.AddInclusions {
 		ops = append(ops, types.TransactWriteItem{Update: &types.Update{
 			TableName: aws.String(s.table), Key: key(addrSetPK(inc.ID), skAddrSet),
@@ -469,6 +477,9 @@ var ErrAddressSetIncluded = errors.New("the address set is included by another s
 // there is a *CleanupError: the set is deleted all the same.
 func (s *Store) DeleteAddressSet(ctx context.Context, a domain.AddressSet, entries []string, ev *MetricEvent) error {
 	ctx = withLists(ctx, addrSetPK(a.ID), skAddrSet, addressSetsGSI(a.Account))
+	for _, id := range a.Inclusions {
+		ctx = withLists(ctx, addrSetPK(id), skAddrSet, addressSetsGSI(a.Account))
+	}
 	ops := []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName: aws.String(s.table), Key: key(addrSetPK(a.ID), skAddrSet),
 		ConditionExpression:       aws.String("#ver = :v AND (attribute_not_exists(#inc) OR #inc <= :zero)"),

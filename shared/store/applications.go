@@ -167,11 +167,12 @@ func (s *Store) configUpdate(account, id string, from int, config string, aliase
 	return u, nil
 }
 
-// BeginTransition moves an application from state `from` (as last read) to
+// BeginTransition moves account's application id from state `from` (as last read) to
 // the transitional state `mid` on behalf of task, recording both so that
 // the task can finish or undo it. It is ErrVersionConflict when the state
 // is no longer `from` or another task holds a transition.
-func (s *Store) BeginTransition(ctx context.Context, id, from, mid, task string) error {
+func (s *Store) BeginTransition(ctx context.Context, account, id, from, mid, task string) error {
+	ctx = withLists(ctx, appPK(id), skApp, appsGSI(account))
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      key(appPK(id), skApp),

@@ -71,10 +71,10 @@ func TestApplicationLifecycle(t *testing.T) {
 	}
 
 	// Transitions are conditional on the observed state and exclusive.
-	if err := st.BeginTransition(ctx, "app1", domain.AppStopped, domain.AppStarting, "t1"); err != nil {
+	if err := st.BeginTransition(ctx, "acct1", "app1", domain.AppStopped, domain.AppStarting, "t1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.BeginTransition(ctx, "app1", domain.AppStopped, domain.AppStarting, "t2"); !errors.Is(err, store.ErrVersionConflict) {
+	if err := st.BeginTransition(ctx, "acct1", "app1", domain.AppStopped, domain.AppStarting, "t2"); !errors.Is(err, store.ErrVersionConflict) {
 		t.Fatalf("second transition: %v", err)
 	}
 	// Not stopped: DELETE is a conflict and nothing is deleted.

@@ -274,9 +274,11 @@ func (s *Store) RequeueInvitation(ctx context.Context, inv domain.Invitation, m 
 }
 
 // DeclineInvitation records the invitee's refusal of an unanswered
-// invitation (ErrStateChanged once answered).
-func (s *Store) DeclineInvitation(ctx context.Context, ref domain.InvitationRef) (domain.Invitation, error) {
-	return s.updateInvitation(ctx, "decline invitation", ref, &dynamodb.UpdateItemInput{
+// invitation (ErrStateChanged once answered). The invitation as read
+// names the invitee's inbox, which lists it too.
+func (s *Store) DeclineInvitation(ctx context.Context, inv domain.Invitation) (domain.Invitation, error) {
+	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
+	return s.updateInvitation(ctx, "decline invitation", inv.Ref(), &dynamodb.UpdateItemInput{
 		UpdateExpression:    aws.String("SET #st = :declined, updated = :now"),
 		ConditionExpression: aws.String("attribute_exists(PK) AND (#st = :queued OR #st = :sent)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{

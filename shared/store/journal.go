@@ -368,6 +368,28 @@ func (c journaled) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 	})
 }
 
+// journalWritten journals, after the write, a member whose collections
+// were not known before it: the item a write returned (ALL_NEW) names
+// them. For a write made without the member's collection at hand (a task
+// claimed by its id alone); the journal item follows the write by one
+// round trip instead of going beside it.
+func (s *Store) journalWritten(ctx context.Context, it map[string]types.AttributeValue) error {
+	c, ok := s.db.(journaled)
+	if !ok || ctx.Value(unjournaledKey{}) != nil {
+		return nil
+	}
+	j := journalEntries{}
+	j.add(listsOfItem(it), strAttr(it, AttrPK), strAttr(it, AttrSK))
+	items := j.items(c.now())
+	if len(items) == 0 {
+		return nil
+	}
+	if err := c.put(ctx, items); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
 func journalPuts(table string, items []map[string]types.AttributeValue) []types.TransactWriteItem {
 	out := make([]types.TransactWriteItem, len(items))
 	for i, it := range items {

@@ -42,9 +42,26 @@ func Reapply(ctx context.Context, change func(ctx context.Context) error) error 
 	return reapply(ctx, reapplyPolicy, change)
 }
 
+// answerReserve is the time a request keeps after its last attempt to
+// answer. A function still running at its deadline has failed (Lambda's
+// "Task timed out", a 500), so an attempt that contention or throttling
+// slowed down is cut off that much earlier and answered as a 429.
+const answerReserve = 500 * time.Millisecond
+
 func reapply(ctx context.Context, p retry.Policy, change func(ctx context.Context) error) error {
 	for attempt := 0; ; attempt++ {
-		err := change(ctx)
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if dl, ok := ctx.Deadline(); ok {
+			actx, cancel = context.WithDeadline(ctx, dl.Add(-min(answerReserve, time.Until(dl)/5)))
+		}
+		began := time.Now()
+		err := change(actx)
+		took := time.Since(began)
+		cut := actx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if err != nil && cut {
+			return domain.Throttle(fmt.Errorf("no time left to answer after %d attempts: %w", attempt+1, err))
+		}
 		if !errors.Is(err, ErrChanged) {
 			return err
 		}
@@ -52,7 +69,8 @@ func reapply(ctx context.Context, p retry.Policy, change func(ctx context.Contex
 			return domain.Throttle(fmt.Errorf("lost the race %d times: %w", attempt+1, err))
 		}
 		d := retry.Delay(attempt+1, p.Base, p.Max)
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d+p.Max {
+		// The next attempt must fit too: it takes about as long as this one.
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d+p.Max+took+min(answerReserve, time.Until(dl)/5) {
 			return domain.Throttle(fmt.Errorf("no time left to re-apply after %d attempts: %w", attempt+1, err))
 		}
 		if werr := retry.Wait(ctx, d); werr != nil {

@@ -52,6 +52,20 @@ func TestReapply(t *testing.T) {
 			t.Fatalf("err %v after %v, want throttled before the 300ms deadline", err, time.Since(start))
 		}
 	})
+	t.Run("an attempt slowed past the deadline is a 429 before it", func(t *testing.T) {
+		// A function still running at its deadline has failed (a 500):
+		// the attempt is cut off early enough to answer.
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		start := time.Now()
+		err := reapply(dctx, quick, func(actx context.Context) error {
+			<-actx.Done()
+			return fmt.Errorf("put role: %w", actx.Err())
+		})
+		if domain.ErrorCode(err) != domain.Throttled || dctx.Err() != nil {
+			t.Fatalf("err %v (code %s) after %v, want throttled before the 1s deadline", err, domain.ErrorCode(err), time.Since(start))
+		}
+	})
 	t.Run("an unhandled lost race is a conflict", func(t *testing.T) {
 		if domain.ErrorCode(fmt.Errorf("x: %w", ErrChanged)) != domain.Conflict || !errors.Is(ErrVersionConflict, ErrChanged) || !errors.Is(ErrArchiveReplaced, ErrChanged) {
 			t.Fatal("ErrChanged is not the one conflict-coded sentinel")

@@ -93,28 +93,29 @@ func (s *Store) GetTask(ctx context.Context, account, id string) (domain.Task, e
 }
 
 // ListTasks returns the tasks of account created in [from, to) (zero
-// times: unbounded), newest first, at most max (0: all).
+// times: unbounded), newest first, at most max (0: all). It reads page by
+// page as the API's list does, so it shows the writes of the last moments
+// that the index does not yet (the journal, Read your writes).
 func (s *Store) ListTasks(ctx context.Context, account string, from, to time.Time, max int) ([]domain.Task, error) {
-	lo, hi := prefixTaskG, prefixTaskG+"~"
-	if !from.IsZero() {
-		lo = prefixTaskG + from.UTC().Format(timeLayout)
+	var (
+		out   []domain.Task
+		after string
+	)
+	for {
+		n := 100
+		if max > 0 {
+			n = min(n, max-len(out))
+		}
+		page, pos, more, err := s.PageTasks(ctx, account, from, to, after, true, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if !more || len(page) == 0 || (max > 0 && len(out) >= max) {
+			return out, nil
+		}
+		after = pos[len(pos)-1]
 	}
-	if !to.IsZero() {
-		// "TASK#<to>" sorts before every key of a task created at `to`.
-		hi = prefixTaskG + to.UTC().Format(timeLayout)
-	}
-	items, err := s.query(ctx, "list tasks", &dynamodb.QueryInput{
-		IndexName:              aws.String(IndexGSI1),
-		KeyConditionExpression: aws.String("GSI1PK = :pk AND GSI1SK BETWEEN :lo AND :hi"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": avStr(tasksGSI(account)), ":lo": avStr(lo), ":hi": avStr(hi),
-		},
-		ScanIndexForward: aws.Bool(false),
-	}, max)
-	if err != nil {
-		return nil, err
-	}
-	return unmarshalAll[domain.Task](items)
 }
 
 // PageTasks reads at most n tasks of account created in [from, to) (zero
@@ -171,13 +172,20 @@ func (s *Store) ClaimTask(ctx context.Context, id, owner string, now, leaseUntil
 	if err != nil {
 		return domain.Task{}, wrap("claim task", err)
 	}
+	// The queue's message names the task alone: its account's list is
+	// known from the claimed item.
+	if err := s.journalWritten(ctx, res.Attributes); err != nil {
+		return domain.Task{}, wrap("claim task", err)
+	}
 	var t domain.Task
 	return t, attributevalue.UnmarshalMap(res.Attributes, &t)
 }
 
-// ReleaseTask gives up owner's lease after a retryable failure, recording
-// the error, so that the next delivery may claim the task at once.
-func (s *Store) ReleaseTask(ctx context.Context, id, owner, lastError string) error {
+// ReleaseTask gives up owner's lease of account's task id after a
+// retryable failure, recording the error, so that the next delivery may
+// claim the task at once.
+func (s *Store) ReleaseTask(ctx context.Context, account, id, owner, lastError string) error {
+	ctx = withLists(ctx, taskPK(id), skTask, tasksGSI(account))
 	now := s.now()
 	lastError = clipText(lastError, 1000)
 	logTerm, vals, err := appendLog(domain.TaskLogLine{Created: now.UTC(), Severity: domain.SeverityWarning, Activity: domain.ActivityRetry, Message: lastError, Process: owner})
@@ -244,6 +252,9 @@ type Invalidation struct {
 // TaskFinish is the final write of a task, with the effects that must
 // happen together with it.
 type TaskFinish struct {
+	// Account is the task's (and its application's): the lists the
+	// write changes.
+	Account   string
 	ID, Owner string // the lease owner that must still hold the task
 	State     string // TaskSuccess or TaskFailed
 	Message   string
@@ -263,6 +274,15 @@ type TaskFinish struct {
 // a *domain.Error (AliasTaken) when an alias it adds belongs to another
 // application.
 func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
+	if f.Account != "" {
+		ctx = withLists(ctx, taskPK(f.ID), skTask, tasksGSI(f.Account))
+		if f.Transition != nil {
+			ctx = withLists(ctx, appPK(f.Transition.App), skApp, appsGSI(f.Account))
+		}
+	}
+	if f.Config != nil {
+		ctx = withLists(ctx, appPK(f.Config.App), skApp, appsGSI(f.Config.Account))
+	}
 	at := s.now()
 	now := at.Format(timeLayout)
 	msg := clipText(f.Message, 2000)

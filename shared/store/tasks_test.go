@@ -47,10 +47,10 @@ func TestTaskLeaseAndFinish(t *testing.T) {
 	if err != nil || tk.Attempts != 2 || tk.LeaseOwner != "w2" || !tk.Started.Equal(now) {
 		t.Fatalf("takeover = %+v, %v", tk, err)
 	}
-	if err := st.ReleaseTask(ctx, "t1", "w1", "boom"); !errors.Is(err, store.ErrLeaseLost) {
+	if err := st.ReleaseTask(ctx, "acct1", "t1", "w1", "boom"); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("release by the old owner: %v", err)
 	}
-	if err := st.ReleaseTask(ctx, "t1", "w2", "boom"); err != nil {
+	if err := st.ReleaseTask(ctx, "acct1", "t1", "w2", "boom"); err != nil {
 		t.Fatal(err)
 	}
 	tk, err = st.ClaimTask(ctx, "t1", "w3", now.Add(2*time.Minute), now.Add(3*time.Minute))
@@ -59,7 +59,7 @@ func TestTaskLeaseAndFinish(t *testing.T) {
 	}
 
 	// The finish and its effect commit together, once.
-	if err := st.BeginTransition(ctx, "app1", domain.AppStopped, domain.AppStarting, "t1"); err != nil {
+	if err := st.BeginTransition(ctx, "acct1", "app1", domain.AppStopped, domain.AppStarting, "t1"); err != nil {
 		t.Fatal(err)
 	}
 	fin := store.TaskFinish{ID: "t1", Owner: "w2", State: domain.TaskSuccess, Message: "started", Result: `{"state":"running"}`,

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"cads/infra/testenv"
 	"cads/shared/domain"
 	"cads/shared/tasks"
 	"cads/shared/wire"
@@ -91,6 +92,7 @@ func TestMaximumDurationEndsTheMaintenance(t *testing.T) {
 		}
 	}
 	e.clk.Advance(time.Duration(one)*time.Second + time.Millisecond)
+	testenv.AwaitIndexes() // the outbox is found through an index
 	if n, err := e.ob.Sweep(ctx); err != nil || n != 2 || !slices.Contains(e.sent.all(), exitA.ID) || !slices.Contains(e.sent.all(), exitB.ID) {
 		t.Fatalf("the sweep once the exits were due: %d %v, sent %v", n, err, e.sent.all())
 	}

@@ -25,10 +25,10 @@ type WorkerStore interface {
 	Now() time.Time
 	CAStore
 	ClaimTask(ctx context.Context, id, owner string, now, leaseUntil time.Time) (domain.Task, error)
-	ReleaseTask(ctx context.Context, id, owner, lastError string) error
+	ReleaseTask(ctx context.Context, account, id, owner, lastError string) error
 	FinishTask(ctx context.Context, f store.TaskFinish) error
 	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
-	BeginTransition(ctx context.Context, id, from, mid, task string) error
+	BeginTransition(ctx context.Context, account, id, from, mid, task string) error
 	GetAction(ctx context.Context, account, app, id string) (domain.Action, error)
 }
 
@@ -206,7 +206,7 @@ func (w *Worker) Process(ctx context.Context, body string) Outcome {
 		return Retry
 	}
 	log.WarnContext(ctx, "task attempt failed; it will be retried", "error", err.Error())
-	if rerr := w.st.ReleaseTask(ctx, t.ID, owner, err.Error()); rerr != nil && !errors.Is(rerr, store.ErrLeaseLost) {
+	if rerr := w.st.ReleaseTask(ctx, t.Account, t.ID, owner, err.Error()); rerr != nil && !errors.Is(rerr, store.ErrLeaseLost) {
 		log.WarnContext(ctx, "release task failed", "error", rerr.Error())
 	}
 	return Retry
@@ -221,7 +221,7 @@ func (w *Worker) runAndFinish(ctx context.Context, log *slog.Logger, t domain.Ta
 		if err != nil {
 			return err
 		}
-		f.fin.ID, f.fin.Owner, f.fin.State, f.fin.Message = t.ID, owner, domain.TaskSuccess, f.message
+		f.fin.Account, f.fin.ID, f.fin.Owner, f.fin.State, f.fin.Message = t.Account, t.ID, owner, domain.TaskSuccess, f.message
 		if f.result != nil {
 			b, err := json.Marshal(f.result)
 			if err != nil {
@@ -256,7 +256,7 @@ func (w *Worker) runAndFinish(ctx context.Context, log *slog.Logger, t domain.Ta
 // fail marks the task failed and, if it holds a transition of its
 // application, puts the application back in the state it came from.
 func (w *Worker) fail(ctx context.Context, log *slog.Logger, t domain.Task, owner, msg string) {
-	fin := store.TaskFinish{ID: t.ID, Owner: owner, State: domain.TaskFailed, Message: msg}
+	fin := store.TaskFinish{Account: t.Account, ID: t.ID, Owner: owner, State: domain.TaskFailed, Message: msg}
 	if t.App != "" {
 		if app, err := w.st.GetApplication(ctx, t.Account, t.App); err == nil && app.TransitionTask == t.ID {
 			fin.Transition = &store.Transition{App: app.ID, Task: t.ID, To: app.TransitionFrom, Restore: true}
@@ -329,7 +329,7 @@ func (w *Worker) lifecycle(ctx context.Context, t domain.Task, lc Lifecycle) (fi
 			return finish{}, failf("cannot %s application %s: it is %s; %s is allowed only when it is %s",
 				verb(t.Type), app.ID, app.State, t.Type, strings.Join(lc.From, " or "))
 		}
-		err = w.st.BeginTransition(ctx, app.ID, app.State, lc.Via, t.ID)
+		err = w.st.BeginTransition(ctx, app.Account, app.ID, app.State, lc.Via, t.ID)
 		if err == nil {
 			from, app.State, app.TransitionTask, app.TransitionFrom = app.State, lc.Via, t.ID, app.State
 			break

@@ -23,6 +23,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"cads/infra/testenv"
 	"cads/shared/applications/appconfig"
 	"cads/shared/domain"
 	"cads/shared/store"
@@ -133,7 +134,7 @@ func TestRedeliveryNeverAppliesTwice(t *testing.T) {
 	if _, err := e.st.ClaimTask(ctx, stop.ID, "dead", past, past.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.BeginTransition(ctx, a.ID, domain.AppRunning, domain.AppStopping, stop.ID); err != nil {
+	if err := e.st.BeginTransition(ctx, a.Account, a.ID, domain.AppRunning, domain.AppStopping, stop.ID); err != nil {
 		t.Fatal(err)
 	}
 	if out := e.run(stop.ID); out != tasks.Done {
@@ -145,10 +146,11 @@ func TestRedeliveryNeverAppliesTwice(t *testing.T) {
 	}
 }
 
-// Round trips of the worker: a lifecycle task is claimed, its application
-// read and moved to the transitional state, then the task, the final state
-// and the outbox marker are written in one transaction; a duplicate costs
-// the refused claim and one read.
+// Round trips of the worker: a lifecycle task is claimed (and its list's
+// journal written from the claimed item), its application read and moved
+// to the transitional state (its list's journal beside it), then the
+// task, the final state, the outbox marker and the journal are written in
+// one transaction; a duplicate costs the refused claim and one read.
 func TestWorkerRoundTrips(t *testing.T) {
 	e := newEnv(t)
 	a := e.app(domain.AppStopped)
@@ -157,8 +159,8 @@ func TestWorkerRoundTrips(t *testing.T) {
 	if e.run(tk.ID) != tasks.Done {
 		t.Fatal("start failed")
 	}
-	if n := e.d.Counter.Total(); n != 4 {
-		t.Fatalf("start: %d round trips, want 4: %v", n, e.d.Counter.ByOperation())
+	if n, ops := e.d.Counter.Total(), e.d.Counter.ByOperation(); n != 6 || ops["PutItem"] != 2 {
+		t.Fatalf("start: %d round trips, want 6 (2 journal PutItems): %v", n, ops)
 	}
 	e.d.Counter.Reset()
 	if e.run(tk.ID) != tasks.Done {
@@ -395,6 +397,7 @@ func TestOutboxResendsUnsentTasks(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	total := 0
+	testenv.AwaitIndexes() // the outbox is found through an index
 	for range 2 {
 		wg.Go(func() {
 			n, err := e.ob.Sweep(context.Background())
@@ -413,6 +416,7 @@ func TestOutboxResendsUnsentTasks(t *testing.T) {
 	// Once the task finishes its marker is gone: nothing more to send.
 	e.run(tk.ID)
 	e.clk.Advance(400 * time.Millisecond)
+	testenv.AwaitIndexes() // the outbox is found through an index
 	if n, _ := e.ob.Sweep(context.Background()); n != 0 {
 		t.Fatalf("a finished task was re-sent")
 	}
@@ -433,6 +437,7 @@ func TestOutboxSweepRoundTrips(t *testing.T) {
 	e.clk.Advance(300 * time.Millisecond)
 	e.d.Counter.SetDelay(20 * time.Millisecond)
 	e.d.Counter.Reset()
+	testenv.AwaitIndexes() // the outbox is found through an index
 	n, err := e.ob.Sweep(context.Background())
 	if err != nil || n != len(want) {
 		t.Fatalf("sweep sent %d, %v; want %d", n, err, len(want))

@@ -301,6 +301,7 @@ func (e *qfEnv) producers() *outbox.Outbox {
 // without records: the outbox sweep of every queue).
 func (e *qfEnv) sweep() {
 	e.t.Helper()
+	testenv.AwaitIndexes() // the outbox is found through an index
 	resp, err := taskworkerwire.Local(e.deps)(context.Background(), events.SQSEvent{})
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		e.t.Fatalf("scheduled sweep: %v %+v", err, resp)
@@ -310,6 +311,7 @@ func (e *qfEnv) sweep() {
 // markers are the outbox markers of the table, due or not.
 func (e *qfEnv) markers() []store.OutboxMarker {
 	e.t.Helper()
+	testenv.AwaitIndexes() // the outbox is found through an index
 	due, err := e.deps.Store.DueOutbox(context.Background(), time.Now().Add(time.Hour), 100)
 	if err != nil {
 		e.t.Fatal(err)
@@ -398,6 +400,7 @@ func TestQueueSendFailureTasks(t *testing.T) {
 			}
 			// Its outbox marker went with the outcome, so no sweep sends
 			// it again, and every copy still queued finds it finished.
+			testenv.AwaitIndexes() // the outbox is found through an index
 			if due, err := e.deps.Store.DueOutbox(ctx, time.Now().Add(time.Hour), 10); err != nil || len(due) != 0 {
 				t.Fatalf("outbox markers left after the task finished: %+v %v", due, err)
 			}
