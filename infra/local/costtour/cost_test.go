@@ -239,6 +239,15 @@ func (c *costTour) stepRaw(ep string, want int, method, path, secret, ctype stri
 // returned func is called (measurements nest: a worker's trigger is a
 // measured request).
 func (c *costTour) measuring() func() {
+	if c.measured == 0 {
+		// Each measured request as the first after a quiet spell: which
+		// earlier writes fall in the lists' journal window would
+		// otherwise depend on how fast the machine ran the tour, and a
+		// list reads those members back (a row's capacity moved by 5 RCU
+		// from run to run). What the journal costs a list right after a
+		// write is in docs/performance.md, Read your writes.
+		c.atRest()
+	}
 	c.measured++
 	c.counter.SetDelay(c.delay)
 	return func() {
