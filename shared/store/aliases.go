@@ -132,40 +132,23 @@ func (s *Store) AliasOwner(ctx context.Context, alias string) (app, account stri
 }
 
 // AliasAccounts returns, for those of aliases that an application holds,
-// the account of that application (one consistent BatchGetItem of the
-// claims per 100), keyed by AliasKey: what an alias check reads, so that
-// an application created a moment ago counts and one deleted does not
-// (the GSI1 list of an account's applications may lag behind both).
+// the account of that application, keyed by AliasKey: what an alias check
+// reads, so that an application created a moment ago counts and one
+// deleted does not (the GSI1 list of an account's applications may lag
+// behind both).
 func (s *Store) AliasAccounts(ctx context.Context, aliases []string) (map[string]string, error) {
-	out := map[string]string{}
-	if len(aliases) == 0 {
-		return out, nil
-	}
-	var keys []map[string]types.AttributeValue
-	seen := map[string]bool{}
-	for _, a := range aliases {
-		if k := domain.AliasKey(a); !seen[k] {
-			seen[k] = true
-			keys = append(keys, key(aliasPK(k), skAlias))
-		}
-	}
-	items, err := ddb.BatchGetConsistent(ctx, s.db, s.table, keys)
-	if err != nil {
-		return nil, wrap("get alias claims", err)
-	}
-	for _, it := range items {
-		var c aliasClaim
-		if err := attributevalue.UnmarshalMap(it, &c); err != nil {
-			return nil, fmt.Errorf("get alias claims: unmarshal: %w", err)
-		}
-		out[c.Alias] = c.Account
-	}
-	return out, nil
+	return s.aliasClaims(ctx, "get alias claims", aliases, func(c aliasClaim) string { return c.Account })
 }
 
 // AliasOwners returns, for those of aliases that an application holds,
-// the application's id (one consistent BatchGetItem), keyed by AliasKey.
+// the application's id, keyed by AliasKey.
 func (s *Store) AliasOwners(ctx context.Context, aliases []string) (map[string]string, error) {
+	return s.aliasClaims(ctx, "get aliases", aliases, func(c aliasClaim) string { return c.App })
+}
+
+// aliasClaims reads the claims of aliases (one consistent BatchGetItem
+// per 100) and maps each claimed alias to what of its claim pick takes.
+func (s *Store) aliasClaims(ctx context.Context, op string, aliases []string, pick func(aliasClaim) string) (map[string]string, error) {
 	out := map[string]string{}
 	if len(aliases) == 0 {
 		return out, nil
@@ -180,14 +163,14 @@ func (s *Store) AliasOwners(ctx context.Context, aliases []string) (map[string]s
 	}
 	items, err := ddb.BatchGetConsistent(ctx, s.db, s.table, keys)
 	if err != nil {
-		return nil, wrap("get aliases", err)
+		return nil, wrap(op, err)
 	}
 	for _, it := range items {
 		var c aliasClaim
 		if err := attributevalue.UnmarshalMap(it, &c); err != nil {
-			return nil, fmt.Errorf("get aliases: unmarshal: %w", err)
+			return nil, fmt.Errorf("%s: unmarshal: %w", op, err)
 		}
-		out[c.Alias] = c.App
+		out[c.Alias] = pick(c)
 	}
 	return out, nil
 }
