@@ -520,7 +520,7 @@ func TestConcurrentCreatesKeepTheEntitlement(t *testing.T) {
 			switch {
 			case err == nil:
 				sets.Add(1)
-			case domain.ErrorCode(err) != domain.Conflict && !errors.Is(err, store.ErrVersionConflict):
+			case domain.ErrorCode(err) != domain.Conflict && !errors.Is(err, store.ErrChanged):
 				t.Errorf("address set %d: %v", i, err)
 			}
 		})

@@ -97,7 +97,7 @@ func (s *Store) childrenOf(ctx context.Context, account, app, prefix string) ([]
 }
 
 // ReplaceAction writes a changed action if it is still at version from
-// (ErrVersionConflict otherwise) and its application still belongs to
+// (ErrChanged otherwise) and its application still belongs to
 // account (domain.ErrNotFound otherwise). a.Version must already be from+1.
 func (s *Store) ReplaceAction(ctx context.Context, account string, a domain.Action, from int) error {
 	p, err := s.put(actionKey(a.App, a.ID), a)
@@ -129,9 +129,9 @@ func actionWriteError(err error) error {
 	case txConditionFailedAt(err, 1):
 		return domain.ErrNotFound
 	case txConditionFailedAt(err, 0):
-		return ErrVersionConflict
+		return ErrChanged
 	case errors.Is(err, ddb.ErrConditionFailed):
-		return ErrVersionConflict
+		return ErrChanged
 	}
 	return err
 }

@@ -105,7 +105,7 @@ func (s *Store) PageApplications(ctx context.Context, account, after string, des
 }
 
 // UpdateApplicationConfig replaces the configuration of an application if
-// it is still at version from; a concurrent change is ErrVersionConflict
+// it is still at version from; a concurrent change is ErrChanged
 // (re-read and re-apply), a missing application domain.ErrNotFound. It leaves
 // the aliases and their claims alone: it writes descriptive changes only
 // (name, labels); a change of aliases is a patch-application task's,
@@ -125,7 +125,7 @@ func (s *Store) UpdateApplicationConfig(ctx context.Context, account, id string,
 		if _, gerr := s.GetApplication(ctx, account, id); gerr != nil {
 			return domain.Application{}, gerr
 		}
-		return domain.Application{}, ErrVersionConflict
+		return domain.Application{}, ErrChanged
 	}
 	if err != nil {
 		return domain.Application{}, wrap("update application", err)
@@ -169,7 +169,7 @@ func (s *Store) configUpdate(account, id string, from int, config string, aliase
 
 // BeginTransition moves account's application id from state `from` (as last read) to
 // the transitional state `mid` on behalf of task, recording both so that
-// the task can finish or undo it. It is ErrVersionConflict when the state
+// the task can finish or undo it. It is ErrChanged when the state
 // is no longer `from` or another task holds a transition.
 func (s *Store) BeginTransition(ctx context.Context, account, id, from, mid, task string) error {
 	ctx = withLists(ctx, appPK(id), skApp, appsGSI(account))
@@ -184,7 +184,7 @@ func (s *Store) BeginTransition(ctx context.Context, account, id, from, mid, tas
 		},
 	})
 	if ddb.IsConditionFailed(err) {
-		return ErrVersionConflict
+		return ErrChanged
 	}
 	return wrap("begin application transition", err)
 }

@@ -29,10 +29,6 @@ func NewAppTestBlob(id string, data []byte) domain.AppTestBlob {
 // under the 400 KB item limit.
 const AppTestChunkBytes = 256 * 1024
 
-// ErrArchiveReplaced means the archive changed while it was being read or
-// replaced: re-read the test and try again. It is ErrChanged.
-var ErrArchiveReplaced = ErrChanged
-
 // ErrRunChanged means a run update lost to another: the test has another
 // run now, or the run is no longer in the expected state.
 var ErrRunChanged = errors.New("the test's run changed concurrently")
@@ -145,7 +141,7 @@ func (s *Store) GetAppTest(ctx context.Context, account, id string) (domain.AppT
 
 // AppTestBlobData reads a blob of a test: one BatchGetItem of its chunks
 // (strongly consistent). A chunk that is gone means the blob was replaced
-// or the test deleted since the test was read: ErrArchiveReplaced.
+// or the test deleted since the test was read: ErrChanged.
 func (s *Store) AppTestBlobData(ctx context.Context, account, id string, b domain.AppTestBlob) ([]byte, error) {
 	keys := s.chunkKeys(account, id, b.ID, b.Chunks)
 	items, err := ddb.BatchGetConsistent(ctx, s.db, s.table, keys)
@@ -165,7 +161,7 @@ func (s *Store) AppTestBlobData(ctx context.Context, account, id string, b domai
 	for i := range b.Chunks {
 		p, ok := parts[appTestChunkSK(b.ID, i)]
 		if !ok {
-			return nil, ErrArchiveReplaced
+			return nil, ErrChanged
 		}
 		buf.Write(p)
 	}
@@ -191,7 +187,7 @@ func (s *Store) chunkKeys(account, id, blob string, n int) []map[string]types.At
 // version read, so a reader sees the old archive or the new one, never a
 // mix. next's blobs must be new; its Version becomes prev's + 1. The old
 // blobs stay until DeleteAppTestBlobs removes them. A concurrent change is
-// ErrArchiveReplaced, a deleted test domain.ErrNotFound.
+// ErrChanged, a deleted test domain.ErrNotFound.
 func (s *Store) ReplaceAppTestArchive(ctx context.Context, prev domain.AppTest, next domain.AppTest, archive, converted []byte) (domain.AppTest, error) {
 	if next.Archive.ID == "" || next.Archive.ID == prev.Archive.ID || (next.Converted.ID != "" && next.Converted.ID == prev.Converted.ID) {
 		return domain.AppTest{}, errors.New("replace application test archive: the new archive needs new blob ids")
@@ -234,7 +230,7 @@ func (s *Store) ReplaceAppTestArchive(ctx context.Context, prev domain.AppTest, 
 		if _, gerr := s.GetAppTest(ctx, prev.Account, prev.ID); gerr != nil {
 			return domain.AppTest{}, gerr
 		}
-		return domain.AppTest{}, ErrArchiveReplaced
+		return domain.AppTest{}, ErrChanged
 	}
 	if err != nil {
 		return domain.AppTest{}, err

@@ -250,11 +250,12 @@ func (c journaled) put(ctx context.Context, items []map[string]types.AttributeVa
 }
 
 // beside runs write in parallel with the journal's write of j. Both run
-// to their end (neither cancels the other); when the write failed (a
-// condition refused it: a conflict, another account's member), the
-// journal items are deleted again, so that a refused request leaves the
-// table as it was (the isolation invariant; a leftover would only make a
-// list read the member once more, and expire).
+// to their end (neither cancels the other); when a condition refused the
+// write (a conflict, another account's member), the journal items are
+// deleted again, so that a refused request leaves the table as it was
+// (the isolation invariant). Any other failure (a timeout, a connection
+// reset) may hide a write DynamoDB made, so its journal items stay: a
+// leftover only makes a list read the member once more, and expires.
 func beside[T any](ctx context.Context, c journaled, j journalEntries, write func(context.Context) (T, error)) (T, error) {
 	items := j.items(c.now())
 	if len(items) == 0 || ctx.Value(unjournaledKey{}) != nil {
@@ -273,7 +274,7 @@ func beside[T any](ctx context.Context, c journaled, j journalEntries, write fun
 	out, werr = write(ctx)
 	wg.Wait()
 	if werr != nil {
-		if jerr == nil {
+		if jerr == nil && ddb.IsConditionFailed(werr) {
 			c.unput(context.WithoutCancel(ctx), items)
 		}
 		// The write's own error (a failed condition) is what the caller

@@ -120,7 +120,7 @@ func groupPageControls(items []map[string]types.AttributeValue) ([]domain.PageCo
 
 // UpdatePageControl replaces the current version old with next (whose
 // Version must be old.Version+1) and keeps old in the history, in one
-// transaction: a concurrent edit is ErrVersionConflict.
+// transaction: a concurrent edit is ErrChanged.
 func (s *Store) UpdatePageControl(ctx context.Context, account string, old, next domain.PageControl) error {
 	cur, err := s.put(keyAttrs{PK: appPK(next.App), SK: pageControlSK(next.ID), Entity: "page_control"}, next)
 	if err != nil {
@@ -137,7 +137,7 @@ func (s *Store) UpdatePageControl(ctx context.Context, account string, old, next
 	case txConditionFailedAt(err, 2):
 		return domain.ErrNotFound
 	case txConditionFailedAt(err, 0), txConditionFailedAt(err, 1):
-		return ErrVersionConflict
+		return ErrChanged
 	}
 	return err
 }
@@ -158,7 +158,7 @@ func (s *Store) DeletePageControl(ctx context.Context, account string, pc domain
 	case txConditionFailedAt(err, 1):
 		return domain.ErrNotFound
 	case txConditionFailedAt(err, 0):
-		return ErrVersionConflict
+		return ErrChanged
 	case err != nil:
 		return err
 	}

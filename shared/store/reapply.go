@@ -21,9 +21,6 @@ import (
 // a 409 the client can act on rather than a 500.
 var ErrChanged = &domain.Error{Code: domain.Conflict, Message: "the resource changed meanwhile; read it again and retry"}
 
-// ErrVersionConflict is ErrChanged under its older name.
-var ErrVersionConflict = ErrChanged
-
 // reapplyPolicy bounds Reapply: eight writers racing on one item each need
 // up to seven re-reads when they keep colliding, the full-jitter waits
 // spread them out, and the whole budget waits about two seconds at most.

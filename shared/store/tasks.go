@@ -270,7 +270,7 @@ type TaskFinish struct {
 // FinishTask writes a task's outcome, deletes its outbox marker and applies
 // its effects in one transaction, so a task's effect happens exactly once
 // whatever the redeliveries: ErrLeaseLost when owner no longer holds the
-// task, ErrVersionConflict when the application changed under an effect,
+// task, ErrChanged when the application changed under an effect,
 // a *domain.Error (AliasTaken) when an alias it adds belongs to another
 // application.
 func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
@@ -361,7 +361,7 @@ func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
 	case txConditionFailedAt(err, 0):
 		return ErrLeaseLost
 	case txConditionFailedAt(err, effect):
-		return ErrVersionConflict
+		return ErrChanged
 	}
 	if c := aliasFailure(err, effect+1, added); c != nil {
 		return c

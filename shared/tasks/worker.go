@@ -334,7 +334,7 @@ func (w *Worker) lifecycle(ctx context.Context, t domain.Task, lc Lifecycle) (fi
 			from, app.State, app.TransitionTask, app.TransitionFrom = app.State, lc.Via, t.ID, app.State
 			break
 		}
-		if !errors.Is(err, store.ErrVersionConflict) || try >= 3 {
+		if !errors.Is(err, store.ErrChanged) || try >= 3 {
 			return finish{}, err
 		}
 	}
