@@ -20,6 +20,27 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 	$(GO) build -o $(BUILD)/traffic ./infra/cmd/traffic
 	exec $(BUILD)/traffic -rate $(RATE)
 
+# make test runs three passes at once (make -j3), each a go test of its
+# own, so that the cores one leaves idle while it waits on queues, workers
+# or the realistic lag serve the others:
+# 1. test-race: every package but the cost tour, with the race detector,
+#    on the plain stand-ins.
+# 2. test-unraced: the cost tour without the race detector. It measures
+#    DynamoDB calls and capacity per endpoint and per list at scale (10,000
+#    loaded members); the race detector has watched the same handlers in
+#    the gateway suites of the first pass, and under it the tour was a
+#    tenth of the suite's CPU.
+# 3. test-realistic: the suites through the local gateway (every route's
+#    tests, the isolation invariant, the cost tour's flows) once more on a
+#    DynamoDB that behaves as AWS documents it (docs/local-platform.md,
+#    Realistic mode): index and eventually consistent reads up to 1 s
+#    behind, 10 % of transactions cancelled for a conflict, 30 % of
+#    batches partly unprocessed, 2 % of calls throttled. The seed is fixed
+#    so that a failure replays (CADS_DYNAMO_REALISM=<seed> go test ...);
+#    TEST_REALISM=<spec> runs another. This pass asks what DynamoDB's
+#    behaviours do to the flows; the retry path they drive has
+#    race-enabled tests of its own (shared/ddb), so it runs without the
+#    race detector, at a third of the CPU.
 # go test runs GOMAXPROCS packages at a time by default; several packages
 # spend much of their wall time waiting on queues and workers, so four at a
 # time keep two cores busy (docs/performance.md, "Test suite time"). The
@@ -28,7 +49,9 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 # package, with room for a loaded machine. The test binaries' heaps are
 # small and short-lived, so they collect four times less often (GOGC=400:
 # about 9% less CPU, measured in docs/performance.md); functions are not
-# affected.
+# affected. Test binaries are linked without DWARF (-ldflags=-w: a quarter
+# less link CPU per binary; race reports and panics still name file and
+# line, from the symbol table).
 # A race-enabled binary sleeps a second before it exits (the race
 # runtime's atexit_sleep_ms, default 1000, to let reports flush): once per
 # test binary, 40-odd seconds of slots held by sleeping processes.
@@ -38,31 +61,34 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 # function may link them (TestUnracedAreLocalOnly); our code reaches them
 # through HTTP requests (a test's bulk load, localaws.Dynamo.Load, hands
 # over items it does not change afterwards), so they share no memory our
-# code writes; and their instrumentation was a fifth of the CPU of the
-# cost tour's scale set.
+# code writes.
 # go test starts packages in the order given: the longest go first, so
 # that none of them is a tail run on one core at the end. go test's own vet
 # is off: go vet has just run every analyzer it would, and more.
 TEST_PACKAGES_AT_ONCE ?= 4
 TEST_GOGC ?= 400
 TEST_UNRACED := github.com/truora/minidyn/... github.com/Admiral-Piett/goaws/...
-TEST_FIRST := ./infra/local/costtour ./shared/addresssets ./shared/apptests ./infra/local \
+TEST_FIRST := ./shared/addresssets ./infra/local ./shared/apptests \
 	./infra/local/isolation ./shared/access ./infra/local/inproc ./shared/authz
-# Then the suites through the local gateway run once more on a DynamoDB
-# that behaves as AWS documents it (docs/local-platform.md, Realistic
-# mode): index and eventually consistent reads up to 1 s behind, 10 % of
-# transactions cancelled for a conflict, 30 % of batches partly
-# unprocessed, 2 % of calls throttled. The seed is fixed so that a failure
-# replays (CADS_DYNAMO_REALISM=<seed> go test ...); TEST_REALISM=<spec>
-# runs another.
+TEST_NO_RACE := ./infra/local/costtour
 TEST_REALISM ?= 26
-TEST_REALISTIC := ./infra/local ./infra/local/isolation
-test: ## every test, with the race detector, against in-process DynamoDB and SQS servers; the gateway suites again in realistic mode
+TEST_REALISTIC := ./infra/local/costtour ./infra/local ./infra/local/isolation
+TEST_FLAGS := -vet=off -count=1 -timeout 30m -ldflags=-w
+.PHONY: test-race test-unraced test-realistic
+test: ## every test (with the race detector) against in-process DynamoDB and SQS servers; the gateway suites again in realistic mode
 	$(GO) vet ./...
+	$(MAKE) --no-print-directory -j3 -Oline test-race test-unraced test-realistic
+
+test-race: ## every test but the cost tour, with the race detector, on the plain stand-ins
 	GORACE="atexit_sleep_ms=0 $(GORACE)" GOGC=$(TEST_GOGC) $(GO) test -race $(foreach p,$(TEST_UNRACED),-gcflags=$(p)=-race=false) \
-		-vet=off -count=1 -p $(TEST_PACKAGES_AT_ONCE) -timeout 30m $(TEST_FIRST) ./...
-	CADS_DYNAMO_REALISM='$(TEST_REALISM)' GORACE="atexit_sleep_ms=0 $(GORACE)" GOGC=$(TEST_GOGC) $(GO) test -race $(foreach p,$(TEST_UNRACED),-gcflags=$(p)=-race=false) \
-		-vet=off -count=1 -p $(TEST_PACKAGES_AT_ONCE) -timeout 30m $(TEST_REALISTIC)
+		$(TEST_FLAGS) -p $(TEST_PACKAGES_AT_ONCE) $(TEST_FIRST) \
+		$$($(GO) list ./... | grep -v -x -F $(foreach p,$(TEST_NO_RACE),-e cads/$(patsubst ./%,%,$(p))))
+
+test-unraced: ## the cost tour (calls and capacity per endpoint, lists at scale), on the plain stand-ins
+	GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) $(TEST_NO_RACE)
+
+test-realistic: ## the suites through the local gateway on the realistic DynamoDB (seed TEST_REALISM)
+	CADS_DYNAMO_REALISM='$(TEST_REALISM)' GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -p 3 $(TEST_REALISTIC)
 
 build: $(FUNCTIONS:%=$(BUILD)/%.zip) ## one Lambda zip per function (provided.al2023, arm64)
 

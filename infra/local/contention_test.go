@@ -9,7 +9,7 @@ import (
 )
 
 // TestConcurrentPatchesAllApply sends, through the gateway, 8 clients
-// PATCHing one account, one role and one application 15 times each, all at
+// PATCHing one account, one role and one application 5 times each, all at
 // once. A PATCH without a precondition asks for its change on the current
 // state, so every one answers 200 (a lost race is read again and
 // re-applied, never a 409), and the stored value is the last write of one
@@ -37,7 +37,7 @@ func TestConcurrentPatchesAllApply(t *testing.T) {
 	}
 	app := r.Body["id"].(string)
 
-	const clients, patches = 8, 15
+	const clients, patches = 8, 5
 	resources := []struct {
 		name, path, field string
 		value             func(client, n int) string

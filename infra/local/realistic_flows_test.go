@@ -9,6 +9,7 @@ import (
 	"cads/infra/local"
 	"cads/infra/local/localtest"
 	"cads/infra/localaws"
+	"cads/infra/testenv"
 )
 
 // realisticSeeds are the seeds TestFlowsOnRealisticDynamoDB replays; a
@@ -24,6 +25,9 @@ var realisticSeeds = []int64{26, 2611}
 // arrives, as a script or an SDK sends it, and must see what the answers
 // before it said was done.
 func TestFlowsOnRealisticDynamoDB(t *testing.T) {
+	if testenv.Realistic() {
+		t.Skip("starts its own realistic DynamoDB for each of its seeds: ran in the plain pass")
+	}
 	for _, seed := range realisticSeeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			cfg := localaws.Realistic(seed)

@@ -38,6 +38,10 @@ func WriteError(ctx context.Context, log *slog.Logger, w http.ResponseWriter, er
 		log.ErrorContext(ctx, "request failed", "error", err.Error(), "request_id", RequestID(ctx))
 	}
 	if domain.ErrorCode(err) == domain.Throttled {
+		// The client is told only to come back; whoever is paged for a
+		// rise in 429s needs what ran out (a lost race, the table's
+		// throttling, the deadline).
+		log.WarnContext(ctx, "request throttled", "error", err.Error(), "request_id", RequestID(ctx))
 		w.Header().Set("Retry-After", strconv.Itoa(throttledRetryAfter))
 	}
 	w.Header().Set("Content-Type", "application/json")

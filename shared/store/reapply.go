@@ -22,9 +22,18 @@ import (
 var ErrChanged = &domain.Error{Code: domain.Conflict, Message: "the resource changed meanwhile; read it again and retry"}
 
 // reapplyPolicy bounds Reapply: eight writers racing on one item each need
-// up to seven re-reads when they keep colliding, the full-jitter waits
-// spread them out, and the whole budget waits about two seconds at most.
-var reapplyPolicy = retry.Policy{Retries: 20, Base: 5 * time.Millisecond, Max: 160 * time.Millisecond}
+// up to seven re-reads when they keep colliding, and the full-jitter waits
+// spread them out. A writer collides with whoever read the item while its
+// own attempt ran, so the spread grows with the attempt's length
+// (spreadPerAttempt): on a slow moment (a throttled table, a busy
+// function) writers that waited less than one attempt would keep meeting.
+// The request's deadline, not the count, is what normally ends the
+// budget; the count bounds a caller without one.
+var reapplyPolicy = retry.Policy{Retries: 60, Base: 5 * time.Millisecond, Max: 160 * time.Millisecond}
+
+// spreadPerAttempt is how many attempts' lengths the waits after a lost
+// race may spread over, at least.
+const spreadPerAttempt = 4
 
 // Reapply runs change, a read-modify-write of the current state, again
 // whenever it returns ErrChanged, after a full-jitter wait, until it
@@ -65,9 +74,10 @@ func reapply(ctx context.Context, p retry.Policy, change func(ctx context.Contex
 		if attempt >= p.Retries {
 			return domain.Throttle(fmt.Errorf("lost the race %d times: %w", attempt+1, err))
 		}
-		d := retry.Delay(attempt+1, p.Base, p.Max)
+		spread := max(p.Max, spreadPerAttempt*took)
+		d := retry.Delay(attempt+1, p.Base, spread)
 		// The next attempt must fit too: it takes about as long as this one.
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d+p.Max+took+min(answerReserve, time.Until(dl)/5) {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d+took+min(answerReserve, time.Until(dl)/5) {
 			return domain.Throttle(fmt.Errorf("no time left to re-apply after %d attempts: %w", attempt+1, err))
 		}
 		if werr := retry.Wait(ctx, d); werr != nil {
