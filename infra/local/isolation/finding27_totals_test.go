@@ -1,0 +1,193 @@
+package isolation_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"cads/infra/local/localtest"
+	"cads/shared/metrics"
+	"cads/shared/wire"
+)
+
+// aggregate is one endpoint that sums or counts over the members of a
+// collection, and how to read a member's contribution from its answer.
+type aggregate struct {
+	name   string
+	path   string                // with its query
+	member func(i int) string    // href of the i-th member of the account
+	value  func(r reply) float64 // the total as the endpoint answers it
+	counts []float64             // the members' contributions, made distinct
+	denied int                   // the member the Reader's deny names
+}
+
+// TestFinding27_TotalsLeaveOutWhatTheCallerMayNotRead replays finding 3
+// of issue 27 through the local gateway: GET /v2/address-sets/metrics
+// summed the sets a Reader's role denied (403 on the set and on its
+// metrics) into the total. For every aggregate endpoint over the members
+// of a collection, the account's Reader role is given a deny of one
+// member: the member is refused to the Reader, and its contribution, a
+// number no other member makes, is gone from the Reader's total, while
+// the owner's total still holds it. The exact totals are asserted with
+// and without the deny.
+//
+// GET /v2/accounts/{id}/billing is not in the table: its amounts are the
+// account's charges, not sums over members (docs/rbac.md, "Aggregates");
+// TestFinding27_BillingIsTheAccounts pins what it shows.
+func TestFinding27_TotalsLeaveOutWhatTheCallerMayNotRead(t *testing.T) {
+	p, _ := localtest.Start(t)
+	w := &isoWorld{t: t, p: p, op: p.Bootstrap.Secret, root: p.Bootstrap.RootAccount,
+		users: map[string]*isoUser{}, id: map[string]string{}, href: map[string]string{}}
+
+	account := w.must("account", 200, "POST", "/v2/accounts", w.op, map[string]any{"name": "Tenant totals"}).str("id")
+	owner := w.newUser("totals owner", "totals-owner@example.com")
+	_, ownerRole := w.roleNamed(account, "Account owner")
+	w.invite(w.op, account, ownerRole, owner)
+	w.homeKey(owner, account)
+	reader := w.newUser("totals reader", "totals-reader@example.com")
+	readerID, readerRole := w.roleNamed(account, "Reader")
+	w.invite(owner.secret, account, readerRole, reader)
+	w.homeKey(reader, account)
+
+	// Members whose contributions are distinct powers of two, so a total
+	// names exactly the members it holds.
+	setCounts := []float64{1, 2, 4}
+	var sets []string
+	for i, n := range setCounts {
+		var entries []map[string]any
+		for j := range int(n) {
+			entries = append(entries, map[string]any{"address": fmt.Sprintf("192.0.2.%d", 10*i+j+1)})
+		}
+		sets = append(sets, w.must("set", 200, "POST", "/v2/address-sets", owner.secret,
+			map[string]any{"name": fmt.Sprintf("set %d", i), "type": "manual", "entries": entries}).str("href"))
+	}
+	appCounts := []float64{1, 2, 4}
+	var apps []string
+	at := time.Now().UTC()
+	var recs []metrics.Record
+	for i, n := range appCounts {
+		r := w.must("application", 200, "POST", "/v2/applications", owner.secret,
+			map[string]any{"name": fmt.Sprintf("shop %d", i), "aliases": []string{fmt.Sprintf("shop%d.totals.example.com", i)}})
+		apps = append(apps, r.str("href"))
+		for j := range int(n) {
+			recs = append(recs, metrics.Record{App: r.str("id"), Arrival: at.Format(time.RFC3339Nano), Completed: at.Add(20 * time.Millisecond).Format(time.RFC3339Nano),
+				RequestID: fmt.Sprintf("totals-%d-%d", i, j), RequestMethod: "GET", RequestHost: fmt.Sprintf("shop%d.totals.example.com", i), RequestPath: "/",
+				StatusCode: 200, BytesIn: 100, BytesOut: 1000, Elapsed: 20, ServerLatency: 15, Country: "DE", CacheSource: "miss", DeliveryStatus: "delivered"})
+		}
+	}
+	// The edge's records, as the edge sends them (the edge is outside
+	// this stack): one message on the metrics queue.
+	batch, _ := json.Marshal(metrics.Message{Batch: "finding27-totals", Records: recs})
+	if _, err := p.SQS.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(p.Queues[wire.MetricsQueue].URL), MessageBody: aws.String(string(batch))}); err != nil {
+		t.Fatal(err)
+	}
+	w.quiet() // folded: the sets' events and the edge's batch
+
+	hour := time.Now().UTC().Truncate(time.Hour)
+	window := func(name string) string {
+		return "?" + url.Values{"names": {name}, "summarize": {"true"}, "from": {hour.Add(-time.Hour).Format(time.RFC3339)}, "to": {hour.Add(time.Hour).Format(time.RFC3339)}}.Encode()
+	}
+	metric := func(name string) func(r reply) float64 {
+		return func(r reply) float64 {
+			m, _ := r.Body["metrics"].(map[string]any)
+			v, ok := m[name].(float64)
+			if !ok {
+				t.Fatalf("no %s in %s", name, r.Raw)
+			}
+			return v
+		}
+	}
+	table := []aggregate{
+		{name: "GET /v2/address-sets/metrics", path: "/v2/address-sets/metrics" + window("entries_added"),
+			member: func(i int) string { return sets[i] }, value: metric("entries_added"), counts: setCounts, denied: 1},
+		{name: "GET /v2/applications/metrics", path: "/v2/applications/metrics" + window("requests"),
+			member: func(i int) string { return apps[i] }, value: metric("requests"), counts: appCounts, denied: 2},
+	}
+
+	var readerPerms []map[string]any
+	if err := json.Unmarshal([]byte(w.must("Reader role", 200, "GET", readerRole, owner.secret, nil).Raw), &struct {
+		Permissions *[]map[string]any `json:"permissions"`
+	}{&readerPerms}); err != nil || len(readerPerms) == 0 {
+		t.Fatalf("Reader role permissions: %v", err)
+	}
+	setReader := func(t *testing.T, perms []map[string]any) {
+		t.Helper()
+		w.on(t).must("edit the Reader role", 200, "PATCH", acct(account)+"/roles/"+readerID, owner.secret, map[string]any{"permissions": perms})
+	}
+
+	for _, a := range table {
+		t.Run(a.name, func(t *testing.T) {
+			w := w.on(t)
+			var all float64
+			for _, n := range a.counts {
+				all += n
+			}
+			without := all - a.counts[a.denied]
+			// Aggregation is asynchronous: wait until the owner's total
+			// holds every member before comparing.
+			deadline := time.Now().Add(30 * time.Second)
+			for a.value(w.must("owner's total", 200, "GET", a.path, owner.secret, nil)) != all {
+				if time.Now().After(deadline) {
+					t.Fatalf("the owner's total never reached %v: %s", all, w.do("GET", a.path, owner.secret, nil).Raw)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if got := a.value(w.must("Reader's total before the deny", 200, "GET", a.path, reader.secret, nil)); got != all {
+				t.Fatalf("Reader's total without a deny: %v, want %v", got, all)
+			}
+
+			member := a.member(a.denied)
+			deny := append(append([]map[string]any{}, readerPerms...),
+				map[string]any{"method": "GET", "effect": "deny", "spec": []string{member + "**"}})
+			setReader(t, deny)
+			t.Cleanup(func() { setReader(t, readerPerms) })
+
+			for _, path := range []string{member, member + "/metrics" + a.path[strings.Index(a.path, "?"):]} {
+				if r := w.do("GET", path, reader.secret, nil); r.Status != 403 {
+					t.Fatalf("GET %s as the denied Reader: %d, want 403: %s", path, r.Status, excerpt(r.Raw, 200))
+				}
+			}
+			if got := a.value(w.must("Reader's total with the deny", 200, "GET", a.path, reader.secret, nil)); got != without {
+				t.Errorf("Reader's total with member %d denied: %v, want %v (all %v, the member's %v)", a.denied, got, without, all, a.counts[a.denied])
+			}
+			if got := a.value(w.must("owner's total with the Reader's deny", 200, "GET", a.path, owner.secret, nil)); got != all {
+				t.Errorf("owner's total: %v, want %v", got, all)
+			}
+		})
+	}
+
+	// A deleted set's history stays in the account's total (metrics.md):
+	// shown to whoever may read every set's metrics, and to nobody whose
+	// roles refuse a set no permission names, since a deleted set may be
+	// one of those. Here the Reader's role refuses every set's metrics by
+	// a wildcard and another role of the Reader permits the last set's.
+	t.Run("deleted set, wildcard deny", func(t *testing.T) {
+		w := w.on(t)
+		all := setCounts[0] + setCounts[1] + setCounts[2]
+		path := table[0].path
+		w.must("delete set 0", 200, "DELETE", sets[0], owner.secret, nil)
+		w.quiet()
+		if got := table[0].value(w.must("owner's total", 200, "GET", path, owner.secret, nil)); got != all {
+			t.Fatalf("owner's total after the delete: %v, want %v (the deleted set's history included)", got, all)
+		}
+		one := w.must("role for one set", 200, "POST", acct(account)+"/roles", owner.secret, map[string]any{"name": "Last set's metrics",
+			"permissions": []map[string]any{{"method": "GET", "effect": "permit", "spec": []string{sets[2] + "/metrics"}}}})
+		w.invite(owner.secret, account, one.str("href"), reader)
+		setReader(t, append(append([]map[string]any{}, readerPerms...),
+			map[string]any{"method": "GET", "effect": "deny", "spec": []string{"/v2/address-sets/*/metrics"}}))
+		t.Cleanup(func() { setReader(t, readerPerms) })
+		if r := w.do("GET", sets[1]+"/metrics"+path[strings.Index(path, "?"):], reader.secret, nil); r.Status != 403 {
+			t.Fatalf("set 1's metrics as the Reader: %d, want 403", r.Status)
+		}
+		if got := table[0].value(w.must("Reader's total", 200, "GET", path, reader.secret, nil)); got != setCounts[2] {
+			t.Errorf("Reader's total: %v, want %v (the one set it may read; neither the denied set nor the deleted one)", got, setCounts[2])
+		}
+	})
+}
