@@ -26,6 +26,7 @@ type aggregate struct {
 	value  func(r reply) float64 // the total as the endpoint answers it
 	counts []float64             // the members' contributions, made distinct
 	denied int                   // the member the Reader's deny names
+	sub    string                // a read of the member's own, refused with it
 }
 
 // TestFinding27_TotalsLeaveOutWhatTheCallerMayNotRead replays finding 3
@@ -38,9 +39,9 @@ type aggregate struct {
 // the owner's total still holds it. The exact totals are asserted with
 // and without the deny.
 //
-// GET /v2/accounts/{id}/billing is not in the table: its amounts are the
-// account's charges, not sums over members (docs/rbac.md, "Aggregates");
-// TestFinding27_BillingIsTheAccounts pins what it shows.
+// GET /v2/accounts/{id}/billing is not in the table: it is the account's
+// bill, not a total over members (docs/rbac.md, "Aggregates"); the last
+// subtest pins what it shows.
 func TestFinding27_TotalsLeaveOutWhatTheCallerMayNotRead(t *testing.T) {
 	p, _ := localtest.Start(t)
 	w := &isoWorld{t: t, p: p, op: p.Bootstrap.Secret, root: p.Bootstrap.RootAccount,
@@ -68,6 +69,8 @@ func TestFinding27_TotalsLeaveOutWhatTheCallerMayNotRead(t *testing.T) {
 		sets = append(sets, w.must("set", 200, "POST", "/v2/address-sets", owner.secret,
 			map[string]any{"name": fmt.Sprintf("set %d", i), "type": "manual", "entries": entries}).str("href"))
 	}
+	combined := w.must("combined set", 200, "POST", "/v2/address-sets", owner.secret,
+		map[string]any{"name": "both", "type": "combined", "inclusions": []string{sets[1], sets[2]}}).str("href")
 	appCounts := []float64{1, 2, 4}
 	var apps []string
 	at := time.Now().UTC()
@@ -104,11 +107,25 @@ func TestFinding27_TotalsLeaveOutWhatTheCallerMayNotRead(t *testing.T) {
 			return v
 		}
 	}
+	entries := func(r reply) float64 {
+		var list []map[string]any
+		if err := json.Unmarshal([]byte(r.Raw), &list); err != nil {
+			t.Fatalf("addresses: %v: %s", err, r.Raw)
+		}
+		return float64(len(list))
+	}
 	table := []aggregate{
 		{name: "GET /v2/address-sets/metrics", path: "/v2/address-sets/metrics" + window("entries_added"),
-			member: func(i int) string { return sets[i] }, value: metric("entries_added"), counts: setCounts, denied: 1},
+			member: func(i int) string { return sets[i] }, value: metric("entries_added"), counts: setCounts, denied: 1,
+			sub: "/metrics" + window("entries_added")},
 		{name: "GET /v2/applications/metrics", path: "/v2/applications/metrics" + window("requests"),
-			member: func(i int) string { return apps[i] }, value: metric("requests"), counts: appCounts, denied: 2},
+			member: func(i int) string { return apps[i] }, value: metric("requests"), counts: appCounts, denied: 2,
+			sub: "/metrics" + window("requests")},
+		// A combined set's addresses are the union of the sets it
+		// includes (sets 1 and 2 here; set 0 is deleted below).
+		{name: "GET /v2/address-sets/{id}/addresses", path: combined + "/addresses",
+			member: func(i int) string { return sets[i] }, value: entries, counts: []float64{0, setCounts[1], setCounts[2]}, denied: 1,
+			sub: "/addresses"},
 	}
 
 	var readerPerms []map[string]any
@@ -149,7 +166,7 @@ func TestFinding27_TotalsLeaveOutWhatTheCallerMayNotRead(t *testing.T) {
 			setReader(t, deny)
 			t.Cleanup(func() { setReader(t, readerPerms) })
 
-			for _, path := range []string{member, member + "/metrics" + a.path[strings.Index(a.path, "?"):]} {
+			for _, path := range []string{member, member + a.sub} {
 				if r := w.do("GET", path, reader.secret, nil); r.Status != 403 {
 					t.Fatalf("GET %s as the denied Reader: %d, want 403: %s", path, r.Status, excerpt(r.Raw, 200))
 				}
@@ -188,6 +205,42 @@ func TestFinding27_TotalsLeaveOutWhatTheCallerMayNotRead(t *testing.T) {
 		}
 		if got := table[0].value(w.must("Reader's total", 200, "GET", path, reader.secret, nil)); got != setCounts[2] {
 			t.Errorf("Reader's total: %v, want %v (the one set it may read; neither the denied set nor the deleted one)", got, setCounts[2])
+		}
+	})
+
+	// Billing is the account's bill, not a total over what the caller may
+	// read (docs/rbac.md, Aggregates): the open month's usage counts
+	// every application, the one denied to the Reader included, and who
+	// may see the bill is decided on its own path.
+	t.Run("GET /v2/accounts/{id}/billing is the account's", func(t *testing.T) {
+		w := w.on(t)
+		billing := acct(account) + "/billing"
+		usage := func(secret string) float64 {
+			r := w.must("billing", 200, "GET", billing, secret, nil)
+			var months []struct {
+				Invoices []struct {
+					State string
+					Usage struct{ Applications float64 }
+				}
+			}
+			if err := json.Unmarshal([]byte(r.Raw), &months); err != nil || len(months) == 0 || len(months[0].Invoices) == 0 || months[0].Invoices[0].State != "open" {
+				t.Fatalf("billing: %v: %s", err, r.Raw)
+			}
+			return months[0].Invoices[0].Usage.Applications
+		}
+		setReader(t, append(append([]map[string]any{}, readerPerms...),
+			map[string]any{"method": "GET", "effect": "deny", "spec": []string{apps[2] + "**"}}))
+		t.Cleanup(func() { setReader(t, readerPerms) })
+		if r := w.do("GET", apps[2], reader.secret, nil); r.Status != 403 {
+			t.Fatalf("the denied application as the Reader: %d, want 403", r.Status)
+		}
+		if got, owners := usage(reader.secret), usage(owner.secret); got != float64(len(apps)) || owners != got {
+			t.Errorf("billed applications: Reader %v, owner %v, want %d for both", got, owners, len(apps))
+		}
+		setReader(t, append(append([]map[string]any{}, readerPerms...),
+			map[string]any{"method": "GET", "effect": "deny", "spec": []string{billing}}))
+		if r := w.do("GET", billing, reader.secret, nil); r.Status != 403 {
+			t.Errorf("billing with a deny of its path: %d, want 403: %s", r.Status, excerpt(r.Raw, 200))
 		}
 	})
 }
