@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"cads/infra/apispec"
 	"cads/infra/local/localtest"
 	"cads/shared/metrics"
 	"cads/shared/wire"
@@ -249,4 +250,48 @@ func TestFinding27_TotalsLeaveOutWhatTheCallerMayNotRead(t *testing.T) {
 			t.Errorf("billing with a deny of its path: %d, want 403: %s", r.Status, excerpt(r.Raw, 200))
 		}
 	})
+}
+
+// aggregateRoutes classes every route that answers a total or a union
+// over members: checked by the table above against a Reader denied one
+// member, the account's own (docs/rbac.md, Aggregates, and the billing
+// subtest), or one member's own (decided by the authorizer on the
+// member's path, like any read of it).
+var aggregateRoutes = map[string]string{
+	"GET /v2/address-sets/metrics":        "table",
+	"GET /v2/applications/metrics":        "table",
+	"GET /v2/address-sets/{id}/addresses": "table",
+	"GET /v2/accounts/{id}/billing":       "account",
+	"GET /v2/address-sets/{id}/metrics":   "member",
+	"GET /v2/applications/{id}/metrics":   "member",
+}
+
+// TestFinding27_EveryAggregateIsClassed is the tripwire for the table: a
+// route added to the inventory whose last segment names a total (metrics,
+// billing, usage, ...) fails here until it is checked against a caller
+// denied one member, or documented as the account's own.
+func TestFinding27_EveryAggregateIsClassed(t *testing.T) {
+	words := map[string]bool{"metrics": true, "billing": true, "usage": true, "total": true, "totals": true, "count": true, "counts": true,
+		"summary": true, "stats": true, "statistics": true, "addresses": true, "report": true, "reports": true, "results": true}
+	seen := map[string]bool{}
+	for _, e := range apispec.Endpoints {
+		if e.Method != "GET" {
+			continue
+		}
+		for _, w := range strings.Split(e.Path[strings.LastIndex(e.Path, "/")+1:], "-") {
+			if !words[w] {
+				continue
+			}
+			route := e.Method + " " + e.Path
+			seen[route] = true
+			if aggregateRoutes[route] == "" {
+				t.Errorf("%s sums or lists over members: add it to the finding 27 table (a Reader denied one member) or class it in aggregateRoutes and docs/rbac.md, Aggregates", route)
+			}
+		}
+	}
+	for route := range aggregateRoutes {
+		if !seen[route] {
+			t.Errorf("aggregateRoutes names %s, which the inventory has not (or not as a total)", route)
+		}
+	}
 }
