@@ -39,8 +39,15 @@ type union struct {
 	st          Store
 	account, id string
 	now         time.Time
-	// sets are the sets reached (in the order reached), known after the
-	// first read; later reads of the same request reuse them.
+	// readable makes the decisions on the included sets: only the entries
+	// of those the caller may GET are merged (docs/rbac.md, Aggregates).
+	// The set itself is the route the authorizer allowed. Called only when
+	// the set includes others, so a set without inclusions costs no
+	// decision load.
+	readable func(ctx context.Context) (func(set string) (bool, error), error)
+	// sets are the sets reached (in the order reached) whose entries are
+	// merged, known after the first read; later reads of the same request
+	// reuse them.
 	sets []string
 }
 
@@ -96,14 +103,45 @@ func (u *union) read(ctx context.Context, after string, desc bool, n int) ([]mem
 
 // walk reads the set (404 if it is not the account's) and the sets it
 // reaches through inclusions, one level per round trip, calling query for
-// each set as it is found; it returns the sets of the account reached,
-// the set first. Sets that vanished or are another account's are passed
-// over (their entries are not merged).
+// each set as it is found; it returns the sets of the account reached
+// whose entries the caller may read, the set first. Sets that vanished,
+// are another account's or are refused to the caller are passed over
+// (their entries are not merged); their inclusions are still followed,
+// as the edge follows them, and decided on their own.
 func (u *union) walk(ctx context.Context, query func(string)) ([]string, error) {
 	root, err := u.st.GetAddressSetItem(ctx, u.account, u.id)
 	if err != nil {
 		return nil, notFound(err, u.id)
 	}
+	var (
+		allows func(string) (bool, error)
+		dg     errgroup.Group // the decision load, beside the levels' reads
+	)
+	if len(root.Inclusions) > 0 && u.readable != nil {
+		dg.Go(func() (err error) { allows, err = u.readable(ctx); return err })
+	}
+	reached, err := u.reach(ctx, root, query)
+	if derr := dg.Wait(); err == nil {
+		err = derr
+	}
+	if err != nil || allows == nil {
+		return reached, err
+	}
+	shown := reached[:1]
+	for _, id := range reached[1:] {
+		ok, err := allows(id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			shown = append(shown, id)
+		}
+	}
+	return shown, nil
+}
+
+// reach is walk's traversal: every set of the account reached from root.
+func (u *union) reach(ctx context.Context, root domain.AddressSet, query func(string)) ([]string, error) {
 	reached := []string{u.id}
 	seen := map[string]bool{u.id: true}
 	frontier := root.Inclusions

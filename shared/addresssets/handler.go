@@ -142,7 +142,14 @@ func (h *handler) addresses(r *http.Request, p apigw.Principal) (int, any, error
 	// the store like every collection: a merge of the sets' entries in
 	// address order (union.read). Expired entries are examined and
 	// passed over, within the read budget.
-	u := &union{st: h.st, account: p.AccountID, id: id, now: h.st.Now()}
+	u := &union{st: h.st, account: p.AccountID, id: id, now: h.st.Now(),
+		readable: func(ctx context.Context) (func(string) (bool, error), error) {
+			d, err := h.dec.Decider(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			return func(set string) (bool, error) { return d.Allows(ctx, http.MethodGet, Href(set)) }, nil
+		}}
 	list, err := apigw.List(r, page, apigw.Lister[member, Entry]{
 		Name: "addresses", Indexed: "address", ValidPosition: store.ValidAddressPosition,
 		Read: u.read,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"time"
 
@@ -23,22 +24,32 @@ type QueryStore interface {
 	GetAddressSetItem(ctx context.Context, account, id string) (domain.AddressSet, error)
 	MetricChunks(ctx context.Context, keys []store.MetricChunkKey) (map[store.MetricChunkKey]map[string]int64, error)
 	PageApplications(ctx context.Context, account, after string, desc bool, n int) ([]domain.Application, []string, bool, error)
+	PageAddressSets(ctx context.Context, account, after string, desc bool, n int) ([]domain.AddressSet, []string, bool, error)
 }
 
 // Deciders makes second decisions with the authorizer's engine: which of
-// the account's applications the caller may read metrics of.
+// the account's applications and address sets the caller may read
+// metrics of.
 type Deciders interface {
 	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
 }
 
-// Bounds of GET /v2/applications/metrics, which reads every application's
-// chunks: at most MaxCollectionKeys chunk items (40 BatchGetItem calls of
-// 100, in parallel) and at most MaxCollectionApps applications listed.
+// Bounds of the collection metrics: GET /v2/applications/metrics reads
+// every readable application's chunks, GET /v2/address-sets/metrics the
+// chunks of every set it must leave out; at most MaxCollectionKeys chunk
+// items (40 BatchGetItem calls of 100, in parallel) and at most
+// MaxCollectionApps applications or MaxCollectionSets sets listed.
 const (
 	MaxCollectionKeys = 4000
 	MaxCollectionApps = 1000
+	MaxCollectionSets = 1000
 	appsPage          = 250
 )
+
+// unnamedSet is an id no generated id can be ('0' is not in the
+// lower-case base32 alphabet of shared/ids): a decision on it is the
+// decision for a set no permission names, such as a deleted one.
+const unnamedSet = "0"
 
 type handler struct {
 	st  QueryStore
@@ -55,7 +66,7 @@ func NewHandler(st QueryStore, dec Deciders, log *slog.Logger) http.Handler {
 	mux := apigw.NewMux()
 	mux.HandleFunc("GET /v2/applications/metrics", h.wrap(h.applications))
 	mux.HandleFunc("GET /v2/applications/{id}/metrics", h.wrap(h.application))
-	mux.HandleFunc("GET /v2/address-sets/metrics", h.wrap(h.account))
+	mux.HandleFunc("GET /v2/address-sets/metrics", h.wrap(h.addressSets))
 	mux.HandleFunc("GET /v2/address-sets/{id}/metrics", h.wrap(h.addressSet))
 	return mux
 }
@@ -166,8 +177,145 @@ func (h *handler) allApps(ctx context.Context, account string) ([]domain.Applica
 	}
 }
 
-func (h *handler) account(r *http.Request, p apigw.Principal) (int, any, error) {
-	return h.serve(r, FamilyAddressSet, ScopeSetsOf(p.AccountID), nil)
+// addressSets is GET /v2/address-sets/metrics: the account's address-set
+// metrics without what the caller may not read, decided per set as for
+// the applications (GET /v2/address-sets/{id}/metrics). Set events carry
+// the account, so the aggregator keeps an account scope (every set, and
+// the history of deleted ones); the sets are listed and decided in
+// parallel with reading it. When the caller may read every set, that
+// scope is the answer; when it may not read some, their chunks are read
+// and subtracted. When it may not read a set no permission names
+// (unnamedSet: a wildcard deny, or no permit on sets at all), the
+// deleted sets' history cannot be shown either, and the answer is the
+// sum over the sets it may read instead. The extra reads are bounded
+// like the applications' sum.
+func (h *handler) addressSets(r *http.Request, p apigw.Principal) (int, any, error) {
+	now := h.st.Now()
+	q, err := ParseQuery(r.URL.Query(), FamilyAddressSet, now)
+	if err != nil {
+		return 0, nil, apigw.BadRequest("%s", err.Error())
+	}
+	plan, err := q.Plan(now)
+	if err != nil {
+		return 0, nil, apigw.BadRequest("%s", err.Error())
+	}
+	ctx := r.Context()
+	var (
+		d       *access.Decider
+		sets    []domain.AddressSet
+		total   map[store.MetricChunkKey]map[string]int64
+		readErr error
+		g       errgroup.Group
+	)
+	g.Go(func() (err error) { d, err = h.dec.Decider(ctx, p); return err })
+	g.Go(func() (err error) { sets, err = h.allSets(ctx, p.AccountID); return err })
+	// Read as the other two run; used only when every set is readable.
+	g.Go(func() error { total, readErr = h.st.MetricChunks(ctx, plan.Keys(ScopeSetsOf(p.AccountID))); return nil })
+	if err := g.Wait(); err != nil {
+		return 0, nil, err
+	}
+	if readErr != nil {
+		return 0, nil, readErr
+	}
+	unnamed, err := d.Allows(ctx, http.MethodGet, setMetricsPath(unnamedSet))
+	if err != nil {
+		return 0, nil, err
+	}
+	var readable, hidden []string
+	for _, s := range sets {
+		ok, err := d.Allows(ctx, http.MethodGet, setMetricsPath(s.ID))
+		if err != nil {
+			return 0, nil, err
+		}
+		if ok {
+			readable = append(readable, s.ID)
+		} else {
+			hidden = append(hidden, s.ID)
+		}
+	}
+	switch {
+	case unnamed && len(hidden) == 0:
+		return h.respond(plan.Evaluate(q.Defs, total))
+	case unnamed:
+		parts, err := h.setChunks(ctx, plan, hidden)
+		if err != nil {
+			return 0, nil, err
+		}
+		return h.respond(plan.Evaluate(q.Defs, subtractSets(total, parts, ScopeSetsOf(p.AccountID))))
+	default:
+		parts, err := h.setChunks(ctx, plan, readable)
+		if err != nil {
+			return 0, nil, err
+		}
+		return h.respond(plan.Evaluate(q.Defs, parts)) // Evaluate adds chunks of any scope
+	}
+}
+
+func setMetricsPath(id string) string { return "/v2/address-sets/" + id + "/metrics" }
+
+// setChunks reads the plan's chunks of the sets ids, refusing before any
+// read a query that would pass MaxCollectionKeys.
+func (h *handler) setChunks(ctx context.Context, plan Plan, ids []string) (map[store.MetricChunkKey]map[string]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	perSet := len(plan.Keys(ScopeSet("x")))
+	if len(ids)*perSet > MaxCollectionKeys {
+		return nil, apigw.BadRequest("the address sets to sum or leave out would read more than %d stored items (MaxCollectionKeys, %d per set for this range and resolution): use summarize, a larger resolution or a shorter range", MaxCollectionKeys, perSet)
+	}
+	keys := make([]store.MetricChunkKey, 0, len(ids)*perSet)
+	for _, id := range ids {
+		keys = append(keys, plan.Keys(ScopeSet(id))...)
+	}
+	return h.st.MetricChunks(ctx, keys)
+}
+
+// subtractSets takes per-set chunks out of the account scope's. The two
+// are written by one transaction but read by separate calls, so a read
+// between two folds can see a set ahead of its account: an accumulator
+// never goes below zero (address-set metrics are counts).
+func subtractSets(total, parts map[store.MetricChunkKey]map[string]int64, scope string) map[store.MetricChunkKey]map[string]int64 {
+	out := make(map[store.MetricChunkKey]map[string]int64, len(total))
+	for k, attrs := range total {
+		out[k] = maps.Clone(attrs)
+	}
+	for k, attrs := range parts {
+		k.Scope = scope
+		acc := out[k]
+		if acc == nil {
+			continue
+		}
+		for a, n := range attrs {
+			if v := acc[a] - n; v > 0 {
+				acc[a] = v
+			} else {
+				delete(acc, a)
+			}
+		}
+	}
+	return out
+}
+
+// allSets lists the account's address sets, at most MaxCollectionSets.
+func (h *handler) allSets(ctx context.Context, account string) ([]domain.AddressSet, error) {
+	var (
+		out   []domain.AddressSet
+		after string
+	)
+	for {
+		page, pos, more, err := h.st.PageAddressSets(ctx, account, after, false, appsPage)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(out) > MaxCollectionSets {
+			return nil, domain.Errorf(domain.Invalid, "the account has more than %d address sets (MaxCollectionSets): read their metrics one by one at /v2/address-sets/{id}/metrics", MaxCollectionSets)
+		}
+		if !more || len(pos) == 0 {
+			return out, nil
+		}
+		after = pos[len(pos)-1]
+	}
 }
 
 // serve validates the query, then reads the chunks and checks that the
