@@ -88,6 +88,7 @@ type costTour struct {
 	measured   int                  // depth of measuring() calls in progress
 	delay      time.Duration        // each DynamoDB call's while measuring (costDelay)
 	realistic  bool                 // on the realistic DynamoDB: flows only, no cost compared
+	everyCall  *ddb.Counter         // every DynamoDB call of the tour, never reset
 	// clock is the functions' clock: at rest() moves it past the lists'
 	// journal window rather than sleeping through it.
 	clock *clock.Shifted
@@ -106,6 +107,7 @@ func startCostTour(t *testing.T) *costTour {
 	t.Helper()
 	tpl := testenv.Template(t)
 	counter := ddb.NewCounter()
+	everyCall := ddb.NewCounter() // never reset: every call of the tour
 	// A DynamoDB server of the test's own, so that it can also read and
 	// write the table directly (large collections are loaded in-process;
 	// the counter sees neither).
@@ -136,10 +138,10 @@ func startCostTour(t *testing.T) *costTour {
 	shifted := &clock.Shifted{}
 	p, _ := localtest.Start(t, func(o *local.Options) {
 		o.DynamoEndpoint = dyn.Endpoint
-		o.DynamoOptions = append(o.DynamoOptions, counter.Option())
+		o.DynamoOptions = append(o.DynamoOptions, counter.Option(), everyCall.Option())
 		o.StoreClock = shifted.Now
 	})
-	c := &costTour{t: t, p: p, counter: counter, dyn: dyn, db: db, tpl: tpl, routes: map[string]sam.Route{}, rows: map[string]costRow{}, delay: costDelay, clock: shifted, realistic: realism != nil}
+	c := &costTour{t: t, p: p, counter: counter, dyn: dyn, db: db, tpl: tpl, routes: map[string]sam.Route{}, rows: map[string]costRow{}, delay: costDelay, clock: shifted, realistic: realism != nil, everyCall: everyCall}
 	if c.realistic {
 		c.delay = 0
 	}
@@ -607,6 +609,7 @@ func TestCostPerEndpoint(t *testing.T) {
 	if len(c.rows) != len(apispec.Endpoints)+len(c.workers) {
 		t.Fatalf("%d rows for %d endpoints and %d workers: a measured route is not in apispec", len(c.rows), len(apispec.Endpoints), len(c.workers))
 	}
+	c.onlyIndexesEventual()
 	table := c.table()
 	t.Logf("cost tour: %d rows measured in %v\n%s", len(c.rows), time.Since(began).Round(time.Millisecond), table)
 	if c.realistic {
@@ -701,4 +704,34 @@ func lineDiff(a, b []string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// eventualBaseReads are the calls (function and operation) whose reads of the base table may
+// be eventually consistent (docs/data-model.md, Consistency), each with
+// why a stale answer is safe there. Every other read of the base table is
+// strongly consistent: a read that may miss a write finished a moment
+// before must never decide an answer.
+var eventualBaseReads = map[string]string{
+	"MetricsFunction BatchGetItem": "metric chunks, written by the asynchronous aggregation, whose delay docs/metrics.md states; " +
+		"a chunk read a moment early is the same as one aggregated a moment later",
+}
+
+// onlyIndexesEventual fails the tour for a read of the base table without
+// ConsistentRead by a function not in eventualBaseReads: the tour walks
+// every endpoint and queue worker, so a new eventual read on any of them
+// is caught here, whatever the test of its own family checks.
+func (c *costTour) onlyIndexesEventual() {
+	c.t.Helper()
+	seen := map[string]int{}
+	for _, call := range c.everyCall.Eventual() {
+		if call.Index != "" {
+			continue // an index has no consistent read (data-model.md says what each index read may miss)
+		}
+		seen[call.Caller+" "+call.Operation]++
+	}
+	for k, n := range seen {
+		if _, ok := eventualBaseReads[k]; !ok {
+			c.t.Errorf("%d eventually consistent reads of the base table: %s (read with ConsistentRead, or add the call to eventualBaseReads with why a stale answer is safe)", n, k)
+		}
+	}
 }
