@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/mtibben/confusables"
 	"golang.org/x/text/cases"
@@ -43,11 +44,23 @@ const hashedPrefix = "SHA256:"
 //     (Default_Ignorable_Code_Point: zero-width spaces and joiners, soft
 //     hyphens, variation selectors, ...);
 //  3. any run of white space as one space, none at either end;
-//  4. the confusable skeleton of Unicode's UTS #39 (Unicode's
+//  4. each letter beyond ASCII whose capital is a look-alike of Latin
+//     text (Cyrillic "в": "В" reads as "B") replaced by that text, folded
+//     (latinCapitals);
+//  5. the confusable skeleton of Unicode's UTS #39 (Unicode's
 //     confusables.txt: Cyrillic "е" and Latin "e" are one letter,
 //     "rn" and "m", "1" and "l");
-//  5. case folding again, as the skeleton maps some characters to
+//  6. case folding again, as the skeleton maps some characters to
 //     capitals ("0" to "O").
+//
+// Case folding comes first so that names differing in case only are one
+// name; the skeleton alone would then miss capitals that look Latin while
+// their small letters do not (Cyrillic "ВЕТА" folds to "вета", whose
+// skeleton is small capitals): step 4 catches those, and as it is a
+// function of the capital it keeps case out of the comparison. What stays
+// apart: look-alikes that need a capital and a small letter at once
+// ("PayPaI" with a capital I against "PayPal"), as a comparison without
+// regard to case cannot tell which was meant.
 //
 // A form longer than MaxKeyBytes is "SHA256:" and its hex SHA-256.
 func Key(name string) string {
@@ -59,12 +72,46 @@ func Key(name string) string {
 		return r
 	}, s)
 	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.Is(unicode.White_Space, r) }), " ")
-	s = cases.Fold().String(confusables.Skeleton(s))
+	s = cases.Fold().String(confusables.Skeleton(latinCapitals(s)))
 	if len(s) > MaxKeyBytes {
 		sum := sha256.Sum256([]byte(s))
 		return hashedPrefix + hex.EncodeToString(sum[:])
 	}
 	return s
+}
+
+// latinCapitals replaces each non-ASCII small letter of s (s is case
+// folded) that the confusables data does not map to ASCII but whose
+// capital it does (Cyrillic "в", as "В" reads as "B"; Greek "η";
+// Cherokee) with that text in small letters. ASCII letters are left to
+// the skeleton: "i" is not "I", whose skeleton is "l".
+func latinCapitals(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			b.WriteRune(r)
+			continue
+		}
+		// A small letter the skeleton maps to Latin already stays so
+		// (Ukrainian "і" is "i", though its capital reads as "l").
+		if c := unicode.ToUpper(r); c != r && !ascii(confusables.Skeleton(string(r))) {
+			if sk := confusables.Skeleton(string(c)); ascii(sk) {
+				b.WriteString(strings.ToLower(sk))
+				continue
+			}
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func ascii(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // defaultIgnorable is Unicode's derived property Default_Ignorable_Code_Point,

@@ -32,6 +32,11 @@ func TestKey(t *testing.T) {
 		{"beta-0", "beta-O", true},                                 // digit zero against capital O
 		{"Reader", "Rеаdеr", true},                                 // Cyrillic е, а
 		{"Hello", "Hеllο", true},                                   // Cyrillic е, Greek ο
+		{"BETA", "ВЕТА", true},                                     // Cyrillic capitals В, Е, Т, А
+		{"beta", "ВЕТА", true},                                     // compared without regard to case
+		{"Mike", "МIKE", true},                                     // Cyrillic М
+		{"Reader", "Ꭱeader", true},                                 // Cherokee Ꭱ
+		{"Hello", "Ηello", true},                                   // Greek Η
 		{"beta", "\U0001d41b\U0001d41e\U0001d42d\U0001d41a", true}, // mathematical bold
 		// Names that only resemble each other stay apart.
 		{"beta-1", "beta-2", false},
@@ -43,6 +48,11 @@ func TestKey(t *testing.T) {
 		{"Editor", "Editor\u0600", false}, // a prepended concatenation mark is visible
 		{"Reaſer", "Reader", false},       // long s folds to s
 		{"日本", "中国", false},
+		{"Iowa", "iowa", true},  // case only
+		{"bill", "bіll", true},  // Ukrainian і
+		{"Ali", "All", false},   // i is not l
+		{"Café", "Cafe", false}, // é has no ASCII look-alike
+		{"Straße", "Strasze", false},
 	} {
 		ka, kb := Key(c.a), Key(c.b)
 		if (ka == kb) != c.same {

@@ -224,11 +224,20 @@ func (s *Store) UpdateAccount(ctx context.Context, prev, next domain.AccountReco
 	}
 	expr, names, values := updateFromTo(old, m)
 	values[":prev"] = prevUpdated
+	// The name key as read too: the schema migration sets it, and moves
+	// the claim, without changing updated.
+	cond := "attribute_exists(PK) AND attribute_not_exists(deleting) AND updated = :prev AND "
+	if prev.NameKey == "" {
+		cond += "attribute_not_exists(name_key)"
+	} else {
+		cond += "name_key = :prevkey"
+		values[":prevkey"] = avStr(prev.NameKey)
+	}
 	items := []types.TransactWriteItem{{Update: &types.Update{
 		TableName:                 aws.String(s.table),
 		Key:                       key(accountPK(prev.ID), skAccount),
 		UpdateExpression:          aws.String(expr),
-		ConditionExpression:       aws.String("attribute_exists(PK) AND attribute_not_exists(deleting) AND updated = :prev"),
+		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	}}}

@@ -63,7 +63,7 @@ const (
 // what is left in it (issue "accounts"), and the families that own these
 // items write them. Applications and address sets are listed per account
 // through GSI1.
-func appsGSI(account string) string        { return "APPS#" + account }
+func appsGSI(account string) string { return "APPS#" + account }
 
 // accountNamePK is the partition of a's name claim: its NameKey (the
 // accounts function and the bootstrap set it, shared/names), or, for an
@@ -78,4 +78,4 @@ func accountNamePK(a domain.Account) string {
 
 // legacyAccountNamePK is the name claim written before schema version 3.
 func legacyAccountNamePK(name string) string { return "ACCOUNTNAME#" + strings.ToLower(name) }
-func addressSetsGSI(account string) string { return "ADDRSETS#" + account }
+func addressSetsGSI(account string) string   { return "ADDRSETS#" + account }
