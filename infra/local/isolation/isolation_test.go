@@ -636,6 +636,9 @@ type isoCase struct {
 	body     any // nil, a JSON value, a string of JSON, or rawBody
 	foreign  string
 	ea       bool
+	// expect: the refusal the handler must answer, where the case tests
+	// a rule of the handler's (0: any refusal).
+	expect int
 }
 
 // allowed2xx: the request addresses only the attacker's region or its
@@ -775,19 +778,30 @@ func (w *isoWorld) bodyValues(o owner) map[string]string {
 	return v
 }
 
+// variantRoute is the route whose bodies bodyVariants varies.
+const variantRoute = "PATCH /v2/accounts/{id}"
+
+// bodyVariant is a body referring to another party, with the refusal it
+// must get when the attacker may send the request at all (0: any).
+type bodyVariant struct {
+	body   any
+	expect int
+}
+
 // bodyVariants are the bodies of method template that refer to another
 // party through v: bodyFor's, and for an account's PATCH a rename to a
-// look-alike of the party's account name and an owner that is the
-// party's user, each a case of its own.
-func bodyVariants(method, template string, v map[string]string, seq *int) []any {
+// look-alike of the party's account name (the 409 of a taken name) and an
+// owner that is the party's user (the 400 of every refused owner), each a
+// case of its own.
+func bodyVariants(method, template string, v map[string]string, seq *int) []bodyVariant {
 	*seq++
-	out := []any{bodyFor(method, template, v, *seq)}
-	if method+" "+template == "PATCH /v2/accounts/{id}" {
+	out := []bodyVariant{{bodyFor(method, template, v, *seq), 0}}
+	if method+" "+template == variantRoute {
 		if n := v[kLookAlike]; n != "" {
-			out = append(out, map[string]any{"name": n})
+			out = append(out, bodyVariant{map[string]any{"name": n}, 409})
 		}
 		if u := v[kOwnerHref]; u != "" {
-			out = append(out, map[string]any{"owner": u})
+			out = append(out, bodyVariant{map[string]any{"owner": u}, 400})
 		}
 	}
 	return out
@@ -832,9 +846,11 @@ func (w *isoWorld) generate(a *attacker, seq *int) []isoCase {
 			if len(params) == 0 {
 				add(map[string]string{}, "")
 			}
-			if m == "GET" {
+			if m == "GET" || m+" "+tp.path == variantRoute {
 				// The attacker's own reads: what they show must not name
-				// anybody outside its reach either.
+				// anybody outside its reach either. And its own writes
+				// whose bodies can name another party (bodyVariants), so
+				// that they are sent with those bodies.
 				vals, ok := map[string]string{}, true
 				for _, p := range params {
 					v, has := ownVal(p)
@@ -927,11 +943,11 @@ func (w *isoWorld) generate(a *attacker, seq *int) []isoCase {
 				}
 				for _, o := range a.others {
 					for _, b := range bodyVariants(m, tp.path, w.bodyValues(o), seq) {
-						if reflectJSON(b) == reflectJSON(bodyFor(m, tp.path, ownBody, *seq)) {
+						if reflectJSON(b.body) == reflectJSON(bodyFor(m, tp.path, ownBody, *seq)) {
 							continue
 						}
 						fc := c
-						fc.body, fc.foreign = b, o.label+" in body"
+						fc.body, fc.foreign, fc.expect = b.body, o.label+" in body", b.expect
 						out = append(out, fc)
 					}
 				}
@@ -1168,6 +1184,7 @@ func TestIsolationInvariant(t *testing.T) {
 		allowed    int
 		refused    int
 		total      int
+		expected   int // cases refused by a handler's rule (look-alike names, owners)
 	)
 	outcomes := make([][]outcome, len(atts))
 	for i, a := range atts {
@@ -1213,6 +1230,13 @@ func TestIsolationInvariant(t *testing.T) {
 			if !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") {
 				violations = append(violations, violation{c, status, "refusal not in the API's error body", body})
 			}
+			switch {
+			case c.expect == 0:
+			case status == c.expect:
+				expected++
+			case status != 403 && status != 404:
+				violations = append(violations, violation{c, status, fmt.Sprintf("refused with %d, not the rule's %d", status, c.expect), body})
+			}
 			continue
 		}
 		allowed++
@@ -1238,6 +1262,9 @@ func TestIsolationInvariant(t *testing.T) {
 			violations = append(violations, violation{c, status, "response names the root account other than as A's parent", body})
 		}
 	}
+	if expected == 0 {
+		t.Error("no case renamed an account to a look-alike of another party's name or gave it another party's user as owner")
+	}
 	attack := time.Since(began) - setup
 	w.quiet()
 	after := w.snapshot()
@@ -1256,8 +1283,8 @@ func TestIsolationInvariant(t *testing.T) {
 	}
 	changes := foreignChanges(before, after, own, foreign)
 
-	t.Logf("isolation: %d cases (%d attackers, %d inventory paths x %d methods) in %v after a set-up (with the findings' replays) of %v: %d allowed (2xx), %d refused; %d violations; %d foreign table changes",
-		total, len(atts), countPaths(), len(isoMethods), attack.Round(time.Millisecond), setup.Round(time.Millisecond), allowed, refused, len(violations), len(changes))
+	t.Logf("isolation: %d cases (%d attackers, %d inventory paths x %d methods) in %v after a set-up (with the findings' replays) of %v: %d allowed (2xx), %d refused (%d by the name and owner rules); %d violations; %d foreign table changes",
+		total, len(atts), countPaths(), len(isoMethods), attack.Round(time.Millisecond), setup.Round(time.Millisecond), allowed, refused, expected, len(violations), len(changes))
 	reportViolations(t, violations, changes)
 }
 
