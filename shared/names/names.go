@@ -44,9 +44,9 @@ const hashedPrefix = "SHA256:"
 //     (Default_Ignorable_Code_Point: zero-width spaces and joiners, soft
 //     hyphens, variation selectors, ...);
 //  3. any run of white space as one space, none at either end;
-//  4. each letter beyond ASCII whose capital is a look-alike of Latin
-//     text (Cyrillic "в": "В" reads as "B") replaced by that text, folded
-//     (latinCapitals);
+//  4. each letter beyond ASCII that the skeleton would not make Latin
+//     but whose capital is a look-alike of Latin text (Cyrillic "в": "В"
+//     reads as "B") replaced by that text, folded (latinCapitals);
 //  5. the confusable skeleton of Unicode's UTS #39 (Unicode's
 //     confusables.txt: Cyrillic "е" and Latin "e" are one letter,
 //     "rn" and "m", "1" and "l");
