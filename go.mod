@@ -21,6 +21,7 @@ require (
 	github.com/gobwas/glob v1.1.0
 	github.com/google/pprof v0.0.0-20210407192527-94a9f03dee38
 	github.com/hashicorp/golang-lru/v2 v2.0.7
+	github.com/mtibben/confusables v0.0.0-20210201002637-9d1b0723b659
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/sirupsen/logrus v1.9.4
 	github.com/truora/minidyn v0.8.2

@@ -12,10 +12,13 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/text/unicode/norm"
 
+	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/authz"
 	"cads/shared/builtin"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/names"
 	"cads/shared/store"
 )
 
@@ -154,6 +157,7 @@ func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, e
 	if a.Name, err = accountName(*in.Name); err != nil {
 		return 0, nil, err
 	}
+	a.NameKey = names.Key(a.Name)
 	a.Keyword = domain.Keyword(a.Name)
 	if in.Keyword != nil {
 		if a.Keyword, err = keyword(*in.Keyword); err != nil {
@@ -174,10 +178,14 @@ func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, e
 		g      errgroup.Group // both answers are needed to choose the error
 		parent domain.AccountRecord
 		pErr   error
+		owner  ownerCheck
 	)
 	g.Go(func() error { parent, pErr = h.st.GetAccountRecord(r.Context(), p.AccountID); return nil })
 	if in.Owner != nil {
-		g.Go(func() (err error) { a.Owner, err = h.owner(r.Context(), *in.Owner); return err })
+		// The new account holds no grant yet: only a role inherited from
+		// the parent or above can apply in it, and the parent is where
+		// such a user is found.
+		g.Go(func() (err error) { owner, err = h.startOwner(r.Context(), *in.Owner, p.AccountID); return err })
 	}
 	if ownErr := g.Wait(); ownErr != nil {
 		return 0, nil, ownErr
@@ -189,6 +197,11 @@ func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, e
 		return 0, nil, pErr
 	}
 	a.Ancestors = append(slices.Clone(parent.Ancestors), parent.ID)
+	if in.Owner != nil {
+		if a.Owner, err = owner.in(r.Context(), a.Account); err != nil {
+			return 0, nil, err
+		}
+	}
 	defs, err := builtin.ControlRoles(id)
 	if err != nil {
 		return 0, nil, err
@@ -204,9 +217,9 @@ func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, e
 	return http.StatusOK, accountOut(a), nil
 }
 
-// accountName validates a name. It is stored in Unicode NFC, so that the
-// same name typed with combining accents is the same name (names are
-// unique without regard to case).
+// accountName validates a name. It is stored in Unicode NFC, as typed
+// otherwise; uniqueness compares its names.Key (the account's NameKey),
+// so look-alike names are one name.
 func accountName(s string) (string, error) {
 	name, err := text("name", norm.NFC.String(s), domain.AccountNameMaxRunes)
 	if err != nil {
@@ -270,19 +283,69 @@ func logRetention(in []logRetentionIn) ([]domain.LogRetention, error) {
 	return out, nil
 }
 
-// owner resolves an owner href to a user id. The owner is who the account
-// belongs to, for people; it grants nothing (access comes only from
-// accepted invitations, docs/api.md#invitations).
-func (h *handler) owner(ctx context.Context, href string) (string, error) {
+// errOwner is the one answer to every owner that is not a user holding a
+// role in the account: malformed, no such user, a service user, a user
+// of another tenant or one without a role here. It echoes nothing of the
+// value, so its body is the same for all of them and the field cannot
+// tell which user ids exist (issue 27, finding 2).
+func errOwner() error {
+	return &domain.Error{Code: domain.Invalid, Message: "owner must be the href (/v2/users/<id>) of a user who holds a role that applies in this account: " +
+		"an accepted invitation to a role of the account, or to an inheritable role of an account above it"}
+}
+
+// ownerCheck is an owner being resolved: the principal and the reads of
+// its grants, started before the account it is checked in is known.
+type ownerCheck struct {
+	id      string
+	user    bool
+	decider *access.Decider
+}
+
+// startOwner reads, in one round trip, the principal an owner href names
+// and its first grants (a Decider for it, its key account keyAccount).
+// Only a failed read is an error here; every refusal is errOwner, from in.
+func (h *handler) startOwner(ctx context.Context, href, keyAccount string) (ownerCheck, error) {
 	id, ok := strings.CutPrefix(href, "/v2/users/")
 	if !ok || !ids.Valid(id) {
-		return "", domain.Errorf(domain.Invalid, "owner must be a user href like /v2/users/<id>, not %q", href)
+		return ownerCheck{}, errOwner()
 	}
-	u, err := h.st.GetPrincipal(ctx, id)
-	if errors.Is(err, domain.ErrNotFound) || err == nil && u.Kind != domain.KindUser {
-		return "", domain.Errorf(domain.Invalid, "owner %s is not a user", href)
+	c := ownerCheck{id: id}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		u, err := h.st.GetPrincipal(gctx, id)
+		if errors.Is(err, domain.ErrNotFound) {
+			return nil
+		}
+		c.user = err == nil && u.Kind == domain.KindUser
+		return err
+	})
+	g.Go(func() (err error) {
+		c.decider, err = h.dec.Decider(gctx, apigw.Principal{ID: id, Kind: domain.KindUser, AccountID: keyAccount})
+		return err
+	})
+	return c, g.Wait()
+}
+
+// in resolves the owner for account target: its user id when the user
+// holds a role that applies there (authz.Applicable, as the authorizer
+// selects roles: a role of the account, or an inheritable one of an
+// ancestor, directly or through a group), else errOwner. The owner is
+// who the account belongs to, for people; it grants nothing (access comes
+// only from accepted invitations, docs/api.md#invitations). A refusal is
+// decided from strongly consistent reads, never from the warm path's
+// cache (access.Decider.AnyApplies), so a role just accepted counts.
+func (c ownerCheck) in(ctx context.Context, target domain.Account) (string, error) {
+	if c.decider == nil || !c.user {
+		return "", errOwner()
 	}
-	return id, err
+	ok, err := c.decider.AnyApplies(ctx, http.MethodGet, accountHref(target.ID), target, func(authz.Role) bool { return true })
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", errOwner()
+	}
+	return c.id, nil
 }
 
 // ---------------------------------------------------------------- read
@@ -328,13 +391,14 @@ func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, er
 		return 0, nil, apigw.BadRequest("nothing to change: the body may set name, keyword, owner and log_retention")
 	}
 	var (
-		name, kw, owner string
-		lr              []domain.LogRetention
+		name, nameKey, kw, owner string
+		lr                       []domain.LogRetention
 	)
 	if in.Name != nil {
 		if name, err = accountName(*in.Name); err != nil {
 			return 0, nil, err
 		}
+		nameKey = names.Key(name)
 	}
 	if in.Keyword != nil {
 		if kw, err = keyword(*in.Keyword); err != nil {
@@ -347,13 +411,15 @@ func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, er
 		}
 	}
 	var (
-		g    errgroup.Group // both answers are needed to choose the error
-		prev domain.AccountRecord
-		gErr error
+		g     errgroup.Group // both answers are needed to choose the error
+		prev  domain.AccountRecord
+		gErr  error
+		check ownerCheck
 	)
 	g.Go(func() error { prev, gErr = h.st.GetAccountRecord(r.Context(), id); return nil })
-	if in.Owner.Set && in.Owner.Value != nil {
-		g.Go(func() (err error) { owner, err = h.owner(r.Context(), *in.Owner.Value); return err })
+	setOwner := in.Owner.Set && in.Owner.Value != nil
+	if setOwner {
+		g.Go(func() (err error) { check, err = h.startOwner(r.Context(), *in.Owner.Value, id); return err })
 	}
 	ownErr := g.Wait()
 	if gErr != nil {
@@ -361,6 +427,14 @@ func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, er
 	}
 	if ownErr != nil {
 		return 0, nil, ownErr
+	}
+	if setOwner {
+		// An account never moves, so the ancestors read now are the
+		// ones the owner's roles are checked against whatever Reapply
+		// reads later.
+		if owner, err = check.in(r.Context(), prev.Account); err != nil {
+			return 0, nil, err
+		}
 	}
 	var next domain.AccountRecord
 	fresh := true // prev was just read
@@ -379,7 +453,7 @@ func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, er
 		next = prev
 		next.Updated = h.st.Now()
 		if in.Name != nil {
-			next.Name = name
+			next.Name, next.NameKey = name, nameKey
 		}
 		if in.Keyword != nil {
 			next.Keyword = kw

@@ -12,10 +12,32 @@ import (
 	"cads/shared/domain"
 )
 
+// errOwner is the one message of every refused owner.
+const errOwner = "owner must be the href (/v2/users/<id>) of a user who holds a role that applies in this account: an accepted invitation to a role of the account, or to an inheritable role of an account above it"
+
+// holdInheritable gives user an inheritable role of the root account: a
+// role that applies in every sub-account.
+func (e *env) holdInheritable(user string) {
+	e.t.Helper()
+	ctx := context.Background()
+	now := e.st.Now()
+	role := domain.Role{AccountID: e.boot.RootAccount, ID: "inh" + user, Name: "Support " + user, Inheritable: true, Version: 1, Created: now, Updated: now}
+	if err := e.st.CreateRole(ctx, role); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.st.PutGrant(ctx, domain.Grant{PrincipalID: user, AccountID: role.AccountID, RoleID: role.ID, Via: "test", Created: now}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 func TestCreateAccount(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	if err := e.st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	e.holdInheritable("u1")
+	if err := e.st.CreatePrincipal(ctx, domain.Principal{ID: "u2", Kind: domain.KindUser, Email: "u2@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("é", domain.AccountNameMaxRunes+1)
@@ -36,8 +58,10 @@ func TestCreateAccount(t *testing.T) {
 		{"long name", jsonBody(map[string]string{"name": long}), "", 400, "at most 100 characters"},
 		{"control character", `{"name":"a\u0007b"}`, "", 400, "control characters"},
 		{"bad keyword", `{"name":"Child","keyword":"Not OK"}`, "", 400, "keyword must be"},
-		{"owner not an href", `{"name":"Child","owner":"u1"}`, "", 400, "owner must be a user href"},
-		{"owner unknown", `{"name":"Child","owner":"/v2/users/nobody"}`, "", 400, "is not a user"},
+		{"owner not an href", `{"name":"Child","owner":"u1"}`, "", 400, errOwner},
+		{"owner unknown", `{"name":"Child","owner":"/v2/users/nobody"}`, "", 400, errOwner},
+		{"owner without a role above", `{"name":"Child","owner":"/v2/users/u2"}`, "", 400, errOwner},
+		{"look-alike of root", `{"name":"Platform\u200b OPERATOR"}`, "", 409, "reads the same"},
 		{"retention type", `{"name":"Child","log_retention":[{"type":"access"}]}`, "", 400, `log_retention[0].type is required and must be "events"`},
 		{"retention days", `{"name":"Child","log_retention":[{"type":"events","online_days":0}]}`, "", 400, "log_retention[0].online_days must be an integer from 1"},
 		{"retention twice", `{"name":"Child","log_retention":[{"type":"events"},{"type":"events"}]}`, "", 400, "given twice"},
@@ -116,7 +140,9 @@ func TestCreateAccountNameRace(t *testing.T) {
 	)
 	for i := range n {
 		wg.Go(func() {
-			r := e.call(e.op, "POST", "/v2/accounts", fmt.Sprintf(`{"name":%q}`, []string{"Racer", "racer", "RACER"}[i%3]))
+			// One name, in look-alike forms (Cyrillic а, a zero-width
+			// space, full-width letters).
+			r := e.call(e.op, "POST", "/v2/accounts", fmt.Sprintf(`{"name":%q}`, []string{"Racer", "racer", "RACER", "Rаcer", "Ra\u200bcer", "ＲＡＣＥＲ"}[i%6]))
 			mu.Lock()
 			statuses[r.Status]++
 			mu.Unlock()
@@ -138,9 +164,12 @@ func TestGetPatchAccount(t *testing.T) {
 	root := e.root()
 	a := e.account(root, "Alpha", time.Now().UTC())
 	e.account(root, "Beta", time.Now().UTC())
-	if err := e.st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
-		t.Fatal(err)
+	for _, u := range []string{"u1", "u2"} {
+		if err := e.st.CreatePrincipal(ctx, domain.Principal{ID: u, Kind: domain.KindUser, Email: u + "@example.com"}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	e.holdInheritable("u1")
 	path := "/v2/accounts/" + a.ID
 
 	r := e.call(e.op, "GET", path, "")
@@ -171,7 +200,9 @@ func TestGetPatchAccount(t *testing.T) {
 		{"parent", `{"parent":"/v2/accounts/x"}`, 400, "parent cannot be changed"},
 		{"id", `{"id":"x"}`, 400, `unknown field "id"`},
 		{"taken name", `{"name":"beta"}`, 409, `an account named "beta" already exists`},
-		{"bad owner", `{"owner":"/v2/users/ghost"}`, 400, "is not a user"},
+		{"bad owner", `{"owner":"/v2/users/ghost"}`, 400, errOwner},
+		{"owner without a role", `{"owner":"/v2/users/u2"}`, 400, errOwner},
+		{"look-alike name", `{"name":"bеta"}`, 409, "reads the same"},
 		{"bad retention", `{"log_retention":[{"type":"events","archive_days":99999999}]}`, 400, "archive_days"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"cads/shared/builtin"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	namerule "cads/shared/names"
 	"cads/shared/store"
 	"cads/shared/wire"
 	"cads/shared/wire/accountswire"
@@ -132,7 +133,7 @@ func jsonBody(v any) string { b, _ := json.Marshal(v); return string(b) }
 func (e *env) account(parent domain.AccountRecord, name string, created time.Time) domain.AccountRecord {
 	e.t.Helper()
 	id := ids.New()
-	a := domain.AccountRecord{Account: domain.Account{ID: id, Name: name, Keyword: domain.Keyword(name), Parent: parent.ID,
+	a := domain.AccountRecord{Account: domain.Account{ID: id, Name: name, NameKey: namerule.Key(name), Keyword: domain.Keyword(name), Parent: parent.ID,
 		Ancestors: append(append([]string{}, parent.Ancestors...), parent.ID), Created: created, Updated: created}}
 	defs, err := builtin.ControlRoles(id)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"cads/shared/builtin"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/names"
 	"cads/shared/store"
 )
 
@@ -81,7 +82,7 @@ func RunAndKeep(ctx context.Context, st *store.Store, operatorEmail string, keep
 // Plan builds a fresh installation and its operator secret.
 func Plan(clock func() time.Time, operatorEmail string) (domain.InstallPlan, string, error) {
 	now := clock()
-	root := domain.Account{ID: ids.New(), Name: RootAccountName, Keyword: domain.Keyword(RootAccountName), Ancestors: []string{}, Created: now, Updated: now}
+	root := domain.Account{ID: ids.New(), Name: RootAccountName, NameKey: names.Key(RootAccountName), Keyword: domain.Keyword(RootAccountName), Ancestors: []string{}, Created: now, Updated: now}
 	control, err := builtin.ControlRoles(root.ID)
 	if err != nil {
 		return domain.InstallPlan{}, "", err

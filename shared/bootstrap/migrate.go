@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"cads/shared/domain"
+	"cads/shared/names"
 	"cads/shared/store"
 )
 
@@ -78,7 +79,7 @@ func MigrateSchema(ctx context.Context, st *store.Store, log *slog.Logger, o Mig
 			res.Progress = prog
 			return res, nil
 		}
-		p, err := st.MigratePage(ctx, prog.AfterPK, prog.AfterSK, o.PageSize)
+		p, err := st.MigratePage(ctx, prog.AfterPK, prog.AfterSK, o.PageSize, names.Key)
 		res.Scanned += p.Scanned
 		res.Skipped += p.Skipped
 		for k, n := range p.Fixed {
@@ -86,6 +87,9 @@ func MigrateSchema(ctx context.Context, st *store.Store, log *slog.Logger, o Mig
 		}
 		for _, a := range p.Taken {
 			log.WarnContext(ctx, "schema migration: an application names an alias another application claims; left as it is", "alias", a)
+		}
+		for _, a := range p.NamesTaken {
+			log.WarnContext(ctx, "schema migration: an account's name reads as another account's (equal name keys); it keeps its old name claim until one of them is renamed", "account", a)
 		}
 		for _, k := range p.Odd {
 			log.WarnContext(ctx, "schema migration: an item's attributes name another key than its own; left as it is", "item", k)

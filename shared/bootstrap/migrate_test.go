@@ -18,6 +18,7 @@ import (
 	"cads/shared/bootstrap"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/names"
 	"cads/shared/store"
 )
 
@@ -54,7 +55,7 @@ func seed(t *testing.T, st *store.Store, root, tag string) {
 	ctx := context.Background()
 	now := st.Now()
 	acct := ids.New()
-	if err := st.CreateSubAccount(ctx, domain.AccountRecord{Account: domain.Account{ID: acct, Name: "Tenant " + tag, Keyword: "tenant " + tag,
+	if err := st.CreateSubAccount(ctx, domain.AccountRecord{Account: domain.Account{ID: acct, Name: "Tenant " + tag, NameKey: names.Key("Tenant " + tag), Keyword: "tenant " + tag,
 		Parent: root, Ancestors: []string{root}, Created: now, Updated: now}}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,8 @@ func seed(t *testing.T, st *store.Store, root, tag string) {
 		&store.OutboxMarker{Queue: "TasksQueue", Body: `{"task":"` + task + `"}`, Due: now.Add(time.Minute)}))
 	must(st.CreateMetricPrototype(ctx, domain.MetricPrototype{ID: ids.New(), Account: acct, DefaultName: "m", Display: "number",
 		Expression: "count", LogType: "access", DefaultFrequency: 60, Created: now}))
-	must(st.CreateSubAccount(ctx, domain.AccountRecord{Account: domain.Account{ID: ids.New(), Name: "Team " + tag, Keyword: "team " + tag,
+	// "Team" is "tearn" by its name key: its claim moves.
+	must(st.CreateSubAccount(ctx, domain.AccountRecord{Account: domain.Account{ID: ids.New(), Name: "Team " + tag, NameKey: names.Key("Team " + tag), Keyword: "team " + tag,
 		Parent: acct, Ancestors: []string{root, acct}, Created: now, Updated: now}}, nil))
 	must(st.CreateAppTest(ctx, domain.AppTest{Account: acct, ID: "load", MediaType: "application/x-tar", Summary: `{}`,
 		Archive: store.NewAppTestBlob(ids.New(), []byte("x")), ArchiveUpdated: now, Version: 1, Created: now, Updated: now}, []byte("x"), nil))
@@ -113,11 +115,12 @@ func seed(t *testing.T, st *store.Store, root, tag string) {
 
 // age rewrites every item of tbl as code from before GSI2/GSI3, the
 // created-ordered GSI1 sort keys, the usage counts and the alias claims
-// left it, and returns how many items it changed or deleted.
-func age(t *testing.T, d testenv.Dynamo, tbl table) int {
+// left it, and returns how many items it changed or deleted, and the keys
+// of the items it wrote that tbl does not hold (legacy name claims).
+func age(t *testing.T, d testenv.Dynamo, tbl table) (int, map[string]bool) {
 	t.Helper()
 	ctx := context.Background()
-	n := 0
+	n, added := 0, map[string]bool{}
 	for k, it := range tbl {
 		sk := it[store.AttrSK].(*types.AttributeValueMemberS).Value
 		if strings.HasPrefix(sk, "USAGE#") || sk == "ALIAS" {
@@ -135,6 +138,32 @@ func age(t *testing.T, d testenv.Dynamo, tbl table) int {
 		for _, a := range []string{store.AttrGSI2PK, store.AttrGSI2SK, "GSI3PK", "GSI3SK"} {
 			delete(old, a)
 		}
+		if k, ok := old["name_key"]; ok {
+			// Before version 3 an account had no name key, and its name
+			// claim was its lower-cased name: the claim is moved back
+			// there, and the migration's moving it counts as one more
+			// item.
+			delete(old, "name_key")
+			name := old["name"].(*types.AttributeValueMemberS).Value
+			from, to := "ACCOUNTNAME#"+k.(*types.AttributeValueMemberS).Value, "ACCOUNTNAME#"+strings.ToLower(name)
+			if from != to {
+				claim := tbl[from+" | ACCOUNTNAME"]
+				moved := map[string]types.AttributeValue{}
+				for a, v := range claim {
+					moved[a] = v
+				}
+				moved[store.AttrPK] = &types.AttributeValueMemberS{Value: to}
+				if _, err := d.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(d.Table),
+					Key: map[string]types.AttributeValue{store.AttrPK: claim[store.AttrPK], store.AttrSK: claim[store.AttrSK]}}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := d.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(d.Table), Item: moved}); err != nil {
+					t.Fatal(err)
+				}
+				added[itemKey(moved)] = true
+			}
+			n++
+		}
 		switch ent := old["entity"].(*types.AttributeValueMemberS).Value; {
 		case ent == "application", ent == "address_set", ent == "principal" && old[store.AttrGSI1SK] != nil:
 			// The GSI1 sort key was the item's id before lists paged in
@@ -149,7 +178,7 @@ func age(t *testing.T, d testenv.Dynamo, tbl table) int {
 		}
 		n++
 	}
-	return n
+	return n, added
 }
 
 func diff(t *testing.T, got, want table) {
@@ -204,11 +233,11 @@ func oldTable(t *testing.T) (d testenv.Dynamo, st *store.Store, want table, aged
 	seed(t, st, res.RootAccount, "one")
 	seed(t, st, res.RootAccount, "two")
 	want = scan(t, d)
-	aged = age(t, d, want)
+	aged, legacy := age(t, d, want)
 	seed(t, st, res.RootAccount, "three")
 	rootSubs := "ACCOUNT#" + res.RootAccount + " | USAGE#accounts"
 	for k, it := range scan(t, d) {
-		if _, old := want[k]; !old || k == rootSubs {
+		if _, old := want[k]; !old && !legacy[k] || k == rootSubs {
 			want[k] = it
 		}
 	}
@@ -255,7 +284,7 @@ func TestMigrateSchemaGivesOldItemsWhatTheCurrentCodeWrites(t *testing.T) {
 		t.Errorf("the migration wrote %d items (%v), want the %d aged ones", got, res.Fixed, aged)
 	}
 	for _, ent := range []string{"account", "role", "group", "principal", "access_key", "grant", "group_grant", "invitation",
-		"entitlement", "application", "address_set", "address_entry", store.FixedUsage, store.FixedAlias} {
+		"entitlement", "application", "address_set", "address_entry", store.FixedUsage, store.FixedAlias, store.FixedNameClaim} {
 		if res.Fixed[ent] == 0 {
 			t.Errorf("no %s fixed: %v", ent, res.Fixed)
 		}
@@ -265,6 +294,10 @@ func TestMigrateSchemaGivesOldItemsWhatTheCurrentCodeWrites(t *testing.T) {
 	// three's create wrote it) and is left alone.
 	if res.Fixed[store.FixedUsage] != 10 || res.Fixed[store.FixedAlias] != 4 {
 		t.Errorf("usage counts %d, alias claims %d written, want 10 and 4 (two tenants)", res.Fixed[store.FixedUsage], res.Fixed[store.FixedAlias])
+	}
+	// The root and two accounts per aged tenant get their name keys.
+	if res.Fixed[store.FixedNameClaim] != 5 {
+		t.Errorf("name claims moved for %d accounts, want 5 (the root, two tenants and their teams)", res.Fixed[store.FixedNameClaim])
 	}
 	accts, _, _, err = st.PageAccounts(ctx, "", false, 100)
 	if err != nil || len(accts) != 7 || accts[0].ID != root {

@@ -17,6 +17,12 @@ type Account struct {
 	Owner     string    `dynamodbav:"owner,omitempty"`
 	Created   time.Time `dynamodbav:"created"`
 	Updated   time.Time `dynamodbav:"updated"`
+	// NameKey is the form of Name that uniqueness compares (shared/names:
+	// look-alike names have one key) and the account's name claim is
+	// stored under. Whoever names an account sets it; an account written
+	// before schema version 3 has none, and its claim is its lower-cased
+	// name until the migration moves it.
+	NameKey string `dynamodbav:"name_key,omitempty"`
 }
 
 // Role is an RBAC role of an account.

@@ -27,10 +27,20 @@ func AliasTaken(alias string) *Error {
 	return &Error{Code: Conflict, Message: "the alias " + strconv.Quote(AliasKey(alias)) + " is already used by another application; an alias belongs to one application of the whole installation"}
 }
 
-// AccountNameTaken is the conflict of an account name another account
-// holds (names are unique in the whole tree, compared case-insensitively).
+// NamesCompared says, in the refusals users read, how account and role
+// names are compared (shared/names.Key).
+const NamesCompared = "names are compared after Unicode NFKC normalisation, case folding, removal of invisible characters, collapsing of white space and folding of look-alike characters (Unicode confusables, UTS #39)"
+
+// NameKeyMaxBytes bounds shared/names.Key, which hashes longer forms: the
+// account item and its name claim keep it.
+const NameKeyMaxBytes = 512
+
+// AccountNameTaken is the conflict of an account name that another
+// account's name reads as (names are unique in the whole tree, compared
+// by their shared/names.Key). It names neither that account nor its exact
+// name: it may belong to another tenant.
 func AccountNameTaken(name string) *Error {
-	return &Error{Code: Conflict, Message: "an account named " + strconv.Quote(name) + " already exists; choose another name"}
+	return &Error{Code: Conflict, Message: "an account named " + strconv.Quote(name) + " already exists, or one whose name reads the same (" + NamesCompared + "); choose another name"}
 }
 
 // QuotaReached is the conflict of a create that would take an account past

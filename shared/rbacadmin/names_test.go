@@ -24,6 +24,9 @@ func TestRoleNamesThatReadAsBuiltIn(t *testing.T) {
 		{"Editor\u00ad", "Editor"},
 		{"\u2003Reader", "Reader"},
 		{"Entitlement\u3000administrator", "Entitlement administrator"},
+		{"R\u0435ad\u0435r", "Reader"},               // Cyrillic е
+		{"\u0415DITOR", "Editor"},                    // Cyrillic Е
+		{"Acc\u043eunt \u043ewner", "Account owner"}, // Cyrillic о
 	} {
 		want := `reads as the built-in role "` + c.builtin + `"`
 		if r := e.call(e.op, "POST", base, map[string]any{"name": c.name}); r.Status != 400 || !strings.Contains(r.msg(), want) {

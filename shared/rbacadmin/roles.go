@@ -116,7 +116,7 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *domain.Role) (
 		// Also when a patch keeps the name: a role named before this rule
 		// must not keep passing for a built-in one through its edits.
 		if b, ok := h.names.clash(r.Name); ok {
-			return domain.Role{}, domain.Errorf(domain.Invalid, "name %q is reserved: it reads as the built-in role %q (compared after Unicode NFKC normalisation, removal of invisible characters, collapsing of white space and case folding); choose another", r.Name, b)
+			return domain.Role{}, domain.Errorf(domain.Invalid, "name %q is reserved: it reads as the built-in role %q (%s); choose another", r.Name, b, domain.NamesCompared)
 		}
 	}
 	var perms []authz.Permission

@@ -34,7 +34,7 @@ func (s *Store) GetAccount(ctx context.Context, id string) (domain.Account, erro
 func (s *Store) accountWrites(a domain.Account, item any) []keyAttrsValue {
 	return []keyAttrsValue{
 		{accountKey(a), item},
-		{keyAttrs{PK: accountNamePK(a.Name), SK: skAccountName, Entity: "account_name"}, accountName{a.ID}},
+		{keyAttrs{PK: accountNamePK(a), SK: skAccountName, Entity: "account_name"}, accountName{a.ID}},
 	}
 }
 
@@ -83,7 +83,7 @@ func accountKey(a domain.Account) keyAttrs {
 // size: the account item and every access key bound to the account copy
 // the ancestor list, and both must fit with the largest allowed names and
 // 1 KiB to spare. With generated 16-character ids (17 bytes per ancestor
-// stored) it is 23,979. Nothing else in the design depends on depth.
+// stored) it is 23,944. Nothing else in the design depends on depth.
 func MaxAccountDepth() int { return maxAccountDepth() }
 
 var maxAccountDepth = sync.OnceValue(func() int {
@@ -98,7 +98,7 @@ var maxAccountDepth = sync.OnceValue(func() int {
 		}
 		acct := domain.AccountRecord{
 			Account: domain.Account{ID: id, Name: strings.Repeat("\U0010FFFF", domain.AccountNameMaxRunes), Keyword: strings.Repeat("k", domain.AccountKeywordMaxBytes),
-				Parent: id, Ancestors: anc, Owner: id, Created: ts, Updated: ts},
+				NameKey: strings.Repeat("k", domain.NameKeyMaxBytes), Parent: id, Ancestors: anc, Owner: id, Created: ts, Updated: ts},
 			LogRetention: []domain.LogRetention{{Type: "events", OnlineDays: 1 << 30, ArchiveDays: 1 << 30, OnlineSpaceAllowance: 1 << 30, ArchiveSpaceAllowance: 1 << 30}},
 			Deleting:     &ts,
 		}
@@ -224,22 +224,31 @@ func (s *Store) UpdateAccount(ctx context.Context, prev, next domain.AccountReco
 	}
 	expr, names, values := updateFromTo(old, m)
 	values[":prev"] = prevUpdated
+	// The name key as read too: the schema migration sets it, and moves
+	// the claim, without changing updated.
+	cond := "attribute_exists(PK) AND attribute_not_exists(deleting) AND updated = :prev AND "
+	if prev.NameKey == "" {
+		cond += "attribute_not_exists(name_key)"
+	} else {
+		cond += "name_key = :prevkey"
+		values[":prevkey"] = avStr(prev.NameKey)
+	}
 	items := []types.TransactWriteItem{{Update: &types.Update{
 		TableName:                 aws.String(s.table),
 		Key:                       key(accountPK(prev.ID), skAccount),
 		UpdateExpression:          aws.String(expr),
-		ConditionExpression:       aws.String("attribute_exists(PK) AND attribute_not_exists(deleting) AND updated = :prev"),
+		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	}}}
-	if accountNamePK(next.Name) != accountNamePK(prev.Name) {
-		put, err := s.put(keyAttrs{PK: accountNamePK(next.Name), SK: skAccountName, Entity: "account_name"}, accountName{prev.ID})
+	if accountNamePK(next.Account) != accountNamePK(prev.Account) {
+		put, err := s.put(keyAttrs{PK: accountNamePK(next.Account), SK: skAccountName, Entity: "account_name"}, accountName{prev.ID})
 		if err != nil {
 			return err
 		}
 		items = append(items, put, types.TransactWriteItem{Delete: &types.Delete{
 			TableName:                 aws.String(s.table),
-			Key:                       key(accountNamePK(prev.Name), skAccountName),
+			Key:                       key(accountNamePK(prev.Account), skAccountName),
 			ConditionExpression:       aws.String("attribute_not_exists(PK) OR account = :id"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avStr(prev.ID)},
 		}})
@@ -404,7 +413,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) (domain.AccountRec
 		}},
 		{Delete: &types.Delete{
 			TableName:                 aws.String(s.table),
-			Key:                       key(accountNamePK(a.Name), skAccountName),
+			Key:                       key(accountNamePK(a.Account), skAccountName),
 			ConditionExpression:       aws.String("attribute_not_exists(PK) OR account = :id"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avStr(id)},
 		}},

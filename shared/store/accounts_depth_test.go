@@ -11,7 +11,9 @@ import (
 
 // The depth limit is what one item holds: at MaxAccountDepth the largest
 // account item and the largest access key bound to it fit (with the
-// headroom), one level deeper they would not.
+// headroom), one level deeper they would not. Field values are the
+// store's own bounds (it does not know the accounts function's tighter
+// limits on days).
 func TestMaxAccountDepthIsTheItemLimit(t *testing.T) {
 	d := MaxAccountDepth()
 	if d < 20000 || d > 25000 {
@@ -25,8 +27,8 @@ func TestMaxAccountDepthIsTheItemLimit(t *testing.T) {
 			anc[i] = id
 		}
 		a := domain.AccountRecord{Account: domain.Account{ID: id, Name: strings.Repeat("\U0010FFFF", domain.AccountNameMaxRunes), Keyword: strings.Repeat("k", domain.AccountKeywordMaxBytes),
-			Parent: id, Ancestors: anc, Owner: id, Created: ts, Updated: ts},
-			LogRetention: []domain.LogRetention{{Type: "events", OnlineDays: 36500, ArchiveDays: 36500, OnlineSpaceAllowance: 1<<31 - 1, ArchiveSpaceAllowance: 1<<31 - 1}},
+			NameKey: strings.Repeat("k", domain.NameKeyMaxBytes), Parent: id, Ancestors: anc, Owner: id, Created: ts, Updated: ts},
+			LogRetention: []domain.LogRetention{{Type: "events", OnlineDays: 1 << 30, ArchiveDays: 1 << 30, OnlineSpaceAllowance: 1<<31 - 1, ArchiveSpaceAllowance: 1<<31 - 1}},
 			Deleting:     &ts}
 		k := domain.AccessKey{ID: id, PrincipalID: id, Type: "bearer", Durability: domain.DurabilitySession, Account: id, AccountAncestors: anc,
 			SecretHash: strings.Repeat("f", 64), Expiry: &ts, LastUsed: &ts, Created: ts, TTL: ts.Unix()}

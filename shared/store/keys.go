@@ -4,7 +4,11 @@
 // entities, their keys and which request uses which access pattern.
 package store
 
-import "strings"
+import (
+	"strings"
+
+	"cads/shared/domain"
+)
 
 // Key attribute and index names, as declared by the Table resource of
 // template.yaml.
@@ -31,7 +35,6 @@ const (
 // separator cannot be forged through an id.
 func accountPK(id string) string        { return "ACCOUNT#" + id }
 func childrenGSI(parent string) string  { return "CHILDREN#" + parent }
-func accountNamePK(name string) string  { return "ACCOUNTNAME#" + strings.ToLower(name) }
 func rbacPK(account string) string      { return "RBAC#" + account }
 func roleSK(id string) string           { return "ROLE#" + id }
 func principalPK(id string) string      { return "PRINCIPAL#" + id }
@@ -60,5 +63,19 @@ const (
 // what is left in it (issue "accounts"), and the families that own these
 // items write them. Applications and address sets are listed per account
 // through GSI1.
-func appsGSI(account string) string        { return "APPS#" + account }
-func addressSetsGSI(account string) string { return "ADDRSETS#" + account }
+func appsGSI(account string) string { return "APPS#" + account }
+
+// accountNamePK is the partition of a's name claim: its NameKey (the
+// accounts function and the bootstrap set it, shared/names), or, for an
+// account written before schema version 3 without one, its lower-cased
+// name, the claim that version's migration moves (migrateNameClaim).
+func accountNamePK(a domain.Account) string {
+	if a.NameKey != "" {
+		return "ACCOUNTNAME#" + a.NameKey
+	}
+	return legacyAccountNamePK(a.Name)
+}
+
+// legacyAccountNamePK is the name claim written before schema version 3.
+func legacyAccountNamePK(name string) string { return "ACCOUNTNAME#" + strings.ToLower(name) }
+func addressSetsGSI(account string) string   { return "ADDRSETS#" + account }

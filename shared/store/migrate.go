@@ -21,8 +21,9 @@ import (
 // The schema migration gives items written by older code what the current
 // code writes with them: the index keys of their entity (computed by the
 // same builders the writes use, so the formats have one source), the
-// usage counts of what an account holds, and the
-// claim of each of an application's aliases. It scans the whole table a
+// usage counts of what an account holds, the
+// claim of each of an application's aliases, and an account's name key
+// with its name claim under it. It scans the whole table a
 // page at a time (MigratePage); shared/bootstrap drives it and records the
 // scan position so a stopped run is continued.
 //
@@ -38,14 +39,17 @@ import (
 //
 // 2: usage counts of sub-accounts, application tests and metric
 // prototypes (the account's deletion reads them).
-const SchemaVersion = 2
+// 3: an account's name_key (shared/names.Key of its name) and its name
+// claim moved from the lower-cased name to that key (migrateNameClaim).
+const SchemaVersion = 3
 
 const skSchemaMigration = "SCHEMAMIGRATION"
 
 // Names MigrationPage.Fixed counts the derived items under.
 const (
-	FixedUsage = "usage"
-	FixedAlias = "alias"
+	FixedUsage     = "usage"
+	FixedAlias     = "alias"
+	FixedNameClaim = "name_claim"
 )
 
 // migrateFanOut bounds the items of one page fixed at once.
@@ -92,6 +96,10 @@ type MigrationPage struct {
 	// Taken lists aliases an application names that another application
 	// claims: the migration cannot decide between them.
 	Taken []string
+	// NamesTaken lists accounts (id and name) whose name reads as another
+	// account's (their name keys are equal): each keeps its old claim, and
+	// the operator renames one.
+	NamesTaken []string
 	// Odd lists items (PK/SK) whose attributes give another key than
 	// their own: left as they are.
 	Odd []string
@@ -101,8 +109,13 @@ type MigrationPage struct {
 }
 
 // MigratePage scans up to limit items after (afterPK, afterSK) ("" from
-// the start) and fixes them.
-func (s *Store) MigratePage(ctx context.Context, afterPK, afterSK string, limit int) (MigrationPage, error) {
+// the start) and fixes them. nameKey is shared/names.Key, given by the
+// caller so that the store does not link the confusables table every
+// function would then carry.
+func (s *Store) MigratePage(ctx context.Context, afterPK, afterSK string, limit int, nameKey func(string) string) (MigrationPage, error) {
+	if nameKey == nil {
+		return MigrationPage{}, errors.New("migrate: no name key function")
+	}
 	ctx = unjournaled(ctx)
 	in := &dynamodb.ScanInput{TableName: aws.String(s.table), Limit: aws.Int32(int32(limit)), ConsistentRead: aws.Bool(true)}
 	if afterPK != "" {
@@ -126,7 +139,7 @@ func (s *Store) MigratePage(ctx context.Context, afterPK, afterSK string, limit 
 	g.SetLimit(migrateFanOut)
 	for _, it := range out.Items {
 		g.Go(func() error {
-			r, err := s.migrateItem(gctx, it)
+			r, err := s.migrateItem(gctx, it, nameKey)
 			mu.Lock()
 			defer mu.Unlock()
 			for k, n := range r.fixed {
@@ -134,6 +147,7 @@ func (s *Store) MigratePage(ctx context.Context, afterPK, afterSK string, limit 
 			}
 			p.Skipped += r.skipped
 			p.Taken = append(p.Taken, r.taken...)
+			p.NamesTaken = append(p.NamesTaken, r.namesTaken...)
 			p.Odd = append(p.Odd, r.odd...)
 			return err
 		})
@@ -142,10 +156,11 @@ func (s *Store) MigratePage(ctx context.Context, afterPK, afterSK string, limit 
 }
 
 type itemResult struct {
-	fixed   map[string]int
-	skipped int
-	taken   []string
-	odd     []string
+	fixed      map[string]int
+	skipped    int
+	taken      []string
+	namesTaken []string
+	odd        []string
 }
 
 func (r *itemResult) add(k string, n int) {
@@ -158,7 +173,7 @@ func (r *itemResult) add(k string, n int) {
 	r.fixed[k] += n
 }
 
-func (s *Store) migrateItem(ctx context.Context, it map[string]types.AttributeValue) (itemResult, error) {
+func (s *Store) migrateItem(ctx context.Context, it map[string]types.AttributeValue, nameKey func(string) string) (itemResult, error) {
 	var r itemResult
 	entity := str(it["entity"])
 	want, ok, err := s.keysFor(entity, it)
@@ -187,6 +202,22 @@ func (s *Store) migrateItem(ctx context.Context, it map[string]types.AttributeVa
 		r.skipped += skipped
 		if err != nil {
 			return r, fmt.Errorf("%s: usage: %w", op, err)
+		}
+		var a domain.AccountRecord
+		if err := attributevalue.UnmarshalMap(it, &a); err != nil {
+			return r, fmt.Errorf("%s: %w", op, err)
+		}
+		switch res, err := s.migrateNameClaim(ctx, a, it["updated"], nameKey(a.Name)); {
+		case err != nil:
+			return r, fmt.Errorf("%s: name claim: %w", op, err)
+		case res == claimMoved:
+			r.add(FixedNameClaim, 1)
+		case res == claimRaced:
+			r.skipped++
+		case res == claimTaken:
+			r.namesTaken = append(r.namesTaken, a.ID+" "+strconv.Quote(a.Name))
+		case res == claimOdd:
+			r.odd = append(r.odd, accountNamePK(a.Account)+"/"+skAccountName)
 		}
 	case "application":
 		var a domain.Application
@@ -444,4 +475,88 @@ func (s *Store) fixClaims(ctx context.Context, a domain.Application) (written, s
 		return 0, 0, taken, err
 	}
 	return len(items) - 1, 0, taken, nil
+}
+
+type claimResult int
+
+const (
+	claimCurrent claimResult = iota // the account has this key already
+	claimMoved
+	claimRaced // the account changed since it was read: its writer set the key
+	claimTaken // another account's claim holds the key
+	claimOdd   // the old claim is another account's: left as it is
+)
+
+// migrateNameClaim gives account a its name key (version 3) and moves its
+// name claim there from where it is (the lower-cased name of older code,
+// or an older key), in one transaction: the key is set only while the
+// account is as read (same updated and name key, not being deleted, so a
+// rename or a DELETE that read it first decides instead), the new claim
+// is written only if no other account holds it, and the old one deleted
+// only if it is a's. A second run finds the key set and writes nothing.
+func (s *Store) migrateNameClaim(ctx context.Context, a domain.AccountRecord, updated types.AttributeValue, want string) (claimResult, error) {
+	if a.NameKey == want {
+		return claimCurrent, nil
+	}
+	if updated == nil {
+		return claimOdd, nil
+	}
+	from := accountNamePK(a.Account)
+	next := a.Account
+	next.NameKey = want
+	to := accountNamePK(next)
+	cond, vals := "attribute_exists(PK) AND attribute_not_exists(deleting) AND updated = :u AND ", map[string]types.AttributeValue{":k": avStr(want), ":u": updated}
+	if a.NameKey == "" {
+		cond += "attribute_not_exists(name_key)"
+	} else {
+		cond, vals[":old"] = cond+"name_key = :old", avStr(a.NameKey)
+	}
+	claim, err := item(keyAttrs{PK: to, SK: skAccountName, Entity: "account_name"}, accountName{a.ID})
+	if err != nil {
+		return 0, err
+	}
+	items := []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName:                 aws.String(s.table),
+			Key:                       key(accountPK(a.ID), skAccount),
+			UpdateExpression:          aws.String("SET name_key = :k"),
+			ConditionExpression:       aws.String(cond),
+			ExpressionAttributeValues: vals,
+		}},
+		{Put: &types.Put{
+			TableName:                 aws.String(s.table),
+			Item:                      claim,
+			ConditionExpression:       aws.String("attribute_not_exists(PK) OR account = :id"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avStr(a.ID)},
+		}},
+	}
+	if from != to {
+		items = append(items, types.TransactWriteItem{Delete: &types.Delete{
+			TableName:                 aws.String(s.table),
+			Key:                       key(from, skAccountName),
+			ConditionExpression:       aws.String("attribute_not_exists(PK) OR account = :id"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avStr(a.ID)},
+		}})
+	}
+	err = s.transact(ctx, "move name claim", items)
+	var tx *ddb.TxCanceledError
+	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
+		for _, r := range tx.Reasons {
+			if r.Code != ddb.ReasonConditionalCheckFailed {
+				continue
+			}
+			switch r.Index {
+			case 0:
+				return claimRaced, nil
+			case 1:
+				return claimTaken, nil
+			case 2:
+				return claimOdd, nil
+			}
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	return claimMoved, nil
 }

@@ -39,9 +39,9 @@ type function struct {
 var functionDeps = map[string]function{
 	"authorizer":   {"authorizerwire", join(rbac, "authorizer")},
 	"users":        {"userswire", join(rbac, "identity", "openapi")},
-	"accounts":     {"accountswire", join(rbac, "accounts")},
-	"roles":        {"roleswire", join(rbac, "rbacadmin", "identity", "patch", "outbox")},
-	"notifier":     {"notifierwire", join(rbac, "rbacadmin", "identity", "patch", "outbox")},
+	"accounts":     {"accountswire", join(rbac, "accounts", "names")},
+	"roles":        {"roleswire", join(rbac, "rbacadmin", "identity", "patch", "outbox", "names")},
+	"notifier":     {"notifierwire", join(rbac, "rbacadmin", "identity", "patch", "outbox", "names")},
 	"applications": {"applicationswire", join(rbac, "applications", "applications/appconfig", "applications/pagecontrol", "patch", "tasks", "outbox", "wire/taskswire")},
 	"tasks":        {"taskswire", join(rbac, "tasks", "applications/appconfig", "outbox")},
 	"task-worker":  {"taskworkerwire", join(rbac, "tasks", "applications/appconfig", "outbox", "logs", "metrics")},
@@ -51,7 +51,7 @@ var functionDeps = map[string]function{
 	"metrics":      {"metricsapiwire", join(rbac, "metrics", "metrics/prototypes", "logs")},
 	"aggregator":   {"aggregatorwire", join(rbac, "metrics", "addresssets", "logs", "patch", "outbox", "wire/metricswire")},
 	"logs":         {"logswire", join(rbac, "logs", "metrics")},
-	"installer":    {"installerwire", join(rbac, "installer", "bootstrap")},
+	"installer":    {"installerwire", join(rbac, "installer", "bootstrap", "names")},
 }
 
 // moduleOf is the third-party module a shared package brings; a function
@@ -65,6 +65,7 @@ var moduleOf = map[string]string{
 	"authz":                    "github.com/gobwas/glob",
 	"domain":                   "golang.org/x/text",
 	"access":                   "github.com/hashicorp/golang-lru/v2",
+	"names":                    "github.com/mtibben/confusables",
 }
 
 // runtimeModules (prefixes) are what every Lambda function may link: the
@@ -188,7 +189,7 @@ func TestFunctionDeps(t *testing.T) {
 // engine's Permission values and Role.AuthzRole hands a role to it. authz
 // is a pure engine (no I/O, no project package), so the domain building
 // on it adds no adapter; engine below pins that it stays that way.
-var domainPkgs = []string{"domain", "authz", "ids", "builtin"}
+var domainPkgs = []string{"domain", "authz", "ids", "builtin", "names"}
 
 // engine are the domain packages that depend on no package of the
 // project at all: the decision engine and the id rules.

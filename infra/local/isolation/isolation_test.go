@@ -70,8 +70,13 @@ const (
 	// An archive type of an application's archived logs: a name the API
 	// defines, the same for every party.
 	kLogType = "log-type"
-	// Not a path kind: a value bodies refer to.
+	// Not path kinds: values bodies refer to.
 	kAlias = "alias"
+	// A look-alike of the party's account name (issue 27, finding 1) and
+	// the href of a user of the party who holds no role in the attacker's
+	// accounts (finding 2), for PATCH /v2/accounts/{id}.
+	kLookAlike = "look-alike-name"
+	kOwnerHref = "owner-href"
 )
 
 func paramKind(path string, seg []string, i int) string {
@@ -631,6 +636,9 @@ type isoCase struct {
 	body     any // nil, a JSON value, a string of JSON, or rawBody
 	foreign  string
 	ea       bool
+	// expect: the refusal the handler must answer, where the case tests
+	// a rule of the handler's (0: any refusal).
+	expect int
 }
 
 // allowed2xx: the request addresses only the attacker's region or its
@@ -762,7 +770,41 @@ func (w *isoWorld) bodyValues(o owner) map[string]string {
 			v[k] = x
 		}
 	}
+	for _, k := range []string{kLookAlike, kOwnerHref} {
+		if x := o.v[k]; x != "" {
+			v[k] = x
+		}
+	}
 	return v
+}
+
+// variantRoute is the route whose bodies bodyVariants varies.
+const variantRoute = "PATCH /v2/accounts/{id}"
+
+// bodyVariant is a body referring to another party, with the refusal it
+// must get when the attacker may send the request at all (0: any).
+type bodyVariant struct {
+	body   any
+	expect int
+}
+
+// bodyVariants are the bodies of method template that refer to another
+// party through v: bodyFor's, and for an account's PATCH a rename to a
+// look-alike of the party's account name (the 409 of a taken name) and an
+// owner that is the party's user (the 400 of every refused owner), each a
+// case of its own.
+func bodyVariants(method, template string, v map[string]string, seq *int) []bodyVariant {
+	*seq++
+	out := []bodyVariant{{bodyFor(method, template, v, *seq), 0}}
+	if method+" "+template == variantRoute {
+		if n := v[kLookAlike]; n != "" {
+			out = append(out, bodyVariant{map[string]any{"name": n}, 409})
+		}
+		if u := v[kOwnerHref]; u != "" {
+			out = append(out, bodyVariant{map[string]any{"owner": u}, 400})
+		}
+	}
+	return out
 }
 
 // generate builds every case of one attacker from the inventory.
@@ -804,9 +846,11 @@ func (w *isoWorld) generate(a *attacker, seq *int) []isoCase {
 			if len(params) == 0 {
 				add(map[string]string{}, "")
 			}
-			if m == "GET" {
+			if m == "GET" || m+" "+tp.path == variantRoute {
 				// The attacker's own reads: what they show must not name
-				// anybody outside its reach either.
+				// anybody outside its reach either. And its own writes
+				// whose bodies can name another party (bodyVariants), so
+				// that they are sent with those bodies.
 				vals, ok := map[string]string{}, true
 				for _, p := range params {
 					v, has := ownVal(p)
@@ -898,14 +942,14 @@ func (w *isoWorld) generate(a *attacker, seq *int) []isoCase {
 					continue
 				}
 				for _, o := range a.others {
-					*seq++
-					b := bodyFor(m, tp.path, w.bodyValues(o), *seq)
-					if reflectJSON(b) == reflectJSON(bodyFor(m, tp.path, ownBody, *seq)) {
-						continue
+					for _, b := range bodyVariants(m, tp.path, w.bodyValues(o), seq) {
+						if reflectJSON(b.body) == reflectJSON(bodyFor(m, tp.path, ownBody, *seq)) {
+							continue
+						}
+						fc := c
+						fc.body, fc.foreign, fc.expect = b.body, o.label+" in body", b.expect
+						out = append(out, fc)
 					}
-					fc := c
-					fc.body, fc.foreign = b, o.label+" in body"
-					out = append(out, fc)
 				}
 			}
 		}
@@ -934,16 +978,22 @@ func (w *isoWorld) attackers() []*attacker {
 		kServiceUser: w.id["suB"], kSet: w.id["setB"], kApp: w.id["appB"], kAction: "pingb", kPageControl: w.id["pcB"], kWebControl: w.id["pcB"], kTask: w.id["taskB"], kLogType: "custom",
 		kProto: w.id["mpB"],
 		kUser:  u["victim"].id, kKey: u["victim"].keyID, kHeldRole: w.id["owner"+w.b], kHeldGroup: w.id["groupB"],
-		"roleHref": w.href["roleB"], "groupHref": w.href["groupB"], "appHref": w.href["appB"]}}
+		"roleHref": w.href["roleB"], "groupHref": w.href["groupB"], "appHref": w.href["appB"],
+		// "Tenant B" with a Cyrillic е and a zero-width space.
+		kLookAlike: "T\u0435nant\u200b B", kOwnerHref: "/v2/users/" + u["victim"].id}}
 	// The victim's own invitation to B's owner role, for the user routes.
 	bInv := owner{"B-owner-invitation", map[string]string{kUser: u["victim"].id, kInvitation: w.id["ownerInv"+w.b], kGroupInv: w.id["giB"]}}
+	// The root's name in full-width letters. Not the operator as an owner:
+	// it holds the root's inheritable entitlement administrator role, a
+	// role that applies in every account, so it is a valid owner of any.
 	root := owner{"root", map[string]string{
 		kAccount: w.root, kRole: w.id["roleRoot"], kInvitation: w.id["invRoot"], kGroup: w.id["groupRoot"], kServiceUser: w.id["suRoot"],
 		kSet: w.id["setRoot"], kApp: w.id["appRoot"], kAction: "pingroot", kPageControl: w.id["pcRoot"], kWebControl: w.id["pcRoot"], kTask: w.id["taskRoot"], kLogType: "custom",
 		kProto: w.id["mpRoot"],
 		kUser:  w.p.Bootstrap.Operator, kKey: w.p.Bootstrap.KeyID, kHeldRole: w.id["rootOwner"],
-		"roleHref": w.href["roleRoot"], "groupHref": w.href["groupRoot"], "appHref": w.href["appRoot"]}}
-	suB := owner{"B-service-user", map[string]string{kUser: w.id["suB"], kKey: w.id["suKeyB"]}}
+		"roleHref": w.href["roleRoot"], "groupHref": w.href["groupRoot"], "appHref": w.href["appRoot"],
+		kLookAlike: "\uff30\uff4c\uff41\uff54\uff46\uff4f\uff52\uff4d operator"}}
+	suB := owner{"B-service-user", map[string]string{kUser: w.id["suB"], kKey: w.id["suKeyB"], kOwnerHref: "/v2/users/" + w.id["suB"]}}
 	suRoot := owner{"root-service-user", map[string]string{kUser: w.id["suRoot"], kKey: w.id["suKeyRoot"]}}
 	// B's test is named in the attacker's account too: a name, not an id.
 	testB := owner{"B-test-name", map[string]string{kTest: "victimtest"}}
@@ -1096,7 +1146,8 @@ func excerpt(s string, n int) string {
 // everything, and checks that nothing outside the subtree was read or
 // written.
 //
-// Findings 1 and 2 are replayed first, in the same installation: building
+// Findings 1 and 2, and findings 1 and 2 of issue 27, are replayed first,
+// in the same installation: building
 // it is most of their cost. Each acts as the owner of an account of its
 // own below the root (not A's subtree, not a party the attackers are
 // given ids of), and each ends by checking that the table is exactly as
@@ -1108,6 +1159,8 @@ func TestIsolationInvariant(t *testing.T) {
 	w := startIsoWorld(t)
 	t.Run("Finding1_TenantRoleOnUserRoutes", func(t *testing.T) { finding1TenantRoleOnUserRoutes(t, w) })
 	t.Run("Finding2_TenantRoleOnEntitlementAdministratorRoutes", func(t *testing.T) { finding2TenantRoleOnEntitlementAdministratorRoutes(t, w) })
+	t.Run("Finding27_LookAlikeAccountNames", func(t *testing.T) { finding27LookAlikeAccountNames(t, w) })
+	t.Run("Finding27_OwnerOracle", func(t *testing.T) { finding27OwnerOracle(t, w) })
 	atts := w.attackers()
 	markers := w.markers()
 	rootParent, inviter := w.rootAsParent(), w.inviterOfOwn()
@@ -1131,6 +1184,7 @@ func TestIsolationInvariant(t *testing.T) {
 		allowed    int
 		refused    int
 		total      int
+		expected   int // cases refused by a handler's rule (look-alike names, owners)
 	)
 	outcomes := make([][]outcome, len(atts))
 	for i, a := range atts {
@@ -1176,6 +1230,13 @@ func TestIsolationInvariant(t *testing.T) {
 			if !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") {
 				violations = append(violations, violation{c, status, "refusal not in the API's error body", body})
 			}
+			switch {
+			case c.expect == 0:
+			case status == c.expect:
+				expected++
+			case status != 403 && status != 404:
+				violations = append(violations, violation{c, status, fmt.Sprintf("refused with %d, not the rule's %d", status, c.expect), body})
+			}
 			continue
 		}
 		allowed++
@@ -1201,6 +1262,9 @@ func TestIsolationInvariant(t *testing.T) {
 			violations = append(violations, violation{c, status, "response names the root account other than as A's parent", body})
 		}
 	}
+	if expected == 0 {
+		t.Error("no case renamed an account to a look-alike of another party's name or gave it another party's user as owner")
+	}
 	attack := time.Since(began) - setup
 	w.quiet()
 	after := w.snapshot()
@@ -1219,8 +1283,8 @@ func TestIsolationInvariant(t *testing.T) {
 	}
 	changes := foreignChanges(before, after, own, foreign)
 
-	t.Logf("isolation: %d cases (%d attackers, %d inventory paths x %d methods) in %v after a set-up (with the findings' replays) of %v: %d allowed (2xx), %d refused; %d violations; %d foreign table changes",
-		total, len(atts), countPaths(), len(isoMethods), attack.Round(time.Millisecond), setup.Round(time.Millisecond), allowed, refused, len(violations), len(changes))
+	t.Logf("isolation: %d cases (%d attackers, %d inventory paths x %d methods) in %v after a set-up (with the findings' replays) of %v: %d allowed (2xx), %d refused (%d by the name and owner rules); %d violations; %d foreign table changes",
+		total, len(atts), countPaths(), len(isoMethods), attack.Round(time.Millisecond), setup.Round(time.Millisecond), allowed, refused, expected, len(violations), len(changes))
 	reportViolations(t, violations, changes)
 }
 

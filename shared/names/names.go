@@ -1,0 +1,136 @@
+// Package names is the one rule by which the API compares names that
+// people read: account names (unique across the installation) and role
+// names (none may read as a built-in role). Two names are the same name
+// when their Keys are equal; refusals say so in domain.NamesCompared.
+//
+// It is its own package, not part of shared/domain, because the Unicode
+// confusables table it links is large (about 6,000 entries built at
+// start-up): only the functions that compare names link it (accounts,
+// roles, the notifier and the installer; shared/wire's TestFunctionDeps).
+package names
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/mtibben/confusables"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+
+	"cads/shared/domain"
+)
+
+// MaxKeyBytes bounds a Key: a longer folded form is replaced by its
+// SHA-256 (see Key). It keeps an account's name claim well inside
+// DynamoDB's 2048-byte partition key and the account item small, whatever
+// the 100 characters of a name expand to (NFKC and the confusable
+// mappings both expand: U+FDFA is 18 characters after NFKC).
+const MaxKeyBytes = domain.NameKeyMaxBytes
+
+// hashedPrefix marks a hashed Key. Key's last step is case folding, which
+// leaves no ASCII capital letter, so no folded form can start with it.
+const hashedPrefix = "SHA256:"
+
+// Key is the form in which two names a reader cannot tell apart are
+// equal:
+//
+//  1. Unicode compatibility normalisation (NFKC: full-width and other
+//     compatibility forms, no-break and typographic spaces) and case
+//     folding; folding can leave text unnormalised, so NFKC runs again;
+//  2. removal of the characters that render as nothing
+//     (Default_Ignorable_Code_Point: zero-width spaces and joiners, soft
+//     hyphens, variation selectors, ...);
+//  3. any run of white space as one space, none at either end;
+//  4. each letter beyond ASCII that the skeleton would not make Latin
+//     but whose capital is a look-alike of Latin text (Cyrillic "в": "В"
+//     reads as "B") replaced by that text, folded (latinCapitals);
+//  5. the confusable skeleton of Unicode's UTS #39 (Unicode's
+//     confusables.txt: Cyrillic "е" and Latin "e" are one letter,
+//     "rn" and "m", "1" and "l");
+//  6. case folding again, as the skeleton maps some characters to
+//     capitals ("0" to "O").
+//
+// Case folding comes first so that names differing in case only are one
+// name; the skeleton alone would then miss capitals that look Latin while
+// their small letters do not (Cyrillic "ВЕТА" folds to "вета", whose
+// skeleton is small capitals): step 4 catches those, and as it is a
+// function of the capital it keeps case out of the comparison. What stays
+// apart: look-alikes that need a capital and a small letter at once
+// ("PayPaI" with a capital I against "PayPal"), as a comparison without
+// regard to case cannot tell which was meant.
+//
+// A form longer than MaxKeyBytes is "SHA256:" and its hex SHA-256.
+func Key(name string) string {
+	s := norm.NFKC.String(cases.Fold().String(norm.NFKC.String(name)))
+	s = strings.Map(func(r rune) rune {
+		if defaultIgnorable(r) {
+			return -1
+		}
+		return r
+	}, s)
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.Is(unicode.White_Space, r) }), " ")
+	s = cases.Fold().String(confusables.Skeleton(latinCapitals(s)))
+	if len(s) > MaxKeyBytes {
+		sum := sha256.Sum256([]byte(s))
+		return hashedPrefix + hex.EncodeToString(sum[:])
+	}
+	return s
+}
+
+// latinCapitals replaces each non-ASCII small letter of s (s is case
+// folded) that the confusables data does not map to ASCII but whose
+// capital it does (Cyrillic "в", as "В" reads as "B"; Greek "η";
+// Cherokee) with that text in small letters. ASCII letters are left to
+// the skeleton: "i" is not "I", whose skeleton is "l".
+func latinCapitals(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			b.WriteRune(r)
+			continue
+		}
+		// A small letter the skeleton maps to Latin already stays so
+		// (Ukrainian "і" is "i", though its capital reads as "l").
+		if c := unicode.ToUpper(r); c != r && !ascii(confusables.Skeleton(string(r))) {
+			if sk := confusables.Skeleton(string(c)); ascii(sk) {
+				b.WriteString(strings.ToLower(sk))
+				continue
+			}
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func ascii(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// defaultIgnorable is Unicode's derived property Default_Ignorable_Code_Point,
+// which the standard library does not carry as a table. It is derived here
+// from the tables it does carry, by the property's own definition
+// (DerivedCoreProperties.txt): Other_Default_Ignorable_Code_Point + Cf +
+// Variation_Selector - White_Space - FFF9..FFFB (interlinear annotation) -
+// 13430..13440 (Egyptian hieroglyph format controls) -
+// Prepended_Concatenation_Mark. The two ranges are the only hand-written
+// part: they are named ranges of the definition, not a property Go exports.
+func defaultIgnorable(r rune) bool {
+	if !unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Cf, unicode.Variation_Selector) {
+		return false
+	}
+	switch {
+	case unicode.In(r, unicode.White_Space, unicode.Prepended_Concatenation_Mark):
+		return false
+	case r >= 0xfff9 && r <= 0xfffb, r >= 0x13430 && r <= 0x13440:
+		return false
+	}
+	return true
+}

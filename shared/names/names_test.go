@@ -1,0 +1,93 @@
+package names
+
+import (
+	"strings"
+	"testing"
+)
+
+// Key makes equal exactly the names a reader cannot tell apart.
+func TestKey(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		// Case, compatibility forms, invisible characters, white space.
+		{"beta", "BETA", true},
+		{"beta-906", "ｂｅｔａ-906", true},       // full-width
+		{"beta-906", "beta\u200b-906", true}, // zero-width space
+		{"beta", "\ufeffbe\u200dta\u00ad", true},
+		{"Acme Corp", "acme\u00a0\u2003corp ", true},
+		{"Acme Corp", " Acme  Corp", true},
+		{"ℝeader", "reader", true},
+		{"Straße", "STRASSE", true}, // full case folding
+		{"Éxito", "E\u0301xito", true},
+		// Confusables (UTS #39), after case folding.
+		{"beta", "betа", true},                                     // Cyrillic а
+		{"Exito", "Еxito", true},                                   // Cyrillic Е
+		{"Acme", "Асmе", true},                                     // Cyrillic А, с, е
+		{"paypal", "pаypаl", true},                                 // Cyrillic а
+		{"Omega", "Οmega", true},                                   // Greek Ο
+		{"modern", "rnodern", true},                                // m against r n
+		{"beta-1", "beta-l", true},                                 // digit one against small L
+		{"beta-0", "beta-O", true},                                 // digit zero against capital O
+		{"Reader", "Rеаdеr", true},                                 // Cyrillic е, а
+		{"Hello", "Hеllο", true},                                   // Cyrillic е, Greek ο
+		{"BETA", "ВЕТА", true},                                     // Cyrillic capitals В, Е, Т, А
+		{"beta", "ВЕТА", true},                                     // compared without regard to case
+		{"Mike", "МIKE", true},                                     // Cyrillic М
+		{"Reader", "Ꭱeader", true},                                 // Cherokee Ꭱ
+		{"Hello", "Ηello", true},                                   // Greek Η
+		{"beta", "\U0001d41b\U0001d41e\U0001d42d\U0001d41a", true}, // mathematical bold
+		// Names that only resemble each other stay apart.
+		{"beta-1", "beta-2", false},
+		{"beta", "betas", false},
+		{"Acme", "Acne", false},
+		{"Éxito", "Exito", false}, // an accent is visible
+		{"Acme Corp", "AcmeCorp", false},
+		{"Acme Corp", "Acme-Corp", false},
+		{"Editor", "Editor\u0600", false}, // a prepended concatenation mark is visible
+		{"Reaſer", "Reader", false},       // long s folds to s
+		{"日本", "中国", false},
+		{"Iowa", "iowa", true},  // case only
+		{"bill", "bіll", true},  // Ukrainian і
+		{"Ali", "All", false},   // i is not l
+		{"Café", "Cafe", false}, // é has no ASCII look-alike
+		{"Straße", "Strasze", false},
+	} {
+		ka, kb := Key(c.a), Key(c.b)
+		if (ka == kb) != c.same {
+			t.Errorf("Key(%q) = %q, Key(%q) = %q; same = %v, want %v", c.a, ka, c.b, kb, ka == kb, c.same)
+		}
+	}
+}
+
+// A Key keeps to MaxKeyBytes however far a name expands, still telling
+// names apart, and a hashed form can be no folded form.
+func TestKeyBounded(t *testing.T) {
+	long := strings.Repeat("\ufdfa", 100) // 18 characters each after NFKC
+	k := Key(long)
+	if len(k) > MaxKeyBytes || !strings.HasPrefix(k, hashedPrefix) {
+		t.Fatalf("Key of 100 x U+FDFA: %d bytes %q; want a hashed key", len(k), k)
+	}
+	if Key(long) != k || Key(long+"\u200b") != k {
+		t.Errorf("a hashed key is not stable across look-alike forms")
+	}
+	if Key(strings.Repeat("\ufdfa", 99)+"x") == k {
+		t.Errorf("two different long names hash alike")
+	}
+	if Key(strings.ToUpper(hashedPrefix)+"00") == hashedPrefix+"00" {
+		t.Errorf("a name folds to the hashed prefix")
+	}
+}
+
+func TestDefaultIgnorable(t *testing.T) {
+	for r, want := range map[rune]bool{
+		0x00ad: true, 0x034f: true, 0x115f: true, 0x180e: true, 0x200b: true, 0x200c: true, 0x200d: true,
+		0x2060: true, 0x3164: true, 0xfe00: true, 0xfeff: true, 0xffa0: true, 0x1d173: true, 0xe0001: true, 0xe01ef: true,
+		' ': false, 'a': false, 0x00a0: false, 0x2003: false, 0xfff9: false, 0xfffb: false, 0x0600: false, 0x13430: false,
+	} {
+		if got := defaultIgnorable(r); got != want {
+			t.Errorf("defaultIgnorable(U+%04X) = %v, want %v", r, got, want)
+		}
+	}
+}
