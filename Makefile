@@ -25,7 +25,8 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 # or the realistic lag serve the others:
 # 1. test-race: every package but the cost tour, with the race detector,
 #    on the plain stand-ins.
-# 2. test-unraced: the cost tour without the race detector. It measures
+# 2. test-unraced: the cost tour without the race detector (and the two
+#    byte-budget tests below). It measures
 #    DynamoDB calls and capacity per endpoint and per list at scale (10,000
 #    loaded members); the race detector has watched the same handlers in
 #    the gateway suites of the first pass, and under it the tour was a
@@ -71,6 +72,11 @@ TEST_UNRACED := github.com/truora/minidyn/... github.com/Admiral-Piett/goaws/...
 TEST_FIRST := ./shared/addresssets ./infra/local ./shared/apptests \
 	./infra/local/isolation ./shared/access ./infra/local/inproc ./shared/authz
 TEST_NO_RACE := ./infra/local/costtour
+# Tests built only without the race detector (//go:build !race): they move
+# megabytes through a response budget, and under it were a tenth of the
+# suite's CPU; the paths they drive run race-enabled on small data.
+TEST_NO_RACE_RUN := ^(TestSetStaysWithinTheResponseBudget|TestFinding5_LogsPageByteBudget)$$
+TEST_NO_RACE_IN := ./shared/addresssets ./infra/local
 TEST_REALISM ?= 26
 TEST_REALISTIC := ./infra/local/costtour ./infra/local ./infra/local/isolation
 TEST_FLAGS := -vet=off -count=1 -timeout 30m -ldflags=-w
@@ -84,8 +90,9 @@ test-race: ## every test but the cost tour, with the race detector, on the plain
 		$(TEST_FLAGS) -p $(TEST_PACKAGES_AT_ONCE) $(TEST_FIRST) \
 		$$($(GO) list ./... | grep -v -x -F $(foreach p,$(TEST_NO_RACE),-e cads/$(patsubst ./%,%,$(p))))
 
-test-unraced: ## the cost tour (calls and capacity per endpoint, lists at scale), on the plain stand-ins
+test-unraced: ## the cost tour (calls and capacity per endpoint, lists at scale) and the byte budgets' tests, on the plain stand-ins
 	GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) $(TEST_NO_RACE)
+	GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -run '$(TEST_NO_RACE_RUN)' $(TEST_NO_RACE_IN)
 
 test-realistic: ## the suites through the local gateway on the realistic DynamoDB (seed TEST_REALISM)
 	CADS_DYNAMO_REALISM='$(TEST_REALISM)' GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -p 3 $(TEST_REALISTIC)

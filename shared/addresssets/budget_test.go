@@ -1,4 +1,12 @@
+//go:build !race
+
 package addresssets_test
+
+// Not built with the race detector: filling a set to the 4 MiB response
+// budget reads and writes it about a hundred times, which under it was a
+// third of the suite's longest package; the write path it drives is the
+// one the race-enabled tests of this package run on small sets. make test
+// runs it in its unraced pass (test-unraced).
 
 import (
 	"context"
