@@ -24,13 +24,22 @@ func actionKey(app, id string) keyAttrs {
 
 // CreateAction adds an action to an application of account in one
 // transaction with the check that the application is the account's: a
-// missing application is domain.ErrNotFound, a taken id a *domain.Error.
+// missing application is domain.ErrNotFound, a taken id a *domain.Error,
+// an application at its actions quota domain.QuotaReached (the count is
+// the application's, kept in the same transaction).
 func (s *Store) CreateAction(ctx context.Context, account string, a domain.Action) error {
 	p, err := s.put(actionKey(a.App, a.ID), a)
 	if err != nil {
 		return err
 	}
-	err = s.transact(ctx, "create action", []types.TransactWriteItem{p, s.appInAccount(account, a.App)})
+	q, err := s.checkQuota(ctx, account, appPK(a.App), domain.ResourceActions)
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, "create action", []types.TransactWriteItem{p, s.appInAccount(account, a.App), s.usageOpAt(appPK(a.App), q, 1)})
+	if qerr := quotaRefused(err, 2, account, q); qerr != nil {
+		return qerr
+	}
 	switch {
 	case txConditionFailedAt(err, 1):
 		return domain.ErrNotFound
@@ -120,6 +129,7 @@ func (s *Store) DeleteAction(ctx context.Context, account, app, id string, from 
 			ExpressionAttributeValues: map[string]types.AttributeValue{":v": avNum(int64(from))},
 		}},
 		s.appInAccount(account, app),
+		s.usageOpAt(appPK(app), domain.Quota{Kind: domain.ResourceActions}, -1),
 	})
 	return actionWriteError(err)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -136,6 +137,13 @@ func (s *Store) DeleteEntitlement(ctx context.Context, account, id string) (doma
 // entitlements works. An account whose entitlements of the kind have all
 // expired or not started yet is limited to 0.
 //
+// A quota kind (domain.DefaultQuota: roles, groups, ...) is always
+// limited: to the sum of its active entitlements when it has any, else to
+// its default. Its entitlements set the quota rather than add to the
+// default, so the entitlement administrator can lower it as well as raise
+// it; one that expires gives the default back, not 0, as nothing is paid
+// for.
+//
 // One Query of the account's entitlements. Families that create metered
 // resources call CheckAllowance (below) before their create.
 func (s *Store) Allowance(ctx context.Context, account, kind string) (limit int, limited bool, err error) {
@@ -143,7 +151,13 @@ func (s *Store) Allowance(ctx context.Context, account, kind string) (limit int,
 	if err != nil {
 		return 0, false, err
 	}
-	now := s.now()
+	limit, limited = allowance(es, kind, s.now())
+	return limit, limited, nil
+}
+
+// allowance is Allowance from the account's entitlements.
+func allowance(es []domain.Entitlement, kind string, now time.Time) (limit int, limited bool) {
+	active := false
 	for _, e := range es {
 		if e.Resource != kind {
 			continue
@@ -151,9 +165,13 @@ func (s *Store) Allowance(ctx context.Context, account, kind string) (limit int,
 		limited = true
 		if e.ActiveAt(now) {
 			limit += e.Quantity
+			active = true
 		}
 	}
-	return limit, limited, nil
+	if d, ok := domain.DefaultQuota(kind); ok && !active {
+		return d.Default, true
+	}
+	return limit, limited
 }
 
 // Kinds of usage items that count what an account holds without an
@@ -173,16 +191,26 @@ type usage struct {
 }
 
 // CheckAllowance refuses (with domain.QuotaReached, a conflict) creating
-// one more application or address set in an account that
-// already has as many as its entitlements allow, and otherwise returns
-// the Quota the create must pass on. It reads the allowance and the
-// account's usage item in parallel: one round trip of wall time.
+// one more application, address set or resource of an account-wide quota
+// kind (roles, groups, service users) in an account that already has as
+// many as its entitlements (or the quota's default) allow, and otherwise
+// returns the Quota the create must pass on. It reads the allowance and
+// the account's usage item in parallel: one round trip of wall time.
 func (s *Store) CheckAllowance(ctx context.Context, account, kind string) (domain.Quota, error) {
-	switch kind {
-	case domain.ResourceApplications, domain.ResourceAddressSets:
+	if d, ok := domain.DefaultQuota(kind); ok && d.PerApplication {
+		return domain.Quota{}, fmt.Errorf("check allowance: %q is counted per application", kind)
+	}
+	switch _, quota := domain.DefaultQuota(kind); {
+	case quota, kind == domain.ResourceApplications, kind == domain.ResourceAddressSets:
 	default:
 		return domain.Quota{}, fmt.Errorf("check allowance: %q resources are not counted by the store", kind)
 	}
+	return s.checkQuota(ctx, account, accountPK(account), kind)
+}
+
+// checkQuota is CheckAllowance for the usage item in partition pk (the
+// account's, or an application's for a per-application quota).
+func (s *Store) checkQuota(ctx context.Context, account, pk, kind string) (domain.Quota, error) {
 	var (
 		q = domain.Quota{Kind: kind}
 		u usage
@@ -190,7 +218,7 @@ func (s *Store) CheckAllowance(ctx context.Context, account, kind string) (domai
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) { q.Limit, q.Limited, err = s.Allowance(gctx, account, kind); return err })
 	g.Go(func() error {
-		if err := s.getItem(gctx, "read usage", accountPK(account), usageSK(kind), &u); !errors.Is(err, domain.ErrNotFound) {
+		if err := s.getItem(gctx, "read usage", pk, usageSK(kind), &u); !errors.Is(err, domain.ErrNotFound) {
 			return err
 		}
 		return nil
@@ -204,13 +232,28 @@ func (s *Store) CheckAllowance(ctx context.Context, account, kind string) (domai
 	return q, nil
 }
 
+// quotaRefused is the QuotaReached of a create whose transaction the
+// usage item's condition (at index i) cancelled: a concurrent create took
+// the last unit after checkQuota let this one through.
+func quotaRefused(err error, i int, account string, q domain.Quota) error {
+	if txConditionFailedAt(err, i) {
+		return domain.QuotaReached(account, q, strconv.Itoa(q.Limit))
+	}
+	return nil
+}
+
 // usageOp counts one more (delta 1) or one fewer (delta -1) resource of
 // q.Kind in account's usage item, in the transaction that creates or
 // deletes it; one more only while the quota allows.
 func (s *Store) usageOp(account string, q domain.Quota, delta int) types.TransactWriteItem {
+	return s.usageOpAt(accountPK(account), q, delta)
+}
+
+// usageOpAt is usageOp for the usage item in partition pk.
+func (s *Store) usageOpAt(pk string, q domain.Quota, delta int) types.TransactWriteItem {
 	u := &types.Update{
 		TableName:                 aws.String(s.table),
-		Key:                       key(accountPK(account), usageSK(q.Kind)),
+		Key:                       key(pk, usageSK(q.Kind)),
 		UpdateExpression:          aws.String("ADD #n :d"),
 		ExpressionAttributeNames:  map[string]string{"#n": "n"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":d": avNum(int64(delta))},

@@ -110,9 +110,15 @@ func splitRBAC(items []map[string]types.AttributeValue) ([]domain.Role, []domain
 	return roles, groups, err
 }
 
-// CreateRole writes a new role; its account must exist.
+// CreateRole writes a new custom role; its account must exist and have
+// room in its roles quota (domain.QuotaReached otherwise), counted in the
+// same transaction.
 func (s *Store) CreateRole(ctx context.Context, r domain.Role) error {
 	put, err := s.put(roleKey(r), r)
+	if err != nil {
+		return err
+	}
+	q, err := s.CheckAllowance(ctx, r.AccountID, domain.ResourceRoles)
 	if err != nil {
 		return err
 	}
@@ -120,7 +126,10 @@ func (s *Store) CreateRole(ctx context.Context, r domain.Role) error {
 		TableName:           aws.String(s.table),
 		Key:                 key(accountPK(r.AccountID), skAccount),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
-	}}})
+	}}, s.usageOp(r.AccountID, q, 1)})
+	if qerr := quotaRefused(err, 2, r.AccountID, q); qerr != nil {
+		return qerr
+	}
 	var tx *ddb.TxCanceledError
 	if errors.As(err, &tx) {
 		for _, reason := range tx.Reasons {
@@ -199,7 +208,7 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string) (domain.Role
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":v": avNum(int64(r.Version)),
 		},
-	}}}
+	}}, s.usageOp(account, domain.Quota{Kind: domain.ResourceRoles}, -1)}
 	now := s.now()
 	for _, g := range groups {
 		if !slices.Contains(g.Roles, id) {

@@ -29,10 +29,15 @@ func (s *Store) serviceUserWrites(u domain.ServiceUser) []keyAttrsValue {
 
 // CreateServiceUser writes a service user, its email reservation and its
 // first access key in one transaction; its account must exist
-// (domain.ErrNotFound).
+// (domain.ErrNotFound) and have room in its service users quota
+// (domain.QuotaReached), counted in the same transaction.
 func (s *Store) CreateServiceUser(ctx context.Context, u domain.ServiceUser, k domain.AccessKey) error {
 	kvs := append(s.serviceUserWrites(u), keyAttrsValue{accessKeyKey(k), k})
 	items, err := s.puts(kvs)
+	if err != nil {
+		return err
+	}
+	q, err := s.CheckAllowance(ctx, u.Account, domain.ResourceServiceUsers)
 	if err != nil {
 		return err
 	}
@@ -40,12 +45,15 @@ func (s *Store) CreateServiceUser(ctx context.Context, u domain.ServiceUser, k d
 		TableName:           aws.String(s.table),
 		Key:                 key(accountPK(u.Account), skAccount),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
-	}})
+	}}, s.usageOp(u.Account, q, 1))
 	err = s.transact(ctx, "create service user", items)
+	if qerr := quotaRefused(err, len(items)-1, u.Account, q); qerr != nil {
+		return qerr
+	}
 	var txe *ddb.TxCanceledError
 	if errors.As(err, &txe) {
 		for _, r := range txe.Reasons {
-			if r.Code == ddb.ReasonConditionalCheckFailed && r.Index == len(items)-1 {
+			if r.Code == ddb.ReasonConditionalCheckFailed && r.Index == len(items)-2 {
 				return domain.ErrNotFound
 			}
 		}
@@ -158,6 +166,7 @@ func (s *Store) DeleteServiceUser(ctx context.Context, account, id string) (doma
 			},
 		}},
 		{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(emailPK(u.Email), skEmail)}},
+		s.usageOp(account, domain.Quota{Kind: domain.ResourceServiceUsers}, -1),
 	}
 	var cleanup []map[string]types.AttributeValue
 	for _, it := range part {
