@@ -1,5 +1,7 @@
 package domain
 
+import "time"
+
 // Collections an account grows through the API that no price meters: each
 // is bounded by a quota so that one tenant cannot fill the table (one
 // owner once created 10,405 roles in a minute). The entitlement
@@ -46,6 +48,28 @@ var quotaDefaults = []QuotaDefault{
 
 // QuotaDefaults returns the quota table, in the order documents list it.
 func QuotaDefaults() []QuotaDefault { return append([]QuotaDefault(nil), quotaDefaults...) }
+
+// Allowance is how many resources of kind an account with entitlements es
+// may have at now, and whether it is limited at all (store.Allowance says
+// why each case is as it is): the sum of the active quantities; a quota
+// kind with no active entitlement has its default.
+func Allowance(es []Entitlement, kind string, now time.Time) (limit int, limited bool) {
+	active := false
+	for _, e := range es {
+		if e.Resource != kind {
+			continue
+		}
+		limited = true
+		if e.ActiveAt(now) {
+			limit += e.Quantity
+			active = true
+		}
+	}
+	if d, ok := DefaultQuota(kind); ok && !active {
+		return d.Default, true
+	}
+	return limit, limited
+}
 
 // DefaultQuota returns the default of a quota kind; ok is false for a kind
 // that has none (applications, address sets: metered only by entitlements).

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -151,27 +150,8 @@ func (s *Store) Allowance(ctx context.Context, account, kind string) (limit int,
 	if err != nil {
 		return 0, false, err
 	}
-	limit, limited = allowance(es, kind, s.now())
+	limit, limited = domain.Allowance(es, kind, s.now())
 	return limit, limited, nil
-}
-
-// allowance is Allowance from the account's entitlements.
-func allowance(es []domain.Entitlement, kind string, now time.Time) (limit int, limited bool) {
-	active := false
-	for _, e := range es {
-		if e.Resource != kind {
-			continue
-		}
-		limited = true
-		if e.ActiveAt(now) {
-			limit += e.Quantity
-			active = true
-		}
-	}
-	if d, ok := domain.DefaultQuota(kind); ok && !active {
-		return d.Default, true
-	}
-	return limit, limited
 }
 
 // Kinds of usage items that count what an account holds without an
