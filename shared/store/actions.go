@@ -32,17 +32,16 @@ func (s *Store) CreateAction(ctx context.Context, account string, a domain.Actio
 	if err != nil {
 		return err
 	}
-	q, err := s.checkQuota(ctx, account, appPK(a.App), domain.ResourceActions)
+	q, err := s.appQuota(ctx, account, domain.ResourceActions)
 	if err != nil {
 		return err
 	}
 	err = s.transact(ctx, "create action", []types.TransactWriteItem{p, s.appInAccount(account, a.App), s.usageOpAt(appPK(a.App), q, 1)})
-	if qerr := quotaRefused(err, 2, account, q); qerr != nil {
-		return qerr
-	}
 	switch {
 	case txConditionFailedAt(err, 1):
 		return domain.ErrNotFound
+	case txConditionFailedAt(err, 2):
+		return domain.QuotaReached(account, q, strconv.Itoa(q.Limit))
 	case txConditionFailedAt(err, 0):
 		return conflict("application " + a.App + " already has an action " + strconv.Quote(a.ID))
 	}

@@ -188,8 +188,20 @@ func (s *Store) CheckAllowance(ctx context.Context, account, kind string) (domai
 	return s.checkQuota(ctx, account, accountPK(account), kind)
 }
 
-// checkQuota is CheckAllowance for the usage item in partition pk (the
-// account's, or an application's for a per-application quota).
+// appQuota is the Quota of a per-application kind (actions, page
+// controls) for an application of account. It reads only the allowance:
+// the create's transaction checks the application's count against it,
+// beside the check that the application is the account's. Reading the
+// count first could answer "quota reached" about another account's
+// application, where a 404 is due.
+func (s *Store) appQuota(ctx context.Context, account, kind string) (domain.Quota, error) {
+	q := domain.Quota{Kind: kind}
+	var err error
+	q.Limit, q.Limited, err = s.Allowance(ctx, account, kind)
+	return q, err
+}
+
+// checkQuota is CheckAllowance for the usage item in partition pk.
 func (s *Store) checkQuota(ctx context.Context, account, pk, kind string) (domain.Quota, error) {
 	var (
 		q = domain.Quota{Kind: kind}

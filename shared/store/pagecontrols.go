@@ -60,17 +60,16 @@ func (s *Store) CreatePageControl(ctx context.Context, account string, pc domain
 	if err != nil {
 		return err
 	}
-	q, err := s.checkQuota(ctx, account, appPK(pc.App), domain.ResourcePageControls)
+	q, err := s.appQuota(ctx, account, domain.ResourcePageControls)
 	if err != nil {
 		return err
 	}
 	err = s.transact(ctx, "create page control", []types.TransactWriteItem{p, s.appInAccount(account, pc.App), s.usageOpAt(appPK(pc.App), q, 1)})
-	if qerr := quotaRefused(err, 2, account, q); qerr != nil {
-		return qerr
-	}
 	switch {
 	case txConditionFailedAt(err, 1):
 		return domain.ErrNotFound
+	case txConditionFailedAt(err, 2):
+		return domain.QuotaReached(account, q, strconv.Itoa(q.Limit))
 	case txConditionFailedAt(err, 0):
 		return conflict(fmt.Sprintf("page control %d exists", pc.ID))
 	}
