@@ -24,6 +24,12 @@ const (
 	// items): page_controls bounds both.
 )
 
+// Custom reports whether r is a role the account's administrators made,
+// the roles the roles quota counts: the platform's own (control and
+// entitlement administrator roles) come with the account or the
+// installation.
+func (r Role) Custom() bool { return !r.Control && !r.EntitlementAdministrator && r.Builtin == "" }
+
 // QuotaDefault is one row of the quota table: the kind, its default, and
 // whether it counts per application rather than per account.
 type QuotaDefault struct {

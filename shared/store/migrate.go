@@ -341,7 +341,7 @@ func (s *Store) fixUsage(ctx context.Context, account string) (written, skipped 
 			roles, _, err := s.rbacPartition(ctx, account)
 			n := 0
 			for _, r := range roles {
-				if !r.Control {
+				if r.Custom() {
 					n++
 				}
 			}

@@ -118,16 +118,20 @@ func (s *Store) CreateRole(ctx context.Context, r domain.Role) error {
 	if err != nil {
 		return err
 	}
-	q, err := s.CheckAllowance(ctx, r.AccountID, domain.ResourceRoles)
-	if err != nil {
-		return err
-	}
-	err = s.transact(ctx, "create role", []types.TransactWriteItem{put, {ConditionCheck: &types.ConditionCheck{
+	items := []types.TransactWriteItem{put, {ConditionCheck: &types.ConditionCheck{
 		TableName:           aws.String(s.table),
 		Key:                 key(accountPK(r.AccountID), skAccount),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
-	}}, s.usageOp(r.AccountID, q, 1)})
-	if qerr := quotaRefused(err, 2, r.AccountID, q); qerr != nil {
+	}}}
+	var q domain.Quota
+	if r.Custom() {
+		if q, err = s.CheckAllowance(ctx, r.AccountID, domain.ResourceRoles); err != nil {
+			return err
+		}
+		items = append(items, s.usageOp(r.AccountID, q, 1))
+	}
+	err = s.transact(ctx, "create role", items)
+	if qerr := quotaRefused(err, 2, r.AccountID, q); r.Custom() && qerr != nil {
 		return qerr
 	}
 	var tx *ddb.TxCanceledError
@@ -208,7 +212,10 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string) (domain.Role
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":v": avNum(int64(r.Version)),
 		},
-	}}, s.usageOp(account, domain.Quota{Kind: domain.ResourceRoles}, -1)}
+	}}}
+	if r.Custom() {
+		must = append(must, s.usageOp(account, domain.Quota{Kind: domain.ResourceRoles}, -1))
+	}
 	now := s.now()
 	for _, g := range groups {
 		if !slices.Contains(g.Roles, id) {
