@@ -32,7 +32,7 @@ func (s *Store) CreateAction(ctx context.Context, account string, a domain.Actio
 	if err != nil {
 		return err
 	}
-	q, err := s.appQuota(ctx, account, domain.ResourceActions)
+	q, err := s.quotaOf(ctx, account, domain.ResourceActions)
 	if err != nil {
 		return err
 	}

@@ -171,38 +171,16 @@ type usage struct {
 }
 
 // CheckAllowance refuses (with domain.QuotaReached, a conflict) creating
-// one more application, address set or resource of an account-wide quota
-// kind (roles, groups, service users) in an account that already has as
-// many as its entitlements (or the quota's default) allow, and otherwise
-// returns the Quota the create must pass on. It reads the allowance and
-// the account's usage item in parallel: one round trip of wall time.
+// one more application or address set in an account that already has as
+// many as its entitlements allow, and otherwise returns the Quota the
+// create must pass on. It reads the allowance and the account's usage
+// item in parallel: one round trip of wall time.
 func (s *Store) CheckAllowance(ctx context.Context, account, kind string) (domain.Quota, error) {
-	if d, ok := domain.DefaultQuota(kind); ok && d.PerApplication {
-		return domain.Quota{}, fmt.Errorf("check allowance: %q is counted per application", kind)
-	}
-	switch _, quota := domain.DefaultQuota(kind); {
-	case quota, kind == domain.ResourceApplications, kind == domain.ResourceAddressSets:
+	switch kind {
+	case domain.ResourceApplications, domain.ResourceAddressSets:
 	default:
 		return domain.Quota{}, fmt.Errorf("check allowance: %q resources are not counted by the store", kind)
 	}
-	return s.checkQuota(ctx, account, accountPK(account), kind)
-}
-
-// appQuota is the Quota of a per-application kind (actions, page
-// controls) for an application of account. It reads only the allowance:
-// the create's transaction checks the application's count against it,
-// beside the check that the application is the account's. Reading the
-// count first could answer "quota reached" about another account's
-// application, where a 404 is due.
-func (s *Store) appQuota(ctx context.Context, account, kind string) (domain.Quota, error) {
-	q := domain.Quota{Kind: kind}
-	var err error
-	q.Limit, q.Limited, err = s.Allowance(ctx, account, kind)
-	return q, err
-}
-
-// checkQuota is CheckAllowance for the usage item in partition pk.
-func (s *Store) checkQuota(ctx context.Context, account, pk, kind string) (domain.Quota, error) {
 	var (
 		q = domain.Quota{Kind: kind}
 		u usage
@@ -210,7 +188,7 @@ func (s *Store) checkQuota(ctx context.Context, account, pk, kind string) (domai
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) { q.Limit, q.Limited, err = s.Allowance(gctx, account, kind); return err })
 	g.Go(func() error {
-		if err := s.getItem(gctx, "read usage", pk, usageSK(kind), &u); !errors.Is(err, domain.ErrNotFound) {
+		if err := s.getItem(gctx, "read usage", accountPK(account), usageSK(kind), &u); !errors.Is(err, domain.ErrNotFound) {
 			return err
 		}
 		return nil
@@ -224,9 +202,24 @@ func (s *Store) checkQuota(ctx context.Context, account, pk, kind string) (domai
 	return q, nil
 }
 
+// quotaOf is the Quota of a quota kind (domain.DefaultQuota: roles,
+// groups, service users, actions, page controls) for account. It reads
+// only the allowance (one Query): the create's transaction checks the
+// count against it, and reading the count first would add a read without
+// making the check any safer. For a per-application kind it would also be
+// wrong: it could answer "quota reached" about another account's
+// application, where the transaction's check of the application answers
+// 404.
+func (s *Store) quotaOf(ctx context.Context, account, kind string) (domain.Quota, error) {
+	q := domain.Quota{Kind: kind}
+	var err error
+	q.Limit, q.Limited, err = s.Allowance(ctx, account, kind)
+	return q, err
+}
+
 // quotaRefused is the QuotaReached of a create whose transaction the
-// usage item's condition (at index i) cancelled: a concurrent create took
-// the last unit after checkQuota let this one through.
+// usage item's condition (at index i) cancelled: the count is at the
+// limit. (The count is not read: "has" is the limit it reached.)
 func quotaRefused(err error, i int, account string, q domain.Quota) error {
 	if txConditionFailedAt(err, i) {
 		return domain.QuotaReached(account, q, strconv.Itoa(q.Limit))

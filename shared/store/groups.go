@@ -49,7 +49,7 @@ func (s *Store) CreateGroup(ctx context.Context, g domain.Group) error {
 	if err != nil {
 		return err
 	}
-	q, err := s.CheckAllowance(ctx, g.AccountID, domain.ResourceGroups)
+	q, err := s.quotaOf(ctx, g.AccountID, domain.ResourceGroups)
 	if err != nil {
 		return err
 	}

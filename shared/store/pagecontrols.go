@@ -60,7 +60,7 @@ func (s *Store) CreatePageControl(ctx context.Context, account string, pc domain
 	if err != nil {
 		return err
 	}
-	q, err := s.appQuota(ctx, account, domain.ResourcePageControls)
+	q, err := s.quotaOf(ctx, account, domain.ResourcePageControls)
 	if err != nil {
 		return err
 	}

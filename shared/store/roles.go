@@ -125,7 +125,7 @@ func (s *Store) CreateRole(ctx context.Context, r domain.Role) error {
 	}}}
 	var q domain.Quota
 	if r.Custom() {
-		if q, err = s.CheckAllowance(ctx, r.AccountID, domain.ResourceRoles); err != nil {
+		if q, err = s.quotaOf(ctx, r.AccountID, domain.ResourceRoles); err != nil {
 			return err
 		}
 		items = append(items, s.usageOp(r.AccountID, q, 1))

@@ -37,7 +37,7 @@ func (s *Store) CreateServiceUser(ctx context.Context, u domain.ServiceUser, k d
 	if err != nil {
 		return err
 	}
-	q, err := s.CheckAllowance(ctx, u.Account, domain.ResourceServiceUsers)
+	q, err := s.quotaOf(ctx, u.Account, domain.ResourceServiceUsers)
 	if err != nil {
 		return err
 	}
