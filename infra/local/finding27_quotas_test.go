@@ -210,6 +210,19 @@ func TestFinding27_Quotas(t *testing.T) {
 			}
 		})
 	}
+
+	// A per-application quota bounds each application: the first one is
+	// full, another has its own room.
+	if st, _, raw := post(c.base, app+"/actions", owner, map[string]any{"id": "full", "url": "https://ops.example.com/ping"}); st != 409 {
+		t.Fatalf("an action on the full application: %d %s", st, raw)
+	}
+	r = c.do("POST", "/v2/applications", owner, map[string]any{"name": "Quota shop 2", "aliases": []string{"quota-shop-2.example.com"}})
+	if r.Status != 200 {
+		t.Fatalf("create application: %d %s", r.Status, r.Raw)
+	}
+	if st, _, raw := post(c.base, r.Body["href"].(string)+"/actions", owner, map[string]any{"id": "ping", "url": "https://ops.example.com/ping"}); st != 200 {
+		t.Fatalf("an action on another application: %d %s", st, raw)
+	}
 }
 
 // post is a create that may run on any goroutine (client.do may stop the
