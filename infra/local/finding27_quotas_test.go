@@ -91,7 +91,8 @@ func TestFinding27_Quotas(t *testing.T) {
 		}
 		return out
 	}
-	defaults := map[string]float64{"roles": 1000, "groups": 300, "service_users": 1000, "actions": 100, "page_controls": 200}
+	defaults := map[string]float64{"roles": 1000, "groups": 300, "service_users": 1000, "invitations": 5000, "group_invitations": 5000,
+		"actions": 100, "page_controls": 200}
 	qs := quotas()
 	for kind, d := range defaults {
 		if q := qs[kind]; q == nil || q["limit"] != d || q["default"] != d {
@@ -108,6 +109,16 @@ func TestFinding27_Quotas(t *testing.T) {
 		t.Fatalf("create role: %d %s", r.Status, r.Raw)
 	}
 	viewer := r.Body["href"].(string)
+	r = c.do("POST", tenant+"/roles", owner, map[string]any{"name": "Invited", "permissions": []map[string]any{{"method": "GET", "effect": "permit", "spec": []string{"/v2/applications"}}}})
+	if r.Status != 200 {
+		t.Fatalf("create role: %d %s", r.Status, r.Raw)
+	}
+	invited := r.Body["href"].(string)
+	r = c.do("POST", tenant+"/groups", owner, map[string]any{"name": "Invited team", "roles": []string{viewer}})
+	if r.Status != 200 {
+		t.Fatalf("create group: %d %s", r.Status, r.Raw)
+	}
+	team := r.Body["href"].(string)
 	var pageControl map[string]any
 	_ = json.Unmarshal([]byte(`{"name":"Block bots","mode":"request","conditions":{"is_crawler":{}},"actions":[{"type":"deny","status_code":"403","body":"no"}]}`), &pageControl)
 
@@ -120,14 +131,21 @@ func TestFinding27_Quotas(t *testing.T) {
 		usedInUsage bool
 	}
 	cases := []quotaCase{
-		{kind: "roles", path: tenant + "/roles", held: 1, usedInUsage: true, body: func(i int) any {
+		{kind: "roles", path: tenant + "/roles", held: 2, usedInUsage: true, body: func(i int) any {
 			return map[string]any{"name": fmt.Sprintf("Custom %d", i), "permissions": []map[string]any{{"method": "GET", "effect": "permit", "spec": []string{"/v2/applications"}}}}
 		}},
-		{kind: "groups", path: tenant + "/groups", usedInUsage: true, body: func(i int) any {
+		{kind: "groups", path: tenant + "/groups", held: 1, usedInUsage: true, body: func(i int) any {
 			return map[string]any{"name": fmt.Sprintf("Team %d", i), "roles": []string{viewer}}
 		}},
 		{kind: "service_users", path: tenant + "/service-users", usedInUsage: true, body: func(i int) any {
 			return map[string]any{"name": fmt.Sprintf("robot %d", i)}
+		}},
+		// The owner's own invitation is one.
+		{kind: "invitations", path: tenant + "/invitations", held: 1, usedInUsage: true, body: func(i int) any {
+			return map[string]any{"user_email": fmt.Sprintf("invitee%d@example.com", i), "role": invited}
+		}},
+		{kind: "group_invitations", path: tenant + "/group-invitations", usedInUsage: true, body: func(i int) any {
+			return map[string]any{"user_email": fmt.Sprintf("member%d@example.com", i), "group": team}
 		}},
 		{kind: "actions", path: app + "/actions", body: func(i int) any {
 			return map[string]any{"id": fmt.Sprintf("ping%d", i), "url": "https://ops.example.com/ping"}
@@ -209,6 +227,46 @@ func TestFinding27_Quotas(t *testing.T) {
 				t.Fatalf("create past the raised quota: %d %s", st, raw)
 			}
 		})
+	}
+
+	// Deleting a role or a group takes its invitations off the counts
+	// with them.
+	for _, target := range []struct {
+		href, kind string
+		left       float64
+	}{{invited, "invitations", 1}, {team, "group_invitations", 0}} {
+		if q := quotas()[target.kind]; q["used"] != float64(limit+1) {
+			t.Fatalf("%s before deleting their target: %v", target.kind, q)
+		}
+		if r := c.do("DELETE", target.href, owner, nil); r.Status != 200 {
+			t.Fatalf("delete %s: %d %s", target.href, r.Status, r.Raw)
+		}
+		if q := quotas()[target.kind]; q["used"] != target.left {
+			t.Errorf("%s after deleting their target: %v, want used %v", target.kind, q, target.left)
+		}
+	}
+
+	// Deleting a service user takes the invitations it accepted off the
+	// count too (its quota is full: the operator adds room first).
+	if r := c.do("POST", tenant+"/entitlements", op, map[string]any{"resource": "service_users", "quantity": 10, "unit_price": 0}); r.Status != 200 {
+		t.Fatalf("entitlement: %d %s", r.Status, r.Raw)
+	}
+	r = c.do("POST", tenant+"/service-users", owner, map[string]any{"name": "invited robot"})
+	if r.Status != 200 {
+		t.Fatalf("create service user: %d %s", r.Status, r.Raw)
+	}
+	robot, robotEmail := r.Body["href"].(string), r.Body["email"].(string)
+	if r := c.do("POST", tenant+"/invitations", owner, map[string]any{"user_email": robotEmail, "role": viewer}); r.Status != 200 {
+		t.Fatalf("invite the service user: %d %s", r.Status, r.Raw)
+	}
+	if q := quotas()["invitations"]; q["used"] != 2.0 {
+		t.Fatalf("invitations with the service user's: %v, want used 2", q)
+	}
+	if r := c.do("DELETE", robot, owner, nil); r.Status != 200 {
+		t.Fatalf("delete the service user: %d %s", r.Status, r.Raw)
+	}
+	if q := quotas()["invitations"]; q["used"] != 1.0 {
+		t.Errorf("invitations after deleting the service user: %v, want used 1", q)
 	}
 
 	// A per-application quota bounds each application: the first one is

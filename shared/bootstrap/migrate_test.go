@@ -270,14 +270,16 @@ func TestMigrateSchemaGivesOldItemsWhatTheCurrentCodeWrites(t *testing.T) {
 		}
 	}
 	// Per tenant: applications, address sets, sub-accounts, tests and
-	// metric prototypes (version 2), custom roles, groups, service users
-	// and the application's actions and page controls (version 3); the
+	// metric prototypes (version 2), custom roles, groups, service users,
+	// role and group invitations and the application's actions and page
+	// controls (version 3); the
 	// root's sub-account count exists again (tenant three's create wrote
 	// it) and is left alone.
-	if res.Fixed[store.FixedUsage] != 20 || res.Fixed[store.FixedAlias] != 4 {
-		t.Errorf("usage counts %d, alias claims %d written, want 20 and 4 (two tenants)", res.Fixed[store.FixedUsage], res.Fixed[store.FixedAlias])
+	if res.Fixed[store.FixedUsage] != 24 || res.Fixed[store.FixedAlias] != 4 {
+		t.Errorf("usage counts %d, alias claims %d written, want 24 and 4 (two tenants)", res.Fixed[store.FixedUsage], res.Fixed[store.FixedAlias])
 	}
-	for _, k := range []string{"USAGE#roles", "USAGE#groups", "USAGE#service_users", "USAGE#actions", "USAGE#page_controls"} {
+	for _, k := range []string{"USAGE#roles", "USAGE#groups", "USAGE#service_users", "USAGE#invitations", "USAGE#group_invitations",
+		"USAGE#actions", "USAGE#page_controls"} {
 		n := 0
 		for key, it := range want {
 			if strings.HasSuffix(key, " | "+k) {

@@ -16,6 +16,11 @@ const (
 	ResourceGroups = "groups"
 	// ResourceServiceUsers: the account's service users.
 	ResourceServiceUsers = "service_users"
+	// ResourceInvitations, ResourceGroupInvitations: the account's role
+	// and group invitations, in any state (an accepted one stays as the
+	// record of what it granted).
+	ResourceInvitations      = "invitations"
+	ResourceGroupInvitations = "group_invitations"
 	// ResourceActions: the actions of one application.
 	ResourceActions = "actions"
 	// ResourcePageControls: the page controls of one application.
@@ -48,8 +53,19 @@ var quotaDefaults = []QuotaDefault{
 	{ResourceRoles, 1000, false},
 	{ResourceGroups, 300, false},
 	{ResourceServiceUsers, 1000, false},
+	{ResourceInvitations, 5000, false},
+	{ResourceGroupInvitations, 5000, false},
 	{ResourceActions, 100, true},
 	{ResourcePageControls, 200, true},
+}
+
+// InvitationQuota is the quota kind that counts invitations of kind
+// (InvitationRole or InvitationGroup).
+func InvitationQuota(kind string) string {
+	if kind == InvitationGroup {
+		return ResourceGroupInvitations
+	}
+	return ResourceInvitations
 }
 
 // QuotaDefaults returns the quota table, in the order documents list it.

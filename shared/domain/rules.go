@@ -59,6 +59,10 @@ func kindNoun(kind string) string {
 		return "custom roles"
 	case ResourceServiceUsers:
 		return "service users"
+	case ResourceInvitations:
+		return "role invitations"
+	case ResourceGroupInvitations:
+		return "group invitations"
 	case ResourcePageControls:
 		return "page controls"
 	}

@@ -234,6 +234,12 @@ func (s *Store) usageOp(account string, q domain.Quota, delta int) types.Transac
 	return s.usageOpAt(accountPK(account), q, delta)
 }
 
+// usageOpN takes n off (n < 0) or adds n to an account's count of kind,
+// with no limit: for deletes of several at once.
+func (s *Store) usageOpN(account, kind string, n int) types.TransactWriteItem {
+	return s.usageOpAt(accountPK(account), domain.Quota{Kind: kind}, n)
+}
+
 // usageOpAt is usageOp for the usage item in partition pk.
 func (s *Store) usageOpAt(pk string, q domain.Quota, delta int) types.TransactWriteItem {
 	u := &types.Update{

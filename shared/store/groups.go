@@ -156,15 +156,22 @@ func (s *Store) DeleteGroup(ctx context.Context, account, id string) (domain.Gro
 		Key:                 key(rbacPK(account), groupSK(id)),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
 	}}, s.usageOp(account, domain.Quota{Kind: domain.ResourceGroups}, -1)}
-	cleanup := members
+	var invKeys []map[string]types.AttributeValue
 	for _, inv := range invs {
 		if inv.Target == id {
-			cleanup = append(cleanup, key(invitationsPK(account), invitationSK(inv.Kind, inv.ID)))
+			invKeys = append(invKeys, key(invitationsPK(account), invitationSK(inv.Kind, inv.ID)))
 		}
 	}
-	err := s.commit(ctx, "delete group", must, cleanup)
-	if errors.Is(err, ddb.ErrConditionFailed) {
+	invTx, invRest, afterTx := s.invitationDeletes(account, invKeys, ddb.MaxTransactItems-len(must))
+	must = append(must, invTx...)
+	err := s.commit(ctx, "delete group", must, append(members, invRest...))
+	switch {
+	case txConditionFailedAt(err, 0):
 		return domain.Group{}, domain.ErrNotFound
+	case errors.Is(err, ddb.ErrConditionFailed):
+		return domain.Group{}, conflict("one of the group's invitations changed meanwhile; retry")
+	case err == nil:
+		err = afterTx(ctx)
 	}
 	return g, err
 }

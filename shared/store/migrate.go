@@ -38,8 +38,9 @@ import (
 //
 // 2: usage counts of sub-accounts, application tests and metric
 // prototypes (the account's deletion reads them).
-// 3: usage counts of the quotas: an account's custom roles, groups and
-// service users, an application's actions and page controls.
+// 3: usage counts of the quotas: an account's custom roles, groups,
+// service users, role and group invitations, an application's actions and
+// page controls.
 const SchemaVersion = 3
 
 const skSchemaMigration = "SCHEMAMIGRATION"
@@ -325,8 +326,8 @@ func (s *Store) fixKeys(ctx context.Context, it map[string]types.AttributeValue,
 
 // fixUsage writes the account's usage counts that are missing: the number
 // of its applications, address sets, sub-accounts, application tests and
-// metric prototypes (version 2), custom roles, groups and service users
-// (version 3), as the create transactions would have kept it.
+// metric prototypes (version 2), custom roles, groups, service users and
+// role and group invitations (version 3), as the create transactions would have kept it.
 func (s *Store) fixUsage(ctx context.Context, account string) (written, skipped int, err error) {
 	gsi := func(pk string) func(context.Context) (int, error) {
 		return func(ctx context.Context) (int, error) { return s.countGSI1(ctx, pk) }
@@ -352,7 +353,21 @@ func (s *Store) fixUsage(ctx context.Context, account string) (written, skipped 
 			return len(groups), err
 		}},
 		{domain.ResourceServiceUsers, gsi(serviceUsersGSI(account))},
+		{domain.ResourceInvitations, s.countInvitations(account, domain.InvitationRole)},
+		{domain.ResourceGroupInvitations, s.countInvitations(account, domain.InvitationGroup)},
 	})
+}
+
+// countInvitations counts an account's invitations of kind (consistent).
+func (s *Store) countInvitations(account, kind string) func(context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
+		items, err := s.query(ctx, "count invitations", &dynamodb.QueryInput{
+			KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :sk)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(invitationsPK(account)), ":sk": avStr(invitationSK(kind, ""))},
+			ProjectionExpression:      aws.String("SK"),
+		}, 0)
+		return len(items), err
+	}
 }
 
 // fixAppUsage writes an application's usage counts that are missing: its

@@ -230,19 +230,24 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string) (domain.Role
 		}
 		must = append(must, put)
 	}
-	cleanup := holders
+	var invKeys []map[string]types.AttributeValue
 	for _, inv := range invs {
 		if inv.Target == id {
-			cleanup = append(cleanup, key(invitationsPK(account), invitationSK(inv.Kind, inv.ID)))
+			invKeys = append(invKeys, key(invitationsPK(account), invitationSK(inv.Kind, inv.ID)))
 		}
 	}
-	err := s.commit(ctx, "delete role", must, cleanup)
+	invTx, invRest, afterTx := s.invitationDeletes(account, invKeys, ddb.MaxTransactItems-len(must))
+	must = append(must, invTx...)
+	err := s.commit(ctx, "delete role", must, append(holders, invRest...))
 	var ce *CleanupError
 	if err != nil && !errors.As(err, &ce) {
 		if errors.Is(err, ddb.ErrConditionFailed) {
-			return domain.Role{}, conflict("the role or one of its groups changed meanwhile; retry")
+			return domain.Role{}, conflict("the role, one of its groups or one of its invitations changed meanwhile; retry")
 		}
 		return domain.Role{}, err
+	}
+	if err == nil {
+		err = afterTx(ctx)
 	}
 	return r, err
 }

@@ -172,15 +172,35 @@ func (s *Store) DeleteServiceUser(ctx context.Context, account, id string) (doma
 	for _, it := range part {
 		cleanup = append(cleanup, map[string]types.AttributeValue{AttrPK: it[AttrPK], AttrSK: it[AttrSK]})
 	}
-	cleanup = append(cleanup, inbox...)
+	invKeys := inbox
 	for _, k := range recent {
 		if !slices.ContainsFunc(inbox, func(it map[string]types.AttributeValue) bool { return keyString(it) == keyString(k) }) {
-			cleanup = append(cleanup, k)
+			invKeys = append(invKeys, k)
 		}
 	}
-	err := s.commit(ctx, "delete service user", must, cleanup)
-	if errors.Is(err, ddb.ErrConditionFailed) {
+	if len(invKeys) > 0 {
+		// The index and the journal may name an invitation revoked a
+		// moment ago: only those that still exist are deleted and taken
+		// off the invitation counts (one consistent read).
+		found, err := ddb.BatchGetConsistent(ctx, s.db, s.table, invKeys, AttrPK, AttrSK)
+		if err != nil {
+			return domain.ServiceUser{}, wrap("read service user invitations", err)
+		}
+		invKeys = invKeys[:0]
+		for _, it := range found {
+			invKeys = append(invKeys, map[string]types.AttributeValue{AttrPK: it[AttrPK], AttrSK: it[AttrSK]})
+		}
+	}
+	invTx, invRest, afterTx := s.invitationDeletes(account, invKeys, ddb.MaxTransactItems-len(must))
+	must = append(must, invTx...)
+	err := s.commit(ctx, "delete service user", must, append(cleanup, invRest...))
+	switch {
+	case txConditionFailedAt(err, 0):
 		return domain.ServiceUser{}, domain.ErrNotFound
+	case errors.Is(err, ddb.ErrConditionFailed):
+		return domain.ServiceUser{}, conflict("one of the service user's invitations changed meanwhile; retry")
+	case err == nil:
+		err = afterTx(ctx)
 	}
 	return u, err
 }
