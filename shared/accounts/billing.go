@@ -47,10 +47,43 @@ type InvoiceLine struct {
 	Amount      Money   `json:"amount"`
 }
 
-// Usage is what the account used, as counted at Measured.
+// Usage is what the account used, as counted at Measured. The open
+// month's also shows the account's quotas (closed months record only what
+// was billed).
 type Usage struct {
-	Applications int       `json:"applications"`
-	Measured     time.Time `json:"measured"`
+	Applications int          `json:"applications"`
+	Measured     time.Time    `json:"measured"`
+	Quotas       []QuotaUsage `json:"quotas,omitempty"`
+}
+
+// QuotaUsage is one quota of the account (docs/api.md#quotas): its limit
+// now (the active entitlements of the resource, else the default), the
+// default, and for an account-wide quota how many the account has; a
+// per-application quota (per "application") bounds each application, and
+// its use is not summed here.
+type QuotaUsage struct {
+	Resource string `json:"resource"`
+	Per      string `json:"per"` // account | application
+	Limit    int    `json:"limit"`
+	Default  int    `json:"default"`
+	Used     *int   `json:"used"`
+}
+
+// quotasOf is the quota table of an account, as its billing data has it.
+func quotasOf(b domain.Billing, now time.Time) []QuotaUsage {
+	out := []QuotaUsage{}
+	for _, d := range domain.QuotaDefaults() {
+		limit, _ := domain.Allowance(b.Entitlements, d.Kind, now)
+		q := QuotaUsage{Resource: d.Kind, Per: "account", Limit: limit, Default: d.Default}
+		if d.PerApplication {
+			q.Per = "application"
+		} else {
+			n := max(b.Counts[d.Kind], 0)
+			q.Used = &n
+		}
+		out = append(out, q)
+	}
+	return out
 }
 
 // Payment is a payment received (the reference document's PaymentItem:
@@ -191,7 +224,9 @@ func billingRecords(b domain.Billing, closed map[string]domain.Invoice, now time
 			inv := invoiceFor(b.Account.ID, m, b.Entitlements)
 			usage := b.Usage
 			inv.Usage = &usage
-			invs = append(invs, invoiceOut(inv, invoiceOpen))
+			open := invoiceOut(inv, invoiceOpen)
+			open.Usage.Quotas = quotasOf(b, now)
+			invs = append(invs, open)
 			continue
 		}
 		invs = append(invs, invoiceOut(closed[period(m)], invoiceClosed))

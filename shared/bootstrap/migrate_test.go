@@ -91,6 +91,15 @@ func seed(t *testing.T, st *store.Store, root, tag string) {
 	app := ids.New()
 	must(st.CreateApplication(ctx, domain.Application{ID: app, Account: acct, State: domain.AppStopped, Config: `{"name":"x"}`,
 		Aliases: []string{tag + ".example.com", "www." + tag + ".example.com"}, Version: 1, Created: now, Updated: now}, q))
+	// An application's actions and page controls (one with a second
+	// version: its history is not counted).
+	must(st.CreateAction(ctx, acct, domain.Action{App: app, ID: "ping", URL: "https://example.com/ping", HTTPMethod: "POST", Version: 1, Created: now, Updated: now}))
+	pc := domain.PageControl{App: app, ID: 1, Name: "p", Actions: "[]", Version: 1, Created: now}
+	must(st.CreatePageControl(ctx, acct, pc))
+	next := pc
+	next.Version, next.Name = 2, "p2"
+	must(st.UpdatePageControl(ctx, acct, pc, next))
+	must(st.CreatePageControl(ctx, acct, domain.PageControl{App: app, ID: 2, Name: "q", Actions: "[]", Version: 1, Created: now}))
 	q, err = st.CheckAllowance(ctx, acct, domain.ResourceAddressSets)
 	must(err)
 	set, exp := ids.New(), now.Add(time.Hour)
@@ -290,10 +299,28 @@ func TestMigrateSchemaGivesOldItemsWhatTheCurrentCodeWrites(t *testing.T) {
 		}
 	}
 	// Per tenant: applications, address sets, sub-accounts, tests and
-	// metric prototypes; the root's sub-account count exists again (tenant
-	// three's create wrote it) and is left alone.
-	if res.Fixed[store.FixedUsage] != 10 || res.Fixed[store.FixedAlias] != 4 {
-		t.Errorf("usage counts %d, alias claims %d written, want 10 and 4 (two tenants)", res.Fixed[store.FixedUsage], res.Fixed[store.FixedAlias])
+	// metric prototypes (version 2), custom roles, groups, service users,
+	// role and group invitations and the application's actions and page
+	// controls (version 3); the
+	// root's sub-account count exists again (tenant three's create wrote
+	// it) and is left alone.
+	if res.Fixed[store.FixedUsage] != 24 || res.Fixed[store.FixedAlias] != 4 {
+		t.Errorf("usage counts %d, alias claims %d written, want 24 and 4 (two tenants)", res.Fixed[store.FixedUsage], res.Fixed[store.FixedAlias])
+	}
+	for _, k := range []string{"USAGE#roles", "USAGE#groups", "USAGE#service_users", "USAGE#invitations", "USAGE#group_invitations",
+		"USAGE#actions", "USAGE#page_controls"} {
+		n := 0
+		for key, it := range want {
+			if strings.HasSuffix(key, " | "+k) {
+				n++
+				if v := it["n"].(*types.AttributeValueMemberN).Value; v != map[bool]string{true: "2", false: "1"}[k == "USAGE#page_controls"] {
+					t.Errorf("%s = %s after the migration", key, v)
+				}
+			}
+		}
+		if n != 3 {
+			t.Errorf("%d %s counts, want one per tenant", n, k)
+		}
 	}
 	// The root and two accounts per aged tenant get their name keys.
 	if res.Fixed[store.FixedNameClaim] != 5 {

@@ -51,4 +51,8 @@ type Billing struct {
 	Invoices     []Invoice // closed months, as frozen
 	Payments     []Payment
 	Usage        Usage // measured now
+	// Counts holds the account's usage items of the account-wide quota
+	// kinds (roles, groups, service users), as their transactions keep
+	// them; a kind with no item is absent (0).
+	Counts map[string]int
 }

@@ -14,8 +14,13 @@ const (
 )
 
 // ResourceKinds lists the kinds, in the order error messages name them.
+// The quota kinds (quotas.go) follow the metered ones.
 func ResourceKinds() []string {
-	return []string{ResourceApplications, ResourceAddressSets, ResourceApplicationTests}
+	out := []string{ResourceApplications, ResourceAddressSets, ResourceApplicationTests}
+	for _, d := range quotaDefaults {
+		out = append(out, d.Kind)
+	}
+	return out
 }
 
 // Entitlement periods: how often an entitlement is charged (and, for

@@ -47,6 +47,14 @@ func AccountNameTaken(name string) *Error {
 // its entitlement of q.Kind; has says how many it holds ("as many" when the
 // count is not at hand).
 func QuotaReached(account string, q Quota, has string) *Error {
+	if d, ok := DefaultQuota(q.Kind); ok {
+		where, holder := "account "+account, "has"
+		if d.PerApplication {
+			where, holder = "an application of account "+account, "this one has"
+		}
+		return &Error{Code: Conflict, Message: fmt.Sprintf("quota %q reached: %s may have %d %s and %s %s; delete one or ask the platform operator for a larger entitlement of %q",
+			q.Kind, where, q.Limit, kindNoun(q.Kind), holder, has, q.Kind)}
+	}
 	return &Error{Code: Conflict, Message: fmt.Sprintf("account %s is entitled to %d %s and has %s; delete one or ask the platform operator for a larger entitlement",
 		account, q.Limit, kindNoun(q.Kind), has)}
 }
@@ -57,6 +65,16 @@ func kindNoun(kind string) string {
 		return "address sets"
 	case ResourceApplicationTests:
 		return "application test runs"
+	case ResourceRoles:
+		return "custom roles"
+	case ResourceServiceUsers:
+		return "service users"
+	case ResourceInvitations:
+		return "role invitations"
+	case ResourceGroupInvitations:
+		return "group invitations"
+	case ResourcePageControls:
+		return "page controls"
 	}
 	return kind
 }

@@ -24,16 +24,24 @@ func actionKey(app, id string) keyAttrs {
 
 // CreateAction adds an action to an application of account in one
 // transaction with the check that the application is the account's: a
-// missing application is domain.ErrNotFound, a taken id a *domain.Error.
+// missing application is domain.ErrNotFound, a taken id a *domain.Error,
+// an application at its actions quota domain.QuotaReached (the count is
+// the application's, kept in the same transaction).
 func (s *Store) CreateAction(ctx context.Context, account string, a domain.Action) error {
 	p, err := s.put(actionKey(a.App, a.ID), a)
 	if err != nil {
 		return err
 	}
-	err = s.transact(ctx, "create action", []types.TransactWriteItem{p, s.appInAccount(account, a.App)})
+	q, err := s.quotaOf(ctx, account, domain.ResourceActions)
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, "create action", []types.TransactWriteItem{p, s.appInAccount(account, a.App), s.usageOpAt(appPK(a.App), q, 1)})
 	switch {
 	case txConditionFailedAt(err, 1):
 		return domain.ErrNotFound
+	case txConditionFailedAt(err, 2):
+		return domain.QuotaReached(account, q, strconv.Itoa(q.Limit))
 	case txConditionFailedAt(err, 0):
 		return conflict("application " + a.App + " already has an action " + strconv.Quote(a.ID))
 	}
@@ -120,6 +128,7 @@ func (s *Store) DeleteAction(ctx context.Context, account, app, id string, from 
 			ExpressionAttributeValues: map[string]types.AttributeValue{":v": avNum(int64(from))},
 		}},
 		s.appInAccount(account, app),
+		s.usageOpAt(appPK(app), domain.Quota{Kind: domain.ResourceActions}, -1),
 	})
 	return actionWriteError(err)
 }

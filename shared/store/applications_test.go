@@ -113,7 +113,8 @@ func TestActions(t *testing.T) {
 		t.Fatalf("create in another account's application: %v", err)
 	}
 	d.Counter.Reset()
-	if err := st.CreateAction(ctx, "acct1", act); err != nil || d.Counter.Total() != 1 {
+	// The allowance Query (actions quota), then the transaction.
+	if err := st.CreateAction(ctx, "acct1", act); err != nil || d.Counter.Total() != 2 {
 		t.Fatalf("create: %v (%d calls)", err, d.Counter.Total())
 	}
 	if err := st.CreateAction(ctx, "acct1", act); domain.ErrorCode(err) != domain.Conflict {

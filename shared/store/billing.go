@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -56,6 +57,13 @@ func (s *Store) LoadBilling(ctx context.Context, account string) (domain.Billing
 			var u usage
 			err = attributevalue.UnmarshalMap(it, &u)
 			b.Usage.Applications = u.N
+		case strings.HasPrefix(k.SK, prefixUsage):
+			var u usage
+			err = attributevalue.UnmarshalMap(it, &u)
+			if b.Counts == nil {
+				b.Counts = map[string]int{}
+			}
+			b.Counts[strings.TrimPrefix(k.SK, prefixUsage)] = u.N
 		case k.Entity == "account":
 			found, err = true, attributevalue.UnmarshalMap(it, &b.Account)
 		case k.Entity == "entitlement":

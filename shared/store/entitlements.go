@@ -136,6 +136,13 @@ func (s *Store) DeleteEntitlement(ctx context.Context, account, id string) (doma
 // entitlements works. An account whose entitlements of the kind have all
 // expired or not started yet is limited to 0.
 //
+// A quota kind (domain.DefaultQuota: roles, groups, ...) is always
+// limited: to the sum of its active entitlements when it has any, else to
+// its default. Its entitlements set the quota rather than add to the
+// default, so the entitlement administrator can lower it as well as raise
+// it; one that expires gives the default back, not 0, as nothing is paid
+// for.
+//
 // One Query of the account's entitlements. Families that create metered
 // resources call CheckAllowance (below) before their create.
 func (s *Store) Allowance(ctx context.Context, account, kind string) (limit int, limited bool, err error) {
@@ -143,16 +150,7 @@ func (s *Store) Allowance(ctx context.Context, account, kind string) (limit int,
 	if err != nil {
 		return 0, false, err
 	}
-	now := s.now()
-	for _, e := range es {
-		if e.Resource != kind {
-			continue
-		}
-		limited = true
-		if e.ActiveAt(now) {
-			limit += e.Quantity
-		}
-	}
+	limit, limited = domain.Allowance(es, kind, s.now())
 	return limit, limited, nil
 }
 
@@ -173,10 +171,10 @@ type usage struct {
 }
 
 // CheckAllowance refuses (with domain.QuotaReached, a conflict) creating
-// one more application or address set in an account that
-// already has as many as its entitlements allow, and otherwise returns
-// the Quota the create must pass on. It reads the allowance and the
-// account's usage item in parallel: one round trip of wall time.
+// one more application or address set in an account that already has as
+// many as its entitlements allow, and otherwise returns the Quota the
+// create must pass on. It reads the allowance and the account's usage
+// item in parallel: one round trip of wall time.
 func (s *Store) CheckAllowance(ctx context.Context, account, kind string) (domain.Quota, error) {
 	switch kind {
 	case domain.ResourceApplications, domain.ResourceAddressSets:
@@ -204,13 +202,49 @@ func (s *Store) CheckAllowance(ctx context.Context, account, kind string) (domai
 	return q, nil
 }
 
+// quotaOf is the Quota of a quota kind (domain.DefaultQuota: roles,
+// groups, service users, actions, page controls) for account. It reads
+// only the allowance (one Query): the create's transaction checks the
+// count against it, and reading the count first would add a read without
+// making the check any safer. For a per-application kind it would also be
+// wrong: it could answer "quota reached" about another account's
+// application, where the transaction's check of the application answers
+// 404.
+func (s *Store) quotaOf(ctx context.Context, account, kind string) (domain.Quota, error) {
+	q := domain.Quota{Kind: kind}
+	var err error
+	q.Limit, q.Limited, err = s.Allowance(ctx, account, kind)
+	return q, err
+}
+
+// quotaRefused is the QuotaReached of a create whose transaction the
+// usage item's condition (at index i) cancelled: the count is at the
+// limit. (The count is not read: "has" is the limit it reached.)
+func quotaRefused(err error, i int, account string, q domain.Quota) error {
+	if txConditionFailedAt(err, i) {
+		return domain.QuotaReached(account, q, strconv.Itoa(q.Limit))
+	}
+	return nil
+}
+
 // usageOp counts one more (delta 1) or one fewer (delta -1) resource of
 // q.Kind in account's usage item, in the transaction that creates or
 // deletes it; one more only while the quota allows.
 func (s *Store) usageOp(account string, q domain.Quota, delta int) types.TransactWriteItem {
+	return s.usageOpAt(accountPK(account), q, delta)
+}
+
+// usageOpN takes n off (n < 0) or adds n to an account's count of kind,
+// with no limit: for deletes of several at once.
+func (s *Store) usageOpN(account, kind string, n int) types.TransactWriteItem {
+	return s.usageOpAt(accountPK(account), domain.Quota{Kind: kind}, n)
+}
+
+// usageOpAt is usageOp for the usage item in partition pk.
+func (s *Store) usageOpAt(pk string, q domain.Quota, delta int) types.TransactWriteItem {
 	u := &types.Update{
 		TableName:                 aws.String(s.table),
-		Key:                       key(accountPK(account), usageSK(q.Kind)),
+		Key:                       key(pk, usageSK(q.Kind)),
 		UpdateExpression:          aws.String("ADD #n :d"),
 		ExpressionAttributeNames:  map[string]string{"#n": "n"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":d": avNum(int64(delta))},

@@ -41,18 +41,30 @@ type MissingRoleError struct{ RoleID string }
 func (e *MissingRoleError) Error() string { return "role " + e.RoleID + " does not exist" }
 
 // CreateGroup writes a new group; its account and every listed role must
-// exist (domain.ErrNotFound for the account, a *MissingRoleError for a role).
+// exist (domain.ErrNotFound for the account, a *MissingRoleError for a
+// role), and the account must have room in its groups quota
+// (domain.QuotaReached), counted in the same transaction.
 func (s *Store) CreateGroup(ctx context.Context, g domain.Group) error {
 	put, err := s.put(groupKey(g), g)
 	if err != nil {
 		return err
 	}
+	q, err := s.quotaOf(ctx, g.AccountID, domain.ResourceGroups)
+	if err != nil {
+		return err
+	}
+	// The usage update goes last so the role checks keep their indexes.
+	checks := s.roleChecks(g)
 	tx := append([]types.TransactWriteItem{put, {ConditionCheck: &types.ConditionCheck{
 		TableName:           aws.String(s.table),
 		Key:                 key(accountPK(g.AccountID), skAccount),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
-	}}}, s.roleChecks(g)...)
+	}}}, checks...)
+	tx = append(tx, s.usageOp(g.AccountID, q, 1))
 	err = s.transact(ctx, "create group", tx)
+	if qerr := quotaRefused(err, len(tx)-1, g.AccountID, q); qerr != nil {
+		return qerr
+	}
 	var txe *ddb.TxCanceledError
 	if errors.As(err, &txe) {
 		for _, r := range txe.Reasons {
@@ -143,16 +155,23 @@ func (s *Store) DeleteGroup(ctx context.Context, account, id string) (domain.Gro
 		TableName:           aws.String(s.table),
 		Key:                 key(rbacPK(account), groupSK(id)),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
-	}}}
-	cleanup := members
+	}}, s.usageOp(account, domain.Quota{Kind: domain.ResourceGroups}, -1)}
+	var invKeys []map[string]types.AttributeValue
 	for _, inv := range invs {
 		if inv.Target == id {
-			cleanup = append(cleanup, key(invitationsPK(account), invitationSK(inv.Kind, inv.ID)))
+			invKeys = append(invKeys, key(invitationsPK(account), invitationSK(inv.Kind, inv.ID)))
 		}
 	}
-	err := s.commit(ctx, "delete group", must, cleanup)
-	if errors.Is(err, ddb.ErrConditionFailed) {
+	invTx, invRest, afterTx := s.invitationDeletes(account, invKeys, ddb.MaxTransactItems-len(must))
+	must = append(must, invTx...)
+	err := s.commit(ctx, "delete group", must, append(members, invRest...))
+	switch {
+	case txConditionFailedAt(err, 0):
 		return domain.Group{}, domain.ErrNotFound
+	case errors.Is(err, ddb.ErrConditionFailed):
+		return domain.Group{}, conflict("one of the group's invitations changed meanwhile; retry")
+	case err == nil:
+		err = afterTx(ctx)
 	}
 	return g, err
 }

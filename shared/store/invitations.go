@@ -97,7 +97,15 @@ func (s *Store) CreateInvitation(ctx context.Context, inv domain.Invitation, m *
 		}
 		tx = append(tx, mput)
 	}
+	q, err := s.quotaOf(ctx, inv.AccountID, domain.InvitationQuota(inv.Kind))
+	if err != nil {
+		return err
+	}
+	tx = append(tx, s.usageOp(inv.AccountID, q, 1))
 	err = s.transact(ctx, "create invitation", tx)
+	if qerr := quotaRefused(err, len(tx)-1, inv.AccountID, q); qerr != nil {
+		return qerr
+	}
 	var txe *ddb.TxCanceledError
 	if errors.As(err, &txe) {
 		for _, r := range txe.Reasons {
@@ -368,6 +376,7 @@ func (s *Store) DeleteInvitation(ctx context.Context, inv domain.Invitation) err
 			},
 		}})
 	}
+	tx = append(tx, s.usageOp(inv.AccountID, domain.Quota{Kind: domain.InvitationQuota(inv.Kind)}, -1))
 	err := s.transact(ctx, "delete invitation", tx)
 	var txe *ddb.TxCanceledError
 	if errors.As(err, &txe) {
@@ -385,4 +394,56 @@ func (s *Store) DeleteInvitation(ctx context.Context, inv domain.Invitation) err
 		}
 	}
 	return err
+}
+
+// invitationDeletes is how a delete that takes invitations with it (of a
+// role, a group, a service user) keeps the invitation quotas' counts: each
+// invitation of account a Delete that must find it, and per kind one
+// ADD -n on the account's count, in the caller's transaction, for as many
+// as room allows. A concurrent revoke of one of them then cancels the
+// transaction (the caller answers "changed meanwhile; retry") instead of
+// counting it twice. Those past room are returned as keys for the deletes
+// after the transaction, with afterTx, which takes them off the counts
+// once they are deleted.
+func (s *Store) invitationDeletes(account string, keys []map[string]types.AttributeValue, room int) (tx []types.TransactWriteItem, rest []map[string]types.AttributeValue, afterTx func(context.Context) error) {
+	kindOf := func(k map[string]types.AttributeValue) string {
+		if strings.HasPrefix(str(k[AttrSK]), invitationSK(domain.InvitationGroup, "")) {
+			return domain.InvitationGroup
+		}
+		return domain.InvitationRole
+	}
+	inTx, later := map[string]int{}, map[string]int{}
+	kinds := 0
+	for _, k := range keys {
+		if len(tx)+kinds+1 < room {
+			kind := kindOf(k)
+			if inTx[kind] == 0 {
+				kinds++
+			}
+			inTx[kind]++
+			tx = append(tx, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: k,
+				ConditionExpression: aws.String("attribute_exists(PK)")}})
+			continue
+		}
+		later[kindOf(k)]++
+		rest = append(rest, k)
+	}
+	for _, kind := range []string{domain.InvitationRole, domain.InvitationGroup} {
+		if n := inTx[kind]; n > 0 {
+			tx = append(tx, s.usageOpN(account, domain.InvitationQuota(kind), -n))
+		}
+	}
+	afterTx = func(ctx context.Context) error {
+		for kind, n := range later {
+			u := s.usageOpN(account, domain.InvitationQuota(kind), -n).Update
+			if _, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
+				ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues}); err != nil {
+				// The deletes are done: like a failed cleanup, this leaves
+				// the count too high (stricter), not the request failed.
+				return &CleanupError{Err: wrap("count invitations deleted", err)}
+			}
+		}
+		return nil
+	}
+	return tx, rest, afterTx
 }

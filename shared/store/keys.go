@@ -41,8 +41,11 @@ func principalPK(id string) string      { return "PRINCIPAL#" + id }
 func emailPK(email string) string       { return "EMAIL#" + strings.ToLower(email) }
 func keySK(id string) string            { return "KEY#" + id }
 func accountKeysGSI(acct string) string { return "ACCOUNTKEYS#" + acct }
-func usageSK(kind string) string        { return "USAGE#" + kind }
-func grantSK(acct, role string) string  { return "GRANT#" + acct + "#" + role }
+func usageSK(kind string) string        { return prefixUsage + kind }
+
+const prefixUsage = "USAGE#"
+
+func grantSK(acct, role string) string { return "GRANT#" + acct + "#" + role }
 func roleHoldersGSI(acct, role string) string {
 	return "HOLDERS#" + acct + "#" + role
 }

@@ -40,7 +40,10 @@ import (
 // 2: usage counts of sub-accounts, application tests and metric
 // prototypes (the account's deletion reads them).
 // 3: an account's name_key (shared/names.Key of its name) and its name
-// claim moved from the lower-cased name to that key (migrateNameClaim).
+// claim moved from the lower-cased name to that key (migrateNameClaim);
+// usage counts of the quotas: an account's custom roles, groups, service
+// users, role and group invitations, an application's actions and page
+// controls.
 const SchemaVersion = 3
 
 const skSchemaMigration = "SCHEMAMIGRATION"
@@ -231,6 +234,12 @@ func (s *Store) migrateItem(ctx context.Context, it map[string]types.AttributeVa
 		if err != nil {
 			return r, fmt.Errorf("%s: aliases: %w", op, err)
 		}
+		n, skipped, err = s.fixAppUsage(ctx, a.ID)
+		r.add(FixedUsage, n)
+		r.skipped += skipped
+		if err != nil {
+			return r, fmt.Errorf("%s: usage: %w", op, err)
+		}
 	}
 	return r, nil
 }
@@ -348,22 +357,98 @@ func (s *Store) fixKeys(ctx context.Context, it map[string]types.AttributeValue,
 
 // fixUsage writes the account's usage counts that are missing: the number
 // of its applications, address sets, sub-accounts, application tests and
-// metric prototypes (version 2), as the create transactions would
-// have kept it. A count of 0 is what a missing item already means. The
-// put is conditional on the item's absence, so a create that wrote it
-// meanwhile is kept (counted as skipped; its count is one create short
-// of the truth, docs/deploy.md).
+// metric prototypes (version 2), custom roles, groups, service users and
+// role and group invitations (version 3), as the create transactions would have kept it.
 func (s *Store) fixUsage(ctx context.Context, account string) (written, skipped int, err error) {
-	kinds := []struct{ kind, gsi string }{
-		{domain.ResourceApplications, appsGSI(account)},
-		{domain.ResourceAddressSets, addressSetsGSI(account)},
-		{usageSubAccounts, childrenGSI(account)},
-		{usageTests, appTestsGSI(account)},
-		{usageMetricPrototypes, metricProtosGSI(account)},
+	gsi := func(pk string) func(context.Context) (int, error) {
+		return func(ctx context.Context) (int, error) { return s.countGSI1(ctx, pk) }
 	}
+	return s.fixCounts(ctx, accountPK(account), []usageCount{
+		{domain.ResourceApplications, gsi(appsGSI(account))},
+		{domain.ResourceAddressSets, gsi(addressSetsGSI(account))},
+		{usageSubAccounts, gsi(childrenGSI(account))},
+		{usageTests, gsi(appTestsGSI(account))},
+		{usageMetricPrototypes, gsi(metricProtosGSI(account))},
+		{domain.ResourceRoles, func(ctx context.Context) (int, error) {
+			roles, _, err := s.rbacPartition(ctx, account)
+			n := 0
+			for _, r := range roles {
+				if r.Custom() {
+					n++
+				}
+			}
+			return n, err
+		}},
+		{domain.ResourceGroups, func(ctx context.Context) (int, error) {
+			_, groups, err := s.rbacPartition(ctx, account)
+			return len(groups), err
+		}},
+		{domain.ResourceServiceUsers, gsi(serviceUsersGSI(account))},
+		{domain.ResourceInvitations, s.countInvitations(account, domain.InvitationRole)},
+		{domain.ResourceGroupInvitations, s.countInvitations(account, domain.InvitationGroup)},
+	})
+}
+
+// countInvitations counts an account's invitations of kind (consistent).
+func (s *Store) countInvitations(account, kind string) func(context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
+		items, err := s.query(ctx, "count invitations", &dynamodb.QueryInput{
+			KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :sk)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(invitationsPK(account)), ":sk": avStr(invitationSK(kind, ""))},
+			ProjectionExpression:      aws.String("SK"),
+		}, 0)
+		return len(items), err
+	}
+}
+
+// fixAppUsage writes an application's usage counts that are missing: its
+// actions and page controls (version 3; current versions only, as
+// CreatePageControl counts).
+func (s *Store) fixAppUsage(ctx context.Context, app string) (written, skipped int, err error) {
+	return s.fixCounts(ctx, appPK(app), []usageCount{
+		{domain.ResourceActions, func(ctx context.Context) (int, error) {
+			items, err := s.query(ctx, "count actions", &dynamodb.QueryInput{
+				KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :sk)"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(appPK(app)), ":sk": avStr(prefixAction)},
+				ProjectionExpression:      aws.String("SK"),
+			}, 0)
+			return len(items), err
+		}},
+		{domain.ResourcePageControls, func(ctx context.Context) (int, error) {
+			items, err := s.query(ctx, "count page controls", &dynamodb.QueryInput{
+				KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :sk)"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(appPK(app)), ":sk": avStr(prefixPageControl)},
+				ProjectionExpression:      aws.String("SK"),
+			}, 0)
+			n := 0
+			for _, it := range items {
+				if !strings.Contains(strings.TrimPrefix(str(it[AttrSK]), prefixPageControl), "#") {
+					n++
+				}
+			}
+			return n, err
+		}},
+	})
+}
+
+// usageCount is one usage item the migration derives: its kind and how
+// to count what it counts.
+type usageCount struct {
+	kind  string
+	count func(context.Context) (int, error)
+}
+
+// fixCounts writes the usage items of partition pk that are missing,
+// each with what its count finds. A count of 0 is what a missing item
+// already means. The put is conditional on the item's absence, so a
+// create or delete that wrote it meanwhile is kept (counted as skipped;
+// its count is off by the creates and deletes made before it,
+// docs/deploy.md). Running again writes nothing: each item is then
+// present.
+func (s *Store) fixCounts(ctx context.Context, pk string, kinds []usageCount) (written, skipped int, err error) {
 	keys := make([]map[string]types.AttributeValue, len(kinds))
 	for i, k := range kinds {
-		keys[i] = key(accountPK(account), usageSK(k.kind))
+		keys[i] = key(pk, usageSK(k.kind))
 	}
 	found, err := ddb.BatchGetConsistent(ctx, s.db, s.table, keys, AttrSK)
 	if err != nil {
@@ -377,7 +462,7 @@ func (s *Store) fixUsage(ctx context.Context, account string) (written, skipped 
 		if have[usageSK(k.kind)] {
 			continue
 		}
-		n, err := s.countGSI1(ctx, k.gsi)
+		n, err := k.count(ctx)
 		if err != nil {
 			return written, skipped, err
 		}
@@ -386,7 +471,7 @@ func (s *Store) fixUsage(ctx context.Context, account string) (written, skipped 
 		}
 		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                 aws.String(s.table),
-			Key:                       key(accountPK(account), usageSK(k.kind)),
+			Key:                       key(pk, usageSK(k.kind)),
 			UpdateExpression:          aws.String("SET #n = :n"),
 			ConditionExpression:       aws.String("attribute_not_exists(PK)"),
 			ExpressionAttributeNames:  map[string]string{"#n": "n"},

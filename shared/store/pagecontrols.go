@@ -52,16 +52,24 @@ func (s *Store) NextPageControlID(ctx context.Context, account, app string) (int
 	return out.Seq, nil
 }
 
-// CreatePageControl writes version 1 of a page control.
+// CreatePageControl writes version 1 of a page control, if its
+// application has room in its page controls quota (domain.QuotaReached
+// otherwise; counted per application in the same transaction).
 func (s *Store) CreatePageControl(ctx context.Context, account string, pc domain.PageControl) error {
 	p, err := s.put(keyAttrs{PK: appPK(pc.App), SK: pageControlSK(pc.ID), Entity: "page_control"}, pc)
 	if err != nil {
 		return err
 	}
-	err = s.transact(ctx, "create page control", []types.TransactWriteItem{p, s.appInAccount(account, pc.App)})
+	q, err := s.quotaOf(ctx, account, domain.ResourcePageControls)
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, "create page control", []types.TransactWriteItem{p, s.appInAccount(account, pc.App), s.usageOpAt(appPK(pc.App), q, 1)})
 	switch {
 	case txConditionFailedAt(err, 1):
 		return domain.ErrNotFound
+	case txConditionFailedAt(err, 2):
+		return domain.QuotaReached(account, q, strconv.Itoa(q.Limit))
 	case txConditionFailedAt(err, 0):
 		return conflict(fmt.Sprintf("page control %d exists", pc.ID))
 	}
@@ -153,6 +161,7 @@ func (s *Store) DeletePageControl(ctx context.Context, account string, pc domain
 			ExpressionAttributeValues: map[string]types.AttributeValue{":v": avNum(int64(pc.Current.Version))},
 		}},
 		s.appInAccount(account, pc.Current.App),
+		s.usageOpAt(appPK(pc.Current.App), domain.Quota{Kind: domain.ResourcePageControls}, -1),
 	})
 	switch {
 	case txConditionFailedAt(err, 1):

@@ -110,17 +110,30 @@ func splitRBAC(items []map[string]types.AttributeValue) ([]domain.Role, []domain
 	return roles, groups, err
 }
 
-// CreateRole writes a new role; its account must exist.
+// CreateRole writes a new custom role; its account must exist and have
+// room in its roles quota (domain.QuotaReached otherwise), counted in the
+// same transaction.
 func (s *Store) CreateRole(ctx context.Context, r domain.Role) error {
 	put, err := s.put(roleKey(r), r)
 	if err != nil {
 		return err
 	}
-	err = s.transact(ctx, "create role", []types.TransactWriteItem{put, {ConditionCheck: &types.ConditionCheck{
+	items := []types.TransactWriteItem{put, {ConditionCheck: &types.ConditionCheck{
 		TableName:           aws.String(s.table),
 		Key:                 key(accountPK(r.AccountID), skAccount),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
-	}}})
+	}}}
+	var q domain.Quota
+	if r.Custom() {
+		if q, err = s.quotaOf(ctx, r.AccountID, domain.ResourceRoles); err != nil {
+			return err
+		}
+		items = append(items, s.usageOp(r.AccountID, q, 1))
+	}
+	err = s.transact(ctx, "create role", items)
+	if qerr := quotaRefused(err, 2, r.AccountID, q); r.Custom() && qerr != nil {
+		return qerr
+	}
 	var tx *ddb.TxCanceledError
 	if errors.As(err, &tx) {
 		for _, reason := range tx.Reasons {
@@ -200,6 +213,9 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string) (domain.Role
 			":v": avNum(int64(r.Version)),
 		},
 	}}}
+	if r.Custom() {
+		must = append(must, s.usageOp(account, domain.Quota{Kind: domain.ResourceRoles}, -1))
+	}
 	now := s.now()
 	for _, g := range groups {
 		if !slices.Contains(g.Roles, id) {
@@ -214,19 +230,24 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string) (domain.Role
 		}
 		must = append(must, put)
 	}
-	cleanup := holders
+	var invKeys []map[string]types.AttributeValue
 	for _, inv := range invs {
 		if inv.Target == id {
-			cleanup = append(cleanup, key(invitationsPK(account), invitationSK(inv.Kind, inv.ID)))
+			invKeys = append(invKeys, key(invitationsPK(account), invitationSK(inv.Kind, inv.ID)))
 		}
 	}
-	err := s.commit(ctx, "delete role", must, cleanup)
+	invTx, invRest, afterTx := s.invitationDeletes(account, invKeys, ddb.MaxTransactItems-len(must))
+	must = append(must, invTx...)
+	err := s.commit(ctx, "delete role", must, append(holders, invRest...))
 	var ce *CleanupError
 	if err != nil && !errors.As(err, &ce) {
 		if errors.Is(err, ddb.ErrConditionFailed) {
-			return domain.Role{}, conflict("the role or one of its groups changed meanwhile; retry")
+			return domain.Role{}, conflict("the role, one of its groups or one of its invitations changed meanwhile; retry")
 		}
 		return domain.Role{}, err
+	}
+	if err == nil {
+		err = afterTx(ctx)
 	}
 	return r, err
 }

@@ -29,10 +29,15 @@ func (s *Store) serviceUserWrites(u domain.ServiceUser) []keyAttrsValue {
 
 // CreateServiceUser writes a service user, its email reservation and its
 // first access key in one transaction; its account must exist
-// (domain.ErrNotFound).
+// (domain.ErrNotFound) and have room in its service users quota
+// (domain.QuotaReached), counted in the same transaction.
 func (s *Store) CreateServiceUser(ctx context.Context, u domain.ServiceUser, k domain.AccessKey) error {
 	kvs := append(s.serviceUserWrites(u), keyAttrsValue{accessKeyKey(k), k})
 	items, err := s.puts(kvs)
+	if err != nil {
+		return err
+	}
+	q, err := s.quotaOf(ctx, u.Account, domain.ResourceServiceUsers)
 	if err != nil {
 		return err
 	}
@@ -40,12 +45,15 @@ func (s *Store) CreateServiceUser(ctx context.Context, u domain.ServiceUser, k d
 		TableName:           aws.String(s.table),
 		Key:                 key(accountPK(u.Account), skAccount),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
-	}})
+	}}, s.usageOp(u.Account, q, 1))
 	err = s.transact(ctx, "create service user", items)
+	if qerr := quotaRefused(err, len(items)-1, u.Account, q); qerr != nil {
+		return qerr
+	}
 	var txe *ddb.TxCanceledError
 	if errors.As(err, &txe) {
 		for _, r := range txe.Reasons {
-			if r.Code == ddb.ReasonConditionalCheckFailed && r.Index == len(items)-1 {
+			if r.Code == ddb.ReasonConditionalCheckFailed && r.Index == len(items)-2 {
 				return domain.ErrNotFound
 			}
 		}
@@ -158,20 +166,41 @@ func (s *Store) DeleteServiceUser(ctx context.Context, account, id string) (doma
 			},
 		}},
 		{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(emailPK(u.Email), skEmail)}},
+		s.usageOp(account, domain.Quota{Kind: domain.ResourceServiceUsers}, -1),
 	}
 	var cleanup []map[string]types.AttributeValue
 	for _, it := range part {
 		cleanup = append(cleanup, map[string]types.AttributeValue{AttrPK: it[AttrPK], AttrSK: it[AttrSK]})
 	}
-	cleanup = append(cleanup, inbox...)
+	invKeys := inbox
 	for _, k := range recent {
 		if !slices.ContainsFunc(inbox, func(it map[string]types.AttributeValue) bool { return keyString(it) == keyString(k) }) {
-			cleanup = append(cleanup, k)
+			invKeys = append(invKeys, k)
 		}
 	}
-	err := s.commit(ctx, "delete service user", must, cleanup)
-	if errors.Is(err, ddb.ErrConditionFailed) {
+	if len(invKeys) > 0 {
+		// The index and the journal may name an invitation revoked a
+		// moment ago: only those that still exist are deleted and taken
+		// off the invitation counts (one consistent read).
+		found, err := ddb.BatchGetConsistent(ctx, s.db, s.table, invKeys, AttrPK, AttrSK)
+		if err != nil {
+			return domain.ServiceUser{}, wrap("read service user invitations", err)
+		}
+		invKeys = invKeys[:0]
+		for _, it := range found {
+			invKeys = append(invKeys, map[string]types.AttributeValue{AttrPK: it[AttrPK], AttrSK: it[AttrSK]})
+		}
+	}
+	invTx, invRest, afterTx := s.invitationDeletes(account, invKeys, ddb.MaxTransactItems-len(must))
+	must = append(must, invTx...)
+	err := s.commit(ctx, "delete service user", must, append(cleanup, invRest...))
+	switch {
+	case txConditionFailedAt(err, 0):
 		return domain.ServiceUser{}, domain.ErrNotFound
+	case errors.Is(err, ddb.ErrConditionFailed):
+		return domain.ServiceUser{}, conflict("one of the service user's invitations changed meanwhile; retry")
+	case err == nil:
+		err = afterTx(ctx)
 	}
 	return u, err
 }

@@ -1,0 +1,105 @@
+package domain
+
+import "time"
+
+// Collections an account grows through the API that no price meters: each
+// is bounded by a quota so that one tenant cannot fill the table (one
+// owner once created 10,405 roles in a minute). The entitlement
+// administrator changes a quota with an entitlement of the collection's
+// kind; without an active one the default below applies
+// (docs/api.md#quotas).
+const (
+	// ResourceRoles: the account's custom roles (its three control roles
+	// are not counted: they come with the account and cannot be deleted).
+	ResourceRoles = "roles"
+	// ResourceGroups: the account's groups.
+	ResourceGroups = "groups"
+	// ResourceServiceUsers: the account's service users.
+	ResourceServiceUsers = "service_users"
+	// ResourceInvitations, ResourceGroupInvitations: the account's role
+	// and group invitations, in any state (an accepted one stays as the
+	// record of what it granted).
+	ResourceInvitations      = "invitations"
+	ResourceGroupInvitations = "group_invitations"
+	// ResourceActions: the actions of one application.
+	ResourceActions = "actions"
+	// ResourcePageControls: the page controls of one application.
+	ResourcePageControls = "page_controls"
+	// Web controls are the page controls in another shape (the same
+	// items): page_controls bounds both.
+)
+
+// Custom reports whether r is a role the account's administrators made,
+// the roles the roles quota counts: the platform's own (control and
+// entitlement administrator roles) come with the account or the
+// installation.
+func (r Role) Custom() bool { return !r.Control && !r.EntitlementAdministrator && r.Builtin == "" }
+
+// QuotaDefault is one row of the quota table: the kind, its default, and
+// whether it counts per application rather than per account.
+type QuotaDefault struct {
+	Kind           string
+	Default        int
+	PerApplication bool
+}
+
+// quotaDefaults is the one table of default quotas (docs/api.md#quotas
+// repeats it). Account-wide collections follow AWS IAM's per-account
+// defaults where IAM has the like (1,000 roles, 300 groups); per-application
+// collections are sized far above what an application's configuration
+// uses, and bounded per application so that one application's list stays
+// one short Query.
+var quotaDefaults = []QuotaDefault{
+	{ResourceRoles, 1000, false},
+	{ResourceGroups, 300, false},
+	{ResourceServiceUsers, 1000, false},
+	{ResourceInvitations, 5000, false},
+	{ResourceGroupInvitations, 5000, false},
+	{ResourceActions, 100, true},
+	{ResourcePageControls, 200, true},
+}
+
+// InvitationQuota is the quota kind that counts invitations of kind
+// (InvitationRole or InvitationGroup).
+func InvitationQuota(kind string) string {
+	if kind == InvitationGroup {
+		return ResourceGroupInvitations
+	}
+	return ResourceInvitations
+}
+
+// QuotaDefaults returns the quota table, in the order documents list it.
+func QuotaDefaults() []QuotaDefault { return append([]QuotaDefault(nil), quotaDefaults...) }
+
+// Allowance is how many resources of kind an account with entitlements es
+// may have at now, and whether it is limited at all (store.Allowance says
+// why each case is as it is): the sum of the active quantities; a quota
+// kind with no active entitlement has its default.
+func Allowance(es []Entitlement, kind string, now time.Time) (limit int, limited bool) {
+	active := false
+	for _, e := range es {
+		if e.Resource != kind {
+			continue
+		}
+		limited = true
+		if e.ActiveAt(now) {
+			limit += e.Quantity
+			active = true
+		}
+	}
+	if d, ok := DefaultQuota(kind); ok && !active {
+		return d.Default, true
+	}
+	return limit, limited
+}
+
+// DefaultQuota returns the default of a quota kind; ok is false for a kind
+// that has none (applications, address sets: metered only by entitlements).
+func DefaultQuota(kind string) (q QuotaDefault, ok bool) {
+	for _, d := range quotaDefaults {
+		if d.Kind == kind {
+			return d, true
+		}
+	}
+	return QuotaDefault{}, false
+}
