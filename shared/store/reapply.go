@@ -52,7 +52,10 @@ func Reapply(ctx context.Context, change func(ctx context.Context) error) error 
 // answer. A function still running at its deadline has failed (Lambda's
 // "Task timed out", a 500), so an attempt that contention or throttling
 // slowed down is cut off that much earlier and answered as a 429.
-const answerReserve = 500 * time.Millisecond
+// A second: on a busy host (a Lambda sharing its CPU share with the
+// runtime's own work, a test machine running many suites) unwinding an
+// attempt cut at its deadline and writing the answer took more than half.
+const answerReserve = time.Second
 
 func reapply(ctx context.Context, p retry.Policy, change func(ctx context.Context) error) error {
 	for attempt := 0; ; attempt++ {
@@ -77,7 +80,7 @@ func reapply(ctx context.Context, p retry.Policy, change func(ctx context.Contex
 		spread := max(p.Max, spreadPerAttempt*took)
 		d := retry.Delay(attempt+1, p.Base, spread)
 		// The next attempt must fit too: it takes about as long as this one.
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d+took+min(answerReserve, time.Until(dl)/5) {
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d+p.Max+took+min(answerReserve, time.Until(dl)/5) {
 			return domain.Throttle(fmt.Errorf("no time left to re-apply after %d attempts: %w", attempt+1, err))
 		}
 		if werr := retry.Wait(ctx, d); werr != nil {
