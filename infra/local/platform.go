@@ -59,7 +59,7 @@ type Options struct {
 	// with DynamoEndpoint.
 	DynamoRealism *localaws.Realism
 	SQSEndpoint   string // "" = embedded goaws
-	OperatorEmail string // default operator@localhost
+	OperatorEmail string // default operator@example.com
 	Log           *slog.Logger
 	// DynamoOptions are added to the DynamoDB client (tests install the
 	// round-trip counter here).
@@ -130,7 +130,7 @@ func (o *Options) defaults() {
 		o.TableName = "cads-local"
 	}
 	if o.OperatorEmail == "" {
-		o.OperatorEmail = "operator@localhost"
+		o.OperatorEmail = "operator@example.com"
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
@@ -149,6 +149,10 @@ func (p *Platform) start(ctx context.Context, o Options) error {
 	table, err := onlyTable(tpl)
 	if err != nil {
 		return err
+	}
+	if o.OperatorEmail == "" {
+		// As a deployment without the parameter: its default.
+		o.OperatorEmail = tpl.Parameters["OperatorEmail"]
 	}
 
 	// DynamoDB: the embedded server unless an endpoint was given.
