@@ -194,7 +194,7 @@ func decodeApi(id string, props map[string]any) (Api, error) {
 	}
 	// SAM guards the preflights it adds with the default authorizer
 	// unless told not to.
-	a.CorsPreflightAuthorized = r.Auth.AddDefaultAuthorizerToCorsPreflight == nil || bool(*r.Auth.AddDefaultAuthorizerToCorsPreflight)
+	a.CorsPreflightAuthorized = a.Cors != nil && (r.Auth.AddDefaultAuthorizerToCorsPreflight == nil || bool(*r.Auth.AddDefaultAuthorizerToCorsPreflight))
 	for _, t := range r.BinaryMediaTypes {
 		// SAM writes "/" as "~1" (JSON pointer escaping) in BinaryMediaTypes.
 		a.BinaryMediaTypes = append(a.BinaryMediaTypes, strings.ReplaceAll(t, "~1", "/"))

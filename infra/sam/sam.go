@@ -200,7 +200,7 @@ type Api struct {
 	Cors *Cors
 	// CorsPreflightAuthorized is Auth.AddDefaultAuthorizerToCorsPreflight
 	// (SAM's default: true): the preflights SAM adds are guarded by the
-	// default authorizer.
+	// default authorizer. False without Cors.
 	CorsPreflightAuthorized bool
 }
 
