@@ -63,7 +63,7 @@ type Options struct {
 	// with DynamoEndpoint.
 	DynamoRealism *localaws.Realism
 	SQSEndpoint   string // "" = embedded goaws
-	OperatorEmail string // default operator@example.com
+	OperatorEmail string // default: template.yaml's OperatorEmail default
 	Log           *slog.Logger
 	// DynamoOptions are added to the DynamoDB client (tests install the
 	// round-trip counter here).
@@ -132,9 +132,6 @@ func (o *Options) defaults() {
 	}
 	if o.TableName == "" {
 		o.TableName = "cads-local"
-	}
-	if o.OperatorEmail == "" {
-		o.OperatorEmail = "operator@example.com"
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
