@@ -93,14 +93,14 @@ func newEnv(t testing.TB, build func(wire.Deps) apigw.ProxyHandler, queues bool)
 			deps.QueueURLs[id] = q.URL
 		}
 	}
-	res, err := bootstrap.Run(context.Background(), deps.Store, "operator@localhost")
+	res, err := bootstrap.Run(context.Background(), deps.Store, "operator@example.com")
 	if err != nil {
 		t.Fatalf("bootstrap: %v", err)
 	}
 	return &Env{
 		Deps:      deps,
 		Boot:      res,
-		Principal: apigw.Principal{ID: res.Operator, Kind: "user", Email: "operator@localhost", AccountID: res.RootAccount, KeyID: res.KeyID},
+		Principal: apigw.Principal{ID: res.Operator, Kind: "user", Email: "operator@example.com", AccountID: res.RootAccount, KeyID: res.KeyID},
 		Vars:      map[string]string{"root": res.RootAccount, "operator": res.Operator},
 		handler:   build(deps),
 	}

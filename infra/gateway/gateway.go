@@ -37,8 +37,18 @@ import (
 type Route struct {
 	Method     string // GET, POST, ..., or ANY
 	Path       string // template path, e.g. /v2/users/{id}/access-keys/{key_id}; {name+} is greedy
-	Function   string // key into Config.Functions
+	Function   string // key into Config.Functions; "" with Mock
 	Authorized bool   // the REQUEST authorizer runs before the function
+	// Mock, when set, is a mock integration: the gateway answers itself,
+	// whatever the request (SAM's CORS preflights).
+	Mock *Mock
+}
+
+// Mock is a mock integration's fixed response.
+type Mock struct {
+	Status  int // 0: 200
+	Headers map[string]string
+	Body    string
 }
 
 // Response is a gateway response (the template's GatewayResponses entry).
@@ -153,7 +163,7 @@ func New(cfg Config) (*Gateway, error) {
 			continue
 		}
 		h := cfg.Functions[r.Function]
-		if h == nil {
+		if h == nil && r.Mock == nil {
 			errs = append(errs, fmt.Errorf("route %s %s: function %q has no handler", m, r.Path, r.Function))
 			continue
 		}
@@ -161,7 +171,7 @@ func New(cfg Config) (*Gateway, error) {
 			errs = append(errs, fmt.Errorf("route %s %s: authorized, but no authorizer is configured", m, r.Path))
 			continue
 		}
-		rt := &route{method: m, resource: r.Path, function: r.Function, authorized: r.Authorized, handler: h}
+		rt := &route{method: m, resource: r.Path, function: r.Function, authorized: r.Authorized, handler: h, mock: r.Mock}
 		if err := g.root.add(rt); err != nil {
 			errs = append(errs, err)
 		}
@@ -289,8 +299,31 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	// 3. Function.
+	// 3. Integration.
+	if rt.mock != nil {
+		g.answerMock(w, x, rt.mock)
+		return
+	}
 	g.invoke(ctx, w, r, x, rt, in, body, authz)
+}
+
+// answerMock writes a mock integration's response.
+func (g *Gateway) answerMock(w http.ResponseWriter, x *exchange, m *Mock) {
+	status := m.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	h := w.Header()
+	for k, v := range m.Headers {
+		h.Set(k, v)
+	}
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/json")
+	}
+	h.Set("Content-Length", strconv.Itoa(len(m.Body)))
+	x.status = status
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, m.Body)
 }
 
 // requestParts are the parts shared by the authorizer and proxy events.

@@ -26,6 +26,7 @@ type route struct {
 	function   string
 	authorized bool
 	handler    ProxyHandler
+	mock       *Mock
 }
 
 func (rt *route) String() string { return rt.method + " " + rt.resource }

@@ -113,7 +113,7 @@ func TestClientOpsThroughTheGateway(t *testing.T) {
 				owner = r["href"].(string)
 			}
 		}
-		inv := must(200, "POST", sub+"/invitations", op, map[string]any{"user_email": "operator@localhost", "role": owner}).Body
+		inv := must(200, "POST", sub+"/invitations", op, map[string]any{"user_email": "operator@example.com", "role": owner}).Body
 		eventually(t, "the invitation to be sent", func() bool { return c.do("GET", inv["href"].(string), op, nil).Body["state"] == "sent" })
 		must(200, "PATCH", "/v2/users/self/invitations/"+inv["id"].(string), op, map[string]any{"state": "accepted"})
 		inSub := must(200, "POST", "/v2/users/self/authorization", op, map[string]any{"account": sub}).Body["secret_key"].(string)

@@ -23,7 +23,7 @@ func TestReplayEvents(t *testing.T) {
 	root := testenv.Root(t)
 	d := testenv.NewDynamo(t)
 	deps := wire.New(slog.New(slog.NewTextHandler(testLog{t}, nil)), d.Client, d.Table)
-	res, err := bootstrap.Run(context.Background(), deps.Store, "operator@localhost")
+	res, err := bootstrap.Run(context.Background(), deps.Store, "operator@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,8 +47,12 @@ type Options struct {
 	Template string // path of template.yaml
 	// Parsed is template.yaml already read (the suite starts some fifty
 	// platforms from one file, and parsing it cost a third of a start);
-	// when set, Template is not read. The platform only reads it.
-	Parsed         *sam.Template
+	// when set, Template and Parameters are not read. The platform only
+	// reads it.
+	Parsed *sam.Template
+	// Parameters override template parameters' defaults, as a
+	// deployment's parameter overrides (make run: CorsAllowOrigin).
+	Parameters     map[string]string
 	APIAddr        string // default 127.0.0.1:3000; "127.0.0.1:0" picks a port
 	StateDir       string // where operator.key goes; default .local
 	TableName      string // default "cads-local"
@@ -59,7 +63,7 @@ type Options struct {
 	// with DynamoEndpoint.
 	DynamoRealism *localaws.Realism
 	SQSEndpoint   string // "" = embedded goaws
-	OperatorEmail string // default operator@localhost
+	OperatorEmail string // default: template.yaml's OperatorEmail default
 	Log           *slog.Logger
 	// DynamoOptions are added to the DynamoDB client (tests install the
 	// round-trip counter here).
@@ -129,9 +133,6 @@ func (o *Options) defaults() {
 	if o.TableName == "" {
 		o.TableName = "cads-local"
 	}
-	if o.OperatorEmail == "" {
-		o.OperatorEmail = "operator@localhost"
-	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -142,13 +143,17 @@ func (p *Platform) start(ctx context.Context, o Options) error {
 	tpl := o.Parsed
 	if tpl == nil {
 		var err error
-		if tpl, err = sam.Load(o.Template); err != nil {
+		if tpl, err = sam.LoadWith(o.Template, o.Parameters); err != nil {
 			return err
 		}
 	}
 	table, err := onlyTable(tpl)
 	if err != nil {
 		return err
+	}
+	if o.OperatorEmail == "" {
+		// As a deployment without the parameter: its default.
+		o.OperatorEmail = tpl.Parameters["OperatorEmail"]
 	}
 
 	// DynamoDB: the embedded server unless an endpoint was given.
@@ -361,7 +366,10 @@ func gatewayConfig(t *sam.Template, d wire.Deps, log *slog.Logger, o Options) (g
 			return cfg, fmt.Errorf("function %s (%s) has no local constructor", fn.LogicalID, fn.CodeURI)
 		}
 		if _, done := cfg.Functions[r.Function]; !done {
-			h, id := c.API(d), r.Function
+			// What FromEnv reads from the function's environment on AWS.
+			fd := d
+			fd.CORSAllowOrigin = fn.Environment[wire.CORSAllowOriginEnv]
+			h, id := c.API(fd), r.Function
 			if o.WrapAPI != nil {
 				h = o.WrapAPI(id, h)
 			}
@@ -371,6 +379,12 @@ func gatewayConfig(t *sam.Template, d wire.Deps, log *slog.Logger, o Options) (g
 			cfg.FunctionTimeouts[id] = time.Duration(fn.Timeout) * time.Second
 		}
 		cfg.Routes = append(cfg.Routes, gateway.Route{Method: r.Method, Path: r.Path, Function: r.Function, Authorized: r.Authorizer != ""})
+	}
+	// The OPTIONS methods SAM adds for the Api's Cors: API Gateway
+	// answers them itself.
+	for _, pf := range t.Preflights() {
+		cfg.Routes = append(cfg.Routes, gateway.Route{Method: http.MethodOptions, Path: pf.Path, Authorized: pf.Authorizer != "",
+			Mock: &gateway.Mock{Headers: pf.Headers, Body: "{}\n"}})
 	}
 	return cfg, nil
 }

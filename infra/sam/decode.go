@@ -1,6 +1,7 @@
 package sam
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,9 +146,12 @@ type rawApi struct {
 		Paths map[string]map[string]json.RawMessage
 	}
 	BinaryMediaTypes []string
-	Auth             struct {
-		DefaultAuthorizer string
-		Authorizers       map[string]struct {
+	// Cors is SAM's string form (the origin) or its object form.
+	Cors json.RawMessage
+	Auth struct {
+		DefaultAuthorizer                   string
+		AddDefaultAuthorizerToCorsPreflight *flexBool
+		Authorizers                         map[string]struct {
 			FunctionArn         string
 			FunctionPayloadType string
 			Identity            struct {
@@ -185,6 +189,12 @@ func decodeApi(id string, props map[string]any) (Api, error) {
 		return a, err
 	}
 	a.Definition = defs
+	if a.Cors, err = decodeCors(r.Cors); err != nil {
+		return a, err
+	}
+	// SAM guards the preflights it adds with the default authorizer
+	// unless told not to.
+	a.CorsPreflightAuthorized = a.Cors != nil && (r.Auth.AddDefaultAuthorizerToCorsPreflight == nil || bool(*r.Auth.AddDefaultAuthorizerToCorsPreflight))
 	for _, t := range r.BinaryMediaTypes {
 		// SAM writes "/" as "~1" (JSON pointer escaping) in BinaryMediaTypes.
 		a.BinaryMediaTypes = append(a.BinaryMediaTypes, strings.ReplaceAll(t, "~1", "/"))
@@ -219,8 +229,12 @@ func decodeApi(id string, props map[string]any) (Api, error) {
 			Templates:  map[string]string{},
 		}
 		for k, v := range rg.ResponseParameters.Headers {
+			if v == "" {
+				// !Ref AWS::NoValue (an !If's other branch): no header.
+				continue
+			}
 			// Header values are mapping expressions: 'literal' in quotes.
-			g.Headers[k] = strings.TrimSuffix(strings.TrimPrefix(v, "'"), "'")
+			g.Headers[k] = unquote(v)
 		}
 		for k, v := range rg.ResponseTemplates {
 			g.Templates[k] = v
@@ -443,4 +457,34 @@ func decodeQueue(id string, props map[string]any) (Queue, error) {
 		}
 	}
 	return q, nil
+}
+
+// unquote turns a static mapping expression ('literal') into its value.
+func unquote(v string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(v, "'"), "'")
+}
+
+// decodeCors reads an Api's Cors property: SAM takes a string (the
+// AllowOrigin) or an object. Values are static mapping expressions, kept
+// unquoted; one that resolved to AWS::NoValue is "" (not sent).
+func decodeCors(raw json.RawMessage) (*Cors, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var origin string
+	if json.Unmarshal(raw, &origin) == nil {
+		return &Cors{AllowOrigin: unquote(origin)}, nil
+	}
+	var rc struct {
+		AllowOrigin, AllowHeaders, AllowMethods, MaxAge flexString
+		AllowCredentials                                flexBool
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields() // SAM refuses other keys
+	if err := dec.Decode(&rc); err != nil {
+		return nil, fmt.Errorf("Cors: %w", err)
+	}
+	c := &Cors{AllowOrigin: unquote(string(rc.AllowOrigin)), AllowHeaders: unquote(string(rc.AllowHeaders)),
+		AllowMethods: unquote(string(rc.AllowMethods)), MaxAge: unquote(string(rc.MaxAge)), AllowCredentials: bool(rc.AllowCredentials)}
+	return c, nil
 }

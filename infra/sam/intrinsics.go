@@ -28,16 +28,22 @@ var pseudoParameters = map[string]string{
 }
 
 // resolve turns YAML into JSON with intrinsics replaced by plain values:
-// Ref of a resource -> its logical id, Ref of a parameter -> its Default,
-// Fn::GetAtt X.Attr -> "X.Attr", Fn::Sub -> the string with those
-// substitutions. Every other intrinsic keeps goformation's behaviour.
-func resolve(yaml []byte) ([]byte, error) {
+// Ref of a resource -> its logical id, Ref of a parameter -> its value in
+// params, else its Default, Fn::GetAtt X.Attr -> "X.Attr", Fn::Sub -> the
+// string with those substitutions; conditions are evaluated, so Fn::If
+// picks its branch. Every other intrinsic keeps goformation's behaviour.
+func resolve(yaml []byte, params map[string]string) ([]byte, error) {
 	opts := &intrinsics.ProcessorOptions{
 		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{
-			"Ref":        refHandler,
+			"Ref": func(name string, input, template any) any {
+				return refHandler(name, input, withParams(template, params))
+			},
 			"Fn::GetAtt": getAttHandler,
-			"Fn::Sub":    subHandler,
+			"Fn::Sub": func(name string, input, template any) any {
+				return subHandler(name, input, withParams(template, params))
+			},
 		},
+		EvaluateConditions: true,
 	}
 	processMu.Lock()
 	defer processMu.Unlock()
@@ -46,6 +52,20 @@ func resolve(yaml []byte) ([]byte, error) {
 		return nil, fmt.Errorf("process SAM template: %w", err)
 	}
 	return j, nil
+}
+
+// paramTemplate is the template with parameter values given at load time,
+// as a deployment's parameter overrides.
+type paramTemplate struct {
+	template any
+	params   map[string]string
+}
+
+func withParams(template any, params map[string]string) any {
+	if len(params) == 0 {
+		return template
+	}
+	return paramTemplate{template, params}
 }
 
 func refHandler(_ string, input, template any) any {
@@ -62,6 +82,12 @@ func refValue(name string, template any) any {
 	}
 	if v, ok := pseudoParameters[name]; ok {
 		return v
+	}
+	if pt, ok := template.(paramTemplate); ok {
+		if v, ok := pt.params[name]; ok {
+			return v
+		}
+		template = pt.template
 	}
 	tm, _ := template.(map[string]any)
 	if params, ok := tm["Parameters"].(map[string]any); ok {

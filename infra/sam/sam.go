@@ -196,6 +196,84 @@ type Api struct {
 	// Definition holds the routes of DefinitionBody: each operation's
 	// x-amazon-apigateway-integration names the function it invokes.
 	Definition []DefinitionRoute
+	// Cors is the Api's Cors property; nil when it has none.
+	Cors *Cors
+	// CorsPreflightAuthorized is Auth.AddDefaultAuthorizerToCorsPreflight
+	// (SAM's default: true): the preflights SAM adds are guarded by the
+	// default authorizer. False without Cors.
+	CorsPreflightAuthorized bool
+}
+
+// Cors is an Api's Cors property, values unquoted ('x' -> x). A value that
+// resolved to AWS::NoValue, or is absent, is "": that header is not sent.
+type Cors struct {
+	AllowOrigin, AllowHeaders, AllowMethods, MaxAge string
+	AllowCredentials                                bool
+}
+
+// Preflight is an OPTIONS method SAM adds for an Api's Cors: a mock
+// integration answering 200 with the CORS headers, whatever the request.
+type Preflight struct {
+	Path       string
+	Api        string // logical id
+	Authorizer string // "" = none
+	Headers    map[string]string
+}
+
+// corsAllMethods is what SAM puts in Access-Control-Allow-Methods for a
+// path with an ANY method.
+var corsAllMethods = []string{"DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT"}
+
+// Preflights lists the OPTIONS methods SAM adds to the DefinitionBody of
+// every Api with Cors, as the SAM translator does: one per path that has
+// no OPTIONS operation of its own, answering with the same headers
+// whatever the request's origin, methods or headers. Sorted by path.
+func (t *Template) Preflights() []Preflight {
+	var out []Preflight
+	for _, a := range t.Apis {
+		if a.Cors == nil {
+			continue
+		}
+		methods := map[string][]string{}
+		for _, d := range a.Definition {
+			methods[d.Path] = append(methods[d.Path], d.Method)
+		}
+		for path, ms := range methods {
+			if slices.Contains(ms, "OPTIONS") {
+				continue
+			}
+			h := map[string]string{}
+			if a.Cors.AllowOrigin != "" {
+				h["Access-Control-Allow-Origin"] = a.Cors.AllowOrigin
+			}
+			if a.Cors.AllowHeaders != "" {
+				h["Access-Control-Allow-Headers"] = a.Cors.AllowHeaders
+			}
+			allow := a.Cors.AllowMethods
+			if allow == "" {
+				ms = append(slices.Clone(ms), "OPTIONS")
+				if slices.Contains(ms, "ANY") {
+					ms = corsAllMethods
+				}
+				slices.Sort(ms)
+				allow = strings.Join(slices.Compact(ms), ",")
+			}
+			h["Access-Control-Allow-Methods"] = allow
+			if a.Cors.MaxAge != "" {
+				h["Access-Control-Max-Age"] = a.Cors.MaxAge
+			}
+			if a.Cors.AllowCredentials {
+				h["Access-Control-Allow-Credentials"] = "true"
+			}
+			p := Preflight{Path: path, Api: a.LogicalID, Headers: h}
+			if a.CorsPreflightAuthorized {
+				p.Authorizer = a.DefaultAuthorizer
+			}
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b Preflight) int { return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Api, b.Api)) })
+	return out
 }
 
 // DefinitionRoute is one operation of an Api's DefinitionBody.
@@ -251,14 +329,39 @@ func Load(path string) (*Template, error) {
 }
 
 // Parse parses a SAM template given as YAML (JSON is YAML too).
-func Parse(yaml []byte) (*Template, error) {
-	doc, err := resolve(yaml)
+func Parse(yaml []byte) (*Template, error) { return ParseWith(yaml, nil) }
+
+// LoadWith is Load with parameter values (a deployment's parameter
+// overrides): params[name] replaces the parameter's Default.
+func LoadWith(path string, params map[string]string) (*Template, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read SAM template: %w", err)
+	}
+	t, err := ParseWith(b, params)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// ParseWith is Parse with parameter values, as LoadWith. A value for a
+// parameter the template does not declare is refused, as CloudFormation
+// does.
+func ParseWith(yaml []byte, params map[string]string) (*Template, error) {
+	doc, err := resolve(yaml, params)
 	if err != nil {
 		return nil, err
 	}
 	t, err := build(doc)
 	if err != nil {
 		return nil, err
+	}
+	for name, v := range params {
+		if _, ok := t.Parameters[name]; !ok {
+			return nil, fmt.Errorf("parameter %s: the template declares no such parameter", name)
+		}
+		t.Parameters[name] = v
 	}
 	if err := t.validate(); err != nil {
 		return nil, fmt.Errorf("invalid SAM template: %w", err)

@@ -387,3 +387,62 @@ func TestParseConcurrently(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestPreflights: SAM's string form of Cors is the origin; its preflights
+// take the default authorizer unless AddDefaultAuthorizerToCorsPreflight
+// is false, list the path's methods (every method for ANY) and skip a
+// path with an OPTIONS of its own.
+func TestPreflights(t *testing.T) {
+	const tmpl = `
+Transform: AWS::Serverless-2016-10-31
+Resources:
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties: {CodeUri: functions/x, Handler: bootstrap, Runtime: provided.al2023}
+  FnPermission:
+    Type: AWS::Lambda::Permission
+    Properties:
+      Action: lambda:InvokeFunction
+      FunctionName: !Ref Fn
+      Principal: apigateway.amazonaws.com
+      SourceArn: !Sub "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${Api}/*"
+  Api:
+    Type: AWS::Serverless::Api
+    Properties:
+      StageName: api
+      Cors: "'https://a.example.com'"
+      Auth:
+        DefaultAuthorizer: Tok
+        Authorizers:
+          Tok: {FunctionArn: !GetAtt Fn.Arn}
+      DefinitionBody:
+        openapi: "3.0.1"
+        paths:
+          /a:
+            get: {x-amazon-apigateway-integration: {type: aws_proxy, httpMethod: POST, uri: !Sub "arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/${Fn.Arn}/invocations"}}
+            post: {x-amazon-apigateway-integration: {type: aws_proxy, httpMethod: POST, uri: !Sub "arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/${Fn.Arn}/invocations"}}
+          /b:
+            x-amazon-apigateway-any-method: {x-amazon-apigateway-integration: {type: aws_proxy, httpMethod: POST, uri: !Sub "arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/${Fn.Arn}/invocations"}}
+          /c:
+            get: {x-amazon-apigateway-integration: {type: aws_proxy, httpMethod: POST, uri: !Sub "arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/${Fn.Arn}/invocations"}}
+            options: {x-amazon-apigateway-integration: {type: aws_proxy, httpMethod: POST, uri: !Sub "arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/${Fn.Arn}/invocations"}}
+`
+	tp, err := Parse([]byte(tmpl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := "https://a.example.com"
+	eq(t, "preflights", tp.Preflights(), []Preflight{
+		{Path: "/a", Api: "Api", Authorizer: "Tok", Headers: map[string]string{"Access-Control-Allow-Origin": o, "Access-Control-Allow-Methods": "GET,OPTIONS,POST"}},
+		{Path: "/b", Api: "Api", Authorizer: "Tok", Headers: map[string]string{"Access-Control-Allow-Origin": o, "Access-Control-Allow-Methods": "DELETE,GET,HEAD,OPTIONS,PATCH,POST,PUT"}},
+	})
+	tp, err = Parse([]byte(strings.Replace(tmpl, "DefaultAuthorizer: Tok", "DefaultAuthorizer: Tok\n        AddDefaultAuthorizerToCorsPreflight: false", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range tp.Preflights() {
+		if p.Authorizer != "" {
+			t.Errorf("preflight %s: authorizer %s with AddDefaultAuthorizerToCorsPreflight: false", p.Path, p.Authorizer)
+		}
+	}
+}

@@ -160,7 +160,7 @@ func Bootstrap(t testing.TB, st *store.Store) (bootstrap.Result, apigw.Principal
 
 // operatorEmail is the operator's address in test installations (and the
 // local platform's default).
-const operatorEmail = "operator@localhost"
+const operatorEmail = "operator@example.com"
 
 // Operator is the principal the authorizer passes on for the key of an
 // installation's operator.

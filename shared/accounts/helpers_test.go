@@ -41,13 +41,13 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	d := testenv.NewDynamo(t)
 	deps := wire.New(quiet, d.Client, d.Table)
-	res, err := bootstrap.Run(context.Background(), deps.Store, "operator@localhost")
+	res, err := bootstrap.Run(context.Background(), deps.Store, "operator@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.Counter.Reset()
 	return &env{t: t, d: d, st: deps.Store, h: accountswire.Handler(deps), boot: res,
-		op: apigw.Principal{ID: res.Operator, Kind: domain.KindUser, Email: "operator@localhost", AccountID: res.RootAccount, KeyID: res.KeyID}}
+		op: apigw.Principal{ID: res.Operator, Kind: domain.KindUser, Email: "operator@example.com", AccountID: res.RootAccount, KeyID: res.KeyID}}
 }
 
 type resp struct {

@@ -41,11 +41,11 @@ func newAPI(t *testing.T) *api {
 	t.Helper()
 	a := &api{t: t, d: testenv.NewDynamo(t)}
 	a.deps = wire.New(slog.New(slog.NewTextHandler(io.Discard, nil)), a.d.Client, a.d.Table)
-	res, err := bootstrap.Run(context.Background(), a.deps.Store, "operator@localhost")
+	res, err := bootstrap.Run(context.Background(), a.deps.Store, "operator@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.op = apigw.Principal{ID: res.Operator, Kind: "user", Email: "operator@localhost", AccountID: res.RootAccount, KeyID: res.KeyID}
+	a.op = apigw.Principal{ID: res.Operator, Kind: "user", Email: "operator@example.com", AccountID: res.RootAccount, KeyID: res.KeyID}
 	a.sets, a.mets = addresssetswire.Handler(a.deps), metricsapiwire.Handler(a.deps)
 	return a
 }

@@ -29,12 +29,23 @@ const HandlerDeadline = 28 * time.Second
 // re-checks that the path is canonical (the authorizer already refused such
 // paths; this keeps a misconfigured route from reaching a handler with one),
 // and it turns a panic into the API's 500 body so no request ever gets a
-// gateway-made 502 or a stack trace.
-func Lambda(log *slog.Logger, h http.Handler) ProxyHandler {
+// gateway-made 502 or a stack trace. Every response it returns, errors
+// included, gets the CORS headers of WithCORS.
+func Lambda(log *slog.Logger, h http.Handler, opts ...LambdaOption) ProxyHandler {
 	adapter := httpadapter.New(h)
+	var cfg lambdaConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	return func(ctx context.Context, req events.APIGatewayProxyRequest) (resp events.APIGatewayProxyResponse, err error) {
 		ctx, cancel := context.WithTimeout(ctx, HandlerDeadline)
 		defer cancel()
+		// Registered first, so it runs last: on the panic's 500 too.
+		defer func() {
+			if err == nil {
+				addCORS(cfg.corsOrigin, req, &resp)
+			}
+		}()
 		if perr := authz.CheckPath(req.Path); perr != nil {
 			b, _ := body(BadRequest("%s", perr.Error()))
 			return errorResponse(b), nil

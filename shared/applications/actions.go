@@ -260,7 +260,7 @@ func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, err
 	if err != nil {
 		return 0, nil, err
 	}
-	body, err := patch.Read(apigw.ReadJSON(r, certificatesText, patch.MediaJSON))
+	body, err := patch.Read(apigw.ReadJSON(r, certificatesText, patch.MediaJSON, patch.MediaMergePatch))
 	if err != nil {
 		return 0, nil, err
 	}

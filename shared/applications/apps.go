@@ -195,8 +195,8 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	// A merge patch (application/json) or a JSON Patch (docs/api.md#patch-bodies).
-	body, err := patch.Read(apigw.ReadJSON(r, appconfig.PatchPEMText, patch.MediaJSON, patch.MediaJSONPatch))
+	// A merge patch (application/json, application/merge-patch+json) or a JSON Patch (docs/api.md#patch-bodies).
+	body, err := patch.Read(apigw.ReadJSON(r, appconfig.PatchPEMText, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch))
 	if err != nil {
 		return 0, nil, err
 	}

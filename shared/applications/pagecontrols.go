@@ -227,7 +227,7 @@ func (h *handler) patchPageControl(r *http.Request, p apigw.Principal) (int, any
 	if err != nil {
 		return 0, nil, err
 	}
-	body, err := patch.Read(apigw.ReadJSON(r, apigw.TextOption{}, patch.MediaJSON))
+	body, err := patch.Read(apigw.ReadJSON(r, apigw.TextOption{}, patch.MediaJSON, patch.MediaMergePatch))
 	if err != nil {
 		return 0, nil, err
 	}

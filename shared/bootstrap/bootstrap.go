@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/mail"
+	"strings"
 	"time"
 
 	"cads/shared/access"
@@ -79,8 +81,24 @@ func RunAndKeep(ctx context.Context, st *store.Store, operatorEmail string, keep
 	return Result{Created: true, RootAccount: plan.Root.ID, Operator: plan.Operator.ID, KeyID: plan.Key.ID, Secret: secret}, nil
 }
 
+// checkEmail refuses an operator address the users API would refuse: the
+// operator is a user like any other, and its address is served wherever
+// the contract says format: email, so it must pass clients' validators too
+// (a host without a dot, like localhost, fails many of them).
+func checkEmail(s string) error {
+	a, err := mail.ParseAddress(s)
+	at := strings.LastIndexByte(s, '@')
+	if err != nil || a.Address != s || len(s) > 255 || at < 1 || !strings.Contains(s[at+1:], ".") {
+		return fmt.Errorf("bootstrap: the operator's e-mail %q is not a valid address (like operator@example.com)", s)
+	}
+	return nil
+}
+
 // Plan builds a fresh installation and its operator secret.
 func Plan(clock func() time.Time, operatorEmail string) (domain.InstallPlan, string, error) {
+	if err := checkEmail(operatorEmail); err != nil {
+		return domain.InstallPlan{}, "", err
+	}
 	now := clock()
 	root := domain.Account{ID: ids.New(), Name: RootAccountName, NameKey: names.Key(RootAccountName), Keyword: domain.Keyword(RootAccountName), Ancestors: []string{}, Created: now, Updated: now}
 	control, err := builtin.ControlRoles(root.ID)

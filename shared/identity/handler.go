@@ -257,7 +257,7 @@ func validPhone(s string) (string, error) {
 
 func validEmail(s string) (string, error) {
 	a, err := mail.ParseAddress(s)
-	if err != nil || a.Address != s || len(s) > maxEmailLen || !strings.Contains(s[strings.LastIndexByte(s, '@')+1:], ".") && !strings.HasSuffix(s, "@localhost") {
+	if err != nil || a.Address != s || len(s) > maxEmailLen || !strings.Contains(s[strings.LastIndexByte(s, '@')+1:], ".") {
 		return "", domain.Errorf(domain.Invalid, "email %q is not a valid address (like name@example.com)", s)
 	}
 	return strings.ToLower(s), nil

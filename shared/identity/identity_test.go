@@ -29,7 +29,7 @@ type env struct {
 func newEnv(t *testing.T) env {
 	d := testenv.NewDynamo(t)
 	deps := wire.New(slog.New(slog.NewTextHandler(io.Discard, nil)), d.Client, d.Table)
-	res, err := bootstrap.Run(context.Background(), deps.Store, "operator@localhost")
+	res, err := bootstrap.Run(context.Background(), deps.Store, "operator@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,11 +43,11 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, d: testenv.NewDynamo(t)}
 	e.deps = wire.New(slog.New(slog.NewTextHandler(io.Discard, nil)), e.d.Client, e.d.Table)
 	ctx := context.Background()
-	res, err := bootstrap.Run(ctx, e.deps.Store, "operator@localhost")
+	res, err := bootstrap.Run(ctx, e.deps.Store, "operator@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.op = apigw.Principal{ID: res.Operator, Kind: "user", Email: "operator@localhost", AccountID: res.RootAccount, KeyID: res.KeyID}
+	e.op = apigw.Principal{ID: res.Operator, Kind: "user", Email: "operator@example.com", AccountID: res.RootAccount, KeyID: res.KeyID}
 	e.app = ids.New()
 	now := e.deps.Store.Now()
 	if err := e.deps.Store.CreateApplication(ctx, domain.Application{ID: e.app, Account: res.RootAccount, State: "stopped", Config: "{}", Version: 1, Created: now, Updated: now}, domain.Quota{}); err != nil {

@@ -51,7 +51,7 @@ const maxEmailLen = 255
 func validEmail(s string) (string, error) {
 	a, err := mail.ParseAddress(s)
 	at := strings.LastIndexByte(s, '@')
-	if err != nil || a.Address != s || len(s) > maxEmailLen || at < 1 || !strings.Contains(s[at+1:], ".") && !strings.HasSuffix(s, "@localhost") {
+	if err != nil || a.Address != s || len(s) > maxEmailLen || at < 1 || !strings.Contains(s[at+1:], ".") {
 		return "", domain.Errorf(domain.Invalid, "user_email %q is not a valid address (like name@example.com)", s)
 	}
 	return strings.ToLower(s), nil

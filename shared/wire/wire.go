@@ -62,6 +62,10 @@ type Deps struct {
 	// every decision; the deployed authorizer uses access.DefaultStaleness
 	// (authorizerwire.FromEnv).
 	AuthzStaleness time.Duration
+	// CORSAllowOrigin is the origin the API functions answer CORS for
+	// (apigw.WithCORS): template.yaml's CorsAllowOrigin, through
+	// CORS_ALLOW_ORIGIN on AWS and the template locally.
+	CORSAllowOrigin string
 }
 
 // Edge addresses the platform's edge. It mirrors loadgen.Edge (the test
@@ -85,6 +89,10 @@ func (d Deps) QueueURL(id string) string {
 	}
 	return d.QueueURLs[id]
 }
+
+// CORSAllowOriginEnv carries template.yaml's CorsAllowOrigin to every
+// function (Globals).
+const CORSAllowOriginEnv = "CORS_ALLOW_ORIGIN"
 
 // queueEnvPrefix names the environment variables that carry queue URLs:
 // QUEUE_URL_<logical id>: !Ref <logical id> in template.yaml (on AWS, Ref
@@ -133,6 +141,7 @@ func FromEnv(ctx context.Context, opts ...Option) (Deps, error) {
 	}
 	d := New(log, db, table)
 	d.Edge = Edge{Addr: os.Getenv("EDGE_ADDR"), TLSAddr: os.Getenv("EDGE_TLS_ADDR")}
+	d.CORSAllowOrigin = os.Getenv(CORSAllowOriginEnv)
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
 		if id, ok := strings.CutPrefix(k, queueEnvPrefix); ok && v != "" {

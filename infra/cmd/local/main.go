@@ -43,6 +43,7 @@ func main() {
 		DynamoEndpoint: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"),
 		SQSEndpoint:    os.Getenv("AWS_ENDPOINT_URL_SQS"),
 		OperatorEmail:  os.Getenv("OPERATOR_EMAIL"),
+		Parameters:     map[string]string{"CorsAllowOrigin": corsOrigin()},
 		StateDir:       *stateDir,
 		AuthzStaleness: *staleness,
 		DynamoRealism:  realism,
@@ -65,4 +66,14 @@ func main() {
 		log.Error("shutdown", "error", err.Error())
 		os.Exit(1)
 	}
+}
+
+// corsOrigin is the local platform's CorsAllowOrigin: every origin unless
+// CORS_ALLOW_ORIGIN says otherwise (set and empty: none, as deployed by
+// default), so that a browser application in development may call it.
+func corsOrigin() string {
+	if v, ok := os.LookupEnv("CORS_ALLOW_ORIGIN"); ok {
+		return v
+	}
+	return "*"
 }

@@ -1039,7 +1039,7 @@ func (w *isoWorld) attackers() []*attacker {
 // names and emails of parties outside A's subtree.
 func (w *isoWorld) markers() []string {
 	m := []string{w.b, w.users["victim"].id, w.users["victim"].keyID, w.users["bpeer"].id, w.p.Bootstrap.Operator, w.p.Bootstrap.KeyID,
-		"victim@b.example.com", "peer@b.example.com", "operator@localhost", "Tenant B", "victim-shop.example.com", "operator-shop.example.com",
+		"victim@b.example.com", "peer@b.example.com", "operator@example.com", "Tenant B", "victim-shop.example.com", "operator-shop.example.com",
 		"victim-b.invalid", "victim readme", w.id["rootOwner"], w.id["owner"+w.b]}
 	for k, v := range w.id {
 		// Generated ids only: page control ids are numbers per
