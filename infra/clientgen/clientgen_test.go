@@ -12,6 +12,7 @@ import (
 	"testing"
 	"unicode"
 
+	"cads/infra/local/localtest"
 	"cads/infra/testenv"
 	"cads/shared/openapi"
 )
@@ -38,7 +39,35 @@ func TestGeneratorsTakeTheContract(t *testing.T) {
 	// The generated packages build against the runtime modules the tools
 	// module pins.
 	if out, err := g.goCmd(g.mod, "build", "./..."); err != nil {
-		t.Errorf("the generated clients do not compile: %v\n%s", err, out)
+		t.Fatalf("the generated clients do not compile: %v\n%s", err, out)
+	}
+	t.Run("ogen client through the local gateway", func(t *testing.T) { g.scenario(t) })
+}
+
+// scenario runs testdata/scenario, compiled in the scratch module with the
+// generated ogen client, against a local platform whose every response is
+// also checked against the contract.
+func (g *generators) scenario(t *testing.T) {
+	p, _ := localtest.Start(t)
+	key, err := os.ReadFile(p.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join("testdata", "scenario", "scenario_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(g.mod, "scenario"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g.write(t, filepath.Join("mod", "scenario", "scenario_test.go"), src)
+	cmd := exec.Command("go", "test", "-count=1", "-v", "-run", "^TestScenario$", "./scenario/")
+	cmd.Dir = g.mod
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly",
+		"CADS_API_URL="+p.URL, "CADS_API_KEY="+strings.TrimSpace(string(key)), "CADS_ROOT_ACCOUNT="+p.Bootstrap.RootAccount)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("--- PASS: TestScenario")) {
+		t.Errorf("the scenario with the generated client: %v\n%s", err, tail(out))
 	}
 }
 
