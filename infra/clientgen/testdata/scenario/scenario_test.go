@@ -8,6 +8,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"cads/infra/clientgen/tools/ogenclient"
 )
@@ -87,6 +88,52 @@ func TestScenario(t *testing.T) {
 	who, err := bot.GetUsersSelfAuthorization(ctx, ogenclient.GetUsersSelfAuthorizationParams{})
 	if a, ok := who.(*ogenclient.Authorization); err != nil || !ok || a.ID != su.AccessKeys[0].ID {
 		t.Fatalf("GET /v2/users/self/authorization as the service user: %T %+v, %v", who, who, err)
+	}
+
+	// An entitlement: the body with two shapes, once a generator skipped.
+	ent, err := op.PostAccountsByIdEntitlements(ctx, &ogenclient.EntitlementCreate{
+		Resource: ogenclient.NewOptEntitlementCreateResource(ogenclient.EntitlementCreateResourceApplications), Quantity: ogenclient.NewOptInt(5),
+		Period: ogenclient.NewOptEntitlementCreatePeriod(ogenclient.EntitlementCreatePeriodMonth), UnitPrice: ogenclient.NewOptFloat64(10),
+	}, ogenclient.PostAccountsByIdEntitlementsParams{ID: root})
+	if e, ok := ent.(*ogenclient.Entitlement); err != nil || !ok || e.ID == "" {
+		t.Fatalf("POST /v2/accounts/{id}/entitlements: %T %+v, %v", ent, ent, err)
+	}
+
+	// An application, started, then a task with parameters: a generated
+	// client can send them.
+	created2, err := op.PostApplications(ctx, &ogenclient.ApplicationInput{
+		Name: ogenclient.NewOptString("Shop"), Aliases: []string{"clientgen.example.com"}})
+	app, ok := created2.(*ogenclient.Application)
+	if err != nil || !ok {
+		t.Fatalf("POST /v2/applications: %T %+v, %v", created2, created2, err)
+	}
+	for _, tc := range []struct {
+		typ    ogenclient.TaskCreateType
+		params ogenclient.TaskCreateParameters
+	}{
+		{ogenclient.TaskCreateTypeStart, nil},
+		{ogenclient.TaskCreateTypeEnterMaintenance, ogenclient.TaskCreateParameters{"maximum_duration": []byte("3600")}},
+	} {
+		req := &ogenclient.TaskCreate{Type: tc.typ, Target: ogenclient.NewOptTaskCreateTarget(ogenclient.NewStringTaskCreateTarget(app.Href))}
+		if tc.params != nil {
+			req.Parameters = ogenclient.NewOptTaskCreateParameters(tc.params)
+		}
+		res, err := op.PostTasks(ctx, req, ogenclient.PostTasksParams{Wait: ogenclient.NewOptInt(5)})
+		task, ok := res.(*ogenclient.PostTasksOK)
+		if err != nil || !ok || task.State != ogenclient.TaskStateSuccess {
+			t.Fatalf("POST /v2/tasks %s: %T %+v, %v", tc.typ, res, res, err)
+		}
+		if tc.params != nil && string(task.Parameters["maximum_duration"]) != "3600" {
+			t.Errorf("POST /v2/tasks %s: parameters %v, want those sent", tc.typ, task.Parameters)
+		}
+	}
+
+	// A custom log record, every member the contract requires.
+	logged, err := op.PostApplicationsByIdLogs(ctx, ogenclient.NewCustomLogPostApplicationsByIdLogsReq(ogenclient.CustomLog{
+		Created: time.Now().UTC(), Stream: "deploy", Message: "v2 live", Address: "192.0.2.1", Filename: "deploy.log", Hostname: "ci-1",
+	}), ogenclient.PostApplicationsByIdLogsParams{ID: app.ID})
+	if ids, ok := logged.(*ogenclient.PostApplicationsByIdLogsOKApplicationJSON); err != nil || !ok || len(*ids) != 1 {
+		t.Fatalf("POST /v2/applications/{id}/logs: %T %+v, %v", logged, logged, err)
 	}
 
 	gone, err := op.DeleteAccountsByIdServiceUsersByServiceUserId(ctx,
