@@ -34,6 +34,9 @@ type Contract struct {
 	doc     *openapi3.T
 	router  routers.Router
 	schemas *schemas
+	// queryCredential is the query parameter that carries the credential
+	// in place of the bearer header.
+	queryCredential string
 }
 
 // LoadContract reads and validates the document.
@@ -60,7 +63,7 @@ func LoadContract(ctx context.Context) (*Contract, error) {
 	if _, err := schemas.at(errorSchema); err != nil {
 		return nil, fmt.Errorf("the OpenAPI document's Error schema: %w", err)
 	}
-	return &Contract{doc: doc, router: router, schemas: schemas}, nil
+	return &Contract{doc: doc, router: router, schemas: schemas, queryCredential: queryCredentialName(doc)}, nil
 }
 
 // Check returns why a response to req (status, header, body) breaks the
@@ -232,18 +235,26 @@ func (c *Contract) CheckRequest(ctx context.Context, req *http.Request, body []b
 	r := req.Clone(ctx)
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	return openapi3filter.ValidateRequest(ctx, &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route,
-		Options: &openapi3filter.Options{MultiError: true, RejectWhenRequestBodyNotSpecified: true, AuthenticationFunc: credential}})
+		Options: &openapi3filter.Options{MultiError: true, RejectWhenRequestBodyNotSpecified: true, AuthenticationFunc: c.credential}})
 }
 
 // credential checks that the request carries the credential a security
-// scheme of the operation names (the authorizer checks its value).
-func credential(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+// scheme of the operation names (the authorizer checks its value). The
+// document requires the bearer header alone, so that generated clients
+// send it and nothing else; the query credential, which the server takes
+// in its place (docs/api.md#credentials), is a scheme the document lists
+// outside its requirements, and satisfies the bearer requirement here.
+func (c *Contract) credential(_ context.Context, in *openapi3filter.AuthenticationInput) error {
 	r := in.RequestValidationInput.Request
 	switch s := in.SecurityScheme; {
 	case s.Type == "http" && strings.EqualFold(s.Scheme, "bearer"):
-		if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
-			return errors.New("no Authorization: Bearer header")
+		if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+			return nil
 		}
+		if c.queryCredential != "" && r.URL.Query().Has(c.queryCredential) {
+			return nil
+		}
+		return errors.New("no Authorization: Bearer header (nor the query credential)")
 	case s.Type == "apiKey" && s.In == "query":
 		if !r.URL.Query().Has(s.Name) {
 			return fmt.Errorf("no %s query parameter", s.Name)
@@ -252,6 +263,20 @@ func credential(_ context.Context, in *openapi3filter.AuthenticationInput) error
 		return fmt.Errorf("security scheme %s: not checked here", in.SecuritySchemeName)
 	}
 	return nil
+}
+
+// queryCredentialName is the query parameter of the document's apiKey
+// scheme in the query, or "" when it has none.
+func queryCredentialName(doc *openapi3.T) string {
+	if doc.Components == nil {
+		return ""
+	}
+	for _, s := range doc.Components.SecuritySchemes {
+		if s.Value != nil && s.Value.Type == "apiKey" && s.Value.In == "query" {
+			return s.Value.Name
+		}
+	}
+	return ""
 }
 
 // registerBinaryDecoders lets kin-openapi read the request bodies the

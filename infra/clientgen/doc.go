@@ -1,0 +1,9 @@
+// Package clientgen checks that the API's contract (shared/openapi, served
+// at GET /v2/openapi.json) is one that mainstream client generators take
+// whole: ogen and oapi-codegen, at the versions pinned by the tools module
+// (infra/clientgen/tools), generate a client for every operation of the
+// document as served, without a warning, and the code they generate
+// compiles. The generators and what they generate are test-only: they
+// live in a module of their own, which nothing of the service imports.
+// docs/api.md, "API description".
+package clientgen
