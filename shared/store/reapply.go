@@ -48,6 +48,25 @@ func Reapply(ctx context.Context, change func(ctx context.Context) error) error 
 	return reapply(ctx, reapplyPolicy, change)
 }
 
+// ErrStale is ErrChanged answered to a request with a precondition: the
+// state it named is gone (412). Match it by its Code.
+var ErrStale = &domain.Error{Code: domain.Precondition, Message: "the resource changed since the version If-Match names: read it again and retry on the current version"}
+
+// ReapplyIf is Reapply for a request without a precondition (pinned
+// false). A pinned request (If-Match) names the state its change is based
+// on: change runs once, and a lost race is ErrStale, never a re-apply on a
+// state the client has not seen.
+func ReapplyIf(ctx context.Context, pinned bool, change func(ctx context.Context) error) error {
+	if !pinned {
+		return Reapply(ctx, change)
+	}
+	err := change(ctx)
+	if errors.Is(err, ErrChanged) {
+		return &domain.Error{Code: ErrStale.Code, Message: ErrStale.Message, Err: err}
+	}
+	return err
+}
+
 // answerReserve is the time a request keeps after its last attempt to
 // answer. A function still running at its deadline has failed (Lambda's
 // "Task timed out", a 500), so an attempt that contention or throttling
