@@ -21,8 +21,12 @@ import (
 // never share a tag; the version ends it, so that every change changes it.
 // Items written before their kind had a version are version 0.
 func ETag(kind, id string, version int) string {
+	return `"` + tagPrefix(kind, id) + strconv.Itoa(version) + `"`
+}
+
+func tagPrefix(kind, id string) string {
 	h := sha256.Sum256([]byte(kind + "/" + id))
-	return `"` + hex.EncodeToString(h[:9]) + "-" + strconv.Itoa(version) + `"`
+	return hex.EncodeToString(h[:9]) + "-"
 }
 
 // Tagged is a resource body with its entity tag: Handle sends the tag as
@@ -67,6 +71,48 @@ func (p Precondition) Check(etag string) error {
 		}
 	}
 	return domain.Errorf(domain.Precondition, "the resource changed since the version If-Match names (its ETag is now %s): read it again and retry on the current version", etag)
+}
+
+// Versions are the versions of kind/id the precondition names, for a
+// write that conditions on the version without reading the item first
+// (a delete). anyTag is If-Match "*". No version and not anyTag means no
+// tag names this resource at all: the precondition fails whatever its
+// state.
+func (p Precondition) Versions(kind, id string) (versions []int, anyTag bool) {
+	if p.any {
+		return nil, true
+	}
+	prefix := tagPrefix(kind, id)
+	for _, t := range p.tags {
+		rest, ok := strings.CutPrefix(strings.Trim(t, `"`), prefix)
+		if !ok || strings.HasPrefix(t, "W/") {
+			continue
+		}
+		if v, err := strconv.Atoi(rest); err == nil && v >= 0 {
+			versions = append(versions, v)
+		}
+	}
+	return versions, false
+}
+
+// WriteVersions are the versions a write without a read of its own (a
+// delete) conditions on: none when there is no precondition or it is "*"
+// (the write's usual existence check is then all), else the versions of
+// the resource the If-Match names, under any of the ids its tags may be
+// made from; naming none of them is the 412 at once.
+func (p Precondition) WriteVersions(kind string, ids ...string) ([]int, error) {
+	if !p.set || p.any {
+		return nil, nil
+	}
+	var all []int
+	for _, id := range ids {
+		v, _ := p.Versions(kind, id)
+		all = append(all, v...)
+	}
+	if len(all) == 0 {
+		return nil, domain.Errorf(domain.Precondition, "If-Match names no version of this resource: send the ETag of its last GET")
+	}
+	return all, nil
 }
 
 // matchesWeak is If-None-Match's comparison: weak, "*" matching any.

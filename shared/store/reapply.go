@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/domain"
 	"cads/shared/retry"
@@ -107,4 +110,27 @@ func reapply(ctx context.Context, p retry.Policy, change func(ctx context.Contex
 			return werr
 		}
 	}
+}
+
+// atVersions extends a write's condition cond (with its values vals) so
+// that it holds only at one of versions, the ones a request's If-Match
+// names; version 0 is also an item written before its kind had a
+// version. No versions leaves cond as it is.
+func atVersions(cond string, vals map[string]types.AttributeValue, versions []int) (string, map[string]types.AttributeValue) {
+	if len(versions) == 0 {
+		return cond, vals
+	}
+	if vals == nil {
+		vals = map[string]types.AttributeValue{}
+	}
+	alts := make([]string, 0, len(versions))
+	for i, v := range versions {
+		name := fmt.Sprintf(":ifv%d", i)
+		vals[name] = avNum(int64(v))
+		alts = append(alts, "version = "+name)
+		if v == 0 {
+			alts = append(alts, "attribute_not_exists(version)")
+		}
+	}
+	return cond + " AND (" + strings.Join(alts, " OR ") + ")", vals
 }
