@@ -81,6 +81,25 @@ func TestConditionalRequests(t *testing.T) {
 			map[string]any{"name": "Block more bots"}, "name"},
 		{"application", "/v2/applications", map[string]any{"name": "Second shop", "aliases": []string{"etag2.example.com"}}, map[string]any{"name": "Renamed shop"}, "name"},
 	}
+	t.Run("account", func(t *testing.T) {
+		created := must(t, 200, "POST", "/v2/accounts", map[string]any{"name": "Tagged account"}, nil)
+		href := created.Body["href"].(string)
+		v1 := must(t, 200, "GET", href, nil, nil)
+		if v1.ETag == "" || v1.ETag != created.ETag {
+			t.Fatalf("GET ETag %q, the create answered %q", v1.ETag, created.ETag)
+		}
+		must(t, 304, "GET", href, nil, map[string]string{"If-None-Match": v1.ETag})
+		v2 := must(t, 200, "PATCH", href, map[string]any{"keyword": "tagged-one"}, map[string]string{"If-Match": v1.ETag})
+		if v2.ETag == v1.ETag || v2.ETag == "" {
+			t.Fatalf("PATCH ETag %q, before it %q: must change", v2.ETag, v1.ETag)
+		}
+		if r := c.doIf("PATCH", href, op, map[string]any{"keyword": "tagged-two"}, map[string]string{"If-Match": v1.ETag}); r.Status != 412 || r.errorType(t) != "precondition_failed" {
+			t.Fatalf("PATCH with a stale If-Match: %d %s", r.Status, r.Raw)
+		}
+		if now := must(t, 200, "GET", href, nil, nil); now.Body["keyword"] != "tagged-one" || now.ETag != v2.ETag {
+			t.Errorf("after the refused PATCH: %s (ETag %q, want %q)", now.Raw, now.ETag, v2.ETag)
+		}
+	})
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			created := must(t, 200, "POST", k.collection, k.create, nil)
