@@ -100,6 +100,25 @@ func TestConditionalRequests(t *testing.T) {
 			t.Errorf("after the refused PATCH: %s (ETag %q, want %q)", now.Raw, now.ETag, v2.ETag)
 		}
 	})
+	// A metric prototype never changes: its tag is fixed, and a DELETE
+	// naming another tag changes nothing.
+	t.Run("metric prototype", func(t *testing.T) {
+		created := must(t, 200, "POST", "/v2/metric-prototypes", map[string]any{"default_name": "tagged_pages", "expression": "count()", "log_type": "proxy-logs"}, nil)
+		href := created.Body["href"].(string)
+		v := must(t, 200, "GET", href, nil, nil)
+		if v.ETag == "" || v.ETag != created.ETag {
+			t.Fatalf("GET ETag %q, the create answered %q", v.ETag, created.ETag)
+		}
+		must(t, 304, "GET", href, nil, map[string]string{"If-None-Match": v.ETag})
+		if r := c.doIf("DELETE", href, op, nil, map[string]string{"If-Match": role}); r.Status != 400 {
+			t.Errorf("DELETE with an If-Match that is no tag: %d %s", r.Status, r.Raw)
+		}
+		if r := c.doIf("DELETE", href, op, nil, map[string]string{"If-Match": created.ETag[:len(created.ETag)-2] + `1"`}); r.Status != 412 || r.errorType(t) != "precondition_failed" {
+			t.Fatalf("DELETE with another version's tag: %d %s", r.Status, r.Raw)
+		}
+		must(t, 200, "GET", href, nil, nil)
+		must(t, 200, "DELETE", href, nil, map[string]string{"If-Match": v.ETag})
+	})
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			created := must(t, 200, "POST", k.collection, k.create, nil)
