@@ -3,8 +3,10 @@ package local_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"testing"
 )
 
@@ -174,6 +176,32 @@ func TestConditionalRequests(t *testing.T) {
 		}
 		if now := must(t, 200, "GET", role, nil, nil); now.Body["description"] != "first" || now.ETag != first.ETag {
 			t.Errorf("the role after both: %s (ETag %q, want %q)", now.Raw, now.ETag, first.ETag)
+		}
+		// Many at once from the same read: the version is checked by the
+		// write's own condition, so exactly one wins, however they
+		// interleave.
+		base := must(t, 200, "GET", role, nil, nil)
+		const racers = 6
+		statuses := make([]int, racers)
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Go(func() {
+				statuses[i] = c.doIf("PATCH", role, op, map[string]any{"description": fmt.Sprintf("racer %d", i)}, map[string]string{"If-Match": base.ETag}).Status
+			})
+		}
+		wg.Wait()
+		won := 0
+		for _, st := range statuses {
+			switch st {
+			case 200:
+				won++
+			case 412:
+			default:
+				t.Errorf("a racing PATCH answered %d", st)
+			}
+		}
+		if won != 1 {
+			t.Errorf("%d racing PATCHes from one read won (%v), want exactly 1", won, statuses)
 		}
 		// Without If-Match a write still applies to the current state.
 		must(t, 200, "PATCH", role, map[string]any{"description": "third"}, nil)
