@@ -74,6 +74,8 @@ func errorType(status int) string {
 		return "method_not_allowed"
 	case 409:
 		return "conflict"
+	case 412:
+		return "precondition_failed"
 	case 413:
 		return "payload_too_large"
 	case 415:

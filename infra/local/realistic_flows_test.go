@@ -102,8 +102,8 @@ func TestFlowsOnRealisticDynamoDB(t *testing.T) {
 				t.Fatalf("switching in right after the invitation was deleted: %d %s; want a refusal", r.Status, r.Raw)
 			}
 
-			// Eight clients PATCHing one account, one role and one
-			// application at once: every PATCH 200 (a lost race is read
+			// Eight clients PATCHing one account at once, then one role,
+			// then one application: every PATCH 200 (a lost race is read
 			// again and re-applied), and the stored value is one client's
 			// last write (each client's own writes are sequential).
 			role := must(200, "POST", "/v2/accounts/"+root+"/roles", op, map[string]any{"name": "Realistic role"}).Body["href"].(string)
@@ -115,7 +115,7 @@ func TestFlowsOnRealisticDynamoDB(t *testing.T) {
 				{app, "name", "Race "},
 			}
 			var wg sync.WaitGroup
-			for _, tg := range targets {
+			for _, tg := range targets { // one item at a time (TestConcurrentPatchesAllApply says why)
 				for cl := range clients {
 					wg.Go(func() {
 						for n := range patches {
@@ -126,8 +126,8 @@ func TestFlowsOnRealisticDynamoDB(t *testing.T) {
 						}
 					})
 				}
+				wg.Wait()
 			}
-			wg.Wait()
 			for _, tg := range targets {
 				got := fmt.Sprint(must(200, "GET", tg.path, op, nil).Body[tg.field])
 				var last []string

@@ -214,7 +214,7 @@ func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, e
 	if err := h.st.CreateSubAccount(r.Context(), a, roles); err != nil {
 		return 0, nil, domain.IfNotFound(err, "account %s no longer exists", accountHref(p.AccountID))
 	}
-	return http.StatusOK, accountOut(a), nil
+	return http.StatusOK, accountTagged(a), nil
 }
 
 // accountName validates a name. It is stored in Unicode NFC, as typed
@@ -359,7 +359,18 @@ func (h *handler) getAccount(r *http.Request, _ apigw.Principal) (int, any, erro
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no account %s", accountHref(id))
 	}
-	return http.StatusOK, accountOut(a), nil
+	return http.StatusOK, accountTagged(a), nil
+}
+
+// accountTagged is an account's body with its ETag. An account's version
+// is its `updated`: every change sets it, and the store's writes are
+// conditional on it (UpdateAccount), so it needs no counter of its own.
+func accountTagged(a domain.AccountRecord) *apigw.Tagged {
+	return apigw.WithETag(accountOut(a), accountETag(a))
+}
+
+func accountETag(a domain.AccountRecord) string {
+	return apigw.ETag("account", a.ID+"@"+a.Updated.UTC().Format(time.RFC3339Nano), 0)
 }
 
 // ---------------------------------------------------------------- patch
@@ -439,14 +450,19 @@ func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, er
 	var next domain.AccountRecord
 	fresh := true // prev was just read
 	// Without a precondition the change applies to the account as it is
-	// when written: a lost race reads it again.
-	err = store.Reapply(r.Context(), func(ctx context.Context) error {
+	// when written: a lost race reads it again. With one (If-Match) it
+	// applies once, to the account the precondition names.
+	pre := apigw.IfMatch(r)
+	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
 		if !fresh {
 			if prev, err = h.st.GetAccountRecord(ctx, id); err != nil {
 				return domain.IfNotFound(err, "no account %s", accountHref(id))
 			}
 		}
 		fresh = false
+		if err := pre.Check(accountETag(prev)); err != nil {
+			return err
+		}
 		if prev.Deleting != nil {
 			return domain.Errorf(domain.Conflict, "account %s is being deleted", accountHref(id))
 		}
@@ -469,7 +485,7 @@ func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, accountOut(next), nil
+	return http.StatusOK, accountTagged(next), nil
 }
 
 // ---------------------------------------------------------------- delete

@@ -37,7 +37,7 @@ type Store interface {
 	ListEntitlements(ctx context.Context, account string) ([]domain.Entitlement, error)
 	PageEntitlements(ctx context.Context, account, after string, desc bool, n int) ([]domain.Entitlement, []string, bool, error)
 	PutEntitlement(ctx context.Context, e domain.Entitlement) error
-	DeleteEntitlement(ctx context.Context, account, id string) (domain.Entitlement, error)
+	DeleteEntitlement(ctx context.Context, account, id string, versions ...int) (domain.Entitlement, error)
 
 	LoadBilling(ctx context.Context, account string) (domain.Billing, error)
 	CloseInvoices(ctx context.Context, invs []domain.Invoice) ([]domain.Invoice, error)

@@ -2,6 +2,7 @@ package accounts
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -182,7 +183,7 @@ func (h *handler) createEntitlement(r *http.Request, _ apigw.Principal) (int, an
 	if err := h.st.CreateEntitlement(r.Context(), e); err != nil {
 		return 0, nil, domain.IfNotFound(err, "no account %s", accountHref(id))
 	}
-	return http.StatusOK, entitlementOut(e, now), nil
+	return http.StatusOK, entitlementTagged(e, now), nil
 }
 
 // applyEntitlement validates the fields of in that are set and applies
@@ -259,7 +260,21 @@ func (h *handler) getEntitlement(r *http.Request, _ apigw.Principal) (int, any, 
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
 	}
-	return http.StatusOK, entitlementOut(e, h.st.Now()), nil
+	return http.StatusOK, entitlementTagged(e, h.st.Now()), nil
+}
+
+// entitlementTagged is an entitlement's body with its ETag. Whether it is
+// active changes with time, not with a write, so it is part of the tag:
+// a strong tag names one body.
+func entitlementTagged(e domain.Entitlement, now time.Time) *apigw.Tagged {
+	return apigw.WithETag(entitlementOut(e, now), apigw.ETag("entitlement", entitlementTagID(e.Account, e.ID, e.ActiveAt(now)), e.Version))
+}
+
+func entitlementTagID(account, id string, active bool) string {
+	if active {
+		return account + "/" + id + "/active"
+	}
+	return account + "/" + id
 }
 
 func (h *handler) patchEntitlement(r *http.Request, _ apigw.Principal) (int, any, error) {
@@ -275,10 +290,14 @@ func (h *handler) patchEntitlement(r *http.Request, _ apigw.Principal) (int, any
 		return 0, nil, apigw.BadRequest("nothing to change: the body may set plan_id, quantity, period, unit_price, started and expiry")
 	}
 	var next domain.Entitlement
-	err = store.Reapply(r.Context(), func(ctx context.Context) error {
+	pre := apigw.IfMatch(r)
+	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
 		prev, err := h.st.GetEntitlement(ctx, id, eid)
 		if err != nil {
 			return domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
+		}
+		if err := pre.Check(entitlementTagged(prev, h.st.Now()).ETag); err != nil {
+			return err
 		}
 		if next, err = applyEntitlement(prev, in); err != nil {
 			return err
@@ -289,7 +308,7 @@ func (h *handler) patchEntitlement(r *http.Request, _ apigw.Principal) (int, any
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, entitlementOut(next, next.Updated), nil
+	return http.StatusOK, entitlementTagged(next, next.Updated), nil
 }
 
 // deleteEntitlement deletes an entitlement of the account named by the
@@ -299,7 +318,14 @@ func (h *handler) deleteEntitlement(r *http.Request, _ apigw.Principal) (int, an
 	if err != nil {
 		return 0, nil, err
 	}
-	e, err := h.st.DeleteEntitlement(r.Context(), id, eid)
+	versions, err := apigw.IfMatch(r).WriteVersions("entitlement", entitlementTagID(id, eid, true), entitlementTagID(id, eid, false))
+	if err != nil {
+		return 0, nil, err
+	}
+	e, err := h.st.DeleteEntitlement(r.Context(), id, eid, versions...)
+	if errors.Is(err, store.ErrChanged) {
+		return 0, nil, store.ErrStale
+	}
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
 	}

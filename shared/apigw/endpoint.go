@@ -62,10 +62,27 @@ func handle(log *slog.Logger, e Endpoint, inAccount bool) http.HandlerFunc {
 			WriteError(r.Context(), log, w, err)
 			return
 		}
+		if err := checkConditionHeaders(r); err != nil {
+			WriteError(r.Context(), log, w, err)
+			return
+		}
 		status, body, err := e(r, p)
 		if err != nil {
 			WriteError(r.Context(), log, w, err)
 			return
+		}
+		if t, ok := body.(*Tagged); ok {
+			body = t.Body
+			if status < 300 {
+				answered, err := writeTagged(w, r, t)
+				if err != nil {
+					WriteError(r.Context(), log, w, err)
+					return
+				}
+				if answered {
+					return
+				}
+			}
 		}
 		if b, ok := body.(*Binary); ok {
 			w.Header().Set("Content-Type", b.ContentType)

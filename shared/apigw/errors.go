@@ -22,6 +22,7 @@ var statuses = map[string]struct {
 	domain.Forbidden:    {http.StatusForbidden, "forbidden"},
 	domain.NotFound:     {http.StatusNotFound, "not_found"},
 	domain.Conflict:     {http.StatusConflict, "conflict"},
+	domain.Precondition: {http.StatusPreconditionFailed, "precondition_failed"},
 	domain.TooLarge:     {http.StatusRequestEntityTooLarge, "payload_too_large"},
 	domain.Unsupported:  {http.StatusUnsupportedMediaType, "unsupported_media_type"},
 	domain.Throttled:    {http.StatusTooManyRequests, "too_many_requests"},

@@ -237,7 +237,12 @@ func (h *handler) createAction(r *http.Request, p apigw.Principal) (int, any, er
 	if err := h.st.CreateAction(r.Context(), p.AccountID, a); err != nil {
 		return 0, nil, domain.IfNotFound(err, "no application %q", app)
 	}
-	return http.StatusOK, actionOut(a), nil
+	return http.StatusOK, actionTagged(a), nil
+}
+
+// actionTagged is an action's body with its ETag.
+func actionTagged(a domain.Action) *apigw.Tagged {
+	return apigw.WithETag(actionOut(a), apigw.ETag("action", a.App+"/"+a.ID, a.Version))
 }
 
 func (h *handler) getAction(r *http.Request, p apigw.Principal) (int, any, error) {
@@ -249,7 +254,7 @@ func (h *handler) getAction(r *http.Request, p apigw.Principal) (int, any, error
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no action %q in application %s", id, app)
 	}
-	return http.StatusOK, actionOut(a), nil
+	return http.StatusOK, actionTagged(a), nil
 }
 
 // patchAction is PATCH with a merge patch of the writable fields; null
@@ -265,10 +270,14 @@ func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, err
 		return 0, nil, err
 	}
 	var next domain.Action
-	err = store.Reapply(r.Context(), func(ctx context.Context) error {
+	pre := apigw.IfMatch(r)
+	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
 		cur, err := h.st.GetAction(ctx, p.AccountID, app, id)
 		if err != nil {
 			return domain.IfNotFound(err, "no action %q in application %s", id, app)
+		}
+		if err := pre.Check(actionTagged(cur).ETag); err != nil {
+			return err
 		}
 		if next, err = patchAction(cur, maps.Clone(body.Fields())); err != nil {
 			return err
@@ -279,7 +288,7 @@ func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, err
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, actionOut(next), nil
+	return http.StatusOK, actionTagged(next), nil
 }
 
 // patchAction applies a merge patch's top-level fields (which it may
@@ -321,9 +330,13 @@ func (h *handler) deleteAction(r *http.Request, p apigw.Principal) (int, any, er
 		return 0, nil, err
 	}
 	var cur domain.Action
-	err = store.Reapply(r.Context(), func(ctx context.Context) error {
+	pre := apigw.IfMatch(r)
+	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
 		if cur, err = h.st.GetAction(ctx, p.AccountID, app, id); err != nil {
 			return domain.IfNotFound(err, "no action %q in application %s", id, app)
+		}
+		if err := pre.Check(actionTagged(cur).ETag); err != nil {
+			return err
 		}
 		return domain.IfNotFound(h.st.DeleteAction(ctx, p.AccountID, app, id, cur.Version), "no action %q in application %s", id, app)
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -103,8 +104,27 @@ func (h *handler) createApp(r *http.Request, p apigw.Principal) (int, any, error
 	if err := h.st.CreateApplication(r.Context(), a, q); err != nil {
 		return 0, nil, domain.IfNotFound(err, "no account %q", p.AccountID)
 	}
-	out, err := appOut(a, now)
+	out, err := appTagged(a, now)
 	return http.StatusOK, out, err
+}
+
+// appTagged is an application's body with its ETag. Its version counts
+// configuration changes only; its state and the aliases its certificate
+// covers now change the body too, so they are part of the tag.
+func appTagged(a domain.Application, now time.Time) (*apigw.Tagged, error) {
+	out, err := appOut(a, now)
+	if err != nil {
+		return nil, err
+	}
+	return apigw.WithETag(out, appETag(a, out)), nil
+}
+
+func appETag(a domain.Application, out Application) string {
+	covered := ""
+	if out.Configuration.TLS != nil {
+		covered = fmt.Sprint(out.Configuration.TLS.CoveredAliases)
+	}
+	return apigw.ETag("application", a.ID+"/"+a.State+"/"+covered, a.Version)
 }
 
 func (h *handler) getApp(r *http.Request, p apigw.Principal) (int, any, error) {
@@ -116,7 +136,7 @@ func (h *handler) getApp(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no application %q", id)
 	}
-	out, err := appOut(a, h.st.Now())
+	out, err := appTagged(a, h.st.Now())
 	return http.StatusOK, out, err
 }
 
@@ -125,7 +145,18 @@ func (h *handler) deleteApp(r *http.Request, p apigw.Principal) (int, any, error
 	if err != nil {
 		return 0, nil, err
 	}
-	a, err := h.st.DeleteApplication(r.Context(), p.AccountID, id)
+	pre := apigw.IfMatch(r)
+	var a domain.Application
+	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) (err error) {
+		a, err = h.st.DeleteApplication(ctx, p.AccountID, id, func(cur domain.Application) error {
+			out, err := appOut(cur, h.st.Now())
+			if err != nil {
+				return err
+			}
+			return pre.Check(appETag(cur, out))
+		})
+		return err
+	})
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no application %q", id)
 	}
@@ -204,7 +235,8 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 		status int
 		out    any
 	)
-	err = store.Reapply(r.Context(), func(ctx context.Context) error {
+	pre := apigw.IfMatch(r)
+	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
 		a, err := h.st.GetApplication(ctx, p.AccountID, id)
 		if err != nil {
 			return domain.IfNotFound(err, "no application %q", id)
@@ -212,6 +244,9 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 		now := h.st.Now()
 		cur, err := appOut(a, now)
 		if err != nil {
+			return err
+		}
+		if err := pre.Check(appETag(a, cur)); err != nil {
 			return err
 		}
 		doc, err := json.Marshal(cur)
@@ -228,7 +263,7 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 		}
 		changed := appconfig.Changed(cur.Configuration, next)
 		if len(changed) == 0 {
-			status, out = http.StatusOK, cur
+			status, out = http.StatusOK, apigw.WithETag(cur, appETag(a, cur))
 			return nil
 		}
 		if appconfig.OnlyDescriptive(changed) {
@@ -237,7 +272,7 @@ func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error)
 				return domain.IfNotFound(err, "no application %q", id)
 			}
 			status = http.StatusOK
-			out, err = appOut(upd, now)
+			out, err = appTagged(upd, now)
 			return err
 		}
 		if err := h.checkAliases(ctx, id, cur.Aliases, next.Aliases); err != nil {

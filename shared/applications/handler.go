@@ -24,7 +24,7 @@ type Store interface {
 	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
 	PageApplications(ctx context.Context, account, after string, desc bool, n int) ([]domain.Application, []string, bool, error)
 	UpdateApplicationConfig(ctx context.Context, account, id string, from int, config string) (domain.Application, error)
-	DeleteApplication(ctx context.Context, account, id string) (domain.Application, error)
+	DeleteApplication(ctx context.Context, account, id string, pre ...func(domain.Application) error) (domain.Application, error)
 	AliasOwners(ctx context.Context, aliases []string) (map[string]string, error)
 
 	CreateAction(ctx context.Context, account string, a domain.Action) error

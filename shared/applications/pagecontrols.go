@@ -205,7 +205,17 @@ func (h *handler) createPageControl(r *http.Request, p apigw.Principal) (int, an
 	if err := h.st.CreatePageControl(r.Context(), p.AccountID, pc); err != nil {
 		return 0, nil, domain.IfNotFound(err, "no application %q", app)
 	}
-	return http.StatusOK, pageControlOut(domain.PageControlVersions{Current: pc}), nil
+	return http.StatusOK, pageControlTagged(domain.PageControlVersions{Current: pc}), nil
+}
+
+// pageControlTagged is a page control's body with its ETag: the body's
+// history grows with the current version, so that version is enough.
+func pageControlTagged(v domain.PageControlVersions) *apigw.Tagged {
+	return apigw.WithETag(pageControlOut(v), pageControlETag(v.Current))
+}
+
+func pageControlETag(pc domain.PageControl) string {
+	return apigw.ETag("pagecontrol", pc.App+"/"+strconv.Itoa(pc.ID), pc.Version)
 }
 
 func (h *handler) getPageControl(r *http.Request, p apigw.Principal) (int, any, error) {
@@ -217,7 +227,7 @@ func (h *handler) getPageControl(r *http.Request, p apigw.Principal) (int, any, 
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no page control %d in application %s", id, app)
 	}
-	return http.StatusOK, pageControlOut(v), nil
+	return http.StatusOK, pageControlTagged(v), nil
 }
 
 // patchPageControl applies a merge patch to the control's configuration;
@@ -232,9 +242,13 @@ func (h *handler) patchPageControl(r *http.Request, p apigw.Principal) (int, any
 		return 0, nil, err
 	}
 	var v domain.PageControlVersions
-	err = store.Reapply(r.Context(), func(ctx context.Context) error {
+	pre := apigw.IfMatch(r)
+	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
 		if v, err = h.st.GetPageControl(ctx, p.AccountID, app, id); err != nil {
 			return domain.IfNotFound(err, "no page control %d in application %s", id, app)
+		}
+		if err := pre.Check(pageControlETag(v.Current)); err != nil {
+			return err
 		}
 		cur := v.Current
 		next, changed, err := patchPageControl(cur, maps.Clone(body.Fields()))
@@ -252,7 +266,7 @@ func (h *handler) patchPageControl(r *http.Request, p apigw.Principal) (int, any
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, pageControlOut(v), nil
+	return http.StatusOK, pageControlTagged(v), nil
 }
 
 func patchPageControl(cur domain.PageControl, top map[string]json.RawMessage) (domain.PageControl, bool, error) {
@@ -303,9 +317,13 @@ func (h *handler) deletePageControl(r *http.Request, p apigw.Principal) (int, an
 		return 0, nil, err
 	}
 	var v domain.PageControlVersions
-	err = store.Reapply(r.Context(), func(ctx context.Context) error {
+	pre := apigw.IfMatch(r)
+	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
 		if v, err = h.st.GetPageControl(ctx, p.AccountID, app, id); err != nil {
 			return domain.IfNotFound(err, "no page control %d in application %s", id, app)
+		}
+		if err := pre.Check(pageControlETag(v.Current)); err != nil {
+			return err
 		}
 		return domain.IfNotFound(h.st.DeletePageControl(ctx, p.AccountID, v), "no page control %d in application %s", id, app)
 	})

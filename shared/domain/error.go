@@ -22,6 +22,7 @@ const (
 	Forbidden    = "forbidden"    // the credential may not do this
 	NotFound     = "not_found"    // the resource does not exist
 	Conflict     = "conflict"     // the resource's state or a name's owner refuses it
+	Precondition = "precondition" // the resource is not in the state the request names (If-Match)
 	TooLarge     = "too_large"    // the request or a resource would exceed a size limit
 	Unsupported  = "unsupported"  // the body's media type is not one the operation takes
 	Throttled    = "throttled"    // a dependency is busy; retry shortly

@@ -104,7 +104,12 @@ func (h *handler) getGroup(r *http.Request, _ apigw.Principal) (int, any, error)
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no group %q in account %s", id, acct)
 	}
-	return http.StatusOK, groupOut(g), nil
+	return http.StatusOK, groupTagged(g), nil
+}
+
+// groupTagged is a group's body with its ETag.
+func groupTagged(g domain.Group) *apigw.Tagged {
+	return apigw.WithETag(groupOut(g), apigw.ETag("group", g.AccountID+"/"+g.ID, g.Version))
 }
 
 func (h *handler) createGroup(r *http.Request, _ apigw.Principal) (int, any, error) {
@@ -125,7 +130,7 @@ func (h *handler) createGroup(r *http.Request, _ apigw.Principal) (int, any, err
 	if err := h.st.CreateGroup(r.Context(), g); err != nil {
 		return 0, nil, missingRole(domain.IfNotFound(err, "no account %s", acct), acct)
 	}
-	return http.StatusOK, groupOut(g), nil
+	return http.StatusOK, groupTagged(g), nil
 }
 
 // patchGroup edits a group like patchRole edits a role. Its members hold
@@ -140,10 +145,14 @@ func (h *handler) patchGroup(r *http.Request, _ apigw.Principal) (int, any, erro
 		return 0, nil, err
 	}
 	var g domain.Group
-	err = store.Reapply(r.Context(), func(ctx context.Context) error {
+	pre := apigw.IfMatch(r)
+	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
 		prev, err := h.st.GetGroup(ctx, acct, id)
 		if err != nil {
 			return domain.IfNotFound(err, "no group %q in account %s", id, acct)
+		}
+		if err := pre.Check(groupTagged(prev).ETag); err != nil {
+			return err
 		}
 		var in groupDoc
 		if err := applyPatch(body, mustJSON(docOfGroup(prev)), &in, groupReadOnly...); err != nil {
@@ -158,7 +167,7 @@ func (h *handler) patchGroup(r *http.Request, _ apigw.Principal) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, groupOut(g), nil
+	return http.StatusOK, groupTagged(g), nil
 }
 
 // deleteGroup deletes a group of the account the caller is authenticated
@@ -171,7 +180,12 @@ func (h *handler) deleteGroup(r *http.Request, p apigw.Principal) (int, any, err
 	if acct != p.AccountID {
 		return 0, nil, domain.Errorf(domain.Forbidden, "a group can be deleted only from the account it belongs to: authenticate into account %s (POST /v2/users/self/authorization) to delete its groups", acct)
 	}
-	g, err := h.st.DeleteGroup(r.Context(), acct, id)
+	pre := apigw.IfMatch(r)
+	var g domain.Group
+	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) (err error) {
+		g, err = h.st.DeleteGroup(ctx, acct, id, func(cur domain.Group) error { return pre.Check(groupTagged(cur).ETag) })
+		return err
+	})
 	var ce *store.CleanupError
 	if err != nil && !errors.As(err, &ce) {
 		return 0, nil, domain.IfNotFound(err, "no group %q in account %s", id, acct)

@@ -34,7 +34,7 @@ type Store interface {
 	GetRole(ctx context.Context, account, id string) (domain.Role, error)
 	CreateRole(ctx context.Context, r domain.Role) error
 	PutRole(ctx context.Context, r domain.Role) error
-	DeleteRole(ctx context.Context, account, id string) (domain.Role, error)
+	DeleteRole(ctx context.Context, account, id string, pre ...func(domain.Role) error) (domain.Role, error)
 
 	GetGroup(ctx context.Context, account, id string) (domain.Group, error)
 	PageRoles(ctx context.Context, account, after string, desc bool, n int) ([]domain.Role, []string, bool, error)
@@ -43,7 +43,7 @@ type Store interface {
 	PageHeldGroups(ctx context.Context, principal, after string, desc bool, n int) ([]domain.Group, []string, bool, error)
 	CreateGroup(ctx context.Context, g domain.Group) error
 	PutGroup(ctx context.Context, g domain.Group) error
-	DeleteGroup(ctx context.Context, account, id string) (domain.Group, error)
+	DeleteGroup(ctx context.Context, account, id string, pre ...func(domain.Group) error) (domain.Group, error)
 
 	CreateInvitation(ctx context.Context, inv domain.Invitation, m *store.OutboxMarker) error
 	GetInvitation(ctx context.Context, account, kind, id string) (domain.Invitation, error)

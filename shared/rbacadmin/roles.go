@@ -174,7 +174,12 @@ func (h *handler) getRole(r *http.Request, _ apigw.Principal) (int, any, error) 
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no role %q in account %s", id, acct)
 	}
-	return http.StatusOK, roleOut(role), nil
+	return http.StatusOK, roleTagged(role), nil
+}
+
+// roleTagged is a role's body with its ETag.
+func roleTagged(r domain.Role) *apigw.Tagged {
+	return apigw.WithETag(roleOut(r), apigw.ETag("role", r.AccountID+"/"+r.ID, r.Version))
 }
 
 func roleIDs(r *http.Request) (acct, id string, err error) { return memberIDs(r, "role_id", "role") }
@@ -197,7 +202,7 @@ func (h *handler) createRole(r *http.Request, _ apigw.Principal) (int, any, erro
 	if err := h.st.CreateRole(r.Context(), role); err != nil {
 		return 0, nil, domain.IfNotFound(err, "no account %s", acct)
 	}
-	return http.StatusOK, roleOut(role), nil
+	return http.StatusOK, roleTagged(role), nil
 }
 
 // patchRole edits a role with a merge patch or a JSON Patch; the result is
@@ -215,10 +220,14 @@ func (h *handler) patchRole(r *http.Request, _ apigw.Principal) (int, any, error
 		return 0, nil, err
 	}
 	var role domain.Role
-	err = store.Reapply(r.Context(), func(ctx context.Context) error {
+	pre := apigw.IfMatch(r)
+	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
 		prev, err := h.st.GetRole(ctx, acct, id)
 		if err != nil {
 			return domain.IfNotFound(err, "no role %q in account %s", id, acct)
+		}
+		if err := pre.Check(roleTagged(prev).ETag); err != nil {
+			return err
 		}
 		var in roleDoc
 		if err := applyPatch(body, mustJSON(docOfRole(prev)), &in, roleReadOnly...); err != nil {
@@ -233,7 +242,7 @@ func (h *handler) patchRole(r *http.Request, _ apigw.Principal) (int, any, error
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, roleOut(role), nil
+	return http.StatusOK, roleTagged(role), nil
 }
 
 func (h *handler) deleteRole(r *http.Request, _ apigw.Principal) (int, any, error) {
@@ -241,7 +250,12 @@ func (h *handler) deleteRole(r *http.Request, _ apigw.Principal) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
-	role, err := h.st.DeleteRole(r.Context(), acct, id)
+	pre := apigw.IfMatch(r)
+	var role domain.Role
+	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) (err error) {
+		role, err = h.st.DeleteRole(ctx, acct, id, func(cur domain.Role) error { return pre.Check(roleTagged(cur).ETag) })
+		return err
+	})
 	var ce *store.CleanupError
 	if err != nil && !errors.As(err, &ce) {
 		return 0, nil, domain.IfNotFound(err, "no role %q in account %s", id, acct)

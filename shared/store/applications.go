@@ -213,8 +213,10 @@ func (s *Store) endTransition(id, task, to string, restore bool) *types.Update {
 // (or another account's) is domain.ErrNotFound; one in another state a
 // *domain.Error. The children are unreachable once the application item is
 // gone (every read of them checks it), so a failure while deleting them
-// leaves garbage, never a visible half-deleted application.
-func (s *Store) DeleteApplication(ctx context.Context, account, id string) (domain.Application, error) {
+// leaves garbage, never a visible half-deleted application. pre, when
+// given, judges the application as read (a request's If-Match); a change
+// between that read and the delete is then ErrChanged.
+func (s *Store) DeleteApplication(ctx context.Context, account, id string, pre ...func(domain.Application) error) (domain.Application, error) {
 	ctx = withLists(ctx, appPK(id), skApp, appsGSI(account))
 	// Read first: the delete and the account's usage count change in one
 	// transaction, which returns no old item, and the caller answers with
@@ -222,6 +224,11 @@ func (s *Store) DeleteApplication(ctx context.Context, account, id string) (doma
 	a, err := s.GetApplication(ctx, account, id)
 	if err != nil {
 		return domain.Application{}, err
+	}
+	for _, check := range pre {
+		if err := check(a); err != nil {
+			return domain.Application{}, err
+		}
 	}
 	if a.State != domain.AppStopped {
 		return domain.Application{}, notStopped(a)
@@ -241,6 +248,9 @@ func (s *Store) DeleteApplication(ctx context.Context, account, id string) (doma
 			":acct": avStr(account), ":stopped": avStr(domain.AppStopped), ":v": avNum(int64(a.Version)),
 		},
 	}}, s.usageOp(account, domain.Quota{Kind: domain.ResourceApplications}, -1)}, claims...))
+	if txConditionFailedAt(err, 0) && len(pre) > 0 {
+		return domain.Application{}, ErrChanged
+	}
 	if txConditionFailedAt(err, 0) {
 		// Changed since it was read: say what it is now.
 		cur, gerr := s.GetApplication(ctx, account, id)

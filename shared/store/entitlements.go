@@ -107,14 +107,21 @@ func (s *Store) PutEntitlement(ctx context.Context, e domain.Entitlement) error 
 }
 
 // DeleteEntitlement deletes one entitlement of an account and returns it;
-// a missing one (or another account's) is domain.ErrNotFound.
-func (s *Store) DeleteEntitlement(ctx context.Context, account, id string) (domain.Entitlement, error) {
+// a missing one (or another account's) is domain.ErrNotFound. With
+// versions (a request's If-Match), only an entitlement at one of them is
+// deleted: any other state, missing included, is ErrChanged.
+func (s *Store) DeleteEntitlement(ctx context.Context, account, id string, versions ...int) (domain.Entitlement, error) {
+	cond, vals := atVersions("attribute_exists(PK)", nil, versions)
 	res, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:           aws.String(s.table),
-		Key:                 key(accountPK(account), entitlementSK(id)),
-		ConditionExpression: aws.String("attribute_exists(PK)"),
-		ReturnValues:        types.ReturnValueAllOld,
+		TableName:                 aws.String(s.table),
+		Key:                       key(accountPK(account), entitlementSK(id)),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeValues: vals,
+		ReturnValues:              types.ReturnValueAllOld,
 	})
+	if ddb.IsConditionFailed(err) && len(versions) > 0 {
+		return domain.Entitlement{}, ErrChanged
+	}
 	if ddb.IsConditionFailed(err) {
 		return domain.Entitlement{}, domain.ErrNotFound
 	}

@@ -135,7 +135,9 @@ func (s *Store) PutGroup(ctx context.Context, g domain.Group) error {
 // DeleteGroup deletes a group: its members lose its roles with the very
 // next request. The memberships and the invitations to the group go in the
 // same transaction when they fit, otherwise right after (see commit).
-func (s *Store) DeleteGroup(ctx context.Context, account, id string) (domain.Group, error) {
+// pre, when given, judges the group as read (a request's If-Match); the
+// delete is then conditional on that version, and a lost race ErrChanged.
+func (s *Store) DeleteGroup(ctx context.Context, account, id string, pre ...func(domain.Group) error) (domain.Group, error) {
 	var (
 		g       domain.Group
 		members []map[string]types.AttributeValue
@@ -151,11 +153,19 @@ func (s *Store) DeleteGroup(ctx context.Context, account, id string) (domain.Gro
 	if err := eg.Wait(); err != nil {
 		return domain.Group{}, err
 	}
-	must := []types.TransactWriteItem{{Delete: &types.Delete{
+	del := &types.Delete{
 		TableName:           aws.String(s.table),
 		Key:                 key(rbacPK(account), groupSK(id)),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
-	}}, s.usageOp(account, domain.Quota{Kind: domain.ResourceGroups}, -1)}
+	}
+	for _, check := range pre {
+		if err := check(g); err != nil {
+			return domain.Group{}, err
+		}
+		del.ConditionExpression = aws.String("attribute_exists(PK) AND version = :v")
+		del.ExpressionAttributeValues = map[string]types.AttributeValue{":v": avNum(int64(g.Version))}
+	}
+	must := []types.TransactWriteItem{{Delete: del}, s.usageOp(account, domain.Quota{Kind: domain.ResourceGroups}, -1)}
 	var invKeys []map[string]types.AttributeValue
 	for _, inv := range invs {
 		if inv.Target == id {
@@ -166,6 +176,8 @@ func (s *Store) DeleteGroup(ctx context.Context, account, id string) (domain.Gro
 	must = append(must, invTx...)
 	err := s.commit(ctx, "delete group", must, append(members, invRest...))
 	switch {
+	case txConditionFailedAt(err, 0) && len(pre) > 0:
+		return domain.Group{}, ErrChanged
 	case txConditionFailedAt(err, 0):
 		return domain.Group{}, domain.ErrNotFound
 	case errors.Is(err, ddb.ErrConditionFailed):

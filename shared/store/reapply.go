@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/shared/domain"
 	"cads/shared/retry"
@@ -46,6 +49,25 @@ const spreadPerAttempt = 4
 // precondition.
 func Reapply(ctx context.Context, change func(ctx context.Context) error) error {
 	return reapply(ctx, reapplyPolicy, change)
+}
+
+// ErrStale is ErrChanged answered to a request with a precondition: the
+// state it named is gone (412). Match it by its Code.
+var ErrStale = &domain.Error{Code: domain.Precondition, Message: "the resource changed since the version If-Match names: read it again and retry on the current version"}
+
+// ReapplyIf is Reapply for a request without a precondition (pinned
+// false). A pinned request (If-Match) names the state its change is based
+// on: change runs once, and a lost race is ErrStale, never a re-apply on a
+// state the client has not seen.
+func ReapplyIf(ctx context.Context, pinned bool, change func(ctx context.Context) error) error {
+	if !pinned {
+		return Reapply(ctx, change)
+	}
+	err := change(ctx)
+	if errors.Is(err, ErrChanged) {
+		return &domain.Error{Code: ErrStale.Code, Message: ErrStale.Message, Err: err}
+	}
+	return err
 }
 
 // answerReserve is the time a request keeps after its last attempt to
@@ -91,4 +113,27 @@ func reapply(ctx context.Context, p retry.Policy, change func(ctx context.Contex
 			return werr
 		}
 	}
+}
+
+// atVersions extends a write's condition cond (with its values vals) so
+// that it holds only at one of versions, the ones a request's If-Match
+// names; version 0 is also an item written before its kind had a
+// version. No versions leaves cond as it is.
+func atVersions(cond string, vals map[string]types.AttributeValue, versions []int) (string, map[string]types.AttributeValue) {
+	if len(versions) == 0 {
+		return cond, vals
+	}
+	if vals == nil {
+		vals = map[string]types.AttributeValue{}
+	}
+	alts := make([]string, 0, len(versions))
+	for i, v := range versions {
+		name := fmt.Sprintf(":ifv%d", i)
+		vals[name] = avNum(int64(v))
+		alts = append(alts, "version = "+name)
+		if v == 0 {
+			alts = append(alts, "attribute_not_exists(version)")
+		}
+	}
+	return cond + " AND (" + strings.Join(alts, " OR ") + ")", vals
 }

@@ -176,7 +176,9 @@ func (s *Store) PutRole(ctx context.Context, r domain.Role) error {
 // fits in one, otherwise afterwards (a *CleanupError if that fails; grants
 // of a missing role never apply, so access ends with the role either way).
 // A control role is a *domain.Error; a missing one domain.ErrNotFound.
-func (s *Store) DeleteRole(ctx context.Context, account, id string) (domain.Role, error) {
+// pre, when given, judges the role as read (a request's If-Match); the
+// delete is conditional on that version, and a lost race is ErrChanged.
+func (s *Store) DeleteRole(ctx context.Context, account, id string, pre ...func(domain.Role) error) (domain.Role, error) {
 	var (
 		roles   []domain.Role
 		groups  []domain.Group
@@ -201,6 +203,11 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string) (domain.Role
 	}
 	if r.ID == "" {
 		return domain.Role{}, domain.ErrNotFound
+	}
+	for _, check := range pre {
+		if err := check(r); err != nil {
+			return domain.Role{}, err
+		}
 	}
 	if r.Control {
 		return domain.Role{}, conflict("role " + strconv.Quote(r.Name) + " is a control role of the account; control roles cannot be deleted (their permissions can be edited)")
@@ -242,6 +249,9 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string) (domain.Role
 	var ce *CleanupError
 	if err != nil && !errors.As(err, &ce) {
 		if errors.Is(err, ddb.ErrConditionFailed) {
+			if len(pre) > 0 {
+				return domain.Role{}, ErrChanged
+			}
 			return domain.Role{}, conflict("the role, one of its groups or one of its invitations changed meanwhile; retry")
 		}
 		return domain.Role{}, err

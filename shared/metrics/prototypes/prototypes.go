@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -271,7 +272,13 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err := h.st.CreateMetricPrototype(r.Context(), x); err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, out(x), nil
+	return http.StatusOK, tagged(x), nil
+}
+
+// tagged is a prototype's body with its ETag. Prototypes are never
+// changed, so every one stays at version 0 (docs/api.md#conditional-requests).
+func tagged(x domain.MetricPrototype) *apigw.Tagged {
+	return apigw.WithETag(out(x), apigw.ETag("metricprototype", x.Account+"/"+x.ID, 0))
 }
 
 // actor is the href of the principal making the request.
@@ -291,13 +298,22 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no metric prototype %q", id)
 	}
-	return http.StatusOK, out(x), nil
+	return http.StatusOK, tagged(x), nil
 }
 
 func (h *handler) delete(r *http.Request, p apigw.Principal) (int, any, error) {
 	id, err := protoID(r)
 	if err != nil {
 		return 0, nil, err
+	}
+	// The one version a prototype has is 0: an If-Match naming any other
+	// (or another resource only) fails without a write.
+	versions, err := apigw.IfMatch(r).WriteVersions("metricprototype", p.AccountID+"/"+id)
+	if err != nil {
+		return 0, nil, err
+	}
+	if versions != nil && !slices.Contains(versions, 0) {
+		return 0, nil, store.ErrStale
 	}
 	x, err := h.st.DeleteMetricPrototype(r.Context(), p.AccountID, id)
 	if errors.Is(err, domain.ErrNotFound) {
