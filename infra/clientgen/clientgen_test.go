@@ -63,7 +63,7 @@ func (g *generators) scenario(t *testing.T) {
 	g.write(t, filepath.Join("mod", "scenario", "scenario_test.go"), src)
 	cmd := exec.Command("go", "test", "-count=1", "-v", "-run", "^TestScenario$", "./scenario/")
 	cmd.Dir = g.mod
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly",
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -trimpath",
 		"CADS_API_URL="+p.URL, "CADS_API_KEY="+strings.TrimSpace(string(key)), "CADS_ROOT_ACCOUNT="+p.Bootstrap.RootAccount)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !bytes.Contains(out, []byte("--- PASS: TestScenario")) {
@@ -153,7 +153,7 @@ func (g *generators) write(t *testing.T, name string, b []byte) string {
 func (g *generators) goCmd(dir string, args ...string) ([]byte, error) {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -trimpath")
 	return cmd.CombinedOutput()
 }
 

@@ -95,7 +95,9 @@ func TestScenario(t *testing.T) {
 		Resource: ogenclient.NewOptEntitlementCreateResource(ogenclient.EntitlementCreateResourceApplications), Quantity: ogenclient.NewOptInt(5),
 		Period: ogenclient.NewOptEntitlementCreatePeriod(ogenclient.EntitlementCreatePeriodMonth), UnitPrice: ogenclient.NewOptFloat64(10),
 	}, ogenclient.PostAccountsByIdEntitlementsParams{ID: root})
-	if e, ok := ent.(*ogenclient.Entitlement); err != nil || !ok || e.ID == "" {
+	// A resource response carries its ETag: the generated type wraps the
+	// body with the header.
+	if e, ok := ent.(*ogenclient.EntitlementHeaders); err != nil || !ok || e.Response.ID == "" || !e.ETag.Set || e.ETag.Value == "" {
 		t.Fatalf("POST /v2/accounts/{id}/entitlements: %T %+v, %v", ent, ent, err)
 	}
 
@@ -103,10 +105,11 @@ func TestScenario(t *testing.T) {
 	// client can send them.
 	created2, err := op.PostApplications(ctx, &ogenclient.ApplicationInput{
 		Name: ogenclient.NewOptString("Shop"), Aliases: []string{"clientgen.example.com"}})
-	app, ok := created2.(*ogenclient.Application)
-	if err != nil || !ok {
+	wrapped, ok := created2.(*ogenclient.ApplicationHeaders)
+	if err != nil || !ok || !wrapped.ETag.Set {
 		t.Fatalf("POST /v2/applications: %T %+v, %v", created2, created2, err)
 	}
+	app := wrapped.Response
 	for _, tc := range []struct {
 		typ    ogenclient.TaskCreateType
 		params ogenclient.TaskCreateParameters
