@@ -35,10 +35,10 @@ func (s *Store) CreateKey(ctx context.Context, k domain.AccessKey) error {
 // CreateUserKey is CreateKey for a principal that must be a user (service
 // users get keys with their principal, from their account): one
 // transaction checks both, so the caller needs no read first. The key
-// counts against the user's access_keys or session_keys quota
-// (domain.QuotaReached past it; keyquota.go).
-func (s *Store) CreateUserKey(ctx context.Context, k domain.AccessKey) error {
-	return s.createCountedKey(ctx, k)
+// counts against q, the user's access_keys or session_keys quota (from
+// KeyQuota; domain.QuotaReached past it; keyquota.go).
+func (s *Store) CreateUserKey(ctx context.Context, k domain.AccessKey, q domain.Quota) error {
+	return s.createCountedKey(ctx, k, q)
 }
 
 // createKey writes k in one transaction with the check of its principal

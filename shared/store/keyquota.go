@@ -45,18 +45,25 @@ type keyCount struct {
 	V int `dynamodbav:"v"`
 }
 
-// createCountedKey is CreateUserKey: the transaction of createKey with the
-// count's conditional update; at the condition, one recount and one retry.
-func (s *Store) createCountedKey(ctx context.Context, k domain.AccessKey) error {
-	kind := domain.KeyQuota(k.Durability)
+// KeyQuota is the quota a user's keys of durability count against: the
+// root account's active entitlements of its kind, else the default. It is
+// its own call so that the handler reads it beside its other reads.
+func (s *Store) KeyQuota(ctx context.Context, durability string) (domain.Quota, error) {
 	root, err := s.rootAccount(ctx)
 	if err != nil {
-		return err
+		return domain.Quota{}, err
 	}
-	q, err := s.quotaOf(ctx, root, kind)
-	if err != nil {
-		return err
+	return s.quotaOf(ctx, root, domain.KeyQuota(durability))
+}
+
+// createCountedKey is CreateUserKey: the transaction of createKey with the
+// count's conditional update; at the condition, one recount and one retry.
+func (s *Store) createCountedKey(ctx context.Context, k domain.AccessKey, q domain.Quota) error {
+	kind := domain.KeyQuota(k.Durability)
+	if q.Kind != kind {
+		return fmt.Errorf("create access key: a %s key counts against %s, not %q", k.Durability, kind, q.Kind)
 	}
+	var err error
 	has := strconv.Itoa(q.Limit)
 	for attempt := 0; attempt < 2; attempt++ {
 		count := s.keyCountOp(k.PrincipalID, q)
