@@ -59,11 +59,12 @@ type Usage struct {
 // QuotaUsage is one quota of the account (docs/api.md#quotas): its limit
 // now (the active entitlements of the resource, else the default), the
 // default, and for an account-wide quota how many the account has; a
-// per-application quota (per "application") bounds each application, and
-// its use is not summed here.
+// per-application quota (per "application") bounds each application, a
+// per-principal one (per "principal") each user, and their use is not
+// summed here.
 type QuotaUsage struct {
 	Resource string `json:"resource"`
-	Per      string `json:"per"` // account | application
+	Per      string `json:"per"` // account | application | principal
 	Limit    int    `json:"limit"`
 	Default  int    `json:"default"`
 	Used     *int   `json:"used"`
@@ -73,11 +74,19 @@ type QuotaUsage struct {
 func quotasOf(b domain.Billing, now time.Time) []QuotaUsage {
 	out := []QuotaUsage{}
 	for _, d := range domain.QuotaDefaults() {
+		if d.PerPrincipal && b.Account.Parent != "" {
+			// Each user's keys are bounded by the root account's
+			// entitlements: a sub-account's would change nothing.
+			continue
+		}
 		limit, _ := domain.Allowance(b.Entitlements, d.Kind, now)
 		q := QuotaUsage{Resource: d.Kind, Per: "account", Limit: limit, Default: d.Default}
-		if d.PerApplication {
+		switch {
+		case d.PerApplication:
 			q.Per = "application"
-		} else {
+		case d.PerPrincipal:
+			q.Per = "principal"
+		default:
 			n := max(b.Counts[d.Kind], 0)
 			q.Used = &n
 		}

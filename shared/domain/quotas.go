@@ -27,7 +27,23 @@ const (
 	ResourcePageControls = "page_controls"
 	// Web controls are the page controls in another shape (the same
 	// items): page_controls bounds both.
+
+	// ResourceAccessKeys, ResourceSessionKeys: the live (unexpired)
+	// persistent and session keys of one user. Users belong to the
+	// installation, not to an account, so the root account's entitlements
+	// set these (docs/api.md#quotas). Service users have the one key they
+	// are created with, bounded by service_users.
+	ResourceAccessKeys  = "access_keys"
+	ResourceSessionKeys = "session_keys"
 )
+
+// KeyQuota is the quota kind that counts keys of durability.
+func KeyQuota(durability string) string {
+	if durability == DurabilitySession {
+		return ResourceSessionKeys
+	}
+	return ResourceAccessKeys
+}
 
 // Custom reports whether r is a role the account's administrators made,
 // the roles the roles quota counts: the platform's own (control and
@@ -36,11 +52,13 @@ const (
 func (r Role) Custom() bool { return !r.Control && !r.EntitlementAdministrator && r.Builtin == "" }
 
 // QuotaDefault is one row of the quota table: the kind, its default, and
-// whether it counts per application rather than per account.
+// whether it counts per application or per principal (user) rather than
+// per account.
 type QuotaDefault struct {
 	Kind           string
 	Default        int
 	PerApplication bool
+	PerPrincipal   bool
 }
 
 // quotaDefaults is the one table of default quotas (docs/api.md#quotas
@@ -48,15 +66,21 @@ type QuotaDefault struct {
 // defaults where IAM has the like (1,000 roles, 300 groups); per-application
 // collections are sized far above what an application's configuration
 // uses, and bounded per application so that one application's list stays
-// one short Query.
+// one short Query. Keys are bounded per user: AWS IAM allows 2 access keys
+// per IAM user; 10 leaves room for rotation and per-tool keys. Session
+// keys live 12 hours, and 100 live at once is far more than a person
+// switching accounts uses while still bounding a script that mints them
+// in a loop.
 var quotaDefaults = []QuotaDefault{
-	{ResourceRoles, 1000, false},
-	{ResourceGroups, 300, false},
-	{ResourceServiceUsers, 1000, false},
-	{ResourceInvitations, 5000, false},
-	{ResourceGroupInvitations, 5000, false},
-	{ResourceActions, 100, true},
-	{ResourcePageControls, 200, true},
+	{Kind: ResourceRoles, Default: 1000},
+	{Kind: ResourceGroups, Default: 300},
+	{Kind: ResourceServiceUsers, Default: 1000},
+	{Kind: ResourceInvitations, Default: 5000},
+	{Kind: ResourceGroupInvitations, Default: 5000},
+	{Kind: ResourceActions, Default: 100, PerApplication: true},
+	{Kind: ResourcePageControls, Default: 200, PerApplication: true},
+	{Kind: ResourceAccessKeys, Default: 10, PerPrincipal: true},
+	{Kind: ResourceSessionKeys, Default: 100, PerPrincipal: true},
 }
 
 // InvitationQuota is the quota kind that counts invitations of kind

@@ -52,6 +52,11 @@ func QuotaReached(account string, q Quota, has string) *Error {
 		if d.PerApplication {
 			where, holder = "an application of account "+account, "this one has"
 		}
+		if d.PerPrincipal {
+			// account is the user here: these quotas count per user, and
+			// the root account's entitlements set them.
+			where = "user " + account
+		}
 		return &Error{Code: Conflict, Message: fmt.Sprintf("quota %q reached: %s may have %d %s and %s %s; delete one or ask the platform operator for a larger entitlement of %q",
 			q.Kind, where, q.Limit, kindNoun(q.Kind), holder, has, q.Kind)}
 	}
@@ -69,6 +74,10 @@ func kindNoun(kind string) string {
 		return "custom roles"
 	case ResourceServiceUsers:
 		return "service users"
+	case ResourceAccessKeys:
+		return "unexpired persistent access keys"
+	case ResourceSessionKeys:
+		return "unexpired session keys"
 	case ResourceInvitations:
 		return "role invitations"
 	case ResourceGroupInvitations:

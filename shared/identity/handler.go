@@ -25,7 +25,8 @@ type Store interface {
 	GetPrincipal(ctx context.Context, id string) (domain.Principal, error)
 	PageUsers(ctx context.Context, after string, desc bool, n int) ([]domain.Principal, []string, bool, error)
 	UpdatePrincipal(ctx context.Context, id string, c store.PrincipalChange) (domain.Principal, error)
-	CreateUserKey(ctx context.Context, k domain.AccessKey) error
+	KeyQuota(ctx context.Context, durability string) (domain.Quota, error)
+	CreateUserKey(ctx context.Context, k domain.AccessKey, q domain.Quota) error
 	GetKey(ctx context.Context, principal, id string) (domain.AccessKey, error)
 	ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error)
 	PageKeys(ctx context.Context, principal, after string, desc bool, n int) ([]domain.AccessKey, []string, bool, error)

@@ -67,23 +67,49 @@ func (h *handler) createKey(r *http.Request, p apigw.Principal) (int, any, error
 		}
 		k.Origin, k.Parent = lineageOf(p)
 	}
+	var acct *domain.Account
 	if in.Account != nil {
-		acct, err := h.switchable(r, p, *in.Account)
-		if err != nil {
-			return 0, nil, err
-		}
+		acct = &domain.Account{}
+	}
+	q, err := h.quotaBeside(r, p, k.Durability, in.Account, acct)
+	if err != nil {
+		return 0, nil, err
+	}
+	if acct != nil {
 		k.Account, k.AccountAncestors = acct.ID, acct.Ancestors
 	}
-	return h.issue(r, k)
+	return h.issue(r, k, q)
+}
+
+// quotaBeside reads the quota of a key of durability and, when href is
+// not nil, resolves the account the key binds to into acct (switchable),
+// in parallel: the quota costs no sequential round trip beside an
+// account.
+func (h *handler) quotaBeside(r *http.Request, p apigw.Principal, durability string, href *string, acct *domain.Account) (domain.Quota, error) {
+	var (
+		q    domain.Quota
+		qErr error
+		g    errgroup.Group // both answers are needed to choose the error
+		sErr error
+	)
+	g.Go(func() error { q, qErr = h.st.KeyQuota(r.Context(), durability); return nil })
+	if href != nil {
+		g.Go(func() (err error) { *acct, sErr = h.switchable(r, p, *href); return nil })
+	}
+	_ = g.Wait()
+	if sErr != nil {
+		return q, sErr // the caller's mistake first
+	}
+	return q, qErr
 }
 
 // issue stores k with a new secret and returns the secret once.
-func (h *handler) issue(r *http.Request, k domain.AccessKey) (int, any, error) {
+func (h *handler) issue(r *http.Request, k domain.AccessKey, q domain.Quota) (int, any, error) {
 	secret := access.NewSecret(k.PrincipalID, k.ID)
 	k.SecretHash = access.HashSecret(secret)
 	// Only users: service users get keys from their account's
 	// service-users endpoint, bound to that account.
-	if err := h.st.CreateUserKey(r.Context(), k); err != nil {
+	if err := h.st.CreateUserKey(r.Context(), k, q); err != nil {
 		return 0, nil, domain.IfNotFound(err, "no user %q", k.PrincipalID)
 	}
 	return http.StatusOK, AccessKeySecret{AccessKey: keyOut(k), SecretKey: secret}, nil
@@ -285,7 +311,8 @@ func (h *handler) switchAccount(r *http.Request, p apigw.Principal) (int, any, e
 	if p.Kind != domain.KindUser {
 		return 0, nil, domain.Errorf(domain.Forbidden, "service users are bound to their account and cannot switch to another")
 	}
-	acct, err := h.switchable(r, p, *in.Account)
+	var acct domain.Account
+	q, err := h.quotaBeside(r, p, domain.DurabilitySession, in.Account, &acct)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -299,7 +326,7 @@ func (h *handler) switchAccount(r *http.Request, p apigw.Principal) (int, any, e
 	k := domain.AccessKey{ID: ids.New(), PrincipalID: p.ID, Type: "bearer", Durability: domain.DurabilitySession,
 		Account: acct.ID, AccountAncestors: acct.Ancestors, Expiry: &exp, Created: now}
 	k.Origin, k.Parent = lineageOf(p)
-	return h.issue(r, k)
+	return h.issue(r, k, q)
 }
 
 // lineageOf returns the origin and parent of a key minted with the

@@ -25,19 +25,25 @@ func accessKeyKey(k domain.AccessKey) keyAttrs {
 	return ka
 }
 
-// CreateKey stores a new access key; the principal must exist.
+// CreateKey stores a new access key; the principal must exist. It counts
+// against no quota: the API creates keys with CreateUserKey (and service
+// users' with CreateServiceUser); this is for setups that place keys.
 func (s *Store) CreateKey(ctx context.Context, k domain.AccessKey) error {
-	return s.createKey(ctx, k, "")
+	return s.createKey(ctx, k, "", nil)
 }
 
 // CreateUserKey is CreateKey for a principal that must be a user (service
 // users get keys with their principal, from their account): one
-// transaction checks both, so the caller needs no read first.
-func (s *Store) CreateUserKey(ctx context.Context, k domain.AccessKey) error {
-	return s.createKey(ctx, k, domain.KindUser)
+// transaction checks both, so the caller needs no read first. The key
+// counts against q, the user's access_keys or session_keys quota (from
+// KeyQuota; domain.QuotaReached past it; keyquota.go).
+func (s *Store) CreateUserKey(ctx context.Context, k domain.AccessKey, q domain.Quota) error {
+	return s.createCountedKey(ctx, k, q)
 }
 
-func (s *Store) createKey(ctx context.Context, k domain.AccessKey, kind string) error {
+// createKey writes k in one transaction with the check of its principal
+// and, when count is not nil, the count's update (the last item).
+func (s *Store) createKey(ctx context.Context, k domain.AccessKey, kind string, count *types.TransactWriteItem) error {
 	if k.Expiry != nil {
 		k.TTL = k.Expiry.Add(24 * time.Hour).Unix()
 	}
@@ -54,8 +60,12 @@ func (s *Store) createKey(ctx context.Context, k domain.AccessKey, kind string) 
 		check.ConditionExpression = aws.String("attribute_exists(PK) AND kind = :kind")
 		check.ExpressionAttributeValues = map[string]types.AttributeValue{":kind": avStr(kind)}
 	}
-	err = s.transact(ctx, "create access key", []types.TransactWriteItem{put, {ConditionCheck: check}})
-	if errors.Is(err, ddb.ErrConditionFailed) {
+	items := []types.TransactWriteItem{put, {ConditionCheck: check}}
+	if count != nil {
+		items = append(items, *count)
+	}
+	err = s.transact(ctx, "create access key", items)
+	if txConditionFailedAt(err, 1) || (count == nil && errors.Is(err, ddb.ErrConditionFailed)) {
 		return domain.ErrNotFound
 	}
 	return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,6 +23,10 @@ type Store struct {
 	db    tableAPI
 	table string
 	now   func() time.Time
+	// root is the installation's root account id once read: it never
+	// changes after the bootstrap, and user key creates need it for their
+	// quota (keyquota.go).
+	root atomic.Pointer[string]
 }
 
 // Option configures a Store.

@@ -161,7 +161,8 @@ func TestCreateUserKeyRefusesServiceUsers(t *testing.T) {
 	if err := st.CreatePrincipal(ctx, domain.Principal{ID: "svc", Kind: domain.KindServiceUser, Email: "svc@x.invalid"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreateUserKey(ctx, domain.AccessKey{ID: "k1", PrincipalID: "svc", SecretHash: "h"}); !errors.Is(err, domain.ErrNotFound) {
+	q := domain.Quota{Kind: domain.ResourceAccessKeys, Limit: 10, Limited: true}
+	if err := st.CreateUserKey(ctx, domain.AccessKey{ID: "k1", PrincipalID: "svc", SecretHash: "h"}, q); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("user key for a service user: %v", err)
 	}
 	if _, err := st.GetKey(ctx, "svc", "k1"); !errors.Is(err, domain.ErrNotFound) {
@@ -170,7 +171,7 @@ func TestCreateUserKeyRefusesServiceUsers(t *testing.T) {
 	if err := st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreateUserKey(ctx, domain.AccessKey{ID: "k2", PrincipalID: "u1", SecretHash: "h"}); err != nil {
+	if err := st.CreateUserKey(ctx, domain.AccessKey{ID: "k2", PrincipalID: "u1", SecretHash: "h"}, q); err != nil {
 		t.Fatalf("user key: %v", err)
 	}
 }
