@@ -2,6 +2,7 @@ package apispec_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"cads/infra/apispec"
 	"cads/infra/testenv"
+	"cads/shared/domain"
 	"cads/shared/openapi"
 )
 
@@ -149,6 +151,36 @@ func TestOpenAPISecurity(t *testing.T) {
 	for k, op := range operations(doc) {
 		if op.Security != nil {
 			t.Errorf("%s overrides the security requirement; every route goes through the authorizer", k)
+		}
+	}
+}
+
+// The entitlement resources the contract lets a client send are the kinds
+// the server takes (domain.ResourceKinds: the metered ones and every
+// quota), so a new quota cannot be refused by a validating client.
+func TestEntitlementResourcesAreTheServers(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					Enum []string `json:"enum"`
+				} `json:"properties"`
+				Else struct {
+					Properties map[string]struct {
+						Enum []string `json:"enum"`
+					} `json:"properties"`
+				} `json:"else"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal([]byte(openapi.JSON()), &doc); err != nil {
+		t.Fatal(err)
+	}
+	s := doc.Components.Schemas["EntitlementCreate"]
+	want := domain.ResourceKinds()
+	for where, got := range map[string][]string{"properties": s.Properties["resource"].Enum, "else": s.Else.Properties["resource"].Enum} {
+		if !slices.Equal(got, want) {
+			t.Errorf("EntitlementCreate %s.resource enum %v, the server takes %v", where, got, want)
 		}
 	}
 }
