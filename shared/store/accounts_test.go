@@ -357,6 +357,15 @@ func TestEntitlementsAndAllowance(t *testing.T) {
 	if _, err := st.CheckAllowance(ctx, "a1", domain.ResourceAddressSets); domain.ErrorCode(err) != domain.Conflict || !strings.Contains(domain.ErrorMessage(err), "0 address sets") {
 		t.Fatalf("address sets at 0: %v", err)
 	}
+	// A limit of 0 refuses even the first create, when no count exists
+	// yet (a create that passed a check made before the entitlement).
+	if err := st.CreateSubAccount(ctx, subAccount(root, "a0", "Zero"), nil); err != nil {
+		t.Fatal(err)
+	}
+	zero := domain.Quota{Kind: domain.ResourceApplications, Limit: 0, Limited: true}
+	if err := st.CreateApplication(ctx, domain.Application{ID: "z1", Account: "a0", State: domain.AppStopped, Version: 1}, zero); domain.ErrorCode(err) != domain.Conflict {
+		t.Fatalf("the first application against a limit of 0: %v", err)
+	}
 
 	// Versioned replace, delete, not found across accounts.
 	e, err := st.GetEntitlement(ctx, "a1", "e1")

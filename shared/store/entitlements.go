@@ -257,7 +257,13 @@ func (s *Store) usageOpAt(pk string, q domain.Quota, delta int) types.TransactWr
 		ExpressionAttributeValues: map[string]types.AttributeValue{":d": avNum(int64(delta))},
 	}
 	if delta > 0 && q.Limited {
-		u.ConditionExpression = aws.String("attribute_not_exists(#n) OR #n < :limit")
+		// A missing count is zero, below any positive limit; a limit of
+		// zero (an entitlement of quantity 0) must refuse even the first.
+		cond := "attribute_not_exists(#n) OR #n < :limit"
+		if q.Limit <= 0 {
+			cond = "#n < :limit"
+		}
+		u.ConditionExpression = aws.String(cond)
 		u.ExpressionAttributeValues[":limit"] = avNum(int64(q.Limit))
 	}
 	return types.TransactWriteItem{Update: u}
