@@ -80,28 +80,9 @@ func TestFinding27_KeyQuotas(t *testing.T) {
 	}
 
 	// A tenant account whose owner is the user under test.
-	r = c.do("POST", "/v2/accounts", op, map[string]any{"name": "Key Quota Tenant"})
-	if r.Status != 200 {
-		t.Fatalf("create account: %d %s", r.Status, r.Raw)
-	}
-	tenant := r.Body["href"].(string)
-	ownerRole := ""
-	for _, role := range c.list(t, "GET", tenant+"/roles", op) {
-		if role["name"] == "Account owner" {
-			ownerRole = role["href"].(string)
-		}
-	}
-	r = c.do("POST", "/v2/users", op, map[string]any{"email": "key-quota@example.com"})
-	if r.Status != 200 || ownerRole == "" {
-		t.Fatalf("create user: %d %s (owner role %q)", r.Status, r.Raw, ownerRole)
-	}
-	uid := r.Body["id"].(string)
+	q := newQuotaTenant(t, c, op, "Key Quota Tenant", "key-quota@example.com")
+	tenant, uid, userKey := q.account, q.user, q.key
 	keys := "/v2/users/" + uid + "/access-keys"
-	r = c.do("POST", keys, op, map[string]any{"type": "bearer"})
-	if r.Status != 200 {
-		t.Fatalf("create key: %d %s", r.Status, r.Raw)
-	}
-	userKey := r.Body["secret_key"].(string)
 
 	// Eight concurrent creates with one key held: exactly two are made.
 	bearer := func(int) any { return map[string]any{"type": "bearer"} }
@@ -141,15 +122,7 @@ func TestFinding27_KeyQuotas(t *testing.T) {
 	}
 
 	// The user becomes the tenant's owner, with a session key.
-	r = c.do("POST", tenant+"/invitations", op, map[string]any{"user_email": "key-quota@example.com", "role": ownerRole})
-	if r.Status != 200 {
-		t.Fatalf("invite: %d %s", r.Status, r.Raw)
-	}
-	inv, invID := r.Body["href"].(string), r.Body["id"].(string)
-	eventually(t, "the invitation to be sent", func() bool { return c.do("GET", inv, op, nil).Body["state"] == "sent" })
-	if r := c.do("PATCH", "/v2/users/self/invitations/"+invID, userKey, map[string]any{"state": "accepted"}); r.Status != 200 {
-		t.Fatalf("accept: %d %s", r.Status, r.Raw)
-	}
+	q.becomeOwner(t, c, op)
 
 	// Session keys: their own quota. At 3, with none held, 8 concurrent
 	// switches make exactly 3; the user at its persistent limit switched.

@@ -23,37 +23,10 @@ func TestFinding27_Quotas(t *testing.T) {
 	op := p.Bootstrap.Secret
 
 	// A tenant account and its owner, switched into it.
-	r := c.do("POST", "/v2/accounts", op, map[string]any{"name": "Quota Tenant"})
-	if r.Status != 200 {
-		t.Fatalf("create account: %d %s", r.Status, r.Raw)
-	}
-	tenant := r.Body["href"].(string)
-	ownerRole := ""
-	for _, role := range c.list(t, "GET", tenant+"/roles", op) {
-		if role["name"] == "Account owner" {
-			ownerRole = role["href"].(string)
-		}
-	}
-	r = c.do("POST", "/v2/users", op, map[string]any{"email": "quota-owner@example.com"})
-	if r.Status != 200 || ownerRole == "" {
-		t.Fatalf("create user: %d %s (owner role %q)", r.Status, r.Raw, ownerRole)
-	}
-	uid := r.Body["id"].(string)
-	r = c.do("POST", "/v2/users/"+uid+"/access-keys", op, map[string]any{"type": "bearer"})
-	if r.Status != 200 {
-		t.Fatalf("create key: %d %s", r.Status, r.Raw)
-	}
-	userKey := r.Body["secret_key"].(string)
-	r = c.do("POST", tenant+"/invitations", op, map[string]any{"user_email": "quota-owner@example.com", "role": ownerRole})
-	if r.Status != 200 {
-		t.Fatalf("invite: %d %s", r.Status, r.Raw)
-	}
-	inv, invID := r.Body["href"].(string), r.Body["id"].(string)
-	eventually(t, "the invitation to be sent", func() bool { return c.do("GET", inv, op, nil).Body["state"] == "sent" })
-	if r := c.do("PATCH", "/v2/users/self/invitations/"+invID, userKey, map[string]any{"state": "accepted"}); r.Status != 200 {
-		t.Fatalf("accept: %d %s", r.Status, r.Raw)
-	}
-	r = c.do("POST", "/v2/users/self/authorization", userKey, map[string]any{"account": tenant})
+	q := newQuotaTenant(t, c, op, "Quota Tenant", "quota-owner@example.com")
+	q.becomeOwner(t, c, op)
+	tenant, userKey := q.account, q.key
+	r := c.do("POST", "/v2/users/self/authorization", userKey, map[string]any{"account": tenant})
 	if r.Status != 200 {
 		t.Fatalf("switch: %d %s", r.Status, r.Raw)
 	}
@@ -302,4 +275,51 @@ func post(base, path, secret string, body any) (int, map[string]any, string) {
 	var m map[string]any
 	_ = json.Unmarshal(raw, &m)
 	return res.StatusCode, m, string(raw)
+}
+
+// quotaTenant is a tenant account made by the operator (key op) and a user
+// of the installation who is to become its owner: the account's href, its
+// Account owner role, and the user's id, email and first (bare) key.
+type quotaTenant struct {
+	account, ownerRole, user, email, key string
+}
+
+func newQuotaTenant(t *testing.T, c client, op, name, email string) quotaTenant {
+	t.Helper()
+	r := c.do("POST", "/v2/accounts", op, map[string]any{"name": name})
+	if r.Status != 200 {
+		t.Fatalf("create account: %d %s", r.Status, r.Raw)
+	}
+	q := quotaTenant{account: r.Body["href"].(string), email: email}
+	for _, role := range c.list(t, "GET", q.account+"/roles", op) {
+		if role["name"] == "Account owner" {
+			q.ownerRole = role["href"].(string)
+		}
+	}
+	r = c.do("POST", "/v2/users", op, map[string]any{"email": email})
+	if r.Status != 200 || q.ownerRole == "" {
+		t.Fatalf("create user: %d %s (owner role %q)", r.Status, r.Raw, q.ownerRole)
+	}
+	q.user = r.Body["id"].(string)
+	r = c.do("POST", "/v2/users/"+q.user+"/access-keys", op, map[string]any{"type": "bearer"})
+	if r.Status != 200 {
+		t.Fatalf("create key: %d %s", r.Status, r.Raw)
+	}
+	q.key = r.Body["secret_key"].(string)
+	return q
+}
+
+// becomeOwner invites the user to the account's Account owner role and
+// accepts once the notifier has sent the invitation.
+func (q quotaTenant) becomeOwner(t *testing.T, c client, op string) {
+	t.Helper()
+	r := c.do("POST", q.account+"/invitations", op, map[string]any{"user_email": q.email, "role": q.ownerRole})
+	if r.Status != 200 {
+		t.Fatalf("invite: %d %s", r.Status, r.Raw)
+	}
+	inv, invID := r.Body["href"].(string), r.Body["id"].(string)
+	eventually(t, "the invitation to be sent", func() bool { return c.do("GET", inv, op, nil).Body["state"] == "sent" })
+	if r := c.do("PATCH", "/v2/users/self/invitations/"+invID, q.key, map[string]any{"state": "accepted"}); r.Status != 200 {
+		t.Fatalf("accept: %d %s", r.Status, r.Raw)
+	}
 }

@@ -99,8 +99,9 @@ func reapply(ctx context.Context, p retry.Policy, change func(ctx context.Contex
 		if attempt >= p.Retries {
 			return domain.Throttle(fmt.Errorf("lost the race %d times: %w", attempt+1, err))
 		}
-		spread := max(p.Max, spreadPerAttempt*took)
-		d := retry.Delay(attempt+1, p.Base, spread)
+		// The first wait spreads over up to one attempt's length, doubling
+		// to spreadPerAttempt of them (with p's base and cap as floors).
+		d := retry.Delay(attempt+1, max(p.Base, took), max(p.Max, spreadPerAttempt*took))
 		// The next attempt must fit too: it takes about as long as this one.
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d+p.Max+took+min(answerReserve, time.Until(dl)/5) {
 			return domain.Throttle(fmt.Errorf("no time left to re-apply after %d attempts: %w", attempt+1, err))
