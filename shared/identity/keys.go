@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -67,40 +68,36 @@ func (h *handler) createKey(r *http.Request, p apigw.Principal) (int, any, error
 		}
 		k.Origin, k.Parent = lineageOf(p)
 	}
-	var acct *domain.Account
-	if in.Account != nil {
-		acct = &domain.Account{}
-	}
-	q, err := h.quotaBeside(r, p, k.Durability, in.Account, acct)
+	q, acct, err := h.quotaBeside(r, p, k.Durability, in.Account)
 	if err != nil {
 		return 0, nil, err
 	}
-	if acct != nil {
+	if in.Account != nil {
 		k.Account, k.AccountAncestors = acct.ID, acct.Ancestors
 	}
 	return h.issue(r, k, q)
 }
 
 // quotaBeside reads the quota of a key of durability and, when href is
-// not nil, resolves the account the key binds to into acct (switchable),
-// in parallel: the quota costs no sequential round trip beside an
-// account.
-func (h *handler) quotaBeside(r *http.Request, p apigw.Principal, durability string, href *string, acct *domain.Account) (domain.Quota, error) {
+// not nil, resolves the account the key binds to (switchable), in
+// parallel: the quota costs no sequential round trip beside an account.
+// The caller's mistake about the account is the error before the quota's.
+func (h *handler) quotaBeside(r *http.Request, p apigw.Principal, durability string, href *string) (domain.Quota, domain.Account, error) {
 	var (
-		q    domain.Quota
-		qErr error
-		g    errgroup.Group // both answers are needed to choose the error
-		sErr error
+		q          domain.Quota
+		acct       domain.Account
+		qErr, aErr error
+		wg         sync.WaitGroup
 	)
-	g.Go(func() error { q, qErr = h.st.KeyQuota(r.Context(), durability); return nil })
+	wg.Go(func() { q, qErr = h.st.KeyQuota(r.Context(), durability) })
 	if href != nil {
-		g.Go(func() (err error) { *acct, sErr = h.switchable(r, p, *href); return nil })
+		wg.Go(func() { acct, aErr = h.switchable(r, p, *href) })
 	}
-	_ = g.Wait()
-	if sErr != nil {
-		return q, sErr // the caller's mistake first
+	wg.Wait()
+	if aErr != nil {
+		return q, acct, aErr
 	}
-	return q, qErr
+	return q, acct, qErr
 }
 
 // issue stores k with a new secret and returns the secret once.
@@ -311,8 +308,7 @@ func (h *handler) switchAccount(r *http.Request, p apigw.Principal) (int, any, e
 	if p.Kind != domain.KindUser {
 		return 0, nil, domain.Errorf(domain.Forbidden, "service users are bound to their account and cannot switch to another")
 	}
-	var acct domain.Account
-	q, err := h.quotaBeside(r, p, domain.DurabilitySession, in.Account, &acct)
+	q, acct, err := h.quotaBeside(r, p, domain.DurabilitySession, in.Account)
 	if err != nil {
 		return 0, nil, err
 	}

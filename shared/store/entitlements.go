@@ -234,17 +234,12 @@ func quotaRefused(err error, i int, account string, q domain.Quota) error {
 	return nil
 }
 
-// usageOp counts one more (delta 1) or one fewer (delta -1) resource of
+// usageOp counts delta more (delta 1) or fewer (delta < 0) resources of
 // q.Kind in account's usage item, in the transaction that creates or
-// deletes it; one more only while the quota allows.
+// deletes them; more only while the quota allows (a Quota{Kind: k} has no
+// limit).
 func (s *Store) usageOp(account string, q domain.Quota, delta int) types.TransactWriteItem {
 	return s.usageOpAt(accountPK(account), q, delta)
-}
-
-// usageOpN takes n off (n < 0) or adds n to an account's count of kind,
-// with no limit: for deletes of several at once.
-func (s *Store) usageOpN(account, kind string, n int) types.TransactWriteItem {
-	return s.usageOpAt(accountPK(account), domain.Quota{Kind: kind}, n)
 }
 
 // usageOpAt is usageOp for the usage item in partition pk.

@@ -430,12 +430,12 @@ func (s *Store) invitationDeletes(account string, keys []map[string]types.Attrib
 	}
 	for _, kind := range []string{domain.InvitationRole, domain.InvitationGroup} {
 		if n := inTx[kind]; n > 0 {
-			tx = append(tx, s.usageOpN(account, domain.InvitationQuota(kind), -n))
+			tx = append(tx, s.usageOp(account, domain.Quota{Kind: domain.InvitationQuota(kind)}, -n))
 		}
 	}
 	afterTx = func(ctx context.Context) error {
 		for kind, n := range later {
-			u := s.usageOpN(account, domain.InvitationQuota(kind), -n).Update
+			u := s.usageOp(account, domain.Quota{Kind: domain.InvitationQuota(kind)}, -n).Update
 			if _, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
 				ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues}); err != nil {
 				// The deletes are done: like a failed cleanup, this leaves
