@@ -149,11 +149,11 @@ func (h *handler) deleteApp(r *http.Request, p apigw.Principal) (int, any, error
 	var a domain.Application
 	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) (err error) {
 		a, err = h.st.DeleteApplication(ctx, p.AccountID, id, func(cur domain.Application) error {
-			out, err := appOut(cur, h.st.Now())
+			tagged, err := appTagged(cur, h.st.Now())
 			if err != nil {
 				return err
 			}
-			return pre.Check(appETag(cur, out))
+			return pre.Check(tagged.ETag)
 		})
 		return err
 	})
