@@ -20,19 +20,30 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 	$(GO) build -o $(BUILD)/traffic ./infra/cmd/traffic
 	exec $(BUILD)/traffic -rate $(RATE)
 
-# make test runs three passes, each a go test of its own, one after
-# another: run at once (make -j3) they were faster, but the round-trip
-# counts that rely on parallel calls overlapping failed now and then under
-# that load:
-# 1. test-race: every package but the cost tour, with the race detector,
-#    on the plain stand-ins.
-# 2. test-unraced: the cost tour without the race detector (and the two
-#    byte-budget tests below). It measures
-#    DynamoDB calls and capacity per endpoint and per list at scale (10,000
-#    loaded members); the race detector has watched the same handlers in
-#    the gateway suites of the first pass, and under it the tour was
-#    about a seventh of the tests' CPU (38 of 258 CPU s, each package's
-#    race-enabled test binary timed alone).
+# make test runs four go test passes in two stages; within a stage two
+# passes run at once, one that keeps both cores busy beside one that
+# mostly waits (on queues, workers and the realistic DynamoDB's lag), so
+# that the second adds little to the first's wall time. Round-trip counts
+# rely on parallel calls overlapping, and failed now and then when three
+# CPU-bound passes ran at once:
+# 1. test-race: the race detector over the code that ships and the code
+#    that runs it concurrently: shared/... and functions/... (every
+#    handler, worker, store and engine, with their own concurrency
+#    tests), the local platform's moving parts (gateway, queues, the
+#    in-process runtime); beside it, pass 3.
+#    test-race-gateway: the gateway suite's tests that send requests at
+#    once (TEST_RACE_GATEWAY: eight clients on one item, quotas raced by
+#    concurrent creates, the realistic flows), with the race detector,
+#    beside pass 2.
+# 2. test-unraced: without it, on the plain stand-ins, what is sequential
+#    HTTP against the local platform or tooling: the rest of the gateway
+#    suites (every route's tests, the isolation invariant), the cost tour
+#    (calls and capacity per endpoint and per list at scale), the
+#    contract's and template's checks, the generated clients, the
+#    commands; and a byte-budget test (below). Under the race detector
+#    these were a third of the suite's CPU (about 130 of 420 CPU s, each
+#    test binary timed through go test -exec) for requests sent one after
+#    another, whose handlers the first pass watches already.
 # 3. test-realistic: the suites through the local gateway (every route's
 #    tests, the isolation invariant, the cost tour's flows) once more on a
 #    DynamoDB that behaves as AWS documents it (docs/local-platform.md,
@@ -43,8 +54,7 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 #    TEST_REALISM=<spec> runs another. This pass asks what DynamoDB's
 #    behaviours do to the flows; the retry path they drive has
 #    race-enabled tests of its own (shared/ddb), so it runs without the
-#    race detector: about 25 CPU s (make test-realistic alone), where
-#    the same three packages took about 120 under it (each timed alone).
+#    race detector.
 # go test runs GOMAXPROCS packages at a time by default; several packages
 # spend much of their wall time waiting on queues and workers, so four at a
 # time keep two cores busy (docs/performance.md, "Test suite time"). The
@@ -72,29 +82,40 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 TEST_PACKAGES_AT_ONCE ?= 4
 TEST_GOGC ?= 400
 TEST_UNRACED := github.com/truora/minidyn/... github.com/Admiral-Piett/goaws/...
-TEST_FIRST := ./shared/addresssets ./infra/local ./shared/apptests \
-	./infra/local/isolation ./shared/access ./infra/local/inproc ./shared/authz
-TEST_NO_RACE := ./infra/local/costtour
+TEST_FIRST := ./shared/apptests ./shared/access ./shared/store ./shared/authz \
+	./shared/tasks ./shared/rbacadmin ./infra/local/inproc ./shared/addresssets
+# Packages tested without the race detector (pass 2); `go list` patterns.
+TEST_NO_RACE := ./infra/local ./infra/local/isolation ./infra/local/costtour \
+	./infra/clientgen ./infra/apispec ./infra/sam ./infra/repotest ./infra/cmd/...
+TEST_NO_RACE_FIRST := ./infra/local/costtour ./infra/local ./infra/clientgen ./infra/local/isolation
+# The gateway suite's tests whose clients send requests at once: they run
+# with the race detector too.
+TEST_RACE_GATEWAY := ^(TestConcurrentPatchesAllApply|TestFinding27_Quotas|TestFinding27_KeyQuotas|TestFlowsOnRealisticDynamoDB)$$
 # Tests built only without the race detector (//go:build !race): they move
 # megabytes through a response budget, and under it were a tenth of the
 # suite's CPU; the paths they drive run race-enabled on small data.
-TEST_NO_RACE_RUN := ^(TestSetStaysWithinTheResponseBudget|TestFinding5_LogsPageByteBudget)$$
-TEST_NO_RACE_IN := ./shared/addresssets ./infra/local
+TEST_NO_RACE_RUN := ^TestSetStaysWithinTheResponseBudget$$
+TEST_NO_RACE_IN := ./shared/addresssets
 TEST_REALISM ?= 26
 TEST_REALISTIC := ./infra/local/costtour ./infra/local ./infra/local/isolation
 TEST_FLAGS := -vet=off -count=1 -timeout 30m -ldflags=-w
-.PHONY: test-race test-unraced test-realistic
-test: ## every test (with the race detector) against in-process DynamoDB and SQS servers; the gateway suites again in realistic mode
+TEST_RACE_ENV := GORACE="atexit_sleep_ms=0 $(GORACE)" GOGC=$(TEST_GOGC)
+TEST_RACE_FLAGS := -race $(foreach p,$(TEST_UNRACED),-gcflags=$(p)=-race=false) $(TEST_FLAGS)
+.PHONY: test-race test-race-gateway test-unraced test-realistic
+test: ## every test (the code that ships with the race detector) against in-process DynamoDB and SQS servers; the gateway suites again in realistic mode
 	$(GO) vet ./...
-	$(MAKE) --no-print-directory test-race test-unraced test-realistic
+	$(MAKE) --no-print-directory -j2 test-race test-realistic
+	$(MAKE) --no-print-directory -j2 test-unraced test-race-gateway
 
-test-race: ## every test but the cost tour, with the race detector, on the plain stand-ins
-	GORACE="atexit_sleep_ms=0 $(GORACE)" GOGC=$(TEST_GOGC) $(GO) test -race $(foreach p,$(TEST_UNRACED),-gcflags=$(p)=-race=false) \
-		$(TEST_FLAGS) -p $(TEST_PACKAGES_AT_ONCE) $(TEST_FIRST) \
-		$$($(GO) list ./... | grep -v -x -F $(foreach p,$(TEST_NO_RACE),-e cads/$(patsubst ./%,%,$(p))))
+test-race: ## shared/, functions/ and the local platform's moving parts, with the race detector
+	$(TEST_RACE_ENV) $(GO) test $(TEST_RACE_FLAGS) -p $(TEST_PACKAGES_AT_ONCE) $(TEST_FIRST) \
+		$$($(GO) list ./... | grep -v -x -F $$($(GO) list $(TEST_NO_RACE) | sed 's/^/-e /'))
 
-test-unraced: ## the cost tour (calls and capacity per endpoint, lists at scale) and the byte budgets' tests, on the plain stand-ins
-	GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) $(TEST_NO_RACE)
+test-race-gateway: ## the gateway suite's concurrent-client tests, with the race detector
+	$(TEST_RACE_ENV) $(GO) test $(TEST_RACE_FLAGS) -run '$(TEST_RACE_GATEWAY)' ./infra/local
+
+test-unraced: ## the rest of the gateway suites, the cost tour, the contract's and tools' tests and the byte budgets, on the plain stand-ins
+	GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -p $(TEST_PACKAGES_AT_ONCE) $(TEST_NO_RACE_FIRST) $(TEST_NO_RACE)
 	GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -run '$(TEST_NO_RACE_RUN)' $(TEST_NO_RACE_IN)
 
 test-realistic: ## the suites through the local gateway on the realistic DynamoDB (seed TEST_REALISM)
