@@ -135,7 +135,7 @@ func (a *api) errType(r reply, status int, contains, what string) {
 // and returns a function reporting (sequential, total).
 func (a *api) trips() func() (int, int) {
 	a.d.Counter.Reset()
-	a.d.Counter.SetDelay(20 * time.Millisecond)
+	a.d.Counter.SetDelay(30 * time.Millisecond)
 	return func() (int, int) {
 		s, t := a.d.Counter.Sequential(), a.d.Counter.Total()
 		a.d.Counter.SetDelay(0)
@@ -193,8 +193,18 @@ func TestAddressSetsThroughAPIGatewayEvents(t *testing.T) {
 	// A combined set including it; /addresses follows the inclusion.
 	cb := a.must(a.call(a.sets, a.op, "POST", coll, coll, `{"name":"all","type":"combined","inclusions":["`+href+`"],"entries":[{"address":"10.0.0.0/8"}]}`, "application/json"), 200, "combined")
 	cid := cb.body["id"].(string)
-	done = a.trips()
-	l := a.must(a.call(a.sets, a.op, "GET", "/v2/address-sets/"+cid+"/addresses", addrs, "", ""), 200, "addresses")
+	// A late-starting goroutine can only make parallel calls look
+	// sequential: a read counted high on a loaded machine is measured
+	// again.
+	var l reply
+	for try := 0; ; try++ {
+		done = a.trips()
+		l = a.must(a.call(a.sets, a.op, "GET", "/v2/address-sets/"+cid+"/addresses", addrs, "", ""), 200, "addresses")
+		if a.d.Counter.Sequential() <= 3 || try == 2 || testenv.Realistic() {
+			break
+		}
+		done()
+	}
 	// The set's item and its entries (GSI2) in parallel, then the
 	// included set's item and its entries; both sets were written a
 	// moment ago, so each entries Query has its journal Query beside it

@@ -45,10 +45,13 @@ var taskHrefRE = regexp.MustCompile(`/v2/tasks/([a-z0-9]+)\)`)
 func TestMaximumDurationEndsTheMaintenance(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	one := 1
+	// An hour, not a second: the store's clock is shifted real time, and
+	// a loaded machine once took longer than a second between the enter
+	// and the first sweep, which then found the exits due.
+	limit := 3600
 	scheduled := func(app domain.Application) (domain.Task, domain.Task) {
 		t.Helper()
-		enter := e.submit(tasks.TypeEnterMaintenance, app.ID, tasks.EnterParams{MaximumDuration: &one})
+		enter := e.submit(tasks.TypeEnterMaintenance, app.ID, tasks.EnterParams{MaximumDuration: &limit})
 		if got := e.run(enter.ID); got != tasks.Done || e.appNow(app.ID).State != domain.AppMaintenance {
 			t.Fatalf("enter: %v, app %s", got, e.appNow(app.ID).State)
 		}
@@ -91,7 +94,7 @@ func TestMaximumDurationEndsTheMaintenance(t *testing.T) {
 			t.Fatalf("exit %s due at %s, before the clock moved (%s)", exit.ID, due, e.st.Now())
 		}
 	}
-	e.clk.Advance(time.Duration(one)*time.Second + time.Millisecond)
+	e.clk.Advance(time.Duration(limit)*time.Second + time.Millisecond)
 	testenv.AwaitIndexes() // the outbox is found through an index
 	if n, err := e.ob.Sweep(ctx); err != nil || n != 2 || !slices.Contains(e.sent.all(), exitA.ID) || !slices.Contains(e.sent.all(), exitB.ID) {
 		t.Fatalf("the sweep once the exits were due: %d %v, sent %v", n, err, e.sent.all())
