@@ -3,7 +3,9 @@
 // whole: ogen and oapi-codegen, at the versions pinned by the tools module
 // (infra/clientgen/tools), generate a client for every operation of the
 // document as served, without a warning, and the code they generate
-// compiles. The generators and what they generate are test-only: they
+// compiles; a scenario with the generated ogen client then calls every
+// operation of the document through the local gateway and decodes each
+// answer with the generated types. The generators and what they generate are test-only: they
 // live in a module of their own, which nothing of the service imports.
 // docs/api.md, "API description".
 package clientgen
