@@ -72,6 +72,11 @@ func (g *generators) scenario(t *testing.T) {
 	// a pass without that comparison would say nothing of the coverage.
 	if err != nil || !bytes.Contains(out, []byte("--- PASS: TestScenario")) || !bytes.Contains(out, []byte("covered: ")) {
 		t.Errorf("the scenario with the generated client: %v\n%s", err, tail(out))
+		return
+	}
+	if _, after, ok := bytes.Cut(out, []byte("covered: ")); ok {
+		line, _, _ := bytes.Cut(after, []byte("\n"))
+		t.Logf("scenario covered %s", line)
 	}
 }
 

@@ -27,6 +27,9 @@ func TestTypeScriptClientCompiles(t *testing.T) {
 	if err != nil {
 		t.Skip("SKIPPED: node is not installed, so the TypeScript client check (openapi-typescript, openapi-fetch, tsc) did not run; install Node.js 20 or later with npm")
 	}
+	// Node's processes beside the Go generators' builds: nothing shared
+	// but the read-only document.
+	t.Parallel()
 	modules := tsModules(t)
 	src := filepath.Join("testdata", "ts")
 	dir := t.TempDir()
