@@ -85,6 +85,7 @@ TEST_REALISTIC := ./infra/local/costtour ./infra/local ./infra/local/isolation
 TEST_FLAGS := -vet=off -count=1 -timeout 30m -ldflags=-w
 .PHONY: test-race test-unraced test-realistic
 test: ## every test (with the race detector) against in-process DynamoDB and SQS servers; the gateway suites again in realistic mode
+	@command -v node >/dev/null 2>&1 || echo "NOTICE: node is not installed: TestTypeScriptClientCompiles (infra/clientgen) will be SKIPPED, no TypeScript client is checked; install Node.js 20 or later with npm" >&2
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory test-race test-unraced test-realistic
 
