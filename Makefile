@@ -103,6 +103,7 @@ TEST_RACE_ENV := GORACE="atexit_sleep_ms=0 $(GORACE)" GOGC=$(TEST_GOGC)
 TEST_RACE_FLAGS := -race $(foreach p,$(TEST_UNRACED),-gcflags=$(p)=-race=false) $(TEST_FLAGS)
 .PHONY: test-race test-race-gateway test-unraced test-realistic
 test: ## every test (the code that ships with the race detector) against in-process DynamoDB and SQS servers; the gateway suites again in realistic mode
+	@command -v node >/dev/null 2>&1 || echo "NOTICE: node is not installed: TestTypeScriptClientCompiles (infra/clientgen) will be SKIPPED, no TypeScript client is checked; install Node.js 20 or later with npm" >&2
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory -j2 test-race test-realistic
 	$(MAKE) --no-print-directory -j2 test-unraced test-race-gateway
