@@ -289,10 +289,12 @@ func leftoverCounts(l *domain.Leftovers) []struct {
 // AccountLeftovers tells whether an account still has sub-accounts,
 // applications, address sets, application tests or metric prototypes:
 // one consistent BatchGetItem of the account's usage items in parallel
-// with five Limit-1 GSI1 queries. GSI1 may not show what was created a
+// with five small GSI1 queries. GSI1 may not show what was created a
 // moment ago; the usage counts, kept by the create and delete
 // transactions, do. The queries still find what was created before the
-// counts existed and the schema migration has not counted yet.
+// counts existed and the schema migration has not counted yet; what they
+// find is read again, consistently, since GSI1 may also still show what
+// was deleted a moment ago.
 func (s *Store) AccountLeftovers(ctx context.Context, id string) (domain.Leftovers, error) {
 	var l, counted domain.Leftovers
 	counts := leftoverCounts(&counted)
@@ -325,8 +327,14 @@ func (s *Store) AccountLeftovers(ctx context.Context, id string) (domain.Leftove
 	for pk, found := range map[string]*bool{childrenGSI(id): &l.SubAccounts, appsGSI(id): &l.Applications, addressSetsGSI(id): &l.AddressSets, appTestsGSI(id): &l.Tests,
 		metricProtosGSI(id): &l.MetricPrototypes} {
 		g.Go(func() error {
-			items, err := s.query(gctx, "query "+pk, gsiQuery(pk), 1)
-			*found = len(items) > 0 // each goroutine writes its own field
+			items, err := s.query(gctx, "query "+pk, gsiQuery(pk), leftoverProbe)
+			if err != nil || len(items) == 0 {
+				return err
+			}
+			// GSI1 may still show what was deleted a moment ago: a
+			// refusal comes only from a consistent read of the item
+			// itself (the usage counts answer for the usual case).
+			*found, err = s.anyStillThere(gctx, items) // each goroutine writes its own field
 			return err
 		})
 	}
@@ -337,6 +345,26 @@ func (s *Store) AccountLeftovers(ctx context.Context, id string) (domain.Leftove
 		MetricPrototypes: l.MetricPrototypes || counted.MetricPrototypes,
 	}
 	return l, err
+}
+
+// leftoverProbe is how many of a kind's GSI1 entries AccountLeftovers
+// checks: more deletes than this within the index's lag, with an older
+// uncounted item behind them, would go unseen by this read (the delete
+// transaction's count checks still hold).
+const leftoverProbe = 10
+
+// anyStillThere reports whether any of the items an index query found
+// still exists in the table, by a consistent read of their keys.
+func (s *Store) anyStillThere(ctx context.Context, found []map[string]types.AttributeValue) (bool, error) {
+	keys := make([]map[string]types.AttributeValue, 0, len(found))
+	for _, it := range found {
+		keys = append(keys, map[string]types.AttributeValue{AttrPK: it[AttrPK], AttrSK: it[AttrSK]})
+	}
+	items, err := ddb.BatchGetConsistent(ctx, s.db, s.table, keys)
+	if err != nil {
+		return false, wrap("read leftovers", err)
+	}
+	return len(items) > 0, nil
 }
 
 // emptyChecks are the delete transaction's checks that the account's usage
