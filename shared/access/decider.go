@@ -70,7 +70,7 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 			s.deciders.Remove(ck)
 		}
 	}
-	in, err := s.readDecider(ctx, p, now, false)
+	in, err := s.readDecider(ctx, p, now, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -80,9 +80,27 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 	return s.newDecider(p, ck, in), nil
 }
 
+// DeciderIn is Decider for a principal whose key account (p.AccountID)
+// the caller has just read consistently: it reads the first grants and
+// the roles they name only, one round trip fewer, and shares nothing with
+// the warm cache of Decider but the items (roles and groups) cache, so
+// every principal asked about is decided from its own grants as read now.
+// Who can (GET /v2/accounts/{id}/access) decides each principal with it.
+func (s *Service) DeciderIn(ctx context.Context, p apigw.Principal, acct domain.Account) (*Decider, error) {
+	if acct.ID != p.AccountID {
+		return nil, fmt.Errorf("decider: account %q is not the key account %q", acct.ID, p.AccountID)
+	}
+	in, err := s.readDecider(ctx, p, s.now(), false, &acct)
+	if err != nil {
+		return nil, err
+	}
+	return s.newDecider(p, p.ID+"/"+p.AccountID, in), nil
+}
+
 // readDecider reads what a Decider decides with: the two round trips.
-// bypass takes no role or group from the container's item cache.
-func (s *Service) readDecider(ctx context.Context, p apigw.Principal, now time.Time, bypass bool) (*deciderInputs, error) {
+// bypass takes no role or group from the container's item cache; known,
+// when not nil, is the key account as the caller read it (not read again).
+func (s *Service) readDecider(ctx context.Context, p apigw.Principal, now time.Time, bypass bool, known *domain.Account) (*deciderInputs, error) {
 	var (
 		grants []domain.Grant
 		more   bool
@@ -90,7 +108,9 @@ func (s *Service) readDecider(ctx context.Context, p apigw.Principal, now time.T
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) { grants, more, err = s.store.FirstGrants(gctx, p.ID, FirstGrants); return err })
-	if p.AccountID != "" {
+	if known != nil {
+		acct = *known
+	} else if p.AccountID != "" {
 		g.Go(func() error {
 			var err error
 			if acct, err = s.store.GetAccount(gctx, p.AccountID); errors.Is(err, domain.ErrNotFound) {
@@ -160,7 +180,7 @@ func (d *Decider) until(ctx context.Context, done func() bool) error {
 	if !d.reused && !d.in.h.cached {
 		return nil
 	}
-	in, err := d.s.readDecider(ctx, d.p, d.s.now(), true)
+	in, err := d.s.readDecider(ctx, d.p, d.s.now(), true, nil)
 	if err != nil {
 		return err
 	}
