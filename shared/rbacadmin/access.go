@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/authz"
 	"cads/shared/domain"
@@ -83,6 +84,7 @@ type question struct {
 	fromPath     bool
 	sources      []source
 	groupRoles   map[domain.RBACRef][]string // relevant group -> its roles
+	known        *access.Known               // every role and group of the accounts whose roles apply
 }
 
 func (h *handler) whoCan(r *http.Request, _ apigw.Principal) (int, any, error) {
@@ -175,6 +177,7 @@ func (h *handler) ask(ctx context.Context, acct, method, path string) (*question
 	if err != nil {
 		return nil, err
 	}
+	qu.known = access.NewKnown(accounts, roles, groups)
 	grants := map[domain.RBACRef]bool{}
 	for _, role := range roles {
 		c, err := authz.Compile(role.AuthzRole())
@@ -313,7 +316,8 @@ func mergeHolders(sources []source, pages []holders, desc bool, n int) ([]candid
 // decideAll decides each candidate as the authorizer would for a key of
 // it authenticated into the account: its principal item (a grant may
 // outlive its principal; the authorizer authenticates nobody then) and
-// its own grants and roles, read by access's Decider, all at once.
+// its own grants, read by access's Decider (the roles and groups they
+// name in the accounts that matter are those ask read), all at once.
 func (h *handler) decideAll(ctx context.Context, qu *question, cs []candidate) error {
 	ids := make([]string, len(cs))
 	for i, c := range cs {
@@ -336,7 +340,7 @@ func (h *handler) decideAll(ctx context.Context, qu *question, cs []candidate) e
 	})
 	for i := range cs {
 		g.Go(func() error {
-			d, err := h.dec.DeciderIn(gctx, apigw.Principal{ID: cs[i].id, AccountID: qu.key.ID}, qu.key)
+			d, err := h.dec.DeciderOver(gctx, apigw.Principal{ID: cs[i].id, AccountID: qu.key.ID}, qu.key, qu.known)
 			if err != nil {
 				return err
 			}

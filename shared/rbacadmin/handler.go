@@ -75,7 +75,7 @@ type Store interface {
 // Deciders makes second decisions with the authorizer's engine.
 type Deciders interface {
 	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
-	DeciderIn(ctx context.Context, p apigw.Principal, acct domain.Account) (*access.Decider, error)
+	DeciderOver(ctx context.Context, p apigw.Principal, acct domain.Account, known *access.Known) (*access.Decider, error)
 }
 
 type handler struct {
