@@ -63,6 +63,8 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/accounts/{id}/service-users/{service_user_id}", 5, true, false},
 	{"PATCH", "/v2/accounts/{id}/service-users/{service_user_id}", 5, true, false},
 	{"DELETE", "/v2/accounts/{id}/service-users/{service_user_id}", 5, true, false},
+	// who can (a project addition: docs/rbac.md#who-can)
+	{"GET", "/v2/accounts/{id}/access", 30, false, true},
 	// address sets
 	{"GET", "/v2/address-sets", 7, true, true},
 	{"POST", "/v2/address-sets", 7, true, false},
@@ -151,4 +153,4 @@ var Endpoints = []Endpoint{
 // Delivered says which work items have landed: their endpoints must be
 // routed, the others must not be (a route without its function would be a
 // stub). Each issue that lands adds itself here.
-var Delivered = map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true, 18: true}
+var Delivered = map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true, 18: true, 30: true}

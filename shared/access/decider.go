@@ -80,6 +80,70 @@ func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, err
 	return s.newDecider(p, ck, in), nil
 }
 
+// Known is every role and group of some accounts, as a caller read them
+// consistently (their whole RBAC partitions): what a Decider made with
+// DeciderOver takes instead of reading by key the roles and groups its
+// principal's grants name in those accounts.
+type Known struct {
+	rel   []string
+	items map[itemKey]*rbacItem
+}
+
+// NewKnown is what was read of accounts: roles and groups of those
+// accounts (a grant naming one not among them names one that is gone).
+func NewKnown(accounts []string, roles []domain.Role, groups []domain.Group) *Known {
+	k := &Known{rel: accounts, items: make(map[itemKey]*rbacItem, len(roles)+len(groups))}
+	for i := range roles {
+		k.items[itemKey{ref: domain.RBACRef{Account: roles[i].AccountID, ID: roles[i].ID}}] = &rbacItem{role: &roles[i]}
+	}
+	for i := range groups {
+		k.items[itemKey{group: true, ref: domain.RBACRef{Account: groups[i].AccountID, ID: groups[i].ID}}] = &rbacItem{group: &groups[i]}
+	}
+	return k
+}
+
+// DeciderOver is a Decider for a principal asked about rather than
+// authenticated: p.AccountID is the account acct its key would be in
+// (acct read consistently by the caller), and its decisions are on
+// targets whose roles are those of known's accounts (the target and its
+// ancestors). It holds, as the authorizer's holding does, only the roles
+// of those accounts: it reads the principal's first grants (one Query)
+// and takes the roles and groups they name from known; a refusal reads on
+// as the authorizer does (the rest of the grants, then what they name, by
+// key). Nothing comes from or goes to the container's caches, so every
+// principal is decided from the table as it is now. Who can
+// (GET /v2/accounts/{id}/access) decides each principal with it.
+func (s *Service) DeciderOver(ctx context.Context, p apigw.Principal, acct domain.Account, known *Known) (*Decider, error) {
+	if acct.ID != p.AccountID || acct.ID == "" {
+		return nil, fmt.Errorf("decider: account %q is not the key account %q", acct.ID, p.AccountID)
+	}
+	grants, more, err := s.store.FirstGrants(ctx, p.ID, FirstGrants)
+	if err != nil {
+		return nil, fmt.Errorf("decider: %w", err)
+	}
+	now := s.now()
+	h := newHolding(known.rel, grants, true, more, now)
+	h.bypass = true
+	for {
+		roles, groups := h.pending()
+		if len(roles)+len(groups) == 0 {
+			break
+		}
+		for _, k := range keysOf(roles, groups) {
+			it := known.items[k]
+			if it == nil {
+				it = &rbacItem{} // not in the partitions read: gone
+			}
+			h.add(k, &rbacItem{at: now, role: it.role, group: it.group})
+		}
+	}
+	h.held = s.compile(ctx, h)
+	in := &deciderInputs{at: now, ancestors: acct.Ancestors, h: h, all: h.complete(), root: authz.RootOf(acct.ID, acct.Ancestors)}
+	// No cache key: its holding covers known's accounts only, so it must
+	// never serve another Decider.
+	return s.newDecider(p, "", in), nil
+}
+
 // readDecider reads what a Decider decides with: the two round trips.
 // bypass takes no role or group from the container's item cache.
 func (s *Service) readDecider(ctx context.Context, p apigw.Principal, now time.Time, bypass bool) (*deciderInputs, error) {
@@ -135,7 +199,7 @@ func (d *Decider) readOn(ctx context.Context, decided func() bool) error {
 	}
 	d.use(h)
 	d.in.all = h.complete()
-	if d.s.deciders != nil {
+	if d.s.deciders != nil && d.ck != "" {
 		d.s.deciders.Add(d.ck, d.in)
 	}
 	return nil

@@ -76,6 +76,7 @@ type reply struct {
 	Body   map[string]any
 	List   []map[string]any
 	Raw    string
+	Header map[string]string
 }
 
 func (r reply) str(k string) string { s, _ := r.Body[k].(string); return s }
@@ -167,7 +168,13 @@ func (e *env) invoke(ctxm map[string]any, method, path string, body any, ct ...s
 	if err != nil {
 		e.t.Fatalf("%s %s: function error %v", method, path, err)
 	}
-	r := reply{Status: resp.StatusCode, Raw: resp.Body}
+	r := reply{Status: resp.StatusCode, Raw: resp.Body, Header: map[string]string{}}
+	for k, v := range resp.MultiValueHeaders {
+		r.Header[k] = strings.Join(v, ", ")
+	}
+	for k, v := range resp.Headers {
+		r.Header[k] = v
+	}
 	if strings.HasPrefix(strings.TrimSpace(resp.Body), "[") {
 		_ = json.Unmarshal([]byte(resp.Body), &r.List)
 	} else {

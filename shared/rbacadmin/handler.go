@@ -65,11 +65,17 @@ type Store interface {
 	UpdateServiceUser(ctx context.Context, account, id string, name, description *string) (domain.ServiceUser, error)
 	DeleteServiceUser(ctx context.Context, account, id string) (domain.ServiceUser, error)
 	ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error)
+
+	// Who can (access.go).
+	RBACPartitions(ctx context.Context, accounts []string) ([]domain.Role, []domain.Group, error)
+	PageHolders(ctx context.Context, ref domain.RBACRef, group bool, after string, desc bool, n int) ([]domain.Grant, []string, bool, error)
+	GetPrincipals(ctx context.Context, ids []string) ([]domain.Principal, error)
 }
 
 // Deciders makes second decisions with the authorizer's engine.
 type Deciders interface {
 	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+	DeciderOver(ctx context.Context, p apigw.Principal, acct domain.Account, known *access.Known) (*access.Decider, error)
 }
 
 type handler struct {
@@ -124,6 +130,8 @@ func New(st Store, dec Deciders, queue *outbox.Queue, log *slog.Logger) http.Han
 	route("GET /v2/accounts/{id}/service-users/{service_user_id}", h.getServiceUser)
 	route("PATCH /v2/accounts/{id}/service-users/{service_user_id}", h.patchServiceUser)
 	route("DELETE /v2/accounts/{id}/service-users/{service_user_id}", h.deleteServiceUser)
+
+	route("GET /v2/accounts/{id}/access", h.whoCan)
 
 	route("GET /v2/users/{id}/roles", h.listHeldRoles)
 	route("GET /v2/users/{id}/roles/{role_id}", h.getHeldRole)

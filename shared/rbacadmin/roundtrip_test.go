@@ -70,6 +70,11 @@ func TestRoundTrips(t *testing.T) {
 		{name: "DELETE invitation (revoke)", ctx: op, method: "DELETE", pathFromResult: func() string { return invHref }, status: 200, seq: 2, total: 2},
 		{name: "DELETE group", ctx: op, method: "DELETE", pathFromResult: func() string { return groupHref }, status: 200, seq: 2, total: 4},
 		{name: "DELETE role", ctx: op, method: "DELETE", pathFromResult: func() string { return roleHref }, status: 200, seq: 2, total: 4},
+		// Who can: the account (1), its RBAC partition (2), the holders of
+		// the two roles granting it, each beside its journal (3), the
+		// grants the journal names (the bootstrap's, seconds ago) (4), the
+		// one holder's first grants beside the principal (5). At rest: 4 / 8.
+		{name: "GET who can", ctx: op, method: "GET", path: base + "/access?method=DELETE&path=/v2/applications/x1", status: 200, seq: 5, total: 9},
 		{name: "POST service user", ctx: op, method: "POST", path: base + "/service-users", status: 200, seq: 3, total: 3, // account, quota, transaction
 			after: func(r reply) { suHref = r.str("href") }},
 		{name: "GET service user", ctx: op, method: "GET", pathFromResult: func() string { return suHref }, status: 200, seq: 1, total: 2},

@@ -65,11 +65,13 @@ const (
 func journalPK(list string) string { return prefixJournal + list }
 
 // listedGSI1 are the GSI1 partitions (prefixes) that are listed
-// collections; GSI1's other partitions are lookups (holders, members,
-// children, keys of an account, the outbox, the expiry sweep, an invitee's
-// invitation by id) that lists never read. Every GSI2 and GSI3 partition is
-// a listed collection.
-var listedGSI1 = []string{gsiUsers, "APPS#", "TASKS#", "ADDRSETS#", "METRICPROTOS#", "APPTESTS#", "SERVICEUSERS#"}
+// collections: paged, or read for an answer that a missing member would
+// make wrong (a role's holders and a group's members: who can,
+// holders.go). GSI1's other partitions are lookups (children, keys of an
+// account, the outbox, the expiry sweep, an invitee's invitation by id)
+// that lists never read. Every GSI2 and GSI3 partition is a listed
+// collection.
+var listedGSI1 = []string{gsiUsers, "APPS#", "TASKS#", "ADDRSETS#", "METRICPROTOS#", "APPTESTS#", "SERVICEUSERS#", "HOLDERS#", "MEMBERS#"}
 
 func isListedGSI1(pk string) bool {
 	for _, p := range listedGSI1 {
@@ -111,8 +113,8 @@ func listsOfKey(pk, sk string) []string {
 		return []string{pk}
 	case strings.HasPrefix(pk, "PRINCIPAL#") && strings.HasPrefix(sk, prefixKey):
 		return []string{keysList(strings.TrimPrefix(pk, "PRINCIPAL#"))}
-	case strings.HasPrefix(pk, "PRINCIPAL#") && strings.HasPrefix(sk, prefixGrant):
-		return []string{heldList(strings.TrimPrefix(pk, "PRINCIPAL#"))}
+	case strings.HasPrefix(pk, "PRINCIPAL#") && strings.HasPrefix(sk, prefixAnyGrant):
+		return append([]string{heldList(strings.TrimPrefix(pk, "PRINCIPAL#"))}, holderLists(sk)...)
 	case strings.HasPrefix(pk, "APPTEST#") && sk == skAppTest:
 		acct, _, _ := strings.Cut(strings.TrimPrefix(pk, "APPTEST#"), "#")
 		return []string{appTestsGSI(acct)}

@@ -471,6 +471,10 @@ func TestCostPerEndpoint(t *testing.T) {
 	c.step("GET /v2/accounts/{id}/service-users/{service_user_id}", 200, "GET", su, op, nil)
 	c.step("PATCH /v2/accounts/{id}/service-users/{service_user_id}", 200, "PATCH", su, op, map[string]any{"name": "robot 2"})
 	c.step("DELETE /v2/accounts/{id}/service-users/{service_user_id}", 200, "DELETE", su, op, nil)
+	// Who can: the root's roles, the holders of those that grant it, each decided.
+	if who := c.step("GET /v2/accounts/{id}/access", 200, "GET", root+"/access?method=DELETE&path=/v2/applications/x1", op, nil); len(who.list) == 0 {
+		t.Fatalf("who can: nobody listed: %s", who.raw)
+	}
 
 	// ---------------------------------------------------------------- applications
 	app := c.step("POST /v2/applications", 200, "POST", "/v2/applications", op, map[string]any{"name": "Shop", "aliases": []string{"shop.example.com"}})

@@ -749,6 +749,11 @@ func queryFor(template string) string {
 		return "?" + url.Values{"names": {"requests"}, "summarize": {"true"}, "from": {now.Format(time.RFC3339)}, "to": {now.Add(time.Hour).Format(time.RFC3339)}}.Encode()
 	case "/v2/applications/{id}/logs":
 		return "?" + url.Values{"from": {time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)}}.Encode()
+	case "/v2/accounts/{id}/access":
+		// Who can, about the account's own applications: its principals
+		// are listed, another party's never (a path naming another
+		// party's account is a 400, TestWhoCanRules).
+		return "?" + url.Values{"method": {"DELETE"}, "path": {"/v2/applications/x1"}}.Encode()
 	case "/v2/archived-logs/applications/{id}/{log_type}":
 		// The hour every party's archive covers (isoWorld.resources).
 		now := time.Now().UTC().Truncate(time.Hour)
