@@ -87,7 +87,7 @@ type question struct {
 	known        *access.Known               // every role and group of the accounts whose roles apply
 }
 
-func (h *handler) whoCan(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) whoCan(r *http.Request, p apigw.Principal) (int, any, error) {
 	acct, err := accountID(r)
 	if err != nil {
 		return 0, nil, err
@@ -110,7 +110,7 @@ func (h *handler) whoCan(r *http.Request, _ apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	qu, err := h.ask(r.Context(), acct, method, path)
+	qu, err := h.ask(r.Context(), p, acct, method, path)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -134,7 +134,7 @@ func (h *handler) whoCan(r *http.Request, _ apigw.Principal) (int, any, error) {
 // group of the accounts whose roles can apply, and keeps the sources:
 // the roles that grant the request alone (decided by the engine) and the
 // groups that hold one.
-func (h *handler) ask(ctx context.Context, acct, method, path string) (*question, error) {
+func (h *handler) ask(ctx context.Context, p apigw.Principal, acct, method, path string) (*question, error) {
 	qu := &question{method: method, path: path, groupRoles: map[domain.RBACRef][]string{}}
 	tid, fromPath := authz.Target(method, path, acct)
 	qu.fromPath = fromPath && tid != acct
@@ -178,6 +178,19 @@ func (h *handler) ask(ctx context.Context, acct, method, path string) (*question
 		return nil, err
 	}
 	qu.known = access.NewKnown(accounts, roles, groups)
+	// Roles of the accounts above the caller's own (the platform
+	// operator's, for a tenant) still decide each candidate, but their
+	// holders are not the caller's to see: they are no source.
+	hidden := map[string]bool{}
+	if i := slices.Index(qu.target.Ancestors, p.AccountID); i >= 0 {
+		for _, above := range qu.target.Ancestors[:i] {
+			hidden[above] = true
+		}
+	} else if p.AccountID == qu.target.ID {
+		for _, above := range qu.target.Ancestors {
+			hidden[above] = true
+		}
+	}
 	grants := map[domain.RBACRef]bool{}
 	for _, role := range roles {
 		c, err := authz.Compile(role.AuthzRole())
@@ -189,7 +202,9 @@ func (h *handler) ask(ctx context.Context, acct, method, path string) (*question
 		if authz.Evaluate(in).Allowed {
 			ref := domain.RBACRef{Account: role.AccountID, ID: role.ID}
 			grants[ref] = true
-			qu.sources = append(qu.sources, source{ref: ref})
+			if !hidden[role.AccountID] {
+				qu.sources = append(qu.sources, source{ref: ref})
+			}
 		}
 	}
 	for _, g := range groups {
@@ -199,7 +214,7 @@ func (h *handler) ask(ctx context.Context, acct, method, path string) (*question
 				via = append(via, r)
 			}
 		}
-		if len(via) > 0 {
+		if len(via) > 0 && !hidden[g.AccountID] {
 			ref := domain.RBACRef{Account: g.AccountID, ID: g.ID}
 			qu.groupRoles[ref] = via
 			qu.sources = append(qu.sources, source{ref: ref, group: true})

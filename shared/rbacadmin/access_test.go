@@ -262,10 +262,19 @@ func TestWhoCanRules(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a sub-account's path", func(t *testing.T) {
+	t.Run("a sub-account's path, nothing from above the caller's account", func(t *testing.T) {
+		op := "/v2/users/" + testenv.Operator(e.boot).ID
 		got, _ := e.whoCan(owner, a.ID, "GET", "/v2/accounts/"+b.ID+"/roles", 100)
-		if !slices.Contains(got, "/v2/users/"+testenv.Operator(e.boot).ID) {
-			t.Errorf("the operator (entitlement administrator below the root) is not listed: %v", got)
+		if slices.Contains(got, op) {
+			t.Errorf("a tenant's owner asks about its sub-account: %v lists the operator, whose grant is the root's", got)
+		}
+		got, _ = e.whoCan(owner, a.ID, "GET", "/v2/accounts/"+a.ID+"/roles", 100)
+		if !slices.Contains(got, "/v2/users/"+ownerP.ID) || slices.Contains(got, op) {
+			t.Errorf("a tenant's owner asks: %v, want its owner and not the operator, whose grant is the root's", got)
+		}
+		got, _ = e.whoCan(e.op, a.ID, "GET", "/v2/accounts/"+a.ID+"/roles", 100)
+		if !slices.Contains(got, op) || !slices.Contains(got, "/v2/users/"+ownerP.ID) {
+			t.Errorf("the operator asks: %v, want the operator (administrator below the root) and the tenant's owner", got)
 		}
 	})
 }
