@@ -1,6 +1,7 @@
 package repotest
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -214,8 +215,6 @@ func repoDecls(t *testing.T, root string) *decls {
 }
 
 var (
-	// codeSpan is a Markdown inline code span (one or more backticks).
-	codeSpan = regexp.MustCompile("(`+)([^`]+?)(`+)")
 	// qualified is pkg.Ident or pkg.Type.Member inside a code span: a
 	// lower-case package name, then an identifier (unexported ones too:
 	// the docs name `store.page`).
@@ -226,17 +225,60 @@ var (
 		"txt": true, "zip": true, "sh": true, "csv": true, "html": true, "toml": true, "log": true, "gz": true, "pem": true, "py": true}
 )
 
-// docRefs returns every qualified identifier the code spans of a Markdown
-// text name, with its line number.
-func docRefs(text string) (refs []identRef) {
-	for n, line := range strings.Split(text, "\n") {
-		for _, span := range codeSpan.FindAllStringSubmatch(line, -1) {
-			for _, m := range qualified.FindAllStringSubmatch(span[2], -1) {
-				if fileExt[m[2]] {
-					continue
-				}
-				refs = append(refs, identRef{line: n + 1, pkg: m[1], name: m[2], member: m[3]})
+// codeSpans returns the code of a Markdown text, inline spans and fenced
+// blocks alike, with the offset where each starts: a run of backticks
+// opens one and the next run of the same length closes it (a span may
+// wrap across lines).
+func codeSpans(text string) (code []string, at []int) {
+	run := func(i int) int {
+		n := 0
+		for i+n < len(text) && text[i+n] == '`' {
+			n++
+		}
+		return n
+	}
+	for i := 0; i < len(text); {
+		if text[i] != '`' {
+			i++
+			continue
+		}
+		n := run(i)
+		start, closed := i+n, false
+		for j := start; j < len(text); {
+			if text[j] != '`' {
+				j++
+				continue
 			}
+			if m := run(j); m == n {
+				code, at = append(code, text[start:j]), append(at, start)
+				i, closed = j+m, true
+				break
+			} else {
+				j += m
+			}
+		}
+		if !closed {
+			i = start // an unmatched run is literal text
+		}
+	}
+	return code, at
+}
+
+// docRefs returns every qualified identifier the code of a Markdown text
+// names, with its line number.
+func docRefs(text string) (refs []identRef) {
+	code, at := codeSpans(text)
+	for k, c := range code {
+		for _, m := range qualified.FindAllStringSubmatchIndex(c, -1) {
+			pkg, name, member := c[m[2]:m[3]], c[m[4]:m[5]], ""
+			if m[6] >= 0 {
+				member = c[m[6]:m[7]]
+			}
+			if fileExt[name] {
+				continue
+			}
+			line := 1 + strings.Count(text[:at[k]+m[2]], "\n")
+			refs = append(refs, identRef{line: line, pkg: pkg, name: name, member: member})
 		}
 	}
 	return refs
@@ -248,7 +290,7 @@ type identRef struct {
 	member    string
 }
 
-// Every `pkg.Ident` (and `pkg.Type.Member`) a doc names in a code span
+// Every `pkg.Ident` (and `pkg.Type.Member`) a doc names in its code
 // exists in the repository's code, when pkg is the name of one of its
 // packages: a rename or removal that leaves a doc behind fails here.
 // `pkg.Name` may be a top-level name or a method of one of pkg's types
@@ -295,4 +337,25 @@ func TestDocIdentifiersExist(t *testing.T) {
 		t.Fatalf("checked only %d identifiers: the docs are read wrong", checked)
 	}
 	t.Logf("%d identifiers checked in %d docs", checked, len(docs))
+}
+
+// docRefs finds what the docs write: spans that wrap, fenced blocks,
+// members, and leaves file names, placeholders and prose alone.
+func TestDocRefsReadsMarkdownCode(t *testing.T) {
+	text := "prose store.Gone is not code; `store.Reapply` and ``a `store.Page` b``\n" +
+		"a span that `wraps store.Store.Reapply\nacross lines`, a file `metrics.json`,\n" +
+		"a placeholder `<name>wire.Handler`, an unmatched ` backtick\n" +
+		"```go\nx := apigw.WriteError\n```\n"
+	var got []string
+	for _, r := range docRefs(text) {
+		s := fmt.Sprintf("%d:%s.%s", r.line, r.pkg, r.name)
+		if r.member != "" {
+			s += "." + r.member
+		}
+		got = append(got, s)
+	}
+	want := []string{"1:store.Reapply", "1:store.Page", "2:store.Store.Reapply", "6:apigw.WriteError"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("docRefs = %v, want %v", got, want)
+	}
 }
