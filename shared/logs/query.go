@@ -28,7 +28,8 @@ const (
 	ScanBudget = 20000
 	// WorkBudget bounds the filter work of one query (Meter units: bytes
 	// a predicate reads times its cost per byte, a regular expression's
-	// program size). About 9 ns a unit at worst: a few seconds of CPU.
+	// program size). About 7 ns of CPU a unit at worst
+	// (BenchmarkRegexpWorkUnit): a few seconds of CPU.
 	WorkBudget = 300_000_000
 	// MaxQueryTime is the longest a query scans, well below API Gateway's
 	// 29-second integration timeout; the request's own deadline (the

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -25,8 +24,6 @@ import (
 func newTestDynamoClient(t *testing.T, url string) *dynamodb.Client {
 	t.Helper()
 
-	ctx := context.Background()
-	resolver := dynamodb.EndpointResolverFromURL(url)
 	httpClient := &http.Client{
 		Transport: &http.Transport{
 			DisableKeepAlives:   true, // avoid reuse warnings
@@ -40,32 +37,26 @@ func newTestDynamoClient(t *testing.T, url string) *dynamodb.Client {
 		},
 	}
 
-	cfg, err := config.LoadDefaultConfig(ctx,
-		config.WithRegion("us-east-1"),
-		config.WithEndpointResolverWithOptions(
-			aws.EndpointResolverWithOptionsFunc(
-				func(service, region string, options ...any) (aws.Endpoint, error) {
-					if service == dynamodb.ServiceID {
-						return resolver.ResolveEndpoint(region, dynamodb.EndpointResolverOptions{})
-					}
-					return aws.Endpoint{}, &aws.EndpointNotFoundError{}
-				},
-			),
-		),
-		config.WithHTTPClient(httpClient),
-		config.WithLogger(logging.Nop{}),
-		config.WithClientLogMode(0),
-		config.WithCredentialsProvider(credentials.StaticCredentialsProvider{
+	// Built by hand rather than with config.LoadDefaultConfig: the
+	// environment must not reach a test client (AWS_CA_BUNDLE, set on
+	// machines behind a TLS proxy, made LoadDefaultConfig refuse this
+	// custom *http.Client; AWS_PROFILE or AWS_ENDPOINT_URL could point it
+	// elsewhere).
+	cfg := aws.Config{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(url),
+		HTTPClient:   httpClient,
+		Logger:       logging.Nop{},
+		Credentials: credentials.StaticCredentialsProvider{
 			Value: aws.Credentials{
 				AccessKeyID:     "test",
 				SecretAccessKey: "test",
 				SessionToken:    "test",
 				Source:          "test",
 			},
-		}),
-		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
-	)
-	require.NoError(t, err)
+		},
+		Retryer: func() aws.Retryer { return aws.NopRetryer{} },
+	}
 
 	return dynamodb.NewFromConfig(cfg)
 }
