@@ -8,7 +8,7 @@ GO        ?= go
 .PHONY: run test build clean vet fuzz bench help lint
 
 help: ## list targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 run: ## the whole platform on 127.0.0.1 (API on :3000, API_ADDR overrides; REALISTIC=1 or a seed: DynamoDB in realistic mode)
 	$(GO) build -o $(BUILD)/local ./infra/cmd/local

@@ -81,6 +81,19 @@ func TestBinaryMediaTypes(t *testing.T) {
 	}
 }
 
+// An authorizer that cannot decide (DynamoDB busy past its retries or its
+// deadline) is a 429 to retry, as the functions answer contention: never a
+// 500.
+func TestAuthorizerFailureIsARetry(t *testing.T) {
+	r, ok := testenv.Template(t).Apis["Api"].GatewayResponses["AUTHORIZER_FAILURE"]
+	if !ok {
+		t.Fatal("no AUTHORIZER_FAILURE gateway response")
+	}
+	if r.StatusCode != 429 || r.Headers["Retry-After"] == "" || !strings.Contains(r.Templates["application/json"], `"status":429`) {
+		t.Errorf("AUTHORIZER_FAILURE: %d, Retry-After %q, body %s; want a 429 with Retry-After", r.StatusCode, r.Headers["Retry-After"], r.Templates["application/json"])
+	}
+}
+
 // Gateway-made errors use the API's error body.
 func TestGatewayResponsesUseTheErrorBody(t *testing.T) {
 	api := testenv.Template(t).Apis["Api"]

@@ -63,7 +63,8 @@ type authorization struct {
 }
 
 // parseAuthorizerOutput validates the authorizer's JSON output the way API
-// Gateway does; an error means AUTHORIZER_FAILURE (500).
+// Gateway does; an error means AUTHORIZER_FAILURE (whose status the
+// template sets).
 func parseAuthorizerOutput(b []byte) (*authorization, error) {
 	var out authorizerOutput
 	if err := json.Unmarshal(b, &out); err != nil {

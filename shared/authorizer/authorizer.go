@@ -41,7 +41,8 @@ func New(az Authorizer, log *slog.Logger) Handler {
 			return events.APIGatewayCustomAuthorizerResponse{}, errUnauthorized
 		}
 		if err != nil {
-			// API Gateway answers AUTHORIZER_FAILURE (500); the cause stays here.
+			// API Gateway answers AUTHORIZER_FAILURE (a 429 to retry, as the
+			// template sets it); the cause stays here.
 			log.ErrorContext(ctx, "authorizer failed", "method", req.HTTPMethod, "path", req.Path, "error", err.Error())
 			return events.APIGatewayCustomAuthorizerResponse{}, errors.New("authorizer failure")
 		}
