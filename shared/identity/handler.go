@@ -70,14 +70,23 @@ func New(st Store, dec Deciders, log *slog.Logger) *apigw.Router {
 	mux.HandleFunc("deleteUsersByIdAccessKeysByKeyId", h.wrap(h.deleteKey))
 	// {id} is "self" or the caller's own id (docs/api.md#self-service);
 	// the contract states the self form apart.
-	mux.HandleFunc("getUsersSelfAuthorization", h.wrap(h.getAuthorization))
-	mux.HandleFunc("postUsersSelfAuthorization", h.wrap(h.switchAccount))
+	mux.HandleFunc("getUsersSelfAuthorization", asSelf(h.wrap(h.getAuthorization)))
+	mux.HandleFunc("postUsersSelfAuthorization", asSelf(h.wrap(h.switchAccount)))
 	mux.HandleFunc("getUsersAuthorization", h.wrap(h.getAuthorization))
 	mux.HandleFunc("postUsersAuthorization", h.wrap(h.switchAccount))
 	return mux
 }
 
 type endpoint = apigw.Endpoint
+
+// asSelf serves a self form of the contract (/v2/users/self/...), whose
+// path has no {id}, as its {id} form with id "self".
+func asSelf(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.SetPathValue("id", "self")
+		h(w, r)
+	}
+}
 
 func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.Handle(h.log, e) }
 
