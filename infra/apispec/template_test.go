@@ -15,13 +15,15 @@ import (
 
 func key(method, path string) string { return method + " " + path }
 
-// Every endpoint of a delivered work item has exactly one route, no other
-// route exists, and every route goes through the REQUEST authorizer.
+// Every endpoint of the contract has exactly one route, to the function
+// the contract names, no other route exists, and every route goes through
+// the REQUEST authorizer.
 func TestTemplateRoutesMatchTheAPI(t *testing.T) {
 	tpl := testenv.Template(t)
-	routes := map[string]int{}
+	routes := map[string][]string{} // route -> the function folders it invokes
 	for _, r := range tpl.Routes() {
-		routes[key(r.Method, r.Path)]++
+		k := key(r.Method, r.Path)
+		routes[k] = append(routes[k], strings.TrimPrefix(tpl.Functions[r.Function].CodeURI, "functions/"))
 		if r.Authorizer != "RbacAuthorizer" {
 			t.Errorf("%s %s is not guarded by RbacAuthorizer (authorizer %q)", r.Method, r.Path, r.Authorizer)
 		}
@@ -33,16 +35,13 @@ func TestTemplateRoutesMatchTheAPI(t *testing.T) {
 			t.Errorf("endpoint %s listed twice", k)
 		}
 		known[k] = true
-		switch n := routes[k]; {
-		case apispec.Delivered[e.Issue] && n != 1:
-			t.Errorf("%s: %d routes, want exactly 1", k, n)
-		case !apispec.Delivered[e.Issue] && n != 0:
-			t.Errorf("%s is routed but issue %d is not marked delivered in apispec.Delivered", k, e.Issue)
+		if fs := routes[k]; len(fs) != 1 || fs[0] != e.Function {
+			t.Errorf("%s: routed to %v, want exactly functions/%s (its x-cads-function)", k, fs, e.Function)
 		}
 	}
 	for k := range routes {
 		if !known[k] {
-			t.Errorf("route %s is not in apispec.Endpoints", k)
+			t.Errorf("route %s is not in the contract (apispec.Endpoints)", k)
 		}
 	}
 }

@@ -131,9 +131,6 @@ func TestBypassCorpus(t *testing.T) {
 	}
 
 	for _, e := range apispec.Endpoints {
-		if !apispec.Delivered[e.Issue] {
-			continue
-		}
 		path := fill(e.Path, ids)
 		// 1. Non-canonical spellings: refused for everyone.
 		for name, sp := range spellings(path) {

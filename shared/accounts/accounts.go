@@ -17,6 +17,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/domain"
+	"cads/shared/routes"
 )
 
 // Store is what the accounts function reads and writes.
@@ -55,20 +56,20 @@ type handler struct {
 }
 
 // New returns the accounts function's HTTP handler.
-func New(st Store, dec Deciders, log *slog.Logger) http.Handler {
+func New(st Store, dec Deciders, log *slog.Logger) *apigw.Router {
 	h := &handler{st: st, dec: dec, log: log}
-	mux := apigw.NewMux()
-	mux.HandleFunc("GET /v2/accounts", h.wrap(h.listAccounts))
-	mux.HandleFunc("POST /v2/accounts", h.wrap(h.createAccount))
-	mux.HandleFunc("GET /v2/accounts/{id}", h.wrap(h.getAccount))
-	mux.HandleFunc("PATCH /v2/accounts/{id}", h.wrap(h.patchAccount))
-	mux.HandleFunc("DELETE /v2/accounts/{id}", h.wrap(h.deleteAccount))
-	mux.HandleFunc("GET /v2/accounts/{id}/billing", h.wrap(h.getBilling))
-	mux.HandleFunc("GET /v2/accounts/{id}/entitlements", h.wrap(h.listEntitlements))
-	mux.HandleFunc("POST /v2/accounts/{id}/entitlements", h.wrap(h.createEntitlement))
-	mux.HandleFunc("GET /v2/accounts/{id}/entitlements/{entitlement_id}", h.wrap(h.getEntitlement))
-	mux.HandleFunc("PATCH /v2/accounts/{id}/entitlements/{entitlement_id}", h.wrap(h.patchEntitlement))
-	mux.HandleFunc("DELETE /v2/accounts/{id}/entitlements/{entitlement_id}", h.wrap(h.deleteEntitlement))
+	mux := apigw.NewRouter(routes.Accounts)
+	mux.HandleFunc("getAccounts", h.wrap(h.listAccounts))
+	mux.HandleFunc("postAccounts", h.wrap(h.createAccount))
+	mux.HandleFunc("getAccountsById", h.wrap(h.getAccount))
+	mux.HandleFunc("patchAccountsById", h.wrap(h.patchAccount))
+	mux.HandleFunc("deleteAccountsById", h.wrap(h.deleteAccount))
+	mux.HandleFunc("getAccountsByIdBilling", h.wrap(h.getBilling))
+	mux.HandleFunc("getAccountsByIdEntitlements", h.wrap(h.listEntitlements))
+	mux.HandleFunc("postAccountsByIdEntitlements", h.wrap(h.createEntitlement))
+	mux.HandleFunc("getAccountsByIdEntitlementsByEntitlementId", h.wrap(h.getEntitlement))
+	mux.HandleFunc("patchAccountsByIdEntitlementsByEntitlementId", h.wrap(h.patchEntitlement))
+	mux.HandleFunc("deleteAccountsByIdEntitlementsByEntitlementId", h.wrap(h.deleteEntitlement))
 	return mux
 }
 

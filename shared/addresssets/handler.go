@@ -10,6 +10,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/domain"
 	"cads/shared/patch"
+	"cads/shared/routes"
 	"cads/shared/store"
 )
 
@@ -27,15 +28,15 @@ type handler struct {
 }
 
 // New returns the address-sets function's HTTP handler.
-func New(svc *Service, st Store, dec Deciders, log *slog.Logger) http.Handler {
+func New(svc *Service, st Store, dec Deciders, log *slog.Logger) *apigw.Router {
 	h := &handler{svc: svc, st: st, dec: dec, log: log}
-	mux := apigw.NewMux()
-	mux.HandleFunc("GET /v2/address-sets", h.wrap(h.list))
-	mux.HandleFunc("POST /v2/address-sets", h.wrap(h.create))
-	mux.HandleFunc("GET /v2/address-sets/{id}", h.wrap(h.get))
-	mux.HandleFunc("PATCH /v2/address-sets/{id}", h.wrap(h.patch))
-	mux.HandleFunc("DELETE /v2/address-sets/{id}", h.wrap(h.delete))
-	mux.HandleFunc("GET /v2/address-sets/{id}/addresses", h.wrap(h.addresses))
+	mux := apigw.NewRouter(routes.AddressSets)
+	mux.HandleFunc("getAddressSets", h.wrap(h.list))
+	mux.HandleFunc("postAddressSets", h.wrap(h.create))
+	mux.HandleFunc("getAddressSetsById", h.wrap(h.get))
+	mux.HandleFunc("patchAddressSetsById", h.wrap(h.patch))
+	mux.HandleFunc("deleteAddressSetsById", h.wrap(h.delete))
+	mux.HandleFunc("getAddressSetsByIdAddresses", h.wrap(h.addresses))
 	return mux
 }
 

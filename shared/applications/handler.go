@@ -13,6 +13,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/domain"
+	"cads/shared/routes"
 )
 
 // Store is what the applications function reads and writes.
@@ -60,29 +61,29 @@ type handler struct {
 }
 
 // New returns the applications function's HTTP handler.
-func New(st Store, dec Deciders, tasks Submitter, log *slog.Logger) http.Handler {
+func New(st Store, dec Deciders, tasks Submitter, log *slog.Logger) *apigw.Router {
 	h := &handler{st: st, dec: dec, tasks: tasks, log: log}
-	mux := apigw.NewMux()
-	mux.HandleFunc("GET /v2/applications", h.wrap(h.listApps))
-	mux.HandleFunc("POST /v2/applications", h.wrap(h.createApp))
-	mux.HandleFunc("GET /v2/applications/{id}", h.wrap(h.getApp))
-	mux.HandleFunc("PATCH /v2/applications/{id}", h.wrap(h.patchApp))
-	mux.HandleFunc("DELETE /v2/applications/{id}", h.wrap(h.deleteApp))
+	mux := apigw.NewRouter(routes.Applications)
+	mux.HandleFunc("getApplications", h.wrap(h.listApps))
+	mux.HandleFunc("postApplications", h.wrap(h.createApp))
+	mux.HandleFunc("getApplicationsById", h.wrap(h.getApp))
+	mux.HandleFunc("patchApplicationsById", h.wrap(h.patchApp))
+	mux.HandleFunc("deleteApplicationsById", h.wrap(h.deleteApp))
 
-	mux.HandleFunc("GET /v2/applications/{id}/actions", h.wrap(h.listActions))
-	mux.HandleFunc("POST /v2/applications/{id}/actions", h.wrap(h.createAction))
-	mux.HandleFunc("GET /v2/applications/{id}/actions/{action_id}", h.wrap(h.getAction))
-	mux.HandleFunc("PATCH /v2/applications/{id}/actions/{action_id}", h.wrap(h.patchAction))
-	mux.HandleFunc("DELETE /v2/applications/{id}/actions/{action_id}", h.wrap(h.deleteAction))
+	mux.HandleFunc("getApplicationsByIdActions", h.wrap(h.listActions))
+	mux.HandleFunc("postApplicationsByIdActions", h.wrap(h.createAction))
+	mux.HandleFunc("getApplicationsByIdActionsByActionId", h.wrap(h.getAction))
+	mux.HandleFunc("patchApplicationsByIdActionsByActionId", h.wrap(h.patchAction))
+	mux.HandleFunc("deleteApplicationsByIdActionsByActionId", h.wrap(h.deleteAction))
 
-	mux.HandleFunc("GET /v2/applications/{id}/pagecontrols", h.wrap(h.listPageControls))
-	mux.HandleFunc("POST /v2/applications/{id}/pagecontrols", h.wrap(h.createPageControl))
-	mux.HandleFunc("GET /v2/applications/{id}/pagecontrols/{pagecontrol_id}", h.wrap(h.getPageControl))
-	mux.HandleFunc("PATCH /v2/applications/{id}/pagecontrols/{pagecontrol_id}", h.wrap(h.patchPageControl))
-	mux.HandleFunc("DELETE /v2/applications/{id}/pagecontrols/{pagecontrol_id}", h.wrap(h.deletePageControl))
+	mux.HandleFunc("getApplicationsByIdPagecontrols", h.wrap(h.listPageControls))
+	mux.HandleFunc("postApplicationsByIdPagecontrols", h.wrap(h.createPageControl))
+	mux.HandleFunc("getApplicationsByIdPagecontrolsByPagecontrolId", h.wrap(h.getPageControl))
+	mux.HandleFunc("patchApplicationsByIdPagecontrolsByPagecontrolId", h.wrap(h.patchPageControl))
+	mux.HandleFunc("deleteApplicationsByIdPagecontrolsByPagecontrolId", h.wrap(h.deletePageControl))
 
-	mux.HandleFunc("GET /v2/applications/{id}/webcontrols", h.wrap(h.listWebControls))
-	mux.HandleFunc("GET /v2/applications/{id}/webcontrols/{webcontrol_id}", h.wrap(h.getWebControl))
+	mux.HandleFunc("getApplicationsByIdWebcontrols", h.wrap(h.listWebControls))
+	mux.HandleFunc("getApplicationsByIdWebcontrolsByWebcontrolId", h.wrap(h.getWebControl))
 	return mux
 }
 

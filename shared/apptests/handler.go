@@ -30,6 +30,7 @@ import (
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/outbox"
+	"cads/shared/routes"
 	"cads/shared/store"
 )
 
@@ -81,15 +82,15 @@ type handler struct {
 // New returns the tests function's HTTP handler. q is the outbox of the
 // run queue; it may be nil in a deployment without one: runs are then
 // refused.
-func New(st Store, dec Deciders, q *outbox.Queue, log *slog.Logger) http.Handler {
+func New(st Store, dec Deciders, q *outbox.Queue, log *slog.Logger) *apigw.Router {
 	h := &handler{st: st, dec: dec, q: q, log: log}
-	mux := apigw.NewMux()
-	mux.HandleFunc("GET /v2/tests", h.wrap(h.list))
-	mux.HandleFunc("POST /v2/tests", h.wrap(h.run))
-	mux.HandleFunc("GET /v2/tests/{id}", h.wrap(h.get))
-	mux.HandleFunc("PUT /v2/tests/{id}", h.wrap(h.create))
-	mux.HandleFunc("PATCH /v2/tests/{id}", h.wrap(h.patch))
-	mux.HandleFunc("DELETE /v2/tests/{id}", h.wrap(h.remove))
+	mux := apigw.NewRouter(routes.Tests)
+	mux.HandleFunc("getTests", h.wrap(h.list))
+	mux.HandleFunc("postTests", h.wrap(h.run))
+	mux.HandleFunc("getTestsById", h.wrap(h.get))
+	mux.HandleFunc("putTestsById", h.wrap(h.create))
+	mux.HandleFunc("patchTestsById", h.wrap(h.patch))
+	mux.HandleFunc("deleteTestsById", h.wrap(h.remove))
 	return mux
 }
 

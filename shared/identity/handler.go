@@ -15,6 +15,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/routes"
 	"cads/shared/store"
 )
 
@@ -56,24 +57,36 @@ type handler struct {
 }
 
 // New returns the users function's HTTP handler.
-func New(st Store, dec Deciders, log *slog.Logger) http.Handler {
+func New(st Store, dec Deciders, log *slog.Logger) *apigw.Router {
 	h := &handler{st: st, dec: dec, log: log}
-	mux := apigw.NewMux()
-	mux.HandleFunc("GET /v2/users", h.wrap(h.listUsers))
-	mux.HandleFunc("POST /v2/users", h.wrap(h.createUser))
-	mux.HandleFunc("GET /v2/users/{id}", h.wrap(h.getUser))
-	mux.HandleFunc("PATCH /v2/users/{id}", h.wrap(h.patchUser))
-	mux.HandleFunc("GET /v2/users/{id}/access-keys", h.wrap(h.listKeys))
-	mux.HandleFunc("POST /v2/users/{id}/access-keys", h.wrap(h.createKey))
-	mux.HandleFunc("GET /v2/users/{id}/access-keys/{key_id}", h.wrap(h.getKey))
-	mux.HandleFunc("DELETE /v2/users/{id}/access-keys/{key_id}", h.wrap(h.deleteKey))
-	// {id} is "self" or the caller's own id (docs/api.md#self-service).
-	mux.HandleFunc("GET /v2/users/{id}/authorization", h.wrap(h.getAuthorization))
-	mux.HandleFunc("POST /v2/users/{id}/authorization", h.wrap(h.switchAccount))
+	mux := apigw.NewRouter(routes.Users)
+	mux.HandleFunc("getUsers", h.wrap(h.listUsers))
+	mux.HandleFunc("postUsers", h.wrap(h.createUser))
+	mux.HandleFunc("getUsersById", h.wrap(h.getUser))
+	mux.HandleFunc("patchUsersById", h.wrap(h.patchUser))
+	mux.HandleFunc("getUsersByIdAccessKeys", h.wrap(h.listKeys))
+	mux.HandleFunc("postUsersByIdAccessKeys", h.wrap(h.createKey))
+	mux.HandleFunc("getUsersByIdAccessKeysByKeyId", h.wrap(h.getKey))
+	mux.HandleFunc("deleteUsersByIdAccessKeysByKeyId", h.wrap(h.deleteKey))
+	// {id} is "self" or the caller's own id (docs/api.md#self-service);
+	// the contract states the self form apart.
+	mux.HandleFunc("getUsersSelfAuthorization", asSelf(h.wrap(h.getAuthorization)))
+	mux.HandleFunc("postUsersSelfAuthorization", asSelf(h.wrap(h.switchAccount)))
+	mux.HandleFunc("getUsersAuthorization", h.wrap(h.getAuthorization))
+	mux.HandleFunc("postUsersAuthorization", h.wrap(h.switchAccount))
 	return mux
 }
 
 type endpoint = apigw.Endpoint
+
+// asSelf serves a self form of the contract (/v2/users/self/...), whose
+// path has no {id}, as its {id} form with id "self".
+func asSelf(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.SetPathValue("id", "self")
+		h(w, r)
+	}
+}
 
 func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.Handle(h.log, e) }
 

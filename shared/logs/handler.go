@@ -19,6 +19,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/routes"
 )
 
 // Store is what the logs endpoints read and write.
@@ -40,15 +41,15 @@ type handler struct {
 // /v2/log-schemas and the archived logs (archive.go). The
 // authorizer has allowed the route; the application must be in the
 // caller's account (404 otherwise).
-func NewHandler(st Store, dec Deciders, log *slog.Logger) http.Handler {
+func NewHandler(st Store, dec Deciders, log *slog.Logger) *apigw.Router {
 	h := &handler{st: st, dec: dec, log: log, schemas: LogSchemas()}
-	mux := apigw.NewMux()
-	mux.HandleFunc("GET /v2/log-schemas", apigw.HandleInAccount(log, h.logSchemas))
-	mux.HandleFunc("GET /v2/archived-logs", apigw.HandleInAccount(log, h.listArchives))
-	mux.HandleFunc("GET /v2/archived-logs/applications/{id}/{log_type}", apigw.HandleInAccount(log, h.downloadArchive))
-	mux.HandleFunc("DELETE /v2/archived-logs/applications/{id}/{log_type}", apigw.HandleInAccount(log, h.deleteArchives))
-	mux.HandleFunc("GET /v2/applications/{id}/logs", apigw.HandleInAccount(log, h.get))
-	mux.HandleFunc("POST /v2/applications/{id}/logs", apigw.HandleInAccount(log, h.postLogs))
+	mux := apigw.NewRouter(routes.Logs)
+	mux.HandleFunc("getLogSchemas", apigw.HandleInAccount(log, h.logSchemas))
+	mux.HandleFunc("getArchivedLogs", apigw.HandleInAccount(log, h.listArchives))
+	mux.HandleFunc("getArchivedLogsApplicationsByIdByLogType", apigw.HandleInAccount(log, h.downloadArchive))
+	mux.HandleFunc("deleteArchivedLogsApplicationsByIdByLogType", apigw.HandleInAccount(log, h.deleteArchives))
+	mux.HandleFunc("getApplicationsByIdLogs", apigw.HandleInAccount(log, h.get))
+	mux.HandleFunc("postApplicationsByIdLogs", apigw.HandleInAccount(log, h.postLogs))
 	return mux
 }
 

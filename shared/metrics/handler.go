@@ -14,6 +14,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/domain"
+	"cads/shared/routes"
 	"cads/shared/store"
 )
 
@@ -61,13 +62,13 @@ type handler struct {
 // GET /v2/applications/metrics, GET /v2/address-sets/{id}/metrics and GET
 // /v2/address-sets/metrics. The authorizer has allowed the route; the
 // resource must be in the caller's account (404 otherwise).
-func NewHandler(st QueryStore, dec Deciders, log *slog.Logger) http.Handler {
+func NewHandler(st QueryStore, dec Deciders, log *slog.Logger) *apigw.Router {
 	h := &handler{st: st, dec: dec, log: log}
-	mux := apigw.NewMux()
-	mux.HandleFunc("GET /v2/applications/metrics", h.wrap(h.applications))
-	mux.HandleFunc("GET /v2/applications/{id}/metrics", h.wrap(h.application))
-	mux.HandleFunc("GET /v2/address-sets/metrics", h.wrap(h.addressSets))
-	mux.HandleFunc("GET /v2/address-sets/{id}/metrics", h.wrap(h.addressSet))
+	mux := apigw.NewRouter(routes.Metrics)
+	mux.HandleFunc("getApplicationsMetrics", h.wrap(h.applications))
+	mux.HandleFunc("getApplicationsByIdMetrics", h.wrap(h.application))
+	mux.HandleFunc("getAddressSetsMetrics", h.wrap(h.addressSets))
+	mux.HandleFunc("getAddressSetsByIdMetrics", h.wrap(h.addressSet))
 	return mux
 }
 

@@ -23,6 +23,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/domain"
 	"cads/shared/outbox"
+	"cads/shared/routes"
 	"cads/shared/store"
 )
 
@@ -90,7 +91,7 @@ type handler struct {
 // the notification queue: an invitation to send is written with its
 // marker and sent through it. Without one (nil), creating or re-sending
 // an invitation that needs a notification fails with a 500 and a log line.
-func New(st Store, dec Deciders, queue *outbox.Queue, log *slog.Logger) http.Handler {
+func New(st Store, dec Deciders, queue *outbox.Queue, log *slog.Logger) *apigw.Router {
 	names, err := loadBuiltinNames()
 	if err != nil {
 		// The built-in roles are embedded data checked by tests: a build
@@ -98,47 +99,53 @@ func New(st Store, dec Deciders, queue *outbox.Queue, log *slog.Logger) http.Han
 		panic(err)
 	}
 	h := &handler{st: st, dec: dec, queue: queue, log: log, names: names}
-	mux := apigw.NewMux()
-	route := func(pattern string, e endpoint) { mux.HandleFunc(pattern, h.wrap(e)) }
+	mux := apigw.NewRouter(routes.Roles)
+	route := func(operation string, e endpoint) { mux.HandleFunc(operation, h.wrap(e)) }
 
-	route("GET /v2/accounts/{id}/roles", h.listRoles)
-	route("POST /v2/accounts/{id}/roles", h.createRole)
-	route("GET /v2/accounts/{id}/roles/{role_id}", h.getRole)
-	route("PATCH /v2/accounts/{id}/roles/{role_id}", h.patchRole)
-	route("DELETE /v2/accounts/{id}/roles/{role_id}", h.deleteRole)
+	route("getAccountsByIdRoles", h.listRoles)
+	route("postAccountsByIdRoles", h.createRole)
+	route("getAccountsByIdRolesByRoleId", h.getRole)
+	route("patchAccountsByIdRolesByRoleId", h.patchRole)
+	route("deleteAccountsByIdRolesByRoleId", h.deleteRole)
 
-	for _, k := range []kind{roleInvitations, groupInvitations} {
-		route("GET /v2/accounts/{id}/"+k.collection, h.listInvitations(k))
-		route("POST /v2/accounts/{id}/"+k.collection, h.createInvitation(k))
-		route("GET /v2/accounts/{id}/"+k.collection+"/{invitation_id}", h.getInvitation(k))
-		route("PATCH /v2/accounts/{id}/"+k.collection+"/{invitation_id}", h.resendInvitation(k))
-		route("DELETE /v2/accounts/{id}/"+k.collection+"/{invitation_id}", h.deleteInvitation(k))
+	route("getAccountsByIdInvitations", h.listInvitations(roleInvitations))
+	route("postAccountsByIdInvitations", h.createInvitation(roleInvitations))
+	route("getAccountsByIdInvitationsByInvitationId", h.getInvitation(roleInvitations))
+	route("patchAccountsByIdInvitationsByInvitationId", h.resendInvitation(roleInvitations))
+	route("deleteAccountsByIdInvitationsByInvitationId", h.deleteInvitation(roleInvitations))
+	route("getUsersByIdInvitations", h.listInbox(roleInvitations))
+	route("getUsersByIdInvitationsByInvitationId", h.getInbox(roleInvitations))
+	route("patchUsersByIdInvitationsByInvitationId", h.answerInvitation(roleInvitations))
 
-		route("GET /v2/users/{id}/"+k.collection, h.listInbox(k))
-		route("GET /v2/users/{id}/"+k.collection+"/{invitation_id}", h.getInbox(k))
-		route("PATCH /v2/users/{id}/"+k.collection+"/{invitation_id}", h.answerInvitation(k))
-	}
+	route("getAccountsByIdGroupInvitations", h.listInvitations(groupInvitations))
+	route("postAccountsByIdGroupInvitations", h.createInvitation(groupInvitations))
+	route("getAccountsByIdGroupInvitationsByInvitationId", h.getInvitation(groupInvitations))
+	route("patchAccountsByIdGroupInvitationsByInvitationId", h.resendInvitation(groupInvitations))
+	route("deleteAccountsByIdGroupInvitationsByInvitationId", h.deleteInvitation(groupInvitations))
+	route("getUsersByIdGroupInvitations", h.listInbox(groupInvitations))
+	route("getUsersByIdGroupInvitationsByInvitationId", h.getInbox(groupInvitations))
+	route("patchUsersByIdGroupInvitationsByInvitationId", h.answerInvitation(groupInvitations))
 
-	route("GET /v2/accounts/{id}/groups", h.listGroups)
-	route("POST /v2/accounts/{id}/groups", h.createGroup)
-	route("GET /v2/accounts/{id}/groups/{group_id}", h.getGroup)
-	route("PATCH /v2/accounts/{id}/groups/{group_id}", h.patchGroup)
-	route("DELETE /v2/accounts/{id}/groups/{group_id}", h.deleteGroup)
+	route("getAccountsByIdGroups", h.listGroups)
+	route("postAccountsByIdGroups", h.createGroup)
+	route("getAccountsByIdGroupsByGroupId", h.getGroup)
+	route("patchAccountsByIdGroupsByGroupId", h.patchGroup)
+	route("deleteAccountsByIdGroupsByGroupId", h.deleteGroup)
 
-	route("GET /v2/accounts/{id}/service-users", h.listServiceUsers)
-	route("POST /v2/accounts/{id}/service-users", h.createServiceUser)
-	route("GET /v2/accounts/{id}/service-users/{service_user_id}", h.getServiceUser)
-	route("PATCH /v2/accounts/{id}/service-users/{service_user_id}", h.patchServiceUser)
-	route("DELETE /v2/accounts/{id}/service-users/{service_user_id}", h.deleteServiceUser)
+	route("getAccountsByIdServiceUsers", h.listServiceUsers)
+	route("postAccountsByIdServiceUsers", h.createServiceUser)
+	route("getAccountsByIdServiceUsersByServiceUserId", h.getServiceUser)
+	route("patchAccountsByIdServiceUsersByServiceUserId", h.patchServiceUser)
+	route("deleteAccountsByIdServiceUsersByServiceUserId", h.deleteServiceUser)
 
-	route("GET /v2/accounts/{id}/access", h.whoCan)
+	route("getAccountsByIdAccess", h.whoCan)
 
-	route("GET /v2/users/{id}/roles", h.listHeldRoles)
-	route("GET /v2/users/{id}/roles/{role_id}", h.getHeldRole)
-	route("DELETE /v2/users/{id}/roles/{role_id}", h.leaveRole)
-	route("GET /v2/users/{id}/groups", h.listHeldGroups)
-	route("GET /v2/users/{id}/groups/{group_id}", h.getHeldGroup)
-	route("DELETE /v2/users/{id}/groups/{group_id}", h.leaveGroup)
+	route("getUsersByIdRoles", h.listHeldRoles)
+	route("getUsersByIdRolesByRoleId", h.getHeldRole)
+	route("deleteUsersByIdRolesByRoleId", h.leaveRole)
+	route("getUsersByIdGroups", h.listHeldGroups)
+	route("getUsersByIdGroupsByGroupId", h.getHeldGroup)
+	route("deleteUsersByIdGroupsByGroupId", h.leaveGroup)
 	return mux
 }
 

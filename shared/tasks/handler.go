@@ -15,6 +15,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/domain"
 	"cads/shared/retry"
+	"cads/shared/routes"
 	"cads/shared/store"
 )
 
@@ -43,13 +44,13 @@ type handler struct {
 }
 
 // New returns the tasks function's HTTP handler.
-func New(st Store, dec Deciders, outbox *Outbox, log *slog.Logger) http.Handler {
+func New(st Store, dec Deciders, outbox *Outbox, log *slog.Logger) *apigw.Router {
 	h := &handler{st: st, dec: dec, outbox: outbox, log: log}
-	mux := apigw.NewMux()
-	mux.HandleFunc("POST /v2/tasks", h.wrap(h.create))
-	mux.HandleFunc("GET /v2/tasks", h.wrap(h.list))
-	mux.HandleFunc("GET /v2/tasks/{id}", h.wrap(h.get))
-	mux.HandleFunc("GET /v2/tasks/{id}/logs", h.wrap(h.logs))
+	mux := apigw.NewRouter(routes.Tasks)
+	mux.HandleFunc("postTasks", h.wrap(h.create))
+	mux.HandleFunc("getTasks", h.wrap(h.list))
+	mux.HandleFunc("getTasksById", h.wrap(h.get))
+	mux.HandleFunc("getTasksByIdLogs", h.wrap(h.logs))
 	return mux
 }
 

@@ -15,8 +15,9 @@ import (
 var (
 	// common is what every function links: this package and what it
 	// builds (logger, DynamoDB client, store), what the store needs, and
-	// the domain at the centre of it all.
-	common = []string{"wire", "logging", "ddb", "retry", "clock", "store", "apigw", "domain", "authz", "ids"}
+	// the domain at the centre of it all; routes is the contract's route
+	// tables, of which each function links its own (apigw.Router).
+	common = []string{"wire", "logging", "ddb", "retry", "clock", "store", "apigw", "routes", "domain", "authz", "ids"}
 	// rbac is the permission check of the caller's roles (access) with the
 	// built-in roles it knows, and the wiring that builds it.
 	rbac = []string{"access", "builtin", "wire/accesswire"}

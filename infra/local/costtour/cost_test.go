@@ -82,8 +82,8 @@ type costTour struct {
 	db         *dynamodb.Client // the platform's table, not counted
 	tpl        *sam.Template
 	authorizer string               // logical id of the authorizer function
-	routes     map[string]sam.Route // "METHOD /path" -> route
-	rows       map[string]costRow   // by endpoint ("METHOD /path") or worker label
+	routes     map[string]sam.Route // by operationId
+	rows       map[string]costRow   // by operationId or worker label
 	workers    []string             // worker labels in the order measured
 	measured   int                  // depth of measuring() calls in progress
 	delay      time.Duration        // each DynamoDB call's while measuring (costDelay)
@@ -153,10 +153,32 @@ func startCostTour(t *testing.T) *costTour {
 	if c.authorizer == "" {
 		t.Fatal("template.yaml has no default authorizer function")
 	}
+	byRoute := map[string]sam.Route{}
 	for _, r := range tpl.Routes() {
-		c.routes[r.Method+" "+r.Path] = r
+		byRoute[r.Method+" "+r.Path] = r
+	}
+	for _, e := range apispec.Endpoints {
+		if r, ok := byRoute[e.Method+" "+e.Path]; ok {
+			c.routes[e.ID] = r
+		}
 	}
 	return c
+}
+
+// routeMatches says whether path (a query string aside) is a request to
+// pattern, a route's path whose {parameters} stand for one segment each.
+func routeMatches(pattern, path string) bool {
+	path, _, _ = strings.Cut(path, "?")
+	want, got := strings.Split(pattern, "/"), strings.Split(path, "/")
+	if len(want) != len(got) {
+		return false
+	}
+	for i, w := range want {
+		if !(strings.HasPrefix(w, "{") && got[i] != "") && w != got[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // functionOf is the logical id of the function whose CodeUri is dir.
@@ -207,10 +229,10 @@ func (c *costTour) send(method, path, secret, ctype string, body []byte) costRep
 }
 
 // step sends one request with a JSON body (nil: none; a string is sent
-// as is) and requires the exact status. With ep (an apispec "METHOD
-// /path") it is measured: the counter is reset before it and read, per
-// caller, after it.
-func (c *costTour) step(ep string, want int, method, path, secret string, body any) costReply {
+// as is) and requires the exact status. With op (an operationId of the
+// contract, which the request must be one of) it is measured: the counter
+// is reset before it and read, per caller, after it.
+func (c *costTour) step(op string, want int, method, path, secret string, body any) costReply {
 	c.t.Helper()
 	var raw []byte
 	ctype := ""
@@ -222,22 +244,22 @@ func (c *costTour) step(ep string, want int, method, path, secret string, body a
 		}
 		ctype = "application/json"
 	}
-	return c.stepRaw(ep, want, method, path, secret, ctype, raw)
+	return c.stepRaw(op, want, method, path, secret, ctype, raw)
 }
 
-func (c *costTour) stepRaw(ep string, want int, method, path, secret, ctype string, body []byte) costReply {
+func (c *costTour) stepRaw(op string, want int, method, path, secret, ctype string, body []byte) costReply {
 	c.t.Helper()
 	var route sam.Route
-	if ep != "" {
+	if op != "" {
 		var ok bool
-		if route, ok = c.routes[ep]; !ok {
-			c.t.Fatalf("%s: no such route in template.yaml", ep)
+		if route, ok = c.routes[op]; !ok {
+			c.t.Fatalf("%s: no such operation routed (the contract and template.yaml)", op)
 		}
-		if !strings.HasPrefix(ep, method+" ") {
-			c.t.Fatalf("%s measured with a %s request", ep, method)
+		if route.Method != method || !routeMatches(route.Path, path) {
+			c.t.Fatalf("%s (%s %s) measured with %s %s", op, route.Method, route.Path, method, path)
 		}
-		if _, dup := c.rows[ep]; dup {
-			c.t.Fatalf("%s measured twice", ep)
+		if _, dup := c.rows[op]; dup {
+			c.t.Fatalf("%s measured twice", op)
 		}
 		defer c.measuring()()
 		// Synchronous requests are over when their response is: nothing
@@ -248,10 +270,10 @@ func (c *costTour) stepRaw(ep string, want int, method, path, secret, ctype stri
 	if r.status != want {
 		c.t.Fatalf("%s %s: status %d, want %d: %s", method, path, r.status, want, r.raw)
 	}
-	if ep == "" {
+	if op == "" {
 		return r
 	}
-	c.record(ep, route)
+	c.record(op, route)
 	return r
 }
 
@@ -375,135 +397,135 @@ func TestCostPerEndpoint(t *testing.T) {
 	window := url.Values{"from": {hour.Format(time.RFC3339)}, "to": {hour.Add(time.Hour).Format(time.RFC3339)}}
 
 	// ---------------------------------------------------------------- identity
-	c.step("GET /v2/users/self/authorization", 200, "GET", "/v2/users/self/authorization", op, nil)
+	c.step("getUsersSelfAuthorization", 200, "GET", "/v2/users/self/authorization", op, nil)
 	// A user's first key of each durability recounts its keys once (no
 	// count yet: docs/data-model.md, Access keys); the table shows the
 	// steady state.
 	c.step("", 200, "POST", "/v2/users/self/authorization", op, map[string]any{"account": root})
-	c.step("POST /v2/users/self/authorization", 200, "POST", "/v2/users/self/authorization", op, map[string]any{"account": root})
+	c.step("postUsersSelfAuthorization", 200, "POST", "/v2/users/self/authorization", op, map[string]any{"account": root})
 	opSelf := "/v2/users/" + p.Bootstrap.Operator + "/authorization"
-	c.step("GET /v2/users/{id}/authorization", 200, "GET", opSelf, op, nil)
-	c.step("POST /v2/users/{id}/authorization", 200, "POST", opSelf, op, map[string]any{"account": root})
-	c.step("GET /v2/openapi.json", 200, "GET", "/v2/openapi.json", op, nil)
-	uid := c.step("POST /v2/users", 200, "POST", "/v2/users", op, map[string]any{"email": "dev@example.com", "name": "Dev"}).str("id")
+	c.step("getUsersAuthorization", 200, "GET", opSelf, op, nil)
+	c.step("postUsersAuthorization", 200, "POST", opSelf, op, map[string]any{"account": root})
+	c.step("getOpenapi.Json", 200, "GET", "/v2/openapi.json", op, nil)
+	uid := c.step("postUsers", 200, "POST", "/v2/users", op, map[string]any{"email": "dev@example.com", "name": "Dev"}).str("id")
 	users := "/v2/users/" + uid
-	c.step("GET /v2/users", 200, "GET", "/v2/users", op, nil)
-	c.step("GET /v2/users/{id}", 200, "GET", users, op, nil)
-	c.step("PATCH /v2/users/{id}", 200, "PATCH", users, op, map[string]any{"name": "Dev Eloper"})
+	c.step("getUsers", 200, "GET", "/v2/users", op, nil)
+	c.step("getUsersById", 200, "GET", users, op, nil)
+	c.step("patchUsersById", 200, "PATCH", users, op, map[string]any{"name": "Dev Eloper"})
 	c.step("", 200, "POST", users+"/access-keys", op, map[string]any{"type": "bearer"}) // the first: recounts
-	k := c.step("POST /v2/users/{id}/access-keys", 200, "POST", users+"/access-keys", op, map[string]any{"type": "bearer", "account": root})
+	k := c.step("postUsersByIdAccessKeys", 200, "POST", users+"/access-keys", op, map[string]any{"type": "bearer", "account": root})
 	dev, devKey := k.str("secret_key"), k.str("id")
-	c.step("GET /v2/users/{id}/access-keys", 200, "GET", users+"/access-keys", op, nil)
-	c.step("GET /v2/users/{id}/access-keys/{key_id}", 200, "GET", users+"/access-keys/"+devKey, op, nil)
+	c.step("getUsersByIdAccessKeys", 200, "GET", users+"/access-keys", op, nil)
+	c.step("getUsersByIdAccessKeysByKeyId", 200, "GET", users+"/access-keys/"+devKey, op, nil)
 	spare := c.step("", 200, "POST", users+"/access-keys", op, map[string]any{"type": "bearer"}).str("id")
-	c.step("DELETE /v2/users/{id}/access-keys/{key_id}", 200, "DELETE", users+"/access-keys/"+spare, op, nil)
+	c.step("deleteUsersByIdAccessKeysByKeyId", 200, "DELETE", users+"/access-keys/"+spare, op, nil)
 
 	// ---------------------------------------------------------------- accounts, entitlements
-	sub := "/v2/accounts/" + c.step("POST /v2/accounts", 200, "POST", "/v2/accounts", op, map[string]any{"name": "Cost tour"}).str("id")
-	c.step("GET /v2/accounts", 200, "GET", "/v2/accounts", op, nil)
-	c.step("GET /v2/accounts/{id}", 200, "GET", sub, op, nil)
-	c.step("PATCH /v2/accounts/{id}", 200, "PATCH", sub, op, map[string]any{"name": "Cost tour 2"})
-	c.step("GET /v2/accounts/{id}/billing", 200, "GET", sub+"/billing", op, nil)
-	ent := c.step("POST /v2/accounts/{id}/entitlements", 200, "POST", sub+"/entitlements", op, map[string]any{"resource": "address_sets", "quantity": 2}).str("href")
-	c.step("GET /v2/accounts/{id}/entitlements", 200, "GET", sub+"/entitlements", op, nil)
-	c.step("GET /v2/accounts/{id}/entitlements/{entitlement_id}", 200, "GET", ent, op, nil)
-	c.step("PATCH /v2/accounts/{id}/entitlements/{entitlement_id}", 200, "PATCH", ent, op, map[string]any{"quantity": 4})
-	c.step("DELETE /v2/accounts/{id}/entitlements/{entitlement_id}", 200, "DELETE", ent, op, nil)
+	sub := "/v2/accounts/" + c.step("postAccounts", 200, "POST", "/v2/accounts", op, map[string]any{"name": "Cost tour"}).str("id")
+	c.step("getAccounts", 200, "GET", "/v2/accounts", op, nil)
+	c.step("getAccountsById", 200, "GET", sub, op, nil)
+	c.step("patchAccountsById", 200, "PATCH", sub, op, map[string]any{"name": "Cost tour 2"})
+	c.step("getAccountsByIdBilling", 200, "GET", sub+"/billing", op, nil)
+	ent := c.step("postAccountsByIdEntitlements", 200, "POST", sub+"/entitlements", op, map[string]any{"resource": "address_sets", "quantity": 2}).str("href")
+	c.step("getAccountsByIdEntitlements", 200, "GET", sub+"/entitlements", op, nil)
+	c.step("getAccountsByIdEntitlementsByEntitlementId", 200, "GET", ent, op, nil)
+	c.step("patchAccountsByIdEntitlementsByEntitlementId", 200, "PATCH", ent, op, map[string]any{"quantity": 4})
+	c.step("deleteAccountsByIdEntitlementsByEntitlementId", 200, "DELETE", ent, op, nil)
 
 	// ---------------------------------------------------------------- roles, groups, invitations
-	role := c.step("POST /v2/accounts/{id}/roles", 200, "POST", root+"/roles", op, map[string]any{"name": "Robot keeper",
+	role := c.step("postAccountsByIdRoles", 200, "POST", root+"/roles", op, map[string]any{"name": "Robot keeper",
 		"permissions": []map[string]any{{"method": "GET", "effect": "permit", "spec": []string{root + "/service-users"}}}})
 	roleHref, roleID := role.str("href"), role.str("id")
-	c.step("GET /v2/accounts/{id}/roles", 200, "GET", root+"/roles", op, nil)
-	c.step("GET /v2/accounts/{id}/roles/{role_id}", 200, "GET", roleHref, op, nil)
-	c.step("PATCH /v2/accounts/{id}/roles/{role_id}", 200, "PATCH", roleHref, op, map[string]any{"name": "Robot keeper 2"})
-	group := c.step("POST /v2/accounts/{id}/groups", 200, "POST", root+"/groups", op, map[string]any{"name": "Keepers", "roles": []string{roleHref}})
+	c.step("getAccountsByIdRoles", 200, "GET", root+"/roles", op, nil)
+	c.step("getAccountsByIdRolesByRoleId", 200, "GET", roleHref, op, nil)
+	c.step("patchAccountsByIdRolesByRoleId", 200, "PATCH", roleHref, op, map[string]any{"name": "Robot keeper 2"})
+	group := c.step("postAccountsByIdGroups", 200, "POST", root+"/groups", op, map[string]any{"name": "Keepers", "roles": []string{roleHref}})
 	groupHref, groupID := group.str("href"), group.str("id")
-	c.step("GET /v2/accounts/{id}/groups", 200, "GET", root+"/groups", op, nil)
-	c.step("GET /v2/accounts/{id}/groups/{group_id}", 200, "GET", groupHref, op, nil)
-	c.step("PATCH /v2/accounts/{id}/groups/{group_id}", 200, "PATCH", groupHref, op, map[string]any{"name": "Keepers 2"})
+	c.step("getAccountsByIdGroups", 200, "GET", root+"/groups", op, nil)
+	c.step("getAccountsByIdGroupsByGroupId", 200, "GET", groupHref, op, nil)
+	c.step("patchAccountsByIdGroupsByGroupId", 200, "PATCH", groupHref, op, map[string]any{"name": "Keepers 2"})
 
 	// Invitations go out through the notifier; the first one is its row.
 	notifications := c.queueOf(c.functionOf("functions/notifier"))
 	state := func(href string) string { return c.step("", 200, "GET", href, op, nil).str("state") }
 	var inv costReply
 	c.worker("notifier: one invitation message", "functions/notifier", func() {
-		inv = c.step("POST /v2/accounts/{id}/invitations", 200, "POST", root+"/invitations", op, map[string]any{"user_email": "dev@example.com", "role": roleHref})
+		inv = c.step("postAccountsByIdInvitations", 200, "POST", root+"/invitations", op, map[string]any{"user_email": "dev@example.com", "role": roleHref})
 	}, func() bool { return state(inv.str("href")) == "sent" })
 	invHref, invID := inv.str("href"), inv.str("id")
-	c.step("GET /v2/accounts/{id}/invitations", 200, "GET", root+"/invitations", op, nil)
-	c.step("GET /v2/accounts/{id}/invitations/{invitation_id}", 200, "GET", invHref, op, nil)
-	c.step("PATCH /v2/accounts/{id}/invitations/{invitation_id}", 200, "PATCH", invHref, op, map[string]any{"state": "queued"})
-	gi := c.step("POST /v2/accounts/{id}/group-invitations", 200, "POST", root+"/group-invitations", op, map[string]any{"user_email": "dev@example.com", "group": groupHref})
+	c.step("getAccountsByIdInvitations", 200, "GET", root+"/invitations", op, nil)
+	c.step("getAccountsByIdInvitationsByInvitationId", 200, "GET", invHref, op, nil)
+	c.step("patchAccountsByIdInvitationsByInvitationId", 200, "PATCH", invHref, op, map[string]any{"state": "queued"})
+	gi := c.step("postAccountsByIdGroupInvitations", 200, "POST", root+"/group-invitations", op, map[string]any{"user_email": "dev@example.com", "group": groupHref})
 	giHref, giID := gi.str("href"), gi.str("id")
 	c.idle(notifications)
-	c.step("GET /v2/accounts/{id}/group-invitations", 200, "GET", root+"/group-invitations", op, nil)
-	c.step("GET /v2/accounts/{id}/group-invitations/{invitation_id}", 200, "GET", giHref, op, nil)
-	c.step("PATCH /v2/accounts/{id}/group-invitations/{invitation_id}", 200, "PATCH", giHref, op, map[string]any{"state": "queued"})
+	c.step("getAccountsByIdGroupInvitations", 200, "GET", root+"/group-invitations", op, nil)
+	c.step("getAccountsByIdGroupInvitationsByInvitationId", 200, "GET", giHref, op, nil)
+	c.step("patchAccountsByIdGroupInvitationsByInvitationId", 200, "PATCH", giHref, op, map[string]any{"state": "queued"})
 	c.idle(notifications)
 	if s, g := state(invHref), state(giHref); s != "sent" || g != "sent" {
 		t.Fatalf("after the notifier: invitation %s, group invitation %s", s, g)
 	}
 
 	// The invitee's side, with its own key.
-	c.step("GET /v2/users/{id}/invitations", 200, "GET", users+"/invitations", dev, nil)
-	c.step("GET /v2/users/{id}/invitations/{invitation_id}", 200, "GET", users+"/invitations/"+invID, dev, nil)
-	c.step("PATCH /v2/users/{id}/invitations/{invitation_id}", 200, "PATCH", users+"/invitations/"+invID, dev, map[string]any{"state": "accepted"})
-	c.step("GET /v2/users/{id}/group-invitations", 200, "GET", users+"/group-invitations", dev, nil)
-	c.step("GET /v2/users/{id}/group-invitations/{invitation_id}", 200, "GET", users+"/group-invitations/"+giID, dev, nil)
-	c.step("PATCH /v2/users/{id}/group-invitations/{invitation_id}", 200, "PATCH", users+"/group-invitations/"+giID, dev, map[string]any{"state": "accepted"})
-	c.step("GET /v2/users/{id}/roles", 200, "GET", users+"/roles", dev, nil)
-	c.step("GET /v2/users/{id}/groups", 200, "GET", users+"/groups", dev, nil)
-	c.step("GET /v2/users/{id}/roles/{role_id}", 200, "GET", users+"/roles/"+roleID, dev, nil)
-	c.step("GET /v2/users/{id}/groups/{group_id}", 200, "GET", users+"/groups/"+groupID, dev, nil)
+	c.step("getUsersByIdInvitations", 200, "GET", users+"/invitations", dev, nil)
+	c.step("getUsersByIdInvitationsByInvitationId", 200, "GET", users+"/invitations/"+invID, dev, nil)
+	c.step("patchUsersByIdInvitationsByInvitationId", 200, "PATCH", users+"/invitations/"+invID, dev, map[string]any{"state": "accepted"})
+	c.step("getUsersByIdGroupInvitations", 200, "GET", users+"/group-invitations", dev, nil)
+	c.step("getUsersByIdGroupInvitationsByInvitationId", 200, "GET", users+"/group-invitations/"+giID, dev, nil)
+	c.step("patchUsersByIdGroupInvitationsByInvitationId", 200, "PATCH", users+"/group-invitations/"+giID, dev, map[string]any{"state": "accepted"})
+	c.step("getUsersByIdRoles", 200, "GET", users+"/roles", dev, nil)
+	c.step("getUsersByIdGroups", 200, "GET", users+"/groups", dev, nil)
+	c.step("getUsersByIdRolesByRoleId", 200, "GET", users+"/roles/"+roleID, dev, nil)
+	c.step("getUsersByIdGroupsByGroupId", 200, "GET", users+"/groups/"+groupID, dev, nil)
 	c.step("", 200, "GET", root+"/service-users", dev, nil) // the role applies
-	c.step("DELETE /v2/users/{id}/roles/{role_id}", 200, "DELETE", users+"/roles/"+roleID, dev, nil)
-	c.step("DELETE /v2/users/{id}/groups/{group_id}", 200, "DELETE", users+"/groups/"+groupID, dev, nil)
+	c.step("deleteUsersByIdRolesByRoleId", 200, "DELETE", users+"/roles/"+roleID, dev, nil)
+	c.step("deleteUsersByIdGroupsByGroupId", 200, "DELETE", users+"/groups/"+groupID, dev, nil)
 	c.step("", 403, "GET", root+"/service-users", dev, nil) // and no longer
-	c.step("DELETE /v2/accounts/{id}/invitations/{invitation_id}", 200, "DELETE", invHref, op, nil)
-	c.step("DELETE /v2/accounts/{id}/group-invitations/{invitation_id}", 200, "DELETE", giHref, op, nil)
-	c.step("DELETE /v2/accounts/{id}/groups/{group_id}", 200, "DELETE", groupHref, op, nil)
-	c.step("DELETE /v2/accounts/{id}/roles/{role_id}", 200, "DELETE", roleHref, op, nil)
+	c.step("deleteAccountsByIdInvitationsByInvitationId", 200, "DELETE", invHref, op, nil)
+	c.step("deleteAccountsByIdGroupInvitationsByInvitationId", 200, "DELETE", giHref, op, nil)
+	c.step("deleteAccountsByIdGroupsByGroupId", 200, "DELETE", groupHref, op, nil)
+	c.step("deleteAccountsByIdRolesByRoleId", 200, "DELETE", roleHref, op, nil)
 
 	// ---------------------------------------------------------------- service users
-	su := c.step("POST /v2/accounts/{id}/service-users", 200, "POST", root+"/service-users", op, map[string]any{"name": "robot"}).str("href")
-	c.step("GET /v2/accounts/{id}/service-users", 200, "GET", root+"/service-users", op, nil)
-	c.step("GET /v2/accounts/{id}/service-users/{service_user_id}", 200, "GET", su, op, nil)
-	c.step("PATCH /v2/accounts/{id}/service-users/{service_user_id}", 200, "PATCH", su, op, map[string]any{"name": "robot 2"})
-	c.step("DELETE /v2/accounts/{id}/service-users/{service_user_id}", 200, "DELETE", su, op, nil)
+	su := c.step("postAccountsByIdServiceUsers", 200, "POST", root+"/service-users", op, map[string]any{"name": "robot"}).str("href")
+	c.step("getAccountsByIdServiceUsers", 200, "GET", root+"/service-users", op, nil)
+	c.step("getAccountsByIdServiceUsersByServiceUserId", 200, "GET", su, op, nil)
+	c.step("patchAccountsByIdServiceUsersByServiceUserId", 200, "PATCH", su, op, map[string]any{"name": "robot 2"})
+	c.step("deleteAccountsByIdServiceUsersByServiceUserId", 200, "DELETE", su, op, nil)
 	// Who can: the root's roles, the holders of those that grant it, each decided.
-	if who := c.step("GET /v2/accounts/{id}/access", 200, "GET", root+"/access?method=DELETE&path=/v2/applications/x1", op, nil); len(who.list) == 0 {
+	if who := c.step("getAccountsByIdAccess", 200, "GET", root+"/access?method=DELETE&path=/v2/applications/x1", op, nil); len(who.list) == 0 {
 		t.Fatalf("who can: nobody listed: %s", who.raw)
 	}
 
 	// ---------------------------------------------------------------- applications
-	app := c.step("POST /v2/applications", 200, "POST", "/v2/applications", op, map[string]any{"name": "Shop", "aliases": []string{"shop.example.com"}})
+	app := c.step("postApplications", 200, "POST", "/v2/applications", op, map[string]any{"name": "Shop", "aliases": []string{"shop.example.com"}})
 	appHref, appID := app.str("href"), app.str("id")
-	c.step("GET /v2/applications", 200, "GET", "/v2/applications", op, nil)
-	c.step("GET /v2/applications/{id}", 200, "GET", appHref, op, nil)
-	c.step("PATCH /v2/applications/{id}", 200, "PATCH", appHref, op, map[string]any{"name": "Shop 2"})
-	act := c.step("POST /v2/applications/{id}/actions", 200, "POST", appHref+"/actions", op, map[string]any{"id": "ping", "url": "https://ops.example.com/ping"}).str("href")
-	c.step("GET /v2/applications/{id}/actions", 200, "GET", appHref+"/actions", op, nil)
-	c.step("GET /v2/applications/{id}/actions/{action_id}", 200, "GET", act, op, nil)
-	c.step("PATCH /v2/applications/{id}/actions/{action_id}", 200, "PATCH", act, op, map[string]any{"description": "pings"})
-	c.step("DELETE /v2/applications/{id}/actions/{action_id}", 200, "DELETE", act, op, nil)
-	pc := c.step("POST /v2/applications/{id}/pagecontrols", 200, "POST", appHref+"/pagecontrols", op,
+	c.step("getApplications", 200, "GET", "/v2/applications", op, nil)
+	c.step("getApplicationsById", 200, "GET", appHref, op, nil)
+	c.step("patchApplicationsById", 200, "PATCH", appHref, op, map[string]any{"name": "Shop 2"})
+	act := c.step("postApplicationsByIdActions", 200, "POST", appHref+"/actions", op, map[string]any{"id": "ping", "url": "https://ops.example.com/ping"}).str("href")
+	c.step("getApplicationsByIdActions", 200, "GET", appHref+"/actions", op, nil)
+	c.step("getApplicationsByIdActionsByActionId", 200, "GET", act, op, nil)
+	c.step("patchApplicationsByIdActionsByActionId", 200, "PATCH", act, op, map[string]any{"description": "pings"})
+	c.step("deleteApplicationsByIdActionsByActionId", 200, "DELETE", act, op, nil)
+	pc := c.step("postApplicationsByIdPagecontrols", 200, "POST", appHref+"/pagecontrols", op,
 		`{"name":"Block bots","mode":"request","conditions":{"is_crawler":{}},"actions":[{"type":"deny","status_code":"403","body":"no"}]}`).str("href")
-	c.step("GET /v2/applications/{id}/pagecontrols", 200, "GET", appHref+"/pagecontrols", op, nil)
-	c.step("GET /v2/applications/{id}/pagecontrols/{pagecontrol_id}", 200, "GET", pc, op, nil)
-	c.step("PATCH /v2/applications/{id}/pagecontrols/{pagecontrol_id}", 200, "PATCH", pc, op, map[string]any{"enabled": false})
-	c.step("GET /v2/applications/{id}/webcontrols", 200, "GET", appHref+"/webcontrols", op, nil)
-	c.step("GET /v2/applications/{id}/webcontrols/{webcontrol_id}", 200, "GET", strings.Replace(pc, "/pagecontrols/", "/webcontrols/", 1), op, nil)
-	c.step("DELETE /v2/applications/{id}/pagecontrols/{pagecontrol_id}", 200, "DELETE", pc, op, nil)
+	c.step("getApplicationsByIdPagecontrols", 200, "GET", appHref+"/pagecontrols", op, nil)
+	c.step("getApplicationsByIdPagecontrolsByPagecontrolId", 200, "GET", pc, op, nil)
+	c.step("patchApplicationsByIdPagecontrolsByPagecontrolId", 200, "PATCH", pc, op, map[string]any{"enabled": false})
+	c.step("getApplicationsByIdWebcontrols", 200, "GET", appHref+"/webcontrols", op, nil)
+	c.step("getApplicationsByIdWebcontrolsByWebcontrolId", 200, "GET", strings.Replace(pc, "/pagecontrols/", "/webcontrols/", 1), op, nil)
+	c.step("deleteApplicationsByIdPagecontrolsByPagecontrolId", 200, "DELETE", pc, op, nil)
 
 	// ---------------------------------------------------------------- tasks
 	var task costReply
 	c.worker("task-worker: one start task", "functions/task-worker", func() {
-		task = c.step("POST /v2/tasks", 201, "POST", "/v2/tasks", op, map[string]any{"type": "start", "target": appHref})
+		task = c.step("postTasks", 201, "POST", "/v2/tasks", op, map[string]any{"type": "start", "target": appHref})
 	}, func() bool { return state(task.str("href")) == "success" })
-	c.step("GET /v2/tasks", 200, "GET", "/v2/tasks", op, nil)
-	c.step("GET /v2/tasks/{id}", 200, "GET", task.str("href"), op, nil)
-	c.step("GET /v2/tasks/{id}/logs", 200, "GET", task.str("href")+"/logs", op, nil)
+	c.step("getTasks", 200, "GET", "/v2/tasks", op, nil)
+	c.step("getTasksById", 200, "GET", task.str("href"), op, nil)
+	c.step("getTasksByIdLogs", 200, "GET", task.str("href")+"/logs", op, nil)
 
 	// ---------------------------------------------------------------- metrics and logs
 	// The aggregator runs the address-expiry sweep with the first message
@@ -531,17 +553,17 @@ func TestCostPerEndpoint(t *testing.T) {
 			return m["requests"] == float64(10*(i+1))
 		})
 	}
-	c.step("GET /v2/applications/{id}/metrics", 200, "GET", appHref+"/metrics?"+metricsQuery.Encode(), op, nil)
-	c.step("GET /v2/applications/metrics", 200, "GET", "/v2/applications/metrics?"+metricsQuery.Encode(), op, nil)
-	c.step("POST /v2/applications/{id}/logs", 200, "POST", appHref+"/logs", op,
+	c.step("getApplicationsByIdMetrics", 200, "GET", appHref+"/metrics?"+metricsQuery.Encode(), op, nil)
+	c.step("getApplicationsMetrics", 200, "GET", "/v2/applications/metrics?"+metricsQuery.Encode(), op, nil)
+	c.step("postApplicationsByIdLogs", 200, "POST", appHref+"/logs", op,
 		map[string]any{"created": at.Format(time.RFC3339), "stream": "deploy", "message": "v2 live", "address": "192.0.2.1", "filename": "deploy.log", "hostname": "ci-1"})
 	// The default span (24 hours before now) as 24 whole hours, so that
 	// it always covers 24 hourly partitions.
 	logsQuery := url.Values{"from": {hour.Add(-23 * time.Hour).Format(time.RFC3339)}, "to": window["to"]}
-	if r := c.step("GET /v2/applications/{id}/logs", 200, "GET", appHref+"/logs?"+logsQuery.Encode(), op, nil); !bytes.Contains(r.raw, []byte("cost-1-09")) {
+	if r := c.step("getApplicationsByIdLogs", 200, "GET", appHref+"/logs?"+logsQuery.Encode(), op, nil); !bytes.Contains(r.raw, []byte("cost-1-09")) {
 		t.Fatalf("GET logs did not return the aggregated records: %s", r.raw)
 	}
-	c.step("GET /v2/log-schemas", 200, "GET", "/v2/log-schemas", op, nil)
+	c.step("getLogSchemas", 200, "GET", "/v2/log-schemas", op, nil)
 	// An archive of the hour's access records (the 20 aggregated above).
 	ref := "/v2/archived-logs/applications/" + appID + "/proxy-logs"
 	var prep costReply
@@ -549,38 +571,38 @@ func TestCostPerEndpoint(t *testing.T) {
 		prep = c.step("", 201, "POST", "/v2/tasks", op, map[string]any{"type": "prepare-for-download",
 			"parameters": map[string]any{"reference": ref, "from": window["from"][0], "to": window["to"][0]}})
 	}, func() bool { return state(prep.str("href")) == "success" })
-	c.step("GET /v2/archived-logs", 200, "GET", "/v2/archived-logs", op, nil)
-	c.step("GET /v2/archived-logs/applications/{id}/{log_type}", 200, "GET", ref+"?"+window.Encode(), op, nil)
-	c.step("DELETE /v2/archived-logs/applications/{id}/{log_type}", 200, "DELETE", ref, op, nil)
+	c.step("getArchivedLogs", 200, "GET", "/v2/archived-logs", op, nil)
+	c.step("getArchivedLogsApplicationsByIdByLogType", 200, "GET", ref+"?"+window.Encode(), op, nil)
+	c.step("deleteArchivedLogsApplicationsByIdByLogType", 200, "DELETE", ref, op, nil)
 
 	// ---------------------------------------------------------------- address sets
-	set := c.step("POST /v2/address-sets", 200, "POST", "/v2/address-sets", op, map[string]any{"name": "office", "type": "manual",
+	set := c.step("postAddressSets", 200, "POST", "/v2/address-sets", op, map[string]any{"name": "office", "type": "manual",
 		"entries": []map[string]any{{"address": "192.0.2.0/24", "description": "HQ"}}}).str("href")
-	c.step("GET /v2/address-sets", 200, "GET", "/v2/address-sets", op, nil)
-	c.step("GET /v2/address-sets/{id}", 200, "GET", set, op, nil)
-	c.stepRaw("PATCH /v2/address-sets/{id}", 200, "PATCH", set, op, "application/json-patch+json",
+	c.step("getAddressSets", 200, "GET", "/v2/address-sets", op, nil)
+	c.step("getAddressSetsById", 200, "GET", set, op, nil)
+	c.stepRaw("patchAddressSetsById", 200, "PATCH", set, op, "application/json-patch+json",
 		[]byte(`[{"op":"add","path":"/entries/-","value":{"address":"198.51.100.4"}}]`))
-	c.step("GET /v2/address-sets/{id}/addresses", 200, "GET", set+"/addresses", op, nil)
+	c.step("getAddressSetsByIdAddresses", 200, "GET", set+"/addresses", op, nil)
 	c.idle(c.queueOf(c.functionOf("functions/aggregator"))) // the set's events are folded
 	setQuery := url.Values{"names": {"entries_added"}, "summarize": {"true"}, "from": window["from"], "to": window["to"]}
-	c.step("GET /v2/address-sets/{id}/metrics", 200, "GET", set+"/metrics?"+setQuery.Encode(), op, nil)
-	c.step("GET /v2/address-sets/metrics", 200, "GET", "/v2/address-sets/metrics?"+setQuery.Encode(), op, nil)
+	c.step("getAddressSetsByIdMetrics", 200, "GET", set+"/metrics?"+setQuery.Encode(), op, nil)
+	c.step("getAddressSetsMetrics", 200, "GET", "/v2/address-sets/metrics?"+setQuery.Encode(), op, nil)
 
 	// ---------------------------------------------------------------- metric prototypes
-	proto := c.step("POST /v2/metric-prototypes", 200, "POST", "/v2/metric-prototypes", op, map[string]any{"default_name": "slow_pages",
+	proto := c.step("postMetricPrototypes", 200, "POST", "/v2/metric-prototypes", op, map[string]any{"default_name": "slow_pages",
 		"expression": "count()", "log_type": "proxy-logs", "filter": "elapsed > 2000", "group_by": "request_path"}).str("href")
-	c.step("GET /v2/metric-prototypes", 200, "GET", "/v2/metric-prototypes", op, nil)
-	c.step("GET /v2/metric-prototypes/{id}", 200, "GET", proto, op, nil)
-	c.step("DELETE /v2/metric-prototypes/{id}", 200, "DELETE", proto, op, nil)
+	c.step("getMetricPrototypes", 200, "GET", "/v2/metric-prototypes", op, nil)
+	c.step("getMetricPrototypesById", 200, "GET", proto, op, nil)
+	c.step("deleteMetricPrototypesById", 200, "DELETE", proto, op, nil)
 
 	// ---------------------------------------------------------------- application tests
-	c.stepRaw("PUT /v2/tests/{id}", 200, "PUT", "/v2/tests/shop", op, "application/x-tar", localtest.TestTar(t, "http://shop.example.com", "first\n"))
-	c.step("GET /v2/tests", 200, "GET", "/v2/tests", op, nil)
-	c.step("GET /v2/tests/{id}", 200, "GET", "/v2/tests/shop", op, nil)
-	c.stepRaw("PATCH /v2/tests/{id}", 200, "PATCH", "/v2/tests/shop", op, "application/x-tar", localtest.TestTar(t, "http://shop.example.com", "second\n"))
+	c.stepRaw("putTestsById", 200, "PUT", "/v2/tests/shop", op, "application/x-tar", localtest.TestTar(t, "http://shop.example.com", "first\n"))
+	c.step("getTests", 200, "GET", "/v2/tests", op, nil)
+	c.step("getTestsById", 200, "GET", "/v2/tests/shop", op, nil)
+	c.stepRaw("patchTestsById", 200, "PATCH", "/v2/tests/shop", op, "application/x-tar", localtest.TestTar(t, "http://shop.example.com", "second\n"))
 	var run map[string]any
 	c.worker("test-runner: one run (1 s, 2 virtual users) through the stand-in edge", "functions/test-runner", func() {
-		c.step("POST /v2/tests", 200, "POST", "/v2/tests", op, map[string]any{"id": "shop", "duration": 1, "virtualUsers": 2})
+		c.step("postTests", 200, "POST", "/v2/tests", op, map[string]any{"id": "shop", "duration": 1, "virtualUsers": 2})
 	}, func() bool {
 		run, _ = c.step("", 200, "GET", "/v2/tests/shop", op, nil).obj["last_run"].(map[string]any)
 		return run["state"] == "succeeded" || run["state"] == "failed"
@@ -590,12 +612,12 @@ func TestCostPerEndpoint(t *testing.T) {
 	}
 
 	// ---------------------------------------------------------------- deletes
-	c.step("DELETE /v2/tests/{id}", 200, "DELETE", "/v2/tests/shop", op, nil)
-	c.step("DELETE /v2/address-sets/{id}", 200, "DELETE", set, op, nil)
+	c.step("deleteTestsById", 200, "DELETE", "/v2/tests/shop", op, nil)
+	c.step("deleteAddressSetsById", 200, "DELETE", set, op, nil)
 	stop := c.step("", 201, "POST", "/v2/tasks", op, map[string]any{"type": "stop", "target": appHref}).str("href")
 	c.eventually("the stop task", func() bool { return state(stop) == "success" })
-	c.step("DELETE /v2/applications/{id}", 200, "DELETE", appHref, op, nil)
-	c.step("DELETE /v2/accounts/{id}", 200, "DELETE", sub, op, nil)
+	c.step("deleteApplicationsById", 200, "DELETE", appHref, op, nil)
+	c.step("deleteAccountsById", 200, "DELETE", sub, op, nil)
 
 	// ---------------------------------------------------------------- the table
 	for _, label := range c.workers {
@@ -605,15 +627,15 @@ func TestCostPerEndpoint(t *testing.T) {
 	var missing []string
 	for _, e := range apispec.Endpoints {
 		ep := e.Method + " " + e.Path
-		r, ok := c.rows[ep]
+		r, ok := c.rows[e.ID]
 		if !ok {
-			missing = append(missing, ep)
+			missing = append(missing, e.ID+" ("+ep+")")
 			continue
 		}
 		t.Logf("%-62s authorizer %d/%d %v; %s %d/%d %v", ep, r.aSeq, r.aCalls, r.aOps, r.function, r.fSeq, r.fCalls, r.fOps)
 	}
 	if len(missing) > 0 {
-		t.Fatalf("no row for %d endpoints of apispec.Endpoints:\n%s", len(missing), strings.Join(missing, "\n"))
+		t.Fatalf("no row for %d operations of the contract: measure each with one successful c.step(operationId, ...) in the tour:\n%s", len(missing), strings.Join(missing, "\n"))
 	}
 	if len(c.rows) != len(apispec.Endpoints)+len(c.workers) {
 		t.Fatalf("%d rows for %d endpoints and %d workers: a measured route is not in apispec", len(c.rows), len(apispec.Endpoints), len(c.workers))
@@ -640,8 +662,7 @@ func (c *costTour) table() string {
 		fmt.Fprintf(&b, "| %s | %s | %d / %d | %.1f | %.1f |\n", name, az, r.fSeq, r.fCalls, r.rcu, r.wcu)
 	}
 	for _, e := range apispec.Endpoints {
-		ep := e.Method + " " + e.Path
-		line("`"+ep+"`", c.rows[ep])
+		line("`"+e.Method+" "+e.Path+"`", c.rows[e.ID])
 	}
 	for _, label := range c.workers {
 		line(label, c.rows[label])

@@ -58,10 +58,22 @@ type scaleSetup struct {
 	settle func()
 }
 
-// scaleCase is one list endpoint of apispec measured at two sizes.
+// scaleCase is one list operation of the contract (by operationId)
+// measured at two sizes.
 type scaleCase struct {
-	ep, what string
+	op, what string
 	setup    func(c *costTour) scaleSetup
+}
+
+// ep is the case's operation as "METHOD /path", the table's label; an id
+// the contract does not have is its own label, which no list matches.
+func (sc scaleCase) ep() string {
+	for _, e := range apispec.Endpoints {
+		if e.ID == sc.op {
+			return e.Method + " " + e.Path
+		}
+	}
+	return sc.op
 }
 
 // TestCostListsAtScale measures the first page (limit=5) of every list
@@ -100,7 +112,7 @@ func TestCostListsAtScale(t *testing.T) {
 	}
 	authorizer, measured := lines[authorizerJob], 0
 	for _, sc := range cases {
-		if _, ok := lines[sc.ep]; ok {
+		if _, ok := lines[sc.op]; ok {
 			measured++
 		}
 	}
@@ -110,23 +122,25 @@ func TestCostListsAtScale(t *testing.T) {
 	}
 	byEP := map[string]scaleCase{}
 	for _, sc := range cases {
-		byEP[sc.ep] = sc
+		byEP[sc.op] = sc
 	}
 	var missing []string
 	var b strings.Builder
 	b.WriteString("| Collection, first page (`limit=5`) | Authorizer seq / calls | Function seq / calls | RCU | WCU |\n")
 	b.WriteString("|---|---|---|---|---|\n")
+	known := map[string]bool{}
 	for _, e := range apispec.Endpoints {
 		ep := e.Method + " " + e.Path
+		known[e.ID] = true
 		if !e.List {
-			if _, ok := byEP[ep]; ok {
-				t.Errorf("%s is measured at scale but apispec does not mark it a list", ep)
+			if _, ok := byEP[e.ID]; ok {
+				t.Errorf("%s (%s) is measured at scale but is no collection of the contract (no cursor parameter)", e.ID, ep)
 			}
 			continue
 		}
-		pair, ok := lines[ep]
+		pair, ok := lines[e.ID]
 		if !ok {
-			missing = append(missing, ep)
+			missing = append(missing, e.ID+" ("+ep+")")
 			continue
 		}
 		for _, l := range pair {
@@ -136,8 +150,13 @@ func TestCostListsAtScale(t *testing.T) {
 	for _, l := range authorizer {
 		b.WriteString(l + "\n")
 	}
+	for op := range byEP {
+		if !known[op] {
+			t.Errorf("scaleCases measures %s, which is no operation of the contract", op)
+		}
+	}
 	if len(missing) > 0 {
-		t.Fatalf("no 10 / 10,000 pair for %d list endpoints of apispec (add them to scaleCases):\n%s", len(missing), strings.Join(missing, "\n"))
+		t.Fatalf("no 10 / 10,000 pair for %d list operations of the contract (add them to scaleCases):\n%s", len(missing), strings.Join(missing, "\n"))
 	}
 	t.Logf("%d collections measured at two sizes in %v\n%s", measured, time.Since(began).Round(time.Second), b.String())
 	compareCostTable(t, b.String(), scaleBegin, scaleEnd)
@@ -159,14 +178,14 @@ func scaleJobs(cases []scaleCase) []scaleJob {
 		return out
 	}}}
 	for _, sc := range cases {
-		jobs = append(jobs, scaleJob{name: strings.ReplaceAll(strings.TrimPrefix(sc.ep, "GET /"), "/", "."), key: sc.ep, run: func(t *testing.T) []string {
+		jobs = append(jobs, scaleJob{name: strings.ReplaceAll(strings.TrimPrefix(sc.ep(), "GET /"), "/", "."), key: sc.op, run: func(t *testing.T) []string {
 			var out []string
 			for i, r := range measureAtScale(t, sc) {
 				n := fmt.Sprintf("%d", scaleSmall)
 				if i == 1 {
 					n = "10,000"
 				}
-				label := fmt.Sprintf("`%s`, %s %s", sc.ep, n, sc.what)
+				label := fmt.Sprintf("`%s`, %s %s", sc.ep(), n, sc.what)
 				out = append(out, scaleRow(label, r.aSeq, r.aCalls, r.fSeq, r.fCalls, r.rcu, r.wcu))
 			}
 			return out
@@ -212,9 +231,9 @@ func measureAtScale(t *testing.T, sc scaleCase) [2]costRow {
 	if n := count(); n != scaleSmall {
 		t.Fatalf("%s: %d members, want %d", sc.what, n, scaleSmall)
 	}
-	route, ok := c.routes[sc.ep]
+	route, ok := c.routes[sc.op]
 	if !ok {
-		t.Fatalf("%s: no such route in template.yaml", sc.ep)
+		t.Fatalf("%s: no such operation routed (the contract and template.yaml)", sc.op)
 	}
 	measure := func(label string) costRow {
 		defer c.measuring()()
@@ -280,7 +299,7 @@ func measureAtScale(t *testing.T, sc scaleCase) [2]costRow {
 	sameFunction := small.fSeq == large.fSeq && small.fCalls == large.fCalls && small.fRCU == large.fRCU && small.fWCU == large.fWCU
 	sameAuthorizer := small.aSeq == large.aSeq && small.aCalls == large.aCalls && small.rcu-small.fRCU == large.rcu-large.fRCU
 	if !sameFunction || !sameAuthorizer {
-		t.Errorf("%s: a page costs more with %d members than with %d:\n%+v\n%+v", sc.ep, scaleLarge, scaleSmall, small, large)
+		t.Errorf("%s: a page costs more with %d members than with %d:\n%+v\n%+v", sc.ep(), scaleLarge, scaleSmall, small, large)
 	}
 	return [2]costRow{small, large}
 }
@@ -442,7 +461,7 @@ func scaleCases() []scaleCase {
 		}
 	}
 	return []scaleCase{
-		{ep: "GET /v2/accounts", what: "accounts", setup: func(c *costTour) scaleSetup {
+		{op: "getAccounts", what: "accounts", setup: func(c *costTour) scaleSetup {
 			var l last
 			return scaleSetup{path: "/v2/accounts",
 				add: func(i int) { _, l.id = sub(c, fmt.Sprintf("Scale %d", i)) },
@@ -450,7 +469,7 @@ func scaleCases() []scaleCase {
 					return [][2]string{{"ACCOUNT#" + l.id, "ACCOUNT"}}, l.id
 				}}
 		}},
-		{ep: "GET /v2/accounts/{id}/entitlements", what: "entitlements", setup: func(c *costTour) scaleSetup {
+		{op: "getAccountsByIdEntitlements", what: "entitlements", setup: func(c *costTour) scaleSetup {
 			href, acct := sub(c, "Scale")
 			var l last
 			return scaleSetup{path: href + "/entitlements",
@@ -459,14 +478,14 @@ func scaleCases() []scaleCase {
 				},
 				member: func() ([][2]string, string) { return [][2]string{{"ACCOUNT#" + acct, "ENTITLEMENT#" + l.id}}, l.id }}
 		}},
-		{ep: "GET /v2/accounts/{id}/roles", what: "roles", setup: func(c *costTour) scaleSetup {
+		{op: "getAccountsByIdRoles", what: "roles", setup: func(c *costTour) scaleSetup {
 			href, acct := sub(c, "Scale")
 			var l last
 			return scaleSetup{path: href + "/roles",
 				add:    func(i int) { l.id = storeRole(c, acct, i) },
 				member: func() ([][2]string, string) { return [][2]string{{"RBAC#" + acct, "ROLE#" + l.id}}, l.id }}
 		}},
-		{ep: "GET /v2/accounts/{id}/invitations", what: "invitations", setup: func(c *costTour) scaleSetup {
+		{op: "getAccountsByIdInvitations", what: "invitations", setup: func(c *costTour) scaleSetup {
 			acct := c.p.Bootstrap.RootAccount
 			href := "/v2/accounts/" + acct
 			roleHref, _ := role(c, href, 0)
@@ -480,7 +499,7 @@ func scaleCases() []scaleCase {
 					return [][2]string{{"INVITATIONS#" + acct, "INVITATION#" + l.id}}, l.id
 				}}
 		}},
-		{ep: "GET /v2/accounts/{id}/groups", what: "groups", setup: func(c *costTour) scaleSetup {
+		{op: "getAccountsByIdGroups", what: "groups", setup: func(c *costTour) scaleSetup {
 			href, acct := sub(c, "Scale")
 			r := storeRole(c, acct, 0)
 			var l last
@@ -488,7 +507,7 @@ func scaleCases() []scaleCase {
 				add:    func(i int) { l.id = storeGroup(c, acct, r, i) },
 				member: func() ([][2]string, string) { return [][2]string{{"RBAC#" + acct, "GROUP#" + l.id}}, l.id }}
 		}},
-		{ep: "GET /v2/accounts/{id}/group-invitations", what: "group invitations", setup: func(c *costTour) scaleSetup {
+		{op: "getAccountsByIdGroupInvitations", what: "group invitations", setup: func(c *costTour) scaleSetup {
 			acct := c.p.Bootstrap.RootAccount
 			href := "/v2/accounts/" + acct
 			roleHref, _ := role(c, href, 0)
@@ -503,7 +522,7 @@ func scaleCases() []scaleCase {
 					return [][2]string{{"INVITATIONS#" + acct, "GROUPINVITATION#" + l.id}}, l.id
 				}}
 		}},
-		{ep: "GET /v2/accounts/{id}/access", what: "holders of the role granting it", setup: func(c *costTour) scaleSetup {
+		{op: "getAccountsByIdAccess", what: "holders of the role granting it", setup: func(c *costTour) scaleSetup {
 			// Who can read the service users of a sub-account: the holders
 			// of a role of it (and the operator, through the root's
 			// entitlement administrator role for sub-accounts). Users and
@@ -527,7 +546,7 @@ func scaleCases() []scaleCase {
 					return [][2]string{{"PRINCIPAL#" + l.id, "PRINCIPAL"}, {"PRINCIPAL#" + l.id, "GRANT#" + acct + "#" + r}}, l.id
 				}}
 		}},
-		{ep: "GET /v2/accounts/{id}/service-users", what: "service users", setup: func(c *costTour) scaleSetup {
+		{op: "getAccountsByIdServiceUsers", what: "service users", setup: func(c *costTour) scaleSetup {
 			href := "/v2/accounts/" + c.p.Bootstrap.RootAccount
 			var l last
 			return scaleSetup{path: href + "/service-users",
@@ -536,7 +555,7 @@ func scaleCases() []scaleCase {
 				},
 				member: func() ([][2]string, string) { return [][2]string{{"PRINCIPAL#" + l.id, "PRINCIPAL"}}, l.id }}
 		}},
-		{ep: "GET /v2/address-sets", what: "address sets", setup: func(c *costTour) scaleSetup {
+		{op: "getAddressSets", what: "address sets", setup: func(c *costTour) scaleSetup {
 			var l last
 			return scaleSetup{path: "/v2/address-sets",
 				add: func(i int) {
@@ -544,7 +563,7 @@ func scaleCases() []scaleCase {
 				},
 				member: func() ([][2]string, string) { return [][2]string{{"ADDRSET#" + l.id, "ADDRSET"}}, l.id }}
 		}},
-		{ep: "GET /v2/address-sets/{id}/addresses", what: "addresses",
+		{op: "getAddressSetsByIdAddresses", what: "addresses",
 			setup: func(c *costTour) scaleSetup {
 				set := c.step("", 200, "POST", "/v2/address-sets", c.p.Bootstrap.Secret, map[string]any{"name": "scale", "type": "manual"}).str("id")
 				var l last
@@ -570,7 +589,7 @@ func scaleCases() []scaleCase {
 					},
 				}
 			}},
-		{ep: "GET /v2/tests", what: "application tests", setup: func(c *costTour) scaleSetup {
+		{op: "getTests", what: "application tests", setup: func(c *costTour) scaleSetup {
 			c.step("", 200, "POST", "/v2/applications", c.p.Bootstrap.Secret, map[string]any{"name": "Shop", "aliases": []string{"shop.example.com"}})
 			var l last
 			return scaleSetup{path: "/v2/tests",
@@ -582,7 +601,7 @@ func scaleCases() []scaleCase {
 					return [][2]string{{"APPTEST#" + c.p.Bootstrap.RootAccount + "#" + l.id, "TEST"}}, l.id
 				}}
 		}},
-		{ep: "GET /v2/applications", what: "applications", setup: func(c *costTour) scaleSetup {
+		{op: "getApplications", what: "applications", setup: func(c *costTour) scaleSetup {
 			var l last
 			return scaleSetup{path: "/v2/applications",
 				add: func(i int) {
@@ -590,7 +609,7 @@ func scaleCases() []scaleCase {
 				},
 				member: func() ([][2]string, string) { return [][2]string{{"APP#" + l.id, "APP"}}, l.id }}
 		}},
-		{ep: "GET /v2/applications/{id}/actions", what: "actions", setup: func(c *costTour) scaleSetup {
+		{op: "getApplicationsByIdActions", what: "actions", setup: func(c *costTour) scaleSetup {
 			app := c.step("", 200, "POST", "/v2/applications", c.p.Bootstrap.Secret, map[string]any{"name": "Scale", "aliases": []string{"scale.example.com"}}).str("id")
 			var l last
 			return scaleSetup{path: "/v2/applications/" + app + "/actions",
@@ -600,9 +619,9 @@ func scaleCases() []scaleCase {
 				},
 				member: func() ([][2]string, string) { return [][2]string{{"APP#" + app, "ACTION#" + l.id}}, l.id }}
 		}},
-		{ep: "GET /v2/applications/{id}/pagecontrols", what: "page controls", setup: pageControls("pagecontrols")},
-		{ep: "GET /v2/applications/{id}/webcontrols", what: "web controls (page controls seen as the reference's web controls)", setup: pageControls("webcontrols")},
-		{ep: "GET /v2/metric-prototypes", what: "metric prototypes", setup: func(c *costTour) scaleSetup {
+		{op: "getApplicationsByIdPagecontrols", what: "page controls", setup: pageControls("pagecontrols")},
+		{op: "getApplicationsByIdWebcontrols", what: "web controls (page controls seen as the reference's web controls)", setup: pageControls("webcontrols")},
+		{op: "getMetricPrototypes", what: "metric prototypes", setup: func(c *costTour) scaleSetup {
 			var l last
 			return scaleSetup{path: "/v2/metric-prototypes",
 				add: func(i int) {
@@ -611,7 +630,7 @@ func scaleCases() []scaleCase {
 				},
 				member: func() ([][2]string, string) { return [][2]string{{"METRICPROTO#" + l.id, "METRICPROTO"}}, l.id }}
 		}},
-		{ep: "GET /v2/tasks", what: "tasks", setup: func(c *costTour) scaleSetup {
+		{op: "getTasks", what: "tasks", setup: func(c *costTour) scaleSetup {
 			// Written through the store: every task type targets an
 			// application, and these need no worker (finished, their
 			// outbox marker due long after the test).
@@ -628,13 +647,13 @@ func scaleCases() []scaleCase {
 				},
 				member: func() ([][2]string, string) { return [][2]string{{"TASK#" + l.id, "TASK"}}, l.id }}
 		}},
-		{ep: "GET /v2/users", what: "users", setup: func(c *costTour) scaleSetup {
+		{op: "getUsers", what: "users", setup: func(c *costTour) scaleSetup {
 			var l last
 			return scaleSetup{path: "/v2/users",
 				add:    func(i int) { _, l.id = user(c, fmt.Sprintf("scale%d@example.com", i)) },
 				member: func() ([][2]string, string) { return [][2]string{{"PRINCIPAL#" + l.id, "PRINCIPAL"}}, l.id }}
 		}},
-		{ep: "GET /v2/users/{id}/access-keys", what: "access keys", setup: func(c *costTour) scaleSetup {
+		{op: "getUsersByIdAccessKeys", what: "access keys", setup: func(c *costTour) scaleSetup {
 			href, uid := user(c, "keys@example.com")
 			var l last
 			return scaleSetup{path: href + "/access-keys",
@@ -643,7 +662,7 @@ func scaleCases() []scaleCase {
 				},
 				member: func() ([][2]string, string) { return [][2]string{{"PRINCIPAL#" + uid, "KEY#" + l.id}}, l.id }}
 		}},
-		{ep: "GET /v2/users/{id}/invitations", what: "invitations in the inbox", setup: func(c *costTour) scaleSetup {
+		{op: "getUsersByIdInvitations", what: "invitations in the inbox", setup: func(c *costTour) scaleSetup {
 			href, _ := user(c, "invitee@example.com")
 			acct := c.p.Bootstrap.RootAccount
 			acctHref := "/v2/accounts/" + acct
@@ -659,7 +678,7 @@ func scaleCases() []scaleCase {
 					return [][2]string{{"INVITATIONS#" + acct, "INVITATION#" + l.id}}, l.id
 				}}
 		}},
-		{ep: "GET /v2/users/{id}/group-invitations", what: "group invitations in the inbox", setup: func(c *costTour) scaleSetup {
+		{op: "getUsersByIdGroupInvitations", what: "group invitations in the inbox", setup: func(c *costTour) scaleSetup {
 			href, _ := user(c, "invitee@example.com")
 			acct := c.p.Bootstrap.RootAccount
 			acctHref := "/v2/accounts/" + acct
@@ -675,7 +694,7 @@ func scaleCases() []scaleCase {
 					return [][2]string{{"INVITATIONS#" + acct, "GROUPINVITATION#" + l.id}}, l.id
 				}}
 		}},
-		{ep: "GET /v2/users/{id}/roles", what: "held roles", setup: func(c *costTour) scaleSetup {
+		{op: "getUsersByIdRoles", what: "held roles", setup: func(c *costTour) scaleSetup {
 			// The grants are written through the store: accepting takes
 			// the invitee's own key, and what is measured is the list.
 			href, uid := user(c, "holder@example.com")
@@ -692,7 +711,7 @@ func scaleCases() []scaleCase {
 					return [][2]string{{"PRINCIPAL#" + uid, "GRANT#" + acct + "#" + l.id}, {"RBAC#" + acct, "ROLE#" + l.id}}, l.id
 				}}
 		}},
-		{ep: "GET /v2/users/{id}/groups", what: "held groups", setup: func(c *costTour) scaleSetup {
+		{op: "getUsersByIdGroups", what: "held groups", setup: func(c *costTour) scaleSetup {
 			href, uid := user(c, "holder@example.com")
 			_, acct := sub(c, "Scale")
 			r := storeRole(c, acct, 0)
@@ -759,7 +778,7 @@ func measureAuthorizerAtScale(t *testing.T) []authorizerRow {
 	// The lists measured follow no write within the journal's window
 	// (as in measureAtScale).
 	c.atRest()
-	allowed, refused, list := c.routes["GET /v2/accounts/{id}"], c.routes["GET /v2/accounts/{id}/roles"], c.routes["GET /v2/applications"]
+	allowed, refused, list := c.routes["getAccountsById"], c.routes["getAccountsByIdRoles"], c.routes["getApplications"]
 	measure := func(label, path string, status, members int, route sam.Route) authorizerRow {
 		defer c.measuring()()
 		// Twice: the first request also touches the key's last_used.

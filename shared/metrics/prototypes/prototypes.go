@@ -210,13 +210,14 @@ type handler struct {
 	log *slog.Logger
 }
 
-// Register adds the metric prototype routes to mux.
-func Register(mux *http.ServeMux, st Store, dec Deciders, log *slog.Logger) {
+// Register serves the metric prototype operations on mux, the metrics
+// function's router.
+func Register(mux *apigw.Router, st Store, dec Deciders, log *slog.Logger) {
 	h := &handler{st: st, dec: dec, log: log}
-	mux.HandleFunc("GET /v2/metric-prototypes", apigw.HandleInAccount(log, h.list))
-	mux.HandleFunc("POST /v2/metric-prototypes", apigw.HandleInAccount(log, h.create))
-	mux.HandleFunc("GET /v2/metric-prototypes/{id}", apigw.HandleInAccount(log, h.get))
-	mux.HandleFunc("DELETE /v2/metric-prototypes/{id}", apigw.HandleInAccount(log, h.delete))
+	mux.HandleFunc("getMetricPrototypes", apigw.HandleInAccount(log, h.list))
+	mux.HandleFunc("postMetricPrototypes", apigw.HandleInAccount(log, h.create))
+	mux.HandleFunc("getMetricPrototypesById", apigw.HandleInAccount(log, h.get))
+	mux.HandleFunc("deleteMetricPrototypesById", apigw.HandleInAccount(log, h.delete))
 }
 
 func protoID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "metric prototype") }

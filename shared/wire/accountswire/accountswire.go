@@ -19,5 +19,11 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // Handler is the accounts function's handler: the account tree, its
 // entitlements and billing.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, accounts.New(d.Store, accesswire.New(d), d.Log), apigw.WithCORS(d.CORSAllowOrigin))
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin))
+}
+
+// Routes is the function's operations, each with its handler
+// (TestEveryOperationHasOneHandler).
+func Routes(d wire.Deps) *apigw.Router {
+	return accounts.New(d.Store, accesswire.New(d), d.Log)
 }

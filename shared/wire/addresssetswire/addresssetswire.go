@@ -23,6 +23,12 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // /v2/address-sets/{id}[/addresses]. Address-set events go to
 // wire.MetricsQueue.
 func Handler(d wire.Deps) apigw.ProxyHandler {
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin))
+}
+
+// Routes is the function's operations, each with its handler
+// (TestEveryOperationHasOneHandler).
+func Routes(d wire.Deps) *apigw.Router {
 	svc := addresssets.NewService(d.Store, metricswire.Events(d), metricswire.Sender(d), d.Log)
-	return apigw.Lambda(d.Log, addresssets.New(svc, d.Store, accesswire.New(d), d.Log), apigw.WithCORS(d.CORSAllowOrigin))
+	return addresssets.New(svc, d.Store, accesswire.New(d), d.Log)
 }

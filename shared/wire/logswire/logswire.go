@@ -18,5 +18,11 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // Handler is the logs function's handler: GET and POST
 // /v2/applications/{id}/logs. Ingest rides on the aggregator.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, logs.NewHandler(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log), apigw.WithCORS(d.CORSAllowOrigin))
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin))
+}
+
+// Routes is the function's operations, each with its handler
+// (TestEveryOperationHasOneHandler).
+func Routes(d wire.Deps) *apigw.Router {
+	return logs.NewHandler(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log)
 }

@@ -6,7 +6,6 @@ package metricsapiwire
 
 import (
 	"context"
-	"net/http"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
@@ -22,9 +21,14 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 
 // Handler is the metrics function's handler.
 func Handler(d wire.Deps) apigw.ProxyHandler {
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin))
+}
+
+// Routes is the function's operations, each with its handler
+// (TestEveryOperationHasOneHandler).
+func Routes(d wire.Deps) *apigw.Router {
 	dec := access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness))
-	mux := http.NewServeMux()
-	mux.Handle("/", metrics.NewHandler(d.Store, dec, d.Log))
-	prototypes.Register(mux, d.Store, dec, d.Log)
-	return apigw.Lambda(d.Log, mux, apigw.WithCORS(d.CORSAllowOrigin))
+	r := metrics.NewHandler(d.Store, dec, d.Log)
+	prototypes.Register(r, d.Store, dec, d.Log)
+	return r
 }

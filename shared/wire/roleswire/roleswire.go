@@ -22,9 +22,15 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // group invitations and service users of an account, and the invitee's
 // side. Invitations go to wire.NotificationsQueue through its outbox.
 func Handler(d wire.Deps) apigw.ProxyHandler {
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin))
+}
+
+// Routes is the function's operations, each with its handler
+// (TestEveryOperationHasOneHandler).
+func Routes(d wire.Deps) *apigw.Router {
 	var q *outbox.Queue
 	if d.QueueURL(wire.NotificationsQueue) != "" {
 		q = outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.NotificationsQueue)
 	}
-	return apigw.Lambda(d.Log, rbacadmin.New(d.Store, accesswire.New(d), q, d.Log), apigw.WithCORS(d.CORSAllowOrigin))
+	return rbacadmin.New(d.Store, accesswire.New(d), q, d.Log)
 }

@@ -23,10 +23,15 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // rides on this function because, like the self-service calls, any
 // authenticated principal may read it (docs/api.md#api-description).
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	mux := http.NewServeMux()
-	mux.Handle("/", identity.New(d.Store, accesswire.New(d), d.Log))
-	mux.Handle("GET /v2/openapi.json", apigw.Handle(d.Log, describe))
-	return apigw.Lambda(d.Log, mux, apigw.WithCORS(d.CORSAllowOrigin))
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin))
+}
+
+// Routes is the function's operations, each with its handler
+// (TestEveryOperationHasOneHandler).
+func Routes(d wire.Deps) *apigw.Router {
+	r := identity.New(d.Store, accesswire.New(d), d.Log)
+	r.Handle("getOpenapi.Json", apigw.Handle(d.Log, describe))
+	return r
 }
 
 // describe answers the OpenAPI document as embedded.
