@@ -36,6 +36,8 @@ var Endpoints = []Endpoint{
 	{"GET", "/v2/accounts/{id}/entitlements/{entitlement_id}", 4, true, false},
 	{"PATCH", "/v2/accounts/{id}/entitlements/{entitlement_id}", 4, true, false},
 	{"DELETE", "/v2/accounts/{id}/entitlements/{entitlement_id}", 4, true, false},
+	// the audit trail (docs/api.md#audit-events)
+	{"GET", "/v2/accounts/{id}/audit-events", 30, false, true},
 	// roles, invitations, groups, group invitations
 	{"GET", "/v2/accounts/{id}/roles", 5, true, true},
 	{"POST", "/v2/accounts/{id}/roles", 5, true, false},
@@ -151,4 +153,4 @@ var Endpoints = []Endpoint{
 // Delivered says which work items have landed: their endpoints must be
 // routed, the others must not be (a route without its function would be a
 // stub). Each issue that lands adds itself here.
-var Delivered = map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true, 18: true}
+var Delivered = map[int]bool{2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true, 18: true, 30: true}

@@ -16,6 +16,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/audit"
 	"cads/shared/domain"
 )
 
@@ -38,6 +39,8 @@ type Store interface {
 	PageEntitlements(ctx context.Context, account, after string, desc bool, n int) ([]domain.Entitlement, []string, bool, error)
 	PutEntitlement(ctx context.Context, e domain.Entitlement) error
 	DeleteEntitlement(ctx context.Context, account, id string, versions ...int) (domain.Entitlement, error)
+
+	PageAuditEvents(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]audit.Event, []string, bool, error)
 
 	LoadBilling(ctx context.Context, account string) (domain.Billing, error)
 	CloseInvoices(ctx context.Context, invs []domain.Invoice) ([]domain.Invoice, error)
@@ -64,6 +67,7 @@ func New(st Store, dec Deciders, log *slog.Logger) http.Handler {
 	mux.HandleFunc("PATCH /v2/accounts/{id}", h.wrap(h.patchAccount))
 	mux.HandleFunc("DELETE /v2/accounts/{id}", h.wrap(h.deleteAccount))
 	mux.HandleFunc("GET /v2/accounts/{id}/billing", h.wrap(h.getBilling))
+	mux.HandleFunc("GET /v2/accounts/{id}/audit-events", h.wrap(h.listAuditEvents))
 	mux.HandleFunc("GET /v2/accounts/{id}/entitlements", h.wrap(h.listEntitlements))
 	mux.HandleFunc("POST /v2/accounts/{id}/entitlements", h.wrap(h.createEntitlement))
 	mux.HandleFunc("GET /v2/accounts/{id}/entitlements/{entitlement_id}", h.wrap(h.getEntitlement))

@@ -235,6 +235,9 @@ type journaled struct {
 	*dynamodb.Client
 	table string
 	now   func() time.Time
+	// root is the installation's root account (audit.go: where the events
+	// of a key in no account go).
+	root func(context.Context) (string, error)
 }
 
 func (c journaled) put(ctx context.Context, items []map[string]types.AttributeValue) error {
@@ -297,6 +300,15 @@ func (c journaled) unput(ctx context.Context, items []map[string]types.Attribute
 }
 
 func (c journaled) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if pendingAudit(ctx) != nil {
+		attrs, err := c.audited(ctx, map[string]types.AttributeValue{AttrPK: in.Item[AttrPK], AttrSK: in.Item[AttrSK]}, in.ReturnValues,
+			types.TransactWriteItem{Put: &types.Put{TableName: in.TableName, Item: in.Item, ConditionExpression: in.ConditionExpression,
+				ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: in.ExpressionAttributeValues}})
+		if err != nil {
+			return nil, err
+		}
+		return &dynamodb.PutItemOutput{Attributes: attrs}, nil
+	}
 	j := journalEntries{}
 	j.item(ctx, in.Item)
 	return beside(ctx, c, j, func(ctx context.Context) (*dynamodb.PutItemOutput, error) {
@@ -305,6 +317,16 @@ func (c journaled) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFn
 }
 
 func (c journaled) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if pendingAudit(ctx) != nil {
+		attrs, err := c.audited(ctx, in.Key, in.ReturnValues,
+			types.TransactWriteItem{Update: &types.Update{TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression,
+				ConditionExpression: in.ConditionExpression, ExpressionAttributeNames: in.ExpressionAttributeNames,
+				ExpressionAttributeValues: in.ExpressionAttributeValues}})
+		if err != nil {
+			return nil, err
+		}
+		return &dynamodb.UpdateItemOutput{Attributes: attrs}, nil
+	}
 	j := journalEntries{}
 	j.key(ctx, in.Key)
 	return beside(ctx, c, j, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
@@ -313,6 +335,15 @@ func (c journaled) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 }
 
 func (c journaled) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if pendingAudit(ctx) != nil {
+		attrs, err := c.audited(ctx, in.Key, in.ReturnValues,
+			types.TransactWriteItem{Delete: &types.Delete{TableName: in.TableName, Key: in.Key, ConditionExpression: in.ConditionExpression,
+				ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: in.ExpressionAttributeValues}})
+		if err != nil {
+			return nil, err
+		}
+		return &dynamodb.DeleteItemOutput{Attributes: attrs}, nil
+	}
 	j := journalEntries{}
 	j.key(ctx, in.Key)
 	return beside(ctx, c, j, func(ctx context.Context) (*dynamodb.DeleteItemOutput, error) {
@@ -332,12 +363,41 @@ func (c journaled) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteIt
 			}
 		}
 	}
-	return beside(ctx, c, j, func(ctx context.Context) (*dynamodb.BatchWriteItemOutput, error) {
+	out, err := beside(ctx, c, j, func(ctx context.Context) (*dynamodb.BatchWriteItemOutput, error) {
 		return c.Client.BatchWriteItem(ctx, in, optFns...)
 	})
+	if rec := pendingAudit(ctx); rec != nil && err == nil {
+		// A batch cannot hold the event: it follows the batch.
+		if aerr := c.auditAfter(ctx, rec); aerr != nil {
+			return out, aerr
+		}
+	}
+	return out, err
 }
 
 func (c journaled) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	rec := pendingAudit(ctx)
+	if rec == nil {
+		return c.transact(ctx, in, optFns...)
+	}
+	tx, n, err := c.withAudit(ctx, rec, in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.transact(ctx, tx, optFns...)
+	if err != nil {
+		return out, err
+	}
+	if n == 0 {
+		// A transaction of 100 actions has no room for the event.
+		return out, c.auditAfter(ctx, rec)
+	}
+	rec.MarkWritten()
+	return out, nil
+}
+
+// transact journals a transaction's writes (in it when it has room).
+func (c journaled) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	j := journalEntries{}
 	for _, it := range in.TransactItems {
 		switch {
