@@ -16,7 +16,7 @@ var (
 	// common is what every function links: this package and what it
 	// builds (logger, DynamoDB client, store), what the store needs, and
 	// the domain at the centre of it all.
-	common = []string{"wire", "logging", "ddb", "retry", "clock", "store", "apigw", "domain", "authz", "ids"}
+	common = []string{"wire", "logging", "ddb", "retry", "clock", "store", "apigw", "domain", "authz", "ids", "audit"}
 	// rbac is the permission check of the caller's roles (access) with the
 	// built-in roles it knows, and the wiring that builds it.
 	rbac = []string{"access", "builtin", "wire/accesswire"}
@@ -77,6 +77,10 @@ var runtimeModules = []string{
 	"github.com/aws/aws-sdk-go-v2",
 	"github.com/aws/smithy-go",
 	"golang.org/x/sync",
+	// apigw's audit trail diffs a resource before and after a write
+	// (JSON Patch); jsondiff brings the tidwall modules.
+	"github.com/wI2L/jsondiff",
+	"github.com/tidwall/",
 }
 
 // localOnly are modules of the local platform and the tests (embedded
