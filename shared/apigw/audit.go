@@ -100,13 +100,14 @@ func auditing(h http.Handler, log *slog.Logger, st AuditStore, retention time.Du
 
 func newRecord(r *http.Request, p Principal, now time.Time, retention time.Duration) *audit.Record {
 	rc, _ := core.GetAPIGatewayContextFromContext(r.Context())
-	ev := audit.Event{ID: ids.New(), Time: now.UTC().Truncate(time.Millisecond), Actor: actorOf(p),
+	ev := audit.Event{ID: ids.New(), Time: now.UTC().Truncate(time.Millisecond), Actor: ActorOf(p),
 		Method: r.Method, Path: r.URL.Path, Target: r.URL.Path,
 		RequestID: rc.RequestID, SourceAddress: rc.Identity.SourceIP, UserAgent: rc.Identity.UserAgent}
 	return &audit.Record{Event: ev, AccountID: p.Target, Ancestors: p.TargetAncestors, Expires: ev.Time.Add(retention)}
 }
 
-func actorOf(p Principal) audit.Actor {
+// ActorOf is who acted, as an audit event names them.
+func ActorOf(p Principal) audit.Actor {
 	a := audit.Actor{Principal: "/v2/users/" + p.ID, Kind: p.Kind}
 	if p.Kind == "service_user" {
 		a.Principal = "/v2/accounts/" + p.AccountID + "/service-users/" + p.ID
