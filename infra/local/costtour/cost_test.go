@@ -409,6 +409,7 @@ func TestCostPerEndpoint(t *testing.T) {
 	c.step("GET /v2/accounts/{id}/entitlements/{entitlement_id}", 200, "GET", ent, op, nil)
 	c.step("PATCH /v2/accounts/{id}/entitlements/{entitlement_id}", 200, "PATCH", ent, op, map[string]any{"quantity": 4})
 	c.step("DELETE /v2/accounts/{id}/entitlements/{entitlement_id}", 200, "DELETE", ent, op, nil)
+	c.step("GET /v2/accounts/{id}/audit-events", 200, "GET", sub+"/audit-events", op, nil)
 
 	// ---------------------------------------------------------------- roles, groups, invitations
 	role := c.step("POST /v2/accounts/{id}/roles", 200, "POST", root+"/roles", op, map[string]any{"name": "Robot keeper",
