@@ -95,7 +95,8 @@ func pendingAudit(ctx context.Context) *audit.Record {
 // transaction with the event of rec, so that neither commits without the
 // other. A transaction returns no item, so a write that asked for one
 // reads it consistently: the old item before (ALL_OLD), the new one after
-// (ALL_NEW, UPDATED_NEW: the whole item, which holds what was updated).
+// (ALL_NEW: the item as it is right after, which a concurrent write may
+// already have changed again: the answer then shows that newer state).
 func (c journaled) audited(ctx context.Context, key map[string]types.AttributeValue, rv types.ReturnValue, w types.TransactWriteItem) (map[string]types.AttributeValue, error) {
 	get := func() (map[string]types.AttributeValue, error) {
 		out, err := c.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(c.table), Key: key, ConsistentRead: aws.Bool(true)})
@@ -115,7 +116,7 @@ func (c journaled) audited(ctx context.Context, key map[string]types.AttributeVa
 		return nil, err
 	}
 	switch rv {
-	case types.ReturnValueAllNew, types.ReturnValueUpdatedNew:
+	case types.ReturnValueAllNew:
 		return get()
 	case types.ReturnValueAllOld:
 		return attrs, nil
