@@ -28,13 +28,17 @@ const DefaultAuditRetention = 400 * 24 * time.Hour
 
 // WithAudit records every write request (POST, PUT, PATCH, DELETE) the
 // function serves in st's audit trail, each event kept for retention
-// (DefaultAuditRetention when 0), and logs the refusals (401, 403) it
+// (DefaultAuditRetention when 0; no trail when st is nil), and logs the refusals (401, 403) it
 // answers instead (docs/api.md, Audit events).
 func WithAudit(st AuditStore, retention time.Duration) LambdaOption {
 	if retention <= 0 {
 		retention = DefaultAuditRetention
 	}
-	return func(c *lambdaConfig) { c.audit, c.auditRetention = st, retention }
+	return func(c *lambdaConfig) {
+		if st != nil {
+			c.audit, c.auditRetention = st, retention
+		}
+	}
 }
 
 func isWrite(method string) bool {

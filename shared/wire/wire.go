@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"cads/shared/apigw"
 	"cads/shared/clock"
 	"cads/shared/ddb"
 	"cads/shared/logging"
@@ -71,6 +72,10 @@ type Deps struct {
 	// AuditRetentionDays, through AUDIT_RETENTION_DAYS (0: the default,
 	// apigw.DefaultAuditRetention).
 	AuditRetention time.Duration
+	// Audit keeps the audit trail of the API functions' writes: the Store
+	// (New sets it). Tests that count a family's own round trips set it
+	// to nil; the cost tour counts them with the trail.
+	Audit apigw.AuditStore
 }
 
 // Edge addresses the platform's edge. It mirrors loadgen.Edge (the test
@@ -200,5 +205,6 @@ func New(log *slog.Logger, db *dynamodb.Client, table string) Deps {
 // NewClocked builds Deps from a client on clock c: tests that advance a
 // clock.Manual instead of sleeping.
 func NewClocked(log *slog.Logger, db *dynamodb.Client, table string, c clock.Clock) Deps {
-	return Deps{Log: log, Clock: c, Store: store.New(db, table, store.WithClock(c))}
+	st := store.New(db, table, store.WithClock(c))
+	return Deps{Log: log, Clock: c, Store: st, Audit: st}
 }

@@ -19,5 +19,5 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // Handler is the accounts function's handler: the account tree, its
 // entitlements and billing.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, accounts.New(d.Store, accesswire.New(d), d.Log), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Store, d.AuditRetention))
+	return apigw.Lambda(d.Log, accounts.New(d.Store, accesswire.New(d), d.Log), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
 }

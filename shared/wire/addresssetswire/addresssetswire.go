@@ -24,5 +24,5 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // wire.MetricsQueue.
 func Handler(d wire.Deps) apigw.ProxyHandler {
 	svc := addresssets.NewService(d.Store, metricswire.Events(d), metricswire.Sender(d), d.Log)
-	return apigw.Lambda(d.Log, addresssets.New(svc, d.Store, accesswire.New(d), d.Log), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Store, d.AuditRetention))
+	return apigw.Lambda(d.Log, addresssets.New(svc, d.Store, accesswire.New(d), d.Log), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
 }

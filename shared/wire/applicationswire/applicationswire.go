@@ -22,5 +22,5 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // Handler is the applications function's handler: applications, their
 // actions and page controls. Actions submit tasks through the task outbox.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, applications.New(d.Store, accesswire.New(d), taskswire.Outbox(d), d.Log), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Store, d.AuditRetention))
+	return apigw.Lambda(d.Log, applications.New(d.Store, accesswire.New(d), taskswire.Outbox(d), d.Log), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
 }

@@ -18,5 +18,5 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // Handler is the logs function's handler: GET and POST
 // /v2/applications/{id}/logs. Ingest rides on the aggregator.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, logs.NewHandler(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Store, d.AuditRetention))
+	return apigw.Lambda(d.Log, logs.NewHandler(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
 }

@@ -26,5 +26,5 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 	mux := http.NewServeMux()
 	mux.Handle("/", metrics.NewHandler(d.Store, dec, d.Log))
 	prototypes.Register(mux, d.Store, dec, d.Log)
-	return apigw.Lambda(d.Log, mux, apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Store, d.AuditRetention))
+	return apigw.Lambda(d.Log, mux, apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
 }

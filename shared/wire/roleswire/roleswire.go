@@ -26,5 +26,5 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 	if d.QueueURL(wire.NotificationsQueue) != "" {
 		q = outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.NotificationsQueue)
 	}
-	return apigw.Lambda(d.Log, rbacadmin.New(d.Store, accesswire.New(d), q, d.Log), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Store, d.AuditRetention))
+	return apigw.Lambda(d.Log, rbacadmin.New(d.Store, accesswire.New(d), q, d.Log), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
 }

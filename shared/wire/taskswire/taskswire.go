@@ -21,7 +21,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 
 // Handler is the tasks function's handler: POST and GET /v2/tasks.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, tasks.New(d.Store, accesswire.New(d), Outbox(d), d.Log), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Store, d.AuditRetention))
+	return apigw.Lambda(d.Log, tasks.New(d.Store, accesswire.New(d), Outbox(d), d.Log), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
 }
 
 // Outbox writes tasks and sends them to wire.TasksQueue; without a queue

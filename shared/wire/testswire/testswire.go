@@ -26,5 +26,5 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 	if d.QueueURL(wire.TestRunsQueue) != "" {
 		q = outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.TestRunsQueue)
 	}
-	return apigw.Lambda(d.Log, apptests.New(d.Store, accesswire.New(d), q, d.Log), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Store, d.AuditRetention))
+	return apigw.Lambda(d.Log, apptests.New(d.Store, accesswire.New(d), q, d.Log), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
 }

@@ -26,7 +26,7 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 	mux := http.NewServeMux()
 	mux.Handle("/", identity.New(d.Store, accesswire.New(d), d.Log))
 	mux.Handle("GET /v2/openapi.json", apigw.Handle(d.Log, describe))
-	return apigw.Lambda(d.Log, mux, apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Store, d.AuditRetention))
+	return apigw.Lambda(d.Log, mux, apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
 }
 
 // describe answers the OpenAPI document as embedded.
