@@ -83,7 +83,7 @@ func auditing(h http.Handler, log *slog.Logger, st AuditStore, retention time.Du
 			ev.Status = &status
 			audit.LogRefusal(ctx, log, ev)
 		}
-		if !rec.Written() {
+		if !rec.Changed() {
 			return
 		}
 		if status >= 400 && status < 500 {

@@ -65,8 +65,9 @@ type Record struct {
 	// Expires is when DynamoDB's TTL may delete the event.
 	Expires time.Time
 
-	mu      sync.Mutex
-	written bool
+	mu         sync.Mutex
+	written    bool
+	unrecorded bool
 }
 
 // Written reports whether a write of the request committed with the
@@ -75,6 +76,22 @@ func (r *Record) Written() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.written
+}
+
+// Changed reports whether a write of the request committed, with the
+// record or without it (MarkUnrecorded): the record is then due.
+func (r *Record) Changed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.written || r.unrecorded
+}
+
+// MarkUnrecorded records that a write committed that could not carry the
+// record (a batch): the request's completion writes it.
+func (r *Record) MarkUnrecorded() {
+	r.mu.Lock()
+	r.unrecorded = true
+	r.mu.Unlock()
 }
 
 // MarkWritten records that a write committed with the record.

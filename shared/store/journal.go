@@ -320,7 +320,8 @@ func (c journaled) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 	// A write that returns what it computed (UPDATED_NEW: a sequence
 	// drawn) must return exactly that, which a read after a transaction
 	// cannot: it is made as asked, and the record waits for the request's
-	// next write (the page control the sequence numbers).
+	// next write (the page control the sequence numbers), or its
+	// completion.
 	if pendingAudit(ctx) != nil && in.ReturnValues != types.ReturnValueUpdatedNew {
 		attrs, err := c.audited(ctx, in.Key, in.ReturnValues,
 			types.TransactWriteItem{Update: &types.Update{TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression,
@@ -333,9 +334,13 @@ func (c journaled) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 	}
 	j := journalEntries{}
 	j.key(ctx, in.Key)
-	return beside(ctx, c, j, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
+	out, err := beside(ctx, c, j, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
 		return c.Client.UpdateItem(ctx, in, optFns...)
 	})
+	if rec := pendingAudit(ctx); rec != nil && err == nil {
+		rec.MarkUnrecorded()
+	}
+	return out, err
 }
 
 func (c journaled) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
@@ -371,10 +376,9 @@ func (c journaled) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteIt
 		return c.Client.BatchWriteItem(ctx, in, optFns...)
 	})
 	if rec := pendingAudit(ctx); rec != nil && err == nil {
-		// A batch cannot hold the event: it follows the batch.
-		if aerr := c.auditAfter(ctx, rec); aerr != nil {
-			return out, aerr
-		}
+		// A batch cannot hold the event: the request's next write or its
+		// completion writes it.
+		rec.MarkUnrecorded()
 	}
 	return out, err
 }
