@@ -26,6 +26,7 @@ require (
 	github.com/sirupsen/logrus v1.9.4
 	github.com/truora/minidyn v0.8.2
 	github.com/valyala/fastjson v1.6.4
+	github.com/wI2L/jsondiff v0.7.1
 	golang.org/x/sync v0.18.0
 	golang.org/x/text v0.31.0
 )
@@ -50,6 +51,10 @@ require (
 	github.com/gorilla/schema v1.4.1 // indirect
 	github.com/mitchellh/copystructure v1.2.0 // indirect
 	github.com/mitchellh/reflectwalk v1.0.2 // indirect
+	github.com/tidwall/gjson v1.18.0 // indirect
+	github.com/tidwall/match v1.1.1 // indirect
+	github.com/tidwall/pretty v1.2.1 // indirect
+	github.com/tidwall/sjson v1.2.5 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
 	golang.org/x/sys v0.42.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect

@@ -369,6 +369,11 @@ func gatewayConfig(t *sam.Template, d wire.Deps, log *slog.Logger, o Options) (g
 			// What FromEnv reads from the function's environment on AWS.
 			fd := d
 			fd.CORSAllowOrigin = fn.Environment[wire.CORSAllowOriginEnv]
+			ret, err := wire.AuditRetention(fn.Environment[wire.AuditRetentionEnv])
+			if err != nil {
+				return cfg, fmt.Errorf("function %s: %w", fn.LogicalID, err)
+			}
+			fd.AuditRetention = ret
 			h, id := c.API(fd), r.Function
 			if o.WrapAPI != nil {
 				h = o.WrapAPI(id, h)

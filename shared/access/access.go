@@ -244,6 +244,7 @@ func (s *Service) decide(ctx context.Context, l *loaded, ck, method, path, targe
 			}
 		}
 	}
+	p.Target, p.TargetAncestors = in.Target, in.TargetAncestors
 	return Result{Principal: p, Decision: d}, l, nil
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/audit"
 	"cads/shared/domain"
 	"cads/shared/routes"
 )
@@ -39,6 +40,8 @@ type Store interface {
 	PageEntitlements(ctx context.Context, account, after string, desc bool, n int) ([]domain.Entitlement, []string, bool, error)
 	PutEntitlement(ctx context.Context, e domain.Entitlement) error
 	DeleteEntitlement(ctx context.Context, account, id string, versions ...int) (domain.Entitlement, error)
+
+	PageAuditEvents(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]audit.Event, []string, bool, error)
 
 	LoadBilling(ctx context.Context, account string) (domain.Billing, error)
 	CloseInvoices(ctx context.Context, invs []domain.Invoice) ([]domain.Invoice, error)
@@ -65,6 +68,7 @@ func New(st Store, dec Deciders, log *slog.Logger) *apigw.Router {
 	mux.HandleFunc("patchAccountsById", h.wrap(h.patchAccount))
 	mux.HandleFunc("deleteAccountsById", h.wrap(h.deleteAccount))
 	mux.HandleFunc("getAccountsByIdBilling", h.wrap(h.getBilling))
+	mux.HandleFunc("getAccountsByIdAuditEvents", h.wrap(h.listAuditEvents))
 	mux.HandleFunc("getAccountsByIdEntitlements", h.wrap(h.listEntitlements))
 	mux.HandleFunc("postAccountsByIdEntitlements", h.wrap(h.createEntitlement))
 	mux.HandleFunc("getAccountsByIdEntitlementsByEntitlementId", h.wrap(h.getEntitlement))

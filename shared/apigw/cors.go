@@ -2,6 +2,7 @@ package apigw
 
 import (
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -10,7 +11,9 @@ import (
 type LambdaOption func(*lambdaConfig)
 
 type lambdaConfig struct {
-	corsOrigin string
+	corsOrigin     string
+	audit          AuditStore
+	auditRetention time.Duration
 }
 
 // WithCORS makes every response of the function carry the CORS headers

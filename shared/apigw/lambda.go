@@ -32,11 +32,14 @@ const HandlerDeadline = 28 * time.Second
 // gateway-made 502 or a stack trace. Every response it returns, errors
 // included, gets the CORS headers of WithCORS.
 func Lambda(log *slog.Logger, h http.Handler, opts ...LambdaOption) ProxyHandler {
-	adapter := httpadapter.New(h)
 	var cfg lambdaConfig
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if cfg.audit != nil {
+		h = auditing(h, log, cfg.audit, cfg.auditRetention)
+	}
+	adapter := httpadapter.New(h)
 	return func(ctx context.Context, req events.APIGatewayProxyRequest) (resp events.APIGatewayProxyResponse, err error) {
 		ctx, cancel := context.WithTimeout(ctx, HandlerDeadline)
 		defer cancel()

@@ -3,6 +3,7 @@ package apigw
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
@@ -23,6 +24,12 @@ type Principal struct {
 	KeyExpiry       *time.Time // nil: the key does not expire
 	OriginPrincipal string     // the key at the root of its lineage; "" when it has none
 	OriginKey       string
+	// Target is the account the request acts in (the one its path names,
+	// else the key's) and TargetAncestors that account's ancestors, root
+	// first, as the authorizer decided with them: where the request's
+	// audit event is listed (docs/data-model.md, Audit events).
+	Target          string
+	TargetAncestors []string
 }
 
 // Minted reports whether the key was minted under another (a session key,
@@ -44,6 +51,8 @@ const (
 	ctxKeyExpiry = "key_expiry"
 	ctxOriginP   = "origin_principal"
 	ctxOriginKey = "origin_key"
+	ctxTarget    = "target"
+	ctxTargetAnc = "target_ancestors"
 	// CtxMessage carries the decision's explanation; the gateway renders it
 	// in 403 bodies through $context.authorizer.message.
 	CtxMessage = "message"
@@ -57,7 +66,8 @@ func (p Principal) Context() map[string]any {
 		exp = p.KeyExpiry.UTC().Format(time.RFC3339Nano)
 	}
 	return map[string]any{ctxPrincipal: p.ID, ctxKind: p.Kind, ctxEmail: p.Email, ctxAccount: p.AccountID, ctxKey: p.KeyID,
-		ctxKeyDur: p.KeyDurability, ctxKeyExpiry: exp, ctxOriginP: p.OriginPrincipal, ctxOriginKey: p.OriginKey}
+		ctxKeyDur: p.KeyDurability, ctxKeyExpiry: exp, ctxOriginP: p.OriginPrincipal, ctxOriginKey: p.OriginKey,
+		ctxTarget: p.Target, ctxTargetAnc: strings.Join(p.TargetAncestors, ",")}
 }
 
 // PrincipalFromAuthorizer reads a principal back from the authorizer context
@@ -65,7 +75,10 @@ func (p Principal) Context() map[string]any {
 func PrincipalFromAuthorizer(m map[string]any) (Principal, error) {
 	str := func(k string) string { s, _ := m[k].(string); return s }
 	p := Principal{ID: str(ctxPrincipal), Kind: str(ctxKind), Email: str(ctxEmail), AccountID: str(ctxAccount), KeyID: str(ctxKey),
-		KeyDurability: str(ctxKeyDur), OriginPrincipal: str(ctxOriginP), OriginKey: str(ctxOriginKey)}
+		KeyDurability: str(ctxKeyDur), OriginPrincipal: str(ctxOriginP), OriginKey: str(ctxOriginKey), Target: str(ctxTarget)}
+	if a := str(ctxTargetAnc); a != "" {
+		p.TargetAncestors = strings.Split(a, ",")
+	}
 	if p.ID == "" || p.KeyID == "" {
 		return Principal{}, fmt.Errorf("authorizer context has no principal")
 	}

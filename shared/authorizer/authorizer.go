@@ -9,11 +9,13 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/audit"
 )
 
 // errUnauthorized is the exact error API Gateway turns into a 401.
@@ -33,11 +35,13 @@ func New(az Authorizer, log *slog.Logger) Handler {
 		secret, ok := credential(req)
 		if !ok {
 			log.InfoContext(ctx, "unauthenticated", "method", req.HTTPMethod, "path", req.Path, "reason", "missing, duplicate or malformed credential")
+			refusal(ctx, log, req, nil, 401)
 			return events.APIGatewayCustomAuthorizerResponse{}, errUnauthorized
 		}
 		res, err := az.Authorize(ctx, secret, req.HTTPMethod, req.Path)
 		if errors.Is(err, access.ErrUnauthenticated) {
 			log.InfoContext(ctx, "unauthenticated", "method", req.HTTPMethod, "path", req.Path, "reason", "unknown, expired or revoked key")
+			refusal(ctx, log, req, nil, 401)
 			return events.APIGatewayCustomAuthorizerResponse{}, errUnauthorized
 		}
 		if err != nil {
@@ -51,6 +55,7 @@ func New(az Authorizer, log *slog.Logger) Handler {
 			effect = "Deny"
 			log.InfoContext(ctx, "denied", "method", req.HTTPMethod, "path", req.Path, "principal", res.Principal.ID,
 				"account", res.Principal.AccountID, "key", res.Principal.KeyID, "explanation", res.Decision.Reason)
+			refusal(ctx, log, req, &res.Principal, 403)
 		} else {
 			log.DebugContext(ctx, "allowed", "method", req.HTTPMethod, "path", req.Path, "principal", res.Principal.ID, "explanation", res.Decision.Reason)
 		}
@@ -124,4 +129,25 @@ func templateSafe(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// refusal logs a refused request with the fields of an audit event
+// (docs/api.md#audit-events): refusals are never stored. p is nil when
+// no key was authenticated.
+func refusal(ctx context.Context, log *slog.Logger, req events.APIGatewayCustomAuthorizerRequestTypeRequest, p *apigw.Principal, status int) {
+	ev := audit.Event{Time: time.Now().UTC(), Method: req.HTTPMethod, Path: req.Path, Target: req.Path, Status: &status,
+		RequestID: req.RequestContext.RequestID, SourceAddress: req.RequestContext.Identity.SourceIP, UserAgent: userAgent(req)}
+	if p != nil {
+		ev.Actor = apigw.ActorOf(*p)
+	}
+	audit.LogRefusal(ctx, log, ev)
+}
+
+func userAgent(req events.APIGatewayCustomAuthorizerRequestTypeRequest) string {
+	for k, v := range req.Headers {
+		if strings.EqualFold(k, "user-agent") {
+			return v
+		}
+	}
+	return ""
 }

@@ -237,6 +237,9 @@ type journaled struct {
 	*dynamodb.Client
 	table string
 	now   func() time.Time
+	// root is the installation's root account (audit.go: where the events
+	// of a key in no account go).
+	root func(context.Context) (string, error)
 }
 
 func (c journaled) put(ctx context.Context, items []map[string]types.AttributeValue) error {
@@ -299,6 +302,15 @@ func (c journaled) unput(ctx context.Context, items []map[string]types.Attribute
 }
 
 func (c journaled) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if pendingAudit(ctx) != nil {
+		attrs, err := c.audited(ctx, map[string]types.AttributeValue{AttrPK: in.Item[AttrPK], AttrSK: in.Item[AttrSK]}, in.ReturnValues,
+			types.TransactWriteItem{Put: &types.Put{TableName: in.TableName, Item: in.Item, ConditionExpression: in.ConditionExpression,
+				ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: in.ExpressionAttributeValues}})
+		if err != nil {
+			return nil, err
+		}
+		return &dynamodb.PutItemOutput{Attributes: attrs}, nil
+	}
 	j := journalEntries{}
 	j.item(ctx, in.Item)
 	return beside(ctx, c, j, func(ctx context.Context) (*dynamodb.PutItemOutput, error) {
@@ -307,14 +319,42 @@ func (c journaled) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFn
 }
 
 func (c journaled) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	// A write that returns what it computed (UPDATED_NEW: a sequence
+	// drawn) must return exactly that, which a read after a transaction
+	// cannot: it is made as asked, and the record waits for the request's
+	// next write (the page control the sequence numbers), or its
+	// completion.
+	if pendingAudit(ctx) != nil && in.ReturnValues != types.ReturnValueUpdatedNew {
+		attrs, err := c.audited(ctx, in.Key, in.ReturnValues,
+			types.TransactWriteItem{Update: &types.Update{TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression,
+				ConditionExpression: in.ConditionExpression, ExpressionAttributeNames: in.ExpressionAttributeNames,
+				ExpressionAttributeValues: in.ExpressionAttributeValues}})
+		if err != nil {
+			return nil, err
+		}
+		return &dynamodb.UpdateItemOutput{Attributes: attrs}, nil
+	}
 	j := journalEntries{}
 	j.key(ctx, in.Key)
-	return beside(ctx, c, j, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
+	out, err := beside(ctx, c, j, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
 		return c.Client.UpdateItem(ctx, in, optFns...)
 	})
+	if rec := pendingAudit(ctx); rec != nil && err == nil {
+		rec.MarkUnrecorded()
+	}
+	return out, err
 }
 
 func (c journaled) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if pendingAudit(ctx) != nil {
+		attrs, err := c.audited(ctx, in.Key, in.ReturnValues,
+			types.TransactWriteItem{Delete: &types.Delete{TableName: in.TableName, Key: in.Key, ConditionExpression: in.ConditionExpression,
+				ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: in.ExpressionAttributeValues}})
+		if err != nil {
+			return nil, err
+		}
+		return &dynamodb.DeleteItemOutput{Attributes: attrs}, nil
+	}
 	j := journalEntries{}
 	j.key(ctx, in.Key)
 	return beside(ctx, c, j, func(ctx context.Context) (*dynamodb.DeleteItemOutput, error) {
@@ -334,12 +374,40 @@ func (c journaled) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteIt
 			}
 		}
 	}
-	return beside(ctx, c, j, func(ctx context.Context) (*dynamodb.BatchWriteItemOutput, error) {
+	out, err := beside(ctx, c, j, func(ctx context.Context) (*dynamodb.BatchWriteItemOutput, error) {
 		return c.Client.BatchWriteItem(ctx, in, optFns...)
 	})
+	if rec := pendingAudit(ctx); rec != nil && err == nil {
+		// A batch cannot hold the event: the request's next write or its
+		// completion writes it.
+		rec.MarkUnrecorded()
+	}
+	return out, err
 }
 
 func (c journaled) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	rec := pendingAudit(ctx)
+	if rec == nil {
+		return c.transact(ctx, in, optFns...)
+	}
+	tx, n, err := c.withAudit(ctx, rec, in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.transact(ctx, tx, optFns...)
+	if err != nil {
+		return out, err
+	}
+	if n == 0 {
+		// A transaction of 100 actions has no room for the event.
+		return out, c.auditAfter(ctx, rec)
+	}
+	rec.MarkWritten()
+	return out, nil
+}
+
+// transact journals a transaction's writes (in it when it has room).
+func (c journaled) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	j := journalEntries{}
 	for _, it := range in.TransactItems {
 		switch {

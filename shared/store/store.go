@@ -52,7 +52,9 @@ func New(db *dynamodb.Client, table string, opts ...Option) *Store {
 	}
 	c := o.clock
 	now := func() time.Time { return c().UTC().Truncate(time.Millisecond) }
-	return &Store{db: journaled{Client: db, table: table, now: now}, table: table, now: now}
+	s := &Store{table: table, now: now}
+	s.db = journaled{Client: db, table: table, now: now, root: s.rootAccount}
+	return s
 }
 
 // Now is the store's clock (UTC, millisecond precision, as stored).

@@ -17,7 +17,7 @@ var (
 	// builds (logger, DynamoDB client, store), what the store needs, and
 	// the domain at the centre of it all; routes is the contract's route
 	// tables, of which each function links its own (apigw.Router).
-	common = []string{"wire", "logging", "ddb", "retry", "clock", "store", "apigw", "routes", "domain", "authz", "ids"}
+	common = []string{"wire", "logging", "ddb", "retry", "clock", "store", "apigw", "routes", "domain", "authz", "ids", "audit"}
 	// rbac is the permission check of the caller's roles (access) with the
 	// built-in roles it knows, and the wiring that builds it.
 	rbac = []string{"access", "builtin", "wire/accesswire"}
@@ -78,6 +78,10 @@ var runtimeModules = []string{
 	"github.com/aws/aws-sdk-go-v2",
 	"github.com/aws/smithy-go",
 	"golang.org/x/sync",
+	// apigw's audit trail diffs a resource before and after a write
+	// (JSON Patch); jsondiff brings the tidwall modules.
+	"github.com/wI2L/jsondiff",
+	"github.com/tidwall/",
 }
 
 // localOnly are modules of the local platform and the tests (embedded

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"cads/shared/apigw"
 	"cads/shared/clock"
 	"cads/shared/ddb"
 	"cads/shared/logging"
@@ -66,6 +68,14 @@ type Deps struct {
 	// (apigw.WithCORS): template.yaml's CorsAllowOrigin, through
 	// CORS_ALLOW_ORIGIN on AWS and the template locally.
 	CORSAllowOrigin string
+	// AuditRetention is how long an audit event is kept: template.yaml's
+	// AuditRetentionDays, through AUDIT_RETENTION_DAYS (0: the default,
+	// apigw.DefaultAuditRetention).
+	AuditRetention time.Duration
+	// Audit keeps the audit trail of the API functions' writes: the Store
+	// (New sets it). Tests that count a family's own round trips set it
+	// to nil; the cost tour counts them with the trail.
+	Audit apigw.AuditStore
 }
 
 // Edge addresses the platform's edge. It mirrors loadgen.Edge (the test
@@ -93,6 +103,23 @@ func (d Deps) QueueURL(id string) string {
 // CORSAllowOriginEnv carries template.yaml's CorsAllowOrigin to every
 // function (Globals).
 const CORSAllowOriginEnv = "CORS_ALLOW_ORIGIN"
+
+// AuditRetentionEnv carries template.yaml's AuditRetentionDays to every
+// function (Globals).
+const AuditRetentionEnv = "AUDIT_RETENTION_DAYS"
+
+// AuditRetention reads a number of days of AuditRetentionEnv; "" is 0,
+// the default.
+func AuditRetention(days string) (time.Duration, error) {
+	if days == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(days)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s: %q is not a positive number of days", AuditRetentionEnv, days)
+	}
+	return time.Duration(n) * 24 * time.Hour, nil
+}
 
 // queueEnvPrefix names the environment variables that carry queue URLs:
 // QUEUE_URL_<logical id>: !Ref <logical id> in template.yaml (on AWS, Ref
@@ -142,6 +169,9 @@ func FromEnv(ctx context.Context, opts ...Option) (Deps, error) {
 	d := New(log, db, table)
 	d.Edge = Edge{Addr: os.Getenv("EDGE_ADDR"), TLSAddr: os.Getenv("EDGE_TLS_ADDR")}
 	d.CORSAllowOrigin = os.Getenv(CORSAllowOriginEnv)
+	if d.AuditRetention, err = AuditRetention(os.Getenv(AuditRetentionEnv)); err != nil {
+		return Deps{}, err
+	}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
 		if id, ok := strings.CutPrefix(k, queueEnvPrefix); ok && v != "" {
@@ -175,5 +205,6 @@ func New(log *slog.Logger, db *dynamodb.Client, table string) Deps {
 // NewClocked builds Deps from a client on clock c: tests that advance a
 // clock.Manual instead of sleeping.
 func NewClocked(log *slog.Logger, db *dynamodb.Client, table string, c clock.Clock) Deps {
-	return Deps{Log: log, Clock: c, Store: store.New(db, table, store.WithClock(c))}
+	st := store.New(db, table, store.WithClock(c))
+	return Deps{Log: log, Clock: c, Store: st, Audit: st}
 }

@@ -431,6 +431,7 @@ func TestCostPerEndpoint(t *testing.T) {
 	c.step("getAccountsByIdEntitlementsByEntitlementId", 200, "GET", ent, op, nil)
 	c.step("patchAccountsByIdEntitlementsByEntitlementId", 200, "PATCH", ent, op, map[string]any{"quantity": 4})
 	c.step("deleteAccountsByIdEntitlementsByEntitlementId", 200, "DELETE", ent, op, nil)
+	c.step("getAccountsByIdAuditEvents", 200, "GET", sub+"/audit-events", op, nil)
 
 	// ---------------------------------------------------------------- roles, groups, invitations
 	role := c.step("postAccountsByIdRoles", 200, "POST", root+"/roles", op, map[string]any{"name": "Robot keeper",

@@ -478,6 +478,20 @@ func scaleCases() []scaleCase {
 				},
 				member: func() ([][2]string, string) { return [][2]string{{"ACCOUNT#" + acct, "ENTITLEMENT#" + l.id}}, l.id }}
 		}},
+		{op: "getAccountsByIdAuditEvents", what: "audit events", setup: func(c *costTour) scaleSetup {
+			href, acct := sub(c, "Scale")
+			return scaleSetup{path: href + "/audit-events",
+				add: func(i int) {
+					c.step("", 200, "PATCH", href, c.p.Bootstrap.Secret, map[string]any{"keyword": fmt.Sprintf("scale%d", i)})
+				},
+				// The newest event: its key is its time and id.
+				member: func() ([][2]string, string) {
+					ev := c.step("", 200, "GET", href+"/audit-events?limit=1", c.p.Bootstrap.Secret, nil).list[0]
+					at, _ := time.Parse(time.RFC3339Nano, ev["time"].(string))
+					id := ev["id"].(string)
+					return [][2]string{{"AUDIT#" + acct, at.UTC().Format(posLayout) + "#" + id}}, id
+				}}
+		}},
 		{op: "getAccountsByIdRoles", what: "roles", setup: func(c *costTour) scaleSetup {
 			href, acct := sub(c, "Scale")
 			var l last

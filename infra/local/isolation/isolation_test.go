@@ -1072,6 +1072,15 @@ func (w *isoWorld) inviterOfOwn() *regexp.Regexp {
 	return regexp.MustCompile(`"granted_by"\s*:\s*"/v2/users/` + w.p.Bootstrap.Operator + `"`)
 }
 
+// operatorActs is how the operator's user and keys may appear in A's
+// own audit events (and there only): as who made the changes it made in
+// A (its first invitations, its switch into A and the session key that
+// minted). Ids of a principal and keys, which grant nothing without a
+// key's secret.
+func (w *isoWorld) operatorActs() *regexp.Regexp {
+	return regexp.MustCompile(`"/v2/users/` + w.p.Bootstrap.Operator + `(/access-keys/[a-z0-9]+)?"`)
+}
+
 // encode returns a request body and its content type: nil is none, a
 // string is JSON text as is, rawBody is sent as it is (an empty tar is
 // made here), anything else is marshalled.
@@ -1169,7 +1178,7 @@ func TestIsolationInvariant(t *testing.T) {
 	t.Run("Finding27_OwnerOracle", func(t *testing.T) { finding27OwnerOracle(t, w) })
 	atts := w.attackers()
 	markers := w.markers()
-	rootParent, inviter := w.rootAsParent(), w.inviterOfOwn()
+	rootParent, inviter, operator := w.rootAsParent(), w.inviterOfOwn(), w.operatorActs()
 	setup := time.Since(began)
 
 	before := w.snapshot()
@@ -1258,6 +1267,9 @@ func TestIsolationInvariant(t *testing.T) {
 			continue
 		}
 		scrubbed := inviter.ReplaceAllString(rootParent.ReplaceAllString(body, ""), "")
+		if strings.HasSuffix(c.path, "/audit-events") {
+			scrubbed = operator.ReplaceAllString(scrubbed, "")
+		}
 		for _, m := range markers {
 			if m != "" && strings.Contains(scrubbed, m) {
 				violations = append(violations, violation{c, status, "response names " + strconv.Quote(m), body})

@@ -18,7 +18,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // Handler is the logs function's handler: GET and POST
 // /v2/applications/{id}/logs. Ingest rides on the aggregator.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin))
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
 }
 
 // Routes is the function's operations, each with its handler

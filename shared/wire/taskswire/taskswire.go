@@ -21,7 +21,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 
 // Handler is the tasks function's handler: POST and GET /v2/tasks.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin))
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
 }
 
 // Routes is the function's operations, each with its handler

@@ -22,7 +22,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // configurations and starting their runs, which go to wire.TestRunsQueue
 // through its outbox.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin))
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
 }
 
 // Routes is the function's operations, each with its handler

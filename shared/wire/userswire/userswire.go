@@ -23,7 +23,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // rides on this function because, like the self-service calls, any
 // authenticated principal may read it (docs/api.md#api-description).
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin))
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
 }
 
 // Routes is the function's operations, each with its handler
