@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
-	"github.com/wI2L/jsondiff"
 
 	"cads/shared/audit"
 	"cads/shared/ids"
@@ -26,17 +25,23 @@ type AuditStore interface {
 // deployment does not say (template.yaml's AuditRetentionDays).
 const DefaultAuditRetention = 400 * 24 * time.Hour
 
+// Differ is the JSON Patch from one JSON document to another
+// (auditdiff.Patch): passed in, so that only the functions that record
+// changes link a diff library.
+type Differ func(from, to []byte) (json.RawMessage, error)
+
 // WithAudit records every write request (POST, PUT, PATCH, DELETE) the
 // function serves in st's audit trail, each event kept for retention
-// (DefaultAuditRetention when 0; no trail when st is nil), and logs the refusals (401, 403) it
+// (DefaultAuditRetention when 0; no trail when st is nil), a PATCH's or
+// PUT's change as diff computes it, and logs the refusals (401, 403) it
 // answers instead (docs/api.md, Audit events).
-func WithAudit(st AuditStore, retention time.Duration) LambdaOption {
+func WithAudit(st AuditStore, retention time.Duration, diff Differ) LambdaOption {
 	if retention <= 0 {
 		retention = DefaultAuditRetention
 	}
 	return func(c *lambdaConfig) {
 		if st != nil {
-			c.audit, c.auditRetention = st, retention
+			c.audit, c.auditRetention, c.auditDiff = st, retention, diff
 		}
 	}
 }
@@ -57,7 +62,7 @@ var secretFields = map[string]bool{"secret_key": true}
 // auditing wraps h so that a write request carries its audit record to
 // the store, which commits the event with the request's first change;
 // once h answered, the event gets the status, the target and the change.
-func auditing(h http.Handler, log *slog.Logger, st AuditStore, retention time.Duration) http.Handler {
+func auditing(h http.Handler, log *slog.Logger, st AuditStore, retention time.Duration, diff Differ) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !isWrite(r.Method) {
 			h.ServeHTTP(w, r)
@@ -93,7 +98,7 @@ func auditing(h http.Handler, log *slog.Logger, st AuditStore, retention time.Du
 			return
 		}
 		rec.Event.Status = &status
-		complete(&rec.Event, r.Method, before, out.body.Bytes())
+		complete(&rec.Event, r.Method, before, out.body.Bytes(), diff)
 		if err := st.FinishAudit(ctx, rec); err != nil {
 			// The event is committed with the change; only its answer
 			// and change are missing.
@@ -141,7 +146,7 @@ func representation(h http.Handler, r *http.Request) []byte {
 // and, without its secrets, the JSON Patch from before to after (PATCH,
 // PUT of an existing resource) or the resource (POST, DELETE, PUT that
 // created it).
-func complete(ev *audit.Event, method string, before, after []byte) {
+func complete(ev *audit.Event, method string, before, after []byte, diff Differ) {
 	res := scrub(after)
 	if res == nil {
 		return
@@ -152,15 +157,10 @@ func complete(ev *audit.Event, method string, before, after []byte) {
 	if json.Unmarshal(res, &obj) == nil && obj.Href != "" {
 		ev.Target = obj.Href
 	}
-	if old := scrub(before); old != nil && (method == http.MethodPatch || method == http.MethodPut) {
-		if p, err := jsondiff.CompareJSON(old, res); err == nil {
-			if b, err := json.Marshal(p); err == nil {
-				if len(p) == 0 {
-					b = []byte("[]")
-				}
-				ev.Patch = b
-				return
-			}
+	if old := scrub(before); old != nil && diff != nil && (method == http.MethodPatch || method == http.MethodPut) {
+		if p, err := diff(old, res); err == nil {
+			ev.Patch = p
+			return
 		}
 	}
 	ev.Resource = res

@@ -14,6 +14,7 @@ type lambdaConfig struct {
 	corsOrigin     string
 	audit          AuditStore
 	auditRetention time.Duration
+	auditDiff      Differ
 }
 
 // WithCORS makes every response of the function carry the CORS headers

@@ -37,7 +37,7 @@ func Lambda(log *slog.Logger, h http.Handler, opts ...LambdaOption) ProxyHandler
 		o(&cfg)
 	}
 	if cfg.audit != nil {
-		h = auditing(h, log, cfg.audit, cfg.auditRetention)
+		h = auditing(h, log, cfg.audit, cfg.auditRetention, cfg.auditDiff)
 	}
 	adapter := httpadapter.New(h)
 	return func(ctx context.Context, req events.APIGatewayProxyRequest) (resp events.APIGatewayProxyResponse, err error) {

@@ -21,6 +21,9 @@ var (
 	// rbac is the permission check of the caller's roles (access) with the
 	// built-in roles it knows, and the wiring that builds it.
 	rbac = []string{"access", "builtin", "wire/accesswire"}
+	// api is what an API function adds: the audit trail's diff of a
+	// resource before and after a write (no worker or authorizer links it).
+	api = append(slices.Clone(rbac), "auditdiff")
 )
 
 // function is what one function may link beyond common.
@@ -39,19 +42,19 @@ type function struct {
 // A new function adds one row here.
 var functionDeps = map[string]function{
 	"authorizer":   {"authorizerwire", join(rbac, "authorizer")},
-	"users":        {"userswire", join(rbac, "identity", "openapi")},
-	"accounts":     {"accountswire", join(rbac, "accounts", "names")},
-	"roles":        {"roleswire", join(rbac, "rbacadmin", "identity", "patch", "outbox", "names")},
+	"users":        {"userswire", join(api, "identity", "openapi")},
+	"accounts":     {"accountswire", join(api, "accounts", "names")},
+	"roles":        {"roleswire", join(api, "rbacadmin", "identity", "patch", "outbox", "names")},
 	"notifier":     {"notifierwire", join(rbac, "rbacadmin", "identity", "patch", "outbox", "names")},
-	"applications": {"applicationswire", join(rbac, "applications", "applications/appconfig", "applications/pagecontrol", "patch", "tasks", "outbox", "wire/taskswire")},
-	"tasks":        {"taskswire", join(rbac, "tasks", "applications/appconfig", "outbox")},
+	"applications": {"applicationswire", join(api, "applications", "applications/appconfig", "applications/pagecontrol", "patch", "tasks", "outbox", "wire/taskswire")},
+	"tasks":        {"taskswire", join(api, "tasks", "applications/appconfig", "outbox")},
 	"task-worker":  {"taskworkerwire", join(rbac, "tasks", "applications/appconfig", "outbox", "logs", "metrics")},
-	"tests":        {"testswire", join(rbac, "apptests", "applications/appconfig", "loadgen", "metrics", "outbox")},
+	"tests":        {"testswire", join(api, "apptests", "applications/appconfig", "loadgen", "metrics", "outbox")},
 	"test-runner":  {"testrunnerwire", join(rbac, "apptests", "applications/appconfig", "loadgen", "metrics", "outbox", "wire/metricswire")},
-	"address-sets": {"addresssetswire", join(rbac, "addresssets", "metrics", "patch", "outbox", "wire/metricswire")},
-	"metrics":      {"metricsapiwire", join(rbac, "metrics", "metrics/prototypes", "logs")},
+	"address-sets": {"addresssetswire", join(api, "addresssets", "metrics", "patch", "outbox", "wire/metricswire")},
+	"metrics":      {"metricsapiwire", join(api, "metrics", "metrics/prototypes", "logs")},
 	"aggregator":   {"aggregatorwire", join(rbac, "metrics", "addresssets", "logs", "patch", "outbox", "wire/metricswire")},
-	"logs":         {"logswire", join(rbac, "logs", "metrics")},
+	"logs":         {"logswire", join(api, "logs", "metrics")},
 	"installer":    {"installerwire", join(rbac, "installer", "bootstrap", "names")},
 }
 
@@ -78,8 +81,9 @@ var runtimeModules = []string{
 	"github.com/aws/aws-sdk-go-v2",
 	"github.com/aws/smithy-go",
 	"golang.org/x/sync",
-	// apigw's audit trail diffs a resource before and after a write
-	// (JSON Patch); jsondiff brings the tidwall modules.
+	// The API functions' audit trail diffs a resource before and after a
+	// write (auditdiff: JSON Patch); jsondiff brings the tidwall modules.
+	// The rows above keep auditdiff out of the authorizer and the workers.
 	"github.com/wI2L/jsondiff",
 	"github.com/tidwall/",
 }

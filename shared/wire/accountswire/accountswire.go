@@ -7,6 +7,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/accounts"
 	"cads/shared/apigw"
+	"cads/shared/auditdiff"
 	"cads/shared/wire"
 	"cads/shared/wire/accesswire"
 )
@@ -19,7 +20,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // Handler is the accounts function's handler: the account tree, its
 // entitlements and billing.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention, auditdiff.Patch))
 }
 
 // Routes is the function's operations, each with its handler

@@ -8,6 +8,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/addresssets"
 	"cads/shared/apigw"
+	"cads/shared/auditdiff"
 	"cads/shared/wire"
 	"cads/shared/wire/accesswire"
 	"cads/shared/wire/metricswire"
@@ -23,7 +24,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // /v2/address-sets/{id}[/addresses]. Address-set events go to
 // wire.MetricsQueue.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention, auditdiff.Patch))
 }
 
 // Routes is the function's operations, each with its handler

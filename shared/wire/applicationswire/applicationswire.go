@@ -8,6 +8,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/applications"
+	"cads/shared/auditdiff"
 	"cads/shared/wire"
 	"cads/shared/wire/accesswire"
 	"cads/shared/wire/taskswire"
@@ -22,7 +23,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // Handler is the applications function's handler: applications, their
 // actions and page controls. Actions submit tasks through the task outbox.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention, auditdiff.Patch))
 }
 
 // Routes is the function's operations, each with its handler

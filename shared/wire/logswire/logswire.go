@@ -6,6 +6,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/auditdiff"
 	"cads/shared/logs"
 	"cads/shared/wire"
 )
@@ -18,7 +19,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // Handler is the logs function's handler: GET and POST
 // /v2/applications/{id}/logs. Ingest rides on the aggregator.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention, auditdiff.Patch))
 }
 
 // Routes is the function's operations, each with its handler

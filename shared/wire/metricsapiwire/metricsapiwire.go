@@ -9,6 +9,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/auditdiff"
 	"cads/shared/metrics"
 	"cads/shared/metrics/prototypes"
 	"cads/shared/wire"
@@ -21,7 +22,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 
 // Handler is the metrics function's handler.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention, auditdiff.Patch))
 }
 
 // Routes is the function's operations, each with its handler

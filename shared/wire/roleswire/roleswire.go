@@ -6,6 +6,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/auditdiff"
 	"cads/shared/outbox"
 	"cads/shared/rbacadmin"
 	"cads/shared/wire"
@@ -22,7 +23,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // group invitations and service users of an account, and the invitee's
 // side. Invitations go to wire.NotificationsQueue through its outbox.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention, auditdiff.Patch))
 }
 
 // Routes is the function's operations, each with its handler

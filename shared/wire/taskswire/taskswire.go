@@ -7,6 +7,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/auditdiff"
 	"cads/shared/outbox"
 	"cads/shared/tasks"
 	"cads/shared/wire"
@@ -21,7 +22,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 
 // Handler is the tasks function's handler: POST and GET /v2/tasks.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention, auditdiff.Patch))
 }
 
 // Routes is the function's operations, each with its handler

@@ -7,6 +7,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/apptests"
+	"cads/shared/auditdiff"
 	"cads/shared/outbox"
 	"cads/shared/wire"
 	"cads/shared/wire/accesswire"
@@ -22,7 +23,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // configurations and starting their runs, which go to wire.TestRunsQueue
 // through its outbox.
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention, auditdiff.Patch))
 }
 
 // Routes is the function's operations, each with its handler

@@ -7,6 +7,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/auditdiff"
 	"cads/shared/identity"
 	"cads/shared/openapi"
 	"cads/shared/wire"
@@ -23,7 +24,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) {
 // rides on this function because, like the self-service calls, any
 // authenticated principal may read it (docs/api.md#api-description).
 func Handler(d wire.Deps) apigw.ProxyHandler {
-	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention))
+	return apigw.Lambda(d.Log, Routes(d), apigw.WithCORS(d.CORSAllowOrigin), apigw.WithAudit(d.Audit, d.AuditRetention, auditdiff.Patch))
 }
 
 // Routes is the function's operations, each with its handler
