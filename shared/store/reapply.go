@@ -100,6 +100,17 @@ func Edit[T any](ctx context.Context, pre Precondition, read func(ctx context.Co
 	})
 }
 
+// Pinned is the versions a write conditions on when it is based on a read
+// at version v, under pre (inside Edit): v when pre names a state, which
+// the read has passed; none otherwise, the write's usual condition being
+// all it needs.
+func Pinned(pre Precondition, v int) []int {
+	if !pre.Set() {
+		return nil
+	}
+	return []int{v}
+}
+
 // answerReserve is the time a request keeps after its last attempt to
 // answer. A function still running at its deadline has failed (Lambda's
 // "Task timed out", a 500), so an attempt that contention or throttling
@@ -144,6 +155,20 @@ func reapply(ctx context.Context, p retry.Policy, change func(ctx context.Contex
 			return werr
 		}
 	}
+}
+
+// bumpVersion is the SET clause that moves an item to its next version,
+// for an update that does not read the item first; an item written before
+// its kind had a version goes from 0 to 1. Its values: withBump.
+const bumpVersion = "version = if_not_exists(version, :vzero) + :vone"
+
+// withBump adds bumpVersion's values to vals.
+func withBump(vals map[string]types.AttributeValue) map[string]types.AttributeValue {
+	if vals == nil {
+		vals = map[string]types.AttributeValue{}
+	}
+	vals[":vzero"], vals[":vone"] = avNum(0), avNum(1)
+	return vals
 }
 
 // atVersions extends a write's condition cond (with its values vals) so
