@@ -155,7 +155,7 @@ func (s *Service) write(ctx context.Context, account, id string, create *domain.
 // edge's, the sweep's).
 type noPrecondition struct{}
 
-func (noPrecondition) Set() bool           { return false }
+func (noPrecondition) Set() bool          { return false }
 func (noPrecondition) Check(string) error { return nil }
 
 // ETag is the entity tag of a set's body at now: its version, which every

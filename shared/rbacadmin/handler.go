@@ -62,8 +62,8 @@ type Store interface {
 	CreateServiceUser(ctx context.Context, u domain.ServiceUser, k domain.AccessKey) error
 	GetServiceUser(ctx context.Context, account, id string) (domain.ServiceUser, error)
 	PageServiceUsers(ctx context.Context, account, after string, desc bool, n int) ([]domain.ServiceUser, []string, bool, error)
-	UpdateServiceUser(ctx context.Context, account, id string, name, description *string) (domain.ServiceUser, error)
-	DeleteServiceUser(ctx context.Context, account, id string) (domain.ServiceUser, error)
+	UpdateServiceUser(ctx context.Context, account, id string, name, description *string, versions ...int) (domain.ServiceUser, error)
+	DeleteServiceUser(ctx context.Context, account, id string, pre ...func(domain.ServiceUser, []domain.AccessKey) error) (domain.ServiceUser, error)
 	ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error)
 }
 

@@ -272,8 +272,8 @@ func (s *Store) RequeueInvitation(ctx context.Context, inv domain.Invitation, m 
 		":sent": avStr(domain.InvitationSent), ":queued": avStr(domain.InvitationQueued), ":now": avStr(now.Format(timeLayout)),
 	}), versions)
 	err = s.transact(ctx, "requeue invitation", []types.TransactWriteItem{{Update: &types.Update{
-		TableName:                aws.String(s.table),
-		Key:                      key(invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID)),
+		TableName:                 aws.String(s.table),
+		Key:                       key(invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID)),
 		UpdateExpression:          aws.String("SET #st = :queued, updated = :now, " + bumpVersion),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  map[string]string{"#st": "state"},
