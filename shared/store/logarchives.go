@@ -182,7 +182,8 @@ func (s *Store) LogArchiveData(ctx context.Context, a domain.LogArchive) ([]byte
 func (s *Store) DeleteLogArchive(ctx context.Context, a domain.LogArchive, pinned bool) error {
 	meta := &types.Delete{TableName: aws.String(s.table), Key: key(logArchivesPK(a.Account), LogArchiveSK(a.App, a.Type, a.From, a.To))}
 	if pinned {
-		meta.ConditionExpression = aws.String("blob = :b")
+		meta.ConditionExpression = aws.String("#b = :b")
+		meta.ExpressionAttributeNames = map[string]string{"#b": "blob"}
 		meta.ExpressionAttributeValues = map[string]types.AttributeValue{":b": avStr(a.Blob)}
 	}
 	items := []types.TransactWriteItem{{Delete: meta}}
