@@ -161,7 +161,6 @@ func TestContractRefusesWhatTheServerRefuses(t *testing.T) {
 		{"a role name of 51 characters", "POST", "/v2/accounts/k3x9q2/roles", "application/json", `{"name":"` + strings.Repeat("r", 51) + `"}`, "name"},
 		{"a service user name of 33 characters", "POST", "/v2/accounts/k3x9q2/service-users", "application/json", `{"name":"` + strings.Repeat("s", 33) + `"}`, "name"},
 		{"a page control name of 51 characters", "POST", "/v2/applications/k3x9q2/pagecontrols", "application/json", `{"name":"` + strings.Repeat("p", 51) + `","mode":"request","conditions":{},"actions":[]}`, "name"},
-		{"an action URL without a path", "POST", "/v2/applications/k3x9q2/actions", "application/json", `{"id":"ping","url":"https://ops.example.com"}`, "url"},
 		{"an action secret that is not base64", "POST", "/v2/applications/k3x9q2/actions", "application/json", `{"id":"ping","url":"https://ops.example.com/ping","secret_key":"not base64!"}`, "secret_key"},
 		{"an entitlement patch that changes nothing", "PATCH", "/v2/accounts/k3x9q2/entitlements/e1", "application/json", `{}`, "properties"},
 		// prepare-for-download's parameters.

@@ -64,8 +64,12 @@ func TestScenario(t *testing.T) {
 	created, err := op.PostAccountsByIdServiceUsers(ctx,
 		ogenclient.NewOptServiceUserInput(ogenclient.ServiceUserInput{Name: ogenclient.NewOptString("deploy bot")}),
 		ogenclient.PostAccountsByIdServiceUsersParams{ID: root})
-	su, ok := created.(*ogenclient.ServiceUserCreated)
-	if err != nil || !ok || len(su.AccessKeys) != 1 || su.AccessKeys[0].SecretKey == "" || su.Name != "deploy bot" {
+	tagged, ok := created.(*ogenclient.ServiceUserCreatedHeaders)
+	if err != nil || !ok || !tagged.ETag.Set {
+		t.Fatalf("POST /v2/accounts/{id}/service-users: %T %+v, %v", created, created, err)
+	}
+	su := tagged.Response
+	if len(su.AccessKeys) != 1 || su.AccessKeys[0].SecretKey == "" || su.Name != "deploy bot" {
 		t.Fatalf("POST /v2/accounts/{id}/service-users: %T %+v, %v", created, created, err)
 	}
 
