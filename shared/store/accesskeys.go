@@ -147,6 +147,9 @@ func (s *Store) DeleteKey(ctx context.Context, principal, id string, pre ...func
 		// which DynamoDB bills twice.
 		_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: del.TableName, Key: del.Key, ConditionExpression: del.ConditionExpression,
 			ExpressionAttributeValues: del.ExpressionAttributeValues})
+		if ddb.IsConditionFailed(err) {
+			err = ddb.ErrConditionFailed // as commit reports it
+		}
 		err = wrap("delete access key", err)
 	} else {
 		cleanup := make([]map[string]types.AttributeValue, 0, len(desc))
