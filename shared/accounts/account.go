@@ -363,14 +363,15 @@ func (h *handler) getAccount(r *http.Request, _ apigw.Principal) (int, any, erro
 }
 
 // accountTagged is an account's body with its ETag. An account's version
-// is its `updated`: every change sets it, and the store's writes are
-// conditional on it (UpdateAccount), so it needs no counter of its own.
+// is its `updated` (in nanoseconds): every change sets it, and the store's
+// writes are conditional on it (UpdateAccount, DeleteAccount), so it
+// needs no counter of its own.
 func accountTagged(a domain.AccountRecord) *apigw.Tagged {
 	return apigw.WithETag(accountOut(a), accountETag(a))
 }
 
 func accountETag(a domain.AccountRecord) string {
-	return apigw.ETag("account", a.ID+"@"+a.Updated.UTC().Format(time.RFC3339Nano), 0)
+	return apigw.ETag("account", a.ID, int(a.Updated.UnixNano()))
 }
 
 // ---------------------------------------------------------------- patch
@@ -498,7 +499,20 @@ func (h *handler) deleteAccount(r *http.Request, _ apigw.Principal) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
-	a, err := h.st.DeleteAccount(r.Context(), id)
+	// The mark that starts the deletion is conditional on the `updated`
+	// of the states If-Match names.
+	versions, err := apigw.IfMatch(r).WriteVersions("account", id)
+	if err != nil {
+		return 0, nil, err
+	}
+	at := make([]time.Time, len(versions))
+	for i, v := range versions {
+		at[i] = time.Unix(0, int64(v)).UTC()
+	}
+	a, err := h.st.DeleteAccount(r.Context(), id, at...)
+	if errors.Is(err, store.ErrChanged) {
+		return 0, nil, store.ErrStale
+	}
 	var cleanup *store.CleanupError
 	if errors.As(err, &cleanup) {
 		h.log.WarnContext(r.Context(), "account deleted; removing its leftovers failed", "account", id, "error", err.Error(), "request_id", apigw.RequestID(r.Context()))

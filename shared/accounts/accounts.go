@@ -32,7 +32,7 @@ type Store interface {
 	PageAccounts(ctx context.Context, after string, desc bool, n int) ([]domain.AccountRecord, []string, bool, error)
 	CreateSubAccount(ctx context.Context, a domain.AccountRecord, roles []domain.Role) error
 	UpdateAccount(ctx context.Context, prev, next domain.AccountRecord) error
-	DeleteAccount(ctx context.Context, id string) (domain.AccountRecord, error)
+	DeleteAccount(ctx context.Context, id string, at ...time.Time) (domain.AccountRecord, error)
 
 	CreateEntitlement(ctx context.Context, e domain.Entitlement) error
 	GetEntitlement(ctx context.Context, account, id string) (domain.Entitlement, error)

@@ -290,15 +290,12 @@ func (h *handler) patchEntitlement(r *http.Request, _ apigw.Principal) (int, any
 		return 0, nil, apigw.BadRequest("nothing to change: the body may set plan_id, quantity, period, unit_price, started and expiry")
 	}
 	var next domain.Entitlement
-	pre := apigw.IfMatch(r)
-	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
+	read := func(ctx context.Context) (domain.Entitlement, error) {
 		prev, err := h.st.GetEntitlement(ctx, id, eid)
-		if err != nil {
-			return domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
-		}
-		if err := pre.Check(entitlementTagged(prev, h.st.Now()).ETag); err != nil {
-			return err
-		}
+		return prev, domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
+	}
+	tag := func(e domain.Entitlement) string { return entitlementTagged(e, h.st.Now()).ETag }
+	err = store.Edit(r.Context(), apigw.IfMatch(r), read, tag, func(ctx context.Context, prev domain.Entitlement) (err error) {
 		if next, err = applyEntitlement(prev, in); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
@@ -46,6 +47,11 @@ func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccou
 
 // setID is the path's {id}; one that cannot be an id is a 404 like any
 // other missing set.
+// tagged is a set's body (with its entries) and its ETag.
+func tagged(st store.AddressSetState, now time.Time) *apigw.Tagged {
+	return apigw.WithETag(setOut(st, now, true), ETag(st, now))
+}
+
 func setID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "address set") }
 
 // list is GET /v2/address-sets: the account's sets the caller may GET,
@@ -103,7 +109,7 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, setOut(st, h.st.Now(), true), nil
+	return http.StatusOK, tagged(st, h.st.Now()), nil
 }
 
 func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
@@ -115,7 +121,7 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, notFound(err, id)
 	}
-	return http.StatusOK, setOut(st, h.st.Now(), true), nil
+	return http.StatusOK, tagged(st, h.st.Now()), nil
 }
 
 func (h *handler) delete(r *http.Request, p apigw.Principal) (int, any, error) {
@@ -123,7 +129,7 @@ func (h *handler) delete(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	st, err := h.svc.remove(r.Context(), p.AccountID, id)
+	st, err := h.svc.remove(r.Context(), p.AccountID, id, apigw.IfMatch(r))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -177,7 +183,7 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	st, err := h.svc.replace(r.Context(), p.AccountID, id, ActorOf(p), func(doc document) (setIn, error) {
+	st, err := h.svc.replace(r.Context(), p.AccountID, id, ActorOf(p), apigw.IfMatch(r), func(doc document) (setIn, error) {
 		cur, err := json.Marshal(doc)
 		if err != nil {
 			return setIn{}, err
@@ -195,5 +201,5 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, setOut(st, h.st.Now(), true), nil
+	return http.StatusOK, tagged(st, h.st.Now()), nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"cads/shared/apigw"
@@ -91,23 +92,37 @@ type change func(cur *store.AddressSetState, now time.Time) (spec, error)
 // (store.Reapply: a 429 once its budget is spent). A create
 // passes the account's quota (CheckAllowance), which its transaction
 // enforces; a caller that has just read the set consistently passes it as
-// known, saving the first attempt's read.
-func (s *Service) write(ctx context.Context, account, id string, create *domain.Quota, known *store.AddressSetState, actor Actor, fn change) (store.AddressSetState, error) {
+// known, saving the first attempt's read. pre is the request's If-Match
+// (apigw.Precondition; nil for none): the change then applies only to the
+// set it names (store.Edit).
+func (s *Service) write(ctx context.Context, account, id string, create *domain.Quota, known *store.AddressSetState, actor Actor, pre store.Precondition, fn change) (store.AddressSetState, error) {
 	var out store.AddressSetState
 	attempt := -1
-	err := store.Reapply(ctx, func(ctx context.Context) error {
+	read := func(ctx context.Context) (*store.AddressSetState, error) {
 		attempt++
-		now := s.now()
-		var cur *store.AddressSetState
 		if attempt == 0 && known != nil {
-			cur = known
-		} else if create == nil {
-			st, err := s.st.GetAddressSet(ctx, account, id)
-			if err != nil {
-				return notFound(err, id)
-			}
-			cur = &st
+			return known, nil
 		}
+		if create != nil {
+			return nil, nil
+		}
+		st, err := s.st.GetAddressSet(ctx, account, id)
+		if err != nil {
+			return nil, notFound(err, id)
+		}
+		return &st, nil
+	}
+	if pre == nil {
+		pre = noPrecondition{}
+	}
+	tag := func(cur *store.AddressSetState) string {
+		if cur == nil {
+			return ""
+		}
+		return ETag(*cur, s.now())
+	}
+	err := store.Edit(ctx, pre, read, tag, func(ctx context.Context, cur *store.AddressSetState) error {
+		now := s.now()
 		sp, err := fn(cur, now)
 		if err != nil {
 			return err
@@ -134,6 +149,20 @@ func (s *Service) write(ctx context.Context, account, id string, create *domain.
 		return store.AddressSetState{}, err
 	}
 	return out, nil
+}
+
+// noPrecondition is a change on behalf of no request's If-Match (the
+// edge's, the sweep's).
+type noPrecondition struct{}
+
+func (noPrecondition) Set() bool          { return false }
+func (noPrecondition) Check(string) error { return nil }
+
+// ETag is the entity tag of a set's body at now: its version, which every
+// change increments, and how many of its entries are visible, which falls
+// without a write as entries expire.
+func ETag(st store.AddressSetState, now time.Time) string {
+	return apigw.ETag("addressset", st.Set.Account+"/"+st.Set.ID+"/"+strconv.Itoa(len(visible(st.Entries, now))), st.Set.Version)
 }
 
 // plan turns a desired state into one transaction, the resulting state,
@@ -494,13 +523,13 @@ func (s *Service) create(ctx context.Context, account string, actor Actor, in se
 	if err != nil {
 		return store.AddressSetState{}, err
 	}
-	return s.write(ctx, account, ids.New(), &q, nil, actor, func(*store.AddressSetState, time.Time) (spec, error) { return sp, nil })
+	return s.write(ctx, account, ids.New(), &q, nil, actor, nil, func(*store.AddressSetState, time.Time) (spec, error) { return sp, nil })
 }
 
 // replace sets a set to the state a PATCH produced from its document.
 // build gets the current document and returns the patched body.
-func (s *Service) replace(ctx context.Context, account, id string, actor Actor, build func(doc document) (setIn, error)) (store.AddressSetState, error) {
-	return s.write(ctx, account, id, nil, nil, actor, func(cur *store.AddressSetState, now time.Time) (spec, error) {
+func (s *Service) replace(ctx context.Context, account, id string, actor Actor, pre store.Precondition, build func(doc document) (setIn, error)) (store.AddressSetState, error) {
+	return s.write(ctx, account, id, nil, nil, actor, pre, func(cur *store.AddressSetState, now time.Time) (spec, error) {
 		in, err := build(documentOf(setOut(*cur, now, true)))
 		if err != nil {
 			return spec{}, err
@@ -539,15 +568,20 @@ func sameLive(cur []domain.AddressEntry, want map[netip.Prefix]desired, now time
 }
 
 // remove deletes a set that no set includes (409 otherwise). Its live
-// entries count as deleted, its expired ones as expired.
-func (s *Service) remove(ctx context.Context, account, id string) (store.AddressSetState, error) {
+// entries count as deleted, its expired ones as expired. pre is the
+// request's If-Match (nil for none), as for write.
+func (s *Service) remove(ctx context.Context, account, id string, pre store.Precondition) (store.AddressSetState, error) {
 	var out store.AddressSetState
-	err := store.Reapply(ctx, func(ctx context.Context) error {
-		now := s.now()
+	if pre == nil {
+		pre = noPrecondition{}
+	}
+	read := func(ctx context.Context) (store.AddressSetState, error) {
 		st, err := s.st.GetAddressSet(ctx, account, id)
-		if err != nil {
-			return notFound(err, id)
-		}
+		return st, notFound(err, id)
+	}
+	tag := func(st store.AddressSetState) string { return ETag(st, s.now()) }
+	err := store.Edit(ctx, pre, read, tag, func(ctx context.Context, st store.AddressSetState) error {
+		now := s.now()
 		if len(st.IncludedBy) > 0 || st.Set.Includers > 0 {
 			hrefs := make([]string, 0, len(st.IncludedBy))
 			for _, i := range st.IncludedBy {
@@ -567,7 +601,7 @@ func (s *Service) remove(ctx context.Context, account, id string) (store.Address
 			}
 		}
 		ev := s.event(c, account, id, now, true)
-		err = s.st.DeleteAddressSet(ctx, st.Set, prefixes, ev)
+		err := s.st.DeleteAddressSet(ctx, st.Set, prefixes, ev)
 		var cleanup *store.CleanupError
 		if errors.As(err, &cleanup) {
 			s.log.WarnContext(ctx, "address set deleted; the aggregator removes its remaining entries", "set", id, "error", err.Error())
@@ -623,7 +657,7 @@ func (s *Service) addDynamic(ctx context.Context, set string, recs []metrics.Add
 	if err != nil {
 		return err
 	}
-	_, err = s.write(ctx, st.Set.Account, set, nil, &st, ActorEdge, func(cur *store.AddressSetState, now time.Time) (spec, error) {
+	_, err = s.write(ctx, st.Set.Account, set, nil, &st, ActorEdge, nil, func(cur *store.AddressSetState, now time.Time) (spec, error) {
 		sp := liveSpec(cur, now)
 		for _, r := range recs {
 			p, shown, err := parseAddress(r.Address)
@@ -723,7 +757,7 @@ func (s *Service) Sweep(ctx context.Context, force bool) (bool, error) {
 		}
 		// Writing the live state removes expired entries and counts
 		// them, as far as one transaction holds; the rest wait.
-		_, err = s.write(ctx, st.Set.Account, set, nil, &st, ActorEdge, func(cur *store.AddressSetState, now time.Time) (spec, error) {
+		_, err = s.write(ctx, st.Set.Account, set, nil, &st, ActorEdge, nil, func(cur *store.AddressSetState, now time.Time) (spec, error) {
 			return liveSpec(cur, now), nil
 		})
 		if err != nil {

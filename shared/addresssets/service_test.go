@@ -160,7 +160,7 @@ func (e *env) create(name, typ string, entries []entryIn, inclusions ...string) 
 
 // patch applies a merge patch the way the handler does.
 func (e *env) patch(id, merge string) (store.AddressSetState, error) {
-	return e.svc.replace(context.Background(), acct, id, "tester", func(doc document) (setIn, error) {
+	return e.svc.replace(context.Background(), acct, id, "tester", nil, func(doc document) (setIn, error) {
 		cur, _ := json.Marshal(doc)
 		var m map[string]json.RawMessage
 		_ = json.Unmarshal(cur, &m)
@@ -253,7 +253,7 @@ func TestExpiryAndExtensionAreCountedOnce(t *testing.T) {
 	}
 
 	// Deleting the set deletes its three live entries.
-	if _, err := e.svc.remove(context.Background(), acct, id); err != nil {
+	if _, err := e.svc.remove(context.Background(), acct, id, nil); err != nil {
 		t.Fatal(err)
 	}
 	e.fold()
@@ -318,16 +318,16 @@ func TestInclusionCyclesAreRefusedWhenWritten(t *testing.T) {
 		t.Fatalf("another account's set: %v", err)
 	}
 	// Included sets cannot be deleted; once no longer included they can.
-	if _, err := e.svc.remove(context.Background(), acct, c.Set.ID); status(err) != 409 || !strings.Contains(err.Error(), Href(b.Set.ID)) {
+	if _, err := e.svc.remove(context.Background(), acct, c.Set.ID, nil); status(err) != 409 || !strings.Contains(err.Error(), Href(b.Set.ID)) {
 		t.Fatalf("delete an included set: %v", err)
 	}
 	if _, err := e.patch(b.Set.ID, `{"inclusions":["`+Href(d.Set.ID)+`"]}`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.remove(context.Background(), acct, c.Set.ID); err != nil {
+	if _, err := e.svc.remove(context.Background(), acct, c.Set.ID, nil); err != nil {
 		t.Fatalf("delete after un-including: %v", err)
 	}
-	if _, err := e.svc.remove(context.Background(), acct, d.Set.ID); status(err) != 409 {
+	if _, err := e.svc.remove(context.Background(), acct, d.Set.ID, nil); status(err) != 409 {
 		t.Fatalf("d is still included by b: %v", err)
 	}
 }
@@ -520,7 +520,7 @@ func TestConcurrentChangesAreAllKept(t *testing.T) {
 	errs := make([]error, 8)
 	for i := range 8 {
 		wg.Go(func() {
-			_, errs[i] = e.svc.replace(context.Background(), acct, s.Set.ID, "tester", func(doc document) (setIn, error) {
+			_, errs[i] = e.svc.replace(context.Background(), acct, s.Set.ID, "tester", nil, func(doc document) (setIn, error) {
 				doc.Entries = append(doc.Entries, docEntry{Address: fmt.Sprintf("10.9.9.%d", i)})
 				b, _ := json.Marshal(doc)
 				var in setIn

@@ -115,6 +115,13 @@ func (p Precondition) WriteVersions(kind string, ids ...string) ([]int, error) {
 	return all, nil
 }
 
+// NotModified reports whether r is a GET whose If-None-Match names etag:
+// the answer will be a 304 without a body, so a handler may skip reading
+// one that costs a round trip of its own.
+func NotModified(r *http.Request, etag string) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && matchesWeak(r.Header.Values("If-None-Match"), etag)
+}
+
 // matchesWeak is If-None-Match's comparison: weak, "*" matching any.
 func matchesWeak(values []string, etag string) bool {
 	tags, anyTag, ok, _ := parseTags(values)

@@ -270,15 +270,12 @@ func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, err
 		return 0, nil, err
 	}
 	var next domain.Action
-	pre := apigw.IfMatch(r)
-	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
+	read := func(ctx context.Context) (domain.Action, error) {
 		cur, err := h.st.GetAction(ctx, p.AccountID, app, id)
-		if err != nil {
-			return domain.IfNotFound(err, "no action %q in application %s", id, app)
-		}
-		if err := pre.Check(actionTagged(cur).ETag); err != nil {
-			return err
-		}
+		return cur, domain.IfNotFound(err, "no action %q in application %s", id, app)
+	}
+	tag := func(a domain.Action) string { return actionTagged(a).ETag }
+	err = store.Edit(r.Context(), apigw.IfMatch(r), read, tag, func(ctx context.Context, cur domain.Action) (err error) {
 		if next, err = patchAction(cur, maps.Clone(body.Fields())); err != nil {
 			return err
 		}
@@ -330,14 +327,13 @@ func (h *handler) deleteAction(r *http.Request, p apigw.Principal) (int, any, er
 		return 0, nil, err
 	}
 	var cur domain.Action
-	pre := apigw.IfMatch(r)
-	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
-		if cur, err = h.st.GetAction(ctx, p.AccountID, app, id); err != nil {
-			return domain.IfNotFound(err, "no action %q in application %s", id, app)
-		}
-		if err := pre.Check(actionTagged(cur).ETag); err != nil {
-			return err
-		}
+	read := func(ctx context.Context) (domain.Action, error) {
+		a, err := h.st.GetAction(ctx, p.AccountID, app, id)
+		return a, domain.IfNotFound(err, "no action %q in application %s", id, app)
+	}
+	tag := func(a domain.Action) string { return actionTagged(a).ETag }
+	err = store.Edit(r.Context(), apigw.IfMatch(r), read, tag, func(ctx context.Context, got domain.Action) error {
+		cur = got
 		return domain.IfNotFound(h.st.DeleteAction(ctx, p.AccountID, app, id, cur.Version), "no action %q in application %s", id, app)
 	})
 	if err != nil {

@@ -242,14 +242,13 @@ func (h *handler) patchPageControl(r *http.Request, p apigw.Principal) (int, any
 		return 0, nil, err
 	}
 	var v domain.PageControlVersions
-	pre := apigw.IfMatch(r)
-	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
-		if v, err = h.st.GetPageControl(ctx, p.AccountID, app, id); err != nil {
-			return domain.IfNotFound(err, "no page control %d in application %s", id, app)
-		}
-		if err := pre.Check(pageControlETag(v.Current)); err != nil {
-			return err
-		}
+	read := func(ctx context.Context) (domain.PageControlVersions, error) {
+		cur, err := h.st.GetPageControl(ctx, p.AccountID, app, id)
+		return cur, domain.IfNotFound(err, "no page control %d in application %s", id, app)
+	}
+	tag := func(v domain.PageControlVersions) string { return pageControlETag(v.Current) }
+	err = store.Edit(r.Context(), apigw.IfMatch(r), read, tag, func(ctx context.Context, got domain.PageControlVersions) error {
+		v = got
 		cur := v.Current
 		next, changed, err := patchPageControl(cur, maps.Clone(body.Fields()))
 		if err != nil || !changed {
@@ -317,14 +316,13 @@ func (h *handler) deletePageControl(r *http.Request, p apigw.Principal) (int, an
 		return 0, nil, err
 	}
 	var v domain.PageControlVersions
-	pre := apigw.IfMatch(r)
-	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
-		if v, err = h.st.GetPageControl(ctx, p.AccountID, app, id); err != nil {
-			return domain.IfNotFound(err, "no page control %d in application %s", id, app)
-		}
-		if err := pre.Check(pageControlETag(v.Current)); err != nil {
-			return err
-		}
+	read := func(ctx context.Context) (domain.PageControlVersions, error) {
+		cur, err := h.st.GetPageControl(ctx, p.AccountID, app, id)
+		return cur, domain.IfNotFound(err, "no page control %d in application %s", id, app)
+	}
+	tag := func(v domain.PageControlVersions) string { return pageControlETag(v.Current) }
+	err = store.Edit(r.Context(), apigw.IfMatch(r), read, tag, func(ctx context.Context, got domain.PageControlVersions) error {
+		v = got
 		return domain.IfNotFound(h.st.DeletePageControl(ctx, p.AccountID, v), "no page control %d in application %s", id, app)
 	})
 	if err != nil {

@@ -43,8 +43,8 @@ type Store interface {
 	AppTestBlobData(ctx context.Context, account, id string, b domain.AppTestBlob) ([]byte, error)
 	ReplaceAppTestArchive(ctx context.Context, prev, next domain.AppTest, archive, converted []byte) (domain.AppTest, error)
 	DeleteAppTestBlobs(ctx context.Context, account, id string, blobs ...domain.AppTestBlob) error
-	UpdateAppTestDescription(ctx context.Context, account, id, desc string) (domain.AppTest, error)
-	DeleteAppTest(ctx context.Context, account, id string) (domain.AppTest, error)
+	UpdateAppTestDescription(ctx context.Context, account, id, desc string, versions ...int) (domain.AppTest, error)
+	DeleteAppTest(ctx context.Context, account, id string, pre ...func(domain.AppTest) error) (domain.AppTest, error)
 	StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time, m *store.OutboxMarker) error
 	UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error
 	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
@@ -105,6 +105,12 @@ func testID(r *http.Request) (string, error) {
 	}
 	return id, nil
 }
+
+// tagged is a test's body with its ETag: the test's version, which every
+// change increments, a run's included.
+func tagged(t domain.AppTest) *apigw.Tagged { return apigw.WithETag(out(t), etag(t)) }
+
+func etag(t domain.AppTest) string { return apigw.ETag("test", t.Account+"/"+t.ID, t.Version) }
 
 func notFound(err error, id string) error {
 	return domain.IfNotFound(err, "no test %q", id)
@@ -177,7 +183,7 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, notFound(err, id)
 	}
 	if firstAccept(r.Header.Get("Accept")) != TypeTarBzip2 {
-		return http.StatusOK, out(t), nil
+		return http.StatusOK, tagged(t), nil
 	}
 	// The tar.bz2 form was made at upload: the upload itself, or its
 	// converted copy.
@@ -391,6 +397,11 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 	if up.file == nil {
 		return 0, nil, apigw.BadRequest("file is required: the test configuration (multipart/form-data field file, or the whole body)")
 	}
+	// PUT only creates: no existing test can be at the state an If-Match
+	// names, and a missing one has none.
+	if apigw.IfMatch(r).Set() {
+		return 0, nil, domain.Errorf(domain.Precondition, "PUT creates a test and If-Match names an existing one: change it with PATCH")
+	}
 	desc := ""
 	if up.desc != nil {
 		if desc, err = validDesc(*up.desc); err != nil {
@@ -410,7 +421,7 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err := h.st.CreateAppTest(r.Context(), t, up.file, pr.converted); err != nil {
 		return 0, nil, storeError(err)
 	}
-	return http.StatusOK, out(t), nil
+	return http.StatusOK, tagged(t), nil
 }
 
 // patch is PATCH /v2/tests/{id}: a new description, a new configuration,
@@ -433,12 +444,22 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 		}
 	}
 	ctx := r.Context()
+	pre := apigw.IfMatch(r)
 	if up.file == nil {
-		t, err := h.st.UpdateAppTestDescription(ctx, p.AccountID, id, *up.desc)
+		// One write, conditional on the versions If-Match names.
+		versions, err := pre.WriteVersions("test", p.AccountID+"/"+id)
+		if err != nil {
+			return 0, nil, err
+		}
+		var t domain.AppTest
+		err = store.ReapplyIf(ctx, len(versions) > 0, func(ctx context.Context) (err error) {
+			t, err = h.st.UpdateAppTestDescription(ctx, p.AccountID, id, *up.desc, versions...)
+			return err
+		})
 		if err != nil {
 			return 0, nil, notFound(err, id)
 		}
-		return http.StatusOK, out(t), nil
+		return http.StatusOK, tagged(t), nil
 	}
 	now := h.st.Now()
 	// The test is read while the upload is checked; a missing test is a
@@ -462,14 +483,18 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 	var next domain.AppTest
 	fresh := true // prev was just read
 	// A replace that lost a race wrote nothing (its converted chunks are
-	// dropped): it applies again to the test as it is then.
-	err = store.Reapply(ctx, func(ctx context.Context) error {
-		if !fresh {
-			if prev, err = h.st.GetAppTest(ctx, p.AccountID, id); err != nil {
-				return notFound(err, id)
-			}
+	// dropped): it applies again to the test as it is then (unless
+	// If-Match named the state it was based on).
+	current := func(ctx context.Context) (domain.AppTest, error) {
+		if fresh {
+			fresh = false
+			return prev, nil
 		}
-		fresh = false
+		t, err := h.st.GetAppTest(ctx, p.AccountID, id)
+		return t, notFound(err, id)
+	}
+	err = store.Edit(ctx, pre, current, etag, func(ctx context.Context, cur domain.AppTest) error {
+		prev = cur
 		n := prev
 		if up.desc != nil {
 			n.Description = *up.desc
@@ -485,7 +510,7 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err := h.st.DeleteAppTestBlobs(ctx, p.AccountID, id, prev.Archive, prev.Converted); err != nil {
 		h.log.WarnContext(ctx, "old archive chunks of a test left behind (unreachable)", "account", p.AccountID, "test", id, "error", err.Error())
 	}
-	return http.StatusOK, out(next), nil
+	return http.StatusOK, tagged(next), nil
 }
 
 // owned returns the check prepare makes of the hosts a configuration
@@ -500,7 +525,12 @@ func (h *handler) remove(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, err
 	}
 	ctx := r.Context()
-	t, err := h.st.DeleteAppTest(ctx, p.AccountID, id)
+	pre := apigw.IfMatch(r)
+	var checks []func(domain.AppTest) error
+	if pre.Set() {
+		checks = append(checks, func(t domain.AppTest) error { return pre.Check(etag(t)) })
+	}
+	t, err := h.st.DeleteAppTest(ctx, p.AccountID, id, checks...)
 	if err != nil {
 		return 0, nil, notFound(err, id)
 	}
@@ -590,7 +620,7 @@ func (h *handler) run(r *http.Request, p apigw.Principal) (int, any, error) {
 	if gerr := read.Wait(); gerr != nil {
 		return 0, nil, notFound(storeError(gerr), *in.ID)
 	}
-	return http.StatusOK, out(t), nil
+	return http.StatusOK, tagged(t), nil
 }
 
 // target resolves `targets` (an application id or href of the caller's

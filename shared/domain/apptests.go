@@ -23,7 +23,8 @@ type AppTest struct {
 	// Summary is the parsed configuration's summary, as JSON (apptests
 	// defines it), so that reads need not parse the archive.
 	Summary string `dynamodbav:"summary"`
-	// Version grows by one on every change: changes are conditional on it.
+	// Version grows by one on every change, a run's too (the run is part of
+	// the body its ETag names): changes are conditional on it.
 	Version int       `dynamodbav:"version"`
 	Created time.Time `dynamodbav:"created"`
 	Updated time.Time `dynamodbav:"updated"`

@@ -42,6 +42,9 @@ type Invitation struct {
 	Sent      *time.Time `dynamodbav:"sent,omitempty"`
 	Accepted  *time.Time `dynamodbav:"accepted,omitempty"`
 	Updated   time.Time  `dynamodbav:"updated"`
+	// Version grows by one on every change (its ETag); 0 on an invitation
+	// written before invitations had one.
+	Version int `dynamodbav:"version"`
 }
 
 // InvitationRef names an invitation.

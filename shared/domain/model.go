@@ -75,6 +75,9 @@ type Principal struct {
 	Account string    `dynamodbav:"account,omitempty"` // service users belong to one account
 	Created time.Time `dynamodbav:"created"`
 	Updated time.Time `dynamodbav:"updated"`
+	// Version grows by one on every change (its ETag); 0 on a principal
+	// written before principals had one.
+	Version int `dynamodbav:"version"`
 }
 
 // Key durabilities.

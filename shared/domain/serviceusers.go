@@ -18,6 +18,9 @@ type ServiceUser struct {
 	Account     string    `dynamodbav:"account"`
 	Created     time.Time `dynamodbav:"created"`
 	Updated     time.Time `dynamodbav:"updated"`
+	// Version grows by one on every change of the item (part of its ETag);
+	// 0 on one written before service users had one.
+	Version int `dynamodbav:"version"`
 }
 
 // ServiceUserEmail is the generated address of a service user: it is how

@@ -25,13 +25,13 @@ type Store interface {
 	CreatePrincipal(ctx context.Context, p domain.Principal) error
 	GetPrincipal(ctx context.Context, id string) (domain.Principal, error)
 	PageUsers(ctx context.Context, after string, desc bool, n int) ([]domain.Principal, []string, bool, error)
-	UpdatePrincipal(ctx context.Context, id string, c store.PrincipalChange) (domain.Principal, error)
+	UpdatePrincipal(ctx context.Context, id string, c store.PrincipalChange, versions ...int) (domain.Principal, error)
 	KeyQuota(ctx context.Context, durability string) (domain.Quota, error)
 	CreateUserKey(ctx context.Context, k domain.AccessKey, q domain.Quota) error
 	GetKey(ctx context.Context, principal, id string) (domain.AccessKey, error)
 	ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error)
 	PageKeys(ctx context.Context, principal, after string, desc bool, n int) ([]domain.AccessKey, []string, bool, error)
-	DeleteKey(ctx context.Context, principal, id string) (domain.AccessKey, error)
+	DeleteKey(ctx context.Context, principal, id string, pre ...func(domain.AccessKey) error) (domain.AccessKey, error)
 	GetAccount(ctx context.Context, id string) (domain.Account, error)
 }
 
@@ -145,11 +145,11 @@ func (h *handler) createUser(r *http.Request, _ apigw.Principal) (int, any, erro
 		}
 	}
 	now := h.st.Now()
-	u := domain.Principal{ID: ids.New(), Kind: domain.KindUser, Email: email, Name: name, Created: now, Updated: now}
+	u := domain.Principal{ID: ids.New(), Kind: domain.KindUser, Email: email, Name: name, Created: now, Updated: now, Version: 1}
 	if err := h.st.CreatePrincipal(r.Context(), u); err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, userOut(u), nil
+	return http.StatusOK, userTagged(u), nil
 }
 
 func (h *handler) listUsers(r *http.Request, p apigw.Principal) (int, any, error) {
@@ -202,7 +202,12 @@ func (h *handler) getUser(r *http.Request, p apigw.Principal) (int, any, error) 
 	if err != nil || u.Kind != domain.KindUser {
 		return 0, nil, domain.IfNotFound(orNotFound(err), "no user %q", id)
 	}
-	return http.StatusOK, userOut(u), nil
+	return http.StatusOK, userTagged(u), nil
+}
+
+// userTagged is a user's body with its ETag.
+func userTagged(u domain.Principal) *apigw.Tagged {
+	return apigw.WithETag(userOut(u), apigw.ETag("user", u.ID, u.Version))
 }
 
 func orNotFound(err error) error {
@@ -246,11 +251,20 @@ func (h *handler) patchUser(r *http.Request, p apigw.Principal) (int, any, error
 		}
 		c.Phone = &phone
 	}
-	u, err := h.st.UpdatePrincipal(r.Context(), id, c)
+	// One write, conditional on the versions If-Match names.
+	versions, err := apigw.IfMatch(r).WriteVersions("user", id)
+	if err != nil {
+		return 0, nil, err
+	}
+	var u domain.Principal
+	err = store.ReapplyIf(r.Context(), len(versions) > 0, func(ctx context.Context) (err error) {
+		u, err = h.st.UpdatePrincipal(ctx, id, c, versions...)
+		return err
+	})
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no user %q", id)
 	}
-	return http.StatusOK, userOut(u), nil
+	return http.StatusOK, userTagged(u), nil
 }
 
 // phoneRE is a phone number as people write one: an optional +, then

@@ -109,7 +109,9 @@ func (h *handler) issue(r *http.Request, k domain.AccessKey, q domain.Quota) (in
 	if err := h.st.CreateUserKey(r.Context(), k, q); err != nil {
 		return 0, nil, domain.IfNotFound(err, "no user %q", k.PrincipalID)
 	}
-	return http.StatusOK, AccessKeySecret{AccessKey: keyOut(k), SecretKey: secret}, nil
+	// The tag is the one a GET shows (without the secret, which is never
+	// shown again).
+	return http.StatusOK, apigw.WithETag(AccessKeySecret{AccessKey: keyOut(k), SecretKey: secret}, keyETag(k)), nil
 }
 
 // switchable resolves an account href the caller may authenticate into.
@@ -186,7 +188,17 @@ func (h *handler) getKey(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no access key %q", kid)
 	}
-	return http.StatusOK, keyOut(k), nil
+	return http.StatusOK, apigw.WithETag(keyOut(k), keyETag(k)), nil
+}
+
+// keyETag is a key's entity tag. A key never changes but for its
+// last_used (recorded by the authorizer), so that is its version.
+func keyETag(k domain.AccessKey) string {
+	v := 0
+	if k.LastUsed != nil {
+		v = int(k.LastUsed.UnixNano())
+	}
+	return apigw.ETag("accesskey", k.PrincipalID+"/"+k.ID, v)
 }
 
 func (h *handler) deleteKey(r *http.Request, p apigw.Principal) (int, any, error) {
@@ -198,7 +210,16 @@ func (h *handler) deleteKey(r *http.Request, p apigw.Principal) (int, any, error
 	if !ids.Valid(kid) {
 		return 0, nil, domain.Errorf(domain.NotFound, "no access key %q", kid)
 	}
-	k, err := h.st.DeleteKey(r.Context(), uid, kid)
+	pre := apigw.IfMatch(r)
+	var checks []func(domain.AccessKey) error
+	if pre.Set() {
+		checks = append(checks, func(k domain.AccessKey) error { return pre.Check(keyETag(k)) })
+	}
+	var k domain.AccessKey
+	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) (err error) {
+		k, err = h.st.DeleteKey(ctx, uid, kid, checks...)
+		return err
+	})
 	var ce *store.CleanupError
 	if errors.As(err, &ce) {
 		// The key is revoked; only some keys minted under it were left,

@@ -198,7 +198,7 @@ type ArchiveReadStore interface {
 	ListLogArchives(ctx context.Context, account, prefix string, now time.Time) ([]domain.LogArchive, error)
 	GetLogArchive(ctx context.Context, account, app, typ string, from, to, now time.Time) (domain.LogArchive, error)
 	LogArchiveData(ctx context.Context, a domain.LogArchive) ([]byte, error)
-	DeleteLogArchive(ctx context.Context, a domain.LogArchive) error
+	DeleteLogArchive(ctx context.Context, a domain.LogArchive, pinned bool) error
 }
 
 // Deciders makes second decisions with the authorizer's engine: the
@@ -373,6 +373,10 @@ func (h *handler) downloadArchive(r *http.Request, p apigw.Principal) (int, any,
 	if err != nil {
 		return 0, nil, err
 	}
+	tag := archiveETag(a)
+	if apigw.NotModified(r, tag) {
+		return http.StatusOK, apigw.WithETag(nil, tag), nil // a 304: the file is not read
+	}
 	data, err := h.st.LogArchiveData(r.Context(), a)
 	if errors.Is(err, domain.ErrNotFound) {
 		return 0, nil, notFound
@@ -381,7 +385,13 @@ func (h *handler) downloadArchive(r *http.Request, p apigw.Principal) (int, any,
 		return 0, nil, err
 	}
 	name := fmt.Sprintf("%s-%s-%s-%s.jsonl.gz", app, domain.ArchiveTypeOf(typ), from.Format("20060102T15Z"), to.Format("20060102T15Z"))
-	return http.StatusOK, &apigw.Binary{ContentType: "application/gzip", Filename: name, Data: data}, nil
+	return http.StatusOK, apigw.WithETag(&apigw.Binary{ContentType: "application/gzip", Filename: name, Data: data}, tag), nil
+}
+
+// archiveETag is an archive's entity tag: its file never changes, and an
+// archive prepared again for the same range has a new one (blob).
+func archiveETag(a domain.LogArchive) string {
+	return apigw.ETag("logarchive", a.Account+"/"+a.App+"/"+a.Type+"/"+a.From.UTC().Format(time.RFC3339)+"/"+a.To.UTC().Format(time.RFC3339)+"/"+a.Blob, 0)
 }
 
 // deleteArchives is DELETE /v2/archived-logs/applications/{id}/{log_type}:
@@ -401,12 +411,25 @@ func (h *handler) deleteArchives(r *http.Request, p apigw.Principal) (int, any, 
 	if err != nil {
 		return 0, nil, err
 	}
-	var gone []domain.LogArchive
+	var in []domain.LogArchive
 	for _, a := range as {
-		if !within(a, from, to) {
-			continue
+		if within(a, from, to) {
+			in = append(in, a)
 		}
-		if err := h.st.DeleteLogArchive(r.Context(), a); err != nil {
+	}
+	// With If-Match, every archive in the range must be one it names (the
+	// ETag of its download), checked before any goes; each is then
+	// deleted only as read.
+	pre := apigw.IfMatch(r)
+	for _, a := range in {
+		if err := pre.Check(archiveETag(a)); err != nil {
+			return 0, nil, err
+		}
+	}
+	var gone []domain.LogArchive
+	for _, a := range in {
+		err := store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error { return h.st.DeleteLogArchive(ctx, a, pre.Set()) })
+		if err != nil {
 			return 0, nil, err
 		}
 		gone = append(gone, a)

@@ -109,8 +109,10 @@ func (h *handler) getGroup(r *http.Request, _ apigw.Principal) (int, any, error)
 
 // groupTagged is a group's body with its ETag.
 func groupTagged(g domain.Group) *apigw.Tagged {
-	return apigw.WithETag(groupOut(g), apigw.ETag("group", g.AccountID+"/"+g.ID, g.Version))
+	return apigw.WithETag(groupOut(g), groupETag(g))
 }
+
+func groupETag(g domain.Group) string { return apigw.ETag("group", g.AccountID+"/"+g.ID, g.Version) }
 
 func (h *handler) createGroup(r *http.Request, _ apigw.Principal) (int, any, error) {
 	acct, err := accountID(r)
@@ -145,15 +147,11 @@ func (h *handler) patchGroup(r *http.Request, _ apigw.Principal) (int, any, erro
 		return 0, nil, err
 	}
 	var g domain.Group
-	pre := apigw.IfMatch(r)
-	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
+	read := func(ctx context.Context) (domain.Group, error) {
 		prev, err := h.st.GetGroup(ctx, acct, id)
-		if err != nil {
-			return domain.IfNotFound(err, "no group %q in account %s", id, acct)
-		}
-		if err := pre.Check(groupTagged(prev).ETag); err != nil {
-			return err
-		}
+		return prev, domain.IfNotFound(err, "no group %q in account %s", id, acct)
+	}
+	err = store.Edit(r.Context(), apigw.IfMatch(r), read, groupETag, func(ctx context.Context, prev domain.Group) error {
 		var in groupDoc
 		if err := applyPatch(body, mustJSON(docOfGroup(prev)), &in, groupReadOnly...); err != nil {
 			return err
@@ -183,7 +181,7 @@ func (h *handler) deleteGroup(r *http.Request, p apigw.Principal) (int, any, err
 	pre := apigw.IfMatch(r)
 	var g domain.Group
 	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) (err error) {
-		g, err = h.st.DeleteGroup(ctx, acct, id, func(cur domain.Group) error { return pre.Check(groupTagged(cur).ETag) })
+		g, err = h.st.DeleteGroup(ctx, acct, id, func(cur domain.Group) error { return pre.Check(groupETag(cur)) })
 		return err
 	})
 	var ce *store.CleanupError

@@ -51,10 +51,10 @@ type Store interface {
 	PageInvitations(ctx context.Context, account, kind, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error)
 	PageInbox(ctx context.Context, email, kind, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error)
 	InboxInvitation(ctx context.Context, email, kind, id string) (domain.Invitation, error)
-	RequeueInvitation(ctx context.Context, inv domain.Invitation, m *store.OutboxMarker) (domain.Invitation, error)
-	AcceptInvitation(ctx context.Context, inv domain.Invitation, principal string) (domain.Invitation, error)
-	DeclineInvitation(ctx context.Context, inv domain.Invitation) (domain.Invitation, error)
-	DeleteInvitation(ctx context.Context, inv domain.Invitation) error
+	RequeueInvitation(ctx context.Context, inv domain.Invitation, m *store.OutboxMarker, versions ...int) (domain.Invitation, error)
+	AcceptInvitation(ctx context.Context, inv domain.Invitation, principal string, versions ...int) (domain.Invitation, error)
+	DeclineInvitation(ctx context.Context, inv domain.Invitation, versions ...int) (domain.Invitation, error)
+	DeleteInvitation(ctx context.Context, inv domain.Invitation, versions ...int) error
 
 	GetPrincipal(ctx context.Context, id string) (domain.Principal, error)
 	Grants(ctx context.Context, principal string) ([]domain.Grant, error)
@@ -63,8 +63,8 @@ type Store interface {
 	CreateServiceUser(ctx context.Context, u domain.ServiceUser, k domain.AccessKey) error
 	GetServiceUser(ctx context.Context, account, id string) (domain.ServiceUser, error)
 	PageServiceUsers(ctx context.Context, account, after string, desc bool, n int) ([]domain.ServiceUser, []string, bool, error)
-	UpdateServiceUser(ctx context.Context, account, id string, name, description *string) (domain.ServiceUser, error)
-	DeleteServiceUser(ctx context.Context, account, id string) (domain.ServiceUser, error)
+	UpdateServiceUser(ctx context.Context, account, id string, name, description *string, versions ...int) (domain.ServiceUser, error)
+	DeleteServiceUser(ctx context.Context, account, id string, pre ...func(domain.ServiceUser, []domain.AccessKey) error) (domain.ServiceUser, error)
 	ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error)
 
 	// Who can (access.go).

@@ -133,7 +133,7 @@ func (h *handler) createInvitation(k kind) endpoint {
 		}
 		now := h.st.Now()
 		inv := domain.Invitation{AccountID: acct, ID: ids.New(), Kind: k.name, Email: email, Target: target,
-			State: domain.InvitationQueued, GrantedBy: p.ID, Created: now, Updated: now}
+			State: domain.InvitationQueued, GrantedBy: p.ID, Created: now, Updated: now, Version: 1}
 		if isSvc {
 			inv.State, inv.Accepted, inv.Principal = domain.InvitationAccepted, &now, svcID
 		}
@@ -158,7 +158,7 @@ func (h *handler) createInvitation(k kind) endpoint {
 			// failed send is the outbox sweep's to repeat.
 			_ = h.queue.Send(ctx, m)
 		}
-		return http.StatusOK, invitationOut(inv), nil
+		return http.StatusOK, invitationTagged(inv), nil
 	}
 }
 
@@ -247,8 +247,18 @@ func (h *handler) getInvitation(k kind) endpoint {
 		if err != nil {
 			return 0, nil, domain.IfNotFound(err, "no %s %q in account %s", singular(k), id, acct)
 		}
-		return http.StatusOK, invitationOut(inv), nil
+		return http.StatusOK, invitationTagged(inv), nil
 	}
+}
+
+// invitationTagged is an invitation's body with its ETag (the same on the
+// account's side and in the invitee's inbox).
+func invitationTagged(inv domain.Invitation) *apigw.Tagged {
+	return apigw.WithETag(invitationOut(inv), invitationETag(inv))
+}
+
+func invitationETag(inv domain.Invitation) string {
+	return apigw.ETag("invitation", inv.AccountID+"/"+inv.Kind+"/"+inv.ID, inv.Version)
 }
 
 func singular(k kind) string {
@@ -283,14 +293,22 @@ func (h *handler) resendInvitation(k kind) endpoint {
 		if err := h.mayInviteHere(r, a); err != nil {
 			return 0, nil, err
 		}
-		if inv.State == domain.InvitationAccepted || inv.State == domain.InvitationDeclined {
-			return 0, nil, domain.Errorf(domain.Conflict, "the invitation was %s already; invite again with POST /v2/accounts/%s/%s", inv.State, acct, k.collection)
-		}
-		m, err := h.marker(inv)
-		if err != nil {
-			return 0, nil, err
-		}
-		requeued, err := h.st.RequeueInvitation(ctx, inv, &m)
+		var (
+			m        store.OutboxMarker
+			requeued domain.Invitation
+		)
+		pre := apigw.IfMatch(r)
+		read := func(context.Context) (domain.Invitation, error) { return inv, nil } // a lost race is a 409: no second read
+		err = store.Edit(ctx, pre, read, invitationETag, func(ctx context.Context, inv domain.Invitation) (err error) {
+			if inv.State == domain.InvitationAccepted || inv.State == domain.InvitationDeclined {
+				return domain.Errorf(domain.Conflict, "the invitation was %s already; invite again with POST /v2/accounts/%s/%s", inv.State, acct, k.collection)
+			}
+			if m, err = h.marker(inv); err != nil {
+				return err
+			}
+			requeued, err = h.st.RequeueInvitation(ctx, inv, &m, store.Pinned(pre, inv.Version)...)
+			return err
+		})
 		if errors.Is(err, store.ErrStateChanged) {
 			return 0, nil, domain.Errorf(domain.Conflict, "the invitation was answered or revoked meanwhile")
 		}
@@ -299,7 +317,7 @@ func (h *handler) resendInvitation(k kind) endpoint {
 		}
 		// Queued with its marker: a failed send is the sweep's to repeat.
 		_ = h.queue.Send(ctx, &m)
-		return http.StatusOK, invitationOut(requeued), nil
+		return http.StatusOK, invitationTagged(requeued), nil
 	}
 }
 
@@ -316,11 +334,16 @@ func (h *handler) deleteInvitation(k kind) endpoint {
 		// delete then fails its condition and is tried again at once on a
 		// fresh read, so an acceptance is never left behind.
 		var inv domain.Invitation
-		err = retry.Do(ctx, retry.Policy{Retries: 2}, stateChanged, func(int) (err error) {
-			if inv, err = h.st.GetInvitation(ctx, acct, k.name, id); err != nil {
-				return domain.IfNotFound(err, "no %s %q in account %s", singular(k), id, acct)
-			}
-			return h.st.DeleteInvitation(ctx, inv)
+		pre := apigw.IfMatch(r)
+		read := func(ctx context.Context) (domain.Invitation, error) {
+			inv, err := h.st.GetInvitation(ctx, acct, k.name, id)
+			return inv, domain.IfNotFound(err, "no %s %q in account %s", singular(k), id, acct)
+		}
+		err = retry.Do(ctx, retry.Policy{Retries: 2}, stateChanged, func(int) error {
+			return store.Edit(ctx, pre, read, invitationETag, func(ctx context.Context, cur domain.Invitation) error {
+				inv = cur
+				return h.st.DeleteInvitation(ctx, inv, store.Pinned(pre, inv.Version)...)
+			})
 		})
 		if errors.Is(err, store.ErrStateChanged) {
 			return 0, nil, domain.Errorf(domain.Conflict, "the invitation keeps changing; retry")

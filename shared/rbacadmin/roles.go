@@ -179,8 +179,10 @@ func (h *handler) getRole(r *http.Request, _ apigw.Principal) (int, any, error) 
 
 // roleTagged is a role's body with its ETag.
 func roleTagged(r domain.Role) *apigw.Tagged {
-	return apigw.WithETag(roleOut(r), apigw.ETag("role", r.AccountID+"/"+r.ID, r.Version))
+	return apigw.WithETag(roleOut(r), roleETag(r))
 }
+
+func roleETag(r domain.Role) string { return apigw.ETag("role", r.AccountID+"/"+r.ID, r.Version) }
 
 func roleIDs(r *http.Request) (acct, id string, err error) { return memberIDs(r, "role_id", "role") }
 
@@ -220,15 +222,11 @@ func (h *handler) patchRole(r *http.Request, _ apigw.Principal) (int, any, error
 		return 0, nil, err
 	}
 	var role domain.Role
-	pre := apigw.IfMatch(r)
-	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
+	read := func(ctx context.Context) (domain.Role, error) {
 		prev, err := h.st.GetRole(ctx, acct, id)
-		if err != nil {
-			return domain.IfNotFound(err, "no role %q in account %s", id, acct)
-		}
-		if err := pre.Check(roleTagged(prev).ETag); err != nil {
-			return err
-		}
+		return prev, domain.IfNotFound(err, "no role %q in account %s", id, acct)
+	}
+	err = store.Edit(r.Context(), apigw.IfMatch(r), read, roleETag, func(ctx context.Context, prev domain.Role) error {
 		var in roleDoc
 		if err := applyPatch(body, mustJSON(docOfRole(prev)), &in, roleReadOnly...); err != nil {
 			return err
@@ -253,7 +251,7 @@ func (h *handler) deleteRole(r *http.Request, _ apigw.Principal) (int, any, erro
 	pre := apigw.IfMatch(r)
 	var role domain.Role
 	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) (err error) {
-		role, err = h.st.DeleteRole(ctx, acct, id, func(cur domain.Role) error { return pre.Check(roleTagged(cur).ETag) })
+		role, err = h.st.DeleteRole(ctx, acct, id, func(cur domain.Role) error { return pre.Check(roleETag(cur)) })
 		return err
 	})
 	var ce *store.CleanupError

@@ -90,7 +90,7 @@ func (h *handler) getInbox(k kind) endpoint {
 		if err != nil {
 			return 0, nil, domain.IfNotFound(err, "no %s %q for %s", singular(k), id, w.email)
 		}
-		return http.StatusOK, invitationOut(inv), nil
+		return http.StatusOK, invitationTagged(inv), nil
 	}
 }
 
@@ -118,23 +118,47 @@ func (h *handler) answerInvitation(k kind) endpoint {
 			return 0, nil, domain.Errorf(domain.Invalid, "state is required: \"accepted\" or \"declined\"")
 		}
 		ctx := r.Context()
-		inv, err := h.st.InboxInvitation(ctx, w.email, k.name, id)
-		if err != nil {
-			return 0, nil, domain.IfNotFound(err, "no %s %q for %s", singular(k), id, w.email)
+		pre := apigw.IfMatch(r)
+		// The inbox is an index, which may lag: a state an If-Match names
+		// that the index does not show yet is looked for in the table
+		// before the answer is a 412.
+		read := func(ctx context.Context) (domain.Invitation, error) {
+			inv, err := h.st.InboxInvitation(ctx, w.email, k.name, id)
+			if err != nil {
+				return inv, domain.IfNotFound(err, "no %s %q for %s", singular(k), id, w.email)
+			}
+			if pre.Check(invitationETag(inv)) != nil {
+				if cur, err := h.st.GetInvitation(ctx, inv.AccountID, k.name, id); err == nil {
+					inv = cur
+				}
+			}
+			return inv, nil
 		}
-		want := *in.State
-		switch {
-		case inv.State == want && (want == domain.InvitationDeclined || inv.Principal == p.ID):
-			return http.StatusOK, invitationOut(inv), nil
-		case inv.State == domain.InvitationAccepted:
-			return 0, nil, domain.Errorf(domain.Conflict, "the invitation was accepted already; to give up what it granted, DELETE /v2/users/self/%ss/%s", k.target, inv.Target)
-		case inv.State == domain.InvitationDeclined:
-			return 0, nil, domain.Errorf(domain.Conflict, "the invitation was declined already; ask for a new one")
-		}
-		if want == domain.InvitationDeclined {
-			inv, err = h.st.DeclineInvitation(ctx, inv)
-		} else {
-			inv, err = h.st.AcceptInvitation(ctx, inv, p.ID)
+		var (
+			inv  domain.Invitation
+			done bool // answered the same way before: nothing to write
+		)
+		err = store.Edit(ctx, pre, read, invitationETag, func(ctx context.Context, cur domain.Invitation) (err error) {
+			inv = cur
+			want := *in.State
+			switch {
+			case inv.State == want && (want == domain.InvitationDeclined || inv.Principal == p.ID):
+				done = true
+				return nil
+			case inv.State == domain.InvitationAccepted:
+				return domain.Errorf(domain.Conflict, "the invitation was accepted already; to give up what it granted, DELETE /v2/users/self/%ss/%s", k.target, inv.Target)
+			case inv.State == domain.InvitationDeclined:
+				return domain.Errorf(domain.Conflict, "the invitation was declined already; ask for a new one")
+			}
+			if want == domain.InvitationDeclined {
+				inv, err = h.st.DeclineInvitation(ctx, inv, store.Pinned(pre, inv.Version)...)
+			} else {
+				inv, err = h.st.AcceptInvitation(ctx, inv, p.ID, store.Pinned(pre, inv.Version)...)
+			}
+			return err
+		})
+		if done {
+			return http.StatusOK, invitationTagged(inv), nil
 		}
 		switch {
 		case errors.Is(err, store.ErrStateChanged):
@@ -146,7 +170,7 @@ func (h *handler) answerInvitation(k kind) endpoint {
 		case err != nil:
 			return 0, nil, err
 		}
-		return http.StatusOK, invitationOut(inv), nil
+		return http.StatusOK, invitationTagged(inv), nil
 	}
 }
 

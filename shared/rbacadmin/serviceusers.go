@@ -3,8 +3,10 @@ package rbacadmin
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"cads/shared/access"
 	"cads/shared/apigw"
@@ -43,6 +45,23 @@ func (c *serviceUserConfig) validate() error {
 	return nil
 }
 
+// serviceUserTagged is a service user's body with its ETag.
+func serviceUserTagged(u domain.ServiceUser, keys []domain.AccessKey, now time.Time) *apigw.Tagged {
+	return apigw.WithETag(serviceUserOut(u, keys, now), serviceUserETag(u, keys, now))
+}
+
+// serviceUserETag: the body shows the service user's keys (their use and
+// expiry included), which change without a change of the service user
+// item, so the tag names them besides its version.
+func serviceUserETag(u domain.ServiceUser, keys []domain.AccessKey, now time.Time) string {
+	return apigw.ETag("serviceuser", serviceUserTagID(u.Account, u.ID, keys, now), u.Version)
+}
+
+func serviceUserTagID(acct, id string, keys []domain.AccessKey, now time.Time) string {
+	shown, _ := json.Marshal(serviceUserOut(domain.ServiceUser{}, keys, now).AccessKeys)
+	return acct + "/" + id + "/" + string(shown)
+}
+
 func serviceUserIDs(r *http.Request) (acct, id string, err error) {
 	return memberIDs(r, "service_user_id", "service user")
 }
@@ -78,7 +97,7 @@ func (h *handler) createServiceUser(r *http.Request, _ apigw.Principal) (int, an
 		return 0, nil, domain.IfNotFound(err, "no account %s", acct)
 	}
 	now := h.st.Now()
-	u := domain.ServiceUser{ID: ids.New(), Kind: domain.KindServiceUser, Account: acct, Created: now, Updated: now}
+	u := domain.ServiceUser{ID: ids.New(), Kind: domain.KindServiceUser, Account: acct, Created: now, Updated: now, Version: 1}
 	u.Email = domain.ServiceUserEmail(acct, u.ID)
 	if in.Name != nil {
 		u.Name = *in.Name
@@ -95,7 +114,9 @@ func (h *handler) createServiceUser(r *http.Request, _ apigw.Principal) (int, an
 	}
 	out := serviceUserOut(u, nil, now)
 	out.AccessKeys = []any{identity.AccessKeySecret{AccessKey: keyOut(k), SecretKey: secret}}
-	return http.StatusOK, out, nil
+	// The tag is the one a GET shows (without the secret, which is never
+	// shown again).
+	return http.StatusOK, apigw.WithETag(out, serviceUserETag(u, []domain.AccessKey{k}, now)), nil
 }
 
 func (h *handler) listServiceUsers(r *http.Request, p apigw.Principal) (int, any, error) {
@@ -138,7 +159,7 @@ func (h *handler) getServiceUser(r *http.Request, _ apigw.Principal) (int, any, 
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no service user %q in account %s", id, acct)
 	}
-	return http.StatusOK, serviceUserOut(u, keys, h.st.Now()), nil
+	return http.StatusOK, serviceUserTagged(u, keys, h.st.Now()), nil
 }
 
 func (h *handler) patchServiceUser(r *http.Request, _ apigw.Principal) (int, any, error) {
@@ -159,18 +180,33 @@ func (h *handler) patchServiceUser(r *http.Request, _ apigw.Principal) (int, any
 	var (
 		u    domain.ServiceUser
 		keys []domain.AccessKey
+		now  = h.st.Now()
 	)
-	err = parallel(
-		func() (err error) {
-			u, err = h.st.UpdateServiceUser(r.Context(), acct, id, in.Name, in.Description)
+	update := func(versions ...int) (err error) {
+		err = store.ReapplyIf(r.Context(), len(versions) > 0, func(ctx context.Context) (err error) {
+			u, err = h.st.UpdateServiceUser(ctx, acct, id, in.Name, in.Description, versions...)
 			return err
-		},
-		func() (err error) { keys, err = h.st.ListKeys(r.Context(), id); return err },
-	)
+		})
+		return err
+	}
+	listKeys := func() (err error) { keys, err = h.st.ListKeys(r.Context(), id); return err }
+	if pre := apigw.IfMatch(r); pre.Set() {
+		// The keys the tag names are read first; the update is then
+		// conditional on the versions the If-Match names with them.
+		err = listKeys()
+		if err == nil {
+			var versions []int
+			if versions, err = pre.WriteVersions("serviceuser", serviceUserTagID(acct, id, keys, now)); err == nil {
+				err = update(versions...)
+			}
+		}
+	} else {
+		err = parallel(func() error { return update() }, listKeys)
+	}
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no service user %q in account %s", id, acct)
 	}
-	return http.StatusOK, serviceUserOut(u, keys, h.st.Now()), nil
+	return http.StatusOK, serviceUserTagged(u, keys, h.st.Now()), nil
 }
 
 // deleteServiceUser deletes a service user: none of its keys authenticates
@@ -180,7 +216,19 @@ func (h *handler) deleteServiceUser(r *http.Request, _ apigw.Principal) (int, an
 	if err != nil {
 		return 0, nil, err
 	}
-	u, err := h.st.DeleteServiceUser(r.Context(), acct, id)
+	pre := apigw.IfMatch(r)
+	var checks []func(domain.ServiceUser, []domain.AccessKey) error
+	if pre.Set() {
+		now := h.st.Now()
+		checks = append(checks, func(u domain.ServiceUser, keys []domain.AccessKey) error {
+			return pre.Check(serviceUserETag(u, keys, now))
+		})
+	}
+	var u domain.ServiceUser
+	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) (err error) {
+		u, err = h.st.DeleteServiceUser(ctx, acct, id, checks...)
+		return err
+	})
 	var ce *store.CleanupError
 	if err != nil && !errors.As(err, &ce) {
 		return 0, nil, domain.IfNotFound(err, "no service user %q in account %s", id, acct)

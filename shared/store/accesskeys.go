@@ -107,8 +107,11 @@ func (s *Store) principalKeys(ctx context.Context, principal string) ([]domain.A
 // (their origin or parent is gone) except a grandchild of a key deleted
 // in the middle of a chain, which only this deletion reaches. When there
 // are more than a transaction holds, the rest follow in batches (a
-// *CleanupError if that fails, with the key deleted).
-func (s *Store) DeleteKey(ctx context.Context, principal, id string) (domain.AccessKey, error) {
+// *CleanupError if that fails, with the key deleted). pre, when given,
+// judges the key as read (a request's If-Match): the delete is then
+// conditional on the key's use as read (the one thing of a key that
+// changes), and a use since is ErrChanged.
+func (s *Store) DeleteKey(ctx context.Context, principal, id string, pre ...func(domain.AccessKey) error) (domain.AccessKey, error) {
 	keys, err := s.principalKeys(ctx, principal)
 	if err != nil {
 		return domain.AccessKey{}, err
@@ -127,11 +130,26 @@ func (s *Store) DeleteKey(ctx context.Context, principal, id string) (domain.Acc
 		Key:                 key(principalPK(principal), keySK(id)),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
 	}
+	for _, check := range pre {
+		if err := check(*k); err != nil {
+			return domain.AccessKey{}, err
+		}
+		if k.LastUsed == nil {
+			del.ConditionExpression = aws.String("attribute_exists(PK) AND attribute_not_exists(last_used)")
+		} else {
+			del.ConditionExpression = aws.String("attribute_exists(PK) AND last_used = :lu")
+			del.ExpressionAttributeValues = map[string]types.AttributeValue{":lu": avStr(k.LastUsed.UTC().Format(timeLayout))}
+		}
+	}
 	desc := domain.Descendants(keys, []domain.KeyRef{k.Ref()})
 	if len(desc) == 0 {
 		// The common case (no key was minted with it) needs no transaction,
 		// which DynamoDB bills twice.
-		_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: del.TableName, Key: del.Key, ConditionExpression: del.ConditionExpression})
+		_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: del.TableName, Key: del.Key, ConditionExpression: del.ConditionExpression,
+			ExpressionAttributeValues: del.ExpressionAttributeValues})
+		if ddb.IsConditionFailed(err) {
+			err = ddb.ErrConditionFailed // as commit reports it
+		}
 		err = wrap("delete access key", err)
 	} else {
 		cleanup := make([]map[string]types.AttributeValue, 0, len(desc))
@@ -139,6 +157,9 @@ func (s *Store) DeleteKey(ctx context.Context, principal, id string) (domain.Acc
 			cleanup = append(cleanup, key(principalPK(d.PrincipalID), keySK(d.ID)))
 		}
 		err = s.commit(ctx, "delete access key", []types.TransactWriteItem{{Delete: del}}, cleanup)
+	}
+	if errors.Is(err, ddb.ErrConditionFailed) && len(pre) > 0 {
+		return domain.AccessKey{}, ErrChanged
 	}
 	if errors.Is(err, ddb.ErrConditionFailed) {
 		return domain.AccessKey{}, domain.ErrNotFound // a concurrent DELETE won

@@ -412,9 +412,13 @@ func (s *Store) emptyChecks(id string) []types.TransactWriteItem {
 // answers, no key and no grant refers to it. If a step up to 4 fails, the
 // account stays marked and a retried DELETE finishes the job; a failure in
 // step 5 is a *CleanupError (the account is deleted).
-func (s *Store) DeleteAccount(ctx context.Context, id string) (domain.AccountRecord, error) {
+//
+// With at (a request's If-Match: the `updated` of the states it names),
+// only an account at one of them is marked: any other state, missing
+// included, is ErrChanged.
+func (s *Store) DeleteAccount(ctx context.Context, id string, at ...time.Time) (domain.AccountRecord, error) {
 	mark := s.now()
-	a, err := s.markDeleting(ctx, id, mark)
+	a, err := s.markDeleting(ctx, id, mark, at)
 	if err != nil {
 		return a, err
 	}
@@ -502,19 +506,31 @@ func (s *Store) DeleteAccount(ctx context.Context, id string) (domain.AccountRec
 	return a, nil
 }
 
-func (s *Store) markDeleting(ctx context.Context, id string, mark time.Time) (domain.AccountRecord, error) {
+func (s *Store) markDeleting(ctx context.Context, id string, mark time.Time, at []time.Time) (domain.AccountRecord, error) {
 	m, err := attributevalue.Marshal(mark)
 	if err != nil {
 		return domain.AccountRecord{}, fmt.Errorf("mark account: %w", err)
+	}
+	cond, vals := "attribute_exists(PK)", map[string]types.AttributeValue{":m": m}
+	if len(at) > 0 {
+		alts := make([]string, len(at))
+		for i, t := range at {
+			vals[fmt.Sprintf(":at%d", i)] = avTime(t.UTC())
+			alts[i] = fmt.Sprintf("updated = :at%d", i)
+		}
+		cond += " AND (" + strings.Join(alts, " OR ") + ")"
 	}
 	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       key(accountPK(id), skAccount),
 		UpdateExpression:          aws.String("SET deleting = :m"),
-		ConditionExpression:       aws.String("attribute_exists(PK)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":m": m},
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeValues: vals,
 		ReturnValues:              types.ReturnValueAllNew,
 	})
+	if ddb.IsConditionFailed(err) && len(at) > 0 {
+		return domain.AccountRecord{}, ErrChanged
+	}
 	if ddb.IsConditionFailed(err) {
 		return domain.AccountRecord{}, domain.ErrNotFound
 	}

@@ -256,18 +256,24 @@ func (s *Store) DeleteAppTestBlobs(ctx context.Context, account, id string, blob
 }
 
 // UpdateAppTestDescription changes only the description (and updated).
-func (s *Store) UpdateAppTestDescription(ctx context.Context, account, id, desc string) (domain.AppTest, error) {
+// With versions (a request's If-Match), only a test at one of them
+// changes: any other state, missing included, is ErrChanged.
+func (s *Store) UpdateAppTestDescription(ctx context.Context, account, id, desc string, versions ...int) (domain.AppTest, error) {
+	cond, vals := atVersions("attribute_exists(PK)", map[string]types.AttributeValue{
+		":desc": avStr(desc), ":u": avTime(s.now()), ":one": avNum(1), ":zero": avNum(0),
+	}, versions)
 	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      key(appTestPK(account, id), skAppTest),
-		UpdateExpression:         aws.String("SET #desc = :desc, #u = :u, #v = #v + :one"),
-		ConditionExpression:      aws.String("attribute_exists(PK)"),
-		ExpressionAttributeNames: map[string]string{"#desc": "description", "#u": "updated", "#v": "version"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":desc": avStr(desc), ":u": avTime(s.now()), ":one": avNum(1),
-		},
-		ReturnValues: types.ReturnValueAllNew,
+		TableName:                 aws.String(s.table),
+		Key:                       key(appTestPK(account, id), skAppTest),
+		UpdateExpression:          aws.String("SET #desc = :desc, #u = :u, #v = if_not_exists(#v, :zero) + :one"),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  map[string]string{"#desc": "description", "#u": "updated", "#v": "version"},
+		ExpressionAttributeValues: vals,
+		ReturnValues:              types.ReturnValueAllNew,
 	})
+	if ddb.IsConditionFailed(err) && len(versions) > 0 {
+		return domain.AppTest{}, ErrChanged
+	}
 	if ddb.IsConditionFailed(err) {
 		return domain.AppTest{}, domain.ErrNotFound
 	}
@@ -286,13 +292,20 @@ func (s *Store) UpdateAppTestDescription(ctx context.Context, account, id, desc 
 // A transaction returns no old item, so the test is read first and the
 // delete is conditional on the version read (the blobs returned are the
 // ones deleted); the delete and the account's usage count change in one
-// transaction. A test changed meanwhile is read again.
-func (s *Store) DeleteAppTest(ctx context.Context, account, id string) (domain.AppTest, error) {
+// transaction. A test changed meanwhile is read again, unless pre is
+// given: pre judges the test as read (a request's If-Match), and a change
+// since is then ErrStale.
+func (s *Store) DeleteAppTest(ctx context.Context, account, id string, pre ...func(domain.AppTest) error) (domain.AppTest, error) {
 	var t domain.AppTest
-	err := Reapply(ctx, func(ctx context.Context) error {
+	err := ReapplyIf(ctx, len(pre) > 0, func(ctx context.Context) error {
 		var err error
 		if t, err = s.GetAppTest(ctx, account, id); err != nil {
 			return err
+		}
+		for _, check := range pre {
+			if err := check(t); err != nil {
+				return err
+			}
 		}
 		del := &types.Delete{
 			TableName:                 aws.String(s.table),
@@ -332,12 +345,12 @@ func (s *Store) StartAppTestRun(ctx context.Context, account, id, runID, state, 
 	err = s.transact(ctx, "start application test run", []types.TransactWriteItem{{Update: &types.Update{
 		TableName:                aws.String(s.table),
 		Key:                      key(appTestPK(account, id), skAppTest),
-		UpdateExpression:         aws.String("SET #id = :id, #st = :st, #run = :run, #until = :until"),
+		UpdateExpression:         aws.String("SET #id = :id, #st = :st, #run = :run, #until = :until, #v = if_not_exists(#v, :zero) + :one"),
 		ConditionExpression:      aws.String("attribute_exists(PK) AND (attribute_not_exists(#until) OR #until < :now)"),
-		ExpressionAttributeNames: map[string]string{"#id": "run_id", "#st": "run_state", "#run": "run", "#until": "run_active_until"},
+		ExpressionAttributeNames: map[string]string{"#id": "run_id", "#st": "run_state", "#run": "run", "#until": "run_active_until", "#v": "version"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":id": avStr(runID), ":st": avStr(state), ":run": avStr(run),
-			":until": avNum(activeUntil.UnixMilli()), ":now": avNum(now.UnixMilli()),
+			":until": avNum(activeUntil.UnixMilli()), ":now": avNum(now.UnixMilli()), ":zero": avNum(0), ":one": avNum(1),
 		},
 	}}, mput})
 	if txConditionFailedAt(err, 0) {
@@ -362,11 +375,12 @@ func (s *Store) UpdateAppTestRun(ctx context.Context, account, id, runID, from, 
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      key(appTestPK(account, id), skAppTest),
-		UpdateExpression:         aws.String("SET #st = :to, #run = :run, #until = :until"),
+		UpdateExpression:         aws.String("SET #st = :to, #run = :run, #until = :until, #v = if_not_exists(#v, :zero) + :one"),
 		ConditionExpression:      aws.String("#id = :id AND #st = :from"),
-		ExpressionAttributeNames: map[string]string{"#id": "run_id", "#st": "run_state", "#run": "run", "#until": "run_active_until"},
+		ExpressionAttributeNames: map[string]string{"#id": "run_id", "#st": "run_state", "#run": "run", "#until": "run_active_until", "#v": "version"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":id": avStr(runID), ":from": avStr(from), ":to": avStr(to), ":run": avStr(run), ":until": avNum(until),
+			":zero": avNum(0), ":one": avNum(1),
 		},
 	})
 	if ddb.IsConditionFailed(err) {

@@ -237,14 +237,14 @@ func (s *Store) DeleteGrant(ctx context.Context, g domain.Grant, via domain.Invi
 		tx = append(tx, types.TransactWriteItem{Update: &types.Update{
 			TableName:                aws.String(s.table),
 			Key:                      key(invitationsPK(via.Account), invitationSK(via.Kind, via.ID)),
-			UpdateExpression:         aws.String("SET #st = :declined, updated = :now"),
+			UpdateExpression:         aws.String("SET #st = :declined, updated = :now, " + bumpVersion),
 			ConditionExpression:      aws.String("attribute_exists(PK) AND #st = :accepted"),
 			ExpressionAttributeNames: map[string]string{"#st": "state"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
+			ExpressionAttributeValues: withBump(map[string]types.AttributeValue{
 				":declined": avStr(domain.InvitationDeclined),
 				":accepted": avStr(domain.InvitationAccepted),
 				":now":      avStr(s.now().Format(timeLayout)),
-			},
+			}),
 		}})
 	}
 	err := s.transact(ctx, "delete grant", tx)

@@ -193,7 +193,9 @@ func (s *Store) InboxInvitation(ctx context.Context, email, kind, id string) (do
 // that allows the change (answered meanwhile, revoked, ...).
 var ErrStateChanged = errors.New("the invitation changed meanwhile")
 
-func (s *Store) updateInvitation(ctx context.Context, op string, ref domain.InvitationRef, in *dynamodb.UpdateItemInput) (domain.Invitation, error) {
+// updateInvitation runs in on the invitation ref; pinned is whether its
+// condition names a version (atVersions), whose failure is then ErrChanged.
+func (s *Store) updateInvitation(ctx context.Context, op string, ref domain.InvitationRef, pinned bool, in *dynamodb.UpdateItemInput) (domain.Invitation, error) {
 	in.TableName = aws.String(s.table)
 	in.Key = key(invitationsPK(ref.Account), invitationSK(ref.Kind, ref.ID))
 	in.ReturnValues = types.ReturnValueAllNew
@@ -202,6 +204,9 @@ func (s *Store) updateInvitation(ctx context.Context, op string, ref domain.Invi
 	}
 	in.ExpressionAttributeNames["#st"] = "state"
 	res, err := s.db.UpdateItem(ctx, in)
+	if ddb.IsConditionFailed(err) && pinned {
+		return domain.Invitation{}, ErrChanged
+	}
 	if ddb.IsConditionFailed(err) {
 		return domain.Invitation{}, ErrStateChanged
 	}
@@ -232,13 +237,13 @@ func (s *Store) MarkInvitationSent(ctx context.Context, inv domain.Invitation) (
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      key(k.PK, k.SK),
-		UpdateExpression:         aws.String("SET #st = :sent, sent = :at, updated = :at, GSI1PK = :gpk, GSI1SK = :gsk, GSI3PK = :ipk, GSI3SK = :isk"),
+		UpdateExpression:         aws.String("SET #st = :sent, sent = :at, updated = :at, GSI1PK = :gpk, GSI1SK = :gsk, GSI3PK = :ipk, GSI3SK = :isk, " + bumpVersion),
 		ConditionExpression:      aws.String("attribute_exists(PK) AND #st = :queued"),
 		ExpressionAttributeNames: map[string]string{"#st": "state"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
+		ExpressionAttributeValues: withBump(map[string]types.AttributeValue{
 			":queued": avStr(domain.InvitationQueued), ":sent": avStr(domain.InvitationSent), ":at": at,
 			":gpk": avStr(k.GSI1PK), ":gsk": avStr(k.GSI1SK), ":ipk": avStr(k.GSI3PK), ":isk": avStr(k.GSI3SK),
-		},
+		}),
 	})
 	if ddb.IsConditionFailed(err) {
 		return domain.Invitation{}, ErrStateChanged
@@ -246,6 +251,7 @@ func (s *Store) MarkInvitationSent(ctx context.Context, inv domain.Invitation) (
 	if err != nil {
 		return domain.Invitation{}, wrap("mark invitation sent", err)
 	}
+	inv.Version++
 	return inv, nil
 }
 
@@ -253,46 +259,54 @@ func (s *Store) MarkInvitationSent(ctx context.Context, inv domain.Invitation) (
 // be sent again (ErrStateChanged once answered), and writes its outbox
 // marker m in the same transaction. It stays in the invitee's inbox if it
 // was delivered before. inv is the invitation as read; the result is inv
-// as requeued.
-func (s *Store) RequeueInvitation(ctx context.Context, inv domain.Invitation, m *OutboxMarker) (domain.Invitation, error) {
+// as requeued. With versions (a request's If-Match) only an invitation at
+// one of them changes: ErrChanged otherwise.
+func (s *Store) RequeueInvitation(ctx context.Context, inv domain.Invitation, m *OutboxMarker, versions ...int) (domain.Invitation, error) {
 	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
 	now := s.now()
 	mput, err := s.outboxPut(m, invitationOutboxPK(inv))
 	if err != nil {
 		return domain.Invitation{}, err
 	}
+	cond, vals := atVersions("attribute_exists(PK) AND (#st = :queued OR #st = :sent)", withBump(map[string]types.AttributeValue{
+		":sent": avStr(domain.InvitationSent), ":queued": avStr(domain.InvitationQueued), ":now": avStr(now.Format(timeLayout)),
+	}), versions)
 	err = s.transact(ctx, "requeue invitation", []types.TransactWriteItem{{Update: &types.Update{
-		TableName:                aws.String(s.table),
-		Key:                      key(invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID)),
-		UpdateExpression:         aws.String("SET #st = :queued, updated = :now"),
-		ConditionExpression:      aws.String("attribute_exists(PK) AND (#st = :queued OR #st = :sent)"),
-		ExpressionAttributeNames: map[string]string{"#st": "state"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":sent": avStr(domain.InvitationSent), ":queued": avStr(domain.InvitationQueued), ":now": avStr(now.Format(timeLayout)),
-		},
+		TableName:                 aws.String(s.table),
+		Key:                       key(invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID)),
+		UpdateExpression:          aws.String("SET #st = :queued, updated = :now, " + bumpVersion),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  map[string]string{"#st": "state"},
+		ExpressionAttributeValues: vals,
 	}}, mput})
+	if txConditionFailedAt(err, 0) && len(versions) > 0 {
+		return domain.Invitation{}, ErrChanged
+	}
 	if txConditionFailedAt(err, 0) {
 		return domain.Invitation{}, ErrStateChanged
 	}
 	if err != nil {
 		return domain.Invitation{}, err
 	}
-	inv.State, inv.Updated = domain.InvitationQueued, now
+	inv.State, inv.Updated, inv.Version = domain.InvitationQueued, now, inv.Version+1
 	return inv, nil
 }
 
 // DeclineInvitation records the invitee's refusal of an unanswered
 // invitation (ErrStateChanged once answered). The invitation as read
-// names the invitee's inbox, which lists it too.
-func (s *Store) DeclineInvitation(ctx context.Context, inv domain.Invitation) (domain.Invitation, error) {
+// names the invitee's inbox, which lists it too. With versions (a
+// request's If-Match) only an invitation at one of them changes:
+// ErrChanged otherwise.
+func (s *Store) DeclineInvitation(ctx context.Context, inv domain.Invitation, versions ...int) (domain.Invitation, error) {
 	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
-	return s.updateInvitation(ctx, "decline invitation", inv.Ref(), &dynamodb.UpdateItemInput{
-		UpdateExpression:    aws.String("SET #st = :declined, updated = :now"),
-		ConditionExpression: aws.String("attribute_exists(PK) AND (#st = :queued OR #st = :sent)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":sent": avStr(domain.InvitationSent), ":queued": avStr(domain.InvitationQueued), ":declined": avStr(domain.InvitationDeclined),
-			":now": avStr(s.now().Format(timeLayout)),
-		},
+	cond, vals := atVersions("attribute_exists(PK) AND (#st = :queued OR #st = :sent)", withBump(map[string]types.AttributeValue{
+		":sent": avStr(domain.InvitationSent), ":queued": avStr(domain.InvitationQueued), ":declined": avStr(domain.InvitationDeclined),
+		":now": avStr(s.now().Format(timeLayout)),
+	}), versions)
+	return s.updateInvitation(ctx, "decline invitation", inv.Ref(), len(versions) > 0, &dynamodb.UpdateItemInput{
+		UpdateExpression:          aws.String("SET #st = :declined, updated = :now, " + bumpVersion),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeValues: vals,
 	})
 }
 
@@ -300,8 +314,10 @@ func (s *Store) DeclineInvitation(ctx context.Context, inv domain.Invitation) (d
 // one transaction: the grant exists exactly when the invitation says
 // accepted. ErrStateChanged when the invitation was answered or revoked
 // meanwhile, ErrAlreadyHeld when principal holds the role or group already,
-// domain.ErrNotFound when the role or group no longer exists.
-func (s *Store) AcceptInvitation(ctx context.Context, inv domain.Invitation, principal string) (domain.Invitation, error) {
+// domain.ErrNotFound when the role or group no longer exists. With
+// versions (a request's If-Match) only an invitation at one of them
+// changes: ErrChanged otherwise.
+func (s *Store) AcceptInvitation(ctx context.Context, inv domain.Invitation, principal string, versions ...int) (domain.Invitation, error) {
 	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
 	now := s.now()
 	g := inv.Grant(principal, now)
@@ -310,17 +326,18 @@ func (s *Store) AcceptInvitation(ctx context.Context, inv domain.Invitation, pri
 		return domain.Invitation{}, err
 	}
 	ts := now.Format(timeLayout)
+	cond, vals := atVersions("attribute_exists(PK) AND (#st = :queued OR #st = :sent)", withBump(map[string]types.AttributeValue{
+		":accepted": avStr(domain.InvitationAccepted), ":queued": avStr(domain.InvitationQueued), ":sent": avStr(domain.InvitationSent),
+		":now": avStr(ts), ":p": avStr(principal),
+	}), versions)
 	tx := []types.TransactWriteItem{
 		{Update: &types.Update{
-			TableName:                aws.String(s.table),
-			Key:                      key(invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID)),
-			UpdateExpression:         aws.String("SET #st = :accepted, accepted = :now, updated = :now, principal = :p"),
-			ConditionExpression:      aws.String("attribute_exists(PK) AND (#st = :queued OR #st = :sent)"),
-			ExpressionAttributeNames: map[string]string{"#st": "state"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":accepted": avStr(domain.InvitationAccepted), ":queued": avStr(domain.InvitationQueued), ":sent": avStr(domain.InvitationSent),
-				":now": avStr(ts), ":p": avStr(principal),
-			},
+			TableName:                 aws.String(s.table),
+			Key:                       key(invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID)),
+			UpdateExpression:          aws.String("SET #st = :accepted, accepted = :now, updated = :now, principal = :p, " + bumpVersion),
+			ConditionExpression:       aws.String(cond),
+			ExpressionAttributeNames:  map[string]string{"#st": "state"},
+			ExpressionAttributeValues: vals,
 		}},
 		gput,
 		s.targetCheck(inv),
@@ -332,10 +349,12 @@ func (s *Store) AcceptInvitation(ctx context.Context, inv domain.Invitation, pri
 			if r.Code != ddb.ReasonConditionalCheckFailed {
 				continue
 			}
-			switch r.Index {
-			case 0:
+			switch {
+			case r.Index == 0 && len(versions) > 0:
+				return domain.Invitation{}, ErrChanged
+			case r.Index == 0:
 				return domain.Invitation{}, ErrStateChanged
-			case 1:
+			case r.Index == 1:
 				return domain.Invitation{}, ErrAlreadyHeld
 			default:
 				return domain.Invitation{}, domain.ErrNotFound
@@ -345,7 +364,7 @@ func (s *Store) AcceptInvitation(ctx context.Context, inv domain.Invitation, pri
 	if err != nil {
 		return domain.Invitation{}, err
 	}
-	inv.State, inv.Accepted, inv.Updated, inv.Principal = domain.InvitationAccepted, &now, now, principal
+	inv.State, inv.Accepted, inv.Updated, inv.Principal, inv.Version = domain.InvitationAccepted, &now, now, principal, inv.Version+1
 	return inv, nil
 }
 
@@ -353,16 +372,17 @@ func (s *Store) AcceptInvitation(ctx context.Context, inv domain.Invitation, pri
 // accepted, the grant it made goes in the same transaction, so the access
 // it gave ends with the very next request. It deletes only the invitation
 // as read (ErrStateChanged if it was answered meanwhile: read and retry).
-func (s *Store) DeleteInvitation(ctx context.Context, inv domain.Invitation) error {
+// With versions (a request's If-Match) only an invitation at one of them
+// goes: ErrChanged otherwise.
+func (s *Store) DeleteInvitation(ctx context.Context, inv domain.Invitation, versions ...int) error {
 	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
+	cond, vals := atVersions("attribute_exists(PK) AND #st = :st", map[string]types.AttributeValue{":st": avStr(inv.State)}, versions)
 	tx := []types.TransactWriteItem{{Delete: &types.Delete{
-		TableName:                aws.String(s.table),
-		Key:                      key(invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID)),
-		ConditionExpression:      aws.String("attribute_exists(PK) AND #st = :st"),
-		ExpressionAttributeNames: map[string]string{"#st": "state"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":st": avStr(inv.State),
-		},
+		TableName:                 aws.String(s.table),
+		Key:                       key(invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID)),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  map[string]string{"#st": "state"},
+		ExpressionAttributeValues: vals,
 	}}, {Delete: &types.Delete{TableName: aws.String(s.table), Key: key(invitationRefPK(inv.ID), skInvitationRef)}}}
 	if inv.State == domain.InvitationAccepted && inv.Principal != "" {
 		// Only the grant this invitation made: one made by another
@@ -381,6 +401,9 @@ func (s *Store) DeleteInvitation(ctx context.Context, inv domain.Invitation) err
 	var txe *ddb.TxCanceledError
 	if errors.As(err, &txe) {
 		for _, r := range txe.Reasons {
+			if r.Code == ddb.ReasonConditionalCheckFailed && r.Index == 0 && len(versions) > 0 {
+				return ErrChanged
+			}
 			if r.Code == ddb.ReasonConditionalCheckFailed && r.Index == 0 {
 				return ErrStateChanged
 			}
@@ -390,7 +413,7 @@ func (s *Store) DeleteInvitation(ctx context.Context, inv domain.Invitation) err
 			// (it left this one's grant and accepted another): only the
 			// invitation goes.
 			inv.Principal = ""
-			return s.DeleteInvitation(ctx, inv)
+			return s.DeleteInvitation(ctx, inv, versions...)
 		}
 	}
 	return err

@@ -175,10 +175,24 @@ func (s *Store) LogArchiveData(ctx context.Context, a domain.LogArchive) ([]byte
 
 // DeleteLogArchive deletes an archive, header and chunks, in one
 // transaction: it is served whole or not at all.
-func (s *Store) DeleteLogArchive(ctx context.Context, a domain.LogArchive) error {
-	items := []types.TransactWriteItem{{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(logArchivesPK(a.Account), LogArchiveSK(a.App, a.Type, a.From, a.To))}}}
+//
+// pinned (a request's If-Match) deletes a only as read, the file it
+// names (an archive prepared again for the same range has another):
+// anything else, missing included, is ErrChanged.
+func (s *Store) DeleteLogArchive(ctx context.Context, a domain.LogArchive, pinned bool) error {
+	meta := &types.Delete{TableName: aws.String(s.table), Key: key(logArchivesPK(a.Account), LogArchiveSK(a.App, a.Type, a.From, a.To))}
+	if pinned {
+		meta.ConditionExpression = aws.String("#b = :b")
+		meta.ExpressionAttributeNames = map[string]string{"#b": "blob"}
+		meta.ExpressionAttributeValues = map[string]types.AttributeValue{":b": avStr(a.Blob)}
+	}
+	items := []types.TransactWriteItem{{Delete: meta}}
 	for n := 0; n < a.Chunks; n++ {
 		items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(logArchiveBlobPK(a.Account, a.Blob), logArchiveChunkSK(n))}})
 	}
-	return s.transact(ctx, "delete log archive", items)
+	err := s.transact(ctx, "delete log archive", items)
+	if pinned && txConditionFailedAt(err, 0) {
+		return ErrChanged
+	}
+	return err
 }

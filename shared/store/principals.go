@@ -62,15 +62,17 @@ func (s *Store) PageUsers(ctx context.Context, after string, desc bool, n int) (
 	return pageOf[domain.Principal](ctx, s, usersPage, after, desc, n)
 }
 
-// UpdatePrincipal sets a principal's display name and phone number.
-func (s *Store) UpdatePrincipal(ctx context.Context, id string, c PrincipalChange) (domain.Principal, error) {
+// UpdatePrincipal sets a principal's display name and phone number. With
+// versions (a request's If-Match) only a principal at one of them
+// changes: any other state, missing included, is ErrChanged.
+func (s *Store) UpdatePrincipal(ctx context.Context, id string, c PrincipalChange, versions ...int) (domain.Principal, error) {
 	// A service user's changes go through UpdateServiceUser; USERS names
 	// this one's collection when it is a user (the list checks).
 	ctx = withLists(ctx, principalPK(id), skPrincipal, gsiUsers)
-	set := []string{"updated = :u"}
+	set := []string{"updated = :u", bumpVersion}
 	var remove []string
 	names := map[string]string{}
-	vals := map[string]types.AttributeValue{":u": avStr(s.now().Format(timeLayout))}
+	cond, vals := atVersions("attribute_exists(PK)", withBump(map[string]types.AttributeValue{":u": avStr(s.now().Format(timeLayout))}), versions)
 	if c.Name != nil {
 		set = append(set, "#n = :n")
 		names["#n"] = "name"
@@ -93,7 +95,7 @@ func (s *Store) UpdatePrincipal(ctx context.Context, id string, c PrincipalChang
 		TableName:                 aws.String(s.table),
 		Key:                       key(principalPK(id), skPrincipal),
 		UpdateExpression:          aws.String(expr),
-		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeValues: vals,
 		ReturnValues:              types.ReturnValueAllNew,
 	}
@@ -101,6 +103,9 @@ func (s *Store) UpdatePrincipal(ctx context.Context, id string, c PrincipalChang
 		in.ExpressionAttributeNames = names
 	}
 	res, err := s.db.UpdateItem(ctx, in)
+	if ddb.IsConditionFailed(err) && len(versions) > 0 {
+		return domain.Principal{}, ErrChanged
+	}
 	if ddb.IsConditionFailed(err) {
 		return domain.Principal{}, domain.ErrNotFound
 	}

@@ -70,6 +70,47 @@ func ReapplyIf(ctx context.Context, pinned bool, change func(ctx context.Context
 	return err
 }
 
+// Precondition is what a request's If-Match asks of the state its change
+// is based on (apigw.Precondition): whether it names one at all, and
+// whether the resource whose current entity tag is etag is at it (nil) or
+// not (the 412 answer).
+type Precondition interface {
+	Set() bool
+	Check(etag string) error
+}
+
+// Edit is the one read-modify-write of a resource under a request's
+// precondition (docs/api.md#conditional-requests): read reads the
+// resource as it is, pre judges it by its entity tag (tag), and write
+// writes the next state on condition that the item is still at the
+// version read, returning ErrChanged when it is not; the version check is
+// that condition, with no round trip of its own. Without a precondition a
+// lost race reads and applies again (Reapply); with one the change applies
+// once, and a lost race is ErrStale (ReapplyIf).
+func Edit[T any](ctx context.Context, pre Precondition, read func(ctx context.Context) (T, error), tag func(T) string, write func(ctx context.Context, cur T) error) error {
+	return ReapplyIf(ctx, pre.Set(), func(ctx context.Context) error {
+		cur, err := read(ctx)
+		if err != nil {
+			return err
+		}
+		if err := pre.Check(tag(cur)); err != nil {
+			return err
+		}
+		return write(ctx, cur)
+	})
+}
+
+// Pinned is the versions a write conditions on when it is based on a read
+// at version v, under pre (inside Edit): v when pre names a state, which
+// the read has passed; none otherwise, the write's usual condition being
+// all it needs.
+func Pinned(pre Precondition, v int) []int {
+	if !pre.Set() {
+		return nil
+	}
+	return []int{v}
+}
+
 // answerReserve is the time a request keeps after its last attempt to
 // answer. A function still running at its deadline has failed (Lambda's
 // "Task timed out", a 500), so an attempt that contention or throttling
@@ -114,6 +155,20 @@ func reapply(ctx context.Context, p retry.Policy, change func(ctx context.Contex
 			return werr
 		}
 	}
+}
+
+// bumpVersion is the SET clause that moves an item to its next version,
+// for an update that does not read the item first; an item written before
+// its kind had a version goes from 0 to 1. Its values: withBump.
+const bumpVersion = "version = if_not_exists(version, :vzero) + :vone"
+
+// withBump adds bumpVersion's values to vals.
+func withBump(vals map[string]types.AttributeValue) map[string]types.AttributeValue {
+	if vals == nil {
+		vals = map[string]types.AttributeValue{}
+	}
+	vals[":vzero"], vals[":vone"] = avNum(0), avNum(1)
+	return vals
 }
 
 // atVersions extends a write's condition cond (with its values vals) so

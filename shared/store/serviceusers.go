@@ -78,14 +78,16 @@ func (s *Store) GetServiceUser(ctx context.Context, account, id string) (domain.
 }
 
 // UpdateServiceUser sets the name and description of a service user of an
-// account (nil leaves a field as it is; "" empties it).
-func (s *Store) UpdateServiceUser(ctx context.Context, account, id string, name, description *string) (domain.ServiceUser, error) {
+// account (nil leaves a field as it is; "" empties it). With versions (a
+// request's If-Match) only a service user at one of them changes: any
+// other state, missing included, is ErrChanged.
+func (s *Store) UpdateServiceUser(ctx context.Context, account, id string, name, description *string, versions ...int) (domain.ServiceUser, error) {
 	ctx = withLists(ctx, principalPK(id), skPrincipal, serviceUsersGSI(account))
-	set := []string{"updated = :u"}
+	set := []string{"updated = :u", bumpVersion}
 	names := map[string]string{"#acct": "account", "#kind": "kind"}
-	vals := map[string]types.AttributeValue{
+	cond, vals := atVersions("attribute_exists(PK) AND #kind = :kind AND #acct = :acct", withBump(map[string]types.AttributeValue{
 		":u": avStr(s.now().Format(timeLayout)), ":acct": avStr(account), ":kind": avStr(domain.KindServiceUser),
-	}
+	}), versions)
 	for _, f := range []struct {
 		attr string
 		v    *string
@@ -101,11 +103,14 @@ func (s *Store) UpdateServiceUser(ctx context.Context, account, id string, name,
 		TableName:                 aws.String(s.table),
 		Key:                       key(principalPK(id), skPrincipal),
 		UpdateExpression:          aws.String(expr),
-		ConditionExpression:       aws.String("attribute_exists(PK) AND #kind = :kind AND #acct = :acct"),
+		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: vals,
 		ReturnValues:              types.ReturnValueAllNew,
 	})
+	if ddb.IsConditionFailed(err) && len(versions) > 0 {
+		return domain.ServiceUser{}, ErrChanged
+	}
 	if ddb.IsConditionFailed(err) {
 		return domain.ServiceUser{}, domain.ErrNotFound
 	}
@@ -121,8 +126,10 @@ func (s *Store) UpdateServiceUser(ctx context.Context, account, id string, name,
 // of its keys authenticates (the authorizer needs the principal item), so
 // its access ends at once. Its keys and grants (its partition) and the
 // invitations addressed to it go in the same transaction when they fit,
-// otherwise right after (see commit).
-func (s *Store) DeleteServiceUser(ctx context.Context, account, id string) (domain.ServiceUser, error) {
+// otherwise right after (see commit). pre, when given, judges the service
+// user and its keys as read (a request's If-Match): the delete is then
+// conditional on the version read, and a change since is ErrChanged.
+func (s *Store) DeleteServiceUser(ctx context.Context, account, id string, pre ...func(domain.ServiceUser, []domain.AccessKey) error) (domain.ServiceUser, error) {
 	ctx = withLists(ctx, principalPK(id), skPrincipal, serviceUsersGSI(account))
 	// The email follows from the ids, so the invitations addressed to the
 	// service user are read in parallel with it.
@@ -133,13 +140,17 @@ func (s *Store) DeleteServiceUser(ctx context.Context, account, id string) (doma
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) { u, err = s.GetServiceUser(gctx, account, id); return err })
 	g.Go(func() (err error) {
-		part, err = s.query(gctx, "query service user partition", &dynamodb.QueryInput{
+		q := &dynamodb.QueryInput{
 			KeyConditionExpression: aws.String("PK = :pk"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":pk": avStr(principalPK(id)),
 			},
 			ProjectionExpression: aws.String("PK, SK"),
-		}, 0)
+		}
+		if len(pre) > 0 {
+			q.ProjectionExpression = nil // the keys too, for pre
+		}
+		part, err = s.query(gctx, "query service user partition", q, 0)
 		return err
 	})
 	g.Go(func() (err error) {
@@ -155,15 +166,35 @@ func (s *Store) DeleteServiceUser(ctx context.Context, account, id string) (doma
 	if err := g.Wait(); err != nil {
 		return domain.ServiceUser{}, err
 	}
+	var versions []int
+	if len(pre) > 0 {
+		var keyItems []map[string]types.AttributeValue
+		for _, it := range part {
+			if sk, ok := it[AttrSK].(*types.AttributeValueMemberS); ok && strings.HasPrefix(sk.Value, prefixKey) {
+				keyItems = append(keyItems, it)
+			}
+		}
+		keys, err := unmarshalAll[domain.AccessKey](keyItems)
+		if err != nil {
+			return domain.ServiceUser{}, err
+		}
+		for _, check := range pre {
+			if err := check(u, keys); err != nil {
+				return domain.ServiceUser{}, err
+			}
+		}
+		versions = []int{u.Version}
+	}
+	cond, vals := atVersions("attribute_exists(PK) AND #kind = :kind AND #acct = :acct", map[string]types.AttributeValue{
+		":acct": avStr(account), ":kind": avStr(domain.KindServiceUser),
+	}, versions)
 	must := []types.TransactWriteItem{
 		{Delete: &types.Delete{
-			TableName:                aws.String(s.table),
-			Key:                      key(principalPK(id), skPrincipal),
-			ConditionExpression:      aws.String("attribute_exists(PK) AND #kind = :kind AND #acct = :acct"),
-			ExpressionAttributeNames: map[string]string{"#acct": "account", "#kind": "kind"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":acct": avStr(account), ":kind": avStr(domain.KindServiceUser),
-			},
+			TableName:                 aws.String(s.table),
+			Key:                       key(principalPK(id), skPrincipal),
+			ConditionExpression:       aws.String(cond),
+			ExpressionAttributeNames:  map[string]string{"#acct": "account", "#kind": "kind"},
+			ExpressionAttributeValues: vals,
 		}},
 		{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(emailPK(u.Email), skEmail)}},
 		s.usageOp(account, domain.Quota{Kind: domain.ResourceServiceUsers}, -1),
@@ -195,6 +226,8 @@ func (s *Store) DeleteServiceUser(ctx context.Context, account, id string) (doma
 	must = append(must, invTx...)
 	err := s.commit(ctx, "delete service user", must, append(cleanup, invRest...))
 	switch {
+	case txConditionFailedAt(err, 0) && len(pre) > 0:
+		return domain.ServiceUser{}, ErrChanged
 	case txConditionFailedAt(err, 0):
 		return domain.ServiceUser{}, domain.ErrNotFound
 	case errors.Is(err, ddb.ErrConditionFailed):

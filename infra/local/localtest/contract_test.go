@@ -146,6 +146,28 @@ func TestContractRefusesWhatTheServerRefuses(t *testing.T) {
 		{"a method that is none", "PATCH", "/v2/tests/smoke", "application/json", `{"probabilities":1,"models":{"browse":` + strings.Replace(session, `"GET"`, `"FETCH"`, 1) + `}}`, "method"},
 		{"a relative URL", "PATCH", "/v2/tests/smoke", "application/json", `{"probabilities":1,"models":{"browse":` + strings.Replace(session, "https://shop.example.com/", "/home", 1) + `}}`, "url"},
 		{"a resolution of more than ten years", "GET", "/v2/applications/k3x9q2/metrics?resolution=316224010", "", "", "resolution"},
+		// The text rule (docs/api.md#text): no control character in any
+		// string, at any depth; tab and newline where a field is lines.
+		{"a set", "POST", "/v2/address-sets", "application/json", `{"name":"office","type":"manual","description":"HQ"}`, ""},
+		{"a bell in a description", "POST", "/v2/address-sets", "application/json", `{"name":"office","type":"manual","description":"ding\u0007"}`, "description"},
+		{"an escape sequence in a description", "POST", "/v2/address-sets", "application/json", `{"name":"office","type":"manual","description":"\u001b[2Jhacked"}`, "description"},
+		{"a NUL in a name", "POST", "/v2/address-sets", "application/json", `{"name":"office\u0000","type":"manual"}`, "name"},
+		{"a NUL in an entry's description", "POST", "/v2/address-sets", "application/json", `{"name":"office","type":"manual","entries":[{"address":"192.0.2.1","description":"\u0000"}]}`, "description"},
+		{"a C1 control in a role name", "POST", "/v2/accounts/k3x9q2/roles", "application/json", `{"name":"Reader\u0085"}`, "name"},
+		{"a newline in a user's name", "POST", "/v2/users", "application/json", `{"email":"ada@example.com","name":"Ada\nLovelace"}`, "name"},
+		{"lines in a log message", "POST", "/v2/applications/k3x9q2/logs", "application/json", strings.Replace(log, `"up"`, `"up\n\tagain"`, 1), ""},
+		{"a bell in a log message", "POST", "/v2/applications/k3x9q2/logs", "application/json", strings.Replace(log, `"up"`, `"up\u0007"`, 1), "message"},
+		// Lengths and formats the handlers enforce.
+		{"a role name of 51 characters", "POST", "/v2/accounts/k3x9q2/roles", "application/json", `{"name":"` + strings.Repeat("r", 51) + `"}`, "name"},
+		{"a service user name of 33 characters", "POST", "/v2/accounts/k3x9q2/service-users", "application/json", `{"name":"` + strings.Repeat("s", 33) + `"}`, "name"},
+		{"a page control name of 51 characters", "POST", "/v2/applications/k3x9q2/pagecontrols", "application/json", `{"name":"` + strings.Repeat("p", 51) + `","mode":"request","conditions":{},"actions":[]}`, "name"},
+		{"an action secret that is not base64", "POST", "/v2/applications/k3x9q2/actions", "application/json", `{"id":"ping","url":"https://ops.example.com/ping","secret_key":"not base64!"}`, "secret_key"},
+		{"an entitlement patch that changes nothing", "PATCH", "/v2/accounts/k3x9q2/entitlements/e1", "application/json", `{}`, "properties"},
+		// prepare-for-download's parameters.
+		{"an archive of an hour", "POST", "/v2/tasks", "application/json", `{"type":"prepare-for-download","parameters":{"reference":"/v2/archived-logs/applications/k3x9q2/custom","from":"2026-11-27T10:00:00Z","to":"2026-11-27T11:00:00Z","retention":5}}`, ""},
+		{"an archive off the hour", "POST", "/v2/tasks", "application/json", `{"type":"prepare-for-download","parameters":{"reference":"/v2/archived-logs/applications/k3x9q2/custom","from":"2026-11-27T10:01:00Z","to":"2026-11-27T11:00:00Z"}}`, "from"},
+		{"an archive kept two days", "POST", "/v2/tasks", "application/json", `{"type":"prepare-for-download","parameters":{"reference":"/v2/archived-logs/applications/k3x9q2/custom","from":"2026-11-27T10:00:00Z","to":"2026-11-27T11:00:00Z","retention":2}}`, "retention"},
+		{"an archive of no reference", "POST", "/v2/tasks", "application/json", `{"type":"prepare-for-download","parameters":{"from":"2026-11-27T10:00:00Z","to":"2026-11-27T11:00:00Z"}}`, "reference"},
 	}
 	// kin-openapi's request validator leaves out some of JSON Schema
 	// 2020-12 (if/then/else); the body is also checked in the document's
@@ -154,6 +176,7 @@ func TestContractRefusesWhatTheServerRefuses(t *testing.T) {
 		"/v2/applications/k3x9q2/logs":     "/components/schemas/CustomLog",
 		"/v2/accounts/k3x9q2/entitlements": "/components/schemas/EntitlementCreate",
 		"/v2/tests/smoke":                  "/components/schemas/TestConfiguration",
+		"/v2/tasks":                        "/components/schemas/TaskCreate",
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
