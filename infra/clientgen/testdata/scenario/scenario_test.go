@@ -176,7 +176,7 @@ func TestScenario(t *testing.T) {
 		ogenclient.GetAccountsByIdEntitlementsByEntitlementIdParams{ID: sub, EntitlementID: entID})))
 	want[*ogenclient.EntitlementHeaders](t, r(op.PatchAccountsByIdEntitlementsByEntitlementId(ctx, &ogenclient.EntitlementPatch{Quantity: ogenclient.NewOptInt(6)},
 		ogenclient.PatchAccountsByIdEntitlementsByEntitlementIdParams{ID: sub, EntitlementID: entID, IfMatch: ogenclient.NewOptString(ent.ETag.Value)})))
-	want[*ogenclient.EntitlementHeaders](t, r(op.DeleteAccountsByIdEntitlementsByEntitlementId(ctx,
+	want[*ogenclient.Entitlement](t, r(op.DeleteAccountsByIdEntitlementsByEntitlementId(ctx,
 		ogenclient.DeleteAccountsByIdEntitlementsByEntitlementIdParams{ID: sub, EntitlementID: entID})))
 
 	// ------------------------------------------------------------ roles, groups
@@ -284,8 +284,8 @@ func TestScenario(t *testing.T) {
 
 	want[*ogenclient.ServiceUser](t, r(op.DeleteAccountsByIdServiceUsersByServiceUserId(ctx,
 		ogenclient.DeleteAccountsByIdServiceUsersByServiceUserIdParams{ID: root, ServiceUserID: su.ID})))
-	want[*ogenclient.GroupHeaders](t, r(op.DeleteAccountsByIdGroupsByGroupId(ctx, ogenclient.DeleteAccountsByIdGroupsByGroupIdParams{ID: root, GroupID: group.ID})))
-	want[*ogenclient.RoleHeaders](t, r(op.DeleteAccountsByIdRolesByRoleId(ctx, ogenclient.DeleteAccountsByIdRolesByRoleIdParams{ID: root, RoleID: role.ID})))
+	want[*ogenclient.Group](t, r(op.DeleteAccountsByIdGroupsByGroupId(ctx, ogenclient.DeleteAccountsByIdGroupsByGroupIdParams{ID: root, GroupID: group.ID})))
+	want[*ogenclient.Role](t, r(op.DeleteAccountsByIdRolesByRoleId(ctx, ogenclient.DeleteAccountsByIdRolesByRoleIdParams{ID: root, RoleID: role.ID})))
 
 	// ------------------------------------------------------------ applications
 	alias := "clientgen-" + run + ".example.com"
@@ -304,7 +304,7 @@ func TestScenario(t *testing.T) {
 	want[*ogenclient.ActionHeaders](t, r(op.PatchApplicationsByIdActionsByActionId(ctx,
 		&ogenclient.PatchApplicationsByIdActionsByActionIdApplicationJSON{Description: ogenclient.NewOptString("pings")},
 		ogenclient.PatchApplicationsByIdActionsByActionIdParams{ID: app.ID, ActionID: act.ID})))
-	want[*ogenclient.ActionHeaders](t, r(op.DeleteApplicationsByIdActionsByActionId(ctx, ogenclient.DeleteApplicationsByIdActionsByActionIdParams{ID: app.ID, ActionID: act.ID})))
+	want[*ogenclient.Action](t, r(op.DeleteApplicationsByIdActionsByActionId(ctx, ogenclient.DeleteApplicationsByIdActionsByActionIdParams{ID: app.ID, ActionID: act.ID})))
 
 	pc := want[*ogenclient.PageControlHeaders](t, r(op.PostApplicationsByIdPagecontrols(ctx, &ogenclient.PageControlInput{
 		Name: ogenclient.NewOptString("Block bots"), Mode: ogenclient.NewOptString("request"),
@@ -321,7 +321,7 @@ func TestScenario(t *testing.T) {
 	want[*ogenclient.GetApplicationsByIdWebcontrolsOKHeaders](t, r(op.GetApplicationsByIdWebcontrols(ctx, ogenclient.GetApplicationsByIdWebcontrolsParams{ID: app.ID})))
 	want[*ogenclient.WebControl](t, r(op.GetApplicationsByIdWebcontrolsByWebcontrolId(ctx,
 		ogenclient.GetApplicationsByIdWebcontrolsByWebcontrolIdParams{ID: app.ID, WebcontrolID: pc.ID})))
-	want[*ogenclient.PageControlHeaders](t, r(op.DeleteApplicationsByIdPagecontrolsByPagecontrolId(ctx,
+	want[*ogenclient.PageControl](t, r(op.DeleteApplicationsByIdPagecontrolsByPagecontrolId(ctx,
 		ogenclient.DeleteApplicationsByIdPagecontrolsByPagecontrolIdParams{ID: app.ID, PagecontrolID: pc.ID})))
 
 	// ------------------------------------------------------------ tasks
@@ -415,7 +415,7 @@ func TestScenario(t *testing.T) {
 		GroupBy: ogenclient.NewOptString("request_path")}))).Response
 	want[*ogenclient.GetMetricPrototypesOKHeaders](t, r(op.GetMetricPrototypes(ctx, ogenclient.GetMetricPrototypesParams{})))
 	want[*ogenclient.MetricPrototypeHeaders](t, r(op.GetMetricPrototypesById(ctx, ogenclient.GetMetricPrototypesByIdParams{ID: proto.ID})))
-	want[*ogenclient.MetricPrototypeHeaders](t, r(op.DeleteMetricPrototypesById(ctx, ogenclient.DeleteMetricPrototypesByIdParams{ID: proto.ID})))
+	want[*ogenclient.MetricPrototype](t, r(op.DeleteMetricPrototypesById(ctx, ogenclient.DeleteMetricPrototypesByIdParams{ID: proto.ID})))
 
 	// ------------------------------------------------------------ application tests
 	// The configuration as JSON (typed by the contract), then as a tar.
@@ -434,7 +434,7 @@ func TestScenario(t *testing.T) {
 
 	// ------------------------------------------------------------ deletes
 	task(ogenclient.TaskCreateTypeStop, app.Href, nil)
-	want[*ogenclient.ApplicationHeaders](t, r(op.DeleteApplicationsById(ctx, ogenclient.DeleteApplicationsByIdParams{ID: app.ID})))
+	want[*ogenclient.Application](t, r(op.DeleteApplicationsById(ctx, ogenclient.DeleteApplicationsByIdParams{ID: app.ID})))
 	want[*ogenclient.Account](t, r(op.DeleteAccountsById(ctx, ogenclient.DeleteAccountsByIdParams{ID: sub})))
 }
 
