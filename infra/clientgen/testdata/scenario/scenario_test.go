@@ -302,8 +302,14 @@ func TestScenario(t *testing.T) {
 	want[*ogenclient.GetApplicationsByIdActionsOKHeaders](t, r(op.GetApplicationsByIdActions(ctx, ogenclient.GetApplicationsByIdActionsParams{ID: app.ID})))
 	want[*ogenclient.ActionHeaders](t, r(op.GetApplicationsByIdActionsByActionId(ctx, ogenclient.GetApplicationsByIdActionsByActionIdParams{ID: app.ID, ActionID: act.ID})))
 	want[*ogenclient.ActionHeaders](t, r(op.PatchApplicationsByIdActionsByActionId(ctx,
-		&ogenclient.PatchApplicationsByIdActionsByActionIdApplicationJSON{Description: ogenclient.NewOptString("pings")},
+		&ogenclient.PatchApplicationsByIdActionsByActionIdApplicationJSON{Description: ogenclient.NewOptNilString("pings")},
 		ogenclient.PatchApplicationsByIdActionsByActionIdParams{ID: app.ID, ActionID: act.ID})))
+	// A merge patch's null resets a field, as the contract types it.
+	if a := want[*ogenclient.ActionHeaders](t, r(op.PatchApplicationsByIdActionsByActionId(ctx,
+		&ogenclient.PatchApplicationsByIdActionsByActionIdApplicationJSON{Description: ogenclient.OptNilString{Set: true, Null: true}},
+		ogenclient.PatchApplicationsByIdActionsByActionIdParams{ID: app.ID, ActionID: act.ID}))); a.Response.Description != "" {
+		t.Fatalf("PATCH an action's description to null: %+v", a.Response)
+	}
 	want[*ogenclient.Action](t, r(op.DeleteApplicationsByIdActionsByActionId(ctx, ogenclient.DeleteApplicationsByIdActionsByActionIdParams{ID: app.ID, ActionID: act.ID})))
 
 	pc := want[*ogenclient.PageControlHeaders](t, r(op.PostApplicationsByIdPagecontrols(ctx, &ogenclient.PageControlInput{
