@@ -2,13 +2,13 @@ package addresssets
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"cads/shared/domain"
+	"cads/shared/listmerge"
 )
 
 // member is one address of a union: the entry shown (of the live entries
@@ -176,57 +176,27 @@ func (u *union) reach(ctx context.Context, root domain.AddressSet, query func(st
 	return reached, nil
 }
 
-// merge makes the union's members of one read out of the sets' pages: at
-// most n, in the read's direction. A set read only in part bounds what is
-// known: past the last position it returned, another of its entries may
-// come, so members end at the least advanced such position (the next read
-// starts after it) and more follows.
+// merge makes the union's members of one read out of the sets' pages
+// (listmerge.Union): at most n, in the read's direction; of an address
+// several sets hold, the live entry that expires last.
 func merge(pages map[string]entryPage, sets []string, desc bool, n int, now time.Time) ([]member, []string, bool) {
-	before := func(a, b string) bool { return a < b != desc && a != b }
-	var bound string
-	bounded := false
-	for _, s := range sets {
-		p := pages[s]
-		if !p.more || len(p.pos) == 0 {
-			continue
-		}
-		if last := p.pos[len(p.pos)-1]; !bounded || before(last, bound) {
-			bound, bounded = last, true
-		}
+	sorted := make([]listmerge.Sorted, len(sets))
+	for i, s := range sets {
+		sorted[i] = listmerge.Sorted{Pos: pages[s].pos, More: pages[s].more}
 	}
 	byPos := map[string]*member{}
-	var order []string
-	for _, s := range sets {
-		p := pages[s]
-		for i, e := range p.entries {
-			pos := p.pos[i]
-			if bounded && before(bound, pos) {
-				break
-			}
-			m := byPos[pos]
-			if m == nil {
-				m = &member{e: e, set: s}
-				byPos[pos] = m
-				order = append(order, pos)
-			}
-			if !e.ExpiredAt(now) && (!m.live || later(e.Expiry, m.e.Expiry)) {
-				m.e, m.set, m.live = e, s, true
-			}
+	order, more := listmerge.Union(sorted, desc, n, func(src, i int) {
+		s := sets[src]
+		e, pos := pages[s].entries[i], pages[s].pos[i]
+		m := byPos[pos]
+		if m == nil {
+			m = &member{e: e, set: s}
+			byPos[pos] = m
 		}
-	}
-	slices.SortFunc(order, func(a, b string) int {
-		switch {
-		case a == b:
-			return 0
-		case before(a, b):
-			return -1
+		if !e.ExpiredAt(now) && (!m.live || later(e.Expiry, m.e.Expiry)) {
+			m.e, m.set, m.live = e, s, true
 		}
-		return 1
 	})
-	more := bounded
-	if len(order) > n {
-		order, more = order[:n], true
-	}
 	out := make([]member, len(order))
 	for i, pos := range order {
 		out[i] = *byPos[pos]

@@ -15,6 +15,7 @@ import (
 	"cads/shared/authz"
 	"cads/shared/domain"
 	"cads/shared/identity"
+	"cads/shared/listmerge"
 	"cads/shared/store"
 )
 
@@ -182,14 +183,9 @@ func (h *handler) ask(ctx context.Context, p apigw.Principal, acct, method, path
 	// operator's, for a tenant) still decide each candidate, but their
 	// holders are not the caller's to see: they are no source.
 	hidden := map[string]bool{}
-	if i := slices.Index(qu.target.Ancestors, p.AccountID); i >= 0 {
-		for _, above := range qu.target.Ancestors[:i] {
-			hidden[above] = true
-		}
-	} else if p.AccountID == qu.target.ID {
-		for _, above := range qu.target.Ancestors {
-			hidden[above] = true
-		}
+	chain := append(slices.Clone(qu.target.Ancestors), qu.target.ID) // root first
+	for _, above := range chain[:max(slices.Index(chain, p.AccountID), 0)] {
+		hidden[above] = true
 	}
 	grants := map[domain.RBACRef]bool{}
 	for _, role := range roles {
@@ -278,52 +274,20 @@ func (h *handler) candidates(ctx context.Context, qu *question, after string, de
 }
 
 // mergeHolders makes at most n candidates of the sources' pages, in the
-// read's direction. A source read only in part bounds what is known: past
-// its last position another holder may come, so candidates end at the
-// least advanced such position (the next read starts after it).
+// read's direction (listmerge.Union), each with every source that holds it.
 func mergeHolders(sources []source, pages []holders, desc bool, n int) ([]candidate, bool) {
-	before := func(a, b string) bool { return a != b && (a < b) != desc }
-	var bound string
-	bounded := false
-	for _, p := range pages {
-		if p.more && len(p.pos) > 0 {
-			if last := p.pos[len(p.pos)-1]; !bounded || before(last, bound) {
-				bound, bounded = last, true
-			}
-		}
-	}
-	byID := map[string]*candidate{}
-	var ids []string
+	sorted := make([]listmerge.Sorted, len(pages))
 	for i, p := range pages {
-		for _, id := range p.pos {
-			if bounded && before(bound, id) {
-				break
-			}
-			c := byID[id]
-			if c == nil {
-				c = &candidate{id: id}
-				byID[id] = c
-				ids = append(ids, id)
-			}
-			c.via = append(c.via, sources[i])
-		}
+		sorted[i] = listmerge.Sorted{Pos: p.pos, More: p.more}
 	}
-	slices.SortFunc(ids, func(a, b string) int {
-		switch {
-		case a == b:
-			return 0
-		case before(a, b):
-			return -1
-		}
-		return 1
+	via := map[string][]source{}
+	ids, more := listmerge.Union(sorted, desc, n, func(src, i int) {
+		id := pages[src].pos[i]
+		via[id] = append(via[id], sources[src])
 	})
-	more := bounded
-	if len(ids) > n {
-		ids, more = ids[:n], true
-	}
 	out := make([]candidate, len(ids))
 	for i, id := range ids {
-		out[i] = *byID[id]
+		out[i] = candidate{id: id, via: via[id]}
 	}
 	return out, more
 }
