@@ -510,8 +510,8 @@ func (h *handler) deleteAccount(r *http.Request, _ apigw.Principal) (int, any, e
 		at[i] = time.Unix(0, int64(v)).UTC()
 	}
 	a, err := h.st.DeleteAccount(r.Context(), id, at...)
-	if errors.Is(err, store.ErrChanged) {
-		return 0, nil, store.ErrStale
+	if errors.Is(err, domain.ErrChanged) {
+		return 0, nil, domain.ErrStale
 	}
 	var cleanup *store.CleanupError
 	if errors.As(err, &cleanup) {

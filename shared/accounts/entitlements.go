@@ -320,8 +320,8 @@ func (h *handler) deleteEntitlement(r *http.Request, _ apigw.Principal) (int, an
 		return 0, nil, err
 	}
 	e, err := h.st.DeleteEntitlement(r.Context(), id, eid, versions...)
-	if errors.Is(err, store.ErrChanged) {
-		return 0, nil, store.ErrStale
+	if errors.Is(err, domain.ErrChanged) {
+		return 0, nil, domain.ErrStale
 	}
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))

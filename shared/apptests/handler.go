@@ -194,7 +194,7 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 		return t.Archive
 	}
 	data, err := h.st.AppTestBlobData(ctx, p.AccountID, id, blob(t))
-	if errors.Is(err, store.ErrChanged) {
+	if errors.Is(err, domain.ErrChanged) {
 		// Replaced between the two reads: the new one is complete now.
 		if t, err = h.st.GetAppTest(ctx, p.AccountID, id); err != nil {
 			return 0, nil, notFound(err, id)

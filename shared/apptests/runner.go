@@ -142,7 +142,7 @@ func (r *runner) handle(ctx context.Context, body string) error {
 // config reads and parses the test's current configuration.
 func (r *runner) config(ctx context.Context, t domain.AppTest) (*Config, error) {
 	data, err := r.st.AppTestBlobData(ctx, t.Account, t.ID, t.Archive)
-	if errors.Is(err, store.ErrChanged) {
+	if errors.Is(err, domain.ErrChanged) {
 		if t, err = r.st.GetAppTest(ctx, t.Account, t.ID); err == nil {
 			data, err = r.st.AppTestBlobData(ctx, t.Account, t.ID, t.Archive)
 		}

@@ -110,7 +110,7 @@ func (s *Store) principalKeys(ctx context.Context, principal string) ([]domain.A
 // *CleanupError if that fails, with the key deleted). pre, when given,
 // judges the key as read (a request's If-Match): the delete is then
 // conditional on the key's use as read (the one thing of a key that
-// changes), and a use since is ErrChanged.
+// changes), and a use since is domain.ErrChanged.
 func (s *Store) DeleteKey(ctx context.Context, principal, id string, pre ...func(domain.AccessKey) error) (domain.AccessKey, error) {
 	keys, err := s.principalKeys(ctx, principal)
 	if err != nil {
@@ -159,7 +159,7 @@ func (s *Store) DeleteKey(ctx context.Context, principal, id string, pre ...func
 		err = s.commit(ctx, "delete access key", []types.TransactWriteItem{{Delete: del}}, cleanup)
 	}
 	if errors.Is(err, ddb.ErrConditionFailed) && len(pre) > 0 {
-		return domain.AccessKey{}, ErrChanged
+		return domain.AccessKey{}, domain.ErrChanged
 	}
 	if errors.Is(err, ddb.ErrConditionFailed) {
 		return domain.AccessKey{}, domain.ErrNotFound // a concurrent DELETE won

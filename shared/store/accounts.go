@@ -164,7 +164,7 @@ func (s *Store) CreateSubAccount(ctx context.Context, a domain.AccountRecord, ro
 		return fmt.Errorf("create sub-account %s: parent %q and ancestors %v disagree", a.ID, a.Parent, a.Ancestors)
 	}
 	if d := len(a.Ancestors); d > MaxAccountDepth() {
-		return conflict(fmt.Sprintf("account %s is at depth %d, the deepest an account can be (%d): an account item holds the ids of all its ancestors and DynamoDB items are limited to 400 KB; create the sub-account higher in the tree", a.Parent, d-1, MaxAccountDepth()))
+		return domain.TooDeep(a.Parent, d-1, MaxAccountDepth())
 	}
 	kvs := s.accountWrites(a.Account, a)
 	for _, r := range roles {
@@ -191,7 +191,7 @@ func (s *Store) CreateSubAccount(ctx context.Context, a domain.AccountRecord, ro
 			case 1:
 				return domain.AccountNameTaken(a.Name)
 			case parentCheck:
-				return conflict("account " + a.Parent + " is being deleted or no longer exists: no sub-account can be created in it")
+				return domain.ParentGone(a.Parent)
 			}
 		}
 	}
@@ -204,7 +204,7 @@ type accountName struct {
 
 // UpdateAccount changes the account item from prev to next, only if the
 // stored account is still prev (same `updated`) and is not being deleted
-// (ErrChanged otherwise: read it again):
+// (domain.ErrChanged otherwise: read it again):
 // it sets next's attributes and removes those next no longer has (a
 // cleared owner or log_retention). A rename moves the name reservation in
 // the same transaction; a taken name is a *domain.Error.
@@ -264,7 +264,7 @@ func (s *Store) UpdateAccount(ctx context.Context, prev, next domain.AccountReco
 				return domain.AccountNameTaken(next.Name)
 			}
 			if r.Index == 0 {
-				return ErrChanged
+				return domain.ErrChanged
 			}
 		}
 	}
@@ -415,7 +415,7 @@ func (s *Store) emptyChecks(id string) []types.TransactWriteItem {
 //
 // With at (a request's If-Match: the `updated` of the states it names),
 // only an account at one of them is marked: any other state, missing
-// included, is ErrChanged.
+// included, is domain.ErrChanged.
 func (s *Store) DeleteAccount(ctx context.Context, id string, at ...time.Time) (domain.AccountRecord, error) {
 	mark := s.now()
 	a, err := s.markDeleting(ctx, id, mark, at)
@@ -424,9 +424,9 @@ func (s *Store) DeleteAccount(ctx context.Context, id string, at ...time.Time) (
 	}
 	var left domain.Leftovers
 	if a.Parent == "" {
-		err = conflict("account " + id + " is the root of the account tree (the platform operator's); it cannot be deleted")
+		err = domain.RootUndeletable(id)
 	} else if left, err = s.AccountLeftovers(ctx, id); err == nil && left.Any() {
-		err = conflict("account " + id + " still has " + left.String() + "; delete them first")
+		err = domain.NotEmpty(id, left)
 	}
 	if err != nil {
 		if uerr := s.unmarkDeleting(ctx, a, mark); uerr != nil {
@@ -468,7 +468,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id string, at ...time.Time) (
 			// Created after the leftovers were read: the account stays
 			// marked (its access is already revoked) and a retried DELETE
 			// finishes once they are gone.
-			return a, conflict("account " + id + " still has " + late.String() + "; delete them first")
+			return a, domain.NotEmpty(id, late)
 		}
 	}
 	if err != nil {
@@ -529,7 +529,7 @@ func (s *Store) markDeleting(ctx context.Context, id string, mark time.Time, at 
 		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if ddb.IsConditionFailed(err) && len(at) > 0 {
-		return domain.AccountRecord{}, ErrChanged
+		return domain.AccountRecord{}, domain.ErrChanged
 	}
 	if ddb.IsConditionFailed(err) {
 		return domain.AccountRecord{}, domain.ErrNotFound

@@ -529,7 +529,7 @@ func TestConcurrentCreatesKeepTheEntitlement(t *testing.T) {
 			switch {
 			case err == nil:
 				sets.Add(1)
-			case domain.ErrorCode(err) != domain.Conflict && !errors.Is(err, store.ErrChanged):
+			case domain.ErrorCode(err) != domain.Conflict && !errors.Is(err, domain.ErrChanged):
 				t.Errorf("address set %d: %v", i, err)
 			}
 		})

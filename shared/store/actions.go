@@ -43,7 +43,7 @@ func (s *Store) CreateAction(ctx context.Context, account string, a domain.Actio
 	case txConditionFailedAt(err, 2):
 		return domain.QuotaReached(account, q, strconv.Itoa(q.Limit))
 	case txConditionFailedAt(err, 0):
-		return conflict("application " + a.App + " already has an action " + strconv.Quote(a.ID))
+		return domain.DuplicateAction(a.App, a.ID)
 	}
 	return err
 }
@@ -105,7 +105,7 @@ func (s *Store) childrenOf(ctx context.Context, account, app, prefix string) ([]
 }
 
 // ReplaceAction writes a changed action if it is still at version from
-// (ErrChanged otherwise) and its application still belongs to
+// (domain.ErrChanged otherwise) and its application still belongs to
 // account (domain.ErrNotFound otherwise). a.Version must already be from+1.
 func (s *Store) ReplaceAction(ctx context.Context, account string, a domain.Action, from int) error {
 	p, err := s.put(actionKey(a.App, a.ID), a)
@@ -138,9 +138,9 @@ func actionWriteError(err error) error {
 	case txConditionFailedAt(err, 1):
 		return domain.ErrNotFound
 	case txConditionFailedAt(err, 0):
-		return ErrChanged
+		return domain.ErrChanged
 	case errors.Is(err, ddb.ErrConditionFailed):
-		return ErrChanged
+		return domain.ErrChanged
 	}
 	return err
 }

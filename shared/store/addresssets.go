@@ -296,7 +296,7 @@ func (w AddressSetWrite) Items() int {
 var ErrAddressSetTooLarge = errors.New("the change needs more than one transaction")
 
 // WriteAddressSet applies a write in one transaction. A concurrent change
-// of the set or of a set it checked is ErrChanged: re-read and
+// of the set or of a set it checked is domain.ErrChanged: re-read and
 // redo.
 func (s *Store) WriteAddressSet(ctx context.Context, w AddressSetWrite) error {
 	ctx = withLists(ctx, addrSetPK(w.Set.ID), skAddrSet, addressSetsGSI(w.Set.Account))
@@ -379,7 +379,7 @@ func (s *Store) WriteAddressSet(ctx context.Context, w AddressSetWrite) error {
 func addrTxError(err error) error {
 	var tx *ddb.TxCanceledError
 	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
-		return ErrChanged
+		return domain.ErrChanged
 	}
 	return err
 }

@@ -33,7 +33,7 @@ func TestAddressSetWritesAreVersioned(t *testing.T) {
 	if err := st.WriteAddressSet(ctx, store.AddressSetWrite{Set: stale}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.WriteAddressSet(ctx, store.AddressSetWrite{Set: stale}); !errors.Is(err, store.ErrChanged) {
+	if err := st.WriteAddressSet(ctx, store.AddressSetWrite{Set: stale}); !errors.Is(err, domain.ErrChanged) {
 		t.Fatalf("second write from version 1: %v", err)
 	}
 	got, err := st.GetAddressSet(ctx, "a1", "s1")
@@ -44,7 +44,7 @@ func TestAddressSetWritesAreVersioned(t *testing.T) {
 		t.Fatalf("another account's set: %v", err)
 	}
 	// Included: the delete's condition refuses.
-	if err := st.DeleteAddressSet(ctx, got.Set, []string{e.Prefix}, nil); !errors.Is(err, store.ErrChanged) {
+	if err := st.DeleteAddressSet(ctx, got.Set, []string{e.Prefix}, nil); !errors.Is(err, domain.ErrChanged) {
 		t.Fatalf("delete an included set: %v", err)
 	}
 	// The expiry index finds the entry once due, and the next expiry before.

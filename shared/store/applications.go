@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -55,9 +54,9 @@ func (s *Store) CreateApplication(ctx context.Context, a domain.Application, q d
 	err = s.transact(ctx, "create application", append(items, claims...))
 	switch {
 	case txConditionFailedAt(err, 0):
-		return conflict("an application with id " + strconv.Quote(a.ID) + " already exists")
+		return domain.Duplicate("application", a.ID, "")
 	case txConditionFailedAt(err, 1):
-		return conflict("account " + a.Account + " is being deleted or no longer exists")
+		return domain.AccountGone(a.Account)
 	case txConditionFailedAt(err, 2):
 		return domain.QuotaReached(a.Account, q, "as many")
 	}
@@ -105,7 +104,7 @@ func (s *Store) PageApplications(ctx context.Context, account, after string, des
 }
 
 // UpdateApplicationConfig replaces the configuration of an application if
-// it is still at version from; a concurrent change is ErrChanged
+// it is still at version from; a concurrent change is domain.ErrChanged
 // (re-read and re-apply), a missing application domain.ErrNotFound. It leaves
 // the aliases and their claims alone: it writes descriptive changes only
 // (name, labels); a change of aliases is a patch-application task's,
@@ -125,7 +124,7 @@ func (s *Store) UpdateApplicationConfig(ctx context.Context, account, id string,
 		if _, gerr := s.GetApplication(ctx, account, id); gerr != nil {
 			return domain.Application{}, gerr
 		}
-		return domain.Application{}, ErrChanged
+		return domain.Application{}, domain.ErrChanged
 	}
 	if err != nil {
 		return domain.Application{}, wrap("update application", err)
@@ -142,8 +141,7 @@ const maxConfigBytes = 300 * 1024
 // not nil, replace the stored aliases too (the caller claims them).
 func (s *Store) configUpdate(account, id string, from int, config string, aliases []string) (*types.Update, error) {
 	if len(config) > maxConfigBytes {
-		return nil, &domain.Error{Code: domain.Invalid, Err: fmt.Errorf("application %s: configuration of %d bytes: %w", id, len(config), ddb.ErrItemTooLarge),
-			Message: fmt.Sprintf("the application's configuration would take %d bytes, more than the %d its stored item leaves it within the 400 KB item size limit; make it smaller", len(config), maxConfigBytes)}
+		return nil, domain.ConfigTooLarge(len(config), maxConfigBytes, fmt.Errorf("application %s: configuration of %d bytes: %w", id, len(config), ddb.ErrItemTooLarge))
 	}
 	u := &types.Update{
 		TableName:                aws.String(s.table),
@@ -169,7 +167,7 @@ func (s *Store) configUpdate(account, id string, from int, config string, aliase
 
 // BeginTransition moves account's application id from state `from` (as last read) to
 // the transitional state `mid` on behalf of task, recording both so that
-// the task can finish or undo it. It is ErrChanged when the state
+// the task can finish or undo it. It is domain.ErrChanged when the state
 // is no longer `from` or another task holds a transition.
 func (s *Store) BeginTransition(ctx context.Context, account, id, from, mid, task string) error {
 	ctx = withLists(ctx, appPK(id), skApp, appsGSI(account))
@@ -184,7 +182,7 @@ func (s *Store) BeginTransition(ctx context.Context, account, id, from, mid, tas
 		},
 	})
 	if ddb.IsConditionFailed(err) {
-		return ErrChanged
+		return domain.ErrChanged
 	}
 	return wrap("begin application transition", err)
 }
@@ -215,7 +213,7 @@ func (s *Store) endTransition(id, task, to string, restore bool) *types.Update {
 // gone (every read of them checks it), so a failure while deleting them
 // leaves garbage, never a visible half-deleted application. pre, when
 // given, judges the application as read (a request's If-Match); a change
-// between that read and the delete is then ErrChanged.
+// between that read and the delete is then domain.ErrChanged.
 func (s *Store) DeleteApplication(ctx context.Context, account, id string, pre ...func(domain.Application) error) (domain.Application, error) {
 	ctx = withLists(ctx, appPK(id), skApp, appsGSI(account))
 	// Read first: the delete and the account's usage count change in one
@@ -231,7 +229,7 @@ func (s *Store) DeleteApplication(ctx context.Context, account, id string, pre .
 		}
 	}
 	if a.State != domain.AppStopped {
-		return domain.Application{}, notStopped(a)
+		return domain.Application{}, domain.NotStopped(a.ID, a.State)
 	}
 	// The application's claims go with it; the delete is conditional on
 	// the version read, so a.Aliases are the ones it holds.
@@ -249,7 +247,7 @@ func (s *Store) DeleteApplication(ctx context.Context, account, id string, pre .
 		},
 	}}, s.usageOp(account, domain.Quota{Kind: domain.ResourceApplications}, -1)}, claims...))
 	if txConditionFailedAt(err, 0) && len(pre) > 0 {
-		return domain.Application{}, ErrChanged
+		return domain.Application{}, domain.ErrChanged
 	}
 	if txConditionFailedAt(err, 0) {
 		// Changed since it was read: say what it is now.
@@ -258,18 +256,14 @@ func (s *Store) DeleteApplication(ctx context.Context, account, id string, pre .
 			return domain.Application{}, gerr
 		}
 		if cur.State != domain.AppStopped {
-			return domain.Application{}, notStopped(cur)
+			return domain.Application{}, domain.NotStopped(cur.ID, cur.State)
 		}
-		return domain.Application{}, conflict(fmt.Sprintf("application %s changed while it was being deleted; retry", id))
+		return domain.Application{}, domain.ChangedWhileDeleting("application " + id)
 	}
 	if err != nil {
 		return domain.Application{}, err
 	}
 	return a, s.deletePartition(ctx, appPK(id))
-}
-
-func notStopped(a domain.Application) *domain.Error {
-	return conflict(fmt.Sprintf("application %s is %s; only a stopped application can be deleted (run a stop task first)", a.ID, a.State))
 }
 
 // deletePartition deletes every item left in an application's partition.

@@ -63,7 +63,7 @@ func TestApplicationLifecycle(t *testing.T) {
 	if err != nil || a.Version != 2 || a.Config != `{"name":"y"}` || d.Counter.Without("PutItem").Total() != 1 {
 		t.Fatalf("update = %+v, %v (%d calls)", a, err, d.Counter.Total())
 	}
-	if _, err := st.UpdateApplicationConfig(ctx, "acct1", "app1", 1, `{"name":"z"}`); !errors.Is(err, store.ErrChanged) {
+	if _, err := st.UpdateApplicationConfig(ctx, "acct1", "app1", 1, `{"name":"z"}`); !errors.Is(err, domain.ErrChanged) {
 		t.Fatalf("stale update: %v", err)
 	}
 	if _, err := st.UpdateApplicationConfig(ctx, "acct2", "app1", 2, `{"name":"z"}`); !errors.Is(err, domain.ErrNotFound) {
@@ -74,7 +74,7 @@ func TestApplicationLifecycle(t *testing.T) {
 	if err := st.BeginTransition(ctx, "acct1", "app1", domain.AppStopped, domain.AppStarting, "t1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.BeginTransition(ctx, "acct1", "app1", domain.AppStopped, domain.AppStarting, "t2"); !errors.Is(err, store.ErrChanged) {
+	if err := st.BeginTransition(ctx, "acct1", "app1", domain.AppStopped, domain.AppStarting, "t2"); !errors.Is(err, domain.ErrChanged) {
 		t.Fatalf("second transition: %v", err)
 	}
 	// Not stopped: DELETE is a conflict and nothing is deleted.
@@ -132,7 +132,7 @@ func TestActions(t *testing.T) {
 	if err := st.ReplaceAction(ctx, "acct1", got, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.ReplaceAction(ctx, "acct1", got, 1); !errors.Is(err, store.ErrChanged) {
+	if err := st.ReplaceAction(ctx, "acct1", got, 1); !errors.Is(err, domain.ErrChanged) {
 		t.Fatalf("stale replace: %v", err)
 	}
 	list, _, more, err := st.PageActions(ctx, "app1", "", false, 10)
@@ -145,7 +145,7 @@ func TestActions(t *testing.T) {
 	if err := st.DeleteAction(ctx, "acct1", "app1", "purge", 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.DeleteAction(ctx, "acct1", "app1", "purge", 2); !errors.Is(err, store.ErrChanged) {
+	if err := st.DeleteAction(ctx, "acct1", "app1", "purge", 2); !errors.Is(err, domain.ErrChanged) {
 		t.Fatalf("second delete: %v", err)
 	}
 }
@@ -181,7 +181,7 @@ func TestPageControlsKeepHistory(t *testing.T) {
 		if err := st.UpdatePageControl(ctx, "acct1", v1.Current, next); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.UpdatePageControl(ctx, "acct1", v1.Current, next); !errors.Is(err, store.ErrChanged) {
+		if err := st.UpdatePageControl(ctx, "acct1", v1.Current, next); !errors.Is(err, domain.ErrChanged) {
 			t.Fatalf("stale update: %v", err)
 		}
 		v1.Current = next

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -96,9 +95,9 @@ func (s *Store) CreateAppTest(ctx context.Context, t domain.AppTest, archive, co
 	}
 	switch {
 	case txConditionFailedAt(err, 0):
-		return conflict("a test with id " + strconv.Quote(t.ID) + " already exists; change it with PATCH or delete it first")
+		return domain.DuplicateTest(t.ID)
 	case txConditionFailedAt(err, 1):
-		return conflict("account " + t.Account + " is being deleted or no longer exists")
+		return domain.AccountGone(t.Account)
 	}
 	return err
 }
@@ -141,7 +140,7 @@ func (s *Store) GetAppTest(ctx context.Context, account, id string) (domain.AppT
 
 // AppTestBlobData reads a blob of a test: one BatchGetItem of its chunks
 // (strongly consistent). A chunk that is gone means the blob was replaced
-// or the test deleted since the test was read: ErrChanged.
+// or the test deleted since the test was read: domain.ErrChanged.
 func (s *Store) AppTestBlobData(ctx context.Context, account, id string, b domain.AppTestBlob) ([]byte, error) {
 	keys := s.chunkKeys(account, id, b.ID, b.Chunks)
 	items, err := ddb.BatchGetConsistent(ctx, s.db, s.table, keys)
@@ -161,7 +160,7 @@ func (s *Store) AppTestBlobData(ctx context.Context, account, id string, b domai
 	for i := range b.Chunks {
 		p, ok := parts[appTestChunkSK(b.ID, i)]
 		if !ok {
-			return nil, ErrChanged
+			return nil, domain.ErrChanged
 		}
 		buf.Write(p)
 	}
@@ -187,7 +186,7 @@ func (s *Store) chunkKeys(account, id, blob string, n int) []map[string]types.At
 // version read, so a reader sees the old archive or the new one, never a
 // mix. next's blobs must be new; its Version becomes prev's + 1. The old
 // blobs stay until DeleteAppTestBlobs removes them. A concurrent change is
-// ErrChanged, a deleted test domain.ErrNotFound.
+// domain.ErrChanged, a deleted test domain.ErrNotFound.
 func (s *Store) ReplaceAppTestArchive(ctx context.Context, prev domain.AppTest, next domain.AppTest, archive, converted []byte) (domain.AppTest, error) {
 	if next.Archive.ID == "" || next.Archive.ID == prev.Archive.ID || (next.Converted.ID != "" && next.Converted.ID == prev.Converted.ID) {
 		return domain.AppTest{}, errors.New("replace application test archive: the new archive needs new blob ids")
@@ -230,7 +229,7 @@ func (s *Store) ReplaceAppTestArchive(ctx context.Context, prev domain.AppTest, 
 		if _, gerr := s.GetAppTest(ctx, prev.Account, prev.ID); gerr != nil {
 			return domain.AppTest{}, gerr
 		}
-		return domain.AppTest{}, ErrChanged
+		return domain.AppTest{}, domain.ErrChanged
 	}
 	if err != nil {
 		return domain.AppTest{}, err
@@ -257,7 +256,7 @@ func (s *Store) DeleteAppTestBlobs(ctx context.Context, account, id string, blob
 
 // UpdateAppTestDescription changes only the description (and updated).
 // With versions (a request's If-Match), only a test at one of them
-// changes: any other state, missing included, is ErrChanged.
+// changes: any other state, missing included, is domain.ErrChanged.
 func (s *Store) UpdateAppTestDescription(ctx context.Context, account, id, desc string, versions ...int) (domain.AppTest, error) {
 	cond, vals := atVersions("attribute_exists(PK)", map[string]types.AttributeValue{
 		":desc": avStr(desc), ":u": avTime(s.now()), ":one": avNum(1), ":zero": avNum(0),
@@ -272,7 +271,7 @@ func (s *Store) UpdateAppTestDescription(ctx context.Context, account, id, desc 
 		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if ddb.IsConditionFailed(err) && len(versions) > 0 {
-		return domain.AppTest{}, ErrChanged
+		return domain.AppTest{}, domain.ErrChanged
 	}
 	if ddb.IsConditionFailed(err) {
 		return domain.AppTest{}, domain.ErrNotFound
@@ -294,7 +293,7 @@ func (s *Store) UpdateAppTestDescription(ctx context.Context, account, id, desc 
 // ones deleted); the delete and the account's usage count change in one
 // transaction. A test changed meanwhile is read again, unless pre is
 // given: pre judges the test as read (a request's If-Match), and a change
-// since is then ErrStale.
+// since is then domain.ErrStale.
 func (s *Store) DeleteAppTest(ctx context.Context, account, id string, pre ...func(domain.AppTest) error) (domain.AppTest, error) {
 	var t domain.AppTest
 	err := ReapplyIf(ctx, len(pre) > 0, func(ctx context.Context) error {
@@ -319,7 +318,7 @@ func (s *Store) DeleteAppTest(ctx context.Context, account, id string, pre ...fu
 		}
 		err = s.transact(ctx, "delete application test", []types.TransactWriteItem{{Delete: del}, s.usageOp(account, domain.Quota{Kind: usageTests}, -1)})
 		if txConditionFailedAt(err, 0) {
-			return ErrChanged
+			return domain.ErrChanged
 		}
 		return err
 	})
@@ -358,7 +357,7 @@ func (s *Store) StartAppTestRun(ctx context.Context, account, id, runID, state, 
 		if gerr != nil {
 			return gerr
 		}
-		return conflict(fmt.Sprintf("test %s already has run %s %s; wait until it has finished", id, cur.RunID, cur.RunState))
+		return domain.RunInProgress(id, cur.RunID, cur.RunState)
 	}
 	return err
 }

@@ -129,7 +129,7 @@ func TestAppTestArchiveRoundTrip(t *testing.T) {
 	if err := st.DeleteAppTestBlobs(ctx, "acct1", "load-test", got.Archive, got.Converted); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.AppTestBlobData(ctx, "acct1", "load-test", got.Archive); !errors.Is(err, store.ErrChanged) {
+	if _, err := st.AppTestBlobData(ctx, "acct1", "load-test", got.Archive); !errors.Is(err, domain.ErrChanged) {
 		t.Fatalf("old archive after cleanup: %v", err)
 	}
 	cur, _ := st.GetAppTest(ctx, "acct1", "load-test")
@@ -140,7 +140,7 @@ func TestAppTestArchiveRoundTrip(t *testing.T) {
 	// A second replace from the stale read loses, and leaves nothing behind.
 	stale := got
 	stale.Archive, stale.Converted = store.NewAppTestBlob("b5", []byte("z")), store.NewAppTestBlob("c5", []byte("zz"))
-	if _, err := st.ReplaceAppTestArchive(ctx, got, stale, []byte("z"), []byte("zz")); !errors.Is(err, store.ErrChanged) {
+	if _, err := st.ReplaceAppTestArchive(ctx, got, stale, []byte("z"), []byte("zz")); !errors.Is(err, domain.ErrChanged) {
 		t.Fatalf("stale replace: %v", err)
 	}
 	if items := appTestPartition(t, d, "APPTEST#acct1#load-test"); items != 2 {

@@ -150,7 +150,7 @@ func (s *Store) RecordPayment(ctx context.Context, p domain.Payment) error {
 	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
 		for _, r := range tx.Reasons {
 			if r.Index == 0 {
-				return conflict("a payment with id " + p.ID + " is already recorded")
+				return domain.Duplicate("payment", p.ID, "")
 			}
 		}
 		return domain.ErrNotFound

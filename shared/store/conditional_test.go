@@ -12,7 +12,7 @@ import (
 
 // A write made under a request's If-Match checks the version by its own
 // condition: a change that lands between the read a precondition was
-// judged on and the write is ErrChanged, never overwritten; at the
+// judged on and the write is domain.ErrChanged, never overwritten; at the
 // version read, the write applies. The change is made inside the
 // precondition's check, which runs between the two.
 func TestVersionedWritesRefuseAnotherVersion(t *testing.T) {
@@ -34,14 +34,14 @@ func TestVersionedWritesRefuseAnotherVersion(t *testing.T) {
 		if got, err := st.GetInvitation(ctx, "a1", domain.InvitationRole, inv.ID); err != nil || got.Version != 2 || sent.Version != 2 {
 			t.Fatalf("after its delivery: version %d (returned %d), %v; want 2", got.Version, sent.Version, err)
 		}
-		if _, err := st.RequeueInvitation(ctx, sent, &m, 1); !errors.Is(err, store.ErrChanged) {
-			t.Errorf("requeue at version 1: %v, want ErrChanged", err)
+		if _, err := st.RequeueInvitation(ctx, sent, &m, 1); !errors.Is(err, domain.ErrChanged) {
+			t.Errorf("requeue at version 1: %v, want domain.ErrChanged", err)
 		}
-		if _, err := st.DeclineInvitation(ctx, sent, 1); !errors.Is(err, store.ErrChanged) {
-			t.Errorf("decline at version 1: %v, want ErrChanged", err)
+		if _, err := st.DeclineInvitation(ctx, sent, 1); !errors.Is(err, domain.ErrChanged) {
+			t.Errorf("decline at version 1: %v, want domain.ErrChanged", err)
 		}
-		if err := st.DeleteInvitation(ctx, sent, 1); !errors.Is(err, store.ErrChanged) {
-			t.Errorf("delete at version 1: %v, want ErrChanged", err)
+		if err := st.DeleteInvitation(ctx, sent, 1); !errors.Is(err, domain.ErrChanged) {
+			t.Errorf("delete at version 1: %v, want domain.ErrChanged", err)
 		}
 		if err := st.DeleteInvitation(ctx, sent, 2); err != nil {
 			t.Errorf("delete at version 2: %v", err)
@@ -54,8 +54,8 @@ func TestVersionedWritesRefuseAnotherVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := "renamed"
-		if _, err := st.UpdateServiceUser(ctx, "a1", "sv1", &name, nil, 5); !errors.Is(err, store.ErrChanged) {
-			t.Errorf("update at version 5: %v, want ErrChanged", err)
+		if _, err := st.UpdateServiceUser(ctx, "a1", "sv1", &name, nil, 5); !errors.Is(err, domain.ErrChanged) {
+			t.Errorf("update at version 5: %v, want domain.ErrChanged", err)
 		}
 		got, err := st.UpdateServiceUser(ctx, "a1", "sv1", &name, nil, 1)
 		if err != nil || got.Version != 2 || got.Name != name {
@@ -68,7 +68,7 @@ func TestVersionedWritesRefuseAnotherVersion(t *testing.T) {
 			_, err := st.UpdateServiceUser(ctx, "a1", "sv1", &other, nil)
 			return err
 		})
-		if !errors.Is(err, store.ErrChanged) || keys != 1 {
+		if !errors.Is(err, domain.ErrChanged) || keys != 1 {
 			t.Fatalf("delete of a service user changed after its read: %v (the check saw %d keys, want 1)", err, keys)
 		}
 		if _, err := st.DeleteServiceUser(ctx, "a1", "sv1", func(domain.ServiceUser, []domain.AccessKey) error { return nil }); err != nil {
@@ -84,8 +84,8 @@ func TestVersionedWritesRefuseAnotherVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := st.DeleteKey(ctx, "pv1", "kv1", func(domain.AccessKey) error { return st.TouchKey(ctx, "pv1", "kv1", now) })
-		if !errors.Is(err, store.ErrChanged) {
-			t.Fatalf("delete of a key used after its read: %v, want ErrChanged", err)
+		if !errors.Is(err, domain.ErrChanged) {
+			t.Fatalf("delete of a key used after its read: %v, want domain.ErrChanged", err)
 		}
 		if _, err := st.DeleteKey(ctx, "pv1", "kv1", func(k domain.AccessKey) error {
 			if k.LastUsed == nil {
@@ -103,14 +103,14 @@ func TestVersionedWritesRefuseAnotherVersion(t *testing.T) {
 		if err := st.CreateAppTest(ctx, tt, archive, nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.UpdateAppTestDescription(ctx, "a1", "tv1", "x", 2); !errors.Is(err, store.ErrChanged) {
-			t.Errorf("description at version 2: %v, want ErrChanged", err)
+		if _, err := st.UpdateAppTestDescription(ctx, "a1", "tv1", "x", 2); !errors.Is(err, domain.ErrChanged) {
+			t.Errorf("description at version 2: %v, want domain.ErrChanged", err)
 		}
 		_, err := st.DeleteAppTest(ctx, "a1", "tv1", func(domain.AppTest) error {
 			_, err := st.UpdateAppTestDescription(ctx, "a1", "tv1", "meanwhile")
 			return err
 		})
-		if e, ok := domain.AsError(err); !ok || e.Code != domain.Precondition || !errors.Is(err, store.ErrChanged) {
+		if e, ok := domain.AsError(err); !ok || e.Code != domain.Precondition || !errors.Is(err, domain.ErrChanged) {
 			t.Fatalf("delete of a test changed after its read: %v, want the 412 of a lost race", err)
 		}
 		if got, err := st.DeleteAppTest(ctx, "a1", "tv1", func(domain.AppTest) error { return nil }); err != nil || got.Version != 2 {
@@ -123,8 +123,8 @@ func TestVersionedWritesRefuseAnotherVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := "Ada"
-		if _, err := st.UpdatePrincipal(ctx, "uv1", store.PrincipalChange{Name: &name}, 2); !errors.Is(err, store.ErrChanged) {
-			t.Errorf("update at version 2: %v, want ErrChanged", err)
+		if _, err := st.UpdatePrincipal(ctx, "uv1", store.PrincipalChange{Name: &name}, 2); !errors.Is(err, domain.ErrChanged) {
+			t.Errorf("update at version 2: %v, want domain.ErrChanged", err)
 		}
 		if got, err := st.UpdatePrincipal(ctx, "uv1", store.PrincipalChange{Name: &name}, 1); err != nil || got.Version != 2 {
 			t.Errorf("update at version 1: %+v, %v", got, err)

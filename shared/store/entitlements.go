@@ -40,10 +40,10 @@ func (s *Store) CreateEntitlement(ctx context.Context, e domain.Entitlement) err
 	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
 		for _, r := range tx.Reasons {
 			if r.Index == 0 {
-				return conflict("an entitlement with id " + e.ID + " already exists in account " + e.Account)
+				return domain.Duplicate("entitlement", e.ID, e.Account)
 			}
 		}
-		return conflict("account " + e.Account + " is being deleted or no longer exists")
+		return domain.AccountGone(e.Account)
 	}
 	return err
 }
@@ -72,7 +72,7 @@ func (s *Store) ListEntitlements(ctx context.Context, account string) ([]domain.
 }
 
 // PutEntitlement replaces an existing entitlement, only if the stored
-// version is the one before e.Version (else ErrChanged) and its
+// version is the one before e.Version (else domain.ErrChanged) and its
 // account is not being deleted.
 func (s *Store) PutEntitlement(ctx context.Context, e domain.Entitlement) error {
 	m, err := item(entitlementKey(e), e)
@@ -98,10 +98,10 @@ func (s *Store) PutEntitlement(ctx context.Context, e domain.Entitlement) error 
 	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
 		for _, r := range tx.Reasons {
 			if r.Index == 0 {
-				return ErrChanged
+				return domain.ErrChanged
 			}
 		}
-		return conflict("account " + e.Account + " is being deleted or no longer exists")
+		return domain.AccountGone(e.Account)
 	}
 	return err
 }
@@ -109,7 +109,7 @@ func (s *Store) PutEntitlement(ctx context.Context, e domain.Entitlement) error 
 // DeleteEntitlement deletes one entitlement of an account and returns it;
 // a missing one (or another account's) is domain.ErrNotFound. With
 // versions (a request's If-Match), only an entitlement at one of them is
-// deleted: any other state, missing included, is ErrChanged.
+// deleted: any other state, missing included, is domain.ErrChanged.
 func (s *Store) DeleteEntitlement(ctx context.Context, account, id string, versions ...int) (domain.Entitlement, error) {
 	cond, vals := atVersions("attribute_exists(PK)", nil, versions)
 	res, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
@@ -120,7 +120,7 @@ func (s *Store) DeleteEntitlement(ctx context.Context, account, id string, versi
 		ReturnValues:              types.ReturnValueAllOld,
 	})
 	if ddb.IsConditionFailed(err) && len(versions) > 0 {
-		return domain.Entitlement{}, ErrChanged
+		return domain.Entitlement{}, domain.ErrChanged
 	}
 	if ddb.IsConditionFailed(err) {
 		return domain.Entitlement{}, domain.ErrNotFound

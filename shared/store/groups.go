@@ -73,7 +73,7 @@ func (s *Store) CreateGroup(ctx context.Context, g domain.Group) error {
 			}
 			switch r.Index {
 			case 0:
-				return conflict("a group with id " + g.ID + " already exists in account " + g.AccountID)
+				return domain.Duplicate("group", g.ID, g.AccountID)
 			case 1:
 				return domain.ErrNotFound
 			default:
@@ -109,7 +109,7 @@ func (s *Store) replaceGroup(g domain.Group) (types.TransactWriteItem, error) {
 }
 
 // PutGroup replaces a group, only if the stored version is the one before
-// g.Version (ErrChanged otherwise) and every listed role exists
+// g.Version (domain.ErrChanged otherwise) and every listed role exists
 // (a *MissingRoleError).
 func (s *Store) PutGroup(ctx context.Context, g domain.Group) error {
 	put, err := s.replaceGroup(g)
@@ -124,7 +124,7 @@ func (s *Store) PutGroup(ctx context.Context, g domain.Group) error {
 				continue
 			}
 			if r.Index == 0 {
-				return ErrChanged
+				return domain.ErrChanged
 			}
 			return &MissingRoleError{RoleID: g.Roles[r.Index-1]}
 		}
@@ -136,7 +136,7 @@ func (s *Store) PutGroup(ctx context.Context, g domain.Group) error {
 // next request. The memberships and the invitations to the group go in the
 // same transaction when they fit, otherwise right after (see commit).
 // pre, when given, judges the group as read (a request's If-Match); the
-// delete is then conditional on that version, and a lost race ErrChanged.
+// delete is then conditional on that version, and a lost race domain.ErrChanged.
 func (s *Store) DeleteGroup(ctx context.Context, account, id string, pre ...func(domain.Group) error) (domain.Group, error) {
 	var (
 		g       domain.Group
@@ -177,11 +177,11 @@ func (s *Store) DeleteGroup(ctx context.Context, account, id string, pre ...func
 	err := s.commit(ctx, "delete group", must, append(members, invRest...))
 	switch {
 	case txConditionFailedAt(err, 0) && len(pre) > 0:
-		return domain.Group{}, ErrChanged
+		return domain.Group{}, domain.ErrChanged
 	case txConditionFailedAt(err, 0):
 		return domain.Group{}, domain.ErrNotFound
 	case errors.Is(err, ddb.ErrConditionFailed):
-		return domain.Group{}, conflict("one of the group's invitations changed meanwhile; retry")
+		return domain.Group{}, domain.ChangedMeanwhile("one of the group's invitations")
 	case err == nil:
 		err = afterTx(ctx)
 	}

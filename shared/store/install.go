@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -54,7 +53,7 @@ func (s *Store) Install(ctx context.Context, p domain.InstallPlan) error {
 				}
 			}
 		}
-		return conflict("installation collides with existing data")
+		return domain.InstallCollides
 	}
 	return err
 }
@@ -87,7 +86,7 @@ func (s *Store) PutRolesUpgrade(ctx context.Context, u domain.RolesUpgrade) erro
 		},
 	})
 	if ddb.IsConditionFailed(err) {
-		return conflict("the table's built-in roles are at a later revision than " + strconv.Itoa(u.Revision))
+		return domain.AheadOf("the table's built-in roles are at a later revision", u.Revision)
 	}
 	return wrap("put roles upgrade", err)
 }

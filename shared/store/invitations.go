@@ -114,7 +114,7 @@ func (s *Store) CreateInvitation(ctx context.Context, inv domain.Invitation, m *
 			}
 			switch r.Index {
 			case 0:
-				return conflict("an invitation with id " + inv.ID + " already exists")
+				return domain.Duplicate("invitation", inv.ID, "")
 			case 1:
 				return domain.ErrNotFound
 			default:
@@ -194,7 +194,7 @@ func (s *Store) InboxInvitation(ctx context.Context, email, kind, id string) (do
 var ErrStateChanged = errors.New("the invitation changed meanwhile")
 
 // updateInvitation runs in on the invitation ref; pinned is whether its
-// condition names a version (atVersions), whose failure is then ErrChanged.
+// condition names a version (atVersions), whose failure is then domain.ErrChanged.
 func (s *Store) updateInvitation(ctx context.Context, op string, ref domain.InvitationRef, pinned bool, in *dynamodb.UpdateItemInput) (domain.Invitation, error) {
 	in.TableName = aws.String(s.table)
 	in.Key = key(invitationsPK(ref.Account), invitationSK(ref.Kind, ref.ID))
@@ -205,7 +205,7 @@ func (s *Store) updateInvitation(ctx context.Context, op string, ref domain.Invi
 	in.ExpressionAttributeNames["#st"] = "state"
 	res, err := s.db.UpdateItem(ctx, in)
 	if ddb.IsConditionFailed(err) && pinned {
-		return domain.Invitation{}, ErrChanged
+		return domain.Invitation{}, domain.ErrChanged
 	}
 	if ddb.IsConditionFailed(err) {
 		return domain.Invitation{}, ErrStateChanged
@@ -260,7 +260,7 @@ func (s *Store) MarkInvitationSent(ctx context.Context, inv domain.Invitation) (
 // marker m in the same transaction. It stays in the invitee's inbox if it
 // was delivered before. inv is the invitation as read; the result is inv
 // as requeued. With versions (a request's If-Match) only an invitation at
-// one of them changes: ErrChanged otherwise.
+// one of them changes: domain.ErrChanged otherwise.
 func (s *Store) RequeueInvitation(ctx context.Context, inv domain.Invitation, m *OutboxMarker, versions ...int) (domain.Invitation, error) {
 	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
 	now := s.now()
@@ -280,7 +280,7 @@ func (s *Store) RequeueInvitation(ctx context.Context, inv domain.Invitation, m 
 		ExpressionAttributeValues: vals,
 	}}, mput})
 	if txConditionFailedAt(err, 0) && len(versions) > 0 {
-		return domain.Invitation{}, ErrChanged
+		return domain.Invitation{}, domain.ErrChanged
 	}
 	if txConditionFailedAt(err, 0) {
 		return domain.Invitation{}, ErrStateChanged
@@ -296,7 +296,7 @@ func (s *Store) RequeueInvitation(ctx context.Context, inv domain.Invitation, m 
 // invitation (ErrStateChanged once answered). The invitation as read
 // names the invitee's inbox, which lists it too. With versions (a
 // request's If-Match) only an invitation at one of them changes:
-// ErrChanged otherwise.
+// domain.ErrChanged otherwise.
 func (s *Store) DeclineInvitation(ctx context.Context, inv domain.Invitation, versions ...int) (domain.Invitation, error) {
 	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
 	cond, vals := atVersions("attribute_exists(PK) AND (#st = :queued OR #st = :sent)", withBump(map[string]types.AttributeValue{
@@ -316,7 +316,7 @@ func (s *Store) DeclineInvitation(ctx context.Context, inv domain.Invitation, ve
 // meanwhile, ErrAlreadyHeld when principal holds the role or group already,
 // domain.ErrNotFound when the role or group no longer exists. With
 // versions (a request's If-Match) only an invitation at one of them
-// changes: ErrChanged otherwise.
+// changes: domain.ErrChanged otherwise.
 func (s *Store) AcceptInvitation(ctx context.Context, inv domain.Invitation, principal string, versions ...int) (domain.Invitation, error) {
 	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
 	now := s.now()
@@ -351,7 +351,7 @@ func (s *Store) AcceptInvitation(ctx context.Context, inv domain.Invitation, pri
 			}
 			switch {
 			case r.Index == 0 && len(versions) > 0:
-				return domain.Invitation{}, ErrChanged
+				return domain.Invitation{}, domain.ErrChanged
 			case r.Index == 0:
 				return domain.Invitation{}, ErrStateChanged
 			case r.Index == 1:
@@ -373,7 +373,7 @@ func (s *Store) AcceptInvitation(ctx context.Context, inv domain.Invitation, pri
 // it gave ends with the very next request. It deletes only the invitation
 // as read (ErrStateChanged if it was answered meanwhile: read and retry).
 // With versions (a request's If-Match) only an invitation at one of them
-// goes: ErrChanged otherwise.
+// goes: domain.ErrChanged otherwise.
 func (s *Store) DeleteInvitation(ctx context.Context, inv domain.Invitation, versions ...int) error {
 	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
 	cond, vals := atVersions("attribute_exists(PK) AND #st = :st", map[string]types.AttributeValue{":st": avStr(inv.State)}, versions)
@@ -402,7 +402,7 @@ func (s *Store) DeleteInvitation(ctx context.Context, inv domain.Invitation, ver
 	if errors.As(err, &txe) {
 		for _, r := range txe.Reasons {
 			if r.Code == ddb.ReasonConditionalCheckFailed && r.Index == 0 && len(versions) > 0 {
-				return ErrChanged
+				return domain.ErrChanged
 			}
 			if r.Code == ddb.ReasonConditionalCheckFailed && r.Index == 0 {
 				return ErrStateChanged

@@ -96,7 +96,7 @@ func (s *Store) PutLogArchive(ctx context.Context, a domain.LogArchive, data []b
 		case txConditionFailedAt(err, 1) && attempt < putArchiveAttempts:
 			continue // replaced (or written) meanwhile: read it again
 		case txConditionFailedAt(err, 1):
-			return conflict("the archive of this range was replaced meanwhile, again and again; retry")
+			return domain.ChangedMeanwhile("the archive of this range")
 		}
 		return err
 	}
@@ -178,7 +178,7 @@ func (s *Store) LogArchiveData(ctx context.Context, a domain.LogArchive) ([]byte
 //
 // pinned (a request's If-Match) deletes a only as read, the file it
 // names (an archive prepared again for the same range has another):
-// anything else, missing included, is ErrChanged.
+// anything else, missing included, is domain.ErrChanged.
 func (s *Store) DeleteLogArchive(ctx context.Context, a domain.LogArchive, pinned bool) error {
 	meta := &types.Delete{TableName: aws.String(s.table), Key: key(logArchivesPK(a.Account), LogArchiveSK(a.App, a.Type, a.From, a.To))}
 	if pinned {
@@ -192,7 +192,7 @@ func (s *Store) DeleteLogArchive(ctx context.Context, a domain.LogArchive, pinne
 	}
 	err := s.transact(ctx, "delete log archive", items)
 	if pinned && txConditionFailedAt(err, 0) {
-		return ErrChanged
+		return domain.ErrChanged
 	}
 	return err
 }

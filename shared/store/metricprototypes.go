@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -39,9 +38,9 @@ func (s *Store) CreateMetricPrototype(ctx context.Context, p domain.MetricProtot
 	}}, s.usageOp(p.Account, domain.Quota{Kind: usageMetricPrototypes}, 1)})
 	switch {
 	case txConditionFailedAt(err, 0):
-		return conflict(fmt.Sprintf("a metric prototype with id %q already exists", p.ID))
+		return domain.Duplicate("metric prototype", p.ID, "")
 	case txConditionFailedAt(err, 1):
-		return conflict("account " + p.Account + " is being deleted or no longer exists")
+		return domain.AccountGone(p.Account)
 	}
 	return err
 }

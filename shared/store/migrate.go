@@ -82,7 +82,7 @@ func (s *Store) PutSchemaMigration(ctx context.Context, m domain.SchemaMigration
 		ExpressionAttributeValues: map[string]types.AttributeValue{":v": avNum(int64(m.Version))},
 	})
 	if ddb.IsConditionFailed(err) {
-		return conflict("the table's schema migration is at a later version than " + strconv.Itoa(m.Version))
+		return domain.AheadOf("the table's schema migration is at a later version", m.Version)
 	}
 	return wrap("put schema migration", err)
 }

@@ -135,7 +135,7 @@ func TestNameClaimMigrationRaces(t *testing.T) {
 	}
 
 	// The migration first: a rename that read the account before it is
-	// refused (ErrChanged), not leaving the moved claim behind.
+	// refused (domain.ErrChanged), not leaving the moved claim behind.
 	legacyAccount(t, s, "a2", "Rnodern Two")
 	stale, err = s.GetAccountRecord(ctx, "a2")
 	if err != nil {
@@ -147,8 +147,8 @@ func TestNameClaimMigrationRaces(t *testing.T) {
 	}
 	next = stale
 	next.Name, next.NameKey, next.Updated = "Two", names.Key("Two"), s.Now()
-	if err := s.UpdateAccount(ctx, stale, next); !errors.Is(err, ErrChanged) {
-		t.Fatalf("a rename read before the migration: %v, want ErrChanged", err)
+	if err := s.UpdateAccount(ctx, stale, next); !errors.Is(err, domain.ErrChanged) {
+		t.Fatalf("a rename read before the migration: %v, want domain.ErrChanged", err)
 	}
 
 	// A DELETE under way: its mark refuses the migration, and the delete

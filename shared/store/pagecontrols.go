@@ -71,7 +71,7 @@ func (s *Store) CreatePageControl(ctx context.Context, account string, pc domain
 	case txConditionFailedAt(err, 2):
 		return domain.QuotaReached(account, q, strconv.Itoa(q.Limit))
 	case txConditionFailedAt(err, 0):
-		return conflict(fmt.Sprintf("page control %d exists", pc.ID))
+		return domain.Duplicate("page control", strconv.Itoa(pc.ID), "")
 	}
 	return err
 }
@@ -128,7 +128,7 @@ func groupPageControls(items []map[string]types.AttributeValue) ([]domain.PageCo
 
 // UpdatePageControl replaces the current version old with next (whose
 // Version must be old.Version+1) and keeps old in the history, in one
-// transaction: a concurrent edit is ErrChanged.
+// transaction: a concurrent edit is domain.ErrChanged.
 func (s *Store) UpdatePageControl(ctx context.Context, account string, old, next domain.PageControl) error {
 	cur, err := s.put(keyAttrs{PK: appPK(next.App), SK: pageControlSK(next.ID), Entity: "page_control"}, next)
 	if err != nil {
@@ -145,7 +145,7 @@ func (s *Store) UpdatePageControl(ctx context.Context, account string, old, next
 	case txConditionFailedAt(err, 2):
 		return domain.ErrNotFound
 	case txConditionFailedAt(err, 0), txConditionFailedAt(err, 1):
-		return ErrChanged
+		return domain.ErrChanged
 	}
 	return err
 }
@@ -167,7 +167,7 @@ func (s *Store) DeletePageControl(ctx context.Context, account string, pc domain
 	case txConditionFailedAt(err, 1):
 		return domain.ErrNotFound
 	case txConditionFailedAt(err, 0):
-		return ErrChanged
+		return domain.ErrChanged
 	case err != nil:
 		return err
 	}

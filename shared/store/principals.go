@@ -36,7 +36,7 @@ func (s *Store) CreatePrincipal(ctx context.Context, p domain.Principal) error {
 	}
 	err = s.transact(ctx, "create principal", items)
 	if errors.Is(err, ddb.ErrConditionFailed) {
-		return conflict("a user with email " + p.Email + " already exists")
+		return domain.EmailTaken(p.Email)
 	}
 	return err
 }
@@ -64,7 +64,7 @@ func (s *Store) PageUsers(ctx context.Context, after string, desc bool, n int) (
 
 // UpdatePrincipal sets a principal's display name and phone number. With
 // versions (a request's If-Match) only a principal at one of them
-// changes: any other state, missing included, is ErrChanged.
+// changes: any other state, missing included, is domain.ErrChanged.
 func (s *Store) UpdatePrincipal(ctx context.Context, id string, c PrincipalChange, versions ...int) (domain.Principal, error) {
 	// A service user's changes go through UpdateServiceUser; USERS names
 	// this one's collection when it is a user (the list checks).
@@ -104,7 +104,7 @@ func (s *Store) UpdatePrincipal(ctx context.Context, id string, c PrincipalChang
 	}
 	res, err := s.db.UpdateItem(ctx, in)
 	if ddb.IsConditionFailed(err) && len(versions) > 0 {
-		return domain.Principal{}, ErrChanged
+		return domain.Principal{}, domain.ErrChanged
 	}
 	if ddb.IsConditionFailed(err) {
 		return domain.Principal{}, domain.ErrNotFound

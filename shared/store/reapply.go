@@ -13,16 +13,13 @@ import (
 	"cads/shared/retry"
 )
 
-// ErrChanged is the one way the store says a write lost a race: its item
+// domain.ErrChanged is the one way the store says a write lost a race: its item
 // changed (or went) between the read the write was based on and the write,
 // whose condition then refused it. The caller reads again: a request that
 // asked for its change on the current state re-applies it (Reapply); one
 // that named the state it was based on (a precondition such as If-Match)
 // gets the race as its answer.
 //
-// It is a conflict, so that a caller that forgot to handle it still answers
-// a 409 the client can act on rather than a 500.
-var ErrChanged = &domain.Error{Code: domain.Conflict, Message: "the resource changed meanwhile; read it again and retry"}
 
 // reapplyPolicy bounds Reapply: eight writers racing on one item each need
 // up to seven re-reads when they keep colliding, and the full-jitter waits
@@ -39,33 +36,29 @@ var reapplyPolicy = retry.Policy{Retries: 60, Base: 5 * time.Millisecond, Max: 1
 const spreadPerAttempt = 4
 
 // Reapply runs change, a read-modify-write of the current state, again
-// whenever it returns ErrChanged, after a full-jitter wait, until it
+// whenever it returns domain.ErrChanged, after a full-jitter wait, until it
 // returns anything else. When the budget is spent, or the next wait would
 // outlast ctx's deadline, the answer is domain.Throttle (429 with
 // Retry-After): the request was refused by contention, not by its content.
 //
 // Only a request without a precondition re-applies: a request with one
-// (If-Match) calls its change once and answers ErrChanged as a failed
+// (If-Match) calls its change once and answers domain.ErrChanged as a failed
 // precondition.
 func Reapply(ctx context.Context, change func(ctx context.Context) error) error {
 	return reapply(ctx, reapplyPolicy, change)
 }
 
-// ErrStale is ErrChanged answered to a request with a precondition: the
-// state it named is gone (412). Match it by its Code.
-var ErrStale = &domain.Error{Code: domain.Precondition, Message: "the resource changed since the version If-Match names: read it again and retry on the current version"}
-
 // ReapplyIf is Reapply for a request without a precondition (pinned
 // false). A pinned request (If-Match) names the state its change is based
-// on: change runs once, and a lost race is ErrStale, never a re-apply on a
+// on: change runs once, and a lost race is domain.ErrStale, never a re-apply on a
 // state the client has not seen.
 func ReapplyIf(ctx context.Context, pinned bool, change func(ctx context.Context) error) error {
 	if !pinned {
 		return Reapply(ctx, change)
 	}
 	err := change(ctx)
-	if errors.Is(err, ErrChanged) {
-		return &domain.Error{Code: ErrStale.Code, Message: ErrStale.Message, Err: err}
+	if errors.Is(err, domain.ErrChanged) {
+		return &domain.Error{Code: domain.ErrStale.Code, Message: domain.ErrStale.Message, Err: err}
 	}
 	return err
 }
@@ -83,10 +76,10 @@ type Precondition interface {
 // precondition (docs/api.md#conditional-requests): read reads the
 // resource as it is, pre judges it by its entity tag (tag), and write
 // writes the next state on condition that the item is still at the
-// version read, returning ErrChanged when it is not; the version check is
+// version read, returning domain.ErrChanged when it is not; the version check is
 // that condition, with no round trip of its own. Without a precondition a
 // lost race reads and applies again (Reapply); with one the change applies
-// once, and a lost race is ErrStale (ReapplyIf).
+// once, and a lost race is domain.ErrStale (ReapplyIf).
 func Edit[T any](ctx context.Context, pre Precondition, read func(ctx context.Context) (T, error), tag func(T) string, write func(ctx context.Context, cur T) error) error {
 	return ReapplyIf(ctx, pre.Set(), func(ctx context.Context) error {
 		cur, err := read(ctx)
@@ -134,7 +127,7 @@ func reapply(ctx context.Context, p retry.Policy, change func(ctx context.Contex
 		if err != nil && cut {
 			return domain.Throttle(fmt.Errorf("no time left to answer after %d attempts: %w", attempt+1, err))
 		}
-		if !errors.Is(err, ErrChanged) {
+		if !errors.Is(err, domain.ErrChanged) {
 			return err
 		}
 		if attempt >= p.Retries {

@@ -19,7 +19,7 @@ func TestReapply(t *testing.T) {
 		calls := 0
 		err := reapply(ctx, quick, func(context.Context) error {
 			if calls++; calls < 4 {
-				return fmt.Errorf("put role: %w", ErrChanged)
+				return fmt.Errorf("put role: %w", domain.ErrChanged)
 			}
 			return nil
 		})
@@ -37,7 +37,7 @@ func TestReapply(t *testing.T) {
 	})
 	t.Run("a spent budget is a 429, not a 409", func(t *testing.T) {
 		calls := 0
-		err := reapply(ctx, quick, func(context.Context) error { calls++; return ErrChanged })
+		err := reapply(ctx, quick, func(context.Context) error { calls++; return domain.ErrChanged })
 		if domain.ErrorCode(err) != domain.Throttled || calls != quick.Retries+1 {
 			t.Fatalf("err %v (code %s) after %d calls, want throttled after %d", err, domain.ErrorCode(err), calls, quick.Retries+1)
 		}
@@ -47,7 +47,7 @@ func TestReapply(t *testing.T) {
 		dctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		err := reapply(dctx, slow, func(context.Context) error { return ErrChanged })
+		err := reapply(dctx, slow, func(context.Context) error { return domain.ErrChanged })
 		if domain.ErrorCode(err) != domain.Throttled || time.Since(start) > 300*time.Millisecond {
 			t.Fatalf("err %v after %v, want throttled before the 300ms deadline", err, time.Since(start))
 		}
@@ -67,8 +67,8 @@ func TestReapply(t *testing.T) {
 		}
 	})
 	t.Run("an unhandled lost race is a conflict", func(t *testing.T) {
-		if domain.ErrorCode(fmt.Errorf("x: %w", ErrChanged)) != domain.Conflict {
-			t.Fatal("ErrChanged is not conflict-coded")
+		if domain.ErrorCode(fmt.Errorf("x: %w", domain.ErrChanged)) != domain.Conflict {
+			t.Fatal("domain.ErrChanged is not conflict-coded")
 		}
 	})
 }

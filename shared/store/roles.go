@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -138,7 +137,7 @@ func (s *Store) CreateRole(ctx context.Context, r domain.Role) error {
 	if errors.As(err, &tx) {
 		for _, reason := range tx.Reasons {
 			if reason.Index == 0 && reason.Code == ddb.ReasonConditionalCheckFailed {
-				return conflict("a role with id " + r.ID + " already exists in account " + r.AccountID)
+				return domain.Duplicate("role", r.ID, r.AccountID)
 			}
 		}
 		if errors.Is(err, ddb.ErrConditionFailed) {
@@ -150,7 +149,7 @@ func (s *Store) CreateRole(ctx context.Context, r domain.Role) error {
 
 // PutRole replaces an existing role, only if the stored version is the one
 // before r.Version: two concurrent edits cannot silently overwrite each
-// other (the loser gets ErrChanged: read again and re-apply).
+// other (the loser gets domain.ErrChanged: read again and re-apply).
 func (s *Store) PutRole(ctx context.Context, r domain.Role) error {
 	m, err := item(roleKey(r), r)
 	if err != nil {
@@ -165,7 +164,7 @@ func (s *Store) PutRole(ctx context.Context, r domain.Role) error {
 		},
 	})
 	if ddb.IsConditionFailed(err) {
-		return ErrChanged
+		return domain.ErrChanged
 	}
 	return wrap("put role", err)
 }
@@ -177,7 +176,7 @@ func (s *Store) PutRole(ctx context.Context, r domain.Role) error {
 // of a missing role never apply, so access ends with the role either way).
 // A control role is a *domain.Error; a missing one domain.ErrNotFound.
 // pre, when given, judges the role as read (a request's If-Match); the
-// delete is conditional on that version, and a lost race is ErrChanged.
+// delete is conditional on that version, and a lost race is domain.ErrChanged.
 func (s *Store) DeleteRole(ctx context.Context, account, id string, pre ...func(domain.Role) error) (domain.Role, error) {
 	var (
 		roles   []domain.Role
@@ -210,7 +209,7 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string, pre ...func(
 		}
 	}
 	if r.Control {
-		return domain.Role{}, conflict("role " + strconv.Quote(r.Name) + " is a control role of the account; control roles cannot be deleted (their permissions can be edited)")
+		return domain.Role{}, domain.ControlRoleUndeletable(r.Name)
 	}
 	must := []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName:           aws.String(s.table),
@@ -250,9 +249,9 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string, pre ...func(
 	if err != nil && !errors.As(err, &ce) {
 		if errors.Is(err, ddb.ErrConditionFailed) {
 			if len(pre) > 0 {
-				return domain.Role{}, ErrChanged
+				return domain.Role{}, domain.ErrChanged
 			}
-			return domain.Role{}, conflict("the role, one of its groups or one of its invitations changed meanwhile; retry")
+			return domain.Role{}, domain.ChangedMeanwhile("the role, one of its groups or one of its invitations")
 		}
 		return domain.Role{}, err
 	}

@@ -58,7 +58,7 @@ func (s *Store) CreateServiceUser(ctx context.Context, u domain.ServiceUser, k d
 			}
 		}
 		if txe.HasReason(ddb.ReasonConditionalCheckFailed) {
-			return conflict("a principal with id " + u.ID + " or email " + u.Email + " already exists")
+			return domain.PrincipalTaken(u.ID, u.Email)
 		}
 	}
 	return err
@@ -80,7 +80,7 @@ func (s *Store) GetServiceUser(ctx context.Context, account, id string) (domain.
 // UpdateServiceUser sets the name and description of a service user of an
 // account (nil leaves a field as it is; "" empties it). With versions (a
 // request's If-Match) only a service user at one of them changes: any
-// other state, missing included, is ErrChanged.
+// other state, missing included, is domain.ErrChanged.
 func (s *Store) UpdateServiceUser(ctx context.Context, account, id string, name, description *string, versions ...int) (domain.ServiceUser, error) {
 	ctx = withLists(ctx, principalPK(id), skPrincipal, serviceUsersGSI(account))
 	set := []string{"updated = :u", bumpVersion}
@@ -109,7 +109,7 @@ func (s *Store) UpdateServiceUser(ctx context.Context, account, id string, name,
 		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if ddb.IsConditionFailed(err) && len(versions) > 0 {
-		return domain.ServiceUser{}, ErrChanged
+		return domain.ServiceUser{}, domain.ErrChanged
 	}
 	if ddb.IsConditionFailed(err) {
 		return domain.ServiceUser{}, domain.ErrNotFound
@@ -128,7 +128,7 @@ func (s *Store) UpdateServiceUser(ctx context.Context, account, id string, name,
 // invitations addressed to it go in the same transaction when they fit,
 // otherwise right after (see commit). pre, when given, judges the service
 // user and its keys as read (a request's If-Match): the delete is then
-// conditional on the version read, and a change since is ErrChanged.
+// conditional on the version read, and a change since is domain.ErrChanged.
 func (s *Store) DeleteServiceUser(ctx context.Context, account, id string, pre ...func(domain.ServiceUser, []domain.AccessKey) error) (domain.ServiceUser, error) {
 	ctx = withLists(ctx, principalPK(id), skPrincipal, serviceUsersGSI(account))
 	// The email follows from the ids, so the invitations addressed to the
@@ -227,11 +227,11 @@ func (s *Store) DeleteServiceUser(ctx context.Context, account, id string, pre .
 	err := s.commit(ctx, "delete service user", must, append(cleanup, invRest...))
 	switch {
 	case txConditionFailedAt(err, 0) && len(pre) > 0:
-		return domain.ServiceUser{}, ErrChanged
+		return domain.ServiceUser{}, domain.ErrChanged
 	case txConditionFailedAt(err, 0):
 		return domain.ServiceUser{}, domain.ErrNotFound
 	case errors.Is(err, ddb.ErrConditionFailed):
-		return domain.ServiceUser{}, conflict("one of the service user's invitations changed meanwhile; retry")
+		return domain.ServiceUser{}, domain.ChangedMeanwhile("one of the service user's invitations")
 	case err == nil:
 		err = afterTx(ctx)
 	}

@@ -103,16 +103,9 @@ func item(k keyAttrs, v any) (map[string]types.AttributeValue, error) {
 	return m, nil
 }
 
-// tooLarge is the 400 of a write whose item would not fit: each field can
-// be within its own limit while the whole is not, so the message names the
-// limit the caller hit. size is 0 when only DynamoDB could measure it.
+// tooLarge is the 400 of a write whose item (of entity) would not fit.
 func tooLarge(entity string, size int, err error) *domain.Error {
-	msg := fmt.Sprintf("the %s would be larger than the 400 KB a stored item may hold; make it smaller", strings.ReplaceAll(entity, "_", " "))
-	if size > 0 {
-		msg = fmt.Sprintf("the %s would take %d bytes, more than the 400 KB (%d bytes) a stored item may hold; make it smaller",
-			strings.ReplaceAll(entity, "_", " "), size, ddb.MaxItemBytes)
-	}
-	return &domain.Error{Code: domain.Invalid, Message: msg, Err: err}
+	return domain.ItemTooLarge(strings.ReplaceAll(entity, "_", " "), size, ddb.MaxItemBytes, err)
 }
 
 // wrap adds context to a DynamoDB error and gives the client an answer it
@@ -217,12 +210,6 @@ func dropEmpty(m map[string]types.AttributeValue) {
 			delete(m, a)
 		}
 	}
-}
-
-// conflict is the error of a write its condition refused: a taken id or
-// name, or a state that forbids the change. msg is fit for the client.
-func conflict(msg string) *domain.Error {
-	return &domain.Error{Code: domain.Conflict, Message: msg}
 }
 
 // maxFanOut bounds the queries one call has in flight when it fans out over

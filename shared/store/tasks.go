@@ -68,7 +68,7 @@ func (s *Store) CreateTask(ctx context.Context, t domain.Task, m *OutboxMarker) 
 	}
 	err = s.transact(ctx, "create task", items)
 	if errors.Is(err, ddb.ErrConditionFailed) {
-		return conflict("task " + t.ID + " exists")
+		return domain.Duplicate("task", t.ID, "")
 	}
 	return err
 }
@@ -270,7 +270,7 @@ type TaskFinish struct {
 // FinishTask writes a task's outcome, deletes its outbox marker and applies
 // its effects in one transaction, so a task's effect happens exactly once
 // whatever the redeliveries: ErrLeaseLost when owner no longer holds the
-// task, ErrChanged when the application changed under an effect,
+// task, domain.ErrChanged when the application changed under an effect,
 // a *domain.Error (AliasTaken) when an alias it adds belongs to another
 // application.
 func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
@@ -361,7 +361,7 @@ func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
 	case txConditionFailedAt(err, 0):
 		return ErrLeaseLost
 	case txConditionFailedAt(err, effect):
-		return ErrChanged
+		return domain.ErrChanged
 	}
 	if c := aliasFailure(err, effect+1, added); c != nil {
 		return c
@@ -400,7 +400,7 @@ func (s *Store) CreateCertificateAuthority(ctx context.Context, ca domain.Certif
 	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: p.Put.TableName, Item: p.Put.Item, ConditionExpression: p.Put.ConditionExpression})
 	if ddb.IsConditionFailed(err) {
-		return conflict("account " + ca.Account + " has a certificate authority")
+		return domain.HasCertificateAuthority(ca.Account)
 	}
 	return wrap("create certificate authority", err)
 }

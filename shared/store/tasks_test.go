@@ -103,7 +103,7 @@ func TestTaskConfigAndInvalidationEffects(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := store.TaskFinish{ID: "t1", Owner: "w", State: domain.TaskSuccess, Config: &store.ConfigChange{Account: "acct1", App: "app1", From: 7, Config: `{}`}}
-	if err := st.FinishTask(ctx, stale); !errors.Is(err, store.ErrChanged) {
+	if err := st.FinishTask(ctx, stale); !errors.Is(err, domain.ErrChanged) {
 		t.Fatalf("config from a stale version: %v", err)
 	}
 	if tk, _ := st.LoadTask(ctx, "t1"); tk.State != domain.TaskRunning {

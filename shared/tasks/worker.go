@@ -235,7 +235,7 @@ func (w *Worker) runAndFinish(ctx context.Context, log *slog.Logger, t domain.Ta
 			return nil
 		}
 		// A lost race (ErrChanged, itself a conflict) is run again first.
-		if errors.Is(err, store.ErrChanged) {
+		if errors.Is(err, domain.ErrChanged) {
 			if try >= 5 {
 				return err
 			}
@@ -334,7 +334,7 @@ func (w *Worker) lifecycle(ctx context.Context, t domain.Task, lc Lifecycle) (fi
 			from, app.State, app.TransitionTask, app.TransitionFrom = app.State, lc.Via, t.ID, app.State
 			break
 		}
-		if !errors.Is(err, store.ErrChanged) || try >= 3 {
+		if !errors.Is(err, domain.ErrChanged) || try >= 3 {
 			return finish{}, err
 		}
 	}

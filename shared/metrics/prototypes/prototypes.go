@@ -314,7 +314,7 @@ func (h *handler) delete(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, err
 	}
 	if versions != nil && !slices.Contains(versions, 0) {
-		return 0, nil, store.ErrStale
+		return 0, nil, domain.ErrStale
 	}
 	x, err := h.st.DeleteMetricPrototype(r.Context(), p.AccountID, id)
 	if errors.Is(err, domain.ErrNotFound) {
