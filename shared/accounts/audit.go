@@ -11,6 +11,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/audit"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/store"
 )
@@ -70,7 +71,7 @@ func (f auditFilter) matches(ev audit.Event) bool {
 // of a sub-account are shown to whoever may read that sub-account's own
 // events (roles inherited from the account, as for any request there);
 // the filters apply within the read budget like the permission filter.
-func (h *handler) listAuditEvents(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listAuditEvents(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := accountID(r)
 	if err != nil {
 		return 0, nil, err

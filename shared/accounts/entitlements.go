@@ -12,6 +12,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
@@ -80,7 +81,7 @@ type entitlementPatch struct {
 	Expiry    optional[time.Time] `json:"expiry"`
 }
 
-func (h *handler) listEntitlements(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listEntitlements(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := accountID(r)
 	if err != nil {
 		return 0, nil, err
@@ -139,7 +140,7 @@ func sortEntitlements(es []Entitlement, order []apigw.OrderKey) {
 
 // createEntitlement records an allocation. Only the entitlement
 // administrator role permits it (the authorizer decided).
-func (h *handler) createEntitlement(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) createEntitlement(r *http.Request, _ caller.Principal) (int, any, error) {
 	id, err := accountID(r)
 	if err != nil {
 		return 0, nil, err
@@ -251,7 +252,7 @@ func entitlementID(r *http.Request) (string, string, error) {
 	return id, eid, nil
 }
 
-func (h *handler) getEntitlement(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) getEntitlement(r *http.Request, _ caller.Principal) (int, any, error) {
 	id, eid, err := entitlementID(r)
 	if err != nil {
 		return 0, nil, err
@@ -277,7 +278,7 @@ func entitlementTagID(account, id string, active bool) string {
 	return account + "/" + id
 }
 
-func (h *handler) patchEntitlement(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) patchEntitlement(r *http.Request, _ caller.Principal) (int, any, error) {
 	id, eid, err := entitlementID(r)
 	if err != nil {
 		return 0, nil, err
@@ -310,7 +311,7 @@ func (h *handler) patchEntitlement(r *http.Request, _ apigw.Principal) (int, any
 
 // deleteEntitlement deletes an entitlement of the account named by the
 // path; one of another account is not found (its key includes the account).
-func (h *handler) deleteEntitlement(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) deleteEntitlement(r *http.Request, _ caller.Principal) (int, any, error) {
 	id, eid, err := entitlementID(r)
 	if err != nil {
 		return 0, nil, err

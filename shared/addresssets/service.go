@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/ddb"
 	"cads/shared/domain"
 	"cads/shared/ids"
@@ -75,7 +76,7 @@ type Actor string
 const ActorEdge Actor = "edge"
 
 // ActorOf names a principal by its href.
-func ActorOf(p apigw.Principal) Actor {
+func ActorOf(p caller.Principal) Actor {
 	if p.Kind == "service_user" {
 		return Actor("/v2/accounts/" + p.AccountID + "/service-users/" + p.ID)
 	}

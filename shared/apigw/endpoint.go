@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 
+	"cads/shared/caller"
 	"cads/shared/domain"
 )
 
@@ -16,7 +17,7 @@ import (
 // and the principal the authorizer authenticated, return a status and a
 // body (rendered as JSON, or a *Binary as is), or an error that WriteError
 // renders in the API's error body.
-type Endpoint func(r *http.Request, p Principal) (int, any, error)
+type Endpoint func(r *http.Request, p caller.Principal) (int, any, error)
 
 // Binary is a response body that is not JSON, such as an archive.
 type Binary struct {

@@ -1,7 +1,6 @@
 package apigw
 
 import (
-	"cads/shared/domain"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -11,6 +10,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"cads/shared/caller"
+	"cads/shared/domain"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -177,7 +179,7 @@ func TestCheckText(t *testing.T) {
 func TestLambdaRefusesBadText(t *testing.T) {
 	called := 0
 	mux := NewMux()
-	mux.HandleFunc("POST /v2/x", Handle(slog.New(slog.DiscardHandler), func(r *http.Request, p Principal) (int, any, error) {
+	mux.HandleFunc("POST /v2/x", Handle(slog.New(slog.DiscardHandler), func(r *http.Request, p caller.Principal) (int, any, error) {
 		called++
 		var v textSample
 		if err := DecodeJSON(r, &v); err != nil {
@@ -186,7 +188,7 @@ func TestLambdaRefusesBadText(t *testing.T) {
 		return 200, v, nil
 	}))
 	fn := Lambda(slog.New(slog.DiscardHandler), mux)
-	p := Principal{ID: "u1", KeyID: "k1", AccountID: "a1"}
+	p := caller.Principal{ID: "u1", KeyID: "k1", AccountID: "a1"}
 	call := func(query map[string][]string, body string, b64 bool) events.APIGatewayProxyResponse {
 		t.Helper()
 		req := events.APIGatewayProxyRequest{

@@ -15,6 +15,7 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/patch"
 	"cads/shared/store"
@@ -166,7 +167,7 @@ func actionIDs(r *http.Request) (app, id string, err error) {
 	return app, id, nil
 }
 
-func (h *handler) listActions(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listActions(r *http.Request, p caller.Principal) (int, any, error) {
 	app, err := appID(r)
 	if err != nil {
 		return 0, nil, err
@@ -193,7 +194,7 @@ func (h *handler) listActions(r *http.Request, p apigw.Principal) (int, any, err
 // inApp is the filter of a collection of application app: every member,
 // once the application is found in the caller's account (a 404
 // otherwise); the route decided who may read the collection.
-func inApp[T any](h *handler, p apigw.Principal, app string) func(ctx context.Context) (func(T) (bool, error), error) {
+func inApp[T any](h *handler, p caller.Principal, app string) func(ctx context.Context) (func(T) (bool, error), error) {
 	return func(ctx context.Context) (func(T) (bool, error), error) {
 		if err := h.st.ApplicationInAccount(ctx, p.AccountID, app); err != nil {
 			return nil, domain.IfNotFound(err, "no application %q", app)
@@ -214,7 +215,7 @@ func sortActions(as []Action, order []apigw.OrderKey) {
 	}, func(a Action) string { return a.ID })
 }
 
-func (h *handler) createAction(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) createAction(r *http.Request, p caller.Principal) (int, any, error) {
 	app, err := appID(r)
 	if err != nil {
 		return 0, nil, err
@@ -245,7 +246,7 @@ func actionTagged(a domain.Action) *apigw.Tagged {
 	return apigw.WithETag(actionOut(a), apigw.ETag("action", a.App+"/"+a.ID, a.Version))
 }
 
-func (h *handler) getAction(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) getAction(r *http.Request, p caller.Principal) (int, any, error) {
 	app, id, err := actionIDs(r)
 	if err != nil {
 		return 0, nil, err
@@ -260,7 +261,7 @@ func (h *handler) getAction(r *http.Request, p apigw.Principal) (int, any, error
 // patchAction is PATCH with a merge patch of the writable fields; null
 // resets a field (secret_key and certificates are removed, http_method
 // goes back to POST).
-func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) patchAction(r *http.Request, p caller.Principal) (int, any, error) {
 	app, id, err := actionIDs(r)
 	if err != nil {
 		return 0, nil, err
@@ -321,7 +322,7 @@ func patchAction(cur domain.Action, top map[string]json.RawMessage) (domain.Acti
 	return next, nil
 }
 
-func (h *handler) deleteAction(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) deleteAction(r *http.Request, p caller.Principal) (int, any, error) {
 	app, id, err := actionIDs(r)
 	if err != nil {
 		return 0, nil, err

@@ -26,6 +26,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/ddb"
 	"cads/shared/domain"
 	"cads/shared/ids"
@@ -53,7 +54,7 @@ type Store interface {
 
 // Deciders makes second decisions with the authorizer's engine.
 type Deciders interface {
-	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+	Decider(ctx context.Context, p caller.Principal) (*access.Decider, error)
 }
 
 // Limits of the API's own fields.
@@ -128,7 +129,7 @@ func storeError(err error) error {
 
 // ---------------------------------------------------------------- reads
 
-func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 	page, err := apigw.ParsePage(r.URL.Query(), "id", "created", "updated")
 	if err != nil {
 		return 0, nil, err
@@ -172,7 +173,7 @@ func sortTests(ts []ApplicationTest, order []apigw.OrderKey) {
 // get is GET /v2/tests/{id}: the archive as tar.bz2 when that is the
 // first type the client accepts (as API Gateway decides on binary
 // responses), the metadata otherwise.
-func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := testID(r)
 	if err != nil {
 		return 0, nil, err
@@ -385,7 +386,7 @@ func prepare(up upload, now time.Time, owned func(urls []string) (map[string]boo
 }
 
 // create is PUT /v2/tests/{id}: a new test (an existing id is a 409).
-func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) create(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := testID(r)
 	if err != nil {
 		return 0, nil, err
@@ -426,7 +427,7 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 
 // patch is PATCH /v2/tests/{id}: a new description, a new configuration,
 // or both.
-func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) patch(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := testID(r)
 	if err != nil {
 		return 0, nil, err
@@ -519,7 +520,7 @@ func (h *handler) owned(ctx context.Context, account string) func(urls []string)
 	return func(urls []string) (map[string]bool, error) { return ownAliases(ctx, h.st, account, urls) }
 }
 
-func (h *handler) remove(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) remove(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := testID(r)
 	if err != nil {
 		return 0, nil, err
@@ -561,7 +562,7 @@ type runMessage struct {
 
 // run is POST /v2/tests: queue a run of a stored test. 200 with the test,
 // whose last_run is the new run, queued.
-func (h *handler) run(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) run(r *http.Request, p caller.Principal) (int, any, error) {
 	var in runPost
 	if err := apigw.DecodeJSON(r, &in); err != nil {
 		return 0, nil, err
@@ -626,7 +627,7 @@ func (h *handler) run(r *http.Request, p apigw.Principal) (int, any, error) {
 // target resolves `targets` (an application id or href of the caller's
 // account) and checks that the caller may read that application: a run's
 // records are attributed to it.
-func (h *handler) target(ctx context.Context, p apigw.Principal, targets string) (string, error) {
+func (h *handler) target(ctx context.Context, p caller.Principal, targets string) (string, error) {
 	app := strings.TrimPrefix(targets, "/v2/applications/")
 	if !ids.Valid(app) {
 		return "", domain.Errorf(domain.Invalid, "targets must be an application id or href (/v2/applications/<id>), not %q", targets)

@@ -13,6 +13,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/routes"
@@ -37,7 +38,7 @@ type Store interface {
 
 // Deciders makes second decisions with the authorizer's engine.
 type Deciders interface {
-	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+	Decider(ctx context.Context, p caller.Principal) (*access.Decider, error)
 }
 
 // SessionKeyLifetime bounds keys made by POST /v2/users/self/authorization.
@@ -91,7 +92,7 @@ func asSelf(h http.HandlerFunc) http.HandlerFunc {
 func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.Handle(h.log, e) }
 
 // userID resolves {id}: "self" and the caller's own id are the same user.
-func userID(r *http.Request, p apigw.Principal) (string, error) {
+func userID(r *http.Request, p caller.Principal) (string, error) {
 	id := r.PathValue("id")
 	if id == "self" {
 		return p.ID, nil
@@ -105,7 +106,7 @@ func userID(r *http.Request, p apigw.Principal) (string, error) {
 // ownID checks that {id} names the caller: an authorization is the
 // caller's own key, so no other user has one to read or switch with. The
 // answer is the same whether that other user exists or not.
-func ownID(r *http.Request, p apigw.Principal) error {
+func ownID(r *http.Request, p caller.Principal) error {
 	if id := r.PathValue("id"); id != "self" && id != p.ID {
 		return domain.Errorf(domain.NotFound, "no authorization at %s: it is the caller's own; use /v2/users/self/authorization", clipPath(r.URL.Path))
 	}
@@ -126,7 +127,7 @@ type userPost struct {
 	Name  *string `json:"name"`
 }
 
-func (h *handler) createUser(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) createUser(r *http.Request, _ caller.Principal) (int, any, error) {
 	var in userPost
 	if err := apigw.DecodeJSON(r, &in); err != nil {
 		return 0, nil, err
@@ -152,7 +153,7 @@ func (h *handler) createUser(r *http.Request, _ apigw.Principal) (int, any, erro
 	return http.StatusOK, userTagged(u), nil
 }
 
-func (h *handler) listUsers(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listUsers(r *http.Request, p caller.Principal) (int, any, error) {
 	page, err := apigw.ParsePage(r.URL.Query(), "email", "name", "created")
 	if err != nil {
 		return 0, nil, err
@@ -193,7 +194,7 @@ func sortUsers(us []User, order []apigw.OrderKey) {
 	}, func(u User) string { return u.ID }, apigw.OrderKey{Field: "created"})
 }
 
-func (h *handler) getUser(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) getUser(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := userID(r, p)
 	if err != nil {
 		return 0, nil, err
@@ -224,7 +225,7 @@ type userPatch struct {
 	Phone *string `json:"phone"`
 }
 
-func (h *handler) patchUser(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) patchUser(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := userID(r, p)
 	if err != nil {
 		return 0, nil, err

@@ -13,6 +13,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
@@ -27,7 +28,7 @@ type keyPost struct {
 // createKey makes a persistent key for a user. Binding it to an account
 // needs the same right as switching into that account (docs/api.md#switching-accounts): the
 // caller must be allowed GET /v2/accounts/{id} there.
-func (h *handler) createKey(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) createKey(r *http.Request, p caller.Principal) (int, any, error) {
 	uid, err := userID(r, p)
 	if err != nil {
 		return 0, nil, err
@@ -82,7 +83,7 @@ func (h *handler) createKey(r *http.Request, p apigw.Principal) (int, any, error
 // not nil, resolves the account the key binds to (switchable), in
 // parallel: the quota costs no sequential round trip beside an account.
 // The caller's mistake about the account is the error before the quota's.
-func (h *handler) quotaBeside(r *http.Request, p apigw.Principal, durability string, href *string) (domain.Quota, domain.Account, error) {
+func (h *handler) quotaBeside(r *http.Request, p caller.Principal, durability string, href *string) (domain.Quota, domain.Account, error) {
 	var (
 		q          domain.Quota
 		acct       domain.Account
@@ -115,7 +116,7 @@ func (h *handler) issue(r *http.Request, k domain.AccessKey, q domain.Quota) (in
 }
 
 // switchable resolves an account href the caller may authenticate into.
-func (h *handler) switchable(r *http.Request, p apigw.Principal, href string) (domain.Account, error) {
+func (h *handler) switchable(r *http.Request, p caller.Principal, href string) (domain.Account, error) {
 	id, ok := strings.CutPrefix(href, "/v2/accounts/")
 	if !ok || !ids.Valid(id) {
 		return domain.Account{}, apigw.BadRequest("account must be an account href like /v2/accounts/<id>, not %q", href)
@@ -147,7 +148,7 @@ func (h *handler) switchable(r *http.Request, p apigw.Principal, href string) (d
 	return acct, nil
 }
 
-func (h *handler) listKeys(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listKeys(r *http.Request, p caller.Principal) (int, any, error) {
 	uid, err := userID(r, p)
 	if err != nil {
 		return 0, nil, err
@@ -175,7 +176,7 @@ func (h *handler) listKeys(r *http.Request, p apigw.Principal) (int, any, error)
 	return http.StatusOK, list, nil
 }
 
-func (h *handler) getKey(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) getKey(r *http.Request, p caller.Principal) (int, any, error) {
 	uid, err := userID(r, p)
 	if err != nil {
 		return 0, nil, err
@@ -201,7 +202,7 @@ func keyETag(k domain.AccessKey) string {
 	return apigw.ETag("accesskey", k.PrincipalID+"/"+k.ID, v)
 }
 
-func (h *handler) deleteKey(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) deleteKey(r *http.Request, p caller.Principal) (int, any, error) {
 	uid, err := userID(r, p)
 	if err != nil {
 		return 0, nil, err
@@ -235,7 +236,7 @@ func (h *handler) deleteKey(r *http.Request, p apigw.Principal) (int, any, error
 
 // ---------------------------------------------------------------- self authorization
 
-func (h *handler) getAuthorization(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) getAuthorization(r *http.Request, p caller.Principal) (int, any, error) {
 	if err := ownID(r, p); err != nil {
 		return 0, nil, err
 	}
@@ -264,7 +265,7 @@ var methods = map[string]bool{"GET": true, "POST": true, "PATCH": true, "PUT": t
 
 // simulate answers "would my key be allowed METHOD PATH?" with the same
 // engine, data and explanation as the authorizer.
-func (h *handler) simulate(r *http.Request, p apigw.Principal, method, path string) (*Decision, error) {
+func (h *handler) simulate(r *http.Request, p caller.Principal, method, path string) (*Decision, error) {
 	if !methods[method] {
 		return nil, apigw.BadRequest("method must be one of GET, POST, PATCH, PUT, DELETE")
 	}
@@ -315,7 +316,7 @@ type switchPost struct {
 
 // switchAccount returns a session key authenticated into another account
 // (docs/api.md#switching-accounts).
-func (h *handler) switchAccount(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) switchAccount(r *http.Request, p caller.Principal) (int, any, error) {
 	if err := ownID(r, p); err != nil {
 		return 0, nil, err
 	}
@@ -351,7 +352,7 @@ func (h *handler) switchAccount(r *http.Request, p apigw.Principal) (int, any, e
 // when it has none (it is a persistent key, or a session key from before
 // lineages were recorded), so every key of a lineage names the same root
 // and the authorizer reads two keys at most, however long the chain.
-func lineageOf(p apigw.Principal) (origin, parent *domain.KeyRef) {
+func lineageOf(p caller.Principal) (origin, parent *domain.KeyRef) {
 	parent = &domain.KeyRef{Principal: p.ID, ID: p.KeyID}
 	if p.OriginKey != "" {
 		return &domain.KeyRef{Principal: p.OriginPrincipal, ID: p.OriginKey}, parent

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/routes"
@@ -57,7 +58,7 @@ func NewHandler(st Store, dec Deciders, log *slog.Logger) *apigw.Router {
 func appID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "application") }
 
 // owned checks that the application is in the caller's account.
-func (h *handler) owned(ctx context.Context, p apigw.Principal, id string) error {
+func (h *handler) owned(ctx context.Context, p caller.Principal, id string) error {
 	if _, err := h.st.GetApplication(ctx, p.AccountID, id); err != nil {
 		if errors.Is(err, domain.ErrNotFound) {
 			return domain.Errorf(domain.NotFound, "no application %q", id)
@@ -72,7 +73,7 @@ func (h *handler) owned(ctx context.Context, p apigw.Principal, id string) error
 // round trip. The partitions are read only once both are back, so records
 // of another account's application are never read, at no added round trip
 // (the partitions wait for the index anyway).
-func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 	ctx := r.Context()
 	app, err := appID(r)
 	if err != nil {
@@ -323,7 +324,7 @@ type CustomLog struct {
 	Hostname *string `json:"hostname"`
 }
 
-func (h *handler) postLogs(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) postLogs(r *http.Request, p caller.Principal) (int, any, error) {
 	if t := r.URL.Query().Get("type"); t != "" && t != TypeCustom {
 		return 0, nil, apigw.BadRequest("type: only custom logs can be submitted")
 	}

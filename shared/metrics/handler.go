@@ -13,6 +13,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/routes"
 	"cads/shared/store"
@@ -32,7 +33,7 @@ type QueryStore interface {
 // the account's applications and address sets the caller may read
 // metrics of.
 type Deciders interface {
-	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+	Decider(ctx context.Context, p caller.Principal) (*access.Decider, error)
 }
 
 // Bounds of the collection metrics: GET /v2/applications/metrics reads
@@ -76,7 +77,7 @@ type endpoint = apigw.Endpoint
 
 func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccount(h.log, e) }
 
-func (h *handler) application(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) application(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := apigw.PathID(r, "id", "application")
 	if err != nil {
 		return 0, nil, err
@@ -90,7 +91,7 @@ func (h *handler) application(r *http.Request, p apigw.Principal) (int, any, err
 	})
 }
 
-func (h *handler) addressSet(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) addressSet(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := apigw.PathID(r, "id", "address set")
 	if err != nil {
 		return 0, nil, err
@@ -111,7 +112,7 @@ func (h *handler) addressSet(r *http.Request, p apigw.Principal) (int, any, erro
 // edge names no account), so the sum is made here: the work grows with
 // the applications, and a query whose chunk items over all of them pass
 // MaxCollectionKeys is refused, naming the limit, before any is read.
-func (h *handler) applications(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) applications(r *http.Request, p caller.Principal) (int, any, error) {
 	now := h.st.Now()
 	q, err := ParseQuery(r.URL.Query(), FamilyApplication, now)
 	if err != nil {
@@ -190,7 +191,7 @@ func (h *handler) allApps(ctx context.Context, account string) ([]domain.Applica
 // deleted sets' history cannot be shown either, and the answer is the
 // sum over the sets it may read instead. The extra reads are bounded
 // like the applications' sum.
-func (h *handler) addressSets(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) addressSets(r *http.Request, p caller.Principal) (int, any, error) {
 	now := h.st.Now()
 	q, err := ParseQuery(r.URL.Query(), FamilyAddressSet, now)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/identity"
 	"cads/shared/listmerge"
@@ -88,7 +89,7 @@ type question struct {
 	known        *access.Known               // every role and group of the accounts whose roles apply
 }
 
-func (h *handler) whoCan(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) whoCan(r *http.Request, p caller.Principal) (int, any, error) {
 	acct, err := accountID(r)
 	if err != nil {
 		return 0, nil, err
@@ -135,7 +136,7 @@ func (h *handler) whoCan(r *http.Request, p apigw.Principal) (int, any, error) {
 // group of the accounts whose roles can apply, and keeps the sources:
 // the roles that grant the request alone (decided by the engine) and the
 // groups that hold one.
-func (h *handler) ask(ctx context.Context, p apigw.Principal, acct, method, path string) (*question, error) {
+func (h *handler) ask(ctx context.Context, p caller.Principal, acct, method, path string) (*question, error) {
 	qu := &question{method: method, path: path, groupRoles: map[domain.RBACRef][]string{}}
 	tid, fromPath := authz.Target(method, path, acct)
 	qu.fromPath = fromPath && tid != acct
@@ -319,7 +320,7 @@ func (h *handler) decideAll(ctx context.Context, qu *question, cs []candidate) e
 	})
 	for i := range cs {
 		g.Go(func() error {
-			d, err := h.dec.DeciderOver(gctx, apigw.Principal{ID: cs[i].id, AccountID: qu.key.ID}, qu.key, qu.known)
+			d, err := h.dec.DeciderOver(gctx, caller.Principal{ID: cs[i].id, AccountID: qu.key.ID}, qu.key, qu.known)
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/retry"
@@ -96,7 +97,7 @@ func decodeInvitationPost(r *http.Request, k kind, acct string) (email, target s
 }
 
 func (h *handler) createInvitation(k kind) endpoint {
-	return func(r *http.Request, p apigw.Principal) (int, any, error) {
+	return func(r *http.Request, p caller.Principal) (int, any, error) {
 		acct, err := accountID(r)
 		if err != nil {
 			return 0, nil, err
@@ -200,7 +201,7 @@ func (h *handler) marker(inv domain.Invitation) (store.OutboxMarker, error) {
 }
 
 func (h *handler) listInvitations(k kind) endpoint {
-	return func(r *http.Request, p apigw.Principal) (int, any, error) {
+	return func(r *http.Request, p caller.Principal) (int, any, error) {
 		acct, err := accountID(r)
 		if err != nil {
 			return 0, nil, err
@@ -238,7 +239,7 @@ func sortInvitations(out []Invitation, order []apigw.OrderKey) {
 }
 
 func (h *handler) getInvitation(k kind) endpoint {
-	return func(r *http.Request, _ apigw.Principal) (int, any, error) {
+	return func(r *http.Request, _ caller.Principal) (int, any, error) {
 		acct, id, err := invitationIDs(r)
 		if err != nil {
 			return 0, nil, err
@@ -272,7 +273,7 @@ func singular(k kind) string {
 // invitation again (docs/api.md#invitations). Sending is inviting, so the invitation rule
 // applies as for POST.
 func (h *handler) resendInvitation(k kind) endpoint {
-	return func(r *http.Request, p apigw.Principal) (int, any, error) {
+	return func(r *http.Request, p caller.Principal) (int, any, error) {
 		acct, id, err := invitationIDs(r)
 		if err != nil {
 			return 0, nil, err
@@ -324,7 +325,7 @@ func (h *handler) resendInvitation(k kind) endpoint {
 // deleteInvitation revokes an invitation: if it was accepted, the access
 // it granted ends with the invitee's next request (docs/api.md#revoking-access).
 func (h *handler) deleteInvitation(k kind) endpoint {
-	return func(r *http.Request, _ apigw.Principal) (int, any, error) {
+	return func(r *http.Request, _ caller.Principal) (int, any, error) {
 		acct, id, err := invitationIDs(r)
 		if err != nil {
 			return 0, nil, err

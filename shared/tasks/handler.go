@@ -13,6 +13,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/retry"
 	"cads/shared/routes"
@@ -30,7 +31,7 @@ type Store interface {
 
 // Deciders makes second decisions with the authorizer's engine.
 type Deciders interface {
-	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+	Decider(ctx context.Context, p caller.Principal) (*access.Decider, error)
 }
 
 // MaxWait bounds POST /v2/tasks?wait=<seconds>.
@@ -62,7 +63,7 @@ func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccou
 // (docs/api.md#tasks) with the authorizer's engine, check the target, then write the
 // task through the outbox. 201 while it runs; 200 once it has finished,
 // which ?wait=<seconds> (at most MaxWait) gives it time to do.
-func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) create(r *http.Request, p caller.Principal) (int, any, error) {
 	ctx := r.Context()
 	wait, err := waitParam(r)
 	if err != nil {
@@ -173,7 +174,7 @@ func waitParam(r *http.Request) (time.Duration, error) {
 	return time.Duration(n) * time.Second, nil
 }
 
-func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := apigw.PathID(r, "id", "task")
 	if err != nil {
 		return 0, nil, err
@@ -209,7 +210,7 @@ const (
 // logs is GET /v2/tasks/{id}/logs: the task's log lines created in
 // [from, to), oldest first, at most limit of them. The lines live on the
 // task's item: one GetItem, however many there are.
-func (h *handler) logs(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) logs(r *http.Request, p caller.Principal) (int, any, error) {
 	q := r.URL.Query()
 	from, err := timeParam(q.Get("from"), "from")
 	if err != nil {
@@ -257,7 +258,7 @@ func (h *handler) logs(r *http.Request, p apigw.Principal) (int, any, error) {
 // list is GET /v2/tasks: the account's tasks created in [from, to) that the
 // caller may GET (docs/api.md#collection-reads), newest first unless order
 // says otherwise, paged in the store (apigw.List).
-func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 	q := r.URL.Query()
 	page, err := apigw.ParsePage(q, "created", "type", "state")
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/caller"
 	"cads/shared/clock"
 	"cads/shared/domain"
 	"cads/shared/ids"
@@ -30,7 +31,7 @@ type api struct {
 	clk  *clock.Shifted // the function's clock (wire.Deps.Clock)
 	h    apigw.ProxyHandler
 	root string
-	op   apigw.Principal
+	op   caller.Principal
 }
 
 type resp struct {
@@ -51,7 +52,7 @@ func newAPI(t *testing.T) *api {
 	return &api{t: t, d: d, st: deps.Store, clk: clk, h: taskswire.Handler(deps), root: res.RootAccount, op: op}
 }
 
-func call(t *testing.T, h apigw.ProxyHandler, p apigw.Principal, method, path, ctype, body string) resp {
+func call(t *testing.T, h apigw.ProxyHandler, p caller.Principal, method, path, ctype, body string) resp {
 	t.Helper()
 	req := events.APIGatewayProxyRequest{HTTPMethod: method, Path: path, Headers: map[string]string{}, Body: body,
 		RequestContext: events.APIGatewayProxyRequestContext{RequestID: "req", Authorizer: p.Context()}}
@@ -93,7 +94,7 @@ func call(t *testing.T, h apigw.ProxyHandler, p apigw.Principal, method, path, c
 	return r
 }
 
-func (a *api) do(p apigw.Principal, method, path, body string) resp {
+func (a *api) do(p caller.Principal, method, path, body string) resp {
 	ct := ""
 	if body != "" {
 		ct = "application/json"
@@ -103,7 +104,7 @@ func (a *api) do(p apigw.Principal, method, path, body string) resp {
 
 // user makes a principal in the root account holding one custom role with
 // the given permissions.
-func (a *api) user(perms ...authz.Permission) apigw.Principal {
+func (a *api) user(perms ...authz.Permission) caller.Principal {
 	a.t.Helper()
 	ctx := context.Background()
 	id := ids.New()
@@ -117,7 +118,7 @@ func (a *api) user(perms ...authz.Permission) apigw.Principal {
 	if err := a.st.PutGrant(ctx, domain.Grant{PrincipalID: id, AccountID: a.root, RoleID: role.ID, Via: "test"}); err != nil {
 		a.t.Fatal(err)
 	}
-	return apigw.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com", AccountID: a.root, KeyID: "k"}
+	return caller.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com", AccountID: a.root, KeyID: "k"}
 }
 
 func permit(method string, spec ...string) authz.Permission {
@@ -336,7 +337,7 @@ func TestReadTasks(t *testing.T) {
 	if r := a.do(a.op, "GET", "/v2/tasks/"+made[0], ""); r.Status != 200 || r.Body["href"] != "/v2/tasks/"+made[0] || r.Body["message"] != "queued" {
 		t.Fatalf("get: %d %s", r.Status, r.Raw)
 	}
-	stranger := apigw.Principal{ID: "x", Kind: domain.KindUser, AccountID: "elsewhere", KeyID: "k"}
+	stranger := caller.Principal{ID: "x", Kind: domain.KindUser, AccountID: "elsewhere", KeyID: "k"}
 	if r := a.do(stranger, "GET", "/v2/tasks/"+made[0], ""); r.Status != 404 {
 		t.Fatalf("another account's task: %d %s", r.Status, r.Raw)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/tasks"
 	"cads/shared/wire"
@@ -32,7 +32,7 @@ func TestTaskLogs(t *testing.T) {
 		t.Fatalf("second attempt: %v, want Done", out)
 	}
 	h := taskswire.Handler(wire.New(quiet, e.d.Client, e.d.Table))
-	p := apigw.Principal{ID: "u1", Kind: domain.KindUser, AccountID: "acct", KeyID: "k"}
+	p := caller.Principal{ID: "u1", Kind: domain.KindUser, AccountID: "acct", KeyID: "k"}
 	read := func(query string) (int, []tasks.ProcessLog, string) {
 		t.Helper()
 		r := call(t, h, p, "GET", "/v2/tasks/"+tk.ID+"/logs"+query, "", "")

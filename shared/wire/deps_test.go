@@ -17,7 +17,7 @@ var (
 	// builds (logger, DynamoDB client, store), what the store needs, and
 	// the domain at the centre of it all; routes is the contract's route
 	// tables, of which each function links its own (apigw.Router).
-	common = []string{"wire", "logging", "ddb", "retry", "clock", "store", "apigw", "routes", "domain", "authz", "ids", "audit"}
+	common = []string{"wire", "caller", "logging", "ddb", "retry", "clock", "store", "apigw", "routes", "domain", "authz", "ids", "audit"}
 	// rbac is the permission check of the caller's roles (access) with the
 	// built-in roles it knows, and the wiring that builds it.
 	rbac = []string{"access", "builtin", "wire/accesswire"}

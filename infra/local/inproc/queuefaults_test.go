@@ -38,6 +38,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/apptests"
 	"cads/shared/bootstrap"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/outbox"
 	"cads/shared/rbacadmin"
@@ -143,7 +144,7 @@ type qfEnv struct {
 	proxy *qfProxy
 	deps  wire.Deps
 	boot  bootstrap.Result
-	op    apigw.Principal
+	op    caller.Principal
 	log   *slog.Logger
 }
 
