@@ -146,10 +146,10 @@ func (h *handler) createAccount(r *http.Request, p caller.Principal) (int, any, 
 		return 0, nil, err
 	}
 	if in.Parent {
-		return 0, nil, apigw.BadRequest("parent cannot be set: a new account is a sub-account of the account you are authenticated into (%s); authenticate into the intended parent first", accountHref(p.AccountID))
+		return 0, nil, domain.Errorf(domain.Invalid, "parent cannot be set: a new account is a sub-account of the account you are authenticated into (%s); authenticate into the intended parent first", accountHref(p.AccountID))
 	}
 	if in.Name == nil {
-		return 0, nil, apigw.BadRequest("name is required")
+		return 0, nil, domain.Errorf(domain.Invalid, "name is required")
 	}
 	id := ids.New()
 	now := h.st.Now()
@@ -398,10 +398,10 @@ func (h *handler) patchAccount(r *http.Request, _ caller.Principal) (int, any, e
 		return 0, nil, err
 	}
 	if in.Parent {
-		return 0, nil, apigw.BadRequest("parent cannot be changed: accounts never move in the tree")
+		return 0, nil, domain.Errorf(domain.Invalid, "parent cannot be changed: accounts never move in the tree")
 	}
 	if in.Name == nil && in.Keyword == nil && !in.Owner.Set && !in.LogRetention.Set {
-		return 0, nil, apigw.BadRequest("nothing to change: the body may set name, keyword, owner and log_retention")
+		return 0, nil, domain.Errorf(domain.Invalid, "nothing to change: the body may set name, keyword, owner and log_retention")
 	}
 	var (
 		name, nameKey, kw, owner string

@@ -30,13 +30,13 @@ func parseAuditFilter(r *http.Request) (auditFilter, error) {
 		if s := q.Get(name); s != "" {
 			v, err := time.Parse(time.RFC3339Nano, s)
 			if err != nil {
-				return f, apigw.BadRequest("%s must be a time in RFC 3339 form, like 2026-01-31T12:00:00Z", name)
+				return f, domain.Errorf(domain.Invalid, "%s must be a time in RFC 3339 form, like 2026-01-31T12:00:00Z", name)
 			}
 			*t = v
 		}
 	}
 	if !f.from.IsZero() && !f.to.IsZero() && !f.from.Before(f.to) {
-		return f, apigw.BadRequest("from must be before to")
+		return f, domain.Errorf(domain.Invalid, "from must be before to")
 	}
 	f.actor, f.target = q.Get("actor"), strings.TrimSuffix(q.Get("target"), "/")
 	if a := q.Get("action"); a != "" {
@@ -44,7 +44,7 @@ func parseAuditFilter(r *http.Request) (auditFilter, error) {
 		switch f.action {
 		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		default:
-			return f, apigw.BadRequest("action must be one of POST, PUT, PATCH, DELETE")
+			return f, domain.Errorf(domain.Invalid, "action must be one of POST, PUT, PATCH, DELETE")
 		}
 	}
 	return f, nil

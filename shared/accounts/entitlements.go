@@ -157,16 +157,16 @@ func (h *handler) createEntitlement(r *http.Request, _ caller.Principal) (int, a
 		// plan_id and started): it records the plan and allocates no
 		// resource, so it meters and charges nothing (docs/api.md#entitlements).
 		if in.Quantity != nil {
-			return 0, nil, apigw.BadRequest("quantity needs resource: an entitlement without resource records a plan and allocates nothing")
+			return 0, nil, domain.Errorf(domain.Invalid, "quantity needs resource: an entitlement without resource records a plan and allocates nothing")
 		}
 	case in.Resource == nil:
-		return 0, nil, apigw.BadRequest("resource is required: one of %s (or plan_id alone, to record a plan)", strings.Join(domain.ResourceKinds(), ", "))
+		return 0, nil, domain.Errorf(domain.Invalid, "resource is required: one of %s (or plan_id alone, to record a plan)", strings.Join(domain.ResourceKinds(), ", "))
 	case !slices.Contains(domain.ResourceKinds(), *in.Resource):
-		return 0, nil, apigw.BadRequest("resource %q is not a resource kind: use one of %s", *in.Resource, strings.Join(domain.ResourceKinds(), ", "))
+		return 0, nil, domain.Errorf(domain.Invalid, "resource %q is not a resource kind: use one of %s", *in.Resource, strings.Join(domain.ResourceKinds(), ", "))
 	default:
 		e.Resource = *in.Resource
 		if in.Quantity == nil {
-			return 0, nil, apigw.BadRequest("quantity is required: how many %s the account may have (application_tests: run per period)", e.Resource)
+			return 0, nil, domain.Errorf(domain.Invalid, "quantity is required: how many %s the account may have (application_tests: run per period)", e.Resource)
 		}
 	}
 	patch := entitlementPatch{Quantity: in.Quantity, Period: in.Period, UnitPrice: in.UnitPrice, Started: in.Started,
@@ -288,7 +288,7 @@ func (h *handler) patchEntitlement(r *http.Request, _ caller.Principal) (int, an
 		return 0, nil, err
 	}
 	if !bool(in.Resource) && !in.PlanID.Set && in.Quantity == nil && in.Period == nil && in.UnitPrice == nil && in.Started == nil && !in.Expiry.Set {
-		return 0, nil, apigw.BadRequest("nothing to change: the body may set plan_id, quantity, period, unit_price, started and expiry")
+		return 0, nil, domain.Errorf(domain.Invalid, "nothing to change: the body may set plan_id, quantity, period, unit_price, started and expiry")
 	}
 	var next domain.Entitlement
 	read := func(ctx context.Context) (domain.Entitlement, error) {

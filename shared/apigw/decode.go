@@ -37,7 +37,7 @@ func DecodeJSON(r *http.Request, v any, opts ...TextOption) error {
 // results, for instance).
 func UnmarshalStrict(body []byte, v any, opts ...TextOption) error {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return BadRequest("a JSON request body is required")
+		return domain.Errorf(domain.Invalid, "a JSON request body is required")
 	}
 	if err := CheckJSONText(body, opts...); err != nil {
 		return err
@@ -45,13 +45,13 @@ func UnmarshalStrict(body []byte, v any, opts ...TextOption) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return BadRequest("invalid JSON body: %s", describeJSONError(err))
+		return domain.Errorf(domain.Invalid, "invalid JSON body: %s", describeJSONError(err))
 	}
 	if dec.More() {
-		return BadRequest("invalid JSON body: unexpected data after the JSON value")
+		return domain.Errorf(domain.Invalid, "invalid JSON body: unexpected data after the JSON value")
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return BadRequest("invalid JSON body: unexpected data after the JSON value")
+		return domain.Errorf(domain.Invalid, "invalid JSON body: unexpected data after the JSON value")
 	}
 	return nil
 }
@@ -70,7 +70,7 @@ func ReadJSON(r *http.Request, text TextOption, accepted ...string) ([]byte, str
 		return nil, "", err
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, "", BadRequest("a request body is required")
+		return nil, "", domain.Errorf(domain.Invalid, "a request body is required")
 	}
 	// Judged as sent: decoding would turn invalid text into U+FFFD.
 	if err := CheckJSONText(raw, text); err != nil {
@@ -114,9 +114,9 @@ func RequireContentType(r *http.Request, allowed ...string) error {
 		}
 	}
 	if mt == "" {
-		return UnsupportedMediaType("missing Content-Type; send %s", strings.Join(allowed, " or "))
+		return domain.Errorf(domain.Unsupported, "missing Content-Type; send %s", strings.Join(allowed, " or "))
 	}
-	return UnsupportedMediaType("Content-Type %q is not accepted here; send %s", mt, strings.Join(allowed, " or "))
+	return domain.Errorf(domain.Unsupported, "Content-Type %q is not accepted here; send %s", mt, strings.Join(allowed, " or "))
 }
 
 // ReadBody reads the request body, 413 past limit bytes; a missing body is
@@ -127,7 +127,7 @@ func ReadBody(r *http.Request, limit int64) ([]byte, error) {
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		return nil, BadRequest("could not read the request body")
+		return nil, domain.Errorf(domain.Invalid, "could not read the request body")
 	}
 	if int64(len(b)) > limit {
 		return nil, domain.Errorf(domain.TooLarge, "request body exceeds %d bytes", limit)

@@ -174,7 +174,7 @@ func noBody(r *http.Request) error {
 	}
 	var one [1]byte
 	if n, _ := io.ReadFull(r.Body, one[:]); n > 0 {
-		return BadRequest("a %s request takes no body: send it without one", r.Method)
+		return domain.Errorf(domain.Invalid, "a %s request takes no body: send it without one", r.Method)
 	}
 	return nil
 }

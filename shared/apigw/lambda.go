@@ -11,6 +11,7 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"cads/shared/authz"
+	"cads/shared/domain"
 )
 
 // ProxyHandler is the signature of an API Gateway proxy Lambda; it is what
@@ -50,7 +51,7 @@ func Lambda(log *slog.Logger, h http.Handler, opts ...LambdaOption) ProxyHandler
 			}
 		}()
 		if perr := authz.CheckPath(req.Path); perr != nil {
-			b, _ := body(BadRequest("%s", perr.Error()))
+			b, _ := body(domain.Errorf(domain.Invalid, "%s", perr.Error()))
 			return errorResponse(b), nil
 		}
 		defer func() {

@@ -225,10 +225,10 @@ func (h *handler) createAction(r *http.Request, p caller.Principal) (int, any, e
 		return 0, nil, err
 	}
 	if in.ID == nil {
-		return 0, nil, apigw.BadRequest("id is required: a lower-case name for the action, like purge-cache")
+		return 0, nil, domain.Errorf(domain.Invalid, "id is required: a lower-case name for the action, like purge-cache")
 	}
 	if !tasks.ValidActionID(*in.ID) {
-		return 0, nil, apigw.BadRequest("id %q must start with a letter, use a-z, 0-9 and -, not end with -, and have 2 to 63 characters", *in.ID)
+		return 0, nil, domain.Errorf(domain.Invalid, "id %q must start with a letter, use a-z, 0-9 and -, not end with -, and have 2 to 63 characters", *in.ID)
 	}
 	now := h.st.Now()
 	a := domain.Action{App: app, ID: *in.ID, Version: 1, Created: now, Updated: now}

@@ -15,7 +15,6 @@ import (
 
 	dsbzip2 "github.com/dsnet/compress/bzip2"
 
-	"cads/shared/apigw"
 	"cads/shared/domain"
 )
 
@@ -122,7 +121,7 @@ func Open(mediaType string, raw []byte) (*Archive, error) {
 			return nil, err
 		}
 	default:
-		return nil, apigw.UnsupportedMediaType("%q is not a test configuration type; send one of %s", mediaType, strings.Join(MediaTypes, ", "))
+		return nil, domain.Errorf(domain.Unsupported, "%q is not a test configuration type; send one of %s", mediaType, strings.Join(MediaTypes, ", "))
 	}
 	if a.tar != nil {
 		if a.Files, err = readTar(a.tar, mediaType); err != nil {

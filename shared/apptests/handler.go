@@ -102,7 +102,7 @@ func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccou
 func testID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
 	if len(id) > MaxIDLen || !idPattern.MatchString(id) {
-		return "", apigw.BadRequest("test id %q must match ^[a-z]([-a-z0-9]*[a-z0-9])?$ and have at most %d characters", id, MaxIDLen)
+		return "", domain.Errorf(domain.Invalid, "test id %q must match ^[a-z]([-a-z0-9]*[a-z0-9])?$ and have at most %d characters", id, MaxIDLen)
 	}
 	return id, nil
 }
@@ -243,13 +243,13 @@ func readUpload(r *http.Request) (upload, error) {
 		up.file, up.fileType = body, mt
 		return up, nil
 	case mt == "":
-		return up, apigw.UnsupportedMediaType("missing Content-Type; send multipart/form-data or one of %s", strings.Join(MediaTypes, ", "))
+		return up, domain.Errorf(domain.Unsupported, "missing Content-Type; send multipart/form-data or one of %s", strings.Join(MediaTypes, ", "))
 	default:
-		return up, apigw.UnsupportedMediaType("Content-Type %q is not accepted here; send multipart/form-data or one of %s", mt, strings.Join(MediaTypes, ", "))
+		return up, domain.Errorf(domain.Unsupported, "Content-Type %q is not accepted here; send multipart/form-data or one of %s", mt, strings.Join(MediaTypes, ", "))
 	}
 	_, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || params["boundary"] == "" {
-		return up, apigw.BadRequest("multipart/form-data needs a boundary parameter")
+		return up, domain.Errorf(domain.Invalid, "multipart/form-data needs a boundary parameter")
 	}
 	body, err := apigw.ReadBody(r, int64(MaxBodyBytes))
 	if err != nil {
@@ -263,25 +263,25 @@ func readUpload(r *http.Request) (upload, error) {
 			break
 		}
 		if err != nil {
-			return up, apigw.BadRequest("malformed multipart body: %v", err)
+			return up, domain.Errorf(domain.Invalid, "malformed multipart body: %v", err)
 		}
 		data, err := io.ReadAll(part)
 		if err != nil {
-			return up, apigw.BadRequest("malformed multipart body: %v", err)
+			return up, domain.Errorf(domain.Invalid, "malformed multipart body: %v", err)
 		}
 		switch name := part.FormName(); name {
 		case "desc":
 			if up.desc != nil {
-				return up, apigw.BadRequest("the form field desc is sent twice")
+				return up, domain.Errorf(domain.Invalid, "the form field desc is sent twice")
 			}
 			if len(data) > maxDescFieldBytes {
-				return up, apigw.BadRequest("desc must have at most %d characters", MaxDescription)
+				return up, domain.Errorf(domain.Invalid, "desc must have at most %d characters", MaxDescription)
 			}
 			s := string(data)
 			up.desc = &s
 		case "file":
 			if seenFile {
-				return up, apigw.BadRequest("the form field file is sent twice")
+				return up, domain.Errorf(domain.Invalid, "the form field file is sent twice")
 			}
 			seenFile = true
 			up.file, up.filename = data, part.FileName()
@@ -289,7 +289,7 @@ func readUpload(r *http.Request) (upload, error) {
 				return up, err
 			}
 		default:
-			return up, apigw.BadRequest("unknown form field %q: the fields are desc and file", name)
+			return up, domain.Errorf(domain.Invalid, "unknown form field %q: the fields are desc and file", name)
 		}
 	}
 	if seenFile && len(up.file) > MaxArchiveBytes {
@@ -396,7 +396,7 @@ func (h *handler) create(r *http.Request, p caller.Principal) (int, any, error) 
 		return 0, nil, err
 	}
 	if up.file == nil {
-		return 0, nil, apigw.BadRequest("file is required: the test configuration (multipart/form-data field file, or the whole body)")
+		return 0, nil, domain.Errorf(domain.Invalid, "file is required: the test configuration (multipart/form-data field file, or the whole body)")
 	}
 	// PUT only creates: no existing test can be at the state an If-Match
 	// names, and a missing one has none.
@@ -437,7 +437,7 @@ func (h *handler) patch(r *http.Request, p caller.Principal) (int, any, error) {
 		return 0, nil, err
 	}
 	if up.desc == nil && up.file == nil {
-		return 0, nil, apigw.BadRequest("nothing to change: send desc, file or both")
+		return 0, nil, domain.Errorf(domain.Invalid, "nothing to change: send desc, file or both")
 	}
 	if up.desc != nil {
 		if _, err := validDesc(*up.desc); err != nil {
@@ -569,13 +569,13 @@ func (h *handler) run(r *http.Request, p caller.Principal) (int, any, error) {
 	}
 	switch {
 	case in.ID == nil:
-		return 0, nil, apigw.BadRequest("id is required: the test to run")
+		return 0, nil, domain.Errorf(domain.Invalid, "id is required: the test to run")
 	case len(*in.ID) > MaxIDLen || !idPattern.MatchString(*in.ID):
-		return 0, nil, apigw.BadRequest("id %q must match ^[a-z]([-a-z0-9]*[a-z0-9])?$ and have at most %d characters", *in.ID, MaxIDLen)
+		return 0, nil, domain.Errorf(domain.Invalid, "id %q must match ^[a-z]([-a-z0-9]*[a-z0-9])?$ and have at most %d characters", *in.ID, MaxIDLen)
 	case in.Duration == nil || *in.Duration < 1 || *in.Duration > MaxDuration:
-		return 0, nil, apigw.BadRequest("duration is required: the run's length in seconds, from 1 to %d", MaxDuration)
+		return 0, nil, domain.Errorf(domain.Invalid, "duration is required: the run's length in seconds, from 1 to %d", MaxDuration)
 	case in.VirtualUsers == nil || *in.VirtualUsers < 1 || *in.VirtualUsers > MaxVirtualUsers:
-		return 0, nil, apigw.BadRequest("virtualUsers is required: from 1 to %d", MaxVirtualUsers)
+		return 0, nil, domain.Errorf(domain.Invalid, "virtualUsers is required: from 1 to %d", MaxVirtualUsers)
 	}
 	ctx := r.Context()
 	run := Run{ID: ids.New(), State: RunQueued, Duration: *in.Duration, VirtualUsers: *in.VirtualUsers, AssignCost: true,

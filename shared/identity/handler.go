@@ -133,7 +133,7 @@ func (h *handler) createUser(r *http.Request, _ caller.Principal) (int, any, err
 		return 0, nil, err
 	}
 	if in.Email == nil {
-		return 0, nil, apigw.BadRequest("email is required")
+		return 0, nil, domain.Errorf(domain.Invalid, "email is required")
 	}
 	email, err := validEmail(*in.Email)
 	if err != nil {
@@ -235,7 +235,7 @@ func (h *handler) patchUser(r *http.Request, p caller.Principal) (int, any, erro
 		return 0, nil, err
 	}
 	if in.Name == nil && in.Phone == nil {
-		return 0, nil, apigw.BadRequest("nothing to change: the body may set name and phone")
+		return 0, nil, domain.Errorf(domain.Invalid, "nothing to change: the body may set name and phone")
 	}
 	var c store.PrincipalChange
 	if in.Name != nil {
@@ -298,7 +298,7 @@ func validEmail(s string) (string, error) {
 func validName(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return "", apigw.BadRequest("name must not be empty or white space: a user without a name has no name member (leave name out when creating one)")
+		return "", domain.Errorf(domain.Invalid, "name must not be empty or white space: a user without a name has no name member (leave name out when creating one)")
 	}
 	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxNameLen {
 		return "", domain.Errorf(domain.Invalid, "name must be valid UTF-8 of at most %d characters", maxNameLen)

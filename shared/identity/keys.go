@@ -38,14 +38,14 @@ func (h *handler) createKey(r *http.Request, p caller.Principal) (int, any, erro
 		return 0, nil, err
 	}
 	if in.Type == nil {
-		return 0, nil, apigw.BadRequest("type is required; the only type is \"bearer\"")
+		return 0, nil, domain.Errorf(domain.Invalid, "type is required; the only type is \"bearer\"")
 	}
 	if *in.Type != "bearer" {
-		return 0, nil, apigw.BadRequest("type %q is not supported; the only type is \"bearer\"", *in.Type)
+		return 0, nil, domain.Errorf(domain.Invalid, "type %q is not supported; the only type is \"bearer\"", *in.Type)
 	}
 	now := h.st.Now()
 	if in.Expiry != nil && !in.Expiry.After(now) {
-		return 0, nil, apigw.BadRequest("expiry must be in the future")
+		return 0, nil, domain.Errorf(domain.Invalid, "expiry must be in the future")
 	}
 	k := domain.AccessKey{ID: ids.New(), PrincipalID: uid, Type: "bearer", Durability: domain.DurabilityPersistent, Created: now}
 	if in.Expiry != nil {
@@ -59,7 +59,7 @@ func (h *handler) createKey(r *http.Request, p caller.Principal) (int, any, erro
 		// request is never silently changed (docs/rbac.md, "Key lineage").
 		if limit := p.KeyExpiry; limit != nil {
 			if k.Expiry != nil && k.Expiry.After(*limit) {
-				return 0, nil, apigw.BadRequest("expiry must not be later than %s: the key you are authenticated with is a session key, or was minted with one, and expires then; keys it mints expire no later (omit expiry to get that time)",
+				return 0, nil, domain.Errorf(domain.Invalid, "expiry must not be later than %s: the key you are authenticated with is a session key, or was minted with one, and expires then; keys it mints expire no later (omit expiry to get that time)",
 					limit.UTC().Format(time.RFC3339))
 			}
 			if k.Expiry == nil {
@@ -119,7 +119,7 @@ func (h *handler) issue(r *http.Request, k domain.AccessKey, q domain.Quota) (in
 func (h *handler) switchable(r *http.Request, p caller.Principal, href string) (domain.Account, error) {
 	id, ok := strings.CutPrefix(href, "/v2/accounts/")
 	if !ok || !ids.Valid(id) {
-		return domain.Account{}, apigw.BadRequest("account must be an account href like /v2/accounts/<id>, not %q", href)
+		return domain.Account{}, domain.Errorf(domain.Invalid, "account must be an account href like /v2/accounts/<id>, not %q", href)
 	}
 	// The account and the caller's roles are independent reads: in parallel.
 	var (
@@ -243,7 +243,7 @@ func (h *handler) getAuthorization(r *http.Request, p caller.Principal) (int, an
 	q := r.URL.Query()
 	method, path := q.Get("method"), q.Get("path")
 	if (method == "") != (path == "") {
-		return 0, nil, apigw.BadRequest("method and path go together: give both to simulate a request, or neither")
+		return 0, nil, domain.Errorf(domain.Invalid, "method and path go together: give both to simulate a request, or neither")
 	}
 	k, err := h.st.GetKey(r.Context(), p.ID, p.KeyID)
 	if err != nil {
@@ -267,7 +267,7 @@ var methods = map[string]bool{"GET": true, "POST": true, "PATCH": true, "PUT": t
 // engine, data and explanation as the authorizer.
 func (h *handler) simulate(r *http.Request, p caller.Principal, method, path string) (*Decision, error) {
 	if !methods[method] {
-		return nil, apigw.BadRequest("method must be one of GET, POST, PATCH, PUT, DELETE")
+		return nil, domain.Errorf(domain.Invalid, "method must be one of GET, POST, PATCH, PUT, DELETE")
 	}
 	// The decider and the account the path names are read in parallel.
 	var (
@@ -325,7 +325,7 @@ func (h *handler) switchAccount(r *http.Request, p caller.Principal) (int, any, 
 		return 0, nil, err
 	}
 	if in.Account == nil {
-		return 0, nil, apigw.BadRequest("account is required: the href of the account to authenticate into")
+		return 0, nil, domain.Errorf(domain.Invalid, "account is required: the href of the account to authenticate into")
 	}
 	if p.Kind != domain.KindUser {
 		return 0, nil, domain.Errorf(domain.Forbidden, "service users are bound to their account and cannot switch to another")

@@ -234,18 +234,18 @@ func rangeParams(r *http.Request, required bool) (from, to time.Time, err error)
 		v := q.Get(x.name)
 		if v == "" {
 			if required {
-				return from, to, apigw.BadRequest("from and to are required: the range of a prepared archive (GET /v2/archived-logs lists them)")
+				return from, to, domain.Errorf(domain.Invalid, "from and to are required: the range of a prepared archive (GET /v2/archived-logs lists them)")
 			}
 			continue
 		}
 		t, perr := time.Parse(time.RFC3339Nano, v)
 		if perr != nil {
-			return from, to, apigw.BadRequest("%s must be an RFC 3339 timestamp such as 2026-05-01T00:00:00Z", x.name)
+			return from, to, domain.Errorf(domain.Invalid, "%s must be an RFC 3339 timestamp such as 2026-05-01T00:00:00Z", x.name)
 		}
 		*x.t = t.UTC()
 	}
 	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
-		return from, to, apigw.BadRequest("from must be before to; from is inclusive, to exclusive")
+		return from, to, domain.Errorf(domain.Invalid, "from must be before to; from is inclusive, to exclusive")
 	}
 	return from, to, nil
 }

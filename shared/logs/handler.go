@@ -81,7 +81,7 @@ func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 	}
 	q, err := ParseQuery(r.URL.Query(), h.st.Now())
 	if err != nil {
-		return 0, nil, apigw.BadRequest("%s", err.Error())
+		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
 	var (
 		f    filled
@@ -100,7 +100,7 @@ func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 	if runErr != nil {
 		var bq *BadQuery
 		if errors.As(runErr, &bq) {
-			return 0, nil, apigw.BadRequest("%s", bq.Msg)
+			return 0, nil, domain.Errorf(domain.Invalid, "%s", bq.Msg)
 		}
 		return 0, nil, runErr
 	}
@@ -326,7 +326,7 @@ type CustomLog struct {
 
 func (h *handler) postLogs(r *http.Request, p caller.Principal) (int, any, error) {
 	if t := r.URL.Query().Get("type"); t != "" && t != TypeCustom {
-		return 0, nil, apigw.BadRequest("type: only custom logs can be submitted")
+		return 0, nil, domain.Errorf(domain.Invalid, "type: only custom logs can be submitted")
 	}
 	var raw json.RawMessage
 	if err := apigw.DecodeJSON(r, &raw, messageText); err != nil {
@@ -338,15 +338,15 @@ func (h *handler) postLogs(r *http.Request, p caller.Principal) (int, any, error
 		isArray = true
 		var elems []json.RawMessage
 		if err := json.Unmarshal(raw, &elems); err != nil {
-			return 0, nil, apigw.BadRequest("invalid JSON body: %s", err.Error())
+			return 0, nil, domain.Errorf(domain.Invalid, "invalid JSON body: %s", err.Error())
 		}
 		if len(elems) == 0 || len(elems) > MaxCustomRecords {
-			return 0, nil, apigw.BadRequest("an array of 1 to %d logs is required", MaxCustomRecords)
+			return 0, nil, domain.Errorf(domain.Invalid, "an array of 1 to %d logs is required", MaxCustomRecords)
 		}
 		for i, e := range elems {
 			var l CustomLog
 			if err := apigw.UnmarshalStrict(e, &l, messageText); err != nil {
-				return 0, nil, apigw.BadRequest("log %d: %s", i, errMessage(err))
+				return 0, nil, domain.Errorf(domain.Invalid, "log %d: %s", i, errMessage(err))
 			}
 			logs = append(logs, l)
 		}
@@ -364,9 +364,9 @@ func (h *handler) postLogs(r *http.Request, p caller.Principal) (int, any, error
 		it, err := customItem(l, now)
 		if err != nil {
 			if isArray {
-				return 0, nil, apigw.BadRequest("log %d: %s", i, err.Error())
+				return 0, nil, domain.Errorf(domain.Invalid, "log %d: %s", i, err.Error())
 			}
-			return 0, nil, apigw.BadRequest("%s", err.Error())
+			return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 		}
 		recs = append(recs, it)
 	}

@@ -116,11 +116,11 @@ func (h *handler) applications(r *http.Request, p caller.Principal) (int, any, e
 	now := h.st.Now()
 	q, err := ParseQuery(r.URL.Query(), FamilyApplication, now)
 	if err != nil {
-		return 0, nil, apigw.BadRequest("%s", err.Error())
+		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
 	plan, err := q.Plan(now)
 	if err != nil {
-		return 0, nil, apigw.BadRequest("%s", err.Error())
+		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
 	perApp := len(plan.Keys(ScopeApp("x")))
 	ctx := r.Context()
@@ -146,7 +146,7 @@ func (h *handler) applications(r *http.Request, p caller.Principal) (int, any, e
 		}
 		n++
 		if n*perApp > MaxCollectionKeys {
-			return 0, nil, apigw.BadRequest("the account's applications would read more than %d stored items (MaxCollectionKeys, %d per application for this range and resolution): use summarize, a larger resolution or a shorter range", MaxCollectionKeys, perApp)
+			return 0, nil, domain.Errorf(domain.Invalid, "the account's applications would read more than %d stored items (MaxCollectionKeys, %d per application for this range and resolution): use summarize, a larger resolution or a shorter range", MaxCollectionKeys, perApp)
 		}
 		keys = append(keys, plan.Keys(ScopeApp(a.ID))...)
 	}
@@ -195,11 +195,11 @@ func (h *handler) addressSets(r *http.Request, p caller.Principal) (int, any, er
 	now := h.st.Now()
 	q, err := ParseQuery(r.URL.Query(), FamilyAddressSet, now)
 	if err != nil {
-		return 0, nil, apigw.BadRequest("%s", err.Error())
+		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
 	plan, err := q.Plan(now)
 	if err != nil {
-		return 0, nil, apigw.BadRequest("%s", err.Error())
+		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
 	ctx := r.Context()
 	var (
@@ -263,7 +263,7 @@ func (h *handler) setChunks(ctx context.Context, plan Plan, ids []string) (map[s
 	}
 	perSet := len(plan.Keys(ScopeSet("x")))
 	if len(ids)*perSet > MaxCollectionKeys {
-		return nil, apigw.BadRequest("the address sets to sum or leave out would read more than %d stored items (MaxCollectionKeys, %d per set for this range and resolution): use summarize, a larger resolution or a shorter range", MaxCollectionKeys, perSet)
+		return nil, domain.Errorf(domain.Invalid, "the address sets to sum or leave out would read more than %d stored items (MaxCollectionKeys, %d per set for this range and resolution): use summarize, a larger resolution or a shorter range", MaxCollectionKeys, perSet)
 	}
 	keys := make([]store.MetricChunkKey, 0, len(ids)*perSet)
 	for _, id := range ids {
@@ -327,11 +327,11 @@ func (h *handler) serve(r *http.Request, f Family, scope string, owned func(cont
 	now := h.st.Now()
 	q, err := ParseQuery(r.URL.Query(), f, now)
 	if err != nil {
-		return 0, nil, apigw.BadRequest("%s", err.Error())
+		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
 	plan, err := q.Plan(now)
 	if err != nil {
-		return 0, nil, apigw.BadRequest("%s", err.Error())
+		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
 	var (
 		g       errgroup.Group // both answers are needed to choose the error

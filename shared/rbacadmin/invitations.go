@@ -80,17 +80,17 @@ func decodeInvitationPost(r *http.Request, k kind, acct string) (email, target s
 		em, href = in.UserEmail, in.Group
 	}
 	if em == nil || href == nil {
-		return "", "", apigw.BadRequest("user_email and %s are required", k.target)
+		return "", "", domain.Errorf(domain.Invalid, "user_email and %s are required", k.target)
 	}
 	if email, err = validEmail(*em); err != nil {
 		return "", "", err
 	}
 	a, id, ok := parseMemberHref(*href, k.target+"s")
 	if !ok {
-		return "", "", apigw.BadRequest("%s must be a %s href like /v2/accounts/%s/%ss/<id>, not %q", k.target, k.target, acct, k.target, *href)
+		return "", "", domain.Errorf(domain.Invalid, "%s must be a %s href like /v2/accounts/%s/%ss/<id>, not %q", k.target, k.target, acct, k.target, *href)
 	}
 	if a != acct {
-		return "", "", apigw.BadRequest("%s is a %s of account %s: an invitation of account %s is to one of its own %ss",
+		return "", "", domain.Errorf(domain.Invalid, "%s is a %s of account %s: an invitation of account %s is to one of its own %ss",
 			*href, k.target, a, acct, k.target)
 	}
 	return email, id, nil

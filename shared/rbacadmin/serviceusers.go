@@ -173,7 +173,7 @@ func (h *handler) patchServiceUser(r *http.Request, _ caller.Principal) (int, an
 		return 0, nil, err
 	}
 	if in.Name == nil && in.Description == nil {
-		return 0, nil, apigw.BadRequest("nothing to change: the body may set name and description")
+		return 0, nil, domain.Errorf(domain.Invalid, "nothing to change: the body may set name and description")
 	}
 	if err := in.validate(); err != nil {
 		return 0, nil, err

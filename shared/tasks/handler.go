@@ -164,12 +164,12 @@ func waitParam(r *http.Request) (time.Duration, error) {
 	n := 0
 	for _, c := range v {
 		if c < '0' || c > '9' || n > MaxWait {
-			return 0, apigw.BadRequest("wait must be a whole number of seconds from 0 to %d", MaxWait)
+			return 0, domain.Errorf(domain.Invalid, "wait must be a whole number of seconds from 0 to %d", MaxWait)
 		}
 		n = n*10 + int(c-'0')
 	}
 	if n > MaxWait {
-		return 0, apigw.BadRequest("wait must be a whole number of seconds from 0 to %d", MaxWait)
+		return 0, domain.Errorf(domain.Invalid, "wait must be a whole number of seconds from 0 to %d", MaxWait)
 	}
 	return time.Duration(n) * time.Second, nil
 }
@@ -221,13 +221,13 @@ func (h *handler) logs(r *http.Request, p caller.Principal) (int, any, error) {
 		return 0, nil, err
 	}
 	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
-		return 0, nil, apigw.BadRequest("from must be before to; from is inclusive, to exclusive")
+		return 0, nil, domain.Errorf(domain.Invalid, "from must be before to; from is inclusive, to exclusive")
 	}
 	limit := DefaultLogLimit
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > MaxLogLimit {
-			return 0, nil, apigw.BadRequest("limit must be a whole number from 0 to %d", MaxLogLimit)
+			return 0, nil, domain.Errorf(domain.Invalid, "limit must be a whole number from 0 to %d", MaxLogLimit)
 		}
 		limit = n
 	}
