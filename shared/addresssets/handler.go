@@ -11,6 +11,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
 	"cads/shared/patch"
 	"cads/shared/routes"
 	"cads/shared/store"
@@ -180,7 +181,7 @@ func (h *handler) patch(r *http.Request, p caller.Principal) (int, any, error) {
 	// A merge patch (also under its own name) or a JSON Patch (docs/api.md#patch-bodies),
 	// checked before the set is read, so a malformed patch is a 400
 	// whether or not the set exists.
-	body, err := patch.Read(apigw.ReadJSON(r, apigw.TextOption{}, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch))
+	body, err := patch.Read(apigw.ReadJSON(r, jsontext.TextOption{}, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch))
 	if err != nil {
 		return 0, nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
 )
 
 // Endpoint is how every function's handlers are written: given the request
@@ -59,7 +60,7 @@ func handle(log *slog.Logger, e Endpoint, inAccount bool) http.HandlerFunc {
 			return
 		}
 		// Query parameters are text too: some are stored or echoed back.
-		if err := CheckQuery(r.URL.Query()); err != nil {
+		if err := jsontext.CheckQuery(r.URL.Query()); err != nil {
 			WriteError(r.Context(), log, w, err)
 			return
 		}
@@ -137,8 +138,8 @@ func writeList(w http.ResponseWriter, r *http.Request, status int, body any) boo
 		if err != nil {
 			return false // WriteJSON reports it
 		}
-		c := EnvelopeLen(b) + 1
-		if size+c > ResponseBudget && n > 0 {
+		c := jsontext.EnvelopeLen(b) + 1
+		if size+c > jsontext.ResponseBudget && n > 0 {
 			w.Header().Set(HeaderCut, CutBytes)
 			if !r.URL.Query().Has(ParamCursor) {
 				start, _ := strconv.Atoi(r.URL.Query().Get("start"))

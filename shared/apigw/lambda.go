@@ -12,7 +12,13 @@ import (
 
 	"cads/shared/authz"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
 )
+
+// lambdaResponseLimit is Lambda's synchronous response payload limit: a
+// larger proxy response is a gateway error, never seen by the client as
+// the function wrote it.
+const lambdaResponseLimit = 6<<20 + 100
 
 // ProxyHandler is the signature of an API Gateway proxy Lambda; it is what
 // lambda.Start, the local gateway and the tests call.
@@ -65,7 +71,7 @@ func Lambda(log *slog.Logger, h http.Handler, opts ...LambdaOption) ProxyHandler
 			log.ErrorContext(ctx, "proxy adapter failed", "error", err.Error(), "path", req.Path, "request_id", req.RequestContext.RequestID)
 			return errorResponse(internalBody), nil
 		}
-		if n := EnvelopeLen([]byte(resp.Body)); n > lambdaResponseLimit-64<<10 {
+		if n := jsontext.EnvelopeLen([]byte(resp.Body)); n > lambdaResponseLimit-64<<10 {
 			// A handler that does not page by bytes: Lambda would refuse
 			// the payload and the client see the gateway's 502. The API's
 			// own 500 says what happened in the log.

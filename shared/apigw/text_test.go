@@ -13,6 +13,7 @@ import (
 
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -52,7 +53,7 @@ func TestTextRuleBoundaries(t *testing.T) {
 			}
 			for _, body := range bodies {
 				var v textSample
-				err := UnmarshalStrict([]byte(body), &v)
+				err := jsontext.UnmarshalStrict([]byte(body), &v)
 				if !c.refused {
 					if err != nil {
 						t.Fatalf("%q refused: %v", body, err)
@@ -68,7 +69,7 @@ func TestTextRuleBoundaries(t *testing.T) {
 					t.Fatalf("%q: got %v; want a 400 containing %q", body, err, want)
 				}
 			}
-			if err := CheckText("form field \"desc\"", "a"+string(c.r)); (err != nil) != c.refused {
+			if err := jsontext.CheckText("form field \"desc\"", "a"+string(c.r)); (err != nil) != c.refused {
 				t.Fatalf("CheckText: %v, refused want %v", err, c.refused)
 			}
 		})
@@ -78,7 +79,7 @@ func TestTextRuleBoundaries(t *testing.T) {
 func TestCheckJSONText(t *testing.T) {
 	cases := []struct {
 		name, body string
-		opts       []TextOption
+		opts       []jsontext.TextOption
 		msg        string // "" if accepted
 	}{
 		{"plain", `{"name":"Zoë 😀","entries":[{"description":"x"}]}`, nil, ""},
@@ -108,13 +109,13 @@ func TestCheckJSONText(t *testing.T) {
 		{"string body", `"\u0000"`, nil, `field (body) holds`},
 		{"array body", `[{"message":"ok"},{"message":"\u0000"}]`, nil, `field "[1].message"`},
 		// The exception: only tab and newline, only where it is given.
-		{"message tab newline", `{"message":"a\tb\nc"}`, []TextOption{AllowTabNewline("message")}, ""},
-		{"message raw C1", "{\"message\":\"a\u0085\"}", []TextOption{AllowTabNewline("message")}, `U+0085`},
-		{"message CR", `{"message":"a\r\n"}`, []TextOption{AllowTabNewline("message")}, `field "message" holds the control character U+000D; this field may contain tab and newline`},
-		{"message NUL", `{"message":"a\u0000"}`, []TextOption{AllowTabNewline("message")}, `U+0000`},
-		{"exception is per field", `{"message":"a\n","name":"b\n"}`, []TextOption{AllowTabNewline("message")}, `field "name" holds the control character U+000A`},
-		{"exception in array", `[{"message":"a\n"},{"message":"b\t"}]`, []TextOption{AllowTabNewline("[*].message")}, ""},
-		{"exception not deeper", `{"entries":[{"description":"a\n"}]}`, []TextOption{AllowTabNewline("message", "[*].message")}, `entries[0].description`},
+		{"message tab newline", `{"message":"a\tb\nc"}`, []jsontext.TextOption{jsontext.AllowTabNewline("message")}, ""},
+		{"message raw C1", "{\"message\":\"a\u0085\"}", []jsontext.TextOption{jsontext.AllowTabNewline("message")}, `U+0085`},
+		{"message CR", `{"message":"a\r\n"}`, []jsontext.TextOption{jsontext.AllowTabNewline("message")}, `field "message" holds the control character U+000D; this field may contain tab and newline`},
+		{"message NUL", `{"message":"a\u0000"}`, []jsontext.TextOption{jsontext.AllowTabNewline("message")}, `U+0000`},
+		{"exception is per field", `{"message":"a\n","name":"b\n"}`, []jsontext.TextOption{jsontext.AllowTabNewline("message")}, `field "name" holds the control character U+000A`},
+		{"exception in array", `[{"message":"a\n"},{"message":"b\t"}]`, []jsontext.TextOption{jsontext.AllowTabNewline("[*].message")}, ""},
+		{"exception not deeper", `{"entries":[{"description":"a\n"}]}`, []jsontext.TextOption{jsontext.AllowTabNewline("message", "[*].message")}, `entries[0].description`},
 		// Not JSON: the decoder, not the text rule, says why.
 		{"syntax error", `{"name":"\u0000`, nil, "ends before"},
 	}
@@ -126,7 +127,7 @@ func TestCheckJSONText(t *testing.T) {
 			} else {
 				v = new(any)
 			}
-			err := UnmarshalStrict([]byte(c.body), v, c.opts...)
+			err := jsontext.UnmarshalStrict([]byte(c.body), v, c.opts...)
 			if c.msg == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -159,7 +160,7 @@ func TestCheckText(t *testing.T) {
 		{"line\nbreak", "U+000A"},
 		{"\u009b[2J", "U+009B"},
 	} {
-		err := CheckText(`form field "desc"`, c.s)
+		err := jsontext.CheckText(`form field "desc"`, c.s)
 		if c.msg == "" {
 			if err != nil {
 				t.Errorf("%q refused: %v", c.s, err)

@@ -17,6 +17,7 @@ import (
 	"cads/shared/applications/appconfig"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
 	"cads/shared/patch"
 	"cads/shared/store"
 	"cads/shared/tasks"
@@ -142,10 +143,10 @@ func validateAction(a domain.Action) error {
 
 // certificatesText lets an action's PEM certificates hold line breaks, the
 // one exception to the API's text rule in actions.
-var certificatesText = apigw.AllowTabNewline("certificates")
+var certificatesText = jsontext.AllowTabNewline("certificates")
 
 func text(field, s string, max int) error {
-	if err := apigw.CheckText(field, s); err != nil {
+	if err := jsontext.CheckText(field, s); err != nil {
 		return err
 	}
 	if utf8.RuneCountInString(s) > max {
@@ -311,7 +312,7 @@ func patchAction(cur domain.Action, top map[string]json.RawMessage) (domain.Acti
 		return cur, err
 	}
 	var f actionFields
-	if err := apigw.UnmarshalStrict(merged, &f, certificatesText); err != nil {
+	if err := jsontext.UnmarshalStrict(merged, &f, certificatesText); err != nil {
 		return cur, err
 	}
 	next := cur

@@ -13,6 +13,7 @@ import (
 	"cads/shared/applications/pagecontrol"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
 	"cads/shared/patch"
 	"cads/shared/store"
 	"cads/shared/tasks"
@@ -238,7 +239,7 @@ func (h *handler) patchPageControl(r *http.Request, p caller.Principal) (int, an
 	if err != nil {
 		return 0, nil, err
 	}
-	body, err := patch.Read(apigw.ReadJSON(r, apigw.TextOption{}, patch.MediaJSON, patch.MediaMergePatch))
+	body, err := patch.Read(apigw.ReadJSON(r, jsontext.TextOption{}, patch.MediaJSON, patch.MediaMergePatch))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -299,7 +300,7 @@ func patchPageControl(cur domain.PageControl, top map[string]json.RawMessage) (d
 		return cur, false, err
 	}
 	var f pageControlFields
-	if err := apigw.UnmarshalStrict(merged, &f); err != nil {
+	if err := jsontext.UnmarshalStrict(merged, &f); err != nil {
 		return cur, false, err
 	}
 	next := cur

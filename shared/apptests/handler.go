@@ -30,6 +30,7 @@ import (
 	"cads/shared/ddb"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/jsontext"
 	"cads/shared/outbox"
 	"cads/shared/routes"
 	"cads/shared/store"
@@ -332,7 +333,7 @@ func partType(contentType, filename string, data []byte) (string, error) {
 
 func validDesc(s string) (string, error) {
 	// A form field is not JSON, so the body reader has not judged it.
-	if err := apigw.CheckText("desc", s); err != nil {
+	if err := jsontext.CheckText("desc", s); err != nil {
 		return "", err
 	}
 	if utf8.RuneCountInString(s) > MaxDescription {

@@ -16,6 +16,7 @@ import (
 	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/jsontext"
 	"cads/shared/routes"
 	"cads/shared/store"
 )
@@ -304,7 +305,7 @@ func validName(s string) (string, error) {
 		return "", domain.Errorf(domain.Invalid, "name must be valid UTF-8 of at most %d characters", maxNameLen)
 	}
 	for _, c := range s {
-		if apigw.IsControl(c) {
+		if jsontext.IsControl(c) {
 			return "", domain.Errorf(domain.Invalid, "name must not contain control characters")
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/jsontext"
 	"cads/shared/routes"
 )
 
@@ -210,7 +211,7 @@ type ObjectRow struct {
 
 // MarshalJSON writes the members in fields order, which a map would not.
 func (o ObjectRow) MarshalJSON() ([]byte, error) {
-	return apigw.MarshalObject(o.Fields, o.Values)
+	return jsontext.MarshalObject(o.Fields, o.Values)
 }
 
 // jsonRow is values (in fields order) in the row shape q asks for.
@@ -312,7 +313,7 @@ const (
 // messageText is the one exception to the text rule: a record's message
 // is free text from a program's output, which may run over lines and
 // indent with tabs. Every other field stays single-line text.
-var messageText = apigw.AllowTabNewline("message", "[*].message")
+var messageText = jsontext.AllowTabNewline("message", "[*].message")
 
 // CustomLog is one record of POST /v2/applications/{id}/logs (LogPost).
 type CustomLog struct {
@@ -345,14 +346,14 @@ func (h *handler) postLogs(r *http.Request, p caller.Principal) (int, any, error
 		}
 		for i, e := range elems {
 			var l CustomLog
-			if err := apigw.UnmarshalStrict(e, &l, messageText); err != nil {
+			if err := jsontext.UnmarshalStrict(e, &l, messageText); err != nil {
 				return 0, nil, domain.Errorf(domain.Invalid, "log %d: %s", i, errMessage(err))
 			}
 			logs = append(logs, l)
 		}
 	} else {
 		var l CustomLog
-		if err := apigw.UnmarshalStrict(raw, &l, messageText); err != nil {
+		if err := jsontext.UnmarshalStrict(raw, &l, messageText); err != nil {
 			return 0, nil, err
 		}
 		logs = append(logs, l)

@@ -15,6 +15,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
 	"cads/shared/routes"
 	"cads/shared/store"
 )
@@ -361,8 +362,8 @@ func (h *handler) respond(res Result) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if n := apigw.EnvelopeLen(body); n > apigw.ResponseBudget {
-		return 0, nil, domain.Errorf(domain.Invalid, "the response would be %d bytes; at most %d are returned (ResponseBudget): ask for fewer names, a larger resolution or a shorter range", n, apigw.ResponseBudget)
+	if n := jsontext.EnvelopeLen(body); n > jsontext.ResponseBudget {
+		return 0, nil, domain.Errorf(domain.Invalid, "the response would be %d bytes; at most %d are returned (ResponseBudget): ask for fewer names, a larger resolution or a shorter range", n, jsontext.ResponseBudget)
 	}
 	return http.StatusOK, json.RawMessage(body), nil
 }

@@ -15,6 +15,7 @@ import (
 	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/jsontext"
 	"cads/shared/store"
 )
 
@@ -57,7 +58,7 @@ func validText(field, s string, max int, required bool) (string, error) {
 	if required && s == "" {
 		return "", domain.Errorf(domain.Invalid, "%s must not be empty", field)
 	}
-	if err := apigw.CheckText(field, s); err != nil {
+	if err := jsontext.CheckText(field, s); err != nil {
 		return "", err
 	}
 	if utf8.RuneCountInString(s) > max {

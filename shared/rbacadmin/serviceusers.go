@@ -14,6 +14,7 @@ import (
 	"cads/shared/domain"
 	"cads/shared/identity"
 	"cads/shared/ids"
+	"cads/shared/jsontext"
 	"cads/shared/store"
 )
 
@@ -86,7 +87,7 @@ func (h *handler) createServiceUser(r *http.Request, _ caller.Principal) (int, a
 		if err := apigw.RequireContentType(r, "application/json"); err != nil {
 			return 0, nil, err
 		}
-		if err := apigw.UnmarshalStrict(body, &in); err != nil {
+		if err := jsontext.UnmarshalStrict(body, &in); err != nil {
 			return 0, nil, err
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"cads/shared/ids"
 	"cads/shared/store"
 	"cads/shared/tasks"
+	"cads/shared/tasks/tasksapi"
 	"cads/shared/wire"
 	"cads/shared/wire/taskswire"
 )
@@ -362,7 +363,7 @@ func TestCreateTaskStatusAndRoundTrips(t *testing.T) {
 		}
 	})
 	_, inlineOutbox := newOutbox(a.st, inline)
-	h := apigw.Lambda(quiet, tasks.New(a.st, access.New(a.st, quiet), inlineOutbox, quiet))
+	h := apigw.Lambda(quiet, tasksapi.New(a.st, access.New(a.st, quiet), inlineOutbox, quiet))
 
 	r := call(t, h, a.op, "POST", "/v2/tasks?wait=5", "application/json", body("start", tasks.AppHref(app.ID), ""))
 	if r.Status != 200 || r.Body["state"] != "success" || r.Body["message"] != fmt.Sprintf("application %s is running", app.ID) {
@@ -373,7 +374,7 @@ func TestCreateTaskStatusAndRoundTrips(t *testing.T) {
 	defer a.d.Counter.SetDelay(0)
 	a.d.Counter.Reset()
 	_, plainOutbox := newOutbox(a.st, &sentLog{})
-	plain := apigw.Lambda(quiet, tasks.New(a.st, access.New(a.st, quiet), plainOutbox, quiet))
+	plain := apigw.Lambda(quiet, tasksapi.New(a.st, access.New(a.st, quiet), plainOutbox, quiet))
 	r = call(t, plain, a.op, "POST", "/v2/tasks", "application/json", body("stop", tasks.AppHref(app.ID), ""))
 	if r.Status != 201 || r.Body["state"] != "pending" {
 		t.Fatalf("stop: %d %s", r.Status, r.Raw)

@@ -9,6 +9,7 @@ import (
 	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/tasks"
+	"cads/shared/tasks/tasksapi"
 	"cads/shared/wire"
 	"cads/shared/wire/taskswire"
 )
@@ -33,10 +34,10 @@ func TestTaskLogs(t *testing.T) {
 	}
 	h := taskswire.Handler(wire.New(quiet, e.d.Client, e.d.Table))
 	p := caller.Principal{ID: "u1", Kind: domain.KindUser, AccountID: "acct", KeyID: "k"}
-	read := func(query string) (int, []tasks.ProcessLog, string) {
+	read := func(query string) (int, []tasksapi.ProcessLog, string) {
 		t.Helper()
 		r := call(t, h, p, "GET", "/v2/tasks/"+tk.ID+"/logs"+query, "", "")
-		var lines []tasks.ProcessLog
+		var lines []tasksapi.ProcessLog
 		if r.Status == 200 {
 			if err := json.Unmarshal([]byte(r.Raw), &lines); err != nil {
 				t.Fatalf("%s: %v", r.Raw, err)

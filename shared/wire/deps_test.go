@@ -17,7 +17,7 @@ var (
 	// builds (logger, DynamoDB client, store), what the store needs, and
 	// the domain at the centre of it all; routes is the contract's route
 	// tables, of which each function links its own (apigw.Router).
-	common = []string{"wire", "caller", "logging", "ddb", "retry", "clock", "store", "apigw", "routes", "domain", "authz", "ids", "audit"}
+	common = []string{"wire", "caller", "jsontext", "logging", "ddb", "retry", "clock", "store", "apigw", "routes", "domain", "authz", "ids", "audit"}
 	// rbac is the permission check of the caller's roles (access) with the
 	// built-in roles it knows, and the wiring that builds it.
 	rbac = []string{"access", "builtin", "wire/accesswire"}
@@ -46,8 +46,8 @@ var functionDeps = map[string]function{
 	"accounts":     {"accountswire", join(api, "accounts", "names")},
 	"roles":        {"roleswire", join(api, "listmerge", "rbacadmin", "identity", "patch", "outbox", "names")},
 	"notifier":     {"notifierwire", join(rbac, "listmerge", "rbacadmin", "identity", "patch", "outbox", "names")},
-	"applications": {"applicationswire", join(api, "applications", "applications/appconfig", "applications/pagecontrol", "patch", "tasks", "outbox", "wire/taskswire")},
-	"tasks":        {"taskswire", join(api, "tasks", "applications/appconfig", "outbox")},
+	"applications": {"applicationswire", join(api, "applications", "applications/appconfig", "applications/pagecontrol", "patch", "tasks", "tasks/tasksapi", "outbox", "wire/taskswire")},
+	"tasks":        {"taskswire", join(api, "tasks", "tasks/tasksapi", "applications/appconfig", "outbox")},
 	"task-worker":  {"taskworkerwire", join(rbac, "tasks", "applications/appconfig", "outbox", "logs", "metrics")},
 	"tests":        {"testswire", join(api, "apptests", "applications/appconfig", "loadgen", "metrics", "outbox")},
 	"test-runner":  {"testrunnerwire", join(rbac, "apptests", "applications/appconfig", "loadgen", "metrics", "outbox", "wire/metricswire")},

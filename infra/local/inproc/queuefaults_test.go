@@ -44,6 +44,7 @@ import (
 	"cads/shared/rbacadmin"
 	"cads/shared/store"
 	"cads/shared/tasks"
+	"cads/shared/tasks/tasksapi"
 	"cads/shared/wire"
 	"cads/shared/wire/addresssetswire"
 	"cads/shared/wire/aggregatorwire"
@@ -351,7 +352,7 @@ func TestQueueSendFailureTasks(t *testing.T) {
 			// a short resend delay so that the sweep's turn comes quickly.
 			ob := outbox.New(e.deps.Store, outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}, e.log)
 			ob.ResendAfter = 500 * time.Millisecond
-			tasksFn := apigw.Lambda(e.log, tasks.New(e.deps.Store, access.New(e.deps.Store, e.log), tasks.NewOutbox(e.deps.Store, ob.Queue(wire.TasksQueue)), e.log))
+			tasksFn := apigw.Lambda(e.log, tasksapi.New(e.deps.Store, access.New(e.deps.Store, e.log), tasks.NewOutbox(e.deps.Store, ob.Queue(wire.TasksQueue)), e.log))
 			dp := &qfDataPlane{FakeDataPlane: tasks.NewFakeDataPlane(e.log, tasks.LoopbackOnly)}
 			worker := tasks.NewWorker(e.deps.Store, dp, ob, e.log)
 

@@ -25,6 +25,7 @@ import (
 	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/jsontext"
 	"cads/shared/logs"
 	"cads/shared/store"
 )
@@ -107,7 +108,7 @@ type post struct {
 }
 
 func text(field, s string, max int) error {
-	if err := apigw.CheckText(field, s); err != nil {
+	if err := jsontext.CheckText(field, s); err != nil {
 		return err
 	}
 	if utf8.RuneCountInString(s) > max {

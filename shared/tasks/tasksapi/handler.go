@@ -1,4 +1,4 @@
-package tasks
+package tasksapi
 
 import (
 	"context"
@@ -18,11 +18,12 @@ import (
 	"cads/shared/retry"
 	"cads/shared/routes"
 	"cads/shared/store"
+	"cads/shared/tasks"
 )
 
 // Store is what the tasks API reads and writes.
 type Store interface {
-	OutboxStore
+	tasks.OutboxStore
 	GetTask(ctx context.Context, account, id string) (domain.Task, error)
 	PageTasks(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]domain.Task, []string, bool, error)
 	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
@@ -40,12 +41,12 @@ const MaxWait = 5
 type handler struct {
 	st     Store
 	dec    Deciders
-	outbox *Outbox
+	outbox *tasks.Outbox
 	log    *slog.Logger
 }
 
 // New returns the tasks function's HTTP handler.
-func New(st Store, dec Deciders, outbox *Outbox, log *slog.Logger) *apigw.Router {
+func New(st Store, dec Deciders, outbox *tasks.Outbox, log *slog.Logger) *apigw.Router {
 	h := &handler{st: st, dec: dec, outbox: outbox, log: log}
 	mux := apigw.NewRouter(routes.Tasks)
 	mux.HandleFunc("postTasks", h.wrap(h.create))
@@ -70,10 +71,10 @@ func (h *handler) create(r *http.Request, p caller.Principal) (int, any, error) 
 		return 0, nil, err
 	}
 	var body json.RawMessage
-	if err := apigw.DecodeJSON(r, &body, keyText); err != nil {
+	if err := apigw.DecodeJSON(r, &body, tasks.KeyText); err != nil {
 		return 0, nil, err
 	}
-	req, err := ParsePost(body, h.st.Now())
+	req, err := tasks.ParsePost(body, h.st.Now())
 	if err != nil {
 		return 0, nil, err
 	}
@@ -89,7 +90,7 @@ func (h *handler) create(r *http.Request, p caller.Principal) (int, any, error) 
 	g.Go(func() (err error) { dec, err = h.dec.Decider(ctx, p); return err })
 	if req.App != "" {
 		g.Go(func() error { _, appErr = h.st.GetApplication(ctx, p.AccountID, req.App); return nil })
-		if a, ok := req.Params.(RunActionParams); ok {
+		if a, ok := req.Params.(tasks.RunActionParams); ok {
 			g.Go(func() error { _, actErr = h.st.GetAction(ctx, p.AccountID, req.App, a.ID); return nil })
 		}
 	}
@@ -97,7 +98,7 @@ func (h *handler) create(r *http.Request, p caller.Principal) (int, any, error) 
 		return 0, nil, decErr
 	}
 	if req.App != "" {
-		method, path := Permission[req.Type], PermissionPath(req)
+		method, path := tasks.Permission[req.Type], tasks.PermissionPath(req)
 		d, err := dec.Decide(ctx, method, path)
 		if err != nil {
 			return 0, nil, err
@@ -112,13 +113,13 @@ func (h *handler) create(r *http.Request, p caller.Principal) (int, any, error) 
 			return 0, nil, appErr
 		}
 		if errors.Is(actErr, domain.ErrNotFound) {
-			return 0, nil, domain.Errorf(domain.NotFound, "application %s has no action %q", req.App, req.Params.(RunActionParams).ID)
+			return 0, nil, domain.Errorf(domain.NotFound, "application %s has no action %q", req.App, req.Params.(tasks.RunActionParams).ID)
 		}
 		if actErr != nil {
 			return 0, nil, actErr
 		}
 	}
-	t, err := NewTask(h.st.Now(), p.AccountID, p.ID, req)
+	t, err := tasks.NewTask(h.st.Now(), p.AccountID, p.ID, req)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -129,9 +130,9 @@ func (h *handler) create(r *http.Request, p caller.Principal) (int, any, error) 
 		t = h.await(ctx, t, wait)
 	}
 	if t.Finished() {
-		return http.StatusOK, Out(t), nil
+		return http.StatusOK, tasks.Out(t), nil
 	}
-	return http.StatusCreated, Out(t), nil
+	return http.StatusCreated, tasks.Out(t), nil
 }
 
 // await polls the task until it finishes or wait ends, with a growing
@@ -186,7 +187,7 @@ func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, Out(t), nil
+	return http.StatusOK, tasks.Out(t), nil
 }
 
 // ProcessLog is one line of GET /v2/tasks/{id}/logs (the reference
@@ -278,7 +279,7 @@ func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 		// back here and gets the same order its cursor names.
 		page.Order = []apigw.OrderKey{{Field: "created", Desc: true}}
 	}
-	list, err := apigw.List(r, page, apigw.Lister[domain.Task, Task]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.Task, tasks.Task]{
 		Name: "tasks", Indexed: "created", ValidPosition: store.ValidPosition,
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Task, []string, bool, error) {
 			return h.st.PageTasks(ctx, p.AccountID, from, to, after, desc, n)
@@ -288,9 +289,9 @@ func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 			if err != nil {
 				return nil, err
 			}
-			return func(t domain.Task) (bool, error) { return d.Allows(ctx, http.MethodGet, Href(t.ID)) }, nil
+			return func(t domain.Task) (bool, error) { return d.Allows(ctx, http.MethodGet, tasks.Href(t.ID)) }, nil
 		},
-		Out:  func(t domain.Task) (Task, error) { return Out(t), nil },
+		Out:  func(t domain.Task) (tasks.Task, error) { return tasks.Out(t), nil },
 		Sort: sortTasks,
 	})
 	if err != nil {
@@ -299,8 +300,8 @@ func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 	return http.StatusOK, list, nil
 }
 
-func sortTasks(ts []Task, order []apigw.OrderKey) {
-	apigw.Sort(ts, order, func(t Task, field string) any {
+func sortTasks(ts []tasks.Task, order []apigw.OrderKey) {
+	apigw.Sort(ts, order, func(t tasks.Task, field string) any {
 		switch field {
 		case "type":
 			return t.Type
@@ -308,7 +309,7 @@ func sortTasks(ts []Task, order []apigw.OrderKey) {
 			return t.State
 		}
 		return t.Created
-	}, func(t Task) string { return t.ID }, apigw.OrderKey{Field: "created", Desc: true})
+	}, func(t tasks.Task) string { return t.ID }, apigw.OrderKey{Field: "created", Desc: true})
 }
 
 func timeParam(v, name string) (time.Time, error) {
