@@ -52,7 +52,7 @@ var functionDeps = map[string]function{
 	"tests":        {"testswire", join(api, "apptests", "applications/appconfig", "loadgen", "metrics", "outbox")},
 	"test-runner":  {"testrunnerwire", join(rbac, "apptests", "applications/appconfig", "loadgen", "metrics", "outbox", "wire/metricswire")},
 	"address-sets": {"addresssetswire", join(api, "listmerge", "addresssets", "metrics", "patch", "outbox", "wire/metricswire")},
-	"metrics":      {"metricsapiwire", join(api, "metrics", "metrics/prototypes", "logs")},
+	"metrics":      {"metricsapiwire", join(api, "metrics", "metrics/metricsapi", "metrics/prototypes", "logs")},
 	"aggregator":   {"aggregatorwire", join(rbac, "listmerge", "metrics", "addresssets", "logs", "patch", "outbox", "wire/metricswire")},
 	"logs":         {"logswire", join(api, "logs", "metrics")},
 	"installer":    {"installerwire", join(rbac, "installer", "bootstrap", "names")},

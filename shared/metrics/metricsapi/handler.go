@@ -1,4 +1,4 @@
-package metrics
+package metricsapi
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/jsontext"
+	"cads/shared/metrics"
 	"cads/shared/routes"
 	"cads/shared/store"
 )
@@ -83,7 +84,7 @@ func (h *handler) application(r *http.Request, p caller.Principal) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	return h.serve(r, FamilyApplication, ScopeApp(id), func(ctx context.Context) error {
+	return h.serve(r, metrics.FamilyApplication, metrics.ScopeApp(id), func(ctx context.Context) error {
 		_, err := h.st.GetApplication(ctx, p.AccountID, id)
 		if errors.Is(err, domain.ErrNotFound) {
 			return domain.Errorf(domain.NotFound, "no application %q", id)
@@ -97,7 +98,7 @@ func (h *handler) addressSet(r *http.Request, p caller.Principal) (int, any, err
 	if err != nil {
 		return 0, nil, err
 	}
-	return h.serve(r, FamilyAddressSet, ScopeSet(id), func(ctx context.Context) error {
+	return h.serve(r, metrics.FamilyAddressSet, metrics.ScopeSet(id), func(ctx context.Context) error {
 		_, err := h.st.GetAddressSetItem(ctx, p.AccountID, id)
 		if errors.Is(err, domain.ErrNotFound) {
 			return domain.Errorf(domain.NotFound, "no address set %q", id)
@@ -115,7 +116,7 @@ func (h *handler) addressSet(r *http.Request, p caller.Principal) (int, any, err
 // MaxCollectionKeys is refused, naming the limit, before any is read.
 func (h *handler) applications(r *http.Request, p caller.Principal) (int, any, error) {
 	now := h.st.Now()
-	q, err := ParseQuery(r.URL.Query(), FamilyApplication, now)
+	q, err := metrics.ParseQuery(r.URL.Query(), metrics.FamilyApplication, now)
 	if err != nil {
 		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
@@ -123,7 +124,7 @@ func (h *handler) applications(r *http.Request, p caller.Principal) (int, any, e
 	if err != nil {
 		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
-	perApp := len(plan.Keys(ScopeApp("x")))
+	perApp := len(plan.Keys(metrics.ScopeApp("x")))
 	ctx := r.Context()
 	var (
 		d    *access.Decider
@@ -149,7 +150,7 @@ func (h *handler) applications(r *http.Request, p caller.Principal) (int, any, e
 		if n*perApp > MaxCollectionKeys {
 			return 0, nil, domain.Errorf(domain.Invalid, "the account's applications would read more than %d stored items (MaxCollectionKeys, %d per application for this range and resolution): use summarize, a larger resolution or a shorter range", MaxCollectionKeys, perApp)
 		}
-		keys = append(keys, plan.Keys(ScopeApp(a.ID))...)
+		keys = append(keys, plan.Keys(metrics.ScopeApp(a.ID))...)
 	}
 	chunks, err := h.st.MetricChunks(ctx, keys)
 	if err != nil {
@@ -194,7 +195,7 @@ func (h *handler) allApps(ctx context.Context, account string) ([]domain.Applica
 // like the applications' sum.
 func (h *handler) addressSets(r *http.Request, p caller.Principal) (int, any, error) {
 	now := h.st.Now()
-	q, err := ParseQuery(r.URL.Query(), FamilyAddressSet, now)
+	q, err := metrics.ParseQuery(r.URL.Query(), metrics.FamilyAddressSet, now)
 	if err != nil {
 		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
@@ -213,7 +214,10 @@ func (h *handler) addressSets(r *http.Request, p caller.Principal) (int, any, er
 	g.Go(func() (err error) { d, err = h.dec.Decider(ctx, p); return err })
 	g.Go(func() (err error) { sets, err = h.allSets(ctx, p.AccountID); return err })
 	// Read as the other two run; used only when every set is readable.
-	g.Go(func() error { total, readErr = h.st.MetricChunks(ctx, plan.Keys(ScopeSetsOf(p.AccountID))); return nil })
+	g.Go(func() error {
+		total, readErr = h.st.MetricChunks(ctx, plan.Keys(metrics.ScopeSetsOf(p.AccountID)))
+		return nil
+	})
 	if err := g.Wait(); err != nil {
 		return 0, nil, err
 	}
@@ -244,7 +248,7 @@ func (h *handler) addressSets(r *http.Request, p caller.Principal) (int, any, er
 		if err != nil {
 			return 0, nil, err
 		}
-		return h.respond(plan.Evaluate(q.Defs, subtractSets(total, parts, ScopeSetsOf(p.AccountID))))
+		return h.respond(plan.Evaluate(q.Defs, subtractSets(total, parts, metrics.ScopeSetsOf(p.AccountID))))
 	default:
 		parts, err := h.setChunks(ctx, plan, readable)
 		if err != nil {
@@ -258,17 +262,17 @@ func setMetricsPath(id string) string { return "/v2/address-sets/" + id + "/metr
 
 // setChunks reads the plan's chunks of the sets ids, refusing before any
 // read a query that would pass MaxCollectionKeys.
-func (h *handler) setChunks(ctx context.Context, plan Plan, ids []string) (map[store.MetricChunkKey]map[string]int64, error) {
+func (h *handler) setChunks(ctx context.Context, plan metrics.Plan, ids []string) (map[store.MetricChunkKey]map[string]int64, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	perSet := len(plan.Keys(ScopeSet("x")))
+	perSet := len(plan.Keys(metrics.ScopeSet("x")))
 	if len(ids)*perSet > MaxCollectionKeys {
 		return nil, domain.Errorf(domain.Invalid, "the address sets to sum or leave out would read more than %d stored items (MaxCollectionKeys, %d per set for this range and resolution): use summarize, a larger resolution or a shorter range", MaxCollectionKeys, perSet)
 	}
 	keys := make([]store.MetricChunkKey, 0, len(ids)*perSet)
 	for _, id := range ids {
-		keys = append(keys, plan.Keys(ScopeSet(id))...)
+		keys = append(keys, plan.Keys(metrics.ScopeSet(id))...)
 	}
 	return h.st.MetricChunks(ctx, keys)
 }
@@ -324,9 +328,9 @@ func (h *handler) allSets(ctx context.Context, account string) ([]domain.Address
 // serve validates the query, then reads the chunks and checks that the
 // resource is the caller's in parallel: one round trip of wall time. The
 // data is used only when the check passed.
-func (h *handler) serve(r *http.Request, f Family, scope string, owned func(context.Context) error) (int, any, error) {
+func (h *handler) serve(r *http.Request, f metrics.Family, scope string, owned func(context.Context) error) (int, any, error) {
 	now := h.st.Now()
-	q, err := ParseQuery(r.URL.Query(), f, now)
+	q, err := metrics.ParseQuery(r.URL.Query(), f, now)
 	if err != nil {
 		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
@@ -357,7 +361,7 @@ func (h *handler) serve(r *http.Request, f Family, scope string, owned func(cont
 // data: measured as the body travels in the Lambda payload, a response
 // past the budget is refused, naming it, rather than failing at the
 // gateway.
-func (h *handler) respond(res Result) (int, any, error) {
+func (h *handler) respond(res metrics.Result) (int, any, error) {
 	body, err := json.Marshal(res)
 	if err != nil {
 		return 0, nil, err
