@@ -13,6 +13,7 @@ import (
 	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/notifier"
 	"cads/shared/retry"
 	"cads/shared/store"
 )
@@ -177,15 +178,6 @@ func targetHref(k kind, acct, id string) string {
 	return roleHref(acct, id)
 }
 
-// notification is the queue message that asks the notifier to deliver an
-// invitation. It names the invitation only: the notifier reads the current
-// state, so a message for a revoked or answered invitation does nothing.
-type notification struct {
-	Kind    string `json:"kind"`
-	Account string `json:"account"`
-	ID      string `json:"id"`
-}
-
 // marker is the outbox marker of the message that asks the notifier to
 // deliver inv. A missing queue is a deployment error (a 500), found
 // before anything is written.
@@ -193,7 +185,7 @@ func (h *handler) marker(inv domain.Invitation) (store.OutboxMarker, error) {
 	if h.queue == nil {
 		return store.OutboxMarker{}, fmt.Errorf("no notification queue is configured: invitation %s cannot be sent", inv.Ref().Href())
 	}
-	body, err := json.Marshal(notification{Kind: inv.Kind, Account: inv.AccountID, ID: inv.ID})
+	body, err := json.Marshal(notifier.Message{Kind: inv.Kind, Account: inv.AccountID, ID: inv.ID})
 	if err != nil {
 		return store.OutboxMarker{}, fmt.Errorf("encode notification: %w", err)
 	}

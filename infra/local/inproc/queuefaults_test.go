@@ -40,6 +40,7 @@ import (
 	"cads/shared/bootstrap"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/notifier"
 	"cads/shared/outbox"
 	"cads/shared/rbacadmin"
 	"cads/shared/store"
@@ -430,7 +431,7 @@ type qfNotifier struct {
 	by map[string]int
 }
 
-func (n *qfNotifier) Notify(_ context.Context, note rbacadmin.Notification) error {
+func (n *qfNotifier) Notify(_ context.Context, note notifier.Notification) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.by == nil {
@@ -471,7 +472,7 @@ func TestQueueSendFailureInvitationCreate(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			e := newQFEnv(t)
 			n := &qfNotifier{}
-			notify := rbacadmin.NewNotifyHandler(e.deps.Store, n, e.log)
+			notify := notifier.NewNotifyHandler(e.deps.Store, n, e.log)
 			root := map[string]string{"id": e.boot.RootAccount}
 			role := e.ok(req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root, contentType: js,
 				body: `{"name": "Queue fault reader", "permissions": [{"method": "GET", "effect": "permit", "spec": ["/v2/applications/*"]}]}`})["href"].(string)
@@ -525,7 +526,7 @@ func TestQueueSendFailureInvitationResend(t *testing.T) {
 			e := newQFEnv(t)
 			ctx := context.Background()
 			n := &qfNotifier{}
-			notify := rbacadmin.NewNotifyHandler(e.deps.Store, n, e.log)
+			notify := notifier.NewNotifyHandler(e.deps.Store, n, e.log)
 			root := map[string]string{"id": e.boot.RootAccount}
 			role := e.ok(req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root, contentType: js,
 				body: `{"name": "Queue fault reader", "permissions": [{"method": "GET", "effect": "permit", "spec": ["/v2/applications/*"]}]}`})["href"].(string)
