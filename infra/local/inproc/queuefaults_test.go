@@ -36,7 +36,7 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/access"
 	"cads/shared/apigw"
-	"cads/shared/apptests"
+	"cads/shared/apptests/testsapi"
 	"cads/shared/bootstrap"
 	"cads/shared/caller"
 	"cads/shared/domain"
@@ -581,7 +581,7 @@ func TestQueueSendFailureTestRun(t *testing.T) {
 	}
 	cfg := `{"probabilities": 1, "models": {"home": {"type": "user.StaticSession", "requests": [{"name": "home", "method": "GET", "url": "http://shop.example.com/"}]}}}`
 	e.ok(req{fn: testswire.Handler, as: e.op, method: "PUT", resource: "/v2/tests/{id}", params: map[string]string{"id": "qf"}, contentType: "application/json", body: cfg})
-	testsFn := handler(apigw.Lambda(e.log, apptests.New(e.deps.Store, access.New(e.deps.Store, e.log), e.producers().Queue(wire.TestRunsQueue), e.log)))
+	testsFn := handler(apigw.Lambda(e.log, testsapi.New(e.deps.Store, access.New(e.deps.Store, e.log), e.producers().Queue(wire.TestRunsQueue), e.log)))
 
 	e.proxy.arm(qfRefuse)
 	body := e.ok(req{fn: testsFn, as: e.op, method: "POST", resource: "/v2/tests", contentType: "application/json", body: `{"id": "qf", "duration": 1, "virtualUsers": 1}`})

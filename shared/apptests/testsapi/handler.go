@@ -1,10 +1,6 @@
-// Package apptests serves the application tests (docs/api.md#application-tests): test
-// configurations uploaded as archives (tar, zip, gzip, bzip2) or JSON,
-// checked for what they claim to be, stored as uploaded and returned byte
-// for byte or converted to tar.bz2; and test runs, queued to a runner that
-// executes them through a loadgen.Driver. docs/application-tests.md
-// describes the configuration format, the archive handling and the limits.
-package apptests
+// Package testsapi is the tests function's HTTP handler
+// (docs/api.md#application-tests) over package apptests.
+package testsapi
 
 import (
 	"bytes"
@@ -26,6 +22,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/apptests"
 	"cads/shared/caller"
 	"cads/shared/ddb"
 	"cads/shared/domain"
@@ -67,11 +64,6 @@ const (
 	maxDescFieldBytes = 4 * MaxDescription
 )
 
-// RunGrace is how long after its duration a run still counts as active:
-// time to wait in the queue and to start. A run whose runner died stops
-// blocking new runs once it has passed.
-const RunGrace = 15 * time.Minute
-
 var idPattern = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
 
 type handler struct {
@@ -110,7 +102,7 @@ func testID(r *http.Request) (string, error) {
 
 // tagged is a test's body with its ETag: the test's version, which every
 // change increments, a run's included.
-func tagged(t domain.AppTest) *apigw.Tagged { return apigw.WithETag(out(t), etag(t)) }
+func tagged(t domain.AppTest) *apigw.Tagged { return apigw.WithETag(apptests.Out(t), etag(t)) }
 
 func etag(t domain.AppTest) string { return apigw.ETag("test", t.Account+"/"+t.ID, t.Version) }
 
@@ -135,7 +127,7 @@ func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	list, err := apigw.List(r, page, apigw.Lister[domain.AppTest, ApplicationTest]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.AppTest, apptests.ApplicationTest]{
 		// Tests are kept in id order (their ids are the caller's).
 		Name: "tests", Indexed: "id",
 		ValidPosition: func(s string) bool { return len(s) <= MaxIDLen && idPattern.MatchString(s) },
@@ -148,9 +140,9 @@ func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 			if err != nil {
 				return nil, err
 			}
-			return func(t domain.AppTest) (bool, error) { return dec.Allows(ctx, http.MethodGet, testHref(t.ID)) }, nil
+			return func(t domain.AppTest) (bool, error) { return dec.Allows(ctx, http.MethodGet, apptests.TestHref(t.ID)) }, nil
 		},
-		Out:  func(t domain.AppTest) (ApplicationTest, error) { return out(t), nil },
+		Out:  func(t domain.AppTest) (apptests.ApplicationTest, error) { return apptests.Out(t), nil },
 		Sort: sortTests,
 	})
 	if err != nil {
@@ -159,8 +151,8 @@ func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 	return http.StatusOK, list, nil
 }
 
-func sortTests(ts []ApplicationTest, order []apigw.OrderKey) {
-	apigw.Sort(ts, order, func(t ApplicationTest, field string) any {
+func sortTests(ts []apptests.ApplicationTest, order []apigw.OrderKey) {
+	apigw.Sort(ts, order, func(t apptests.ApplicationTest, field string) any {
 		switch field {
 		case "id":
 			return t.ID
@@ -168,7 +160,7 @@ func sortTests(ts []ApplicationTest, order []apigw.OrderKey) {
 			return t.Updated
 		}
 		return t.Created
-	}, func(t ApplicationTest) string { return t.ID })
+	}, func(t apptests.ApplicationTest) string { return t.ID })
 }
 
 // get is GET /v2/tests/{id}: the archive as tar.bz2 when that is the
@@ -184,7 +176,7 @@ func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, notFound(err, id)
 	}
-	if firstAccept(r.Header.Get("Accept")) != TypeTarBzip2 {
+	if firstAccept(r.Header.Get("Accept")) != apptests.TypeTarBzip2 {
 		return http.StatusOK, tagged(t), nil
 	}
 	// The tar.bz2 form was made at upload: the upload itself, or its
@@ -206,7 +198,7 @@ func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, notFound(err, id)
 	}
-	return http.StatusOK, &apigw.Binary{ContentType: TypeTarBzip2, Filename: id + ".tar.bz2", Data: data}, nil
+	return http.StatusOK, &apigw.Binary{ContentType: apptests.TypeTarBzip2, Filename: id + ".tar.bz2", Data: data}, nil
 }
 
 func firstAccept(accept string) string {
@@ -236,23 +228,23 @@ func readUpload(r *http.Request) (upload, error) {
 	mt := apigw.MediaType(r)
 	switch {
 	case mt == "multipart/form-data":
-	case acceptedType(mt):
-		body, err := apigw.ReadBody(r, int64(MaxArchiveBytes))
+	case apptests.AcceptedType(mt):
+		body, err := apigw.ReadBody(r, int64(apptests.MaxArchiveBytes))
 		if err != nil {
 			return up, err
 		}
 		up.file, up.fileType = body, mt
 		return up, nil
 	case mt == "":
-		return up, domain.Errorf(domain.Unsupported, "missing Content-Type; send multipart/form-data or one of %s", strings.Join(MediaTypes, ", "))
+		return up, domain.Errorf(domain.Unsupported, "missing Content-Type; send multipart/form-data or one of %s", strings.Join(apptests.MediaTypes, ", "))
 	default:
-		return up, domain.Errorf(domain.Unsupported, "Content-Type %q is not accepted here; send multipart/form-data or one of %s", mt, strings.Join(MediaTypes, ", "))
+		return up, domain.Errorf(domain.Unsupported, "Content-Type %q is not accepted here; send multipart/form-data or one of %s", mt, strings.Join(apptests.MediaTypes, ", "))
 	}
 	_, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || params["boundary"] == "" {
 		return up, domain.Errorf(domain.Invalid, "multipart/form-data needs a boundary parameter")
 	}
-	body, err := apigw.ReadBody(r, int64(MaxBodyBytes))
+	body, err := apigw.ReadBody(r, int64(apptests.MaxBodyBytes))
 	if err != nil {
 		return up, err
 	}
@@ -293,8 +285,8 @@ func readUpload(r *http.Request) (upload, error) {
 			return up, domain.Errorf(domain.Invalid, "unknown form field %q: the fields are desc and file", name)
 		}
 	}
-	if seenFile && len(up.file) > MaxArchiveBytes {
-		return up, domain.Errorf(domain.TooLarge, "the file is %d bytes; at most %d are accepted", len(up.file), MaxArchiveBytes)
+	if seenFile && len(up.file) > apptests.MaxArchiveBytes {
+		return up, domain.Errorf(domain.TooLarge, "the file is %d bytes; at most %d are accepted", len(up.file), apptests.MaxArchiveBytes)
 	}
 	return up, nil
 }
@@ -303,32 +295,32 @@ func readUpload(r *http.Request) (upload, error) {
 // when that is one of the configuration types, else its file name's
 // extension, else its first bytes. Open then checks the claim.
 func partType(contentType, filename string, data []byte) (string, error) {
-	if mt, _, err := mime.ParseMediaType(contentType); err == nil && acceptedType(mt) {
+	if mt, _, err := mime.ParseMediaType(contentType); err == nil && apptests.AcceptedType(mt) {
 		return mt, nil
 	}
 	name := strings.ToLower(filename)
 	for _, e := range []struct{ suffix, typ string }{
-		{".tar.bz2", TypeTarBzip2}, {".tbz2", TypeTarBzip2}, {".tbz", TypeTarBzip2},
-		{".tar.gz", TypeTarGzip}, {".tgz", TypeTarGzip}, {".tar", TypeTar}, {".zip", TypeZip},
-		{".json", TypeJSON}, {".bz2", TypeBzip2}, {".gz", TypeGzip},
+		{".tar.bz2", apptests.TypeTarBzip2}, {".tbz2", apptests.TypeTarBzip2}, {".tbz", apptests.TypeTarBzip2},
+		{".tar.gz", apptests.TypeTarGzip}, {".tgz", apptests.TypeTarGzip}, {".tar", apptests.TypeTar}, {".zip", apptests.TypeZip},
+		{".json", apptests.TypeJSON}, {".bz2", apptests.TypeBzip2}, {".gz", apptests.TypeGzip},
 	} {
 		if strings.HasSuffix(name, e.suffix) {
 			return e.typ, nil
 		}
 	}
 	switch {
-	case bytes.HasPrefix(data, bzip2Magic):
-		return TypeBzip2, nil
-	case bytes.HasPrefix(data, gzipMagic):
-		return TypeGzip, nil
-	case bytes.HasPrefix(data, zipMagic), bytes.HasPrefix(data, zipEmpty):
-		return TypeZip, nil
-	case looksLikeTar(data):
-		return TypeTar, nil
+	case bytes.HasPrefix(data, apptests.Bzip2Magic):
+		return apptests.TypeBzip2, nil
+	case bytes.HasPrefix(data, apptests.GzipMagic):
+		return apptests.TypeGzip, nil
+	case bytes.HasPrefix(data, apptests.ZipMagic), bytes.HasPrefix(data, apptests.ZipEmpty):
+		return apptests.TypeZip, nil
+	case apptests.LooksLikeTar(data):
+		return apptests.TypeTar, nil
 	case bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")):
-		return TypeJSON, nil
+		return apptests.TypeJSON, nil
 	}
-	return "", domain.Errorf(domain.Invalid, "the file is none of %s (by its Content-Type, its name or its content)", strings.Join(MediaTypes, ", "))
+	return "", domain.Errorf(domain.Invalid, "the file is none of %s (by its Content-Type, its name or its content)", strings.Join(apptests.MediaTypes, ", "))
 }
 
 func validDesc(s string) (string, error) {
@@ -354,31 +346,31 @@ type prepared struct {
 // names an alias of the account's applications (owned reads the claims
 // of the hosts named), and that its tar.bz2 form fits in a response.
 func prepare(up upload, now time.Time, owned func(urls []string) (map[string]bool, error)) (prepared, error) {
-	a, err := Open(up.fileType, up.file)
+	a, err := apptests.Open(up.fileType, up.file)
 	if err != nil {
 		return prepared{}, err
 	}
-	c, err := ParseConfig(a)
+	c, err := apptests.ParseConfig(a)
 	if err != nil {
 		return prepared{}, err
 	}
-	own, err := owned(configURLs(c))
+	own, err := owned(apptests.ConfigURLs(c))
 	if err != nil {
 		return prepared{}, err
 	}
-	if err := checkTargets(c, own); err != nil {
+	if err := apptests.CheckTargets(c, own); err != nil {
 		return prepared{}, err
 	}
 	var pr prepared
 	if !a.IsTarBzip2() {
 		if pr.converted, err = a.TarBzip2(now); err != nil {
-			if errors.Is(err, errTooLarge) {
-				return prepared{}, domain.Errorf(domain.TooLarge, "the configuration converts to a tar.bz2 archive of more than %d bytes, too large to return; make it smaller", MaxDownloadBytes)
+			if errors.Is(err, apptests.ErrTooLarge) {
+				return prepared{}, domain.Errorf(domain.TooLarge, "the configuration converts to a tar.bz2 archive of more than %d bytes, too large to return; make it smaller", apptests.MaxDownloadBytes)
 			}
 			return prepared{}, err
 		}
 	}
-	sum, err := json.Marshal(summarize(a, c))
+	sum, err := json.Marshal(apptests.Summarize(a, c))
 	if err != nil {
 		return prepared{}, fmt.Errorf("encode configuration summary: %w", err)
 	}
@@ -516,9 +508,9 @@ func (h *handler) patch(r *http.Request, p caller.Principal) (int, any, error) {
 }
 
 // owned returns the check prepare makes of the hosts a configuration
-// names: which are aliases of the account's applications (ownAliases).
+// names: which are aliases of the account's applications (OwnAliases).
 func (h *handler) owned(ctx context.Context, account string) func(urls []string) (map[string]bool, error) {
-	return func(urls []string) (map[string]bool, error) { return ownAliases(ctx, h.st, account, urls) }
+	return func(urls []string) (map[string]bool, error) { return apptests.OwnAliases(ctx, h.st, account, urls) }
 }
 
 func (h *handler) remove(r *http.Request, p caller.Principal) (int, any, error) {
@@ -539,7 +531,7 @@ func (h *handler) remove(r *http.Request, p caller.Principal) (int, any, error) 
 	if err := h.st.DeleteAppTestBlobs(ctx, p.AccountID, id, t.Archive, t.Converted); err != nil {
 		h.log.WarnContext(ctx, "archive chunks of a deleted test left behind (unreachable)", "account", p.AccountID, "test", id, "error", err.Error())
 	}
-	return http.StatusOK, out(t), nil
+	return http.StatusOK, apptests.Out(t), nil
 }
 
 // ---------------------------------------------------------------- runs
@@ -552,13 +544,6 @@ type runPost struct {
 	VirtualUsers *int    `json:"virtualUsers"`
 	AssignCost   *bool   `json:"assignCost"`
 	Targets      *string `json:"targets"`
-}
-
-// runMessage is what the run queue carries.
-type runMessage struct {
-	Account string `json:"account"`
-	Test    string `json:"test"`
-	Run     string `json:"run"`
 }
 
 // run is POST /v2/tests: queue a run of a stored test. 200 with the test,
@@ -579,8 +564,8 @@ func (h *handler) run(r *http.Request, p caller.Principal) (int, any, error) {
 		return 0, nil, domain.Errorf(domain.Invalid, "virtualUsers is required: from 1 to %d", MaxVirtualUsers)
 	}
 	ctx := r.Context()
-	run := Run{ID: ids.New(), State: RunQueued, Duration: *in.Duration, VirtualUsers: *in.VirtualUsers, AssignCost: true,
-		RequestedBy: userHref(p.ID)}
+	run := apptests.Run{ID: ids.New(), State: apptests.RunQueued, Duration: *in.Duration, VirtualUsers: *in.VirtualUsers, AssignCost: true,
+		RequestedBy: apptests.UserHref(p.ID)}
 	run.LoadID = run.ID
 	if in.AssignCost != nil {
 		run.AssignCost = *in.AssignCost
@@ -590,7 +575,7 @@ func (h *handler) run(r *http.Request, p caller.Principal) (int, any, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		run.Targets = appHref(app)
+		run.Targets = apptests.AppHref(app)
 	}
 	if h.q == nil {
 		return 0, nil, errors.New("no test run queue is configured")
@@ -601,13 +586,13 @@ func (h *handler) run(r *http.Request, p caller.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("encode run: %w", err)
 	}
-	until := now.Add(time.Duration(run.Duration)*time.Second + RunGrace)
-	msg, err := json.Marshal(runMessage{Account: p.AccountID, Test: *in.ID, Run: run.ID})
+	until := now.Add(time.Duration(run.Duration)*time.Second + apptests.RunGrace)
+	msg, err := json.Marshal(apptests.RunMessage{Account: p.AccountID, Test: *in.ID, Run: run.ID})
 	if err != nil {
 		return 0, nil, fmt.Errorf("encode run message: %w", err)
 	}
 	m := h.q.Marker(string(msg))
-	if err := h.st.StartAppTestRun(ctx, p.AccountID, *in.ID, run.ID, RunQueued, string(detail), until, &m); err != nil {
+	if err := h.st.StartAppTestRun(ctx, p.AccountID, *in.ID, run.ID, apptests.RunQueued, string(detail), until, &m); err != nil {
 		return 0, nil, notFound(storeError(err), *in.ID)
 	}
 	// Written with its marker, the run will start: a failed send is the
@@ -645,12 +630,12 @@ func (h *handler) target(ctx context.Context, p caller.Principal, targets string
 	}
 	// The application is looked at only once the decision allows it, so a
 	// refused caller learns nothing about it.
-	d, err := dec.Decide(ctx, http.MethodGet, appHref(app))
+	d, err := dec.Decide(ctx, http.MethodGet, apptests.AppHref(app))
 	if err != nil {
 		return "", err
 	}
 	if !d.Allowed {
-		return "", domain.Errorf(domain.Forbidden, "targets: running a test against %s needs GET %s: %s", appHref(app), appHref(app), d.Explain())
+		return "", domain.Errorf(domain.Forbidden, "targets: running a test against %s needs GET %s: %s", apptests.AppHref(app), apptests.AppHref(app), d.Explain())
 	}
 	if errors.Is(appErr, domain.ErrNotFound) {
 		return "", domain.Errorf(domain.NotFound, "targets: no application %q", app)
