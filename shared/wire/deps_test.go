@@ -50,7 +50,7 @@ var functionDeps = map[string]function{
 	"tasks":        {"taskswire", join(api, "tasks", "tasks/tasksapi", "applications/appconfig", "outbox")},
 	"task-worker":  {"taskworkerwire", join(rbac, "tasks", "applications/appconfig", "outbox", "logs", "metrics")},
 	"tests":        {"testswire", join(api, "apptests", "apptests/testsapi", "applications/appconfig", "loadgen", "metrics", "outbox")},
-	"test-runner":  {"testrunnerwire", join(rbac, "apptests", "applications/appconfig", "loadgen", "metrics", "outbox", "wire/metricswire")},
+	"test-runner":  {"testrunnerwire", join(nil, "apptests", "applications/appconfig", "loadgen", "metrics", "outbox", "wire/metricswire")},
 	"address-sets": {"addresssetswire", join(api, "listmerge", "addresssets", "metrics", "patch", "outbox", "wire/metricswire")},
 	"metrics":      {"metricsapiwire", join(api, "metrics", "metrics/metricsapi", "metrics/prototypes", "logs")},
 	"aggregator":   {"aggregatorwire", join(rbac, "listmerge", "metrics", "addresssets", "logs", "patch", "outbox", "wire/metricswire")},
