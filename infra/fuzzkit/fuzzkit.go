@@ -22,6 +22,7 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/apigw"
 	"cads/shared/bootstrap"
+	"cads/shared/caller"
 	"cads/shared/wire"
 )
 
@@ -37,7 +38,7 @@ type Route struct {
 type Env struct {
 	Deps      wire.Deps
 	Boot      bootstrap.Result
-	Principal apigw.Principal
+	Principal caller.Principal
 	// Vars fill {{name}} in bodies and queries, so that seeds can name the
 	// fixtures a target creates ({{root}} and {{operator}} are preset).
 	Vars    map[string]string
@@ -100,7 +101,7 @@ func newEnv(t testing.TB, build func(wire.Deps) apigw.ProxyHandler, queues bool)
 	return &Env{
 		Deps:      deps,
 		Boot:      res,
-		Principal: apigw.Principal{ID: res.Operator, Kind: "user", Email: "operator@example.com", AccountID: res.RootAccount, KeyID: res.KeyID},
+		Principal: caller.Principal{ID: res.Operator, Kind: "user", Email: "operator@example.com", AccountID: res.RootAccount, KeyID: res.KeyID},
 		Vars:      map[string]string{"root": res.RootAccount, "operator": res.Operator},
 		handler:   build(deps),
 	}

@@ -22,8 +22,8 @@ import (
 
 	"cads/infra/localaws"
 	"cads/infra/sam"
-	"cads/shared/apigw"
 	"cads/shared/bootstrap"
+	"cads/shared/caller"
 	"cads/shared/ddb"
 	"cads/shared/domain"
 	"cads/shared/store"
@@ -149,7 +149,7 @@ func NewQueues(t testing.TB) (*sqs.Client, map[string]string) {
 // Bootstrap creates the installation in the table and returns it with its
 // operator as the principal the authorizer passes on for the operator's
 // key.
-func Bootstrap(t testing.TB, st *store.Store) (bootstrap.Result, apigw.Principal) {
+func Bootstrap(t testing.TB, st *store.Store) (bootstrap.Result, caller.Principal) {
 	t.Helper()
 	res, err := bootstrap.Run(context.Background(), st, operatorEmail)
 	if err != nil {
@@ -164,8 +164,8 @@ const operatorEmail = "operator@example.com"
 
 // Operator is the principal the authorizer passes on for the key of an
 // installation's operator.
-func Operator(res bootstrap.Result) apigw.Principal {
-	return apigw.Principal{ID: res.Operator, Kind: domain.KindUser, Email: operatorEmail, AccountID: res.RootAccount, KeyID: res.KeyID}
+func Operator(res bootstrap.Result) caller.Principal {
+	return caller.Principal{ID: res.Operator, Kind: domain.KindUser, Email: operatorEmail, AccountID: res.RootAccount, KeyID: res.KeyID}
 }
 
 // QueueDepth is how many messages the queue at url holds, visible, in

@@ -11,8 +11,8 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/errgroup"
 
-	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/caller"
 	"cads/shared/clock"
 	"cads/shared/domain"
 )
@@ -107,7 +107,7 @@ const maxIndexedRoles = 2048
 
 // Result is an authenticated request's decision.
 type Result struct {
-	Principal apigw.Principal
+	Principal caller.Principal
 	Decision  authz.Decision
 }
 
@@ -120,7 +120,7 @@ type Result struct {
 type loaded struct {
 	at          time.Time // when its reads began
 	cred        domain.Credential
-	principal   apigw.Principal
+	principal   caller.Principal
 	lineage     []domain.KeyRef
 	standing    domain.KeyStanding
 	accountGone bool
@@ -305,7 +305,7 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, s
 		return nil, fmt.Errorf("authorize: %w", err)
 	}
 	l := &loaded{at: now, cred: cred, lineage: cred.Key.Lineage()}
-	p := apigw.Principal{ID: cred.Principal.ID, Kind: cred.Principal.Kind, Email: cred.Principal.Email, AccountID: cred.Key.Account, KeyID: cred.Key.ID,
+	p := caller.Principal{ID: cred.Principal.ID, Kind: cred.Principal.Kind, Email: cred.Principal.Email, AccountID: cred.Key.Account, KeyID: cred.Key.ID,
 		KeyDurability: cred.Key.Durability, KeyExpiry: cred.Key.Expiry}
 	if o := cred.Key.Origin; o != nil {
 		p.OriginPrincipal, p.OriginKey = o.Principal, o.ID

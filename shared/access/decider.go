@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/caller"
 	"cads/shared/domain"
 )
 
@@ -26,7 +26,7 @@ import (
 // that applies. Safe for concurrent use.
 type Decider struct {
 	s    *Service
-	p    apigw.Principal
+	p    caller.Principal
 	ck   string // its entry in the service's deciders cache
 	sets *authz.RoleSets
 
@@ -57,7 +57,7 @@ type deciderInputs struct {
 // Deciders read on) for the same principal and key account for at most
 // the staleness bound, as the authorizer does: a collection or a second
 // decision then costs no round trip of its own.
-func (s *Service) Decider(ctx context.Context, p apigw.Principal) (*Decider, error) {
+func (s *Service) Decider(ctx context.Context, p caller.Principal) (*Decider, error) {
 	now := s.now()
 	ck := p.ID + "/" + p.AccountID
 	if s.deciders != nil {
@@ -113,7 +113,7 @@ func NewKnown(accounts []string, roles []domain.Role, groups []domain.Group) *Kn
 // key). Nothing comes from or goes to the container's caches, so every
 // principal is decided from the table as it is now. Who can
 // (GET /v2/accounts/{id}/access) decides each principal with it.
-func (s *Service) DeciderOver(ctx context.Context, p apigw.Principal, acct domain.Account, known *Known) (*Decider, error) {
+func (s *Service) DeciderOver(ctx context.Context, p caller.Principal, acct domain.Account, known *Known) (*Decider, error) {
 	if acct.ID != p.AccountID || acct.ID == "" {
 		return nil, fmt.Errorf("decider: account %q is not the key account %q", acct.ID, p.AccountID)
 	}
@@ -146,7 +146,7 @@ func (s *Service) DeciderOver(ctx context.Context, p apigw.Principal, acct domai
 
 // readDecider reads what a Decider decides with: the two round trips.
 // bypass takes no role or group from the container's item cache.
-func (s *Service) readDecider(ctx context.Context, p apigw.Principal, now time.Time, bypass bool) (*deciderInputs, error) {
+func (s *Service) readDecider(ctx context.Context, p caller.Principal, now time.Time, bypass bool) (*deciderInputs, error) {
 	var (
 		grants []domain.Grant
 		more   bool
@@ -180,7 +180,7 @@ func (s *Service) readDecider(ctx context.Context, p apigw.Principal, now time.T
 	return in, nil
 }
 
-func (s *Service) newDecider(p apigw.Principal, ck string, in *deciderInputs) *Decider {
+func (s *Service) newDecider(p caller.Principal, ck string, in *deciderInputs) *Decider {
 	return &Decider{s: s, p: p, ck: ck, sets: s.sets, in: in}
 }
 

@@ -13,8 +13,8 @@ import (
 
 	"cads/infra/testenv"
 	"cads/shared/access"
-	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/store"
 )
@@ -80,7 +80,7 @@ func copies(t testing.TB, d testenv.Dynamo, keys [][2]string, n int, rename func
 // heldWorld makes account a1 under root, user u1 with a key there and n
 // held roles of a1, each permitting GET /v2/applications/** (and 19
 // permissions no request uses); it returns the store and the principal.
-func heldWorld(t *testing.T, d testenv.Dynamo, n int) (*store.Store, apigw.Principal) {
+func heldWorld(t *testing.T, d testenv.Dynamo, n int) (*store.Store, caller.Principal) {
 	t.Helper()
 	st := store.New(d.Client, d.Table)
 	acct := tree(t, st, 1)[1]
@@ -91,7 +91,7 @@ func heldWorld(t *testing.T, d testenv.Dynamo, n int) (*store.Store, apigw.Princ
 	}
 	principalWithKey(t, st, acct, []domain.Role{r})
 	heldCopies(t, d, acct.ID, n)
-	return st, apigw.Principal{ID: "u1", Kind: domain.KindUser, AccountID: acct.ID, KeyID: "k1"}
+	return st, caller.Principal{ID: "u1", Kind: domain.KindUser, AccountID: acct.ID, KeyID: "k1"}
 }
 
 // A list page filtered by permission (a Decider, then one Allows per
@@ -102,7 +102,7 @@ func heldWorld(t *testing.T, d testenv.Dynamo, n int) (*store.Store, apigw.Princ
 // refusal of the same Decider reads nothing.
 func TestDeciderListCostDoesNotGrowWithHeldRoles(t *testing.T) {
 	ctx := context.Background()
-	page := func(t *testing.T, svc *access.Service, p apigw.Principal) {
+	page := func(t *testing.T, svc *access.Service, p caller.Principal) {
 		dec, err := svc.Decider(ctx, p)
 		if err != nil {
 			t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 
 	"cads/infra/testenv"
 	"cads/shared/access"
-	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/store"
 )
@@ -35,7 +35,7 @@ func TestRefusalIsDecidedFromTheTable(t *testing.T) {
 	if res, err := svc.Authorize(ctx, secret, "GET", path); err != nil || res.Decision.Allowed {
 		t.Fatalf("before the grant: %+v %v, want a refusal", res.Decision, err)
 	}
-	p := apigw.Principal{ID: "u1", Kind: domain.KindUser, AccountID: chain[1].ID, KeyID: "k1"}
+	p := caller.Principal{ID: "u1", Kind: domain.KindUser, AccountID: chain[1].ID, KeyID: "k1"}
 	dec, err := svc.Decider(ctx, p)
 	if err != nil {
 		t.Fatal(err)

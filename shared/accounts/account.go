@@ -16,6 +16,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/authz"
 	"cads/shared/builtin"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/names"
@@ -76,7 +77,7 @@ func accountOut(a domain.AccountRecord) Account {
 // GET /v2/accounts/{id} would be allowed (docs/api.md#collection-reads,
 // decided as if authenticated into each, like the authorizer does), paged
 // through every account of the installation in creation order.
-func (h *handler) listAccounts(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listAccounts(r *http.Request, p caller.Principal) (int, any, error) {
 	page, err := apigw.ParsePage(r.URL.Query(), "name", "keyword", "created")
 	if err != nil {
 		return 0, nil, err
@@ -136,7 +137,7 @@ type logRetentionIn struct {
 // roles in the same transaction and nobody invited to them. The
 // authorizer has required the permit for POST /v2/accounts, which only the
 // entitlement administrator role gives.
-func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) createAccount(r *http.Request, p caller.Principal) (int, any, error) {
 	if p.AccountID == "" {
 		return 0, nil, domain.Errorf(domain.Forbidden, "this key is authenticated into no account; switch into the intended parent account with POST /v2/users/self/authorization")
 	}
@@ -145,10 +146,10 @@ func (h *handler) createAccount(r *http.Request, p apigw.Principal) (int, any, e
 		return 0, nil, err
 	}
 	if in.Parent {
-		return 0, nil, apigw.BadRequest("parent cannot be set: a new account is a sub-account of the account you are authenticated into (%s); authenticate into the intended parent first", accountHref(p.AccountID))
+		return 0, nil, domain.Errorf(domain.Invalid, "parent cannot be set: a new account is a sub-account of the account you are authenticated into (%s); authenticate into the intended parent first", accountHref(p.AccountID))
 	}
 	if in.Name == nil {
-		return 0, nil, apigw.BadRequest("name is required")
+		return 0, nil, domain.Errorf(domain.Invalid, "name is required")
 	}
 	id := ids.New()
 	now := h.st.Now()
@@ -320,7 +321,7 @@ func (h *handler) startOwner(ctx context.Context, href, keyAccount string) (owne
 		return err
 	})
 	g.Go(func() (err error) {
-		c.decider, err = h.dec.Decider(gctx, apigw.Principal{ID: id, Kind: domain.KindUser, AccountID: keyAccount})
+		c.decider, err = h.dec.Decider(gctx, caller.Principal{ID: id, Kind: domain.KindUser, AccountID: keyAccount})
 		return err
 	})
 	return c, g.Wait()
@@ -350,7 +351,7 @@ func (c ownerCheck) in(ctx context.Context, target domain.Account) (string, erro
 
 // ---------------------------------------------------------------- read
 
-func (h *handler) getAccount(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) getAccount(r *http.Request, _ caller.Principal) (int, any, error) {
 	id, err := accountID(r)
 	if err != nil {
 		return 0, nil, err
@@ -387,7 +388,7 @@ type accountPatch struct {
 // patchAccount changes an account's name, keyword, owner or log retention.
 // A rename keeps the keyword (as in the reference document: the keyword is
 // used in other systems' names). owner and log_retention take null to clear.
-func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) patchAccount(r *http.Request, _ caller.Principal) (int, any, error) {
 	id, err := accountID(r)
 	if err != nil {
 		return 0, nil, err
@@ -397,10 +398,10 @@ func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, er
 		return 0, nil, err
 	}
 	if in.Parent {
-		return 0, nil, apigw.BadRequest("parent cannot be changed: accounts never move in the tree")
+		return 0, nil, domain.Errorf(domain.Invalid, "parent cannot be changed: accounts never move in the tree")
 	}
 	if in.Name == nil && in.Keyword == nil && !in.Owner.Set && !in.LogRetention.Set {
-		return 0, nil, apigw.BadRequest("nothing to change: the body may set name, keyword, owner and log_retention")
+		return 0, nil, domain.Errorf(domain.Invalid, "nothing to change: the body may set name, keyword, owner and log_retention")
 	}
 	var (
 		name, nameKey, kw, owner string
@@ -494,7 +495,7 @@ func (h *handler) patchAccount(r *http.Request, _ apigw.Principal) (int, any, er
 // deleteAccount deletes an account that has no sub-accounts, applications
 // or address sets (else 409 naming what is left), revoking every access key
 // bound to it and every grant of its roles before it goes (store.DeleteAccount).
-func (h *handler) deleteAccount(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) deleteAccount(r *http.Request, _ caller.Principal) (int, any, error) {
 	id, err := accountID(r)
 	if err != nil {
 		return 0, nil, err

@@ -17,6 +17,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/audit"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/routes"
 )
@@ -49,7 +50,7 @@ type Store interface {
 
 // Deciders makes second decisions with the authorizer's engine.
 type Deciders interface {
-	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+	Decider(ctx context.Context, p caller.Principal) (*access.Decider, error)
 }
 
 type handler struct {

@@ -11,6 +11,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/audit"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/store"
 )
@@ -29,13 +30,13 @@ func parseAuditFilter(r *http.Request) (auditFilter, error) {
 		if s := q.Get(name); s != "" {
 			v, err := time.Parse(time.RFC3339Nano, s)
 			if err != nil {
-				return f, apigw.BadRequest("%s must be a time in RFC 3339 form, like 2026-01-31T12:00:00Z", name)
+				return f, domain.Errorf(domain.Invalid, "%s must be a time in RFC 3339 form, like 2026-01-31T12:00:00Z", name)
 			}
 			*t = v
 		}
 	}
 	if !f.from.IsZero() && !f.to.IsZero() && !f.from.Before(f.to) {
-		return f, apigw.BadRequest("from must be before to")
+		return f, domain.Errorf(domain.Invalid, "from must be before to")
 	}
 	f.actor, f.target = q.Get("actor"), strings.TrimSuffix(q.Get("target"), "/")
 	if a := q.Get("action"); a != "" {
@@ -43,7 +44,7 @@ func parseAuditFilter(r *http.Request) (auditFilter, error) {
 		switch f.action {
 		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		default:
-			return f, apigw.BadRequest("action must be one of POST, PUT, PATCH, DELETE")
+			return f, domain.Errorf(domain.Invalid, "action must be one of POST, PUT, PATCH, DELETE")
 		}
 	}
 	return f, nil
@@ -70,7 +71,7 @@ func (f auditFilter) matches(ev audit.Event) bool {
 // of a sub-account are shown to whoever may read that sub-account's own
 // events (roles inherited from the account, as for any request there);
 // the filters apply within the read budget like the permission filter.
-func (h *handler) listAuditEvents(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listAuditEvents(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := accountID(r)
 	if err != nil {
 		return 0, nil, err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 )
 
@@ -109,7 +110,7 @@ const (
 	invoiceClosed = "closed"
 )
 
-func (h *handler) getBilling(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) getBilling(r *http.Request, _ caller.Principal) (int, any, error) {
 	id, err := accountID(r)
 	if err != nil {
 		return 0, nil, err

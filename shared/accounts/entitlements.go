@@ -12,6 +12,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
@@ -80,7 +81,7 @@ type entitlementPatch struct {
 	Expiry    optional[time.Time] `json:"expiry"`
 }
 
-func (h *handler) listEntitlements(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listEntitlements(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := accountID(r)
 	if err != nil {
 		return 0, nil, err
@@ -139,7 +140,7 @@ func sortEntitlements(es []Entitlement, order []apigw.OrderKey) {
 
 // createEntitlement records an allocation. Only the entitlement
 // administrator role permits it (the authorizer decided).
-func (h *handler) createEntitlement(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) createEntitlement(r *http.Request, _ caller.Principal) (int, any, error) {
 	id, err := accountID(r)
 	if err != nil {
 		return 0, nil, err
@@ -156,16 +157,16 @@ func (h *handler) createEntitlement(r *http.Request, _ apigw.Principal) (int, an
 		// plan_id and started): it records the plan and allocates no
 		// resource, so it meters and charges nothing (docs/api.md#entitlements).
 		if in.Quantity != nil {
-			return 0, nil, apigw.BadRequest("quantity needs resource: an entitlement without resource records a plan and allocates nothing")
+			return 0, nil, domain.Errorf(domain.Invalid, "quantity needs resource: an entitlement without resource records a plan and allocates nothing")
 		}
 	case in.Resource == nil:
-		return 0, nil, apigw.BadRequest("resource is required: one of %s (or plan_id alone, to record a plan)", strings.Join(domain.ResourceKinds(), ", "))
+		return 0, nil, domain.Errorf(domain.Invalid, "resource is required: one of %s (or plan_id alone, to record a plan)", strings.Join(domain.ResourceKinds(), ", "))
 	case !slices.Contains(domain.ResourceKinds(), *in.Resource):
-		return 0, nil, apigw.BadRequest("resource %q is not a resource kind: use one of %s", *in.Resource, strings.Join(domain.ResourceKinds(), ", "))
+		return 0, nil, domain.Errorf(domain.Invalid, "resource %q is not a resource kind: use one of %s", *in.Resource, strings.Join(domain.ResourceKinds(), ", "))
 	default:
 		e.Resource = *in.Resource
 		if in.Quantity == nil {
-			return 0, nil, apigw.BadRequest("quantity is required: how many %s the account may have (application_tests: run per period)", e.Resource)
+			return 0, nil, domain.Errorf(domain.Invalid, "quantity is required: how many %s the account may have (application_tests: run per period)", e.Resource)
 		}
 	}
 	patch := entitlementPatch{Quantity: in.Quantity, Period: in.Period, UnitPrice: in.UnitPrice, Started: in.Started,
@@ -251,7 +252,7 @@ func entitlementID(r *http.Request) (string, string, error) {
 	return id, eid, nil
 }
 
-func (h *handler) getEntitlement(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) getEntitlement(r *http.Request, _ caller.Principal) (int, any, error) {
 	id, eid, err := entitlementID(r)
 	if err != nil {
 		return 0, nil, err
@@ -277,7 +278,7 @@ func entitlementTagID(account, id string, active bool) string {
 	return account + "/" + id
 }
 
-func (h *handler) patchEntitlement(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) patchEntitlement(r *http.Request, _ caller.Principal) (int, any, error) {
 	id, eid, err := entitlementID(r)
 	if err != nil {
 		return 0, nil, err
@@ -287,7 +288,7 @@ func (h *handler) patchEntitlement(r *http.Request, _ apigw.Principal) (int, any
 		return 0, nil, err
 	}
 	if !bool(in.Resource) && !in.PlanID.Set && in.Quantity == nil && in.Period == nil && in.UnitPrice == nil && in.Started == nil && !in.Expiry.Set {
-		return 0, nil, apigw.BadRequest("nothing to change: the body may set plan_id, quantity, period, unit_price, started and expiry")
+		return 0, nil, domain.Errorf(domain.Invalid, "nothing to change: the body may set plan_id, quantity, period, unit_price, started and expiry")
 	}
 	var next domain.Entitlement
 	read := func(ctx context.Context) (domain.Entitlement, error) {
@@ -310,7 +311,7 @@ func (h *handler) patchEntitlement(r *http.Request, _ apigw.Principal) (int, any
 
 // deleteEntitlement deletes an entitlement of the account named by the
 // path; one of another account is not found (its key includes the account).
-func (h *handler) deleteEntitlement(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) deleteEntitlement(r *http.Request, _ caller.Principal) (int, any, error) {
 	id, eid, err := entitlementID(r)
 	if err != nil {
 		return 0, nil, err

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"cads/shared/apigw"
+	"cads/shared/jsontext"
 )
 
 // optional is a PATCH field that can be absent (Set false), null (Set,
@@ -114,7 +114,7 @@ func text(field, s string, max int) (string, error) {
 		return "", fmt.Errorf("%s must be valid UTF-8 of at most %d characters", field, max)
 	}
 	for _, c := range s {
-		if apigw.IsControl(c) {
+		if jsontext.IsControl(c) {
 			return "", fmt.Errorf("%s must not contain control characters", field)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"cads/shared/authz"
 	"cads/shared/bootstrap"
 	"cads/shared/builtin"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	namerule "cads/shared/names"
@@ -34,7 +35,7 @@ type env struct {
 	st   *store.Store
 	h    apigw.ProxyHandler
 	boot bootstrap.Result
-	op   apigw.Principal // the operator, authenticated into the root account
+	op   caller.Principal // the operator, authenticated into the root account
 }
 
 func newEnv(t *testing.T) *env {
@@ -50,7 +51,7 @@ func newEnv(t *testing.T) *env {
 	}
 	d.Counter.Reset()
 	return &env{t: t, d: d, st: deps.Store, h: accountswire.Handler(deps), boot: res,
-		op: apigw.Principal{ID: res.Operator, Kind: domain.KindUser, Email: "operator@example.com", AccountID: res.RootAccount, KeyID: res.KeyID}}
+		op: caller.Principal{ID: res.Operator, Kind: domain.KindUser, Email: "operator@example.com", AccountID: res.RootAccount, KeyID: res.KeyID}}
 }
 
 type resp struct {
@@ -75,12 +76,12 @@ func (e *env) children(parent string) ([]domain.AccountRecord, error) {
 
 // call sends one API Gateway proxy event, as the gateway would after the
 // authorizer allowed it for p. body is sent as is (a JSON text or not).
-func (e *env) call(p apigw.Principal, method, path, body string) resp {
+func (e *env) call(p caller.Principal, method, path, body string) resp {
 	e.t.Helper()
 	return e.callCT(p, method, path, body, "application/json")
 }
 
-func (e *env) callCT(p apigw.Principal, method, path, body, ct string) resp {
+func (e *env) callCT(p caller.Principal, method, path, body, ct string) resp {
 	e.t.Helper()
 	u, err := url.Parse(path)
 	if err != nil {
@@ -162,7 +163,7 @@ func (e *env) root() domain.AccountRecord {
 }
 
 // in is the operator authenticated into another account.
-func (e *env) in(account string) apigw.Principal {
+func (e *env) in(account string) caller.Principal {
 	p := e.op
 	p.AccountID = account
 	return p

@@ -19,15 +19,15 @@ import (
 	"testing"
 	"time"
 
-	"cads/shared/apigw"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
 	"cads/shared/store"
 )
 
 // A set is refused at write time before GET /v2/address-sets/{id} could
 // outgrow the response budget: entries whose descriptions are full of
 // '<' (7 bytes each in the Lambda response) fill a set to just under
-// apigw.ResponseBudget, which GET returns with 200; the entry that would
+// jsontext.ResponseBudget, which GET returns with 200; the entry that would
 // take it over is a 400 naming the limit, and nothing is written.
 func TestSetStaysWithinTheResponseBudget(t *testing.T) {
 	a := newAPI(t)
@@ -57,7 +57,7 @@ func TestSetStaysWithinTheResponseBudget(t *testing.T) {
 	}
 	// size is a set's representation as it travels in the Lambda
 	// response (a PATCH answers with the set, as GET shows it).
-	size := func(r reply) int { return apigw.EnvelopeLen([]byte(r.raw)) }
+	size := func(r reply) int { return jsontext.EnvelopeLen([]byte(r.raw)) }
 	get := func() reply {
 		t.Helper()
 		return a.must(a.send(a.sets, a.op, "GET", href, item, "", ""), 200, "GET")
@@ -114,7 +114,7 @@ func TestSetStaysWithinTheResponseBudget(t *testing.T) {
 	// then one with a shorter description that takes up what is left
 	// within an entry's width (or none, if less is left than the
 	// shortest such entry takes).
-	over := apigw.ResponseBudget - s2 - perSeed*3/2
+	over := jsontext.ResponseBudget - s2 - perSeed*3/2
 	rest := full(over / perSeed)
 	if left := over % perSeed; left >= perSeed-7*len(heavy) {
 		rest = append(rest, len(heavy)-(perSeed-left)/7)
@@ -128,7 +128,7 @@ func TestSetStaysWithinTheResponseBudget(t *testing.T) {
 	for _, d := range rest {
 		accepted += perSeed - 7*(len(heavy)-d)
 	}
-	if room := apigw.ResponseBudget - accepted; room < per+32 || room > 2*per-32 {
+	if room := jsontext.ResponseBudget - accepted; room < per+32 || room > 2*per-32 {
 		t.Fatalf("seeded to %d bytes: %d left, an entry takes %d", accepted, room, per)
 	}
 	var refused reply
@@ -139,7 +139,7 @@ func TestSetStaysWithinTheResponseBudget(t *testing.T) {
 			break
 		}
 		a.must(r, 200, "one more entry")
-		if n := size(r); n > apigw.ResponseBudget || n-accepted < per-16 || n-accepted > per+16 {
+		if n := size(r); n > jsontext.ResponseBudget || n-accepted < per-16 || n-accepted > per+16 {
 			t.Fatalf("an accepted entry made the set %d bytes (from %d; an entry is %d)", n, accepted, per)
 		}
 		accepted, last = size(r), r
@@ -155,8 +155,8 @@ func TestSetStaysWithinTheResponseBudget(t *testing.T) {
 	g := get()
 	got := size(g)
 	_ = json.Unmarshal([]byte(g.raw), &g.body)
-	if got != accepted || g.raw != last.raw || apigw.ResponseBudget-got >= per {
-		t.Fatalf("GET: %d bytes in the response (the last accepted PATCH answered %d); budget %d, an entry %d", got, accepted, apigw.ResponseBudget, per)
+	if got != accepted || g.raw != last.raw || jsontext.ResponseBudget-got >= per {
+		t.Fatalf("GET: %d bytes in the response (the last accepted PATCH answered %d); budget %d, an entry %d", got, accepted, jsontext.ResponseBudget, per)
 	}
 	entries := len(g.body["entries"].([]any))
 	// The refusal names the limit and the size the change would have
@@ -164,10 +164,10 @@ func TestSetStaysWithinTheResponseBudget(t *testing.T) {
 	e, _ := refused.body["error"].(map[string]any)
 	msg, _ := e["message"].(string)
 	m := regexp.MustCompile(`make the address set (\d+) bytes`).FindStringSubmatch(msg)
-	if e["type"] != "bad_request" || !strings.Contains(msg, strconv.Itoa(apigw.ResponseBudget)) || m == nil {
+	if e["type"] != "bad_request" || !strings.Contains(msg, strconv.Itoa(jsontext.ResponseBudget)) || m == nil {
 		t.Fatalf("refusal: %s", refused.raw)
 	}
-	if would, _ := strconv.Atoi(m[1]); would <= apigw.ResponseBudget || would-got < per-16 || would-got > per+16 {
+	if would, _ := strconv.Atoi(m[1]); would <= jsontext.ResponseBudget || would-got < per-16 || would-got > per+16 {
 		t.Fatalf("the refused change would have made %d bytes from %d (an entry is %d)", would, got, per)
 	}
 	// A longer set description over the limit is refused the same way

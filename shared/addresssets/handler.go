@@ -9,7 +9,9 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
 	"cads/shared/patch"
 	"cads/shared/routes"
 	"cads/shared/store"
@@ -18,7 +20,7 @@ import (
 // Deciders makes second decisions with the authorizer's engine (a listing
 // shows only what the caller may GET: docs/api.md#collection-reads).
 type Deciders interface {
-	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+	Decider(ctx context.Context, p caller.Principal) (*access.Decider, error)
 }
 
 type handler struct {
@@ -56,7 +58,7 @@ func setID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "addr
 
 // list is GET /v2/address-sets: the account's sets the caller may GET,
 // paged in the store in creation order (apigw.List).
-func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 	page, err := apigw.ParsePage(r.URL.Query(), "name", "type", "created", "updated")
 	if err != nil {
 		return 0, nil, err
@@ -100,7 +102,7 @@ func sortSets(s []AddressSet, order []apigw.OrderKey) {
 	}, func(a AddressSet) string { return a.ID }, apigw.OrderKey{Field: "created"})
 }
 
-func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) create(r *http.Request, p caller.Principal) (int, any, error) {
 	var in setIn
 	if err := apigw.DecodeJSON(r, &in); err != nil {
 		return 0, nil, err
@@ -112,7 +114,7 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 	return http.StatusOK, tagged(st, h.st.Now()), nil
 }
 
-func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := setID(r)
 	if err != nil {
 		return 0, nil, err
@@ -124,7 +126,7 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 	return http.StatusOK, tagged(st, h.st.Now()), nil
 }
 
-func (h *handler) delete(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) delete(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := setID(r)
 	if err != nil {
 		return 0, nil, err
@@ -136,7 +138,7 @@ func (h *handler) delete(r *http.Request, p apigw.Principal) (int, any, error) {
 	return http.StatusOK, setOut(st, h.st.Now(), true), nil
 }
 
-func (h *handler) addresses(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) addresses(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := setID(r)
 	if err != nil {
 		return 0, nil, err
@@ -171,7 +173,7 @@ func (h *handler) addresses(r *http.Request, p apigw.Principal) (int, any, error
 	return http.StatusOK, list, nil
 }
 
-func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) patch(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := setID(r)
 	if err != nil {
 		return 0, nil, err
@@ -179,7 +181,7 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 	// A merge patch (also under its own name) or a JSON Patch (docs/api.md#patch-bodies),
 	// checked before the set is read, so a malformed patch is a 400
 	// whether or not the set exists.
-	body, err := patch.Read(apigw.ReadJSON(r, apigw.TextOption{}, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch))
+	body, err := patch.Read(apigw.ReadJSON(r, jsontext.TextOption{}, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch))
 	if err != nil {
 		return 0, nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/authz"
 	"cads/shared/bootstrap"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/metrics"
@@ -34,7 +35,7 @@ type api struct {
 	deps wire.Deps
 	sets apigw.ProxyHandler
 	mets apigw.ProxyHandler
-	op   apigw.Principal
+	op   caller.Principal
 }
 
 func newAPI(t *testing.T) *api {
@@ -48,7 +49,7 @@ func newAPI(t *testing.T) *api {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.op = apigw.Principal{ID: res.Operator, Kind: "user", Email: "operator@example.com", AccountID: res.RootAccount, KeyID: res.KeyID}
+	a.op = caller.Principal{ID: res.Operator, Kind: "user", Email: "operator@example.com", AccountID: res.RootAccount, KeyID: res.KeyID}
 	a.sets, a.mets = addresssetswire.Handler(a.deps), metricsapiwire.Handler(a.deps)
 	return a
 }
@@ -63,7 +64,7 @@ type reply struct {
 
 // call sends an API Gateway proxy event, as the gateway would, and decodes
 // the JSON body it answers with.
-func (a *api) call(h apigw.ProxyHandler, p apigw.Principal, method, path, resource, body, ct string) reply {
+func (a *api) call(h apigw.ProxyHandler, p caller.Principal, method, path, resource, body, ct string) reply {
 	a.t.Helper()
 	r := a.send(h, p, method, path, resource, body, ct)
 	if strings.HasPrefix(strings.TrimSpace(r.raw), "[") {
@@ -76,7 +77,7 @@ func (a *api) call(h apigw.ProxyHandler, p apigw.Principal, method, path, resour
 
 // send is call without decoding the body: for responses of megabytes of
 // which only the bytes matter.
-func (a *api) send(h apigw.ProxyHandler, p apigw.Principal, method, path, resource, body, ct string) reply {
+func (a *api) send(h apigw.ProxyHandler, p caller.Principal, method, path, resource, body, ct string) reply {
 	a.t.Helper()
 	u, err := url.Parse(path)
 	if err != nil {
@@ -445,7 +446,7 @@ func TestAddressSetsPageWithLinks(t *testing.T) {
 	if err := st.PutGrant(ctx, domain.Grant{PrincipalID: id, AccountID: a.op.AccountID, RoleID: role.ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	one := apigw.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com", AccountID: a.op.AccountID, KeyID: "k"}
+	one := caller.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com", AccountID: a.op.AccountID, KeyID: "k"}
 	r = a.call(a.sets, one, "GET", coll+"?limit=1", coll, "", "")
 	if got := listed(r); len(got) != 0 || r.header["X-Result-Cut"] != apigw.CutRead || next(r) == "" {
 		t.Fatalf("cut page: %v, headers %v", got, r.header)
@@ -515,7 +516,7 @@ func TestApplicationCollectionMetrics(t *testing.T) {
 	if err := st.PutGrant(ctx, domain.Grant{PrincipalID: uid, AccountID: a.op.AccountID, RoleID: role.ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	one := apigw.Principal{ID: uid, Kind: domain.KindUser, Email: uid + "@example.com", AccountID: a.op.AccountID, KeyID: "k"}
+	one := caller.Principal{ID: uid, Kind: domain.KindUser, Email: uid + "@example.com", AccountID: a.op.AccountID, KeyID: "k"}
 	if r := a.must(a.call(a.mets, one, "GET", res+"?names=requests&summarize=true", res, "", ""), 200, "filtered"); !strings.Contains(r.raw, `"requests":7}`) {
 		t.Fatalf("only shopa's metrics: %s", r.raw)
 	}

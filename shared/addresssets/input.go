@@ -9,9 +9,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"cads/shared/apigw"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/jsontext"
 )
 
 // setIn is the body of POST (AddressSetPost) and the result of a PATCH
@@ -159,7 +159,7 @@ func parseDomainsParams(raw json.RawMessage, present bool) ([]string, error) {
 		return nil, domain.Errorf(domain.Invalid, "parameters.domains is required for a %s set: the domains whose addresses belong to it", TypeDomains)
 	}
 	var p domainsParams
-	if err := apigw.UnmarshalStrict(raw, &p); err != nil {
+	if err := jsontext.UnmarshalStrict(raw, &p); err != nil {
 		return nil, prefixed("parameters", err)
 	}
 	if len(p.Domains) == 0 {

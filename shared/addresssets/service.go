@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/ddb"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/jsontext"
 	"cads/shared/metrics"
 	"cads/shared/outbox"
 	"cads/shared/store"
@@ -75,7 +77,7 @@ type Actor string
 const ActorEdge Actor = "edge"
 
 // ActorOf names a principal by its href.
-func ActorOf(p apigw.Principal) Actor {
+func ActorOf(p caller.Principal) Actor {
 	if p.Kind == "service_user" {
 		return Actor("/v2/accounts/" + p.AccountID + "/service-users/" + p.ID)
 	}
@@ -255,8 +257,8 @@ func (s *Service) plan(ctx context.Context, account, id string, cur *store.Addre
 
 // checkResponseBudget refuses a set whose representation, as GET
 // /v2/address-sets/{id} returns it (and PATCH and DELETE answer with it),
-// would take more than apigw.ResponseBudget in the Lambda response,
-// measured as the response travels there (apigw.EnvelopeLen). A later GET
+// would take more than jsontext.ResponseBudget in the Lambda response,
+// measured as the response travels there (jsontext.EnvelopeLen). A later GET
 // shows the same set or fewer entries (expired ones are not shown), so it
 // never exceeds the budget either.
 func checkResponseBudget(next store.AddressSetState, now time.Time) error {
@@ -264,8 +266,8 @@ func checkResponseBudget(next store.AddressSetState, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("address set %s: encode: %w", next.Set.ID, err)
 	}
-	if n := apigw.EnvelopeLen(b); n > apigw.ResponseBudget {
-		return domain.Errorf(domain.Invalid, "this change would make the address set %d bytes as a response carries it, over the response budget of %d bytes (4 MiB; characters JSON escapes, such as < > & and quotes, count up to 7 bytes each): shorten entry descriptions, remove entries or split the set", n, apigw.ResponseBudget)
+	if n := jsontext.EnvelopeLen(b); n > jsontext.ResponseBudget {
+		return domain.Errorf(domain.Invalid, "this change would make the address set %d bytes as a response carries it, over the response budget of %d bytes (4 MiB; characters JSON escapes, such as < > & and quotes, count up to 7 bytes each): shorten entry descriptions, remove entries or split the set", n, jsontext.ResponseBudget)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/apigw"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
 	"cads/shared/metrics"
 	"cads/shared/outbox"
 	"cads/shared/store"
@@ -173,7 +174,7 @@ func (e *env) patch(id, merge string) (store.AddressSetState, error) {
 		}
 		out, _ := json.Marshal(m)
 		var in setIn
-		return in, apigw.UnmarshalStrict(out, &in)
+		return in, jsontext.UnmarshalStrict(out, &in)
 	})
 }
 
@@ -524,7 +525,7 @@ func TestConcurrentChangesAreAllKept(t *testing.T) {
 				doc.Entries = append(doc.Entries, docEntry{Address: fmt.Sprintf("10.9.9.%d", i)})
 				b, _ := json.Marshal(doc)
 				var in setIn
-				return in, apigw.UnmarshalStrict(b, &in)
+				return in, jsontext.UnmarshalStrict(b, &in)
 			})
 		})
 	}

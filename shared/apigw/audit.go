@@ -11,15 +11,9 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 
 	"cads/shared/audit"
+	"cads/shared/caller"
 	"cads/shared/ids"
 )
-
-// AuditStore keeps the audit trail (docs/data-model.md, Audit events).
-type AuditStore interface {
-	Now() time.Time
-	FinishAudit(ctx context.Context, rec *audit.Record) error
-	DropAudit(ctx context.Context, rec *audit.Record) error
-}
 
 // DefaultAuditRetention is how long an audit event is kept when the
 // deployment does not say (template.yaml's AuditRetentionDays).
@@ -35,7 +29,7 @@ type Differ func(from, to []byte) (json.RawMessage, error)
 // (DefaultAuditRetention when 0; no trail when st is nil), a PATCH's or
 // PUT's change as diff computes it, and logs the refusals (401, 403) it
 // answers instead (docs/api.md, Audit events).
-func WithAudit(st AuditStore, retention time.Duration, diff Differ) LambdaOption {
+func WithAudit(st audit.Store, retention time.Duration, diff Differ) LambdaOption {
 	if retention <= 0 {
 		retention = DefaultAuditRetention
 	}
@@ -62,7 +56,7 @@ var secretFields = map[string]bool{"secret_key": true}
 // auditing wraps h so that a write request carries its audit record to
 // the store, which commits the event with the request's first change;
 // once h answered, the event gets the status, the target and the change.
-func auditing(h http.Handler, log *slog.Logger, st AuditStore, retention time.Duration, diff Differ) http.Handler {
+func auditing(h http.Handler, log *slog.Logger, st audit.Store, retention time.Duration, diff Differ) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !isWrite(r.Method) {
 			h.ServeHTTP(w, r)
@@ -107,7 +101,7 @@ func auditing(h http.Handler, log *slog.Logger, st AuditStore, retention time.Du
 	})
 }
 
-func newRecord(r *http.Request, p Principal, now time.Time, retention time.Duration) *audit.Record {
+func newRecord(r *http.Request, p caller.Principal, now time.Time, retention time.Duration) *audit.Record {
 	rc, _ := core.GetAPIGatewayContextFromContext(r.Context())
 	ev := audit.Event{ID: ids.New(), Time: now.UTC().Truncate(time.Millisecond), Actor: ActorOf(p),
 		Method: r.Method, Path: r.URL.Path, Target: r.URL.Path,
@@ -116,7 +110,7 @@ func newRecord(r *http.Request, p Principal, now time.Time, retention time.Durat
 }
 
 // ActorOf is who acted, as an audit event names them.
-func ActorOf(p Principal) audit.Actor {
+func ActorOf(p caller.Principal) audit.Actor {
 	a := audit.Actor{Principal: "/v2/users/" + p.ID, Kind: p.Kind}
 	if p.Kind == "service_user" {
 		a.Principal = "/v2/accounts/" + p.AccountID + "/service-users/" + p.ID

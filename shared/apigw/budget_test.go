@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"cads/shared/jsontext"
 )
 
 // TestEnvelopeLen: the length EnvelopeLen predicts is the length
@@ -19,11 +21,11 @@ func TestEnvelopeLen(t *testing.T) {
 	}
 	for _, s := range []string{"", "plain", `"quoted" \back\`, "<a href=\"x\">&amp;</a>", "tab\tnl\ncr\r\b\f\x00\x1f\x7f", "é\u2028\u2029😀", string(all[:128])} {
 		b, _ := json.Marshal(s)
-		if got, want := EnvelopeLen([]byte(s)), len(b)-2; got != want {
+		if got, want := jsontext.EnvelopeLen([]byte(s)), len(b)-2; got != want {
 			t.Errorf("%q: %d, encoding/json %d", s, got, want)
 		}
 	}
-	if got, want := EnvelopeLen(all), len(base64.StdEncoding.EncodeToString(all)); got != want {
+	if got, want := jsontext.EnvelopeLen(all), len(base64.StdEncoding.EncodeToString(all)); got != want {
 		t.Errorf("not UTF-8: %d, want %d", got, want)
 	}
 }
@@ -45,8 +47,8 @@ func TestCollectionPagedByBytes(t *testing.T) {
 	if w.Header().Get(HeaderCut) != CutBytes || w.Header().Get(HeaderNextStart) != "13" {
 		t.Errorf("headers %v", w.Header())
 	}
-	if n := EnvelopeLen(w.Body.Bytes()); n > ResponseBudget {
-		t.Errorf("%d bytes in the payload, budget %d", n, ResponseBudget)
+	if n := jsontext.EnvelopeLen(w.Body.Bytes()); n > jsontext.ResponseBudget {
+		t.Errorf("%d bytes in the payload, budget %d", n, jsontext.ResponseBudget)
 	}
 	// Within the budget nothing changes: the bytes json.Marshal makes.
 	w = httptest.NewRecorder()

@@ -158,13 +158,13 @@ func parseTags(values []string) (tags []string, anyTag, ok bool, err error) {
 			}
 			opaque := strings.TrimPrefix(f, "W/")
 			if len(opaque) < 2 || opaque[0] != '"' || opaque[len(opaque)-1] != '"' || strings.ContainsAny(opaque[1:len(opaque)-1], "\" \t") {
-				return nil, false, true, BadRequest("%q is not an entity tag: send the ETag of a response as it came, quotes included", f)
+				return nil, false, true, domain.Errorf(domain.Invalid, "%q is not an entity tag: send the ETag of a response as it came, quotes included", f)
 			}
 			tags = append(tags, f)
 		}
 	}
 	if !anyTag && len(tags) == 0 {
-		return nil, false, true, BadRequest("an empty If-Match or If-None-Match names no entity tag")
+		return nil, false, true, domain.Errorf(domain.Invalid, "an empty If-Match or If-None-Match names no entity tag")
 	}
 	return tags, anyTag, true, nil
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"cads/shared/audit"
+
 	"github.com/aws/aws-lambda-go/events"
 )
 
@@ -12,7 +14,7 @@ type LambdaOption func(*lambdaConfig)
 
 type lambdaConfig struct {
 	corsOrigin     string
-	audit          AuditStore
+	audit          audit.Store
 	auditRetention time.Duration
 	auditDiff      Differ
 }

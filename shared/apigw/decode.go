@@ -2,9 +2,6 @@ package apigw
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -12,6 +9,7 @@ import (
 
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/jsontext"
 )
 
 // MaxJSONBody bounds JSON request bodies; larger ones are 413.
@@ -22,7 +20,7 @@ const MaxJSONBody = 1 << 20
 // JSON value with no unknown fields and no trailing data, whose strings
 // keep the text rule (400, naming the field or offset; CheckJSONText, opts
 // widen it for named fields). It never yields a 5xx for bad input.
-func DecodeJSON(r *http.Request, v any, opts ...TextOption) error {
+func DecodeJSON(r *http.Request, v any, opts ...jsontext.TextOption) error {
 	if err := RequireContentType(r, "application/json"); err != nil {
 		return err
 	}
@@ -30,30 +28,7 @@ func DecodeJSON(r *http.Request, v any, opts ...TextOption) error {
 	if err != nil {
 		return err
 	}
-	return UnmarshalStrict(body, v, opts...)
-}
-
-// UnmarshalStrict is DecodeJSON's parser for bodies already read (JSON Patch
-// results, for instance).
-func UnmarshalStrict(body []byte, v any, opts ...TextOption) error {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return BadRequest("a JSON request body is required")
-	}
-	if err := CheckJSONText(body, opts...); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return BadRequest("invalid JSON body: %s", describeJSONError(err))
-	}
-	if dec.More() {
-		return BadRequest("invalid JSON body: unexpected data after the JSON value")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return BadRequest("invalid JSON body: unexpected data after the JSON value")
-	}
-	return nil
+	return jsontext.UnmarshalStrict(body, v, opts...)
 }
 
 // ReadJSON reads a required body whose media type is one of accepted
@@ -61,7 +36,7 @@ func UnmarshalStrict(body []byte, v any, opts ...TextOption) error {
 // rule as sent (400; CheckJSONText, text widens it for named fields): a
 // body to parse further, such as a PATCH body (patch.Read). It returns the
 // body and its media type.
-func ReadJSON(r *http.Request, text TextOption, accepted ...string) ([]byte, string, error) {
+func ReadJSON(r *http.Request, text jsontext.TextOption, accepted ...string) ([]byte, string, error) {
 	if err := RequireContentType(r, accepted...); err != nil {
 		return nil, "", err
 	}
@@ -70,10 +45,10 @@ func ReadJSON(r *http.Request, text TextOption, accepted ...string) ([]byte, str
 		return nil, "", err
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, "", BadRequest("a request body is required")
+		return nil, "", domain.Errorf(domain.Invalid, "a request body is required")
 	}
 	// Judged as sent: decoding would turn invalid text into U+FFFD.
-	if err := CheckJSONText(raw, text); err != nil {
+	if err := jsontext.CheckJSONText(raw, text); err != nil {
 		return nil, "", err
 	}
 	return raw, MediaType(r), nil
@@ -84,7 +59,7 @@ func ReadJSON(r *http.Request, text TextOption, accepted ...string) ([]byte, str
 // the patch was written; what names the resource in the error ("the
 // patched role is invalid: ...").
 func UnmarshalPatched(patched []byte, out any, what string) error {
-	err := UnmarshalStrict(patched, out)
+	err := jsontext.UnmarshalStrict(patched, out)
 	if e, ok := domain.AsError(err); ok {
 		e.Message = strings.Replace(e.Message, "invalid JSON body", "the patched "+what+" is invalid", 1)
 	}
@@ -114,9 +89,9 @@ func RequireContentType(r *http.Request, allowed ...string) error {
 		}
 	}
 	if mt == "" {
-		return UnsupportedMediaType("missing Content-Type; send %s", strings.Join(allowed, " or "))
+		return domain.Errorf(domain.Unsupported, "missing Content-Type; send %s", strings.Join(allowed, " or "))
 	}
-	return UnsupportedMediaType("Content-Type %q is not accepted here; send %s", mt, strings.Join(allowed, " or "))
+	return domain.Errorf(domain.Unsupported, "Content-Type %q is not accepted here; send %s", mt, strings.Join(allowed, " or "))
 }
 
 // ReadBody reads the request body, 413 past limit bytes; a missing body is
@@ -127,45 +102,12 @@ func ReadBody(r *http.Request, limit int64) ([]byte, error) {
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		return nil, BadRequest("could not read the request body")
+		return nil, domain.Errorf(domain.Invalid, "could not read the request body")
 	}
 	if int64(len(b)) > limit {
 		return nil, domain.Errorf(domain.TooLarge, "request body exceeds %d bytes", limit)
 	}
 	return b, nil
-}
-
-func describeJSONError(err error) string {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		return fmt.Sprintf("syntax error at byte %d: %s", syn.Offset, syn.Error())
-	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			field = "(body)"
-		}
-		return fmt.Sprintf("field %q must be %s, not %s", field, jsonKind(typ.Type.Kind().String()), typ.Value)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "the body ends before the JSON value does"
-	}
-	// encoding/json reports unknown fields as `json: unknown field "x"`.
-	return strings.TrimPrefix(err.Error(), "json: ")
-}
-
-func jsonKind(k string) string {
-	switch k {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "slice", "array":
-		return "an array"
-	case "map", "struct", "ptr":
-		return "an object"
-	}
-	return "a number"
 }
 
 // PathID reads the path parameter name, an id of a `what` ("application").

@@ -9,14 +9,16 @@ import (
 	"reflect"
 	"strconv"
 
+	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
 )
 
 // Endpoint is how every function's handlers are written: given the request
 // and the principal the authorizer authenticated, return a status and a
 // body (rendered as JSON, or a *Binary as is), or an error that WriteError
 // renders in the API's error body.
-type Endpoint func(r *http.Request, p Principal) (int, any, error)
+type Endpoint func(r *http.Request, p caller.Principal) (int, any, error)
 
 // Binary is a response body that is not JSON, such as an archive.
 type Binary struct {
@@ -58,7 +60,7 @@ func handle(log *slog.Logger, e Endpoint, inAccount bool) http.HandlerFunc {
 			return
 		}
 		// Query parameters are text too: some are stored or echoed back.
-		if err := CheckQuery(r.URL.Query()); err != nil {
+		if err := jsontext.CheckQuery(r.URL.Query()); err != nil {
 			WriteError(r.Context(), log, w, err)
 			return
 		}
@@ -136,8 +138,8 @@ func writeList(w http.ResponseWriter, r *http.Request, status int, body any) boo
 		if err != nil {
 			return false // WriteJSON reports it
 		}
-		c := EnvelopeLen(b) + 1
-		if size+c > ResponseBudget && n > 0 {
+		c := jsontext.EnvelopeLen(b) + 1
+		if size+c > jsontext.ResponseBudget && n > 0 {
 			w.Header().Set(HeaderCut, CutBytes)
 			if !r.URL.Query().Has(ParamCursor) {
 				start, _ := strconv.Atoi(r.URL.Query().Get("start"))
@@ -173,7 +175,7 @@ func noBody(r *http.Request) error {
 	}
 	var one [1]byte
 	if n, _ := io.ReadFull(r.Body, one[:]); n > 0 {
-		return BadRequest("a %s request takes no body: send it without one", r.Method)
+		return domain.Errorf(domain.Invalid, "a %s request takes no body: send it without one", r.Method)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package apigw
 
 import (
-	"cads/shared/domain"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"cads/shared/caller"
+	"cads/shared/domain"
+
 	"github.com/aws/aws-lambda-go/events"
 )
 
@@ -21,17 +23,17 @@ import (
 func TestHandle(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mux := NewMux()
-	mux.HandleFunc("GET /v2/json", Handle(log, func(r *http.Request, p Principal) (int, any, error) {
+	mux.HandleFunc("GET /v2/json", Handle(log, func(r *http.Request, p caller.Principal) (int, any, error) {
 		return 200, map[string]string{"who": p.ID}, nil
 	}))
-	mux.HandleFunc("GET /v2/bin", HandleInAccount(log, func(r *http.Request, p Principal) (int, any, error) {
+	mux.HandleFunc("GET /v2/bin", HandleInAccount(log, func(r *http.Request, p caller.Principal) (int, any, error) {
 		return 200, &Binary{ContentType: "application/zip", Filename: "a.zip", Data: []byte{0xff, 0xfe, 0}}, nil
 	}))
-	mux.HandleFunc("GET /v2/err", Handle(log, func(r *http.Request, p Principal) (int, any, error) {
+	mux.HandleFunc("GET /v2/err", Handle(log, func(r *http.Request, p caller.Principal) (int, any, error) {
 		return 0, nil, domain.Errorf(domain.Conflict, "taken")
 	}))
 	h := Lambda(log, mux)
-	call := func(path string, p *Principal) events.APIGatewayProxyResponse {
+	call := func(path string, p *caller.Principal) events.APIGatewayProxyResponse {
 		req := events.APIGatewayProxyRequest{HTTPMethod: "GET", Path: path}
 		if p != nil {
 			req.RequestContext.Authorizer = p.Context()
@@ -42,8 +44,8 @@ func TestHandle(t *testing.T) {
 		}
 		return resp
 	}
-	in := &Principal{ID: "u1", AccountID: "a1", KeyID: "k1"}
-	nowhere := &Principal{ID: "u1", KeyID: "k1"}
+	in := &caller.Principal{ID: "u1", AccountID: "a1", KeyID: "k1"}
+	nowhere := &caller.Principal{ID: "u1", KeyID: "k1"}
 	if r := call("/v2/json", in); r.StatusCode != 200 || r.Body != `{"who":"u1"}` {
 		t.Fatalf("json: %+v", r)
 	}

@@ -1,6 +1,6 @@
 // Package apigw holds the HTTP conventions every function of the API shares:
-// the error body, strict JSON decoding, the principal the authorizer passes
-// on, pagination, and the adapter that runs a net/http handler as an API
+// the error body (a domain error's code mapped to its status), strict JSON
+// decoding, reading the caller the authorizer passes on, pagination, and the adapter that runs a net/http handler as an API
 // Gateway proxy Lambda.
 package apigw
 
@@ -66,17 +66,4 @@ func body(err error) (Body, bool) {
 		return internalBody, true
 	}
 	return Body{Status: st.status, Error: BodyError{Type: st.typ, Message: e.Message}}, false
-}
-
-// The constructors of the errors of reading a request over HTTP: a body
-// or query that is not what the endpoint takes (400), a media type it does
-// not take (415). Refusals by the rules of what a request asks for (a
-// missing resource, a conflict, a denial, a limit) are domain errors
-// (domain.Errorf with their code), made where the rule is.
-
-func BadRequest(format string, args ...any) *domain.Error {
-	return domain.Errorf(domain.Invalid, format, args...)
-}
-func UnsupportedMediaType(format string, args ...any) *domain.Error {
-	return domain.Errorf(domain.Unsupported, format, args...)
 }

@@ -11,7 +11,14 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"cads/shared/authz"
+	"cads/shared/domain"
+	"cads/shared/jsontext"
 )
+
+// lambdaResponseLimit is Lambda's synchronous response payload limit: a
+// larger proxy response is a gateway error, never seen by the client as
+// the function wrote it.
+const lambdaResponseLimit = 6<<20 + 100
 
 // ProxyHandler is the signature of an API Gateway proxy Lambda; it is what
 // lambda.Start, the local gateway and the tests call.
@@ -50,7 +57,7 @@ func Lambda(log *slog.Logger, h http.Handler, opts ...LambdaOption) ProxyHandler
 			}
 		}()
 		if perr := authz.CheckPath(req.Path); perr != nil {
-			b, _ := body(BadRequest("%s", perr.Error()))
+			b, _ := body(domain.Errorf(domain.Invalid, "%s", perr.Error()))
 			return errorResponse(b), nil
 		}
 		defer func() {
@@ -64,7 +71,7 @@ func Lambda(log *slog.Logger, h http.Handler, opts ...LambdaOption) ProxyHandler
 			log.ErrorContext(ctx, "proxy adapter failed", "error", err.Error(), "path", req.Path, "request_id", req.RequestContext.RequestID)
 			return errorResponse(internalBody), nil
 		}
-		if n := EnvelopeLen([]byte(resp.Body)); n > lambdaResponseLimit-64<<10 {
+		if n := jsontext.EnvelopeLen([]byte(resp.Body)); n > lambdaResponseLimit-64<<10 {
 			// A handler that does not page by bytes: Lambda would refuse
 			// the payload and the client see the gateway's 502. The API's
 			// own 500 says what happened in the log.

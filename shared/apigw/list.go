@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"cads/shared/domain"
+
 	"golang.org/x/sync/errgroup"
 )
 
@@ -90,7 +92,7 @@ func (c cursor) encode() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-var errCursor = BadRequest("cursor: not a continuation of this collection and order; start again without it")
+var errCursor = domain.Errorf(domain.Invalid, "cursor: not a continuation of this collection and order; start again without it")
 
 func decodeCursor(s, name, order string, valid func(string) bool) (cursor, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(s)
@@ -121,14 +123,14 @@ func List[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collection, er
 	order, desc, indexed := orderKey(page.Order, l.Indexed)
 	if !indexed {
 		if q.Has(ParamCursor) {
-			return nil, BadRequest("cursor: continuations follow the stored order (%s or -%s); this order pages by start", l.Indexed, l.Indexed)
+			return nil, domain.Errorf(domain.Invalid, "cursor: continuations follow the stored order (%s or -%s); this order pages by start", l.Indexed, l.Indexed)
 		}
 		return listSorted(r, page, l)
 	}
 	c := cursor{Name: l.Name, Order: order, Skip: page.Start - 1}
 	if s := q.Get(ParamCursor); s != "" || q.Has(ParamCursor) {
 		if q.Has("start") {
-			return nil, BadRequest("start and cursor cannot be combined: the cursor holds the position")
+			return nil, domain.Errorf(domain.Invalid, "start and cursor cannot be combined: the cursor holds the position")
 		}
 		var err error
 		if c, err = decodeCursor(s, l.Name, order, l.ValidPosition); err != nil {
@@ -239,7 +241,7 @@ func List[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collection, er
 // whole (at most ReadBudget members), sorted, windowed by start/limit.
 func listSorted[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collection, error) {
 	if l.Sort == nil {
-		return nil, BadRequest("order: this collection is ordered by %s only", l.Indexed)
+		return nil, domain.Errorf(domain.Invalid, "order: this collection is ordered by %s only", l.Indexed)
 	}
 	ctx := r.Context()
 	var (
@@ -254,7 +256,7 @@ func listSorted[T, O any](r *http.Request, page Page, l Lister[T, O]) (*Collecti
 		return nil, firstErr(err, allowErr)
 	}
 	if len(items) > ReadBudget {
-		return nil, BadRequest("order: a collection of more than %d members can be listed only in its stored order (%s or -%s), page by page; sort on the client or leave order out",
+		return nil, domain.Errorf(domain.Invalid, "order: a collection of more than %d members can be listed only in its stored order (%s or -%s), page by page; sort on the client or leave order out",
 			ReadBudget, l.Indexed, l.Indexed)
 	}
 	var vis []T

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"cads/shared/caller"
+
 	"github.com/aws/aws-lambda-go/events"
 )
 
@@ -66,7 +68,7 @@ var memberPos = regexp.MustCompile(`^m[0-9]{5}$`)
 func listHandler(t *testing.T, src *sliceSource, hidden func(member) bool) func(rawQuery string) events.APIGatewayProxyResponse {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mux := NewMux()
-	mux.HandleFunc("GET /v2/things", Handle(log, func(r *http.Request, p Principal) (int, any, error) {
+	mux.HandleFunc("GET /v2/things", Handle(log, func(r *http.Request, p caller.Principal) (int, any, error) {
 		page, err := ParsePage(r.URL.Query(), "name", "created")
 		if err != nil {
 			return 0, nil, err
@@ -94,7 +96,7 @@ func listHandler(t *testing.T, src *sliceSource, hidden func(member) bool) func(
 			qs[k] = q.Get(k)
 		}
 		req := events.APIGatewayProxyRequest{HTTPMethod: "GET", Path: "/v2/things", QueryStringParameters: qs}
-		req.RequestContext.Authorizer = (&Principal{ID: "u1", AccountID: "a1", KeyID: "k1"}).Context()
+		req.RequestContext.Authorizer = (&caller.Principal{ID: "u1", AccountID: "a1", KeyID: "k1"}).Context()
 		resp, err := h(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)

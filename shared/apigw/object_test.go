@@ -3,10 +3,12 @@ package apigw
 import (
 	"encoding/json"
 	"testing"
+
+	"cads/shared/jsontext"
 )
 
 func TestMarshalObjectKeepsOrder(t *testing.T) {
-	b, err := MarshalObject([]string{"z", "a\"b", "m"}, []any{1, nil, []int{2}})
+	b, err := jsontext.MarshalObject([]string{"z", "a\"b", "m"}, []any{1, nil, []int{2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -16,10 +18,10 @@ func TestMarshalObjectKeepsOrder(t *testing.T) {
 	if !json.Valid(b) {
 		t.Fatalf("not JSON: %s", b)
 	}
-	if b, _ := MarshalObject(nil, nil); string(b) != "{}" {
+	if b, _ := jsontext.MarshalObject(nil, nil); string(b) != "{}" {
 		t.Fatalf("empty: got %s", b)
 	}
-	if _, err := MarshalObject([]string{"f"}, []any{func() {}}); err == nil {
+	if _, err := jsontext.MarshalObject([]string{"f"}, []any{func() {}}); err == nil {
 		t.Fatal("an unmarshalable value did not fail")
 	}
 }

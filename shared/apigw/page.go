@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"cads/shared/domain"
 )
 
 // Page is the collection window of docs/api.md#collections: `start` is
@@ -54,7 +56,7 @@ func ParsePage(q url.Values, orderable ...string) (Page, error) {
 				k.Field = k.Field[1:]
 			}
 			if !allowed[k.Field] {
-				return p, BadRequest("order: cannot order by %q; use one of %s", k.Field, strings.Join(orderable, ", "))
+				return p, domain.Errorf(domain.Invalid, "order: cannot order by %q; use one of %s", k.Field, strings.Join(orderable, ", "))
 			}
 			p.Order = append(p.Order, k)
 		}
@@ -69,7 +71,7 @@ func intParam(q url.Values, name string, def, min, max int) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < min || n > max {
-		return 0, BadRequest("%s must be an integer from %d to %d", name, min, max)
+		return 0, domain.Errorf(domain.Invalid, "%s must be an integer from %d to %d", name, min, max)
 	}
 	return n, nil
 }

@@ -1,7 +1,6 @@
 package apigw
 
 import (
-	"cads/shared/domain"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -11,6 +10,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"cads/shared/caller"
+	"cads/shared/domain"
+	"cads/shared/jsontext"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -50,7 +53,7 @@ func TestTextRuleBoundaries(t *testing.T) {
 			}
 			for _, body := range bodies {
 				var v textSample
-				err := UnmarshalStrict([]byte(body), &v)
+				err := jsontext.UnmarshalStrict([]byte(body), &v)
 				if !c.refused {
 					if err != nil {
 						t.Fatalf("%q refused: %v", body, err)
@@ -66,7 +69,7 @@ func TestTextRuleBoundaries(t *testing.T) {
 					t.Fatalf("%q: got %v; want a 400 containing %q", body, err, want)
 				}
 			}
-			if err := CheckText("form field \"desc\"", "a"+string(c.r)); (err != nil) != c.refused {
+			if err := jsontext.CheckText("form field \"desc\"", "a"+string(c.r)); (err != nil) != c.refused {
 				t.Fatalf("CheckText: %v, refused want %v", err, c.refused)
 			}
 		})
@@ -76,7 +79,7 @@ func TestTextRuleBoundaries(t *testing.T) {
 func TestCheckJSONText(t *testing.T) {
 	cases := []struct {
 		name, body string
-		opts       []TextOption
+		opts       []jsontext.TextOption
 		msg        string // "" if accepted
 	}{
 		{"plain", `{"name":"Zoë 😀","entries":[{"description":"x"}]}`, nil, ""},
@@ -106,13 +109,13 @@ func TestCheckJSONText(t *testing.T) {
 		{"string body", `"\u0000"`, nil, `field (body) holds`},
 		{"array body", `[{"message":"ok"},{"message":"\u0000"}]`, nil, `field "[1].message"`},
 		// The exception: only tab and newline, only where it is given.
-		{"message tab newline", `{"message":"a\tb\nc"}`, []TextOption{AllowTabNewline("message")}, ""},
-		{"message raw C1", "{\"message\":\"a\u0085\"}", []TextOption{AllowTabNewline("message")}, `U+0085`},
-		{"message CR", `{"message":"a\r\n"}`, []TextOption{AllowTabNewline("message")}, `field "message" holds the control character U+000D; this field may contain tab and newline`},
-		{"message NUL", `{"message":"a\u0000"}`, []TextOption{AllowTabNewline("message")}, `U+0000`},
-		{"exception is per field", `{"message":"a\n","name":"b\n"}`, []TextOption{AllowTabNewline("message")}, `field "name" holds the control character U+000A`},
-		{"exception in array", `[{"message":"a\n"},{"message":"b\t"}]`, []TextOption{AllowTabNewline("[*].message")}, ""},
-		{"exception not deeper", `{"entries":[{"description":"a\n"}]}`, []TextOption{AllowTabNewline("message", "[*].message")}, `entries[0].description`},
+		{"message tab newline", `{"message":"a\tb\nc"}`, []jsontext.TextOption{jsontext.AllowTabNewline("message")}, ""},
+		{"message raw C1", "{\"message\":\"a\u0085\"}", []jsontext.TextOption{jsontext.AllowTabNewline("message")}, `U+0085`},
+		{"message CR", `{"message":"a\r\n"}`, []jsontext.TextOption{jsontext.AllowTabNewline("message")}, `field "message" holds the control character U+000D; this field may contain tab and newline`},
+		{"message NUL", `{"message":"a\u0000"}`, []jsontext.TextOption{jsontext.AllowTabNewline("message")}, `U+0000`},
+		{"exception is per field", `{"message":"a\n","name":"b\n"}`, []jsontext.TextOption{jsontext.AllowTabNewline("message")}, `field "name" holds the control character U+000A`},
+		{"exception in array", `[{"message":"a\n"},{"message":"b\t"}]`, []jsontext.TextOption{jsontext.AllowTabNewline("[*].message")}, ""},
+		{"exception not deeper", `{"entries":[{"description":"a\n"}]}`, []jsontext.TextOption{jsontext.AllowTabNewline("message", "[*].message")}, `entries[0].description`},
 		// Not JSON: the decoder, not the text rule, says why.
 		{"syntax error", `{"name":"\u0000`, nil, "ends before"},
 	}
@@ -124,7 +127,7 @@ func TestCheckJSONText(t *testing.T) {
 			} else {
 				v = new(any)
 			}
-			err := UnmarshalStrict([]byte(c.body), v, c.opts...)
+			err := jsontext.UnmarshalStrict([]byte(c.body), v, c.opts...)
 			if c.msg == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -157,7 +160,7 @@ func TestCheckText(t *testing.T) {
 		{"line\nbreak", "U+000A"},
 		{"\u009b[2J", "U+009B"},
 	} {
-		err := CheckText(`form field "desc"`, c.s)
+		err := jsontext.CheckText(`form field "desc"`, c.s)
 		if c.msg == "" {
 			if err != nil {
 				t.Errorf("%q refused: %v", c.s, err)
@@ -177,7 +180,7 @@ func TestCheckText(t *testing.T) {
 func TestLambdaRefusesBadText(t *testing.T) {
 	called := 0
 	mux := NewMux()
-	mux.HandleFunc("POST /v2/x", Handle(slog.New(slog.DiscardHandler), func(r *http.Request, p Principal) (int, any, error) {
+	mux.HandleFunc("POST /v2/x", Handle(slog.New(slog.DiscardHandler), func(r *http.Request, p caller.Principal) (int, any, error) {
 		called++
 		var v textSample
 		if err := DecodeJSON(r, &v); err != nil {
@@ -186,7 +189,7 @@ func TestLambdaRefusesBadText(t *testing.T) {
 		return 200, v, nil
 	}))
 	fn := Lambda(slog.New(slog.DiscardHandler), mux)
-	p := Principal{ID: "u1", KeyID: "k1", AccountID: "a1"}
+	p := caller.Principal{ID: "u1", KeyID: "k1", AccountID: "a1"}
 	call := func(query map[string][]string, body string, b64 bool) events.APIGatewayProxyResponse {
 		t.Helper()
 		req := events.APIGatewayProxyRequest{

@@ -15,7 +15,9 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
+	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
 	"cads/shared/patch"
 	"cads/shared/store"
 	"cads/shared/tasks"
@@ -141,10 +143,10 @@ func validateAction(a domain.Action) error {
 
 // certificatesText lets an action's PEM certificates hold line breaks, the
 // one exception to the API's text rule in actions.
-var certificatesText = apigw.AllowTabNewline("certificates")
+var certificatesText = jsontext.AllowTabNewline("certificates")
 
 func text(field, s string, max int) error {
-	if err := apigw.CheckText(field, s); err != nil {
+	if err := jsontext.CheckText(field, s); err != nil {
 		return err
 	}
 	if utf8.RuneCountInString(s) > max {
@@ -166,7 +168,7 @@ func actionIDs(r *http.Request) (app, id string, err error) {
 	return app, id, nil
 }
 
-func (h *handler) listActions(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listActions(r *http.Request, p caller.Principal) (int, any, error) {
 	app, err := appID(r)
 	if err != nil {
 		return 0, nil, err
@@ -193,7 +195,7 @@ func (h *handler) listActions(r *http.Request, p apigw.Principal) (int, any, err
 // inApp is the filter of a collection of application app: every member,
 // once the application is found in the caller's account (a 404
 // otherwise); the route decided who may read the collection.
-func inApp[T any](h *handler, p apigw.Principal, app string) func(ctx context.Context) (func(T) (bool, error), error) {
+func inApp[T any](h *handler, p caller.Principal, app string) func(ctx context.Context) (func(T) (bool, error), error) {
 	return func(ctx context.Context) (func(T) (bool, error), error) {
 		if err := h.st.ApplicationInAccount(ctx, p.AccountID, app); err != nil {
 			return nil, domain.IfNotFound(err, "no application %q", app)
@@ -214,7 +216,7 @@ func sortActions(as []Action, order []apigw.OrderKey) {
 	}, func(a Action) string { return a.ID })
 }
 
-func (h *handler) createAction(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) createAction(r *http.Request, p caller.Principal) (int, any, error) {
 	app, err := appID(r)
 	if err != nil {
 		return 0, nil, err
@@ -224,10 +226,10 @@ func (h *handler) createAction(r *http.Request, p apigw.Principal) (int, any, er
 		return 0, nil, err
 	}
 	if in.ID == nil {
-		return 0, nil, apigw.BadRequest("id is required: a lower-case name for the action, like purge-cache")
+		return 0, nil, domain.Errorf(domain.Invalid, "id is required: a lower-case name for the action, like purge-cache")
 	}
 	if !tasks.ValidActionID(*in.ID) {
-		return 0, nil, apigw.BadRequest("id %q must start with a letter, use a-z, 0-9 and -, not end with -, and have 2 to 63 characters", *in.ID)
+		return 0, nil, domain.Errorf(domain.Invalid, "id %q must start with a letter, use a-z, 0-9 and -, not end with -, and have 2 to 63 characters", *in.ID)
 	}
 	now := h.st.Now()
 	a := domain.Action{App: app, ID: *in.ID, Version: 1, Created: now, Updated: now}
@@ -245,7 +247,7 @@ func actionTagged(a domain.Action) *apigw.Tagged {
 	return apigw.WithETag(actionOut(a), apigw.ETag("action", a.App+"/"+a.ID, a.Version))
 }
 
-func (h *handler) getAction(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) getAction(r *http.Request, p caller.Principal) (int, any, error) {
 	app, id, err := actionIDs(r)
 	if err != nil {
 		return 0, nil, err
@@ -260,7 +262,7 @@ func (h *handler) getAction(r *http.Request, p apigw.Principal) (int, any, error
 // patchAction is PATCH with a merge patch of the writable fields; null
 // resets a field (secret_key and certificates are removed, http_method
 // goes back to POST).
-func (h *handler) patchAction(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) patchAction(r *http.Request, p caller.Principal) (int, any, error) {
 	app, id, err := actionIDs(r)
 	if err != nil {
 		return 0, nil, err
@@ -310,7 +312,7 @@ func patchAction(cur domain.Action, top map[string]json.RawMessage) (domain.Acti
 		return cur, err
 	}
 	var f actionFields
-	if err := apigw.UnmarshalStrict(merged, &f, certificatesText); err != nil {
+	if err := jsontext.UnmarshalStrict(merged, &f, certificatesText); err != nil {
 		return cur, err
 	}
 	next := cur
@@ -321,7 +323,7 @@ func patchAction(cur domain.Action, top map[string]json.RawMessage) (domain.Acti
 	return next, nil
 }
 
-func (h *handler) deleteAction(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) deleteAction(r *http.Request, p caller.Principal) (int, any, error) {
 	app, id, err := actionIDs(r)
 	if err != nil {
 		return 0, nil, err

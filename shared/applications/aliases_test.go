@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/outbox"
 	"cads/shared/store"
@@ -70,7 +70,7 @@ func TestAliasBelongsToOneApplication(t *testing.T) {
 	if err := a.st.CreateAccount(ctx, domain.Account{ID: "tenantb", Name: "Tenant B", Ancestors: []string{}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	b := apigw.Principal{ID: "userb", Kind: domain.KindUser, AccountID: "tenantb", KeyID: "k"}
+	b := caller.Principal{ID: "userb", Kind: domain.KindUser, AccountID: "tenantb", KeyID: "k"}
 	bApp := a.call(b, "POST", "/v2/applications", "application/json", `{"name":"B shop","aliases":["shop.b.example.com","www.b.example.com"]}`)
 	if bApp.Status != 200 {
 		t.Fatalf("B's create: %d %s", bApp.Status, bApp.Raw)

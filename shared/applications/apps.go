@@ -11,6 +11,7 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/patch"
@@ -45,7 +46,7 @@ func appOut(a domain.Application, now time.Time) (Application, error) {
 	return Application{ID: a.ID, Href: tasks.AppHref(a.ID), Configuration: c, State: a.State, Created: a.Created, Updated: a.Updated}, nil
 }
 
-func (h *handler) listApps(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listApps(r *http.Request, p caller.Principal) (int, any, error) {
 	page, err := apigw.ParsePage(r.URL.Query(), "name", "created", "state")
 	if err != nil {
 		return 0, nil, err
@@ -85,7 +86,7 @@ func sortApps(as []Application, order []apigw.OrderKey) {
 	}, func(a Application) string { return a.ID }, apigw.OrderKey{Field: "created"})
 }
 
-func (h *handler) createApp(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) createApp(r *http.Request, p caller.Principal) (int, any, error) {
 	var body json.RawMessage
 	if err := apigw.DecodeJSON(r, &body, appconfig.PEMText); err != nil {
 		return 0, nil, err
@@ -127,7 +128,7 @@ func appETag(a domain.Application, out Application) string {
 	return apigw.ETag("application", a.ID+"/"+a.State+"/"+covered, a.Version)
 }
 
-func (h *handler) getApp(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) getApp(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := appID(r)
 	if err != nil {
 		return 0, nil, err
@@ -140,7 +141,7 @@ func (h *handler) getApp(r *http.Request, p apigw.Principal) (int, any, error) {
 	return http.StatusOK, out, err
 }
 
-func (h *handler) deleteApp(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) deleteApp(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := appID(r)
 	if err != nil {
 		return 0, nil, err
@@ -221,7 +222,7 @@ func sameJSON(a, b json.RawMessage) bool {
 // descriptive fields only is written at once (200, the Application); any
 // change to what runs becomes a patch-application task carrying the new
 // values of every changed field (201, the Task).
-func (h *handler) patchApp(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) patchApp(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := appID(r)
 	if err != nil {
 		return 0, nil, err

@@ -19,6 +19,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
 	"cads/shared/authz"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/outbox"
@@ -36,7 +37,7 @@ type api struct {
 	st   *store.Store
 	h    apigw.ProxyHandler
 	root string
-	op   apigw.Principal
+	op   caller.Principal
 }
 
 type resp struct {
@@ -59,7 +60,7 @@ func newAPI(t *testing.T) *api {
 	return &api{t: t, d: d, st: deps.Store, h: applicationswire.Handler(deps), root: res.RootAccount, op: op}
 }
 
-func (a *api) call(p apigw.Principal, method, path, ctype, body string) resp {
+func (a *api) call(p caller.Principal, method, path, ctype, body string) resp {
 	a.t.Helper()
 	req := events.APIGatewayProxyRequest{HTTPMethod: method, Path: path, Headers: map[string]string{}, Body: body,
 		RequestContext: events.APIGatewayProxyRequestContext{RequestID: "req", Authorizer: p.Context()}}
@@ -119,7 +120,7 @@ func (a *api) create(body string) resp {
 	return r
 }
 
-func (a *api) user(account string, perms ...authz.Permission) apigw.Principal {
+func (a *api) user(account string, perms ...authz.Permission) caller.Principal {
 	a.t.Helper()
 	ctx := context.Background()
 	id := ids.New()
@@ -133,7 +134,7 @@ func (a *api) user(account string, perms ...authz.Permission) apigw.Principal {
 	if err := a.st.PutGrant(ctx, domain.Grant{PrincipalID: id, AccountID: account, RoleID: role.ID, Via: "test"}); err != nil {
 		a.t.Fatal(err)
 	}
-	return apigw.Principal{ID: id, Kind: domain.KindUser, AccountID: account, KeyID: "k"}
+	return caller.Principal{ID: id, Kind: domain.KindUser, AccountID: account, KeyID: "k"}
 }
 
 // worker runs every pending task of the root account, as the queue would.

@@ -11,7 +11,9 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/applications/pagecontrol"
+	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
 	"cads/shared/patch"
 	"cads/shared/store"
 	"cads/shared/tasks"
@@ -156,7 +158,7 @@ func controlIDs(r *http.Request, param, what string) (app string, id int, err er
 	return app, id, nil
 }
 
-func (h *handler) listPageControls(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listPageControls(r *http.Request, p caller.Principal) (int, any, error) {
 	app, err := appID(r)
 	if err != nil {
 		return 0, nil, err
@@ -184,7 +186,7 @@ func (h *handler) listPageControls(r *http.Request, p apigw.Principal) (int, any
 	return http.StatusOK, list, nil
 }
 
-func (h *handler) createPageControl(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) createPageControl(r *http.Request, p caller.Principal) (int, any, error) {
 	app, err := appID(r)
 	if err != nil {
 		return 0, nil, err
@@ -218,7 +220,7 @@ func pageControlETag(pc domain.PageControl) string {
 	return apigw.ETag("pagecontrol", pc.App+"/"+strconv.Itoa(pc.ID), pc.Version)
 }
 
-func (h *handler) getPageControl(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) getPageControl(r *http.Request, p caller.Principal) (int, any, error) {
 	app, id, err := controlIDs(r, "pagecontrol_id", "page control")
 	if err != nil {
 		return 0, nil, err
@@ -232,12 +234,12 @@ func (h *handler) getPageControl(r *http.Request, p apigw.Principal) (int, any, 
 
 // patchPageControl applies a merge patch to the control's configuration;
 // a change makes a new version and keeps the old one in history.
-func (h *handler) patchPageControl(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) patchPageControl(r *http.Request, p caller.Principal) (int, any, error) {
 	app, id, err := controlIDs(r, "pagecontrol_id", "page control")
 	if err != nil {
 		return 0, nil, err
 	}
-	body, err := patch.Read(apigw.ReadJSON(r, apigw.TextOption{}, patch.MediaJSON, patch.MediaMergePatch))
+	body, err := patch.Read(apigw.ReadJSON(r, jsontext.TextOption{}, patch.MediaJSON, patch.MediaMergePatch))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -298,7 +300,7 @@ func patchPageControl(cur domain.PageControl, top map[string]json.RawMessage) (d
 		return cur, false, err
 	}
 	var f pageControlFields
-	if err := apigw.UnmarshalStrict(merged, &f); err != nil {
+	if err := jsontext.UnmarshalStrict(merged, &f); err != nil {
 		return cur, false, err
 	}
 	next := cur
@@ -310,7 +312,7 @@ func patchPageControl(cur domain.PageControl, top map[string]json.RawMessage) (d
 	return next, changed, nil
 }
 
-func (h *handler) deletePageControl(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) deletePageControl(r *http.Request, p caller.Principal) (int, any, error) {
 	app, id, err := controlIDs(r, "pagecontrol_id", "page control")
 	if err != nil {
 		return 0, nil, err

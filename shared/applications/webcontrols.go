@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/store"
 	"cads/shared/tasks"
@@ -216,7 +217,7 @@ func webControlFilter(q map[string][]string) error {
 // listWebControls is GET /v2/applications/{id}/webcontrols: the
 // application's page controls in id order, paged in the store
 // (apigw.List), only those the caller may GET.
-func (h *handler) listWebControls(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listWebControls(r *http.Request, p caller.Principal) (int, any, error) {
 	app, err := appID(r)
 	if err != nil {
 		return 0, nil, err
@@ -269,7 +270,7 @@ func (h *handler) listWebControls(r *http.Request, p apigw.Principal) (int, any,
 }
 
 // getWebControl is GET /v2/applications/{id}/webcontrols/{webcontrol_id}.
-func (h *handler) getWebControl(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) getWebControl(r *http.Request, p caller.Principal) (int, any, error) {
 	app, id, err := controlIDs(r, "webcontrol_id", "web control")
 	if err != nil {
 		return 0, nil, err

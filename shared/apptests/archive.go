@@ -15,7 +15,6 @@ import (
 
 	dsbzip2 "github.com/dsnet/compress/bzip2"
 
-	"cads/shared/apigw"
 	"cads/shared/domain"
 )
 
@@ -33,7 +32,7 @@ const (
 // MediaTypes lists the accepted types in the order messages name them.
 var MediaTypes = []string{TypeJSON, TypeTar, TypeZip, TypeTarGzip, TypeTarBzip2, TypeBzip2, TypeGzip}
 
-func acceptedType(t string) bool {
+func AcceptedType(t string) bool {
 	for _, m := range MediaTypes {
 		if m == t {
 			return true
@@ -102,7 +101,7 @@ func Open(mediaType string, raw []byte) (*Archive, error) {
 		if plain, err = gunzip(raw, mediaType); err != nil {
 			return nil, err
 		}
-		if mediaType == TypeTarGzip || looksLikeTar(plain) {
+		if mediaType == TypeTarGzip || LooksLikeTar(plain) {
 			a.tar = plain
 		} else {
 			a.Files = []File{{Name: ConfigFile, Data: plain, Mode: 0o644}}
@@ -112,7 +111,7 @@ func Open(mediaType string, raw []byte) (*Archive, error) {
 		if plain, err = bunzip2(raw, mediaType); err != nil {
 			return nil, err
 		}
-		if mediaType == TypeTarBzip2 || looksLikeTar(plain) {
+		if mediaType == TypeTarBzip2 || LooksLikeTar(plain) {
 			a.tar = plain
 		} else {
 			a.Files = []File{{Name: ConfigFile, Data: plain, Mode: 0o644}}
@@ -122,7 +121,7 @@ func Open(mediaType string, raw []byte) (*Archive, error) {
 			return nil, err
 		}
 	default:
-		return nil, apigw.UnsupportedMediaType("%q is not a test configuration type; send one of %s", mediaType, strings.Join(MediaTypes, ", "))
+		return nil, domain.Errorf(domain.Unsupported, "%q is not a test configuration type; send one of %s", mediaType, strings.Join(MediaTypes, ", "))
 	}
 	if a.tar != nil {
 		if a.Files, err = readTar(a.tar, mediaType); err != nil {
@@ -133,14 +132,14 @@ func Open(mediaType string, raw []byte) (*Archive, error) {
 }
 
 var (
-	gzipMagic  = []byte{0x1f, 0x8b}
-	bzip2Magic = []byte("BZh")
-	zipMagic   = []byte("PK\x03\x04")
-	zipEmpty   = []byte("PK\x05\x06")
+	GzipMagic  = []byte{0x1f, 0x8b}
+	Bzip2Magic = []byte("BZh")
+	ZipMagic   = []byte("PK\x03\x04")
+	ZipEmpty   = []byte("PK\x05\x06")
 )
 
 func gunzip(raw []byte, claimed string) ([]byte, error) {
-	if !bytes.HasPrefix(raw, gzipMagic) {
+	if !bytes.HasPrefix(raw, GzipMagic) {
 		return nil, domain.Errorf(domain.Invalid, "the configuration is not gzip-compressed, as %s claims", claimed)
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(raw))
@@ -151,7 +150,7 @@ func gunzip(raw []byte, claimed string) ([]byte, error) {
 }
 
 func bunzip2(raw []byte, claimed string) ([]byte, error) {
-	if !bytes.HasPrefix(raw, bzip2Magic) {
+	if !bytes.HasPrefix(raw, Bzip2Magic) {
 		return nil, domain.Errorf(domain.Invalid, "the configuration is not bzip2-compressed, as %s claims", claimed)
 	}
 	return readAllLimited(bzip2.NewReader(bytes.NewReader(raw)), "bzip2")
@@ -171,9 +170,9 @@ func readAllLimited(r io.Reader, format string) ([]byte, error) {
 	return b, nil
 }
 
-// looksLikeTar reports whether b starts with a tar header (POSIX or GNU
+// LooksLikeTar reports whether b starts with a tar header (POSIX or GNU
 // magic at offset 257).
-func looksLikeTar(b []byte) bool {
+func LooksLikeTar(b []byte) bool {
 	return len(b) >= 512 && (bytes.Equal(b[257:262], []byte("ustar")))
 }
 
@@ -217,7 +216,7 @@ func readTar(b []byte, claimed string) ([]File, error) {
 }
 
 func readZip(raw []byte) ([]File, error) {
-	if !bytes.HasPrefix(raw, zipMagic) && !bytes.HasPrefix(raw, zipEmpty) {
+	if !bytes.HasPrefix(raw, ZipMagic) && !bytes.HasPrefix(raw, ZipEmpty) {
 		return nil, domain.Errorf(domain.Invalid, "the configuration is not a zip archive, as %s claims", TypeZip)
 	}
 	zr, err := zip.NewReader(bytes.NewReader(raw), int64(len(raw)))
@@ -286,9 +285,9 @@ func (a *Archive) IsTarBzip2() bool {
 	return (a.Type == TypeTarBzip2 || a.Type == TypeBzip2) && a.tar != nil
 }
 
-// errTooLarge is returned by TarBzip2 when the converted archive would not
+// ErrTooLarge is returned by TarBzip2 when the converted archive would not
 // fit in a response.
-var errTooLarge = errors.New("converted archive too large")
+var ErrTooLarge = errors.New("converted archive too large")
 
 // TarBzip2 returns the archive as application/x-tar+x-bzip2: the upload
 // itself when it is a bzip2 stream holding a tar; else the uploaded tar
@@ -338,7 +337,7 @@ func (a *Archive) TarBzip2(modTime time.Time) ([]byte, error) {
 		return nil, fmt.Errorf("bzip2: %w", err)
 	}
 	if out.Len() > MaxDownloadBytes {
-		return nil, fmt.Errorf("%w: %d bytes", errTooLarge, out.Len())
+		return nil, fmt.Errorf("%w: %d bytes", ErrTooLarge, out.Len())
 	}
 	return out.Bytes(), nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"cads/infra/testenv"
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/metrics"
 	"cads/shared/store"
@@ -38,7 +39,7 @@ type env struct {
 	dyn    testenv.Dynamo
 	deps   wire.Deps
 	st     *store.Store
-	op     apigw.Principal // the operator, in the root account
+	op     caller.Principal // the operator, in the root account
 	logs   *bytes.Buffer
 	edge   *countingServer // the stand-in edge the runner sends to
 	tests  apigw.ProxyHandler
@@ -104,7 +105,7 @@ func (r reply) str(k string) string { s, _ := r.Body[k].(string); return s }
 var binaryTypes = []string{"multipart/form-data", "application/zip", "application/x-tar", "application/x-tar+gzip", "application/x-tar+x-bzip2", "application/x-bzip2", "application/x-gzip"}
 
 // call sends one request as the gateway would, as principal p.
-func (e *env) call(p apigw.Principal, method, path string, header map[string]string, body []byte) reply {
+func (e *env) call(p caller.Principal, method, path string, header map[string]string, body []byte) reply {
 	e.t.Helper()
 	path, query, _ := strings.Cut(path, "?")
 	req := events.APIGatewayProxyRequest{
@@ -220,7 +221,7 @@ func roundTrip[T any](t *testing.T, v *T) {
 }
 
 // raw sends a configuration as the whole body.
-func (e *env) raw(p apigw.Principal, method, id, mediaType string, data []byte) reply {
+func (e *env) raw(p caller.Principal, method, id, mediaType string, data []byte) reply {
 	e.t.Helper()
 	return e.call(p, method, "/v2/tests/"+id, map[string]string{"Content-Type": mediaType}, data)
 }
@@ -231,7 +232,7 @@ type part struct {
 	data                        []byte
 }
 
-func (e *env) form(p apigw.Principal, method, id string, parts ...part) reply {
+func (e *env) form(p caller.Principal, method, id string, parts ...part) reply {
 	e.t.Helper()
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
@@ -331,8 +332,8 @@ func (e *env) metricsRecords() ([]metrics.Record, []string) {
 }
 
 // other is a principal of another account, holding no role.
-func other() apigw.Principal {
-	return apigw.Principal{ID: "stranger", Kind: "user", Email: "s@example.com", AccountID: "elsewhere", KeyID: "k"}
+func other() caller.Principal {
+	return caller.Principal{ID: "stranger", Kind: "user", Email: "s@example.com", AccountID: "elsewhere", KeyID: "k"}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

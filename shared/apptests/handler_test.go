@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/infra/testenv"
-	"cads/shared/apigw"
 	"cads/shared/apptests"
+	"cads/shared/caller"
 	"cads/shared/loadgen"
 	"cads/shared/metrics"
 	"cads/shared/store"
@@ -26,7 +26,7 @@ import (
 
 const tbzAccept = "application/x-tar+x-bzip2"
 
-func (e *env) getArchive(p apigw.Principal, id string) reply {
+func (e *env) getArchive(p caller.Principal, id string) reply {
 	e.t.Helper()
 	return e.call(p, "GET", "/v2/tests/"+id, map[string]string{"Accept": tbzAccept}, nil)
 }

@@ -54,7 +54,7 @@ type ModelSummary struct {
 	Hosts     []string `json:"hosts"`
 }
 
-func summarize(a *Archive, c *Config) configSummary {
+func Summarize(a *Archive, c *Config) configSummary {
 	s := configSummary{File: c.File, Files: len(a.Files), Probabilities: c.Probabilities, Users: len(c.Users), Parameters: c.Parameters, Models: []ModelSummary{}}
 	for _, m := range c.Models {
 		hosts := map[string]bool{}
@@ -230,15 +230,15 @@ func resultOut(r loadgen.Result) *RunResult {
 	return out
 }
 
-func testHref(id string) string { return "/v2/tests/" + id }
-func appHref(id string) string  { return "/v2/applications/" + id }
-func userHref(id string) string { return "/v2/users/" + id }
+func TestHref(id string) string { return "/v2/tests/" + id }
+func AppHref(id string) string  { return "/v2/applications/" + id }
+func UserHref(id string) string { return "/v2/users/" + id }
 
 // out renders a stored test. A summary or run that does not decode (it
 // never should: this package wrote it) is left out rather than failing
 // the read.
-func out(t domain.AppTest) ApplicationTest {
-	o := ApplicationTest{ID: t.ID, Href: testHref(t.ID), Description: t.Description, Created: t.Created, Updated: t.Updated,
+func Out(t domain.AppTest) ApplicationTest {
+	o := ApplicationTest{ID: t.ID, Href: TestHref(t.ID), Description: t.Description, Created: t.Created, Updated: t.Updated,
 		Configuration: &Configuration{MediaType: t.MediaType, Filename: t.Filename, Size: t.Archive.Size, SHA256: t.Archive.SHA256, Updated: t.ArchiveUpdated}}
 	_ = json.Unmarshal([]byte(t.Summary), &o.Configuration.configSummary)
 	if t.Run != "" {

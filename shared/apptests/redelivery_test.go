@@ -20,6 +20,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/apptests"
+	"cads/shared/apptests/testsapi"
 	"cads/shared/domain"
 	"cads/shared/loadgen"
 	"cads/shared/outbox"
@@ -281,7 +282,7 @@ func TestRunSendRefusedIsStartedByTheSweepOnce(t *testing.T) {
 	ctx := context.Background()
 	down := outbox.New(e.st, refusingSender{}, e.deps.Log)
 	down.ResendAfter = 0
-	e.tests = apigw.Lambda(e.deps.Log, apptests.New(e.st, access.New(e.st, e.deps.Log), down.Queue(wire.TestRunsQueue), e.deps.Log))
+	e.tests = apigw.Lambda(e.deps.Log, testsapi.New(e.st, access.New(e.st, e.deps.Log), down.Queue(wire.TestRunsQueue), e.deps.Log))
 	loadID := e.postRun("shop", `{"id":"shop","duration":1,"virtualUsers":1}`)
 	if at := e.storedTest("shop"); at.RunState != apptests.RunQueued || at.RunID != loadID {
 		t.Fatalf("the accepted run: %+v", at)

@@ -1,3 +1,9 @@
+// Package apptests serves the application tests (docs/api.md#application-tests): test
+// configurations uploaded as archives (tar, zip, gzip, bzip2) or JSON,
+// checked for what they claim to be, stored as uploaded and returned byte
+// for byte or converted to tar.bz2; and test runs, queued to a runner that
+// executes them through a loadgen.Driver. docs/application-tests.md
+// describes the configuration format, the archive handling and the limits.
 package apptests
 
 import (
@@ -63,7 +69,7 @@ type runner struct {
 }
 
 func (r *runner) handle(ctx context.Context, body string) error {
-	var msg runMessage
+	var msg RunMessage
 	if err := json.Unmarshal([]byte(body), &msg); err != nil || msg.Account == "" || msg.Test == "" || msg.Run == "" {
 		// Kept for inspection: it reaches the dead-letter queue.
 		return fmt.Errorf("malformed test run message %q", body)
@@ -118,7 +124,7 @@ func (r *runner) handle(ctx context.Context, body string) error {
 		return r.finish(ctx, log, t, run, RunRunning, nil, err)
 	}
 	plan := cfg.Plan(run.LoadID, time.Duration(run.Duration)*time.Second, run.VirtualUsers)
-	own, err := ownAliases(ctx, r.st, msg.Account, planURLs(&plan))
+	own, err := OwnAliases(ctx, r.st, msg.Account, planURLs(&plan))
 	if err != nil {
 		return r.finish(ctx, log, t, run, RunRunning, nil, fmt.Errorf("the account's aliases could not be read: %w", err))
 	}
@@ -192,4 +198,16 @@ func (r *runner) update(ctx context.Context, t domain.AppTest, run Run, from str
 		return fmt.Errorf("encode run: %w", err)
 	}
 	return r.st.UpdateAppTestRun(ctx, t.Account, t.ID, run.ID, from, run.State, string(b), until)
+}
+
+// RunGrace is how long after its duration a run still counts as active:
+// time to wait in the queue and to start. A run whose runner died stops
+// blocking new runs once it has passed.
+const RunGrace = 15 * time.Minute
+
+// RunMessage is what the run queue carries.
+type RunMessage struct {
+	Account string `json:"account"`
+	Test    string `json:"test"`
+	Run     string `json:"run"`
 }

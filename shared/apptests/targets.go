@@ -22,13 +22,13 @@ type aliasReader interface {
 	AliasAccounts(ctx context.Context, aliases []string) (map[string]string, error)
 }
 
-// ownAliases is the set of the hosts urls name that are aliases of the
+// OwnAliases is the set of the hosts urls name that are aliases of the
 // account's applications, in their stored (lower-case) spelling. It reads
 // the claims of those hosts (the base table, consistently), not the
 // account's applications through GSI1: that index may not show an
 // application created a moment ago, and a refusal must not come from a
 // stale read.
-func ownAliases(ctx context.Context, st aliasReader, account string, urls []string) (map[string]bool, error) {
+func OwnAliases(ctx context.Context, st aliasReader, account string, urls []string) (map[string]bool, error) {
 	var hosts []string
 	for _, u := range urls {
 		if a, ok := aliasOf(u); ok {
@@ -48,8 +48,8 @@ func ownAliases(ctx context.Context, st aliasReader, account string, urls []stri
 	return own, nil
 }
 
-// configURLs is every request URL of c.
-func configURLs(c *Config) []string {
+// ConfigURLs is every request URL of c.
+func ConfigURLs(c *Config) []string {
 	var out []string
 	for _, m := range c.Models {
 		for _, r := range m.Session.Requests {
@@ -104,10 +104,10 @@ func hostOf(raw string) string {
 	return raw
 }
 
-// checkTargets refuses a configuration with a request URL whose host is
+// CheckTargets refuses a configuration with a request URL whose host is
 // not an alias of the account's applications: a 400 naming the file, the
 // request and the host.
-func checkTargets(c *Config, aliases map[string]bool) error {
+func CheckTargets(c *Config, aliases map[string]bool) error {
 	for _, m := range c.Models {
 		file := m.File
 		if file == "" {

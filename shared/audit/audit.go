@@ -15,6 +15,14 @@ import (
 	"time"
 )
 
+// Store keeps the audit trail (docs/data-model.md, Audit events): the
+// store's table client, which apigw.WithAudit and the wiring hand on.
+type Store interface {
+	Now() time.Time
+	FinishAudit(ctx context.Context, rec *Record) error
+	DropAudit(ctx context.Context, rec *Record) error
+}
+
 // Actor is who made a change.
 type Actor struct {
 	Principal string `json:"principal"` // href of the user or service user

@@ -16,6 +16,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/audit"
+	"cads/shared/caller"
 )
 
 // errUnauthorized is the exact error API Gateway turns into a 401.
@@ -134,7 +135,7 @@ func templateSafe(s string) string {
 // refusal logs a refused request with the fields of an audit event
 // (docs/api.md#audit-events): refusals are never stored. p is nil when
 // no key was authenticated.
-func refusal(ctx context.Context, log *slog.Logger, req events.APIGatewayCustomAuthorizerRequestTypeRequest, p *apigw.Principal, status int) {
+func refusal(ctx context.Context, log *slog.Logger, req events.APIGatewayCustomAuthorizerRequestTypeRequest, p *caller.Principal, status int) {
 	ev := audit.Event{Time: time.Now().UTC(), Method: req.HTTPMethod, Path: req.Path, Target: req.Path, Status: &status,
 		RequestID: req.RequestContext.RequestID, SourceAddress: req.RequestContext.Identity.SourceIP, UserAgent: userAgent(req)}
 	if p != nil {

@@ -13,8 +13,10 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/jsontext"
 	"cads/shared/routes"
 	"cads/shared/store"
 )
@@ -37,7 +39,7 @@ type Store interface {
 
 // Deciders makes second decisions with the authorizer's engine.
 type Deciders interface {
-	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+	Decider(ctx context.Context, p caller.Principal) (*access.Decider, error)
 }
 
 // SessionKeyLifetime bounds keys made by POST /v2/users/self/authorization.
@@ -91,7 +93,7 @@ func asSelf(h http.HandlerFunc) http.HandlerFunc {
 func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.Handle(h.log, e) }
 
 // userID resolves {id}: "self" and the caller's own id are the same user.
-func userID(r *http.Request, p apigw.Principal) (string, error) {
+func userID(r *http.Request, p caller.Principal) (string, error) {
 	id := r.PathValue("id")
 	if id == "self" {
 		return p.ID, nil
@@ -105,7 +107,7 @@ func userID(r *http.Request, p apigw.Principal) (string, error) {
 // ownID checks that {id} names the caller: an authorization is the
 // caller's own key, so no other user has one to read or switch with. The
 // answer is the same whether that other user exists or not.
-func ownID(r *http.Request, p apigw.Principal) error {
+func ownID(r *http.Request, p caller.Principal) error {
 	if id := r.PathValue("id"); id != "self" && id != p.ID {
 		return domain.Errorf(domain.NotFound, "no authorization at %s: it is the caller's own; use /v2/users/self/authorization", clipPath(r.URL.Path))
 	}
@@ -126,13 +128,13 @@ type userPost struct {
 	Name  *string `json:"name"`
 }
 
-func (h *handler) createUser(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) createUser(r *http.Request, _ caller.Principal) (int, any, error) {
 	var in userPost
 	if err := apigw.DecodeJSON(r, &in); err != nil {
 		return 0, nil, err
 	}
 	if in.Email == nil {
-		return 0, nil, apigw.BadRequest("email is required")
+		return 0, nil, domain.Errorf(domain.Invalid, "email is required")
 	}
 	email, err := validEmail(*in.Email)
 	if err != nil {
@@ -152,7 +154,7 @@ func (h *handler) createUser(r *http.Request, _ apigw.Principal) (int, any, erro
 	return http.StatusOK, userTagged(u), nil
 }
 
-func (h *handler) listUsers(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listUsers(r *http.Request, p caller.Principal) (int, any, error) {
 	page, err := apigw.ParsePage(r.URL.Query(), "email", "name", "created")
 	if err != nil {
 		return 0, nil, err
@@ -193,7 +195,7 @@ func sortUsers(us []User, order []apigw.OrderKey) {
 	}, func(u User) string { return u.ID }, apigw.OrderKey{Field: "created"})
 }
 
-func (h *handler) getUser(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) getUser(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := userID(r, p)
 	if err != nil {
 		return 0, nil, err
@@ -224,7 +226,7 @@ type userPatch struct {
 	Phone *string `json:"phone"`
 }
 
-func (h *handler) patchUser(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) patchUser(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := userID(r, p)
 	if err != nil {
 		return 0, nil, err
@@ -234,7 +236,7 @@ func (h *handler) patchUser(r *http.Request, p apigw.Principal) (int, any, error
 		return 0, nil, err
 	}
 	if in.Name == nil && in.Phone == nil {
-		return 0, nil, apigw.BadRequest("nothing to change: the body may set name and phone")
+		return 0, nil, domain.Errorf(domain.Invalid, "nothing to change: the body may set name and phone")
 	}
 	var c store.PrincipalChange
 	if in.Name != nil {
@@ -297,13 +299,13 @@ func validEmail(s string) (string, error) {
 func validName(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return "", apigw.BadRequest("name must not be empty or white space: a user without a name has no name member (leave name out when creating one)")
+		return "", domain.Errorf(domain.Invalid, "name must not be empty or white space: a user without a name has no name member (leave name out when creating one)")
 	}
 	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxNameLen {
 		return "", domain.Errorf(domain.Invalid, "name must be valid UTF-8 of at most %d characters", maxNameLen)
 	}
 	for _, c := range s {
-		if apigw.IsControl(c) {
+		if jsontext.IsControl(c) {
 			return "", domain.Errorf(domain.Invalid, "name must not contain control characters")
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/apigw"
 	"cads/shared/bootstrap"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/wire"
 	"cads/shared/wire/userswire"
@@ -40,7 +41,7 @@ func newEnv(t *testing.T) env {
 }
 
 // call sends one API Gateway event to the users function as principal p.
-func (e env) call(p apigw.Principal, method, resource, path string, params map[string]string, query map[string]string, body any) (int, map[string]any) {
+func (e env) call(p caller.Principal, method, resource, path string, params map[string]string, query map[string]string, body any) (int, map[string]any) {
 	e.t.Helper()
 	req := events.APIGatewayProxyRequest{Resource: resource, Path: path, HTTPMethod: method, PathParameters: params, QueryStringParameters: query,
 		Headers: map[string]string{"Content-Type": "application/json"}}
@@ -58,8 +59,8 @@ func (e env) call(p apigw.Principal, method, resource, path string, params map[s
 	return resp.StatusCode, out
 }
 
-func (e env) operator() apigw.Principal {
-	return apigw.Principal{ID: e.boot.Operator, Kind: "user", AccountID: e.boot.RootAccount, KeyID: e.boot.KeyID}
+func (e env) operator() caller.Principal {
+	return caller.Principal{ID: e.boot.Operator, Kind: "user", AccountID: e.boot.RootAccount, KeyID: e.boot.KeyID}
 }
 
 func TestCreateKeyValidation(t *testing.T) {
@@ -105,7 +106,7 @@ func TestSwitchFromAKeyWithNoAccount(t *testing.T) {
 	if err := e.deps.Store.CreateKey(ctx, domain.AccessKey{ID: "k1", PrincipalID: u.ID, Type: "bearer", SecretHash: "x", Created: now}); err != nil {
 		t.Fatal(err)
 	}
-	p := apigw.Principal{ID: u.ID, Kind: "user", KeyID: "k1"}
+	p := caller.Principal{ID: u.ID, Kind: "user", KeyID: "k1"}
 	root := "/v2/accounts/" + e.boot.RootAccount
 	if st, body := e.call(p, "POST", "/v2/users/self/authorization", "/v2/users/self/authorization", nil, nil, map[string]any{"account": root}); st != 404 {
 		t.Fatalf("switch with no role there: %d %v", st, body)
@@ -182,7 +183,7 @@ func TestServiceUsersStayInTheirAccount(t *testing.T) {
 	if st, body := e.call(e.operator(), "POST", "/v2/users/{id}/access-keys", "/v2/users/svc1/access-keys", map[string]string{"id": "svc1"}, nil, map[string]any{"type": "bearer"}); st != 404 {
 		t.Fatalf("key for a service user through /v2/users: %d %v", st, body)
 	}
-	p := apigw.Principal{ID: "svc1", Kind: domain.KindServiceUser, AccountID: e.boot.RootAccount, KeyID: "k"}
+	p := caller.Principal{ID: "svc1", Kind: domain.KindServiceUser, AccountID: e.boot.RootAccount, KeyID: "k"}
 	if st, body := e.call(p, "POST", "/v2/users/self/authorization", "/v2/users/self/authorization", nil, nil, map[string]any{"account": "/v2/accounts/" + e.boot.RootAccount}); st != 403 {
 		t.Fatalf("service user switching: %d %v", st, body)
 	}

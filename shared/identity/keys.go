@@ -13,6 +13,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
@@ -27,7 +28,7 @@ type keyPost struct {
 // createKey makes a persistent key for a user. Binding it to an account
 // needs the same right as switching into that account (docs/api.md#switching-accounts): the
 // caller must be allowed GET /v2/accounts/{id} there.
-func (h *handler) createKey(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) createKey(r *http.Request, p caller.Principal) (int, any, error) {
 	uid, err := userID(r, p)
 	if err != nil {
 		return 0, nil, err
@@ -37,14 +38,14 @@ func (h *handler) createKey(r *http.Request, p apigw.Principal) (int, any, error
 		return 0, nil, err
 	}
 	if in.Type == nil {
-		return 0, nil, apigw.BadRequest("type is required; the only type is \"bearer\"")
+		return 0, nil, domain.Errorf(domain.Invalid, "type is required; the only type is \"bearer\"")
 	}
 	if *in.Type != "bearer" {
-		return 0, nil, apigw.BadRequest("type %q is not supported; the only type is \"bearer\"", *in.Type)
+		return 0, nil, domain.Errorf(domain.Invalid, "type %q is not supported; the only type is \"bearer\"", *in.Type)
 	}
 	now := h.st.Now()
 	if in.Expiry != nil && !in.Expiry.After(now) {
-		return 0, nil, apigw.BadRequest("expiry must be in the future")
+		return 0, nil, domain.Errorf(domain.Invalid, "expiry must be in the future")
 	}
 	k := domain.AccessKey{ID: ids.New(), PrincipalID: uid, Type: "bearer", Durability: domain.DurabilityPersistent, Created: now}
 	if in.Expiry != nil {
@@ -58,7 +59,7 @@ func (h *handler) createKey(r *http.Request, p apigw.Principal) (int, any, error
 		// request is never silently changed (docs/rbac.md, "Key lineage").
 		if limit := p.KeyExpiry; limit != nil {
 			if k.Expiry != nil && k.Expiry.After(*limit) {
-				return 0, nil, apigw.BadRequest("expiry must not be later than %s: the key you are authenticated with is a session key, or was minted with one, and expires then; keys it mints expire no later (omit expiry to get that time)",
+				return 0, nil, domain.Errorf(domain.Invalid, "expiry must not be later than %s: the key you are authenticated with is a session key, or was minted with one, and expires then; keys it mints expire no later (omit expiry to get that time)",
 					limit.UTC().Format(time.RFC3339))
 			}
 			if k.Expiry == nil {
@@ -82,7 +83,7 @@ func (h *handler) createKey(r *http.Request, p apigw.Principal) (int, any, error
 // not nil, resolves the account the key binds to (switchable), in
 // parallel: the quota costs no sequential round trip beside an account.
 // The caller's mistake about the account is the error before the quota's.
-func (h *handler) quotaBeside(r *http.Request, p apigw.Principal, durability string, href *string) (domain.Quota, domain.Account, error) {
+func (h *handler) quotaBeside(r *http.Request, p caller.Principal, durability string, href *string) (domain.Quota, domain.Account, error) {
 	var (
 		q          domain.Quota
 		acct       domain.Account
@@ -115,10 +116,10 @@ func (h *handler) issue(r *http.Request, k domain.AccessKey, q domain.Quota) (in
 }
 
 // switchable resolves an account href the caller may authenticate into.
-func (h *handler) switchable(r *http.Request, p apigw.Principal, href string) (domain.Account, error) {
+func (h *handler) switchable(r *http.Request, p caller.Principal, href string) (domain.Account, error) {
 	id, ok := strings.CutPrefix(href, "/v2/accounts/")
 	if !ok || !ids.Valid(id) {
-		return domain.Account{}, apigw.BadRequest("account must be an account href like /v2/accounts/<id>, not %q", href)
+		return domain.Account{}, domain.Errorf(domain.Invalid, "account must be an account href like /v2/accounts/<id>, not %q", href)
 	}
 	// The account and the caller's roles are independent reads: in parallel.
 	var (
@@ -147,7 +148,7 @@ func (h *handler) switchable(r *http.Request, p apigw.Principal, href string) (d
 	return acct, nil
 }
 
-func (h *handler) listKeys(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listKeys(r *http.Request, p caller.Principal) (int, any, error) {
 	uid, err := userID(r, p)
 	if err != nil {
 		return 0, nil, err
@@ -175,7 +176,7 @@ func (h *handler) listKeys(r *http.Request, p apigw.Principal) (int, any, error)
 	return http.StatusOK, list, nil
 }
 
-func (h *handler) getKey(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) getKey(r *http.Request, p caller.Principal) (int, any, error) {
 	uid, err := userID(r, p)
 	if err != nil {
 		return 0, nil, err
@@ -201,7 +202,7 @@ func keyETag(k domain.AccessKey) string {
 	return apigw.ETag("accesskey", k.PrincipalID+"/"+k.ID, v)
 }
 
-func (h *handler) deleteKey(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) deleteKey(r *http.Request, p caller.Principal) (int, any, error) {
 	uid, err := userID(r, p)
 	if err != nil {
 		return 0, nil, err
@@ -235,14 +236,14 @@ func (h *handler) deleteKey(r *http.Request, p apigw.Principal) (int, any, error
 
 // ---------------------------------------------------------------- self authorization
 
-func (h *handler) getAuthorization(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) getAuthorization(r *http.Request, p caller.Principal) (int, any, error) {
 	if err := ownID(r, p); err != nil {
 		return 0, nil, err
 	}
 	q := r.URL.Query()
 	method, path := q.Get("method"), q.Get("path")
 	if (method == "") != (path == "") {
-		return 0, nil, apigw.BadRequest("method and path go together: give both to simulate a request, or neither")
+		return 0, nil, domain.Errorf(domain.Invalid, "method and path go together: give both to simulate a request, or neither")
 	}
 	k, err := h.st.GetKey(r.Context(), p.ID, p.KeyID)
 	if err != nil {
@@ -264,9 +265,9 @@ var methods = map[string]bool{"GET": true, "POST": true, "PATCH": true, "PUT": t
 
 // simulate answers "would my key be allowed METHOD PATH?" with the same
 // engine, data and explanation as the authorizer.
-func (h *handler) simulate(r *http.Request, p apigw.Principal, method, path string) (*Decision, error) {
+func (h *handler) simulate(r *http.Request, p caller.Principal, method, path string) (*Decision, error) {
 	if !methods[method] {
-		return nil, apigw.BadRequest("method must be one of GET, POST, PATCH, PUT, DELETE")
+		return nil, domain.Errorf(domain.Invalid, "method must be one of GET, POST, PATCH, PUT, DELETE")
 	}
 	// The decider and the account the path names are read in parallel.
 	var (
@@ -315,7 +316,7 @@ type switchPost struct {
 
 // switchAccount returns a session key authenticated into another account
 // (docs/api.md#switching-accounts).
-func (h *handler) switchAccount(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) switchAccount(r *http.Request, p caller.Principal) (int, any, error) {
 	if err := ownID(r, p); err != nil {
 		return 0, nil, err
 	}
@@ -324,7 +325,7 @@ func (h *handler) switchAccount(r *http.Request, p apigw.Principal) (int, any, e
 		return 0, nil, err
 	}
 	if in.Account == nil {
-		return 0, nil, apigw.BadRequest("account is required: the href of the account to authenticate into")
+		return 0, nil, domain.Errorf(domain.Invalid, "account is required: the href of the account to authenticate into")
 	}
 	if p.Kind != domain.KindUser {
 		return 0, nil, domain.Errorf(domain.Forbidden, "service users are bound to their account and cannot switch to another")
@@ -351,7 +352,7 @@ func (h *handler) switchAccount(r *http.Request, p apigw.Principal) (int, any, e
 // when it has none (it is a persistent key, or a session key from before
 // lineages were recorded), so every key of a lineage names the same root
 // and the authorizer reads two keys at most, however long the chain.
-func lineageOf(p apigw.Principal) (origin, parent *domain.KeyRef) {
+func lineageOf(p caller.Principal) (origin, parent *domain.KeyRef) {
 	parent = &domain.KeyRef{Principal: p.ID, ID: p.KeyID}
 	if p.OriginKey != "" {
 		return &domain.KeyRef{Principal: p.OriginPrincipal, ID: p.OriginKey}, parent

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/caller"
 	"cads/shared/domain"
 )
 
@@ -39,7 +39,7 @@ func TestSimulatorExplainsInertPermits(t *testing.T) {
 	if err := e.deps.Store.PutGrant(ctx, domain.Grant{PrincipalID: u.ID, AccountID: a.ID, RoleID: role.ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	p := apigw.Principal{ID: u.ID, Kind: "user", AccountID: a.ID, KeyID: "k1"}
+	p := caller.Principal{ID: u.ID, Kind: "user", AccountID: a.ID, KeyID: "k1"}
 	for _, c := range []struct {
 		method, path string
 		allowed      bool

@@ -22,6 +22,7 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/apigw"
 	"cads/shared/bootstrap"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/wire"
@@ -34,7 +35,7 @@ type env struct {
 	d    testenv.Dynamo
 	deps wire.Deps
 	h    apigw.ProxyHandler
-	op   apigw.Principal
+	op   caller.Principal
 	app  string
 }
 
@@ -50,7 +51,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.op = apigw.Principal{ID: res.Operator, Kind: "user", Email: "operator@example.com", AccountID: res.RootAccount, KeyID: res.KeyID}
+	e.op = caller.Principal{ID: res.Operator, Kind: "user", Email: "operator@example.com", AccountID: res.RootAccount, KeyID: res.KeyID}
 	e.app = ids.New()
 	now := e.deps.Store.Now()
 	if err := e.deps.Store.CreateApplication(ctx, domain.Application{ID: e.app, Account: res.RootAccount, State: "stopped", Config: "{}", Version: 1, Created: now, Updated: now}, domain.Quota{}); err != nil {
@@ -81,7 +82,7 @@ type reply struct {
 	}
 }
 
-func (e *env) call(p apigw.Principal, method, path string, q url.Values, body string) reply {
+func (e *env) call(p caller.Principal, method, path string, q url.Values, body string) reply {
 	e.t.Helper()
 	if method == "GET" && q.Get("format") != "csv" && !q.Has("rows") {
 		// These tests read rows as arrays; rows_test.go covers the

@@ -17,6 +17,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
@@ -204,7 +205,7 @@ type ArchiveReadStore interface {
 // Deciders makes second decisions with the authorizer's engine: the
 // listing shows only the references the caller may GET.
 type Deciders interface {
-	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+	Decider(ctx context.Context, p caller.Principal) (*access.Decider, error)
 }
 
 // archiveRef reads {id} and {log_type} of an archive's path: anything
@@ -233,18 +234,18 @@ func rangeParams(r *http.Request, required bool) (from, to time.Time, err error)
 		v := q.Get(x.name)
 		if v == "" {
 			if required {
-				return from, to, apigw.BadRequest("from and to are required: the range of a prepared archive (GET /v2/archived-logs lists them)")
+				return from, to, domain.Errorf(domain.Invalid, "from and to are required: the range of a prepared archive (GET /v2/archived-logs lists them)")
 			}
 			continue
 		}
 		t, perr := time.Parse(time.RFC3339Nano, v)
 		if perr != nil {
-			return from, to, apigw.BadRequest("%s must be an RFC 3339 timestamp such as 2026-05-01T00:00:00Z", x.name)
+			return from, to, domain.Errorf(domain.Invalid, "%s must be an RFC 3339 timestamp such as 2026-05-01T00:00:00Z", x.name)
 		}
 		*x.t = t.UTC()
 	}
 	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
-		return from, to, apigw.BadRequest("from must be before to; from is inclusive, to exclusive")
+		return from, to, domain.Errorf(domain.Invalid, "from must be before to; from is inclusive, to exclusive")
 	}
 	return from, to, nil
 }
@@ -262,7 +263,7 @@ func overlaps(a domain.LogArchive, from, to time.Time) bool {
 // listArchives is GET /v2/archived-logs: the account's archives whose
 // range meets [from, to), narrowed by filter (type and application), of
 // the references the caller may GET.
-func (h *handler) listArchives(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listArchives(r *http.Request, p caller.Principal) (int, any, error) {
 	from, to, err := rangeParams(r, false)
 	if err != nil {
 		return 0, nil, err
@@ -355,7 +356,7 @@ func parseArchiveFilter(f string) (app, typ string, err error) {
 
 // downloadArchive is GET /v2/archived-logs/applications/{id}/{log_type}:
 // the gzip file of the archive of exactly [from, to).
-func (h *handler) downloadArchive(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) downloadArchive(r *http.Request, p caller.Principal) (int, any, error) {
 	from, to, err := rangeParams(r, true)
 	if err != nil {
 		return 0, nil, err
@@ -398,7 +399,7 @@ func archiveETag(a domain.LogArchive) string {
 // the archives of the reference lying inside [from, to) (all without
 // them), each deleted whole in its own transaction, answered as the
 // listing shows them. None there is a 404.
-func (h *handler) deleteArchives(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) deleteArchives(r *http.Request, p caller.Principal) (int, any, error) {
 	from, to, err := rangeParams(r, false)
 	if err != nil {
 		return 0, nil, err

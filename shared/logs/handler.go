@@ -17,8 +17,10 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/jsontext"
 	"cads/shared/routes"
 )
 
@@ -57,7 +59,7 @@ func NewHandler(st Store, dec Deciders, log *slog.Logger) *apigw.Router {
 func appID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "application") }
 
 // owned checks that the application is in the caller's account.
-func (h *handler) owned(ctx context.Context, p apigw.Principal, id string) error {
+func (h *handler) owned(ctx context.Context, p caller.Principal, id string) error {
 	if _, err := h.st.GetApplication(ctx, p.AccountID, id); err != nil {
 		if errors.Is(err, domain.ErrNotFound) {
 			return domain.Errorf(domain.NotFound, "no application %q", id)
@@ -72,7 +74,7 @@ func (h *handler) owned(ctx context.Context, p apigw.Principal, id string) error
 // round trip. The partitions are read only once both are back, so records
 // of another account's application are never read, at no added round trip
 // (the partitions wait for the index anyway).
-func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 	ctx := r.Context()
 	app, err := appID(r)
 	if err != nil {
@@ -80,7 +82,7 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 	}
 	q, err := ParseQuery(r.URL.Query(), h.st.Now())
 	if err != nil {
-		return 0, nil, apigw.BadRequest("%s", err.Error())
+		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
 	var (
 		f    filled
@@ -99,7 +101,7 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 	if runErr != nil {
 		var bq *BadQuery
 		if errors.As(runErr, &bq) {
-			return 0, nil, apigw.BadRequest("%s", bq.Msg)
+			return 0, nil, domain.Errorf(domain.Invalid, "%s", bq.Msg)
 		}
 		return 0, nil, runErr
 	}
@@ -209,7 +211,7 @@ type ObjectRow struct {
 
 // MarshalJSON writes the members in fields order, which a map would not.
 func (o ObjectRow) MarshalJSON() ([]byte, error) {
-	return apigw.MarshalObject(o.Fields, o.Values)
+	return jsontext.MarshalObject(o.Fields, o.Values)
 }
 
 // jsonRow is values (in fields order) in the row shape q asks for.
@@ -311,7 +313,7 @@ const (
 // messageText is the one exception to the text rule: a record's message
 // is free text from a program's output, which may run over lines and
 // indent with tabs. Every other field stays single-line text.
-var messageText = apigw.AllowTabNewline("message", "[*].message")
+var messageText = jsontext.AllowTabNewline("message", "[*].message")
 
 // CustomLog is one record of POST /v2/applications/{id}/logs (LogPost).
 type CustomLog struct {
@@ -323,9 +325,9 @@ type CustomLog struct {
 	Hostname *string `json:"hostname"`
 }
 
-func (h *handler) postLogs(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) postLogs(r *http.Request, p caller.Principal) (int, any, error) {
 	if t := r.URL.Query().Get("type"); t != "" && t != TypeCustom {
-		return 0, nil, apigw.BadRequest("type: only custom logs can be submitted")
+		return 0, nil, domain.Errorf(domain.Invalid, "type: only custom logs can be submitted")
 	}
 	var raw json.RawMessage
 	if err := apigw.DecodeJSON(r, &raw, messageText); err != nil {
@@ -337,21 +339,21 @@ func (h *handler) postLogs(r *http.Request, p apigw.Principal) (int, any, error)
 		isArray = true
 		var elems []json.RawMessage
 		if err := json.Unmarshal(raw, &elems); err != nil {
-			return 0, nil, apigw.BadRequest("invalid JSON body: %s", err.Error())
+			return 0, nil, domain.Errorf(domain.Invalid, "invalid JSON body: %s", err.Error())
 		}
 		if len(elems) == 0 || len(elems) > MaxCustomRecords {
-			return 0, nil, apigw.BadRequest("an array of 1 to %d logs is required", MaxCustomRecords)
+			return 0, nil, domain.Errorf(domain.Invalid, "an array of 1 to %d logs is required", MaxCustomRecords)
 		}
 		for i, e := range elems {
 			var l CustomLog
-			if err := apigw.UnmarshalStrict(e, &l, messageText); err != nil {
-				return 0, nil, apigw.BadRequest("log %d: %s", i, errMessage(err))
+			if err := jsontext.UnmarshalStrict(e, &l, messageText); err != nil {
+				return 0, nil, domain.Errorf(domain.Invalid, "log %d: %s", i, errMessage(err))
 			}
 			logs = append(logs, l)
 		}
 	} else {
 		var l CustomLog
-		if err := apigw.UnmarshalStrict(raw, &l, messageText); err != nil {
+		if err := jsontext.UnmarshalStrict(raw, &l, messageText); err != nil {
 			return 0, nil, err
 		}
 		logs = append(logs, l)
@@ -363,9 +365,9 @@ func (h *handler) postLogs(r *http.Request, p apigw.Principal) (int, any, error)
 		it, err := customItem(l, now)
 		if err != nil {
 			if isArray {
-				return 0, nil, apigw.BadRequest("log %d: %s", i, err.Error())
+				return 0, nil, domain.Errorf(domain.Invalid, "log %d: %s", i, err.Error())
 			}
-			return 0, nil, apigw.BadRequest("%s", err.Error())
+			return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 		}
 		recs = append(recs, it)
 	}

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"cads/shared/apigw"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
 	"cads/shared/store"
 )
 
@@ -37,8 +37,8 @@ const (
 	MaxQueryTime   = 10 * time.Second
 	deadlineMargin = 2 * time.Second
 	// ResponseBudget bounds a page's rows as they travel in the Lambda
-	// response (apigw.EnvelopeLen), less room for the document's frame.
-	ResponseBudget = apigw.ResponseBudget - 64<<10
+	// response (jsontext.EnvelopeLen), less room for the document's frame.
+	ResponseBudget = jsontext.ResponseBudget - 64<<10
 )
 
 // The budgets a cut names (the cut's "budget" field, docs/logs.md).
@@ -320,7 +320,7 @@ func (q *Query) stopAt(ctx context.Context) time.Time {
 }
 
 // rowCost is what one record adds to the response in the Lambda payload:
-// its JSON row, or its CSV line, as apigw.EnvelopeLen counts it.
+// its JSON row, or its CSV line, as jsontext.EnvelopeLen counts it.
 func (q *Query) rowCost(rec Record) int {
 	var b []byte
 	if q.CSV {
@@ -336,7 +336,7 @@ func (q *Query) rowCost(rec Record) int {
 	} else {
 		b, _ = json.Marshal(q.jsonRow(q.Fields, row(q, rec)))
 	}
-	return apigw.EnvelopeLen(b) + 1
+	return jsontext.EnvelopeLen(b) + 1
 }
 
 // Cursor is where a cut query goes on: in the partition Hour, after the

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"cads/shared/apigw"
+	"cads/shared/caller"
 )
 
 // LogSchemaJSON is one element of GET /v2/log-schemas: a log type this
@@ -167,6 +167,6 @@ func LogSchemas() []LogSchemaJSON {
 }
 
 // logSchemas answers GET /v2/log-schemas: the same for every account.
-func (h *handler) logSchemas(*http.Request, apigw.Principal) (int, any, error) {
+func (h *handler) logSchemas(*http.Request, caller.Principal) (int, any, error) {
 	return http.StatusOK, h.schemas, nil
 }

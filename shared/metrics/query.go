@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"cads/shared/apigw"
+	"cads/shared/jsontext"
 	"cads/shared/store"
 )
 
@@ -290,7 +290,7 @@ type Values struct {
 
 // MarshalJSON writes the metrics as an object whose keys are in order.
 func (v Values) MarshalJSON() ([]byte, error) {
-	return apigw.MarshalObject(v.Names, v.Values)
+	return jsontext.MarshalObject(v.Names, v.Values)
 }
 
 // UnmarshalJSON reads the object back (clients and tests), in key order.

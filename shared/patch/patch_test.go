@@ -1,13 +1,15 @@
 package patch
 
 import (
-	"cads/shared/apigw"
-	"cads/shared/domain"
 	"encoding/json"
 	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
+
+	"cads/shared/apigw"
+	"cads/shared/domain"
+	"cads/shared/jsontext"
 )
 
 func read(mt, body string, accepted ...string) (*Body, error) {
@@ -15,7 +17,7 @@ func read(mt, body string, accepted ...string) (*Body, error) {
 	if mt != "" {
 		r.Header.Set("Content-Type", mt)
 	}
-	return Read(apigw.ReadJSON(r, apigw.TextOption{}, accepted...))
+	return Read(apigw.ReadJSON(r, jsontext.TextOption{}, accepted...))
 }
 
 func status(err error) int {

@@ -13,6 +13,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/identity"
 	"cads/shared/listmerge"
@@ -88,7 +89,7 @@ type question struct {
 	known        *access.Known               // every role and group of the accounts whose roles apply
 }
 
-func (h *handler) whoCan(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) whoCan(r *http.Request, p caller.Principal) (int, any, error) {
 	acct, err := accountID(r)
 	if err != nil {
 		return 0, nil, err
@@ -97,15 +98,15 @@ func (h *handler) whoCan(r *http.Request, p apigw.Principal) (int, any, error) {
 	method, path := strings.ToUpper(q.Get("method")), q.Get("path")
 	switch {
 	case method == "" || path == "":
-		return 0, nil, apigw.BadRequest("method and path are required: the request to ask about, e.g. method=DELETE&path=/v2/applications/{id}")
+		return 0, nil, domain.Errorf(domain.Invalid, "method and path are required: the request to ask about, e.g. method=DELETE&path=/v2/applications/{id}")
 	case !accessMethods[method]:
-		return 0, nil, apigw.BadRequest("method must be one of GET, POST, PATCH, PUT, DELETE")
+		return 0, nil, domain.Errorf(domain.Invalid, "method must be one of GET, POST, PATCH, PUT, DELETE")
 	}
 	if err := authz.CheckPath(path); err != nil {
-		return 0, nil, apigw.BadRequest("path: %s", err.Error())
+		return 0, nil, domain.Errorf(domain.Invalid, "path: %s", err.Error())
 	}
 	if authz.SelfService(method, path, "") {
-		return 0, nil, apigw.BadRequest("path: %s %s is self-service: every principal may make it on its own identity, without a role", method, path)
+		return 0, nil, domain.Errorf(domain.Invalid, "path: %s %s is self-service: every principal may make it on its own identity, without a role", method, path)
 	}
 	page, err := apigw.ParsePage(q, "id")
 	if err != nil {
@@ -135,7 +136,7 @@ func (h *handler) whoCan(r *http.Request, p apigw.Principal) (int, any, error) {
 // group of the accounts whose roles can apply, and keeps the sources:
 // the roles that grant the request alone (decided by the engine) and the
 // groups that hold one.
-func (h *handler) ask(ctx context.Context, p apigw.Principal, acct, method, path string) (*question, error) {
+func (h *handler) ask(ctx context.Context, p caller.Principal, acct, method, path string) (*question, error) {
 	qu := &question{method: method, path: path, groupRoles: map[domain.RBACRef][]string{}}
 	tid, fromPath := authz.Target(method, path, acct)
 	qu.fromPath = fromPath && tid != acct
@@ -159,7 +160,7 @@ func (h *handler) ask(ctx context.Context, p apigw.Principal, acct, method, path
 	} else if tErr != nil || !slices.Contains(qu.target.Ancestors, acct) {
 		// Said the same way whether it exists: another tenant's account
 		// is not confirmed, and its principals are never listed.
-		return nil, apigw.BadRequest("path: account %s is neither this account nor one of its sub-accounts", tid)
+		return nil, domain.Errorf(domain.Invalid, "path: account %s is neither this account nor one of its sub-accounts", tid)
 	}
 	root := authz.RootOf(qu.key.ID, qu.key.Ancestors)
 	accounts := append([]string{qu.target.ID}, qu.target.Ancestors...)
@@ -167,12 +168,12 @@ func (h *handler) ask(ctx context.Context, p apigw.Principal, acct, method, path
 		// User routes are decided by the root account's roles alone;
 		// asked elsewhere, the answer would list the root's principals.
 		if root != acct {
-			return nil, apigw.BadRequest("path: %s %s is a user route, decided by the root account's roles alone: ask in the root account", method, path)
+			return nil, domain.Errorf(domain.Invalid, "path: %s %s is a user route, decided by the root account's roles alone: ask in the root account", method, path)
 		}
 		accounts = []string{root}
 	}
 	if len(accounts) > MaxAccessAccounts {
-		return nil, apigw.BadRequest("path: the roles of %d accounts can apply (the account and its ancestors); who can is answered for at most %d", len(accounts), MaxAccessAccounts)
+		return nil, domain.Errorf(domain.Invalid, "path: the roles of %d accounts can apply (the account and its ancestors); who can is answered for at most %d", len(accounts), MaxAccessAccounts)
 	}
 	roles, groups, err := h.st.RBACPartitions(ctx, accounts)
 	if err != nil {
@@ -217,7 +218,7 @@ func (h *handler) ask(ctx context.Context, p apigw.Principal, acct, method, path
 		}
 	}
 	if len(qu.sources) > MaxAccessSources {
-		return nil, apigw.BadRequest("path: %d roles and groups can grant %s %s; who can is answered for at most %d", len(qu.sources), method, path, MaxAccessSources)
+		return nil, domain.Errorf(domain.Invalid, "path: %d roles and groups can grant %s %s; who can is answered for at most %d", len(qu.sources), method, path, MaxAccessSources)
 	}
 	// The user a /v2/users/{id}/... path names may be allowed on itself
 	// (self-service, or roles of this account's that apply to it alone).
@@ -319,7 +320,7 @@ func (h *handler) decideAll(ctx context.Context, qu *question, cs []candidate) e
 	})
 	for i := range cs {
 		g.Go(func() error {
-			d, err := h.dec.DeciderOver(gctx, apigw.Principal{ID: cs[i].id, AccountID: qu.key.ID}, qu.key, qu.known)
+			d, err := h.dec.DeciderOver(gctx, caller.Principal{ID: cs[i].id, AccountID: qu.key.ID}, qu.key, qu.known)
 			if err != nil {
 				return err
 			}

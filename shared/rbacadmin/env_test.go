@@ -19,6 +19,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/bootstrap"
 	"cads/shared/builtin"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
@@ -322,7 +323,7 @@ func (e *env) rootRoles() map[string]domain.Role {
 
 // user creates a user with a key authenticated into account and grants it
 // the given roles directly (as the bootstrap does), returning the secret.
-func (e *env) user(email string, account domain.Account, held ...domain.Role) (string, apigw.Principal) {
+func (e *env) user(email string, account domain.Account, held ...domain.Role) (string, caller.Principal) {
 	e.t.Helper()
 	ctx := context.Background()
 	now := e.st.Now()
@@ -342,7 +343,7 @@ func (e *env) user(email string, account domain.Account, held ...domain.Role) (s
 			e.t.Fatal(err)
 		}
 	}
-	return secret, apigw.Principal{ID: u.ID, Kind: domain.KindUser, Email: email, AccountID: account.ID, KeyID: k.ID}
+	return secret, caller.Principal{ID: u.ID, Kind: domain.KindUser, Email: email, AccountID: account.ID, KeyID: k.ID}
 }
 
 // keyFor makes another key of a principal, authenticated into account.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
@@ -87,7 +88,7 @@ func missingRole(err error, account string) error {
 
 func groupIDs(r *http.Request) (acct, id string, err error) { return memberIDs(r, "group_id", "group") }
 
-func (h *handler) listGroups(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listGroups(r *http.Request, p caller.Principal) (int, any, error) {
 	return listIn(h, r, p, apigw.Lister[domain.Group, Group]{
 		Name: "groups",
 		Out:  func(x domain.Group) (Group, error) { return groupOut(x), nil },
@@ -95,7 +96,7 @@ func (h *handler) listGroups(r *http.Request, p apigw.Principal) (int, any, erro
 	}, h.st.PageGroups, func(x domain.Group) string { return groupHref(x.AccountID, x.ID) })
 }
 
-func (h *handler) getGroup(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) getGroup(r *http.Request, _ caller.Principal) (int, any, error) {
 	acct, id, err := groupIDs(r)
 	if err != nil {
 		return 0, nil, err
@@ -114,7 +115,7 @@ func groupTagged(g domain.Group) *apigw.Tagged {
 
 func groupETag(g domain.Group) string { return apigw.ETag("group", g.AccountID+"/"+g.ID, g.Version) }
 
-func (h *handler) createGroup(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) createGroup(r *http.Request, _ caller.Principal) (int, any, error) {
 	acct, err := accountID(r)
 	if err != nil {
 		return 0, nil, err
@@ -137,7 +138,7 @@ func (h *handler) createGroup(r *http.Request, _ apigw.Principal) (int, any, err
 
 // patchGroup edits a group like patchRole edits a role. Its members hold
 // the new list of roles from their next request on.
-func (h *handler) patchGroup(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) patchGroup(r *http.Request, _ caller.Principal) (int, any, error) {
 	acct, id, err := groupIDs(r)
 	if err != nil {
 		return 0, nil, err
@@ -170,7 +171,7 @@ func (h *handler) patchGroup(r *http.Request, _ apigw.Principal) (int, any, erro
 
 // deleteGroup deletes a group of the account the caller is authenticated
 // into (docs/api.md#groups): from a parent account, even with a permit, it is a 403.
-func (h *handler) deleteGroup(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) deleteGroup(r *http.Request, p caller.Principal) (int, any, error) {
 	acct, id, err := groupIDs(r)
 	if err != nil {
 		return 0, nil, err

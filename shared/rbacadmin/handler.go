@@ -21,6 +21,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/outbox"
 	"cads/shared/routes"
@@ -75,8 +76,8 @@ type Store interface {
 
 // Deciders makes second decisions with the authorizer's engine.
 type Deciders interface {
-	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
-	DeciderOver(ctx context.Context, p apigw.Principal, acct domain.Account, known *access.Known) (*access.Decider, error)
+	Decider(ctx context.Context, p caller.Principal) (*access.Decider, error)
+	DeciderOver(ctx context.Context, p caller.Principal, acct domain.Account, known *access.Known) (*access.Decider, error)
 }
 
 type handler struct {
@@ -152,7 +153,7 @@ func New(st Store, dec Deciders, queue *outbox.Queue, log *slog.Logger) *apigw.R
 type endpoint = apigw.Endpoint
 
 func (h *handler) wrap(e endpoint) http.HandlerFunc {
-	return apigw.Handle(h.log, func(r *http.Request, p apigw.Principal) (int, any, error) {
+	return apigw.Handle(h.log, func(r *http.Request, p caller.Principal) (int, any, error) {
 		status, body, err := e(r, p)
 		var ce *store.CleanupError
 		if errors.As(err, &ce) {
@@ -211,7 +212,7 @@ func parallel(fns ...func() error) error {
 
 // account loads the caller's decider and account id's item, in parallel
 // with the extra reads given.
-func (h *handler) account(r *http.Request, p apigw.Principal, id string, extra ...func() error) (inAccount, error) {
+func (h *handler) account(r *http.Request, p caller.Principal, id string, extra ...func() error) (inAccount, error) {
 	var a inAccount
 	err := parallel(append([]func() error{
 		func() (err error) { a.d, err = h.dec.Decider(r.Context(), p); return err },
@@ -226,7 +227,7 @@ func (h *handler) account(r *http.Request, p apigw.Principal, id string, extra .
 // visibleIn is the permission filter of a collection of account acct: the
 // members the caller may GET (docs/api.md#collection-reads); a missing
 // account is a 404.
-func visibleIn[T any](h *handler, p apigw.Principal, acct string, href func(T) string) func(ctx context.Context) (func(T) (bool, error), error) {
+func visibleIn[T any](h *handler, p caller.Principal, acct string, href func(T) string) func(ctx context.Context) (func(T) (bool, error), error) {
 	return func(ctx context.Context) (func(T) (bool, error), error) {
 		var a inAccount
 		err := parallel(
@@ -245,7 +246,7 @@ func visibleIn[T any](h *handler, p apigw.Principal, acct string, href func(T) s
 // members the caller may GET, `order` by name, created or updated. l
 // holds the collection's Name, Out, Sort and Finish; read pages the
 // account's members, href names one.
-func listIn[T, O any](h *handler, r *http.Request, p apigw.Principal, l apigw.Lister[T, O],
+func listIn[T, O any](h *handler, r *http.Request, p caller.Principal, l apigw.Lister[T, O],
 	read func(ctx context.Context, account, after string, desc bool, n int) ([]T, []string, bool, error),
 	href func(T) string) (int, any, error) {
 	acct, err := accountID(r)

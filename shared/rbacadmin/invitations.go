@@ -10,8 +10,10 @@ import (
 	"strings"
 
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/notifier"
 	"cads/shared/retry"
 	"cads/shared/store"
 )
@@ -79,24 +81,24 @@ func decodeInvitationPost(r *http.Request, k kind, acct string) (email, target s
 		em, href = in.UserEmail, in.Group
 	}
 	if em == nil || href == nil {
-		return "", "", apigw.BadRequest("user_email and %s are required", k.target)
+		return "", "", domain.Errorf(domain.Invalid, "user_email and %s are required", k.target)
 	}
 	if email, err = validEmail(*em); err != nil {
 		return "", "", err
 	}
 	a, id, ok := parseMemberHref(*href, k.target+"s")
 	if !ok {
-		return "", "", apigw.BadRequest("%s must be a %s href like /v2/accounts/%s/%ss/<id>, not %q", k.target, k.target, acct, k.target, *href)
+		return "", "", domain.Errorf(domain.Invalid, "%s must be a %s href like /v2/accounts/%s/%ss/<id>, not %q", k.target, k.target, acct, k.target, *href)
 	}
 	if a != acct {
-		return "", "", apigw.BadRequest("%s is a %s of account %s: an invitation of account %s is to one of its own %ss",
+		return "", "", domain.Errorf(domain.Invalid, "%s is a %s of account %s: an invitation of account %s is to one of its own %ss",
 			*href, k.target, a, acct, k.target)
 	}
 	return email, id, nil
 }
 
 func (h *handler) createInvitation(k kind) endpoint {
-	return func(r *http.Request, p apigw.Principal) (int, any, error) {
+	return func(r *http.Request, p caller.Principal) (int, any, error) {
 		acct, err := accountID(r)
 		if err != nil {
 			return 0, nil, err
@@ -176,15 +178,6 @@ func targetHref(k kind, acct, id string) string {
 	return roleHref(acct, id)
 }
 
-// notification is the queue message that asks the notifier to deliver an
-// invitation. It names the invitation only: the notifier reads the current
-// state, so a message for a revoked or answered invitation does nothing.
-type notification struct {
-	Kind    string `json:"kind"`
-	Account string `json:"account"`
-	ID      string `json:"id"`
-}
-
 // marker is the outbox marker of the message that asks the notifier to
 // deliver inv. A missing queue is a deployment error (a 500), found
 // before anything is written.
@@ -192,7 +185,7 @@ func (h *handler) marker(inv domain.Invitation) (store.OutboxMarker, error) {
 	if h.queue == nil {
 		return store.OutboxMarker{}, fmt.Errorf("no notification queue is configured: invitation %s cannot be sent", inv.Ref().Href())
 	}
-	body, err := json.Marshal(notification{Kind: inv.Kind, Account: inv.AccountID, ID: inv.ID})
+	body, err := json.Marshal(notifier.Message{Kind: inv.Kind, Account: inv.AccountID, ID: inv.ID})
 	if err != nil {
 		return store.OutboxMarker{}, fmt.Errorf("encode notification: %w", err)
 	}
@@ -200,7 +193,7 @@ func (h *handler) marker(inv domain.Invitation) (store.OutboxMarker, error) {
 }
 
 func (h *handler) listInvitations(k kind) endpoint {
-	return func(r *http.Request, p apigw.Principal) (int, any, error) {
+	return func(r *http.Request, p caller.Principal) (int, any, error) {
 		acct, err := accountID(r)
 		if err != nil {
 			return 0, nil, err
@@ -238,7 +231,7 @@ func sortInvitations(out []Invitation, order []apigw.OrderKey) {
 }
 
 func (h *handler) getInvitation(k kind) endpoint {
-	return func(r *http.Request, _ apigw.Principal) (int, any, error) {
+	return func(r *http.Request, _ caller.Principal) (int, any, error) {
 		acct, id, err := invitationIDs(r)
 		if err != nil {
 			return 0, nil, err
@@ -272,7 +265,7 @@ func singular(k kind) string {
 // invitation again (docs/api.md#invitations). Sending is inviting, so the invitation rule
 // applies as for POST.
 func (h *handler) resendInvitation(k kind) endpoint {
-	return func(r *http.Request, p apigw.Principal) (int, any, error) {
+	return func(r *http.Request, p caller.Principal) (int, any, error) {
 		acct, id, err := invitationIDs(r)
 		if err != nil {
 			return 0, nil, err
@@ -324,7 +317,7 @@ func (h *handler) resendInvitation(k kind) endpoint {
 // deleteInvitation revokes an invitation: if it was accepted, the access
 // it granted ends with the invitee's next request (docs/api.md#revoking-access).
 func (h *handler) deleteInvitation(k kind) endpoint {
-	return func(r *http.Request, _ apigw.Principal) (int, any, error) {
+	return func(r *http.Request, _ caller.Principal) (int, any, error) {
 		acct, id, err := invitationIDs(r)
 		if err != nil {
 			return 0, nil, err

@@ -8,6 +8,7 @@ import (
 
 	"cads/shared/apigw"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
 	"cads/shared/patch"
 )
 
@@ -17,7 +18,7 @@ import (
 // result is validated as a whole by the caller, whichever way it was
 // written. readOnly names fields of the resource that a patch may not set.
 func readPatch(r *http.Request) (*patch.Body, error) {
-	return patch.Read(apigw.ReadJSON(r, apigw.TextOption{}, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch))
+	return patch.Read(apigw.ReadJSON(r, jsontext.TextOption{}, patch.MediaJSON, patch.MediaMergePatch, patch.MediaJSONPatch))
 }
 
 // applyPatch applies body to doc; the body is read once (readPatch) and

@@ -17,17 +17,17 @@ import (
 
 	"cads/infra/testenv"
 	"cads/shared/domain"
-	"cads/shared/rbacadmin"
+	"cads/shared/notifier"
 	"cads/shared/store"
 )
 
 // countingNotifier records every notification it delivers.
 type countingNotifier struct {
 	mu   sync.Mutex
-	sent []rbacadmin.Notification
+	sent []notifier.Notification
 }
 
-func (c *countingNotifier) Notify(_ context.Context, n rbacadmin.Notification) error {
+func (c *countingNotifier) Notify(_ context.Context, n notifier.Notification) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sent = append(c.sent, n)
@@ -112,7 +112,7 @@ func (e *env) redelivered(msg events.SQSMessage) events.SQSMessage {
 
 // handle runs a notifier on msgs as the event source does and returns
 // the ids of the messages it reported as failed.
-func handle(t *testing.T, h rbacadmin.NotifyHandler, msgs ...events.SQSMessage) []string {
+func handle(t *testing.T, h notifier.NotifyHandler, msgs ...events.SQSMessage) []string {
 	t.Helper()
 	ev := events.SQSEvent{Records: msgs}
 	roundTrip(t, &ev)
@@ -180,7 +180,7 @@ func TestNotifierRedeliveryAfterSentDoesNotNotifyTwice(t *testing.T) {
 	e := newEnv(t)
 	inv := e.newInvitation("crash@example.com")
 	n := &countingNotifier{}
-	h := rbacadmin.NewNotifyHandler(e.st, n, quietLog)
+	h := notifier.NewNotifyHandler(e.st, n, quietLog)
 
 	msg := e.take()
 	if failed := handle(t, h, msg); len(failed) != 0 {
@@ -219,7 +219,7 @@ func TestNotifierCrashBeforeMarkingSentNotifiesAgain(t *testing.T) {
 	inv := e.newInvitation("twice@example.com")
 	n := &countingNotifier{}
 	st := &markFails{Store: e.st}
-	h := rbacadmin.NewNotifyHandler(st, n, quietLog)
+	h := notifier.NewNotifyHandler(st, n, quietLog)
 
 	st.fail.Store(true)
 	msg := e.take()

@@ -12,8 +12,10 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/authz"
 	"cads/shared/builtin"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/jsontext"
 	"cads/shared/store"
 )
 
@@ -56,7 +58,7 @@ func validText(field, s string, max int, required bool) (string, error) {
 	if required && s == "" {
 		return "", domain.Errorf(domain.Invalid, "%s must not be empty", field)
 	}
-	if err := apigw.CheckText(field, s); err != nil {
+	if err := jsontext.CheckText(field, s); err != nil {
 		return "", err
 	}
 	if utf8.RuneCountInString(s) > max {
@@ -157,7 +159,7 @@ func samePermission(a, b authz.Permission) bool {
 	return a.Method == b.Method && a.Effect == b.Effect && slices.Equal(a.Spec, b.Spec)
 }
 
-func (h *handler) listRoles(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listRoles(r *http.Request, p caller.Principal) (int, any, error) {
 	return listIn(h, r, p, apigw.Lister[domain.Role, Role]{
 		Name: "roles",
 		Out:  func(x domain.Role) (Role, error) { return roleOut(x), nil },
@@ -165,7 +167,7 @@ func (h *handler) listRoles(r *http.Request, p apigw.Principal) (int, any, error
 	}, h.st.PageRoles, func(x domain.Role) string { return roleHref(x.AccountID, x.ID) })
 }
 
-func (h *handler) getRole(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) getRole(r *http.Request, _ caller.Principal) (int, any, error) {
 	acct, id, err := roleIDs(r)
 	if err != nil {
 		return 0, nil, err
@@ -186,7 +188,7 @@ func roleETag(r domain.Role) string { return apigw.ETag("role", r.AccountID+"/"+
 
 func roleIDs(r *http.Request) (acct, id string, err error) { return memberIDs(r, "role_id", "role") }
 
-func (h *handler) createRole(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) createRole(r *http.Request, _ caller.Principal) (int, any, error) {
 	acct, err := accountID(r)
 	if err != nil {
 		return 0, nil, err
@@ -212,7 +214,7 @@ func (h *handler) createRole(r *http.Request, _ apigw.Principal) (int, any, erro
 // role did not change meanwhile; if it did, the patch applies again to the
 // role as it is then (store.Reapply). The change applies to every
 // holder's next request: the authorizer reads roles on every request.
-func (h *handler) patchRole(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) patchRole(r *http.Request, _ caller.Principal) (int, any, error) {
 	acct, id, err := roleIDs(r)
 	if err != nil {
 		return 0, nil, err
@@ -243,7 +245,7 @@ func (h *handler) patchRole(r *http.Request, _ apigw.Principal) (int, any, error
 	return http.StatusOK, roleTagged(role), nil
 }
 
-func (h *handler) deleteRole(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) deleteRole(r *http.Request, _ caller.Principal) (int, any, error) {
 	acct, id, err := roleIDs(r)
 	if err != nil {
 		return 0, nil, err

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"cads/infra/testenv"
-	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 )
 
@@ -20,7 +20,7 @@ import (
 func TestRoundTrips(t *testing.T) {
 	e := newEnv(t)
 	base := "/v2/accounts/" + e.root
-	op := apigw.Principal{ID: e.boot.Operator, Kind: domain.KindUser, Email: "operator@example.com", AccountID: e.root, KeyID: e.boot.KeyID}.Context()
+	op := caller.Principal{ID: e.boot.Operator, Kind: domain.KindUser, Email: "operator@example.com", AccountID: e.root, KeyID: e.boot.KeyID}.Context()
 	dev, devP := e.user("dev@example.com", e.rootAccount())
 	_ = dev
 	devCtx := devP.Context()

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
@@ -23,7 +24,7 @@ type who struct {
 	self      bool
 }
 
-func (h *handler) whoIs(r *http.Request, p apigw.Principal) (who, error) {
+func (h *handler) whoIs(r *http.Request, p caller.Principal) (who, error) {
 	id := r.PathValue("id")
 	if id == "self" || id == p.ID {
 		return who{id: p.ID, email: p.Email, self: true}, nil
@@ -49,7 +50,7 @@ func onlySelf(w who, what string) error {
 }
 
 func (h *handler) listInbox(k kind) endpoint {
-	return func(r *http.Request, p apigw.Principal) (int, any, error) {
+	return func(r *http.Request, p caller.Principal) (int, any, error) {
 		w, err := h.whoIs(r, p)
 		if err != nil {
 			return 0, nil, err
@@ -77,7 +78,7 @@ func (h *handler) listInbox(k kind) endpoint {
 }
 
 func (h *handler) getInbox(k kind) endpoint {
-	return func(r *http.Request, p apigw.Principal) (int, any, error) {
+	return func(r *http.Request, p caller.Principal) (int, any, error) {
 		w, err := h.whoIs(r, p)
 		if err != nil {
 			return 0, nil, err
@@ -98,7 +99,7 @@ func (h *handler) getInbox(k kind) endpoint {
 // hold the role (or join the group) from its next request on; "declined"
 // refuses it. Answering again with the same answer changes nothing.
 func (h *handler) answerInvitation(k kind) endpoint {
-	return func(r *http.Request, p apigw.Principal) (int, any, error) {
+	return func(r *http.Request, p caller.Principal) (int, any, error) {
 		w, err := h.whoIs(r, p)
 		if err != nil {
 			return 0, nil, err
@@ -177,14 +178,14 @@ func (h *handler) answerInvitation(k kind) endpoint {
 // listHeldRoles lists the roles held directly (accepted role invitations),
 // in the order they were granted; those held through groups are listed
 // with the groups.
-func (h *handler) listHeldRoles(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listHeldRoles(r *http.Request, p caller.Principal) (int, any, error) {
 	return listHeld(h, r, p, "held-roles", h.st.PageHeldRoles, func(x domain.Role) string { return x.ID },
 		roleOut, Role.named, func(x Role) string { return x.Href })
 }
 
 // listHeldGroups lists the groups the user is a member of, in the order
 // they were joined.
-func (h *handler) listHeldGroups(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listHeldGroups(r *http.Request, p caller.Principal) (int, any, error) {
 	return listHeld(h, r, p, "held-groups", h.st.PageHeldGroups, func(x domain.Group) string { return x.ID },
 		groupOut, Group.named, func(x Group) string { return x.Href })
 }
@@ -192,7 +193,7 @@ func (h *handler) listHeldGroups(r *http.Request, p apigw.Principal) (int, any, 
 // listHeld lists what the user holds (roles or groups) in the order it
 // was granted; id reads a member's id, empty for a grant whose role or
 // group is gone, which is no member. Another order breaks ties by href.
-func listHeld[T, O any](h *handler, r *http.Request, p apigw.Principal, name string,
+func listHeld[T, O any](h *handler, r *http.Request, p caller.Principal, name string,
 	read func(ctx context.Context, principal, after string, desc bool, n int) ([]T, []string, bool, error),
 	id func(T) string, out func(T) O, of func(O) named, href func(O) string) (int, any, error) {
 	w, err := h.whoIs(r, p)
@@ -222,13 +223,13 @@ func listHeld[T, O any](h *handler, r *http.Request, p apigw.Principal, name str
 
 // getHeldRole is GET /v2/users/{id}/roles/{role_id}: one role the user
 // holds directly (an accepted role invitation), as listHeldRoles shows it.
-func (h *handler) getHeldRole(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) getHeldRole(r *http.Request, p caller.Principal) (int, any, error) {
 	return h.getHeld(r, p, false)
 }
 
 // getHeldGroup is GET /v2/users/{id}/groups/{group_id}: one group the
 // user is a member of.
-func (h *handler) getHeldGroup(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) getHeldGroup(r *http.Request, p caller.Principal) (int, any, error) {
 	return h.getHeld(r, p, true)
 }
 
@@ -242,7 +243,7 @@ func heldParam(group bool) (param, what string) {
 
 // getHeld reads the user's grants and then only the one role or group it
 // names: a role the user does not hold is a 404, whether it exists or not.
-func (h *handler) getHeld(r *http.Request, p apigw.Principal, group bool) (int, any, error) {
+func (h *handler) getHeld(r *http.Request, p caller.Principal, group bool) (int, any, error) {
 	w, err := h.whoIs(r, p)
 	if err != nil {
 		return 0, nil, err
@@ -285,16 +286,16 @@ func (h *handler) getHeld(r *http.Request, p apigw.Principal, group bool) (int, 
 // leaveRole gives up a role held directly. The invitation that granted it
 // becomes declined in the same transaction, so the account's list of
 // invitations shows that the user no longer holds it.
-func (h *handler) leaveRole(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) leaveRole(r *http.Request, p caller.Principal) (int, any, error) {
 	return h.leave(r, p, false)
 }
 
 // leaveGroup gives up a group membership, like leaveRole.
-func (h *handler) leaveGroup(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) leaveGroup(r *http.Request, p caller.Principal) (int, any, error) {
 	return h.leave(r, p, true)
 }
 
-func (h *handler) leave(r *http.Request, p apigw.Principal, group bool) (int, any, error) {
+func (h *handler) leave(r *http.Request, p caller.Principal, group bool) (int, any, error) {
 	w, err := h.whoIs(r, p)
 	if err != nil {
 		return 0, nil, err

@@ -11,6 +11,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/domain"
+	"cads/shared/notifier"
 	"cads/shared/outbox"
 	"cads/shared/rbacadmin"
 	"cads/shared/store"
@@ -125,7 +126,7 @@ func TestInvitationLostAnswerIsDeliveredOnce(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	n := &countingNotifier{}
-	e.notify = rbacadmin.NewNotifyHandler(e.st, n, quietLog)
+	e.notify = notifier.NewNotifyHandler(e.st, n, quietLog)
 	s := &faultySender{real: outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}}
 	sweep := e.withSender(s)
 	s.loseAnswer.Store(true)

@@ -10,9 +10,11 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/identity"
 	"cads/shared/ids"
+	"cads/shared/jsontext"
 	"cads/shared/store"
 )
 
@@ -70,7 +72,7 @@ func serviceUserIDs(r *http.Request) (acct, id string, err error) {
 // access key bound to the account; the key's secret is in this response
 // only. The service user holds no role until invited (to its generated
 // email; such invitations are accepted at creation).
-func (h *handler) createServiceUser(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) createServiceUser(r *http.Request, _ caller.Principal) (int, any, error) {
 	acct, err := accountID(r)
 	if err != nil {
 		return 0, nil, err
@@ -85,7 +87,7 @@ func (h *handler) createServiceUser(r *http.Request, _ apigw.Principal) (int, an
 		if err := apigw.RequireContentType(r, "application/json"); err != nil {
 			return 0, nil, err
 		}
-		if err := apigw.UnmarshalStrict(body, &in); err != nil {
+		if err := jsontext.UnmarshalStrict(body, &in); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -119,7 +121,7 @@ func (h *handler) createServiceUser(r *http.Request, _ apigw.Principal) (int, an
 	return http.StatusOK, apigw.WithETag(out, serviceUserETag(u, []domain.AccessKey{k}, now)), nil
 }
 
-func (h *handler) listServiceUsers(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) listServiceUsers(r *http.Request, p caller.Principal) (int, any, error) {
 	now := h.st.Now()
 	return listIn(h, r, p, apigw.Lister[domain.ServiceUser, ServiceUser]{
 		Name: "service-users",
@@ -143,7 +145,7 @@ func (h *handler) listServiceUsers(r *http.Request, p apigw.Principal) (int, any
 	}, h.st.PageServiceUsers, func(x domain.ServiceUser) string { return serviceUserHref(x.Account, x.ID) })
 }
 
-func (h *handler) getServiceUser(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) getServiceUser(r *http.Request, _ caller.Principal) (int, any, error) {
 	acct, id, err := serviceUserIDs(r)
 	if err != nil {
 		return 0, nil, err
@@ -162,7 +164,7 @@ func (h *handler) getServiceUser(r *http.Request, _ apigw.Principal) (int, any, 
 	return http.StatusOK, serviceUserTagged(u, keys, h.st.Now()), nil
 }
 
-func (h *handler) patchServiceUser(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) patchServiceUser(r *http.Request, _ caller.Principal) (int, any, error) {
 	acct, id, err := serviceUserIDs(r)
 	if err != nil {
 		return 0, nil, err
@@ -172,7 +174,7 @@ func (h *handler) patchServiceUser(r *http.Request, _ apigw.Principal) (int, any
 		return 0, nil, err
 	}
 	if in.Name == nil && in.Description == nil {
-		return 0, nil, apigw.BadRequest("nothing to change: the body may set name and description")
+		return 0, nil, domain.Errorf(domain.Invalid, "nothing to change: the body may set name and description")
 	}
 	if err := in.validate(); err != nil {
 		return 0, nil, err
@@ -211,7 +213,7 @@ func (h *handler) patchServiceUser(r *http.Request, _ apigw.Principal) (int, any
 
 // deleteServiceUser deletes a service user: none of its keys authenticates
 // from the next request on.
-func (h *handler) deleteServiceUser(r *http.Request, _ apigw.Principal) (int, any, error) {
+func (h *handler) deleteServiceUser(r *http.Request, _ caller.Principal) (int, any, error) {
 	acct, id, err := serviceUserIDs(r)
 	if err != nil {
 		return 0, nil, err

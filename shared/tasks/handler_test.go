@@ -14,11 +14,13 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/caller"
 	"cads/shared/clock"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
 	"cads/shared/tasks"
+	"cads/shared/tasks/tasksapi"
 	"cads/shared/wire"
 	"cads/shared/wire/taskswire"
 )
@@ -30,7 +32,7 @@ type api struct {
 	clk  *clock.Shifted // the function's clock (wire.Deps.Clock)
 	h    apigw.ProxyHandler
 	root string
-	op   apigw.Principal
+	op   caller.Principal
 }
 
 type resp struct {
@@ -51,7 +53,7 @@ func newAPI(t *testing.T) *api {
 	return &api{t: t, d: d, st: deps.Store, clk: clk, h: taskswire.Handler(deps), root: res.RootAccount, op: op}
 }
 
-func call(t *testing.T, h apigw.ProxyHandler, p apigw.Principal, method, path, ctype, body string) resp {
+func call(t *testing.T, h apigw.ProxyHandler, p caller.Principal, method, path, ctype, body string) resp {
 	t.Helper()
 	req := events.APIGatewayProxyRequest{HTTPMethod: method, Path: path, Headers: map[string]string{}, Body: body,
 		RequestContext: events.APIGatewayProxyRequestContext{RequestID: "req", Authorizer: p.Context()}}
@@ -93,7 +95,7 @@ func call(t *testing.T, h apigw.ProxyHandler, p apigw.Principal, method, path, c
 	return r
 }
 
-func (a *api) do(p apigw.Principal, method, path, body string) resp {
+func (a *api) do(p caller.Principal, method, path, body string) resp {
 	ct := ""
 	if body != "" {
 		ct = "application/json"
@@ -103,7 +105,7 @@ func (a *api) do(p apigw.Principal, method, path, body string) resp {
 
 // user makes a principal in the root account holding one custom role with
 // the given permissions.
-func (a *api) user(perms ...authz.Permission) apigw.Principal {
+func (a *api) user(perms ...authz.Permission) caller.Principal {
 	a.t.Helper()
 	ctx := context.Background()
 	id := ids.New()
@@ -117,7 +119,7 @@ func (a *api) user(perms ...authz.Permission) apigw.Principal {
 	if err := a.st.PutGrant(ctx, domain.Grant{PrincipalID: id, AccountID: a.root, RoleID: role.ID, Via: "test"}); err != nil {
 		a.t.Fatal(err)
 	}
-	return apigw.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com", AccountID: a.root, KeyID: "k"}
+	return caller.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com", AccountID: a.root, KeyID: "k"}
 }
 
 func permit(method string, spec ...string) authz.Permission {
@@ -336,7 +338,7 @@ func TestReadTasks(t *testing.T) {
 	if r := a.do(a.op, "GET", "/v2/tasks/"+made[0], ""); r.Status != 200 || r.Body["href"] != "/v2/tasks/"+made[0] || r.Body["message"] != "queued" {
 		t.Fatalf("get: %d %s", r.Status, r.Raw)
 	}
-	stranger := apigw.Principal{ID: "x", Kind: domain.KindUser, AccountID: "elsewhere", KeyID: "k"}
+	stranger := caller.Principal{ID: "x", Kind: domain.KindUser, AccountID: "elsewhere", KeyID: "k"}
 	if r := a.do(stranger, "GET", "/v2/tasks/"+made[0], ""); r.Status != 404 {
 		t.Fatalf("another account's task: %d %s", r.Status, r.Raw)
 	}
@@ -361,7 +363,7 @@ func TestCreateTaskStatusAndRoundTrips(t *testing.T) {
 		}
 	})
 	_, inlineOutbox := newOutbox(a.st, inline)
-	h := apigw.Lambda(quiet, tasks.New(a.st, access.New(a.st, quiet), inlineOutbox, quiet))
+	h := apigw.Lambda(quiet, tasksapi.New(a.st, access.New(a.st, quiet), inlineOutbox, quiet))
 
 	r := call(t, h, a.op, "POST", "/v2/tasks?wait=5", "application/json", body("start", tasks.AppHref(app.ID), ""))
 	if r.Status != 200 || r.Body["state"] != "success" || r.Body["message"] != fmt.Sprintf("application %s is running", app.ID) {
@@ -372,7 +374,7 @@ func TestCreateTaskStatusAndRoundTrips(t *testing.T) {
 	defer a.d.Counter.SetDelay(0)
 	a.d.Counter.Reset()
 	_, plainOutbox := newOutbox(a.st, &sentLog{})
-	plain := apigw.Lambda(quiet, tasks.New(a.st, access.New(a.st, quiet), plainOutbox, quiet))
+	plain := apigw.Lambda(quiet, tasksapi.New(a.st, access.New(a.st, quiet), plainOutbox, quiet))
 	r = call(t, plain, a.op, "POST", "/v2/tasks", "application/json", body("stop", tasks.AppHref(app.ID), ""))
 	if r.Status != 201 || r.Body["state"] != "pending" {
 		t.Fatalf("stop: %d %s", r.Status, r.Raw)

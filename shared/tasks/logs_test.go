@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/tasks"
+	"cads/shared/tasks/tasksapi"
 	"cads/shared/wire"
 	"cads/shared/wire/taskswire"
 )
@@ -32,11 +33,11 @@ func TestTaskLogs(t *testing.T) {
 		t.Fatalf("second attempt: %v, want Done", out)
 	}
 	h := taskswire.Handler(wire.New(quiet, e.d.Client, e.d.Table))
-	p := apigw.Principal{ID: "u1", Kind: domain.KindUser, AccountID: "acct", KeyID: "k"}
-	read := func(query string) (int, []tasks.ProcessLog, string) {
+	p := caller.Principal{ID: "u1", Kind: domain.KindUser, AccountID: "acct", KeyID: "k"}
+	read := func(query string) (int, []tasksapi.ProcessLog, string) {
 		t.Helper()
 		r := call(t, h, p, "GET", "/v2/tasks/"+tk.ID+"/logs"+query, "", "")
-		var lines []tasks.ProcessLog
+		var lines []tasksapi.ProcessLog
 		if r.Status == 200 {
 			if err := json.Unmarshal([]byte(r.Raw), &lines); err != nil {
 				t.Fatalf("%s: %v", r.Raw, err)

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"cads/shared/apigw"
 	"cads/shared/applications/appconfig"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
 )
 
 // Request is a validated task request: what POST /v2/tasks (or a PATCH of
@@ -91,18 +91,18 @@ var (
 // ValidActionID reports whether id can name an action.
 func ValidActionID(id string) bool { return len(id) <= maxActionID && actionIDRE.MatchString(id) }
 
-// keyText lets a certificate request's PEM key hold line breaks, the one
+// KeyText lets a certificate request's PEM key hold line breaks, the one
 // exception to the API's text rule in tasks; paramsKeyText is the same
 // field seen from the parameters object.
 var (
-	keyText       = apigw.AllowTabNewline("parameters.key")
-	paramsKeyText = apigw.AllowTabNewline("key")
+	KeyText       = jsontext.AllowTabNewline("parameters.key")
+	paramsKeyText = jsontext.AllowTabNewline("key")
 )
 
 // ParsePost validates the body of POST /v2/tasks.
 func ParsePost(body []byte, now time.Time) (Request, error) {
 	var in taskPost
-	if err := apigw.UnmarshalStrict(body, &in, keyText); err != nil {
+	if err := jsontext.UnmarshalStrict(body, &in, KeyText); err != nil {
 		return Request{}, err
 	}
 	if in.Type == nil {
@@ -200,7 +200,7 @@ func parseTarget(raw json.RawMessage) (string, error) {
 	var ref struct {
 		Href string `json:"href"`
 	}
-	if err := apigw.UnmarshalStrict(raw, &ref); err != nil {
+	if err := jsontext.UnmarshalStrict(raw, &ref); err != nil {
 		return "", domain.Errorf(domain.Invalid, "target must be an href string or {\"href\": ...}")
 	}
 	return ref.Href, nil
@@ -229,7 +229,7 @@ func decodeParams(raw json.RawMessage, v any, required bool) error {
 		}
 		return nil
 	}
-	if err := apigw.UnmarshalStrict(raw, v, paramsKeyText); err != nil {
+	if err := jsontext.UnmarshalStrict(raw, v, paramsKeyText); err != nil {
 		e, _ := domain.AsError(err)
 		return domain.Errorf(domain.Invalid, "parameters: %s", strings.TrimPrefix(e.Message, "invalid JSON body: "))
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"cads/shared/apigw"
+	"cads/shared/audit"
 	"cads/shared/clock"
 	"cads/shared/ddb"
 	"cads/shared/logging"
@@ -75,7 +75,7 @@ type Deps struct {
 	// Audit keeps the audit trail of the API functions' writes: the Store
 	// (New sets it). Tests that count a family's own round trips set it
 	// to nil; the cost tour counts them with the trail.
-	Audit apigw.AuditStore
+	Audit audit.Store
 }
 
 // Edge addresses the platform's edge. It mirrors loadgen.Edge (the test

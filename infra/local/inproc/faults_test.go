@@ -32,6 +32,7 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/apigw"
 	"cads/shared/bootstrap"
+	"cads/shared/caller"
 	"cads/shared/ddb"
 	"cads/shared/store"
 	"cads/shared/wire"
@@ -181,7 +182,7 @@ type faultEnv struct {
 	table  string
 	deps   wire.Deps
 	boot   bootstrap.Result
-	op     apigw.Principal
+	op     caller.Principal
 }
 
 func newFaultEnv(t *testing.T) *faultEnv {
@@ -224,7 +225,7 @@ func fastRetryer() aws.Retryer {
 // req is one API call to a function.
 type req struct {
 	fn          func(wire.Deps) apigw.ProxyHandler
-	as          apigw.Principal
+	as          caller.Principal
 	method      string
 	resource    string
 	params      map[string]string
@@ -388,7 +389,7 @@ func faultScenarios() []faultScenario {
 			inv := e.ok(req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/invitations", params: root, contentType: js,
 				body: fmt.Sprintf(`{"user_email": %q, "role": "/v2/accounts/%s/roles/%s"}`, email, e.boot.RootAccount, role)})
 			e.deliverInvitations()
-			invitee := apigw.Principal{ID: user, Kind: "user", Email: email, KeyID: "faultkey"}
+			invitee := caller.Principal{ID: user, Kind: "user", Email: email, KeyID: "faultkey"}
 			return req{fn: roleswire.Handler, as: invitee, method: "PATCH", resource: "/v2/users/{id}/invitations/{invitation_id}",
 				params: map[string]string{"id": user, "invitation_id": inv}, contentType: js, body: `{"state": "accepted"}`}
 		}},

@@ -36,13 +36,16 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/access"
 	"cads/shared/apigw"
-	"cads/shared/apptests"
+	"cads/shared/apptests/testsapi"
 	"cads/shared/bootstrap"
+	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/notifier"
 	"cads/shared/outbox"
 	"cads/shared/rbacadmin"
 	"cads/shared/store"
 	"cads/shared/tasks"
+	"cads/shared/tasks/tasksapi"
 	"cads/shared/wire"
 	"cads/shared/wire/addresssetswire"
 	"cads/shared/wire/aggregatorwire"
@@ -143,7 +146,7 @@ type qfEnv struct {
 	proxy *qfProxy
 	deps  wire.Deps
 	boot  bootstrap.Result
-	op    apigw.Principal
+	op    caller.Principal
 	log   *slog.Logger
 }
 
@@ -350,7 +353,7 @@ func TestQueueSendFailureTasks(t *testing.T) {
 			// a short resend delay so that the sweep's turn comes quickly.
 			ob := outbox.New(e.deps.Store, outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}, e.log)
 			ob.ResendAfter = 500 * time.Millisecond
-			tasksFn := apigw.Lambda(e.log, tasks.New(e.deps.Store, access.New(e.deps.Store, e.log), tasks.NewOutbox(e.deps.Store, ob.Queue(wire.TasksQueue)), e.log))
+			tasksFn := apigw.Lambda(e.log, tasksapi.New(e.deps.Store, access.New(e.deps.Store, e.log), tasks.NewOutbox(e.deps.Store, ob.Queue(wire.TasksQueue)), e.log))
 			dp := &qfDataPlane{FakeDataPlane: tasks.NewFakeDataPlane(e.log, tasks.LoopbackOnly)}
 			worker := tasks.NewWorker(e.deps.Store, dp, ob, e.log)
 
@@ -428,7 +431,7 @@ type qfNotifier struct {
 	by map[string]int
 }
 
-func (n *qfNotifier) Notify(_ context.Context, note rbacadmin.Notification) error {
+func (n *qfNotifier) Notify(_ context.Context, note notifier.Notification) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.by == nil {
@@ -469,7 +472,7 @@ func TestQueueSendFailureInvitationCreate(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			e := newQFEnv(t)
 			n := &qfNotifier{}
-			notify := rbacadmin.NewNotifyHandler(e.deps.Store, n, e.log)
+			notify := notifier.NewNotifyHandler(e.deps.Store, n, e.log)
 			root := map[string]string{"id": e.boot.RootAccount}
 			role := e.ok(req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root, contentType: js,
 				body: `{"name": "Queue fault reader", "permissions": [{"method": "GET", "effect": "permit", "spec": ["/v2/applications/*"]}]}`})["href"].(string)
@@ -523,7 +526,7 @@ func TestQueueSendFailureInvitationResend(t *testing.T) {
 			e := newQFEnv(t)
 			ctx := context.Background()
 			n := &qfNotifier{}
-			notify := rbacadmin.NewNotifyHandler(e.deps.Store, n, e.log)
+			notify := notifier.NewNotifyHandler(e.deps.Store, n, e.log)
 			root := map[string]string{"id": e.boot.RootAccount}
 			role := e.ok(req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root, contentType: js,
 				body: `{"name": "Queue fault reader", "permissions": [{"method": "GET", "effect": "permit", "spec": ["/v2/applications/*"]}]}`})["href"].(string)
@@ -578,7 +581,7 @@ func TestQueueSendFailureTestRun(t *testing.T) {
 	}
 	cfg := `{"probabilities": 1, "models": {"home": {"type": "user.StaticSession", "requests": [{"name": "home", "method": "GET", "url": "http://shop.example.com/"}]}}}`
 	e.ok(req{fn: testswire.Handler, as: e.op, method: "PUT", resource: "/v2/tests/{id}", params: map[string]string{"id": "qf"}, contentType: "application/json", body: cfg})
-	testsFn := handler(apigw.Lambda(e.log, apptests.New(e.deps.Store, access.New(e.deps.Store, e.log), e.producers().Queue(wire.TestRunsQueue), e.log)))
+	testsFn := handler(apigw.Lambda(e.log, testsapi.New(e.deps.Store, access.New(e.deps.Store, e.log), e.producers().Queue(wire.TestRunsQueue), e.log)))
 
 	e.proxy.arm(qfRefuse)
 	body := e.ok(req{fn: testsFn, as: e.op, method: "POST", resource: "/v2/tests", contentType: "application/json", body: `{"id": "qf", "duration": 1, "virtualUsers": 1}`})

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"cads/shared/apigw"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
 	"cads/shared/store"
 )
 
@@ -231,7 +231,7 @@ func validName(s string) error {
 		return bad("name must be valid UTF-8 of at most %d characters", MaxNameLen)
 	}
 	for _, r := range s {
-		if apigw.IsControl(r) {
+		if jsontext.IsControl(r) {
 			return bad("name must not contain control characters")
 		}
 	}
@@ -265,12 +265,12 @@ func intRange(field string, v *int, lo, hi int) error {
 
 // PEMText lets the configuration's PEM field hold line breaks, the one
 // exception to the API's text rule here.
-var PEMText = apigw.AllowTabNewline("tls_configuration.certificate_chain")
+var PEMText = jsontext.AllowTabNewline("tls_configuration.certificate_chain")
 
 // PatchPEMText is PEMText for PATCH bodies as sent: a merge patch names the
 // field; a JSON Patch's values are judged again, at their place, when the
 // patched document is decoded (Decode).
-var PatchPEMText = apigw.AllowTabNewline("tls_configuration.certificate_chain", "[*].value", "[*].value.certificate_chain")
+var PatchPEMText = jsontext.AllowTabNewline("tls_configuration.certificate_chain", "[*].value", "[*].value.certificate_chain")
 
 // Decode reads a configuration from a client's JSON object strictly
 // (unknown fields are a 400, read-only ones too, with their own message),
@@ -280,7 +280,7 @@ func Decode(body []byte) (Configuration, error) {
 		return Configuration{}, err
 	}
 	var c Configuration
-	if err := apigw.UnmarshalStrict(body, &c, PEMText); err != nil {
+	if err := jsontext.UnmarshalStrict(body, &c, PEMText); err != nil {
 		return Configuration{}, err
 	}
 	if c.TLS != nil && c.TLS.CoveredAliases != nil {

@@ -22,8 +22,10 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/jsontext"
 	"cads/shared/logs"
 	"cads/shared/store"
 )
@@ -40,7 +42,7 @@ type Store interface {
 // Deciders makes second decisions with the authorizer's engine (a listing
 // shows only what the caller may GET: docs/api.md#collection-reads).
 type Deciders interface {
-	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+	Decider(ctx context.Context, p caller.Principal) (*access.Decider, error)
 }
 
 // Limits. default_name's are the reference document's; the others bound
@@ -106,7 +108,7 @@ type post struct {
 }
 
 func text(field, s string, max int) error {
-	if err := apigw.CheckText(field, s); err != nil {
+	if err := jsontext.CheckText(field, s); err != nil {
 		return err
 	}
 	if utf8.RuneCountInString(s) > max {
@@ -224,7 +226,7 @@ func protoID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "me
 
 // list is GET /v2/metric-prototypes: the account's prototypes the caller
 // may GET, paged in the store in creation order (apigw.List).
-func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 	page, err := apigw.ParsePage(r.URL.Query(), "default_name", "log_type", "created")
 	if err != nil {
 		return 0, nil, err
@@ -260,7 +262,7 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 	return http.StatusOK, list, nil
 }
 
-func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) create(r *http.Request, p caller.Principal) (int, any, error) {
 	var in post
 	if err := apigw.DecodeJSON(r, &in); err != nil {
 		return 0, nil, err
@@ -283,14 +285,14 @@ func tagged(x domain.MetricPrototype) *apigw.Tagged {
 }
 
 // actor is the href of the principal making the request.
-func actor(p apigw.Principal) string {
+func actor(p caller.Principal) string {
 	if p.Kind == "service_user" {
 		return "/v2/accounts/" + p.AccountID + "/service-users/" + p.ID
 	}
 	return "/v2/users/" + p.ID
 }
 
-func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := protoID(r)
 	if err != nil {
 		return 0, nil, err
@@ -302,7 +304,7 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 	return http.StatusOK, tagged(x), nil
 }
 
-func (h *handler) delete(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) delete(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := protoID(r)
 	if err != nil {
 		return 0, nil, err

@@ -13,6 +13,7 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/apigw"
 	"cads/shared/authz"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/store"
@@ -24,7 +25,7 @@ type env struct {
 	t  *testing.T
 	st *store.Store
 	h  apigw.ProxyHandler
-	op apigw.Principal
+	op caller.Principal
 }
 
 func newEnv(t *testing.T) *env {
@@ -43,7 +44,7 @@ type resp struct {
 
 // call sends one request through the metrics function as API Gateway
 // would, query values already decoded.
-func (e *env) call(p apigw.Principal, method, path string, query map[string]string, body string) resp {
+func (e *env) call(p caller.Principal, method, path string, query map[string]string, body string) resp {
 	e.t.Helper()
 	req := events.APIGatewayProxyRequest{HTTPMethod: method, Path: path, Headers: map[string]string{}, Body: body,
 		QueryStringParameters: query, MultiValueQueryStringParameters: map[string][]string{},
@@ -124,7 +125,7 @@ func TestMetricPrototypes(t *testing.T) {
 	}
 
 	// Another account's principal sees none of them, and deletes none.
-	other := apigw.Principal{ID: ids.New(), Kind: domain.KindUser, AccountID: "elsewhere", KeyID: "k"}
+	other := caller.Principal{ID: ids.New(), Kind: domain.KindUser, AccountID: "elsewhere", KeyID: "k"}
 	if r := e.call(other, "GET", "/v2/metric-prototypes/"+id, nil, ""); r.Status != 404 {
 		t.Errorf("another account's GET: %d %s", r.Status, r.Raw)
 	}
@@ -152,7 +153,7 @@ func TestMetricPrototypes(t *testing.T) {
 }
 
 // user makes a principal of account holding one custom role with perms.
-func (e *env) user(account string, perms ...authz.Permission) apigw.Principal {
+func (e *env) user(account string, perms ...authz.Permission) caller.Principal {
 	e.t.Helper()
 	ctx := context.Background()
 	id := ids.New()
@@ -166,5 +167,5 @@ func (e *env) user(account string, perms ...authz.Permission) apigw.Principal {
 	if err := e.st.PutGrant(ctx, domain.Grant{PrincipalID: id, AccountID: account, RoleID: role.ID, Via: "test"}); err != nil {
 		e.t.Fatal(err)
 	}
-	return apigw.Principal{ID: id, Kind: domain.KindUser, AccountID: account, KeyID: "k"}
+	return caller.Principal{ID: id, Kind: domain.KindUser, AccountID: account, KeyID: "k"}
 }

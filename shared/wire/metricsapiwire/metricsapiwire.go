@@ -10,7 +10,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/auditdiff"
-	"cads/shared/metrics"
+	"cads/shared/metrics/metricsapi"
 	"cads/shared/metrics/prototypes"
 	"cads/shared/wire"
 )
@@ -29,7 +29,7 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 // (TestEveryOperationHasOneHandler).
 func Routes(d wire.Deps) *apigw.Router {
 	dec := access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness))
-	r := metrics.NewHandler(d.Store, dec, d.Log)
+	r := metricsapi.NewHandler(d.Store, dec, d.Log)
 	prototypes.Register(r, d.Store, dec, d.Log)
 	return r
 }

@@ -4,7 +4,7 @@ package notifierwire
 import (
 	"context"
 
-	"cads/shared/rbacadmin"
+	"cads/shared/notifier"
 	"cads/shared/wire"
 )
 
@@ -14,6 +14,6 @@ func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx) 
 // Handler is the notifier's handler: it delivers the queued invitations
 // (locally and until a mail service is wired, as log lines) and marks them
 // sent.
-func Handler(d wire.Deps) rbacadmin.NotifyHandler {
-	return rbacadmin.NewNotifyHandler(d.Store, rbacadmin.LogNotifier{Log: d.Log}, d.Log)
+func Handler(d wire.Deps) notifier.NotifyHandler {
+	return notifier.NewNotifyHandler(d.Store, notifier.LogNotifier{Log: d.Log}, d.Log)
 }

@@ -10,6 +10,7 @@ import (
 	"cads/shared/auditdiff"
 	"cads/shared/outbox"
 	"cads/shared/tasks"
+	"cads/shared/tasks/tasksapi"
 	"cads/shared/wire"
 	"cads/shared/wire/accesswire"
 )
@@ -28,7 +29,7 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 // Routes is the function's operations, each with its handler
 // (TestEveryOperationHasOneHandler).
 func Routes(d wire.Deps) *apigw.Router {
-	return tasks.New(d.Store, accesswire.New(d), Outbox(d), d.Log)
+	return tasksapi.New(d.Store, accesswire.New(d), Outbox(d), d.Log)
 }
 
 // Outbox writes tasks and sends them to wire.TasksQueue; without a queue

@@ -6,7 +6,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
-	"cads/shared/apptests"
+	"cads/shared/apptests/testsapi"
 	"cads/shared/auditdiff"
 	"cads/shared/outbox"
 	"cads/shared/wire"
@@ -33,5 +33,5 @@ func Routes(d wire.Deps) *apigw.Router {
 	if d.QueueURL(wire.TestRunsQueue) != "" {
 		q = outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.TestRunsQueue)
 	}
-	return apptests.New(d.Store, accesswire.New(d), q, d.Log)
+	return testsapi.New(d.Store, accesswire.New(d), q, d.Log)
 }

@@ -8,6 +8,7 @@ import (
 	"cads/shared/access"
 	"cads/shared/apigw"
 	"cads/shared/auditdiff"
+	"cads/shared/caller"
 	"cads/shared/identity"
 	"cads/shared/openapi"
 	"cads/shared/wire"
@@ -36,6 +37,6 @@ func Routes(d wire.Deps) *apigw.Router {
 }
 
 // describe answers the OpenAPI document as embedded.
-func describe(*http.Request, apigw.Principal) (int, any, error) {
+func describe(*http.Request, caller.Principal) (int, any, error) {
 	return http.StatusOK, &apigw.Binary{ContentType: "application/json", Data: []byte(openapi.JSON())}, nil
 }

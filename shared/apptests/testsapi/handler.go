@@ -1,10 +1,6 @@
-// Package apptests serves the application tests (docs/api.md#application-tests): test
-// configurations uploaded as archives (tar, zip, gzip, bzip2) or JSON,
-// checked for what they claim to be, stored as uploaded and returned byte
-// for byte or converted to tar.bz2; and test runs, queued to a runner that
-// executes them through a loadgen.Driver. docs/application-tests.md
-// describes the configuration format, the archive handling and the limits.
-package apptests
+// Package testsapi is the tests function's HTTP handler
+// (docs/api.md#application-tests) over package apptests.
+package testsapi
 
 import (
 	"bytes"
@@ -26,9 +22,12 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/apptests"
+	"cads/shared/caller"
 	"cads/shared/ddb"
 	"cads/shared/domain"
 	"cads/shared/ids"
+	"cads/shared/jsontext"
 	"cads/shared/outbox"
 	"cads/shared/routes"
 	"cads/shared/store"
@@ -53,7 +52,7 @@ type Store interface {
 
 // Deciders makes second decisions with the authorizer's engine.
 type Deciders interface {
-	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+	Decider(ctx context.Context, p caller.Principal) (*access.Decider, error)
 }
 
 // Limits of the API's own fields.
@@ -64,11 +63,6 @@ const (
 	MaxVirtualUsers   = 1000
 	maxDescFieldBytes = 4 * MaxDescription
 )
-
-// RunGrace is how long after its duration a run still counts as active:
-// time to wait in the queue and to start. A run whose runner died stops
-// blocking new runs once it has passed.
-const RunGrace = 15 * time.Minute
 
 var idPattern = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
 
@@ -101,14 +95,14 @@ func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccou
 func testID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
 	if len(id) > MaxIDLen || !idPattern.MatchString(id) {
-		return "", apigw.BadRequest("test id %q must match ^[a-z]([-a-z0-9]*[a-z0-9])?$ and have at most %d characters", id, MaxIDLen)
+		return "", domain.Errorf(domain.Invalid, "test id %q must match ^[a-z]([-a-z0-9]*[a-z0-9])?$ and have at most %d characters", id, MaxIDLen)
 	}
 	return id, nil
 }
 
 // tagged is a test's body with its ETag: the test's version, which every
 // change increments, a run's included.
-func tagged(t domain.AppTest) *apigw.Tagged { return apigw.WithETag(out(t), etag(t)) }
+func tagged(t domain.AppTest) *apigw.Tagged { return apigw.WithETag(apptests.Out(t), etag(t)) }
 
 func etag(t domain.AppTest) string { return apigw.ETag("test", t.Account+"/"+t.ID, t.Version) }
 
@@ -128,12 +122,12 @@ func storeError(err error) error {
 
 // ---------------------------------------------------------------- reads
 
-func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 	page, err := apigw.ParsePage(r.URL.Query(), "id", "created", "updated")
 	if err != nil {
 		return 0, nil, err
 	}
-	list, err := apigw.List(r, page, apigw.Lister[domain.AppTest, ApplicationTest]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.AppTest, apptests.ApplicationTest]{
 		// Tests are kept in id order (their ids are the caller's).
 		Name: "tests", Indexed: "id",
 		ValidPosition: func(s string) bool { return len(s) <= MaxIDLen && idPattern.MatchString(s) },
@@ -146,9 +140,9 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 			if err != nil {
 				return nil, err
 			}
-			return func(t domain.AppTest) (bool, error) { return dec.Allows(ctx, http.MethodGet, testHref(t.ID)) }, nil
+			return func(t domain.AppTest) (bool, error) { return dec.Allows(ctx, http.MethodGet, apptests.TestHref(t.ID)) }, nil
 		},
-		Out:  func(t domain.AppTest) (ApplicationTest, error) { return out(t), nil },
+		Out:  func(t domain.AppTest) (apptests.ApplicationTest, error) { return apptests.Out(t), nil },
 		Sort: sortTests,
 	})
 	if err != nil {
@@ -157,8 +151,8 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 	return http.StatusOK, list, nil
 }
 
-func sortTests(ts []ApplicationTest, order []apigw.OrderKey) {
-	apigw.Sort(ts, order, func(t ApplicationTest, field string) any {
+func sortTests(ts []apptests.ApplicationTest, order []apigw.OrderKey) {
+	apigw.Sort(ts, order, func(t apptests.ApplicationTest, field string) any {
 		switch field {
 		case "id":
 			return t.ID
@@ -166,13 +160,13 @@ func sortTests(ts []ApplicationTest, order []apigw.OrderKey) {
 			return t.Updated
 		}
 		return t.Created
-	}, func(t ApplicationTest) string { return t.ID })
+	}, func(t apptests.ApplicationTest) string { return t.ID })
 }
 
 // get is GET /v2/tests/{id}: the archive as tar.bz2 when that is the
 // first type the client accepts (as API Gateway decides on binary
 // responses), the metadata otherwise.
-func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := testID(r)
 	if err != nil {
 		return 0, nil, err
@@ -182,7 +176,7 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, notFound(err, id)
 	}
-	if firstAccept(r.Header.Get("Accept")) != TypeTarBzip2 {
+	if firstAccept(r.Header.Get("Accept")) != apptests.TypeTarBzip2 {
 		return http.StatusOK, tagged(t), nil
 	}
 	// The tar.bz2 form was made at upload: the upload itself, or its
@@ -204,7 +198,7 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, notFound(err, id)
 	}
-	return http.StatusOK, &apigw.Binary{ContentType: TypeTarBzip2, Filename: id + ".tar.bz2", Data: data}, nil
+	return http.StatusOK, &apigw.Binary{ContentType: apptests.TypeTarBzip2, Filename: id + ".tar.bz2", Data: data}, nil
 }
 
 func firstAccept(accept string) string {
@@ -234,23 +228,23 @@ func readUpload(r *http.Request) (upload, error) {
 	mt := apigw.MediaType(r)
 	switch {
 	case mt == "multipart/form-data":
-	case acceptedType(mt):
-		body, err := apigw.ReadBody(r, int64(MaxArchiveBytes))
+	case apptests.AcceptedType(mt):
+		body, err := apigw.ReadBody(r, int64(apptests.MaxArchiveBytes))
 		if err != nil {
 			return up, err
 		}
 		up.file, up.fileType = body, mt
 		return up, nil
 	case mt == "":
-		return up, apigw.UnsupportedMediaType("missing Content-Type; send multipart/form-data or one of %s", strings.Join(MediaTypes, ", "))
+		return up, domain.Errorf(domain.Unsupported, "missing Content-Type; send multipart/form-data or one of %s", strings.Join(apptests.MediaTypes, ", "))
 	default:
-		return up, apigw.UnsupportedMediaType("Content-Type %q is not accepted here; send multipart/form-data or one of %s", mt, strings.Join(MediaTypes, ", "))
+		return up, domain.Errorf(domain.Unsupported, "Content-Type %q is not accepted here; send multipart/form-data or one of %s", mt, strings.Join(apptests.MediaTypes, ", "))
 	}
 	_, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || params["boundary"] == "" {
-		return up, apigw.BadRequest("multipart/form-data needs a boundary parameter")
+		return up, domain.Errorf(domain.Invalid, "multipart/form-data needs a boundary parameter")
 	}
-	body, err := apigw.ReadBody(r, int64(MaxBodyBytes))
+	body, err := apigw.ReadBody(r, int64(apptests.MaxBodyBytes))
 	if err != nil {
 		return up, err
 	}
@@ -262,25 +256,25 @@ func readUpload(r *http.Request) (upload, error) {
 			break
 		}
 		if err != nil {
-			return up, apigw.BadRequest("malformed multipart body: %v", err)
+			return up, domain.Errorf(domain.Invalid, "malformed multipart body: %v", err)
 		}
 		data, err := io.ReadAll(part)
 		if err != nil {
-			return up, apigw.BadRequest("malformed multipart body: %v", err)
+			return up, domain.Errorf(domain.Invalid, "malformed multipart body: %v", err)
 		}
 		switch name := part.FormName(); name {
 		case "desc":
 			if up.desc != nil {
-				return up, apigw.BadRequest("the form field desc is sent twice")
+				return up, domain.Errorf(domain.Invalid, "the form field desc is sent twice")
 			}
 			if len(data) > maxDescFieldBytes {
-				return up, apigw.BadRequest("desc must have at most %d characters", MaxDescription)
+				return up, domain.Errorf(domain.Invalid, "desc must have at most %d characters", MaxDescription)
 			}
 			s := string(data)
 			up.desc = &s
 		case "file":
 			if seenFile {
-				return up, apigw.BadRequest("the form field file is sent twice")
+				return up, domain.Errorf(domain.Invalid, "the form field file is sent twice")
 			}
 			seenFile = true
 			up.file, up.filename = data, part.FileName()
@@ -288,11 +282,11 @@ func readUpload(r *http.Request) (upload, error) {
 				return up, err
 			}
 		default:
-			return up, apigw.BadRequest("unknown form field %q: the fields are desc and file", name)
+			return up, domain.Errorf(domain.Invalid, "unknown form field %q: the fields are desc and file", name)
 		}
 	}
-	if seenFile && len(up.file) > MaxArchiveBytes {
-		return up, domain.Errorf(domain.TooLarge, "the file is %d bytes; at most %d are accepted", len(up.file), MaxArchiveBytes)
+	if seenFile && len(up.file) > apptests.MaxArchiveBytes {
+		return up, domain.Errorf(domain.TooLarge, "the file is %d bytes; at most %d are accepted", len(up.file), apptests.MaxArchiveBytes)
 	}
 	return up, nil
 }
@@ -301,37 +295,37 @@ func readUpload(r *http.Request) (upload, error) {
 // when that is one of the configuration types, else its file name's
 // extension, else its first bytes. Open then checks the claim.
 func partType(contentType, filename string, data []byte) (string, error) {
-	if mt, _, err := mime.ParseMediaType(contentType); err == nil && acceptedType(mt) {
+	if mt, _, err := mime.ParseMediaType(contentType); err == nil && apptests.AcceptedType(mt) {
 		return mt, nil
 	}
 	name := strings.ToLower(filename)
 	for _, e := range []struct{ suffix, typ string }{
-		{".tar.bz2", TypeTarBzip2}, {".tbz2", TypeTarBzip2}, {".tbz", TypeTarBzip2},
-		{".tar.gz", TypeTarGzip}, {".tgz", TypeTarGzip}, {".tar", TypeTar}, {".zip", TypeZip},
-		{".json", TypeJSON}, {".bz2", TypeBzip2}, {".gz", TypeGzip},
+		{".tar.bz2", apptests.TypeTarBzip2}, {".tbz2", apptests.TypeTarBzip2}, {".tbz", apptests.TypeTarBzip2},
+		{".tar.gz", apptests.TypeTarGzip}, {".tgz", apptests.TypeTarGzip}, {".tar", apptests.TypeTar}, {".zip", apptests.TypeZip},
+		{".json", apptests.TypeJSON}, {".bz2", apptests.TypeBzip2}, {".gz", apptests.TypeGzip},
 	} {
 		if strings.HasSuffix(name, e.suffix) {
 			return e.typ, nil
 		}
 	}
 	switch {
-	case bytes.HasPrefix(data, bzip2Magic):
-		return TypeBzip2, nil
-	case bytes.HasPrefix(data, gzipMagic):
-		return TypeGzip, nil
-	case bytes.HasPrefix(data, zipMagic), bytes.HasPrefix(data, zipEmpty):
-		return TypeZip, nil
-	case looksLikeTar(data):
-		return TypeTar, nil
+	case bytes.HasPrefix(data, apptests.Bzip2Magic):
+		return apptests.TypeBzip2, nil
+	case bytes.HasPrefix(data, apptests.GzipMagic):
+		return apptests.TypeGzip, nil
+	case bytes.HasPrefix(data, apptests.ZipMagic), bytes.HasPrefix(data, apptests.ZipEmpty):
+		return apptests.TypeZip, nil
+	case apptests.LooksLikeTar(data):
+		return apptests.TypeTar, nil
 	case bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")):
-		return TypeJSON, nil
+		return apptests.TypeJSON, nil
 	}
-	return "", domain.Errorf(domain.Invalid, "the file is none of %s (by its Content-Type, its name or its content)", strings.Join(MediaTypes, ", "))
+	return "", domain.Errorf(domain.Invalid, "the file is none of %s (by its Content-Type, its name or its content)", strings.Join(apptests.MediaTypes, ", "))
 }
 
 func validDesc(s string) (string, error) {
 	// A form field is not JSON, so the body reader has not judged it.
-	if err := apigw.CheckText("desc", s); err != nil {
+	if err := jsontext.CheckText("desc", s); err != nil {
 		return "", err
 	}
 	if utf8.RuneCountInString(s) > MaxDescription {
@@ -352,31 +346,31 @@ type prepared struct {
 // names an alias of the account's applications (owned reads the claims
 // of the hosts named), and that its tar.bz2 form fits in a response.
 func prepare(up upload, now time.Time, owned func(urls []string) (map[string]bool, error)) (prepared, error) {
-	a, err := Open(up.fileType, up.file)
+	a, err := apptests.Open(up.fileType, up.file)
 	if err != nil {
 		return prepared{}, err
 	}
-	c, err := ParseConfig(a)
+	c, err := apptests.ParseConfig(a)
 	if err != nil {
 		return prepared{}, err
 	}
-	own, err := owned(configURLs(c))
+	own, err := owned(apptests.ConfigURLs(c))
 	if err != nil {
 		return prepared{}, err
 	}
-	if err := checkTargets(c, own); err != nil {
+	if err := apptests.CheckTargets(c, own); err != nil {
 		return prepared{}, err
 	}
 	var pr prepared
 	if !a.IsTarBzip2() {
 		if pr.converted, err = a.TarBzip2(now); err != nil {
-			if errors.Is(err, errTooLarge) {
-				return prepared{}, domain.Errorf(domain.TooLarge, "the configuration converts to a tar.bz2 archive of more than %d bytes, too large to return; make it smaller", MaxDownloadBytes)
+			if errors.Is(err, apptests.ErrTooLarge) {
+				return prepared{}, domain.Errorf(domain.TooLarge, "the configuration converts to a tar.bz2 archive of more than %d bytes, too large to return; make it smaller", apptests.MaxDownloadBytes)
 			}
 			return prepared{}, err
 		}
 	}
-	sum, err := json.Marshal(summarize(a, c))
+	sum, err := json.Marshal(apptests.Summarize(a, c))
 	if err != nil {
 		return prepared{}, fmt.Errorf("encode configuration summary: %w", err)
 	}
@@ -385,7 +379,7 @@ func prepare(up upload, now time.Time, owned func(urls []string) (map[string]boo
 }
 
 // create is PUT /v2/tests/{id}: a new test (an existing id is a 409).
-func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) create(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := testID(r)
 	if err != nil {
 		return 0, nil, err
@@ -395,7 +389,7 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, err
 	}
 	if up.file == nil {
-		return 0, nil, apigw.BadRequest("file is required: the test configuration (multipart/form-data field file, or the whole body)")
+		return 0, nil, domain.Errorf(domain.Invalid, "file is required: the test configuration (multipart/form-data field file, or the whole body)")
 	}
 	// PUT only creates: no existing test can be at the state an If-Match
 	// names, and a missing one has none.
@@ -426,7 +420,7 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 
 // patch is PATCH /v2/tests/{id}: a new description, a new configuration,
 // or both.
-func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) patch(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := testID(r)
 	if err != nil {
 		return 0, nil, err
@@ -436,7 +430,7 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, err
 	}
 	if up.desc == nil && up.file == nil {
-		return 0, nil, apigw.BadRequest("nothing to change: send desc, file or both")
+		return 0, nil, domain.Errorf(domain.Invalid, "nothing to change: send desc, file or both")
 	}
 	if up.desc != nil {
 		if _, err := validDesc(*up.desc); err != nil {
@@ -514,12 +508,12 @@ func (h *handler) patch(r *http.Request, p apigw.Principal) (int, any, error) {
 }
 
 // owned returns the check prepare makes of the hosts a configuration
-// names: which are aliases of the account's applications (ownAliases).
+// names: which are aliases of the account's applications (OwnAliases).
 func (h *handler) owned(ctx context.Context, account string) func(urls []string) (map[string]bool, error) {
-	return func(urls []string) (map[string]bool, error) { return ownAliases(ctx, h.st, account, urls) }
+	return func(urls []string) (map[string]bool, error) { return apptests.OwnAliases(ctx, h.st, account, urls) }
 }
 
-func (h *handler) remove(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) remove(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := testID(r)
 	if err != nil {
 		return 0, nil, err
@@ -537,7 +531,7 @@ func (h *handler) remove(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err := h.st.DeleteAppTestBlobs(ctx, p.AccountID, id, t.Archive, t.Converted); err != nil {
 		h.log.WarnContext(ctx, "archive chunks of a deleted test left behind (unreachable)", "account", p.AccountID, "test", id, "error", err.Error())
 	}
-	return http.StatusOK, out(t), nil
+	return http.StatusOK, apptests.Out(t), nil
 }
 
 // ---------------------------------------------------------------- runs
@@ -552,33 +546,26 @@ type runPost struct {
 	Targets      *string `json:"targets"`
 }
 
-// runMessage is what the run queue carries.
-type runMessage struct {
-	Account string `json:"account"`
-	Test    string `json:"test"`
-	Run     string `json:"run"`
-}
-
 // run is POST /v2/tests: queue a run of a stored test. 200 with the test,
 // whose last_run is the new run, queued.
-func (h *handler) run(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) run(r *http.Request, p caller.Principal) (int, any, error) {
 	var in runPost
 	if err := apigw.DecodeJSON(r, &in); err != nil {
 		return 0, nil, err
 	}
 	switch {
 	case in.ID == nil:
-		return 0, nil, apigw.BadRequest("id is required: the test to run")
+		return 0, nil, domain.Errorf(domain.Invalid, "id is required: the test to run")
 	case len(*in.ID) > MaxIDLen || !idPattern.MatchString(*in.ID):
-		return 0, nil, apigw.BadRequest("id %q must match ^[a-z]([-a-z0-9]*[a-z0-9])?$ and have at most %d characters", *in.ID, MaxIDLen)
+		return 0, nil, domain.Errorf(domain.Invalid, "id %q must match ^[a-z]([-a-z0-9]*[a-z0-9])?$ and have at most %d characters", *in.ID, MaxIDLen)
 	case in.Duration == nil || *in.Duration < 1 || *in.Duration > MaxDuration:
-		return 0, nil, apigw.BadRequest("duration is required: the run's length in seconds, from 1 to %d", MaxDuration)
+		return 0, nil, domain.Errorf(domain.Invalid, "duration is required: the run's length in seconds, from 1 to %d", MaxDuration)
 	case in.VirtualUsers == nil || *in.VirtualUsers < 1 || *in.VirtualUsers > MaxVirtualUsers:
-		return 0, nil, apigw.BadRequest("virtualUsers is required: from 1 to %d", MaxVirtualUsers)
+		return 0, nil, domain.Errorf(domain.Invalid, "virtualUsers is required: from 1 to %d", MaxVirtualUsers)
 	}
 	ctx := r.Context()
-	run := Run{ID: ids.New(), State: RunQueued, Duration: *in.Duration, VirtualUsers: *in.VirtualUsers, AssignCost: true,
-		RequestedBy: userHref(p.ID)}
+	run := apptests.Run{ID: ids.New(), State: apptests.RunQueued, Duration: *in.Duration, VirtualUsers: *in.VirtualUsers, AssignCost: true,
+		RequestedBy: apptests.UserHref(p.ID)}
 	run.LoadID = run.ID
 	if in.AssignCost != nil {
 		run.AssignCost = *in.AssignCost
@@ -588,7 +575,7 @@ func (h *handler) run(r *http.Request, p apigw.Principal) (int, any, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		run.Targets = appHref(app)
+		run.Targets = apptests.AppHref(app)
 	}
 	if h.q == nil {
 		return 0, nil, errors.New("no test run queue is configured")
@@ -599,13 +586,13 @@ func (h *handler) run(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("encode run: %w", err)
 	}
-	until := now.Add(time.Duration(run.Duration)*time.Second + RunGrace)
-	msg, err := json.Marshal(runMessage{Account: p.AccountID, Test: *in.ID, Run: run.ID})
+	until := now.Add(time.Duration(run.Duration)*time.Second + apptests.RunGrace)
+	msg, err := json.Marshal(apptests.RunMessage{Account: p.AccountID, Test: *in.ID, Run: run.ID})
 	if err != nil {
 		return 0, nil, fmt.Errorf("encode run message: %w", err)
 	}
 	m := h.q.Marker(string(msg))
-	if err := h.st.StartAppTestRun(ctx, p.AccountID, *in.ID, run.ID, RunQueued, string(detail), until, &m); err != nil {
+	if err := h.st.StartAppTestRun(ctx, p.AccountID, *in.ID, run.ID, apptests.RunQueued, string(detail), until, &m); err != nil {
 		return 0, nil, notFound(storeError(err), *in.ID)
 	}
 	// Written with its marker, the run will start: a failed send is the
@@ -626,7 +613,7 @@ func (h *handler) run(r *http.Request, p apigw.Principal) (int, any, error) {
 // target resolves `targets` (an application id or href of the caller's
 // account) and checks that the caller may read that application: a run's
 // records are attributed to it.
-func (h *handler) target(ctx context.Context, p apigw.Principal, targets string) (string, error) {
+func (h *handler) target(ctx context.Context, p caller.Principal, targets string) (string, error) {
 	app := strings.TrimPrefix(targets, "/v2/applications/")
 	if !ids.Valid(app) {
 		return "", domain.Errorf(domain.Invalid, "targets must be an application id or href (/v2/applications/<id>), not %q", targets)
@@ -643,12 +630,12 @@ func (h *handler) target(ctx context.Context, p apigw.Principal, targets string)
 	}
 	// The application is looked at only once the decision allows it, so a
 	// refused caller learns nothing about it.
-	d, err := dec.Decide(ctx, http.MethodGet, appHref(app))
+	d, err := dec.Decide(ctx, http.MethodGet, apptests.AppHref(app))
 	if err != nil {
 		return "", err
 	}
 	if !d.Allowed {
-		return "", domain.Errorf(domain.Forbidden, "targets: running a test against %s needs GET %s: %s", appHref(app), appHref(app), d.Explain())
+		return "", domain.Errorf(domain.Forbidden, "targets: running a test against %s needs GET %s: %s", apptests.AppHref(app), apptests.AppHref(app), d.Explain())
 	}
 	if errors.Is(appErr, domain.ErrNotFound) {
 		return "", domain.Errorf(domain.NotFound, "targets: no application %q", app)

@@ -1,4 +1,4 @@
-package apigw
+package jsontext
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"cads/shared/domain"
 )
 
 // The text rule (docs/hardening.md): every string the API takes is valid
@@ -59,10 +61,10 @@ func CheckText(what, s string) error {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		w = size
 		if r == utf8.RuneError && size == 1 {
-			return BadRequest("%s is not valid UTF-8 (byte 0x%02X at offset %d)", what, s[i], i)
+			return domain.Errorf(domain.Invalid, "%s is not valid UTF-8 (byte 0x%02X at offset %d)", what, s[i], i)
 		}
 		if IsControl(r) {
-			return BadRequest("%s holds the control character %s; text may not contain control characters", what, codePoint(r))
+			return domain.Errorf(domain.Invalid, "%s holds the control character %s; text may not contain control characters", what, codePoint(r))
 		}
 	}
 	return nil
@@ -126,14 +128,14 @@ func CheckJSONText(body []byte, opts ...TextOption) error {
 			raw = raw[bytes.IndexByte(raw, '"'):]
 			if top != nil && !top.array && top.wantKey {
 				if err := checkLiteral(raw, false); err != nil {
-					return BadRequest("invalid JSON body: a field name in %s %s", describePath(stack, false), err.msg)
+					return domain.Errorf(domain.Invalid, "invalid JSON body: a field name in %s %s", describePath(stack, false), err.msg)
 				}
 				top.key, top.wantKey = t, false
 				prev = end
 				continue
 			}
 			if err := checkLiteral(raw, o.allowsLineBreaks(renderPath(stack, true))); err != nil {
-				return BadRequest("invalid JSON body: field %s %s", describePath(stack, false), err.msg)
+				return domain.Errorf(domain.Invalid, "invalid JSON body: field %s %s", describePath(stack, false), err.msg)
 			}
 		}
 		prev = end

@@ -1,4 +1,4 @@
-package tasks
+package tasksapi
 
 import (
 	"context"
@@ -13,15 +13,17 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/retry"
 	"cads/shared/routes"
 	"cads/shared/store"
+	"cads/shared/tasks"
 )
 
 // Store is what the tasks API reads and writes.
 type Store interface {
-	OutboxStore
+	tasks.OutboxStore
 	GetTask(ctx context.Context, account, id string) (domain.Task, error)
 	PageTasks(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]domain.Task, []string, bool, error)
 	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
@@ -30,7 +32,7 @@ type Store interface {
 
 // Deciders makes second decisions with the authorizer's engine.
 type Deciders interface {
-	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+	Decider(ctx context.Context, p caller.Principal) (*access.Decider, error)
 }
 
 // MaxWait bounds POST /v2/tasks?wait=<seconds>.
@@ -39,12 +41,12 @@ const MaxWait = 5
 type handler struct {
 	st     Store
 	dec    Deciders
-	outbox *Outbox
+	outbox *tasks.Outbox
 	log    *slog.Logger
 }
 
 // New returns the tasks function's HTTP handler.
-func New(st Store, dec Deciders, outbox *Outbox, log *slog.Logger) *apigw.Router {
+func New(st Store, dec Deciders, outbox *tasks.Outbox, log *slog.Logger) *apigw.Router {
 	h := &handler{st: st, dec: dec, outbox: outbox, log: log}
 	mux := apigw.NewRouter(routes.Tasks)
 	mux.HandleFunc("postTasks", h.wrap(h.create))
@@ -62,17 +64,17 @@ func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccou
 // (docs/api.md#tasks) with the authorizer's engine, check the target, then write the
 // task through the outbox. 201 while it runs; 200 once it has finished,
 // which ?wait=<seconds> (at most MaxWait) gives it time to do.
-func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) create(r *http.Request, p caller.Principal) (int, any, error) {
 	ctx := r.Context()
 	wait, err := waitParam(r)
 	if err != nil {
 		return 0, nil, err
 	}
 	var body json.RawMessage
-	if err := apigw.DecodeJSON(r, &body, keyText); err != nil {
+	if err := apigw.DecodeJSON(r, &body, tasks.KeyText); err != nil {
 		return 0, nil, err
 	}
-	req, err := ParsePost(body, h.st.Now())
+	req, err := tasks.ParsePost(body, h.st.Now())
 	if err != nil {
 		return 0, nil, err
 	}
@@ -88,7 +90,7 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 	g.Go(func() (err error) { dec, err = h.dec.Decider(ctx, p); return err })
 	if req.App != "" {
 		g.Go(func() error { _, appErr = h.st.GetApplication(ctx, p.AccountID, req.App); return nil })
-		if a, ok := req.Params.(RunActionParams); ok {
+		if a, ok := req.Params.(tasks.RunActionParams); ok {
 			g.Go(func() error { _, actErr = h.st.GetAction(ctx, p.AccountID, req.App, a.ID); return nil })
 		}
 	}
@@ -96,7 +98,7 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, decErr
 	}
 	if req.App != "" {
-		method, path := Permission[req.Type], PermissionPath(req)
+		method, path := tasks.Permission[req.Type], tasks.PermissionPath(req)
 		d, err := dec.Decide(ctx, method, path)
 		if err != nil {
 			return 0, nil, err
@@ -111,13 +113,13 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 			return 0, nil, appErr
 		}
 		if errors.Is(actErr, domain.ErrNotFound) {
-			return 0, nil, domain.Errorf(domain.NotFound, "application %s has no action %q", req.App, req.Params.(RunActionParams).ID)
+			return 0, nil, domain.Errorf(domain.NotFound, "application %s has no action %q", req.App, req.Params.(tasks.RunActionParams).ID)
 		}
 		if actErr != nil {
 			return 0, nil, actErr
 		}
 	}
-	t, err := NewTask(h.st.Now(), p.AccountID, p.ID, req)
+	t, err := tasks.NewTask(h.st.Now(), p.AccountID, p.ID, req)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -128,9 +130,9 @@ func (h *handler) create(r *http.Request, p apigw.Principal) (int, any, error) {
 		t = h.await(ctx, t, wait)
 	}
 	if t.Finished() {
-		return http.StatusOK, Out(t), nil
+		return http.StatusOK, tasks.Out(t), nil
 	}
-	return http.StatusCreated, Out(t), nil
+	return http.StatusCreated, tasks.Out(t), nil
 }
 
 // await polls the task until it finishes or wait ends, with a growing
@@ -163,17 +165,17 @@ func waitParam(r *http.Request) (time.Duration, error) {
 	n := 0
 	for _, c := range v {
 		if c < '0' || c > '9' || n > MaxWait {
-			return 0, apigw.BadRequest("wait must be a whole number of seconds from 0 to %d", MaxWait)
+			return 0, domain.Errorf(domain.Invalid, "wait must be a whole number of seconds from 0 to %d", MaxWait)
 		}
 		n = n*10 + int(c-'0')
 	}
 	if n > MaxWait {
-		return 0, apigw.BadRequest("wait must be a whole number of seconds from 0 to %d", MaxWait)
+		return 0, domain.Errorf(domain.Invalid, "wait must be a whole number of seconds from 0 to %d", MaxWait)
 	}
 	return time.Duration(n) * time.Second, nil
 }
 
-func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := apigw.PathID(r, "id", "task")
 	if err != nil {
 		return 0, nil, err
@@ -185,7 +187,7 @@ func (h *handler) get(r *http.Request, p apigw.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, Out(t), nil
+	return http.StatusOK, tasks.Out(t), nil
 }
 
 // ProcessLog is one line of GET /v2/tasks/{id}/logs (the reference
@@ -209,7 +211,7 @@ const (
 // logs is GET /v2/tasks/{id}/logs: the task's log lines created in
 // [from, to), oldest first, at most limit of them. The lines live on the
 // task's item: one GetItem, however many there are.
-func (h *handler) logs(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) logs(r *http.Request, p caller.Principal) (int, any, error) {
 	q := r.URL.Query()
 	from, err := timeParam(q.Get("from"), "from")
 	if err != nil {
@@ -220,13 +222,13 @@ func (h *handler) logs(r *http.Request, p apigw.Principal) (int, any, error) {
 		return 0, nil, err
 	}
 	if !from.IsZero() && !to.IsZero() && !from.Before(to) {
-		return 0, nil, apigw.BadRequest("from must be before to; from is inclusive, to exclusive")
+		return 0, nil, domain.Errorf(domain.Invalid, "from must be before to; from is inclusive, to exclusive")
 	}
 	limit := DefaultLogLimit
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > MaxLogLimit {
-			return 0, nil, apigw.BadRequest("limit must be a whole number from 0 to %d", MaxLogLimit)
+			return 0, nil, domain.Errorf(domain.Invalid, "limit must be a whole number from 0 to %d", MaxLogLimit)
 		}
 		limit = n
 	}
@@ -257,7 +259,7 @@ func (h *handler) logs(r *http.Request, p apigw.Principal) (int, any, error) {
 // list is GET /v2/tasks: the account's tasks created in [from, to) that the
 // caller may GET (docs/api.md#collection-reads), newest first unless order
 // says otherwise, paged in the store (apigw.List).
-func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 	q := r.URL.Query()
 	page, err := apigw.ParsePage(q, "created", "type", "state")
 	if err != nil {
@@ -277,7 +279,7 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 		// back here and gets the same order its cursor names.
 		page.Order = []apigw.OrderKey{{Field: "created", Desc: true}}
 	}
-	list, err := apigw.List(r, page, apigw.Lister[domain.Task, Task]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.Task, tasks.Task]{
 		Name: "tasks", Indexed: "created", ValidPosition: store.ValidPosition,
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Task, []string, bool, error) {
 			return h.st.PageTasks(ctx, p.AccountID, from, to, after, desc, n)
@@ -287,9 +289,9 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 			if err != nil {
 				return nil, err
 			}
-			return func(t domain.Task) (bool, error) { return d.Allows(ctx, http.MethodGet, Href(t.ID)) }, nil
+			return func(t domain.Task) (bool, error) { return d.Allows(ctx, http.MethodGet, tasks.Href(t.ID)) }, nil
 		},
-		Out:  func(t domain.Task) (Task, error) { return Out(t), nil },
+		Out:  func(t domain.Task) (tasks.Task, error) { return tasks.Out(t), nil },
 		Sort: sortTasks,
 	})
 	if err != nil {
@@ -298,8 +300,8 @@ func (h *handler) list(r *http.Request, p apigw.Principal) (int, any, error) {
 	return http.StatusOK, list, nil
 }
 
-func sortTasks(ts []Task, order []apigw.OrderKey) {
-	apigw.Sort(ts, order, func(t Task, field string) any {
+func sortTasks(ts []tasks.Task, order []apigw.OrderKey) {
+	apigw.Sort(ts, order, func(t tasks.Task, field string) any {
 		switch field {
 		case "type":
 			return t.Type
@@ -307,7 +309,7 @@ func sortTasks(ts []Task, order []apigw.OrderKey) {
 			return t.State
 		}
 		return t.Created
-	}, func(t Task) string { return t.ID }, apigw.OrderKey{Field: "created", Desc: true})
+	}, func(t tasks.Task) string { return t.ID }, apigw.OrderKey{Field: "created", Desc: true})
 }
 
 func timeParam(v, name string) (time.Time, error) {

@@ -1,4 +1,4 @@
-package apigw
+package jsontext
 
 import (
 	"encoding/base64"
@@ -11,11 +11,6 @@ import (
 // envelope always fit. Handlers whose responses grow with the data page
 // by these bytes as well as by count (docs/hardening.md, Budgets).
 const ResponseBudget = 4 << 20
-
-// lambdaResponseLimit is Lambda's synchronous response payload limit: a
-// larger proxy response is a gateway error, never seen by the client as
-// the function wrote it.
-const lambdaResponseLimit = 6<<20 + 100
 
 // EnvelopeLen is the number of bytes body takes inside the Lambda proxy
 // response: valid UTF-8 goes as a JSON string (encoding/json escapes:

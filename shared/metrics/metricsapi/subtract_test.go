@@ -1,9 +1,10 @@
-package metrics
+package metricsapi
 
 import (
 	"maps"
 	"testing"
 
+	"cads/shared/metrics"
 	"cads/shared/store"
 )
 
@@ -13,7 +14,7 @@ import (
 // accumulator at nothing, never below; the account's chunks as read are
 // not changed.
 func TestSubtractSets(t *testing.T) {
-	acct := ScopeSetsOf("a")
+	acct := metrics.ScopeSetsOf("a")
 	k := func(scope string, start int64) store.MetricChunkKey {
 		return store.MetricChunkKey{Scope: scope, Tier: "m1", Start: start}
 	}
@@ -26,8 +27,8 @@ func TestSubtractSets(t *testing.T) {
 		before[key] = maps.Clone(v)
 	}
 	parts := map[store.MetricChunkKey]map[string]int64{
-		k(ScopeSet("s"), 0):    {"0.1": 2, "3.1": 3}, // ahead of the account in bucket 3
-		k(ScopeSet("s"), 1800): {"0.1": 1},           // a chunk the account's read did not find
+		k(metrics.ScopeSet("s"), 0):    {"0.1": 2, "3.1": 3}, // ahead of the account in bucket 3
+		k(metrics.ScopeSet("s"), 1800): {"0.1": 1},           // a chunk the account's read did not find
 	}
 	got := subtractSets(total, parts, acct)
 	want := map[store.MetricChunkKey]map[string]int64{

@@ -1,4 +1,4 @@
-package metrics
+package metricsapi
 
 import (
 	"context"
@@ -13,7 +13,10 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
+	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/jsontext"
+	"cads/shared/metrics"
 	"cads/shared/routes"
 	"cads/shared/store"
 )
@@ -32,7 +35,7 @@ type QueryStore interface {
 // the account's applications and address sets the caller may read
 // metrics of.
 type Deciders interface {
-	Decider(ctx context.Context, p apigw.Principal) (*access.Decider, error)
+	Decider(ctx context.Context, p caller.Principal) (*access.Decider, error)
 }
 
 // Bounds of the collection metrics: GET /v2/applications/metrics reads
@@ -76,12 +79,12 @@ type endpoint = apigw.Endpoint
 
 func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccount(h.log, e) }
 
-func (h *handler) application(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) application(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := apigw.PathID(r, "id", "application")
 	if err != nil {
 		return 0, nil, err
 	}
-	return h.serve(r, FamilyApplication, ScopeApp(id), func(ctx context.Context) error {
+	return h.serve(r, metrics.FamilyApplication, metrics.ScopeApp(id), func(ctx context.Context) error {
 		_, err := h.st.GetApplication(ctx, p.AccountID, id)
 		if errors.Is(err, domain.ErrNotFound) {
 			return domain.Errorf(domain.NotFound, "no application %q", id)
@@ -90,12 +93,12 @@ func (h *handler) application(r *http.Request, p apigw.Principal) (int, any, err
 	})
 }
 
-func (h *handler) addressSet(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) addressSet(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := apigw.PathID(r, "id", "address set")
 	if err != nil {
 		return 0, nil, err
 	}
-	return h.serve(r, FamilyAddressSet, ScopeSet(id), func(ctx context.Context) error {
+	return h.serve(r, metrics.FamilyAddressSet, metrics.ScopeSet(id), func(ctx context.Context) error {
 		_, err := h.st.GetAddressSetItem(ctx, p.AccountID, id)
 		if errors.Is(err, domain.ErrNotFound) {
 			return domain.Errorf(domain.NotFound, "no address set %q", id)
@@ -111,17 +114,17 @@ func (h *handler) addressSet(r *http.Request, p apigw.Principal) (int, any, erro
 // edge names no account), so the sum is made here: the work grows with
 // the applications, and a query whose chunk items over all of them pass
 // MaxCollectionKeys is refused, naming the limit, before any is read.
-func (h *handler) applications(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) applications(r *http.Request, p caller.Principal) (int, any, error) {
 	now := h.st.Now()
-	q, err := ParseQuery(r.URL.Query(), FamilyApplication, now)
+	q, err := metrics.ParseQuery(r.URL.Query(), metrics.FamilyApplication, now)
 	if err != nil {
-		return 0, nil, apigw.BadRequest("%s", err.Error())
+		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
 	plan, err := q.Plan(now)
 	if err != nil {
-		return 0, nil, apigw.BadRequest("%s", err.Error())
+		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
-	perApp := len(plan.Keys(ScopeApp("x")))
+	perApp := len(plan.Keys(metrics.ScopeApp("x")))
 	ctx := r.Context()
 	var (
 		d    *access.Decider
@@ -145,9 +148,9 @@ func (h *handler) applications(r *http.Request, p apigw.Principal) (int, any, er
 		}
 		n++
 		if n*perApp > MaxCollectionKeys {
-			return 0, nil, apigw.BadRequest("the account's applications would read more than %d stored items (MaxCollectionKeys, %d per application for this range and resolution): use summarize, a larger resolution or a shorter range", MaxCollectionKeys, perApp)
+			return 0, nil, domain.Errorf(domain.Invalid, "the account's applications would read more than %d stored items (MaxCollectionKeys, %d per application for this range and resolution): use summarize, a larger resolution or a shorter range", MaxCollectionKeys, perApp)
 		}
-		keys = append(keys, plan.Keys(ScopeApp(a.ID))...)
+		keys = append(keys, plan.Keys(metrics.ScopeApp(a.ID))...)
 	}
 	chunks, err := h.st.MetricChunks(ctx, keys)
 	if err != nil {
@@ -190,15 +193,15 @@ func (h *handler) allApps(ctx context.Context, account string) ([]domain.Applica
 // deleted sets' history cannot be shown either, and the answer is the
 // sum over the sets it may read instead. The extra reads are bounded
 // like the applications' sum.
-func (h *handler) addressSets(r *http.Request, p apigw.Principal) (int, any, error) {
+func (h *handler) addressSets(r *http.Request, p caller.Principal) (int, any, error) {
 	now := h.st.Now()
-	q, err := ParseQuery(r.URL.Query(), FamilyAddressSet, now)
+	q, err := metrics.ParseQuery(r.URL.Query(), metrics.FamilyAddressSet, now)
 	if err != nil {
-		return 0, nil, apigw.BadRequest("%s", err.Error())
+		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
 	plan, err := q.Plan(now)
 	if err != nil {
-		return 0, nil, apigw.BadRequest("%s", err.Error())
+		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
 	ctx := r.Context()
 	var (
@@ -211,7 +214,10 @@ func (h *handler) addressSets(r *http.Request, p apigw.Principal) (int, any, err
 	g.Go(func() (err error) { d, err = h.dec.Decider(ctx, p); return err })
 	g.Go(func() (err error) { sets, err = h.allSets(ctx, p.AccountID); return err })
 	// Read as the other two run; used only when every set is readable.
-	g.Go(func() error { total, readErr = h.st.MetricChunks(ctx, plan.Keys(ScopeSetsOf(p.AccountID))); return nil })
+	g.Go(func() error {
+		total, readErr = h.st.MetricChunks(ctx, plan.Keys(metrics.ScopeSetsOf(p.AccountID)))
+		return nil
+	})
 	if err := g.Wait(); err != nil {
 		return 0, nil, err
 	}
@@ -242,7 +248,7 @@ func (h *handler) addressSets(r *http.Request, p apigw.Principal) (int, any, err
 		if err != nil {
 			return 0, nil, err
 		}
-		return h.respond(plan.Evaluate(q.Defs, subtractSets(total, parts, ScopeSetsOf(p.AccountID))))
+		return h.respond(plan.Evaluate(q.Defs, subtractSets(total, parts, metrics.ScopeSetsOf(p.AccountID))))
 	default:
 		parts, err := h.setChunks(ctx, plan, readable)
 		if err != nil {
@@ -256,17 +262,17 @@ func setMetricsPath(id string) string { return "/v2/address-sets/" + id + "/metr
 
 // setChunks reads the plan's chunks of the sets ids, refusing before any
 // read a query that would pass MaxCollectionKeys.
-func (h *handler) setChunks(ctx context.Context, plan Plan, ids []string) (map[store.MetricChunkKey]map[string]int64, error) {
+func (h *handler) setChunks(ctx context.Context, plan metrics.Plan, ids []string) (map[store.MetricChunkKey]map[string]int64, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	perSet := len(plan.Keys(ScopeSet("x")))
+	perSet := len(plan.Keys(metrics.ScopeSet("x")))
 	if len(ids)*perSet > MaxCollectionKeys {
-		return nil, apigw.BadRequest("the address sets to sum or leave out would read more than %d stored items (MaxCollectionKeys, %d per set for this range and resolution): use summarize, a larger resolution or a shorter range", MaxCollectionKeys, perSet)
+		return nil, domain.Errorf(domain.Invalid, "the address sets to sum or leave out would read more than %d stored items (MaxCollectionKeys, %d per set for this range and resolution): use summarize, a larger resolution or a shorter range", MaxCollectionKeys, perSet)
 	}
 	keys := make([]store.MetricChunkKey, 0, len(ids)*perSet)
 	for _, id := range ids {
-		keys = append(keys, plan.Keys(ScopeSet(id))...)
+		keys = append(keys, plan.Keys(metrics.ScopeSet(id))...)
 	}
 	return h.st.MetricChunks(ctx, keys)
 }
@@ -322,15 +328,15 @@ func (h *handler) allSets(ctx context.Context, account string) ([]domain.Address
 // serve validates the query, then reads the chunks and checks that the
 // resource is the caller's in parallel: one round trip of wall time. The
 // data is used only when the check passed.
-func (h *handler) serve(r *http.Request, f Family, scope string, owned func(context.Context) error) (int, any, error) {
+func (h *handler) serve(r *http.Request, f metrics.Family, scope string, owned func(context.Context) error) (int, any, error) {
 	now := h.st.Now()
-	q, err := ParseQuery(r.URL.Query(), f, now)
+	q, err := metrics.ParseQuery(r.URL.Query(), f, now)
 	if err != nil {
-		return 0, nil, apigw.BadRequest("%s", err.Error())
+		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
 	plan, err := q.Plan(now)
 	if err != nil {
-		return 0, nil, apigw.BadRequest("%s", err.Error())
+		return 0, nil, domain.Errorf(domain.Invalid, "%s", err.Error())
 	}
 	var (
 		g       errgroup.Group // both answers are needed to choose the error
@@ -355,13 +361,13 @@ func (h *handler) serve(r *http.Request, f Family, scope string, owned func(cont
 // data: measured as the body travels in the Lambda payload, a response
 // past the budget is refused, naming it, rather than failing at the
 // gateway.
-func (h *handler) respond(res Result) (int, any, error) {
+func (h *handler) respond(res metrics.Result) (int, any, error) {
 	body, err := json.Marshal(res)
 	if err != nil {
 		return 0, nil, err
 	}
-	if n := apigw.EnvelopeLen(body); n > apigw.ResponseBudget {
-		return 0, nil, domain.Errorf(domain.Invalid, "the response would be %d bytes; at most %d are returned (ResponseBudget): ask for fewer names, a larger resolution or a shorter range", n, apigw.ResponseBudget)
+	if n := jsontext.EnvelopeLen(body); n > jsontext.ResponseBudget {
+		return 0, nil, domain.Errorf(domain.Invalid, "the response would be %d bytes; at most %d are returned (ResponseBudget): ask for fewer names, a larger resolution or a shorter range", n, jsontext.ResponseBudget)
 	}
 	return http.StatusOK, json.RawMessage(body), nil
 }

@@ -1,4 +1,4 @@
-package apigw
+package jsontext
 
 import (
 	"bytes"

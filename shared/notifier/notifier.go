@@ -1,4 +1,7 @@
-package rbacadmin
+// Package notifier is the notifier function: it delivers the invitations
+// the roles function queues (rbacadmin) to their invitees. It links no
+// HTTP layer.
+package notifier
 
 import (
 	"context"
@@ -12,6 +15,16 @@ import (
 	"cads/shared/domain"
 	"cads/shared/store"
 )
+
+// Message is the queue message that asks the notifier to deliver an
+// invitation; rbacadmin writes it through the outbox. It names the
+// invitation only: the notifier reads the current state, so a message for
+// a revoked or answered invitation does nothing.
+type Message struct {
+	Kind    string `json:"kind"`
+	Account string `json:"account"`
+	ID      string `json:"id"`
+}
 
 // Notification is an invitation being delivered to its invitee.
 type Notification struct {
@@ -73,7 +86,7 @@ func NewNotifyHandler(st NotifierStore, n Notifier, log *slog.Logger) NotifyHand
 }
 
 func deliver(ctx context.Context, st NotifierStore, n Notifier, body string) error {
-	var msg notification
+	var msg Message
 	if err := json.Unmarshal([]byte(body), &msg); err != nil || msg.Account == "" || msg.ID == "" ||
 		(msg.Kind != domain.InvitationRole && msg.Kind != domain.InvitationGroup) {
 		// Kept for inspection: it reaches the dead-letter queue.
@@ -89,14 +102,14 @@ func deliver(ctx context.Context, st NotifierStore, n Notifier, body string) err
 	if inv.State != domain.InvitationQueued {
 		return nil
 	}
-	k := roleInvitations
+	account := "/v2/accounts/" + inv.AccountID
+	target := account + "/roles/" + inv.Target
 	if inv.Kind == domain.InvitationGroup {
-		k = groupInvitations
+		target = account + "/groups/" + inv.Target
 	}
-	note := Notification{Invitation: inv.Ref().Href(), Kind: inv.Kind, Email: inv.Email,
-		Target: targetHref(k, inv.AccountID, inv.Target), Account: accountHref(inv.AccountID)}
+	note := Notification{Invitation: inv.Ref().Href(), Kind: inv.Kind, Email: inv.Email, Target: target, Account: account}
 	if inv.GrantedBy != "" {
-		note.InvitedBy = userHref(inv.GrantedBy)
+		note.InvitedBy = "/v2/users/" + inv.GrantedBy
 	}
 	if err := n.Notify(ctx, note); err != nil {
 		return fmt.Errorf("notify %s: %w", note.Invitation, err)
