@@ -156,7 +156,7 @@ func (x *aliasIndex) lookup(ctx context.Context, host string) (string, bool, err
 	if host == "" || len(host) > appconfig.MaxHostnameLen {
 		return "", false, nil // no alias is spelled so; and no key may be
 	}
-	app, _, err := x.st.AliasOwner(ctx, host)
+	app, _, err := x.st.Applications.AliasOwner(ctx, host)
 	if errors.Is(err, domain.ErrNotFound) {
 		return "", false, nil
 	}

@@ -15,17 +15,29 @@ import (
 	"cads/shared/caller"
 	"cads/shared/clock"
 	"cads/shared/domain"
+	"cads/shared/store"
 )
 
 // Store is what access reads.
-type Store interface {
-	LoadCredential(ctx context.Context, principal, keyID, target string, grants int) (domain.Credential, error)
-	FirstGrants(ctx context.Context, principal string, n int) ([]domain.Grant, bool, error)
-	GrantsAfter(ctx context.Context, principal string, after domain.Grant) ([]domain.Grant, error)
-	RolesAndGroups(ctx context.Context, roles, groups []domain.RBACRef) ([]domain.Role, []domain.Group, error)
-	GetAccount(ctx context.Context, id string) (domain.Account, error)
-	LoadKeyStanding(ctx context.Context, account string, refs []domain.KeyRef) (domain.KeyStanding, error)
-	TouchKey(ctx context.Context, principal, id string, now time.Time) error
+type Store struct {
+	Principals interface {
+		LoadCredential(ctx context.Context, principal, keyID, target string, grants int) (domain.Credential, error)
+		LoadKeyStanding(ctx context.Context, account string, refs []domain.KeyRef) (domain.KeyStanding, error)
+		TouchKey(ctx context.Context, principal, id string, now time.Time) error
+	}
+	Roles interface {
+		FirstGrants(ctx context.Context, principal string, n int) ([]domain.Grant, bool, error)
+		GrantsAfter(ctx context.Context, principal string, after domain.Grant) ([]domain.Grant, error)
+		RolesAndGroups(ctx context.Context, roles, groups []domain.RBACRef) ([]domain.Role, []domain.Group, error)
+	}
+	Accounts interface {
+		GetAccount(ctx context.Context, id string) (domain.Account, error)
+	}
+}
+
+// NewStore is a Store over the table's repositories.
+func NewStore(st *store.Store) Store {
+	return Store{Principals: st.Principals, Roles: st.Roles, Accounts: st.Accounts}
 }
 
 // ErrUnauthenticated means no valid credential: unknown, malformed,
@@ -297,7 +309,7 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, s
 	if self {
 		first = 0
 	}
-	cred, err := s.store.LoadCredential(ctx, principalID, keyID, target, first)
+	cred, err := s.store.Principals.LoadCredential(ctx, principalID, keyID, target, first)
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil, ErrUnauthenticated
 	}
@@ -330,7 +342,7 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, s
 	// item read above says whether it is due (TouchKey's condition guards
 	// concurrent touches). A warm container touches it on its next read.
 	if cred.Key.UseIsStale(now) {
-		g.Go(func() error { touchErr = s.store.TouchKey(ctx, p.ID, p.KeyID, now); return nil })
+		g.Go(func() error { touchErr = s.store.Principals.TouchKey(ctx, p.ID, p.KeyID, now); return nil })
 	}
 	// The key's account must still exist: deleting an account sweeps its
 	// keys, but a session key minted by a switch racing that deletion could
@@ -347,7 +359,7 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, s
 			acctID = p.AccountID
 		}
 		g.Go(func() (err error) {
-			l.standing, err = s.store.LoadKeyStanding(ctx, acctID, l.lineage)
+			l.standing, err = s.store.Principals.LoadKeyStanding(ctx, acctID, l.lineage)
 			l.accountGone = readAccount && err == nil && l.standing.Account == nil
 			if l.standing.Account != nil {
 				l.acct = *l.standing.Account
@@ -356,7 +368,7 @@ func (s *Service) read(ctx context.Context, principalID, keyID, target string, s
 		})
 	case readAccount:
 		g.Go(func() (err error) {
-			l.acct, err = s.store.GetAccount(ctx, p.AccountID)
+			l.acct, err = s.store.Accounts.GetAccount(ctx, p.AccountID)
 			if errors.Is(err, domain.ErrNotFound) {
 				l.accountGone, err = true, nil
 			}

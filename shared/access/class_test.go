@@ -33,11 +33,11 @@ func TestRouteClassesInTheAuthorizer(t *testing.T) {
 	chain := tree(t, st, 2) // root -> a1 -> a2
 	a1 := chain[1]
 	everything := domain.Role{AccountID: a1.ID, ID: "all", Name: "Everything", Permissions: allMethods("/v2/**"), Version: 1}
-	if err := st.CreateRole(ctx, everything); err != nil {
+	if err := st.Roles.CreateRole(ctx, everything); err != nil {
 		t.Fatal(err)
 	}
 	secret := principalWithKey(t, st, a1, []domain.Role{everything})
-	svc := access.New(st, quiet)
+	svc := access.New(access.NewStore(st), quiet)
 
 	d.Counter.SetDelay(25 * time.Millisecond)
 	for _, c := range []struct{ method, path, inert string }{
@@ -72,7 +72,7 @@ func TestRouteClassesInTheAuthorizer(t *testing.T) {
 	// root): the decision takes the root from a1's item, so the role in a1
 	// still cannot reach the user routes.
 	lying := access.NewSecret("u1", "k2")
-	if err := st.CreateKey(ctx, domain.AccessKey{ID: "k2", PrincipalID: "u1", Type: "bearer", Account: a1.ID, SecretHash: access.HashSecret(lying)}); err != nil {
+	if err := st.Principals.CreateKey(ctx, domain.AccessKey{ID: "k2", PrincipalID: "u1", Type: "bearer", Account: a1.ID, SecretHash: access.HashSecret(lying)}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := svc.Authorize(ctx, lying, "GET", "/v2/users/op")
@@ -86,10 +86,10 @@ func TestRouteClassesInTheAuthorizer(t *testing.T) {
 	// The same role defined in the root account decides the user routes,
 	// whatever account the key is in.
 	rootAll := domain.Role{AccountID: "root", ID: "rootall", Name: "Users", Permissions: allMethods("/v2/users/**"), Version: 1}
-	if err := st.CreateRole(ctx, rootAll); err != nil {
+	if err := st.Roles.CreateRole(ctx, rootAll); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: "root", RoleID: rootAll.ID, Via: "test"}); err != nil {
+	if err := st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: "root", RoleID: rootAll.ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	res, err = svc.Authorize(ctx, secret, "GET", "/v2/users/op")

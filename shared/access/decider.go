@@ -117,7 +117,7 @@ func (s *Service) DeciderOver(ctx context.Context, p caller.Principal, acct doma
 	if acct.ID != p.AccountID || acct.ID == "" {
 		return nil, fmt.Errorf("decider: account %q is not the key account %q", acct.ID, p.AccountID)
 	}
-	grants, more, err := s.store.FirstGrants(ctx, p.ID, FirstGrants)
+	grants, more, err := s.store.Roles.FirstGrants(ctx, p.ID, FirstGrants)
 	if err != nil {
 		return nil, fmt.Errorf("decider: %w", err)
 	}
@@ -153,11 +153,11 @@ func (s *Service) readDecider(ctx context.Context, p caller.Principal, now time.
 		acct   domain.Account
 	)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) { grants, more, err = s.store.FirstGrants(gctx, p.ID, FirstGrants); return err })
+	g.Go(func() (err error) { grants, more, err = s.store.Roles.FirstGrants(gctx, p.ID, FirstGrants); return err })
 	if p.AccountID != "" {
 		g.Go(func() error {
 			var err error
-			if acct, err = s.store.GetAccount(gctx, p.AccountID); errors.Is(err, domain.ErrNotFound) {
+			if acct, err = s.store.Accounts.GetAccount(gctx, p.AccountID); errors.Is(err, domain.ErrNotFound) {
 				return nil
 			}
 			return err

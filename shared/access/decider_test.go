@@ -86,7 +86,7 @@ func heldWorld(t *testing.T, d testenv.Dynamo, n int) (*store.Store, caller.Prin
 	acct := tree(t, st, 1)[1]
 	r := roles(t, st, acct.ID, 1, false)[0] // held by no one
 	r.ID = "held0000"
-	if err := st.CreateRole(context.Background(), r); err != nil {
+	if err := st.Roles.CreateRole(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
 	principalWithKey(t, st, acct, []domain.Role{r})
@@ -118,7 +118,7 @@ func TestDeciderListCostDoesNotGrowWithHeldRoles(t *testing.T) {
 		t.Run(fmt.Sprintf("held%d", n), func(t *testing.T) {
 			d := testenv.NewDynamo(t)
 			st, p := heldWorld(t, d, n)
-			svc := access.New(st, quiet)
+			svc := access.New(access.NewStore(st), quiet)
 			got := measure(t, d, func() { page(t, svc, p) })
 			// The first grants' Query and the key account's GetItem, then
 			// one BatchGetItem of the roles they name.
@@ -169,19 +169,19 @@ func TestDeciderReadsOnForARefusal(t *testing.T) {
 	// owner (by name, as the invitation rule identifies it).
 	last := domain.Role{AccountID: p.AccountID, ID: "zzz", Name: "Account owner", Version: 1,
 		Permissions: []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{"/v2/tests/**"}}}}
-	if err := st.CreateRole(ctx, last); err != nil {
+	if err := st.Roles.CreateRole(ctx, last); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: last.AccountID, RoleID: last.ID, Via: "test"}); err != nil {
+	if err := st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: last.AccountID, RoleID: last.ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	acct, err := st.GetAccount(ctx, p.AccountID)
+	acct, err := st.Accounts.GetAccount(ctx, p.AccountID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	owner := func(r authz.Role) bool { return r.Name == "Account owner" && r.AccountID == acct.ID }
 	clk := &clock{t: time.Now().UTC()}
-	svc := access.New(st, quiet, access.WithStaleness(access.DefaultStaleness), access.WithClock(clk.now))
+	svc := access.New(access.NewStore(st), quiet, access.WithStaleness(access.DefaultStaleness), access.WithClock(clk.now))
 
 	for name, check := range map[string]func(*access.Decider) (bool, string, error){
 		"Decide": func(dec *access.Decider) (bool, string, error) {
@@ -275,7 +275,7 @@ func TestDeciderStopsReadingAtTheFirstGrant(t *testing.T) {
 	st, p := heldWorld(t, d, 5)
 	tester := domain.Role{AccountID: p.AccountID, ID: "tester", Name: "Tester", Version: 1,
 		Permissions: []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{"/v2/tests/**"}}}}
-	if err := st.CreateRole(ctx, tester); err != nil {
+	if err := st.Roles.CreateRole(ctx, tester); err != nil {
 		t.Fatal(err)
 	}
 	// Role grants come first in key order, then 20 memberships: the first
@@ -285,14 +285,14 @@ func TestDeciderStopsReadingAtTheFirstGrant(t *testing.T) {
 		if i == 0 {
 			g.Roles = []string{tester.ID}
 		}
-		if err := st.CreateGroup(ctx, g); err != nil {
+		if err := st.Roles.CreateGroup(ctx, g); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: p.AccountID, Group: g.ID, Via: "test"}); err != nil {
+		if err := st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: p.AccountID, Group: g.ID, Via: "test"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	svc := access.New(st, quiet)
+	svc := access.New(access.NewStore(st), quiet)
 	dec, err := svc.Decider(ctx, p)
 	if err != nil {
 		t.Fatal(err)

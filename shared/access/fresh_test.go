@@ -29,7 +29,7 @@ func TestRefusalIsDecidedFromTheTable(t *testing.T) {
 	// Not inheritable: u1's role in chain[1] does not apply in chain[2].
 	target := roles(t, st, other.ID, 1, false)[0]
 	clk := &clock{t: time.Now().UTC()}
-	svc := access.New(st, quiet, access.WithStaleness(access.DefaultStaleness), access.WithClock(clk.now))
+	svc := access.New(access.NewStore(st), quiet, access.WithStaleness(access.DefaultStaleness), access.WithClock(clk.now))
 	path := "/v2/accounts/" + other.ID
 
 	if res, err := svc.Authorize(ctx, secret, "GET", path); err != nil || res.Decision.Allowed {
@@ -45,7 +45,7 @@ func TestRefusalIsDecidedFromTheTable(t *testing.T) {
 	}
 
 	// As accepting an invitation does.
-	if err := st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: other.ID, RoleID: target.ID, Via: "test"}); err != nil {
+	if err := st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: other.ID, RoleID: target.ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	clk.add(time.Millisecond)
@@ -83,7 +83,7 @@ func TestColdDecisionReadsConsistently(t *testing.T) {
 	ctx := context.Background()
 	chain := tree(t, st, 2)
 	secret := principalWithKey(t, st, chain[2], roles(t, st, chain[2].ID, 2, false))
-	svc := access.New(st, quiet)
+	svc := access.New(access.NewStore(st), quiet)
 	d.Counter.Reset()
 	for _, path := range []string{"/v2/applications/x", "/v2/accounts/" + chain[2].ID, "/v2/tests", "/v2/users/u1/access-keys"} {
 		if _, err := svc.Authorize(ctx, secret, "GET", path); err != nil {

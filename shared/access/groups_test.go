@@ -27,19 +27,19 @@ func TestGroupMembershipCostsOneRoundTripMore(t *testing.T) {
 	inherited := roles(t, st, "a1", 1, true)[0]
 	secret := principalWithKey(t, st, leaf, nil)
 	g := domain.Group{AccountID: leaf.ID, ID: "g1", Name: "ops", Roles: []string{rs[0].ID}, Version: 1}
-	if err := st.CreateGroup(ctx, g); err != nil {
+	if err := st.Roles.CreateGroup(ctx, g); err != nil {
 		t.Fatal(err)
 	}
 	gi := domain.Group{AccountID: "a1", ID: "g2", Name: "support", Roles: []string{inherited.ID}, Version: 1}
-	if err := st.CreateGroup(ctx, gi); err != nil {
+	if err := st.Roles.CreateGroup(ctx, gi); err != nil {
 		t.Fatal(err)
 	}
 	for _, gr := range []domain.Grant{{PrincipalID: "u1", AccountID: leaf.ID, Group: g.ID, Via: "test"}, {PrincipalID: "u1", AccountID: "a1", Group: gi.ID, Via: "test"}} {
-		if err := st.PutGrant(ctx, gr); err != nil {
+		if err := st.Roles.PutGrant(ctx, gr); err != nil {
 			t.Fatal(err)
 		}
 	}
-	svc := access.New(st, quiet)
+	svc := access.New(access.NewStore(st), quiet)
 
 	d.Counter.SetDelay(25 * time.Millisecond)
 	d.Counter.Reset()
@@ -62,7 +62,7 @@ func TestGroupMembershipCostsOneRoundTripMore(t *testing.T) {
 
 	// A role held directly that grants the request spares the third:
 	// the groups are read with it, their roles only if it does not grant.
-	if err := st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: leaf.ID, RoleID: rs[2].ID, Via: "test"}); err != nil {
+	if err := st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: leaf.ID, RoleID: rs[2].ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	d.Counter.Reset()
@@ -72,14 +72,14 @@ func TestGroupMembershipCostsOneRoundTripMore(t *testing.T) {
 	if got := d.Counter.Sequential(); got != 2 {
 		t.Errorf("with a direct grant: sequential round trips = %d, want 2 (%v)", got, d.Counter.ByOperation())
 	}
-	if err := st.RevokeGrants(ctx, []domain.Grant{{PrincipalID: "u1", AccountID: leaf.ID, RoleID: rs[2].ID}}); err != nil {
+	if err := st.Accounts.RevokeGrants(ctx, []domain.Grant{{PrincipalID: "u1", AccountID: leaf.ID, RoleID: rs[2].ID}}); err != nil {
 		t.Fatal(err)
 	}
 	d.Counter.SetDelay(0)
 
 	// The inherited role reaches a2 through a1's group alone.
 	g.Roles, g.Version = nil, 2
-	if err := st.PutGroup(ctx, g); err != nil {
+	if err := st.Roles.PutGroup(ctx, g); err != nil {
 		t.Fatal(err)
 	}
 	res, err = svc.Authorize(ctx, secret, "GET", "/v2/applications/x")
@@ -87,7 +87,7 @@ func TestGroupMembershipCostsOneRoundTripMore(t *testing.T) {
 		t.Fatalf("after emptying the group, via the inherited group: %+v %v", res.Decision, err)
 	}
 	gi.Roles, gi.Version = nil, 2
-	if err := st.PutGroup(ctx, gi); err != nil {
+	if err := st.Roles.PutGroup(ctx, gi); err != nil {
 		t.Fatal(err)
 	}
 	if res, err = svc.Authorize(ctx, secret, "GET", "/v2/applications/x"); err != nil || res.Decision.Allowed {
@@ -96,13 +96,13 @@ func TestGroupMembershipCostsOneRoundTripMore(t *testing.T) {
 	// A group whose role is deleted grants nothing; one given a role back
 	// grants again.
 	g.Roles, g.Version = []string{rs[1].ID}, 3
-	if err := st.PutGroup(ctx, g); err != nil {
+	if err := st.Roles.PutGroup(ctx, g); err != nil {
 		t.Fatal(err)
 	}
 	if res, err = svc.Authorize(ctx, secret, "GET", "/v2/applications/x"); err != nil || !res.Decision.Allowed {
 		t.Fatalf("role added back: %+v %v", res.Decision, err)
 	}
-	if _, err := st.DeleteRole(ctx, leaf.ID, rs[1].ID); err != nil {
+	if _, err := st.Roles.DeleteRole(ctx, leaf.ID, rs[1].ID); err != nil {
 		t.Fatal(err)
 	}
 	if res, err = svc.Authorize(ctx, secret, "GET", "/v2/applications/x"); err != nil || res.Decision.Allowed {

@@ -183,7 +183,7 @@ func (s *Service) step(ctx context.Context, h *holding, principal string, now ti
 	roles, groups := n.pending()
 	switch {
 	case len(roles) > 0 || len(groups) > 0:
-		rs, gs, err := s.store.RolesAndGroups(ctx, roles, groups)
+		rs, gs, err := s.store.Roles.RolesAndGroups(ctx, roles, groups)
 		if err != nil {
 			return nil, fmt.Errorf("roles and groups: %w", err)
 		}
@@ -210,13 +210,13 @@ func (s *Service) step(ctx context.Context, h *holding, principal string, now ti
 		s.fromCache(n, now) // the roles of groups just read, when cached
 	case took:
 	case !n.started:
-		grants, more, err := s.store.FirstGrants(ctx, principal, FirstGrants)
+		grants, more, err := s.store.Roles.FirstGrants(ctx, principal, FirstGrants)
 		if err != nil {
 			return nil, fmt.Errorf("grants: %w", err)
 		}
 		n.grants, n.more, n.started = grants, more, true
 	case n.more && len(n.grants) > 0:
-		rest, err := s.store.GrantsAfter(ctx, principal, n.grants[len(n.grants)-1])
+		rest, err := s.store.Roles.GrantsAfter(ctx, principal, n.grants[len(n.grants)-1])
 		if err != nil {
 			return nil, fmt.Errorf("grants: %w", err)
 		}

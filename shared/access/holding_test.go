@@ -47,7 +47,7 @@ func TestAllowedCostDoesNotGrowWithHeldOrDefinedRoles(t *testing.T) {
 		held := roles(t, st, acct.ID, w.held, false)
 		roles(t, st, acct.ID, w.defined, true) // inheritable: also never applies in acct itself
 		secret := principalWithKey(t, st, acct, held)
-		svc := access.New(st, quiet)
+		svc := access.New(access.NewStore(st), quiet)
 		ctx := context.Background()
 		// Touch last_used first, so that no measured request writes it.
 		if _, err := svc.Authorize(ctx, secret, "GET", "/v2/users/self"); err != nil {
@@ -100,7 +100,7 @@ func TestSelfServiceReadsNoRoles(t *testing.T) {
 		if warm {
 			opts = append(opts, access.WithStaleness(access.DefaultStaleness))
 		}
-		svc := access.New(st, quiet, opts...)
+		svc := access.New(access.NewStore(st), quiet, opts...)
 		for _, path := range []string{"/v2/users/self/roles", "/v2/users/u1/roles", "/v2/users/self"} {
 			d.Counter.Reset()
 			res, err := svc.Authorize(ctx, secret, "GET", path)
@@ -156,12 +156,12 @@ func TestWarmEntryReadsOnForARefusal(t *testing.T) {
 	}
 	last.Permissions = append(last.Permissions, authz.Permission{Method: "DELETE", Effect: "permit", Spec: []string{"/v2/applications/*"}})
 	last.Version++
-	if err := st.PutRole(context.Background(), last); err != nil {
+	if err := st.Roles.PutRole(context.Background(), last); err != nil {
 		t.Fatal(err)
 	}
 	secret := principalWithKey(t, st, acct, held)
 	clk := &clock{t: time.Now().UTC()}
-	svc := access.New(st, quiet, access.WithStaleness(access.DefaultStaleness), access.WithClock(clk.now))
+	svc := access.New(access.NewStore(st), quiet, access.WithStaleness(access.DefaultStaleness), access.WithClock(clk.now))
 	ctx := context.Background()
 	if res, err := svc.Authorize(ctx, secret, "GET", "/v2/applications/x"); err != nil || !res.Decision.Allowed {
 		t.Fatalf("cold: %+v %v", res.Decision, err)
@@ -216,14 +216,14 @@ func TestFirstGrantsInOtherAccounts(t *testing.T) {
 	st := store.New(d.Client, d.Table)
 	ctx := context.Background()
 	chain := tree(t, st, 1) // root -> a1
-	if err := st.CreateAccount(ctx, domain.Account{ID: "a0", Name: "a0", Parent: "root", Ancestors: []string{"root"}}, nil); err != nil {
+	if err := st.Accounts.CreateAccount(ctx, domain.Account{ID: "a0", Name: "a0", Parent: "root", Ancestors: []string{"root"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// a0 sorts before a1: its grants come first.
 	other := roles(t, st, "a0", access.FirstGrants, false)
 	mine := roles(t, st, chain[1].ID, 1, false)
 	secret := principalWithKey(t, st, chain[1], append(other, mine...))
-	svc := access.New(st, quiet)
+	svc := access.New(access.NewStore(st), quiet)
 	d.Counter.SetDelay(25 * time.Millisecond)
 	defer d.Counter.SetDelay(0)
 	d.Counter.Reset()

@@ -31,7 +31,7 @@ func lineageKey(t testing.TB, st *store.Store, principal, id string, account dom
 	}
 	k := domain.AccessKey{ID: id, PrincipalID: principal, Type: "bearer", Durability: dur, Account: account.ID, AccountAncestors: account.Ancestors,
 		SecretHash: access.HashSecret(secret), Expiry: expiry, Origin: origin, Parent: parent, Created: time.Now().UTC()}
-	if err := st.CreateKey(context.Background(), k); err != nil {
+	if err := st.Principals.CreateKey(context.Background(), k); err != nil {
 		t.Fatal(err)
 	}
 	return secret
@@ -48,13 +48,13 @@ func TestDeletingAKeyRevokesItsLineageAtOnce(t *testing.T) {
 	acct := chain[1]
 	held := roles(t, st, acct.ID, 1, false)
 	p0 := principalWithKey(t, st, acct, held) // u1/k1
-	if err := st.CreatePrincipal(context.Background(), domain.Principal{ID: "u2", Kind: domain.KindUser, Email: "u2@example.com"}); err != nil {
+	if err := st.Principals.CreatePrincipal(context.Background(), domain.Principal{ID: "u2", Kind: domain.KindUser, Email: "u2@example.com"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PutGrant(context.Background(), domain.Grant{PrincipalID: "u2", AccountID: acct.ID, RoleID: held[0].ID, Via: "test"}); err != nil {
+	if err := st.Roles.PutGrant(context.Background(), domain.Grant{PrincipalID: "u2", AccountID: acct.ID, RoleID: held[0].ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	svc := access.New(st, quiet)
+	svc := access.New(access.NewStore(st), quiet)
 	ctx := context.Background()
 	k1, s1ref := &domain.KeyRef{Principal: "u1", ID: "k1"}, &domain.KeyRef{Principal: "u1", ID: "s1"}
 	keys := map[string]string{
@@ -80,7 +80,7 @@ func TestDeletingAKeyRevokesItsLineageAtOnce(t *testing.T) {
 	}
 
 	// The middle of the chain: what s1 minted goes, in any partition.
-	if _, err := st.DeleteKey(ctx, "u1", "s1"); err != nil {
+	if _, err := st.Principals.DeleteKey(ctx, "u1", "s1"); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"session", "session of a session", "minted with a session", "another user's"} {
@@ -128,7 +128,7 @@ func TestAnExpiredOriginEndsItsLineage(t *testing.T) {
 	chain := tree(t, st, 1)
 	acct := chain[1]
 	principalWithKey(t, st, acct, roles(t, st, acct.ID, 1, false))
-	svc := access.New(st, quiet)
+	svc := access.New(access.NewStore(st), quiet)
 	past := time.Now().Add(-time.Second).UTC()
 	lineageKey(t, st, "u1", "old", acct, nil, nil, &past)
 	old := &domain.KeyRef{Principal: "u1", ID: "old"}

@@ -37,7 +37,7 @@ func tree(t testing.TB, st *store.Store, depth int) []domain.Account {
 		if depth > 10 && i > 0 && i < depth-1 {
 			continue
 		}
-		if err := st.CreateAccount(ctx, a, nil); err != nil {
+		if err := st.Accounts.CreateAccount(ctx, a, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -58,7 +58,7 @@ func roles(t testing.TB, st *store.Store, acct string, n int, inheritable bool) 
 		ps = append(ps, authz.Permission{Method: "GET", Effect: "permit", Spec: []string{"/v2/applications/**"}},
 			authz.Permission{Method: "GET", Effect: "permit", Spec: []string{"/v2/accounts/*"}})
 		r := domain.Role{AccountID: acct, ID: fmt.Sprintf("r%s%v%d", acct, inheritable, i), Name: fmt.Sprintf("role %d", i), Inheritable: inheritable, Permissions: ps, Version: 1}
-		if err := st.CreateRole(context.Background(), r); err != nil {
+		if err := st.Roles.CreateRole(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, r)
@@ -92,15 +92,15 @@ func heldRoleCopies(t *testing.T, d testenv.Dynamo, r domain.Role, n int) []doma
 func principalWithKey(t testing.TB, st *store.Store, account domain.Account, held []domain.Role) string {
 	t.Helper()
 	ctx := context.Background()
-	if err := st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
+	if err := st.Principals.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	secret := access.NewSecret("u1", "k1")
-	if err := st.CreateKey(ctx, domain.AccessKey{ID: "k1", PrincipalID: "u1", Type: "bearer", Account: account.ID, AccountAncestors: account.Ancestors, SecretHash: access.HashSecret(secret)}); err != nil {
+	if err := st.Principals.CreateKey(ctx, domain.AccessKey{ID: "k1", PrincipalID: "u1", Type: "bearer", Account: account.ID, AccountAncestors: account.Ancestors, SecretHash: access.HashSecret(secret)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range held {
-		if err := st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: r.AccountID, RoleID: r.ID, Via: "test"}); err != nil {
+		if err := st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: r.AccountID, RoleID: r.ID, Via: "test"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -126,7 +126,7 @@ func TestAuthorizeRoundTripsDoNotGrowWithDepthOrRoles(t *testing.T) {
 				own, inh := roles(t, st, leaf.ID, 1, false), roles(t, st, "root", 1, true)
 				secret := principalWithKey(t, st, leaf, append(own, inh...))
 				held := append(heldRoleCopies(t, d, own[0], n), inh...)
-				svc := access.New(st, quiet)
+				svc := access.New(access.NewStore(st), quiet)
 
 				// The delay makes parallel calls overlap even on a loaded machine
 				// under -race, so Sequential() counts waves, not scheduling luck.
@@ -230,7 +230,7 @@ func TestAuthorizeRefusesBadKeys(t *testing.T) {
 	chain := tree(t, st, 1)
 	held := roles(t, st, chain[1].ID, 1, false)
 	secret := principalWithKey(t, st, chain[1], held)
-	svc := access.New(st, quiet)
+	svc := access.New(access.NewStore(st), quiet)
 	ctx := context.Background()
 
 	if _, err := svc.Authorize(ctx, secret, "GET", "/v2/applications"); err != nil {
@@ -244,7 +244,7 @@ func TestAuthorizeRefusesBadKeys(t *testing.T) {
 	// An expired key is refused from its expiry on.
 	past := time.Now().Add(-time.Second)
 	exp := access.NewSecret("u1", "k2")
-	if err := st.CreateKey(ctx, domain.AccessKey{ID: "k2", PrincipalID: "u1", Account: chain[1].ID, SecretHash: access.HashSecret(exp), Expiry: &past}); err != nil {
+	if err := st.Principals.CreateKey(ctx, domain.AccessKey{ID: "k2", PrincipalID: "u1", Account: chain[1].ID, SecretHash: access.HashSecret(exp), Expiry: &past}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Authorize(ctx, exp, "GET", "/v2/applications"); !errors.Is(err, access.ErrUnauthenticated) {
@@ -252,14 +252,14 @@ func TestAuthorizeRefusesBadKeys(t *testing.T) {
 	}
 	// A key whose account is gone is dead, even if the sweep missed it.
 	orphan := access.NewSecret("u1", "k3")
-	if err := st.CreateKey(ctx, domain.AccessKey{ID: "k3", PrincipalID: "u1", Account: "gone", AccountAncestors: []string{"root"}, SecretHash: access.HashSecret(orphan)}); err != nil {
+	if err := st.Principals.CreateKey(ctx, domain.AccessKey{ID: "k3", PrincipalID: "u1", Account: "gone", AccountAncestors: []string{"root"}, SecretHash: access.HashSecret(orphan)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Authorize(ctx, orphan, "GET", "/v2/applications"); !errors.Is(err, access.ErrUnauthenticated) {
 		t.Errorf("key of a deleted account: %v", err)
 	}
 	// Revocation applies to the very next request: nothing is cached.
-	if _, err := st.DeleteKey(ctx, "u1", "k1"); err != nil {
+	if _, err := st.Principals.DeleteKey(ctx, "u1", "k1"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Authorize(ctx, secret, "GET", "/v2/applications"); !errors.Is(err, access.ErrUnauthenticated) {
@@ -274,14 +274,14 @@ func TestDecisionsFollowStoredRoles(t *testing.T) {
 	st := store.New(d.Client, d.Table)
 	chain := tree(t, st, 2) // root -> a1 -> a2
 	ctx := context.Background()
-	if err := st.CreateAccount(ctx, domain.Account{ID: "other", Name: "other", Ancestors: []string{"root"}, Parent: "root"}, nil); err != nil {
+	if err := st.Accounts.CreateAccount(ctx, domain.Account{ID: "other", Name: "other", Ancestors: []string{"root"}, Parent: "root"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	inh := roles(t, st, "a1", 1, true)[0]  // applies in a2, not in a1
 	own := roles(t, st, "a1", 1, false)[0] // applies in a1 only
 	foreign := roles(t, st, "other", 1, false)[0]
 	secret := principalWithKey(t, st, chain[2], []domain.Role{inh, own, foreign})
-	svc := access.New(st, quiet)
+	svc := access.New(access.NewStore(st), quiet)
 
 	res, err := svc.Authorize(ctx, secret, "GET", "/v2/applications/x")
 	if err != nil || !res.Decision.Allowed || res.Decision.Role != inh.AuthzRole().Href() {
@@ -290,7 +290,7 @@ func TestDecisionsFollowStoredRoles(t *testing.T) {
 	// Deny in the only granting role: refused.
 	inh.Permissions = append(inh.Permissions, authz.Permission{Method: "GET", Effect: "deny", Spec: []string{"/v2/applications/x"}})
 	inh.Version++
-	if err := st.PutRole(ctx, inh); err != nil {
+	if err := st.Roles.PutRole(ctx, inh); err != nil {
 		t.Fatal(err)
 	}
 	res, err = svc.Authorize(ctx, secret, "GET", "/v2/applications/x")

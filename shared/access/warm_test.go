@@ -38,7 +38,7 @@ func TestWarmPathReadsNothing(t *testing.T) {
 	rs := roles(t, st, chain[2].ID, 3, false)
 	secret := principalWithKey(t, st, chain[2], rs)
 	clk := &clock{t: time.Now().UTC()}
-	svc := access.New(st, quiet, access.WithStaleness(access.DefaultStaleness), access.WithClock(clk.now))
+	svc := access.New(access.NewStore(st), quiet, access.WithStaleness(access.DefaultStaleness), access.WithClock(clk.now))
 
 	if res, err := svc.Authorize(ctx, secret, "GET", "/v2/applications/x"); err != nil || !res.Decision.Allowed {
 		t.Fatalf("cold: %+v %v", res.Decision, err)
@@ -83,7 +83,7 @@ func TestWarmPathReadsNothing(t *testing.T) {
 	// An expiry is compared with the clock on every request, warm or not.
 	exp := clk.now().Add(300 * time.Millisecond)
 	short := access.NewSecret("u1", "k9")
-	if err := st.CreateKey(ctx, domain.AccessKey{ID: "k9", PrincipalID: "u1", Account: chain[2].ID, AccountAncestors: chain[2].Ancestors,
+	if err := st.Principals.CreateKey(ctx, domain.AccessKey{ID: "k9", PrincipalID: "u1", Account: chain[2].ID, AccountAncestors: chain[2].Ancestors,
 		Expiry: &exp, SecretHash: access.HashSecret(short)}); err != nil {
 		t.Fatal(err)
 	}
@@ -109,12 +109,12 @@ func TestWarmPathRevocationWithinTheBound(t *testing.T) {
 		denied bool
 	}{
 		{"deleted key", func(t *testing.T, st *store.Store, w world) {
-			if _, err := st.DeleteKey(context.Background(), "u1", "k1"); err != nil {
+			if _, err := st.Principals.DeleteKey(context.Background(), "u1", "k1"); err != nil {
 				t.Fatal(err)
 			}
 		}, false},
 		{"revoked grant", func(t *testing.T, st *store.Store, w world) {
-			if err := st.RevokeGrants(context.Background(), []domain.Grant{{PrincipalID: "u1", AccountID: w.role.AccountID, RoleID: w.role.ID}}); err != nil {
+			if err := st.Accounts.RevokeGrants(context.Background(), []domain.Grant{{PrincipalID: "u1", AccountID: w.role.AccountID, RoleID: w.role.ID}}); err != nil {
 				t.Fatal(err)
 			}
 		}, true},
@@ -122,17 +122,17 @@ func TestWarmPathRevocationWithinTheBound(t *testing.T) {
 			r := w.role
 			r.Permissions = append(append([]authz.Permission(nil), r.Permissions...), authz.Permission{Method: "GET", Effect: "deny", Spec: []string{"/v2/applications/**"}})
 			r.Version++
-			if err := st.PutRole(context.Background(), r); err != nil {
+			if err := st.Roles.PutRole(context.Background(), r); err != nil {
 				t.Fatal(err)
 			}
 		}, true},
 		{"deleted role", func(t *testing.T, st *store.Store, w world) {
-			if _, err := st.DeleteRole(context.Background(), w.role.AccountID, w.role.ID); err != nil {
+			if _, err := st.Roles.DeleteRole(context.Background(), w.role.AccountID, w.role.ID); err != nil {
 				t.Fatal(err)
 			}
 		}, true},
 		{"deleted account", func(t *testing.T, st *store.Store, w world) {
-			if _, err := st.DeleteAccount(context.Background(), w.account.ID); err != nil {
+			if _, err := st.Accounts.DeleteAccount(context.Background(), w.account.ID); err != nil {
 				t.Fatal(err)
 			}
 		}, false},
@@ -146,8 +146,8 @@ func TestWarmPathRevocationWithinTheBound(t *testing.T) {
 			w := world{account: chain[2], role: role}
 			clk := &clock{t: time.Now().UTC()}
 			// Two containers of the authorizer over the same table.
-			a := access.New(st, quiet, access.WithStaleness(bound), access.WithClock(clk.now))
-			b := access.New(st, quiet, access.WithStaleness(bound), access.WithClock(clk.now))
+			a := access.New(access.NewStore(st), quiet, access.WithStaleness(bound), access.WithClock(clk.now))
+			b := access.New(access.NewStore(st), quiet, access.WithStaleness(bound), access.WithClock(clk.now))
 			ctx := context.Background()
 			for _, svc := range []*access.Service{a, b} {
 				if res, err := svc.Authorize(ctx, secret, "GET", "/v2/applications/x"); err != nil || !res.Decision.Allowed {
@@ -191,18 +191,18 @@ func TestWarmPathSharesAnAccountsRoles(t *testing.T) {
 	acct := chain[1]
 	rs := roles(t, st, acct.ID, 3, false)
 	first := principalWithKey(t, st, acct, rs)
-	if err := st.CreatePrincipal(ctx, domain.Principal{ID: "u2", Kind: domain.KindUser, Email: "u2@example.com"}); err != nil {
+	if err := st.Principals.CreatePrincipal(ctx, domain.Principal{ID: "u2", Kind: domain.KindUser, Email: "u2@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	second := access.NewSecret("u2", "k2")
-	if err := st.CreateKey(ctx, domain.AccessKey{ID: "k2", PrincipalID: "u2", Type: "bearer", Account: acct.ID, AccountAncestors: acct.Ancestors, SecretHash: access.HashSecret(second)}); err != nil {
+	if err := st.Principals.CreateKey(ctx, domain.AccessKey{ID: "k2", PrincipalID: "u2", Type: "bearer", Account: acct.ID, AccountAncestors: acct.Ancestors, SecretHash: access.HashSecret(second)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PutGrant(ctx, domain.Grant{PrincipalID: "u2", AccountID: acct.ID, RoleID: rs[0].ID, Via: "test"}); err != nil {
+	if err := st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: "u2", AccountID: acct.ID, RoleID: rs[0].ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	clk := &clock{t: time.Now().UTC()}
-	svc := access.New(st, quiet, access.WithStaleness(access.DefaultStaleness), access.WithClock(clk.now))
+	svc := access.New(access.NewStore(st), quiet, access.WithStaleness(access.DefaultStaleness), access.WithClock(clk.now))
 	allowed := func(secret string) bool {
 		t.Helper()
 		res, err := svc.Authorize(ctx, secret, "GET", "/v2/applications/x")
@@ -228,7 +228,7 @@ func TestWarmPathSharesAnAccountsRoles(t *testing.T) {
 	r := rs[0]
 	r.Permissions = []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{"/v2/tests"}}}
 	r.Version++
-	if err := st.PutRole(ctx, r); err != nil {
+	if err := st.Roles.PutRole(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	clk.add(400 * time.Millisecond)

@@ -83,7 +83,7 @@ func (h *handler) listAccounts(r *http.Request, p caller.Principal) (int, any, e
 		return 0, nil, err
 	}
 	list, err := apigw.List(r, page, apigw.Lister[domain.AccountRecord, Account]{
-		Name: "accounts", Indexed: "created", Read: h.st.PageAccounts, ValidPosition: store.ValidPosition,
+		Name: "accounts", Indexed: "created", Read: h.st.Accounts.PageAccounts, ValidPosition: store.ValidPosition,
 		Allow: func(ctx context.Context) (func(domain.AccountRecord) (bool, error), error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {
@@ -181,7 +181,7 @@ func (h *handler) createAccount(r *http.Request, p caller.Principal) (int, any, 
 		pErr   error
 		owner  ownerCheck
 	)
-	g.Go(func() error { parent, pErr = h.st.GetAccountRecord(r.Context(), p.AccountID); return nil })
+	g.Go(func() error { parent, pErr = h.st.Accounts.GetAccountRecord(r.Context(), p.AccountID); return nil })
 	if in.Owner != nil {
 		// The new account holds no grant yet: only a role inherited from
 		// the parent or above can apply in it, and the parent is where
@@ -212,7 +212,7 @@ func (h *handler) createAccount(r *http.Request, p caller.Principal) (int, any, 
 		roles = append(roles, domain.Role{AccountID: id, ID: ids.New(), Name: d.Name, Description: d.Description, Inheritable: d.Inheritable,
 			Control: true, Builtin: d.Key, BuiltinRevision: d.Revision, Permissions: d.Permissions, Version: 1, Created: now, Updated: now})
 	}
-	if err := h.st.CreateSubAccount(r.Context(), a, roles); err != nil {
+	if err := h.st.Accounts.CreateSubAccount(r.Context(), a, roles); err != nil {
 		return 0, nil, domain.IfNotFound(err, "account %s no longer exists", accountHref(p.AccountID))
 	}
 	return http.StatusOK, accountTagged(a), nil
@@ -313,7 +313,7 @@ func (h *handler) startOwner(ctx context.Context, href, keyAccount string) (owne
 	c := ownerCheck{id: id}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		u, err := h.st.GetPrincipal(gctx, id)
+		u, err := h.st.Principals.GetPrincipal(gctx, id)
 		if errors.Is(err, domain.ErrNotFound) {
 			return nil
 		}
@@ -356,7 +356,7 @@ func (h *handler) getAccount(r *http.Request, _ caller.Principal) (int, any, err
 	if err != nil {
 		return 0, nil, err
 	}
-	a, err := h.st.GetAccountRecord(r.Context(), id)
+	a, err := h.st.Accounts.GetAccountRecord(r.Context(), id)
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no account %s", accountHref(id))
 	}
@@ -429,7 +429,7 @@ func (h *handler) patchAccount(r *http.Request, _ caller.Principal) (int, any, e
 		gErr  error
 		check ownerCheck
 	)
-	g.Go(func() error { prev, gErr = h.st.GetAccountRecord(r.Context(), id); return nil })
+	g.Go(func() error { prev, gErr = h.st.Accounts.GetAccountRecord(r.Context(), id); return nil })
 	setOwner := in.Owner.Set && in.Owner.Value != nil
 	if setOwner {
 		g.Go(func() (err error) { check, err = h.startOwner(r.Context(), *in.Owner.Value, id); return err })
@@ -457,7 +457,7 @@ func (h *handler) patchAccount(r *http.Request, _ caller.Principal) (int, any, e
 	pre := apigw.IfMatch(r)
 	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
 		if !fresh {
-			if prev, err = h.st.GetAccountRecord(ctx, id); err != nil {
+			if prev, err = h.st.Accounts.GetAccountRecord(ctx, id); err != nil {
 				return domain.IfNotFound(err, "no account %s", accountHref(id))
 			}
 		}
@@ -482,7 +482,7 @@ func (h *handler) patchAccount(r *http.Request, _ caller.Principal) (int, any, e
 		if in.LogRetention.Set {
 			next.LogRetention = lr
 		}
-		return domain.IfNotFound(h.st.UpdateAccount(ctx, prev, next), "no account %s", accountHref(id))
+		return domain.IfNotFound(h.st.Accounts.UpdateAccount(ctx, prev, next), "no account %s", accountHref(id))
 	})
 	if err != nil {
 		return 0, nil, err
@@ -510,7 +510,7 @@ func (h *handler) deleteAccount(r *http.Request, _ caller.Principal) (int, any, 
 	for i, v := range versions {
 		at[i] = time.Unix(0, int64(v)).UTC()
 	}
-	a, err := h.st.DeleteAccount(r.Context(), id, at...)
+	a, err := h.st.Accounts.DeleteAccount(r.Context(), id, at...)
 	if errors.Is(err, domain.ErrChanged) {
 		return 0, nil, domain.ErrStale
 	}

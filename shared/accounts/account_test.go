@@ -22,10 +22,10 @@ func (e *env) holdInheritable(user string) {
 	ctx := context.Background()
 	now := e.st.Now()
 	role := domain.Role{AccountID: e.boot.RootAccount, ID: "inh" + user, Name: "Support " + user, Inheritable: true, Version: 1, Created: now, Updated: now}
-	if err := e.st.CreateRole(ctx, role); err != nil {
+	if err := e.st.Roles.CreateRole(ctx, role); err != nil {
 		e.t.Fatal(err)
 	}
-	if err := e.st.PutGrant(ctx, domain.Grant{PrincipalID: user, AccountID: role.AccountID, RoleID: role.ID, Via: "test", Created: now}); err != nil {
+	if err := e.st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: user, AccountID: role.AccountID, RoleID: role.ID, Via: "test", Created: now}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -33,11 +33,11 @@ func (e *env) holdInheritable(user string) {
 func TestCreateAccount(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if err := e.st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
+	if err := e.st.Principals.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	e.holdInheritable("u1")
-	if err := e.st.CreatePrincipal(ctx, domain.Principal{ID: "u2", Kind: domain.KindUser, Email: "u2@example.com"}); err != nil {
+	if err := e.st.Principals.CreatePrincipal(ctx, domain.Principal{ID: "u2", Kind: domain.KindUser, Email: "u2@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("é", domain.AccountNameMaxRunes+1)
@@ -89,7 +89,7 @@ func TestCreateAccount(t *testing.T) {
 		t.Fatalf("body\n%s\nwant prefix\n%s", r.Raw, want)
 	}
 	// docs/api.md#sub-accounts: three control roles, nobody invited to them.
-	roles, err := e.st.RolesOf(ctx, []string{id})
+	roles, err := e.st.Roles.RolesOf(ctx, []string{id})
 	if err != nil || len(roles) != 3 {
 		t.Fatalf("roles of the new account: %+v %v", roles, err)
 	}
@@ -100,7 +100,7 @@ func TestCreateAccount(t *testing.T) {
 	if !names["Account owner"] || !names["Editor"] || !names["Reader"] {
 		t.Fatalf("control roles: %+v", roles)
 	}
-	grants, _ := e.st.Grants(ctx, e.boot.Operator)
+	grants, _ := e.st.Roles.Grants(ctx, e.boot.Operator)
 	for _, g := range grants {
 		if g.AccountID == id {
 			t.Fatalf("someone was given a role of the new account: %+v", g)
@@ -165,7 +165,7 @@ func TestGetPatchAccount(t *testing.T) {
 	a := e.account(root, "Alpha", time.Now().UTC())
 	e.account(root, "Beta", time.Now().UTC())
 	for _, u := range []string{"u1", "u2"} {
-		if err := e.st.CreatePrincipal(ctx, domain.Principal{ID: u, Kind: domain.KindUser, Email: u + "@example.com"}); err != nil {
+		if err := e.st.Principals.CreatePrincipal(ctx, domain.Principal{ID: u, Kind: domain.KindUser, Email: u + "@example.com"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -263,7 +263,7 @@ func TestDeleteAccount(t *testing.T) {
 	second, _ := e.children(parent.ID)
 
 	// A session key of the operator in the child, and an entitlement.
-	if err := e.st.CreateKey(ctx, domain.AccessKey{ID: "session", PrincipalID: e.boot.Operator, Type: "bearer", Durability: domain.DurabilitySession,
+	if err := e.st.Principals.CreateKey(ctx, domain.AccessKey{ID: "session", PrincipalID: e.boot.Operator, Type: "bearer", Durability: domain.DurabilitySession,
 		Account: child.ID, AccountAncestors: child.Ancestors}); err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func TestDeleteAccount(t *testing.T) {
 	if r.Status != 200 || r.str("id") != child.ID || r.str("name") != "Child" {
 		t.Fatalf("DELETE child: %d %s", r.Status, r.Raw)
 	}
-	if _, err := e.st.GetKey(ctx, e.boot.Operator, "session"); err == nil {
+	if _, err := e.st.Principals.GetKey(ctx, e.boot.Operator, "session"); err == nil {
 		t.Fatal("the key bound to the deleted account survives")
 	}
 	if r := e.call(e.op, "GET", "/v2/accounts/"+child.ID, ""); r.Status != 404 {
@@ -326,13 +326,13 @@ func TestListAccounts(t *testing.T) {
 	// A user who owns A1 (a non-inheritable role) sees A1 only, whatever
 	// account the key is in; an inheritable role in A shows A's subtree
 	// below A, not A itself.
-	if err := e.st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
+	if err := e.st.Principals.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
 		t.Fatal(err)
 	}
-	roles, _ := e.st.RolesOf(ctx, []string{a1.ID})
+	roles, _ := e.st.Roles.RolesOf(ctx, []string{a1.ID})
 	for _, ro := range roles {
 		if ro.Name == "Account owner" {
-			if err := e.st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: a1.ID, RoleID: ro.ID, Via: "test"}); err != nil {
+			if err := e.st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: a1.ID, RoleID: ro.ID, Via: "test"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -344,10 +344,10 @@ func TestListAccounts(t *testing.T) {
 	}
 	support := domain.Role{AccountID: a.ID, ID: "support", Name: "Support", Inheritable: true, Version: 1,
 		Permissions: []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{"/v2/accounts/*"}}}}
-	if err := e.st.CreateRole(ctx, support); err != nil {
+	if err := e.st.Roles.CreateRole(ctx, support); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: a.ID, RoleID: "support", Via: "test"}); err != nil {
+	if err := e.st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: a.ID, RoleID: "support", Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := e.call(u, "GET", "/v2/accounts?order=name", ""); names(r) != "A1,A11" {

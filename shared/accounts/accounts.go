@@ -20,32 +20,44 @@ import (
 	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/routes"
+	"cads/shared/store"
 )
 
 // Store is what the accounts function reads and writes.
-type Store interface {
-	Now() time.Time
-	Grants(ctx context.Context, principal string) ([]domain.Grant, error)
-	GetPrincipal(ctx context.Context, id string) (domain.Principal, error)
+type Store struct {
+	Now   func() time.Time
+	Roles interface {
+		Grants(ctx context.Context, principal string) ([]domain.Grant, error)
+	}
+	Principals interface {
+		GetPrincipal(ctx context.Context, id string) (domain.Principal, error)
+	}
+	Accounts interface {
+		GetAccountRecord(ctx context.Context, id string) (domain.AccountRecord, error)
+		GetAccountRecords(ctx context.Context, ids []string) ([]domain.AccountRecord, error)
+		PageAccounts(ctx context.Context, after string, desc bool, n int) ([]domain.AccountRecord, []string, bool, error)
+		CreateSubAccount(ctx context.Context, a domain.AccountRecord, roles []domain.Role) error
+		UpdateAccount(ctx context.Context, prev, next domain.AccountRecord) error
+		DeleteAccount(ctx context.Context, id string, at ...time.Time) (domain.AccountRecord, error)
+		LoadBilling(ctx context.Context, account string) (domain.Billing, error)
+		CloseInvoices(ctx context.Context, invs []domain.Invoice) ([]domain.Invoice, error)
+	}
+	Entitlements interface {
+		CreateEntitlement(ctx context.Context, e domain.Entitlement) error
+		GetEntitlement(ctx context.Context, account, id string) (domain.Entitlement, error)
+		ListEntitlements(ctx context.Context, account string) ([]domain.Entitlement, error)
+		PageEntitlements(ctx context.Context, account, after string, desc bool, n int) ([]domain.Entitlement, []string, bool, error)
+		PutEntitlement(ctx context.Context, e domain.Entitlement) error
+		DeleteEntitlement(ctx context.Context, account, id string, versions ...int) (domain.Entitlement, error)
+	}
+	Audit interface {
+		PageAuditEvents(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]audit.Event, []string, bool, error)
+	}
+}
 
-	GetAccountRecord(ctx context.Context, id string) (domain.AccountRecord, error)
-	GetAccountRecords(ctx context.Context, ids []string) ([]domain.AccountRecord, error)
-	PageAccounts(ctx context.Context, after string, desc bool, n int) ([]domain.AccountRecord, []string, bool, error)
-	CreateSubAccount(ctx context.Context, a domain.AccountRecord, roles []domain.Role) error
-	UpdateAccount(ctx context.Context, prev, next domain.AccountRecord) error
-	DeleteAccount(ctx context.Context, id string, at ...time.Time) (domain.AccountRecord, error)
-
-	CreateEntitlement(ctx context.Context, e domain.Entitlement) error
-	GetEntitlement(ctx context.Context, account, id string) (domain.Entitlement, error)
-	ListEntitlements(ctx context.Context, account string) ([]domain.Entitlement, error)
-	PageEntitlements(ctx context.Context, account, after string, desc bool, n int) ([]domain.Entitlement, []string, bool, error)
-	PutEntitlement(ctx context.Context, e domain.Entitlement) error
-	DeleteEntitlement(ctx context.Context, account, id string, versions ...int) (domain.Entitlement, error)
-
-	PageAuditEvents(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]audit.Event, []string, bool, error)
-
-	LoadBilling(ctx context.Context, account string) (domain.Billing, error)
-	CloseInvoices(ctx context.Context, invs []domain.Invoice) ([]domain.Invoice, error)
+// NewStore is a Store over the table's repositories.
+func NewStore(st *store.Store) Store {
+	return Store{Now: st.Now, Roles: st.Roles, Principals: st.Principals, Accounts: st.Accounts, Entitlements: st.Entitlements, Audit: st.Audit}
 }
 
 // Deciders makes second decisions with the authorizer's engine.

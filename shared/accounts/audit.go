@@ -88,7 +88,7 @@ func (h *handler) listAuditEvents(r *http.Request, p caller.Principal) (int, any
 		Name: "audit-events", Indexed: "time", ValidPosition: store.ValidPosition,
 		// Stored oldest first: the collection's order is the reverse.
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]audit.Event, []string, bool, error) {
-			return h.st.PageAuditEvents(ctx, id, f.from, f.to, after, !desc, n)
+			return h.st.Audit.PageAuditEvents(ctx, id, f.from, f.to, after, !desc, n)
 		},
 		Allow: func(ctx context.Context) (func(audit.Event) (bool, error), error) {
 			var (
@@ -97,7 +97,7 @@ func (h *handler) listAuditEvents(r *http.Request, p caller.Principal) (int, any
 				aErr error
 			)
 			g.Go(func() (err error) { d, err = h.dec.Decider(ctx, p); return err })
-			g.Go(func() error { _, aErr = h.st.GetAccountRecord(ctx, id); return nil })
+			g.Go(func() error { _, aErr = h.st.Accounts.GetAccountRecord(ctx, id); return nil })
 			err := g.Wait()
 			if aErr != nil {
 				return nil, domain.IfNotFound(aErr, "no account %s", accountHref(id))

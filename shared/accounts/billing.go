@@ -119,14 +119,14 @@ func (h *handler) getBilling(r *http.Request, _ caller.Principal) (int, any, err
 	if err != nil {
 		return 0, nil, err
 	}
-	b, err := h.st.LoadBilling(r.Context(), id)
+	b, err := h.st.Accounts.LoadBilling(r.Context(), id)
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no account %s", accountHref(id))
 	}
 	now := h.st.Now()
 	closed, toClose := closedInvoices(b, now)
 	if len(toClose) > 0 {
-		stored, err := h.st.CloseInvoices(r.Context(), toClose)
+		stored, err := h.st.Accounts.CloseInvoices(r.Context(), toClose)
 		if err != nil {
 			return 0, nil, err
 		}

@@ -28,16 +28,16 @@ func TestBilling(t *testing.T) {
 		{ID: "ended", Resource: domain.ResourceApplicationTests, Quantity: 100, Period: domain.PeriodMonth, UnitPriceCents: 1, Started: created, Expiry: ptr(m2.AddDate(0, 0, 20))},
 	} {
 		en.Account, en.Version, en.Created = a.ID, 1, created
-		if err := e.st.CreateEntitlement(ctx, en); err != nil {
+		if err := e.st.Entitlements.CreateEntitlement(ctx, en); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := e.st.RecordPayment(ctx, domain.Payment{ID: "p1", Account: a.ID, AmountCents: 2500, Date: m1.AddDate(0, 0, 4).Format(time.DateOnly), Reference: "wire 42"}); err != nil {
+	if err := e.st.Accounts.RecordPayment(ctx, domain.Payment{ID: "p1", Account: a.ID, AmountCents: 2500, Date: m1.AddDate(0, 0, 4).Format(time.DateOnly), Reference: "wire 42"}); err != nil {
 		t.Fatal(err)
 	}
 	// Counted by the create transactions (the account's usage item).
 	for _, app := range []string{"x1", "x2"} {
-		if err := e.st.CreateApplication(ctx, domain.Application{ID: app, Account: a.ID, State: domain.AppStopped, Version: 1}, domain.Quota{Kind: domain.ResourceApplications}); err != nil {
+		if err := e.st.Applications.CreateApplication(ctx, domain.Application{ID: app, Account: a.ID, State: domain.AppStopped, Version: 1}, domain.Quota{Kind: domain.ResourceApplications}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,7 +114,7 @@ func TestBilling(t *testing.T) {
 	}
 	// An account item without a creation time is billed from now, not
 	// from year 1.
-	if err := e.st.CreateAccount(ctx, domain.Account{ID: "undated", Name: "Undated", Parent: e.boot.RootAccount, Ancestors: []string{e.boot.RootAccount}}, nil); err != nil {
+	if err := e.st.Accounts.CreateAccount(ctx, domain.Account{ID: "undated", Name: "Undated", Parent: e.boot.RootAccount, Ancestors: []string{e.boot.RootAccount}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if r := e.call(e.op, "GET", "/v2/accounts/undated/billing", ""); r.Status != 200 || len(r.List) != 1 || r.List[0].(map[string]any)["period"] != per(cur) {

@@ -111,7 +111,7 @@ func TestSubAccountAccessEndToEnd(t *testing.T) {
 	ann := c.expect(200, "POST", "/v2/users", op, map[string]any{"email": "ann@example.com"}).Obj["id"].(string)
 	annKey := c.expect(200, "POST", "/v2/users/"+ann+"/access-keys", op, map[string]any{"type": "bearer"}).Obj["secret_key"].(string)
 	owner := func(account string) domain.Grant {
-		roles, err := st.RolesOf(ctx, []string{account})
+		roles, err := st.Roles.RolesOf(ctx, []string{account})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,12 +124,12 @@ func TestSubAccountAccessEndToEnd(t *testing.T) {
 		return domain.Grant{}
 	}
 	grant := func(g domain.Grant) {
-		if err := st.PutGrant(ctx, g); err != nil {
+		if err := st.Roles.PutGrant(ctx, g); err != nil {
 			t.Fatal(err)
 		}
 	}
 	revoke := func(g domain.Grant) {
-		if err := st.RevokeGrants(ctx, []domain.Grant{g}); err != nil {
+		if err := st.Accounts.RevokeGrants(ctx, []domain.Grant{g}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -178,7 +178,7 @@ func TestSubAccountAccessEndToEnd(t *testing.T) {
 	// its sub-resources, decided in a2's sub-account scope), not a1.
 	support := domain.Role{AccountID: a1, ID: "support", Name: "Support", Inheritable: true, Version: 1, Permissions: []authz.Permission{
 		{Method: "GET", Effect: "permit", Spec: []string{"/v2/accounts/*", "/v2/accounts/*/**"}}}}
-	if err := st.CreateRole(ctx, support); err != nil {
+	if err := st.Roles.CreateRole(ctx, support); err != nil {
 		t.Fatal(err)
 	}
 	sup := domain.Grant{PrincipalID: ann, AccountID: a1, RoleID: "support", Via: "test"}
@@ -199,7 +199,7 @@ func TestSubAccountAccessEndToEnd(t *testing.T) {
 	c.expect(409, "DELETE", "/v2/accounts/"+a1, op, nil)
 	c.expect(200, "DELETE", "/v2/accounts/"+a2, opA1, nil)
 	c.expect(401, "GET", "/v2/users/self/authorization", annA2, nil)
-	if gs, _ := st.Grants(ctx, ann); len(gs) != 1 || gs[0].AccountID != a1 {
+	if gs, _ := st.Roles.Grants(ctx, ann); len(gs) != 1 || gs[0].AccountID != a1 {
 		t.Fatalf("ann's grants after deleting a2: %+v", gs)
 	}
 	c.expect(200, "DELETE", "/v2/accounts/"+a1, op, nil)

@@ -94,7 +94,7 @@ func (h *handler) listEntitlements(r *http.Request, p caller.Principal) (int, an
 	list, err := apigw.List(r, page, apigw.Lister[domain.Entitlement, Entitlement]{
 		Name: "entitlements", Indexed: "created", ValidPosition: store.ValidPosition,
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Entitlement, []string, bool, error) {
-			return h.st.PageEntitlements(ctx, id, after, desc, n)
+			return h.st.Entitlements.PageEntitlements(ctx, id, after, desc, n)
 		},
 		// Only the members the caller may GET (docs/api.md#collection-reads).
 		Allow: func(ctx context.Context) (func(domain.Entitlement) (bool, error), error) {
@@ -105,7 +105,7 @@ func (h *handler) listEntitlements(r *http.Request, p caller.Principal) (int, an
 				aErr error
 			)
 			g.Go(func() (err error) { d, err = h.dec.Decider(ctx, p); return err })
-			g.Go(func() error { acct, aErr = h.st.GetAccountRecord(ctx, id); return nil })
+			g.Go(func() error { acct, aErr = h.st.Accounts.GetAccountRecord(ctx, id); return nil })
 			err := g.Wait()
 			if aErr != nil {
 				return nil, domain.IfNotFound(aErr, "no account %s", accountHref(id))
@@ -174,14 +174,14 @@ func (h *handler) createEntitlement(r *http.Request, _ caller.Principal) (int, a
 	if e, err = applyEntitlement(e, patch); err != nil {
 		return 0, nil, err
 	}
-	existing, err := h.st.ListEntitlements(r.Context(), id)
+	existing, err := h.st.Entitlements.ListEntitlements(r.Context(), id)
 	if err != nil {
 		return 0, nil, err
 	}
 	if len(existing) >= domain.MaxEntitlementsPerAccount {
 		return 0, nil, domain.Errorf(domain.Conflict, "account %s already has %d entitlements, the most an account can have; delete or change one", accountHref(id), len(existing))
 	}
-	if err := h.st.CreateEntitlement(r.Context(), e); err != nil {
+	if err := h.st.Entitlements.CreateEntitlement(r.Context(), e); err != nil {
 		return 0, nil, domain.IfNotFound(err, "no account %s", accountHref(id))
 	}
 	return http.StatusOK, entitlementTagged(e, now), nil
@@ -257,7 +257,7 @@ func (h *handler) getEntitlement(r *http.Request, _ caller.Principal) (int, any,
 	if err != nil {
 		return 0, nil, err
 	}
-	e, err := h.st.GetEntitlement(r.Context(), id, eid)
+	e, err := h.st.Entitlements.GetEntitlement(r.Context(), id, eid)
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
 	}
@@ -292,7 +292,7 @@ func (h *handler) patchEntitlement(r *http.Request, _ caller.Principal) (int, an
 	}
 	var next domain.Entitlement
 	read := func(ctx context.Context) (domain.Entitlement, error) {
-		prev, err := h.st.GetEntitlement(ctx, id, eid)
+		prev, err := h.st.Entitlements.GetEntitlement(ctx, id, eid)
 		return prev, domain.IfNotFound(err, "no entitlement %s", entitlementHref(id, eid))
 	}
 	tag := func(e domain.Entitlement) string { return entitlementTagged(e, h.st.Now()).ETag }
@@ -301,7 +301,7 @@ func (h *handler) patchEntitlement(r *http.Request, _ caller.Principal) (int, an
 			return err
 		}
 		next.Version, next.Updated = prev.Version+1, h.st.Now()
-		return domain.IfNotFound(h.st.PutEntitlement(ctx, next), "no entitlement %s", entitlementHref(id, eid))
+		return domain.IfNotFound(h.st.Entitlements.PutEntitlement(ctx, next), "no entitlement %s", entitlementHref(id, eid))
 	})
 	if err != nil {
 		return 0, nil, err
@@ -320,7 +320,7 @@ func (h *handler) deleteEntitlement(r *http.Request, _ caller.Principal) (int, a
 	if err != nil {
 		return 0, nil, err
 	}
-	e, err := h.st.DeleteEntitlement(r.Context(), id, eid, versions...)
+	e, err := h.st.Entitlements.DeleteEntitlement(r.Context(), id, eid, versions...)
 	if errors.Is(err, domain.ErrChanged) {
 		return 0, nil, domain.ErrStale
 	}

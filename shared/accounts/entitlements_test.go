@@ -1,12 +1,13 @@
 package accounts_test
 
 import (
-	"cads/shared/domain"
 	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"cads/shared/domain"
 )
 
 func TestEntitlements(t *testing.T) {
@@ -89,7 +90,7 @@ func TestEntitlements(t *testing.T) {
 	if r.Status != 200 || r.Obj["quantity"] != 5.0 || r.Obj["expiry"] != nil || r.Obj["plan_id"] != nil || !strings.Contains(r.Raw, `"unit_price":7.00`) {
 		t.Fatalf("PATCH: %d %s", r.Status, r.Raw)
 	}
-	if limit, limited, err := e.st.Allowance(ctx, a.ID, domain.ResourceApplications); err != nil || !limited || limit != 5 {
+	if limit, limited, err := e.st.Entitlements.Allowance(ctx, a.ID, domain.ResourceApplications); err != nil || !limited || limit != 5 {
 		t.Fatalf("allowance after PATCH: %d %v %v", limit, limited, err)
 	}
 	if r := e.call(e.op, "DELETE", href, ""); r.Status != 200 || r.str("id") != id {
@@ -106,7 +107,7 @@ func TestEntitlements(t *testing.T) {
 
 	// At most MaxEntitlementsPerAccount per account.
 	for i := 0; i < domain.MaxEntitlementsPerAccount-1; i++ {
-		if err := e.st.CreateEntitlement(ctx, domain.Entitlement{ID: fmt.Sprintf("e%d", i), Account: a.ID, Resource: domain.ResourceApplicationTests, Period: domain.PeriodMonth, Version: 1}); err != nil {
+		if err := e.st.Entitlements.CreateEntitlement(ctx, domain.Entitlement{ID: fmt.Sprintf("e%d", i), Account: a.ID, Resource: domain.ResourceApplicationTests, Period: domain.PeriodMonth, Version: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -129,20 +130,20 @@ func TestEntitlementListIsFiltered(t *testing.T) {
 		}
 		ids = append(ids, r.str("id"))
 	}
-	roles, _ := e.st.RolesOf(ctx, []string{a.ID})
+	roles, _ := e.st.Roles.RolesOf(ctx, []string{a.ID})
 	for _, ro := range roles {
 		if ro.Name != "Reader" {
 			continue
 		}
 		ro.Permissions = append(ro.Permissions, authzDeny("GET", "/v2/accounts/"+a.ID+"/entitlements/"+ids[0]))
 		ro.Version++
-		if err := e.st.PutRole(ctx, ro); err != nil {
+		if err := e.st.Roles.PutRole(ctx, ro); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.st.CreatePrincipal(ctx, domain.Principal{ID: "reader", Kind: domain.KindUser, Email: "r@example.com"}); err != nil {
+		if err := e.st.Principals.CreatePrincipal(ctx, domain.Principal{ID: "reader", Kind: domain.KindUser, Email: "r@example.com"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.st.PutGrant(ctx, domain.Grant{PrincipalID: "reader", AccountID: a.ID, RoleID: ro.ID, Via: "test"}); err != nil {
+		if err := e.st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: "reader", AccountID: a.ID, RoleID: ro.ID, Via: "test"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -64,7 +64,7 @@ type resp struct {
 // children reads the accounts whose parent is parent (the store keeps no
 // whole read of them: the API pages them; a test's table is small).
 func (e *env) children(parent string) ([]domain.AccountRecord, error) {
-	all, _, _, err := e.st.PageAccounts(context.Background(), "", false, 1000)
+	all, _, _, err := e.st.Accounts.PageAccounts(context.Background(), "", false, 1000)
 	var out []domain.AccountRecord
 	for _, a := range all {
 		if a.Parent == parent {
@@ -147,7 +147,7 @@ func (e *env) account(parent domain.AccountRecord, name string, created time.Tim
 	for _, d := range defs {
 		roles = append(roles, domain.Role{AccountID: id, ID: ids.New(), Name: d.Name, Inheritable: d.Inheritable, Control: true, Permissions: d.Permissions, Version: 1})
 	}
-	if err := e.st.CreateSubAccount(context.Background(), a, roles); err != nil {
+	if err := e.st.Accounts.CreateSubAccount(context.Background(), a, roles); err != nil {
 		e.t.Fatal(err)
 	}
 	return a
@@ -155,7 +155,7 @@ func (e *env) account(parent domain.AccountRecord, name string, created time.Tim
 
 func (e *env) root() domain.AccountRecord {
 	e.t.Helper()
-	r, err := e.st.GetAccountRecord(context.Background(), e.boot.RootAccount)
+	r, err := e.st.Accounts.GetAccountRecord(context.Background(), e.boot.RootAccount)
 	if err != nil {
 		e.t.Fatal(err)
 	}

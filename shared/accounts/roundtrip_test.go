@@ -24,7 +24,7 @@ func TestRoundTrips(t *testing.T) {
 	root := e.root()
 	a := e.account(root, "Measured", time.Now().UTC().AddDate(0, -1, 0))
 	empty := e.account(root, "Empty", time.Now().UTC())
-	if err := e.st.CreateEntitlement(ctx, domain.Entitlement{ID: "ent1", Account: a.ID, Resource: domain.ResourceApplications, Quantity: 1, Period: domain.PeriodMonth, Version: 1}); err != nil {
+	if err := e.st.Entitlements.CreateEntitlement(ctx, domain.Entitlement{ID: "ent1", Account: a.ID, Resource: domain.ResourceApplications, Quantity: 1, Period: domain.PeriodMonth, Version: 1}); err != nil {
 		t.Fatal(err)
 	}
 	acct := "/v2/accounts/" + a.ID
@@ -80,7 +80,7 @@ func TestDepth1000CostsWhatDepth1Costs(t *testing.T) {
 				anc = append(anc, fmt.Sprintf("between%08d", i))
 			}
 			parent = domain.AccountRecord{Account: domain.Account{ID: "parent", Name: "Parent", Parent: anc[len(anc)-1], Ancestors: anc}}
-			if err := e.st.CreateAccount(ctx, parent.Account, nil); err != nil {
+			if err := e.st.Accounts.CreateAccount(ctx, parent.Account, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -101,7 +101,7 @@ func TestDepth1000CostsWhatDepth1Costs(t *testing.T) {
 			}
 			id = r.str("id")
 		})
-		leaf, err := e.st.GetAccountRecord(ctx, id)
+		leaf, err := e.st.Accounts.GetAccountRecord(ctx, id)
 		if err != nil || len(leaf.Ancestors) != depth || leaf.Parent != parent.ID {
 			t.Fatalf("leaf at depth %d has %d ancestors, parent %s (%v)", depth, len(leaf.Ancestors), leaf.Parent, err)
 		}
@@ -113,11 +113,11 @@ func TestDepth1000CostsWhatDepth1Costs(t *testing.T) {
 
 		// The operator's session key in the new account, as a switch makes.
 		secret := access.NewSecret(e.boot.Operator, "deepkey")
-		if err := e.st.CreateKey(ctx, domain.AccessKey{ID: "deepkey", PrincipalID: e.boot.Operator, Type: "bearer", Durability: domain.DurabilitySession,
+		if err := e.st.Principals.CreateKey(ctx, domain.AccessKey{ID: "deepkey", PrincipalID: e.boot.Operator, Type: "bearer", Durability: domain.DurabilitySession,
 			Account: id, AccountAncestors: leaf.Ancestors, SecretHash: access.HashSecret(secret)}); err != nil {
 			t.Fatal(err)
 		}
-		svc := access.New(e.st, quiet)
+		svc := access.New(access.NewStore(e.st), quiet)
 		for _, req := range [][2]string{{"GET", "/v2/accounts/{id}"}, {"POST", "/v2/accounts"}, {"GET", "/v2/accounts/{id}/entitlements"}, {"PATCH", "/v2/accounts/{id}"}} {
 			count("authorize "+req[0]+" "+req[1], func() {
 				res, err := svc.Authorize(ctx, secret, req[0], strings.ReplaceAll(req[1], "{id}", id))

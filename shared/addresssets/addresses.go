@@ -67,7 +67,7 @@ func (u *union) read(ctx context.Context, after string, desc bool, n int) ([]mem
 	)
 	query := func(set string) {
 		g.Go(func() error {
-			es, pos, more, err := u.st.PageAddressEntries(ctx, set, after, desc, n)
+			es, pos, more, err := u.st.AddressSets.PageAddressEntries(ctx, set, after, desc, n)
 			if err != nil {
 				return err
 			}
@@ -109,7 +109,7 @@ func (u *union) read(ctx context.Context, after string, desc bool, n int) ([]mem
 // (their entries are not merged); their inclusions are still followed,
 // as the edge follows them, and decided on their own.
 func (u *union) walk(ctx context.Context, query func(string)) ([]string, error) {
-	root, err := u.st.GetAddressSetItem(ctx, u.account, u.id)
+	root, err := u.st.AddressSets.GetAddressSetItem(ctx, u.account, u.id)
 	if err != nil {
 		return nil, notFound(err, u.id)
 	}
@@ -157,7 +157,7 @@ func (u *union) reach(ctx context.Context, root domain.AddressSet, query func(st
 		if len(level) == 0 {
 			break
 		}
-		items, err := u.st.GetAddressSetItems(ctx, level)
+		items, err := u.st.AddressSets.GetAddressSetItems(ctx, level)
 		if err != nil {
 			return nil, err
 		}

@@ -69,7 +69,7 @@ func TestSetStaysWithinTheResponseBudget(t *testing.T) {
 	// nine fractional digits, so that entries of one description take
 	// the same bytes.
 	ctx := context.Background()
-	st, err := a.deps.Store.GetAddressSet(ctx, a.op.AccountID, id)
+	st, err := a.deps.Store.AddressSets.GetAddressSet(ctx, a.op.AccountID, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestSetStaysWithinTheResponseBudget(t *testing.T) {
 			ad := addr()
 			w.PutEntries = append(w.PutEntries, domain.AddressEntry{Set: id, Prefix: ad + "/32", Address: ad, Description: heavy[:d], Created: now, CreatedBy: "/v2/users/" + a.op.ID})
 		}
-		if err := a.deps.Store.WriteAddressSet(ctx, w); err != nil {
+		if err := a.deps.Store.AddressSets.WriteAddressSet(ctx, w); err != nil {
 			t.Fatal(err)
 		}
 	}

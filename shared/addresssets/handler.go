@@ -67,7 +67,7 @@ func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 	list, err := apigw.List(r, page, apigw.Lister[domain.AddressSet, AddressSet]{
 		Name: "address-sets", Indexed: "created", ValidPosition: store.ValidPosition,
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.AddressSet, []string, bool, error) {
-			return h.st.PageAddressSets(ctx, p.AccountID, after, desc, n)
+			return h.st.AddressSets.PageAddressSets(ctx, p.AccountID, after, desc, n)
 		},
 		// Only what the caller may GET (docs/api.md#collection-reads).
 		Allow: func(ctx context.Context) (func(domain.AddressSet) (bool, error), error) {
@@ -119,7 +119,7 @@ func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	st, err := h.st.GetAddressSet(r.Context(), p.AccountID, id)
+	st, err := h.st.AddressSets.GetAddressSet(r.Context(), p.AccountID, id)
 	if err != nil {
 		return 0, nil, notFound(err, id)
 	}

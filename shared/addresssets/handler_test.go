@@ -291,10 +291,10 @@ func TestMetricsEndpoints(t *testing.T) {
 	st := a.deps.Store
 	now := st.Now()
 	app := domain.Application{ID: "shop1", Account: a.op.AccountID, State: domain.AppRunning, Config: "{}", Version: 1, Created: now, Updated: now}
-	if err := st.CreateApplication(context.Background(), app, domain.Quota{}); err != nil {
+	if err := st.Applications.CreateApplication(context.Background(), app, domain.Quota{}); err != nil {
 		t.Fatal(err)
 	}
-	agg := metrics.NewAggregator(st, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	agg := metrics.NewAggregator(st.Metrics, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	var recs []metrics.Record
 	for i := range 120 {
 		recs = append(recs, metrics.Record{App: "shop1", Arrival: now.Add(-time.Duration(i) * 29 * time.Second).Format(time.RFC3339Nano),
@@ -383,7 +383,7 @@ func TestAddressSetsPageWithLinks(t *testing.T) {
 	for i := range n {
 		created := base.Add(time.Duration(i) * time.Millisecond)
 		set := domain.AddressSet{ID: fmt.Sprintf("s%05d", n-i), Account: a.op.AccountID, Name: "n", Type: "manual", Version: 1, Created: created, Updated: created}
-		if err := st.WriteAddressSet(ctx, store.AddressSetWrite{Set: set, Create: true}); err != nil {
+		if err := st.AddressSets.WriteAddressSet(ctx, store.AddressSetWrite{Set: set, Create: true}); err != nil {
 			t.Fatal(err)
 		}
 		made[i] = set.ID
@@ -435,15 +435,15 @@ func TestAddressSetsPageWithLinks(t *testing.T) {
 	// A caller who may see only the newest set: oldest first, the read
 	// budget runs out before it; the page says so and the Link goes on.
 	id := "u" + fmt.Sprint(time.Now().UnixNano())
-	if err := st.CreatePrincipal(ctx, domain.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com"}); err != nil {
+	if err := st.Principals.CreatePrincipal(ctx, domain.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	role := domain.Role{AccountID: a.op.AccountID, ID: "r" + id, Name: "one set", Version: 1, Permissions: []authz.Permission{
 		{Method: "GET", Effect: "permit", Spec: []string{coll, coll + "/" + made[n-1]}}}}
-	if err := st.CreateRole(ctx, role); err != nil {
+	if err := st.Roles.CreateRole(ctx, role); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PutGrant(ctx, domain.Grant{PrincipalID: id, AccountID: a.op.AccountID, RoleID: role.ID, Via: "test"}); err != nil {
+	if err := st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: id, AccountID: a.op.AccountID, RoleID: role.ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	one := caller.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com", AccountID: a.op.AccountID, KeyID: "k"}
@@ -468,16 +468,16 @@ func TestApplicationCollectionMetrics(t *testing.T) {
 	st := a.deps.Store
 	ctx := context.Background()
 	now := st.Now()
-	if err := st.CreateAccount(ctx, domain.Account{ID: "otheracct", Name: "other", Ancestors: []string{}}, nil); err != nil {
+	if err := st.Accounts.CreateAccount(ctx, domain.Account{ID: "otheracct", Name: "other", Ancestors: []string{}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, x := range []struct{ id, account string }{{"shopa", a.op.AccountID}, {"shopb", a.op.AccountID}, {"shopx", "otheracct"}} {
 		app := domain.Application{ID: x.id, Account: x.account, State: domain.AppRunning, Config: "{}", Version: 1, Created: now, Updated: now}
-		if err := st.CreateApplication(ctx, app, domain.Quota{}); err != nil {
+		if err := st.Applications.CreateApplication(ctx, app, domain.Quota{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	agg := metrics.NewAggregator(st, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	agg := metrics.NewAggregator(st.Metrics, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	var recs []metrics.Record
 	for i, n := range map[string]int{"shopa": 7, "shopb": 11, "shopx": 100} {
 		for j := range n {
@@ -505,15 +505,15 @@ func TestApplicationCollectionMetrics(t *testing.T) {
 
 	// A caller who may read one application's metrics sees only its part.
 	uid := ids.New()
-	if err := st.CreatePrincipal(ctx, domain.Principal{ID: uid, Kind: domain.KindUser, Email: uid + "@example.com"}); err != nil {
+	if err := st.Principals.CreatePrincipal(ctx, domain.Principal{ID: uid, Kind: domain.KindUser, Email: uid + "@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	role := domain.Role{AccountID: a.op.AccountID, ID: ids.New(), Name: "one app", Version: 1,
 		Permissions: []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{res, "/v2/applications/*/metrics"}}, {Method: "GET", Effect: "deny", Spec: []string{"/v2/applications/shopb/**"}}}}
-	if err := st.CreateRole(ctx, role); err != nil {
+	if err := st.Roles.CreateRole(ctx, role); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PutGrant(ctx, domain.Grant{PrincipalID: uid, AccountID: a.op.AccountID, RoleID: role.ID, Via: "test"}); err != nil {
+	if err := st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: uid, AccountID: a.op.AccountID, RoleID: role.ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	one := caller.Principal{ID: uid, Kind: domain.KindUser, Email: uid + "@example.com", AccountID: a.op.AccountID, KeyID: "k"}

@@ -24,24 +24,33 @@ import (
 )
 
 // Store is what the address sets read and write.
-type Store interface {
-	Now() time.Time
-	GetAddressSet(ctx context.Context, account, id string) (store.AddressSetState, error)
-	AddressSetByID(ctx context.Context, id string) (store.AddressSetState, error)
-	GetAddressSetItem(ctx context.Context, account, id string) (domain.AddressSet, error)
-	GetAddressSetItems(ctx context.Context, ids []string) ([]domain.AddressSet, error)
-	PageAddressEntries(ctx context.Context, set, after string, desc bool, n int) ([]domain.AddressEntry, []string, bool, error)
-	PageAddressSets(ctx context.Context, account, after string, desc bool, n int) ([]domain.AddressSet, []string, bool, error)
-	WriteAddressSet(ctx context.Context, w store.AddressSetWrite) error
-	DeleteAddressSet(ctx context.Context, a domain.AddressSet, entries []string, ev *store.MetricEvent) error
-	CheckAllowance(ctx context.Context, account, kind string) (domain.Quota, error)
-	DueAddressEntries(ctx context.Context, now time.Time, max int) ([]domain.AddressEntry, error)
-	NextAddressExpiry(ctx context.Context, now time.Time) (time.Time, bool, error)
-	DeleteOrphanEntries(ctx context.Context, set string, prefixes []string) error
-	PurgeAddressSet(ctx context.Context, id string) error
-	ClaimAddressSweep(ctx context.Context, now time.Time, lease, gap time.Duration, force bool) (bool, error)
-	ReleaseAddressSweep(ctx context.Context, next time.Time) error
-	ArmAddressWake(ctx context.Context, at, now time.Time) (bool, error)
+type Store struct {
+	Now         func() time.Time
+	AddressSets interface {
+		GetAddressSet(ctx context.Context, account, id string) (store.AddressSetState, error)
+		AddressSetByID(ctx context.Context, id string) (store.AddressSetState, error)
+		GetAddressSetItem(ctx context.Context, account, id string) (domain.AddressSet, error)
+		GetAddressSetItems(ctx context.Context, ids []string) ([]domain.AddressSet, error)
+		PageAddressEntries(ctx context.Context, set, after string, desc bool, n int) ([]domain.AddressEntry, []string, bool, error)
+		PageAddressSets(ctx context.Context, account, after string, desc bool, n int) ([]domain.AddressSet, []string, bool, error)
+		WriteAddressSet(ctx context.Context, w store.AddressSetWrite) error
+		DeleteAddressSet(ctx context.Context, a domain.AddressSet, entries []string, ev *store.MetricEvent) error
+		DueAddressEntries(ctx context.Context, now time.Time, max int) ([]domain.AddressEntry, error)
+		NextAddressExpiry(ctx context.Context, now time.Time) (time.Time, bool, error)
+		DeleteOrphanEntries(ctx context.Context, set string, prefixes []string) error
+		PurgeAddressSet(ctx context.Context, id string) error
+		ClaimAddressSweep(ctx context.Context, now time.Time, lease, gap time.Duration, force bool) (bool, error)
+		ReleaseAddressSweep(ctx context.Context, next time.Time) error
+		ArmAddressWake(ctx context.Context, at, now time.Time) (bool, error)
+	}
+	Entitlements interface {
+		CheckAllowance(ctx context.Context, account, kind string) (domain.Quota, error)
+	}
+}
+
+// NewStore is a Store over the table's repositories.
+func NewStore(st *store.Store) Store {
+	return Store{Now: st.Now, AddressSets: st.AddressSets, Entitlements: st.Entitlements}
 }
 
 // Service is the address sets' logic, shared by the API, the aggregator
@@ -108,7 +117,7 @@ func (s *Service) write(ctx context.Context, account, id string, create *domain.
 		if create != nil {
 			return nil, nil
 		}
-		st, err := s.st.GetAddressSet(ctx, account, id)
+		st, err := s.st.AddressSets.GetAddressSet(ctx, account, id)
 		if err != nil {
 			return nil, notFound(err, id)
 		}
@@ -140,7 +149,7 @@ func (s *Service) write(ctx context.Context, account, id string, create *domain.
 		if create != nil {
 			w.Quota = *create
 		}
-		if err := s.st.WriteAddressSet(ctx, w); err != nil {
+		if err := s.st.AddressSets.WriteAddressSet(ctx, w); err != nil {
 			return err
 		}
 		s.after(ctx, w.Event, wake, now)
@@ -286,7 +295,7 @@ func (s *Service) checkInclusions(ctx context.Context, account, id string, added
 	}
 	frontier := added
 	for depth := 0; len(frontier) > 0; depth++ {
-		items, err := s.st.GetAddressSetItems(ctx, frontier)
+		items, err := s.st.AddressSets.GetAddressSetItems(ctx, frontier)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -494,7 +503,7 @@ func (s *Service) after(ctx context.Context, ev *store.MetricEvent, wake *time.T
 // arm schedules the expiry sweep for time at, unless it already is for
 // that time or earlier.
 func (s *Service) arm(ctx context.Context, at, now time.Time) {
-	ok, err := s.st.ArmAddressWake(ctx, at, now)
+	ok, err := s.st.AddressSets.ArmAddressWake(ctx, at, now)
 	if err != nil {
 		s.log.WarnContext(ctx, "expiry wake-up not armed", "error", err.Error())
 		return
@@ -521,7 +530,7 @@ func (s *Service) create(ctx context.Context, account string, actor Actor, in se
 	if sp.Type == TypeDynamic && len(sp.Entries) > 0 {
 		return store.AddressSetState{}, domain.Errorf(domain.Invalid, "entries of a %s set are added by the edge, not through the API", TypeDynamic)
 	}
-	q, err := s.st.CheckAllowance(ctx, account, domain.ResourceAddressSets)
+	q, err := s.st.Entitlements.CheckAllowance(ctx, account, domain.ResourceAddressSets)
 	if err != nil {
 		return store.AddressSetState{}, err
 	}
@@ -578,7 +587,7 @@ func (s *Service) remove(ctx context.Context, account, id string, pre store.Prec
 		pre = noPrecondition{}
 	}
 	read := func(ctx context.Context) (store.AddressSetState, error) {
-		st, err := s.st.GetAddressSet(ctx, account, id)
+		st, err := s.st.AddressSets.GetAddressSet(ctx, account, id)
 		return st, notFound(err, id)
 	}
 	tag := func(st store.AddressSetState) string { return ETag(st, s.now()) }
@@ -603,7 +612,7 @@ func (s *Service) remove(ctx context.Context, account, id string, pre store.Prec
 			}
 		}
 		ev := s.event(c, account, id, now, true)
-		err := s.st.DeleteAddressSet(ctx, st.Set, prefixes, ev)
+		err := s.st.AddressSets.DeleteAddressSet(ctx, st.Set, prefixes, ev)
 		var cleanup *store.CleanupError
 		if errors.As(err, &cleanup) {
 			s.log.WarnContext(ctx, "address set deleted; the aggregator removes its remaining entries", "set", id, "error", err.Error())
@@ -651,7 +660,7 @@ func (s *Service) AddDynamic(ctx context.Context, recs []metrics.AddressRecord) 
 
 func (s *Service) addDynamic(ctx context.Context, set string, recs []metrics.AddressRecord) error {
 	// Read consistently: the same state is the write's first attempt.
-	st, err := s.st.AddressSetByID(ctx, set)
+	st, err := s.st.AddressSets.AddressSetByID(ctx, set)
 	if errors.Is(err, domain.ErrNotFound) || err == nil && st.Set.Type != TypeDynamic {
 		s.log.WarnContext(ctx, "address records for a set that is missing or not dynamic dropped", "set", set, "count", len(recs))
 		return nil
@@ -723,17 +732,17 @@ const (
 // at most every 30 seconds otherwise.
 func (s *Service) Sweep(ctx context.Context, force bool) (bool, error) {
 	now := s.now()
-	ok, err := s.st.ClaimAddressSweep(ctx, now, sweepLease, sweepGap, force)
+	ok, err := s.st.AddressSets.ClaimAddressSweep(ctx, now, sweepLease, sweepGap, force)
 	if err != nil || !ok {
 		return false, err
 	}
 	defer func() {
-		if err := s.st.ReleaseAddressSweep(context.WithoutCancel(ctx), s.now().Add(sweepGap)); err != nil {
+		if err := s.st.AddressSets.ReleaseAddressSweep(context.WithoutCancel(ctx), s.now().Add(sweepGap)); err != nil {
 			s.log.WarnContext(ctx, "sweep lease not released; it lapses by itself", "error", err.Error())
 		}
 	}()
 	var errs []error
-	due, err := s.st.DueAddressEntries(ctx, now, sweepBatch)
+	due, err := s.st.AddressSets.DueAddressEntries(ctx, now, sweepBatch)
 	if err != nil {
 		return true, err
 	}
@@ -747,10 +756,10 @@ func (s *Service) Sweep(ctx context.Context, force bool) (bool, error) {
 	}
 	expired := 0
 	for _, set := range order {
-		st, err := s.st.AddressSetByID(ctx, set)
+		st, err := s.st.AddressSets.AddressSetByID(ctx, set)
 		if errors.Is(err, domain.ErrNotFound) {
 			// The set was deleted (its DELETE counted these entries).
-			errs = append(errs, s.st.DeleteOrphanEntries(ctx, set, bySet[set]))
+			errs = append(errs, s.st.AddressSets.DeleteOrphanEntries(ctx, set, bySet[set]))
 			continue
 		}
 		if err != nil {
@@ -783,13 +792,13 @@ func (s *Service) Sweep(ctx context.Context, force bool) (bool, error) {
 		}
 		var left []domain.AddressEntry
 		if len(due) > 0 {
-			left, err = s.st.DueAddressEntries(ctx, end, 1)
+			left, err = s.st.AddressSets.DueAddressEntries(ctx, end, 1)
 		}
 		if err != nil {
 			errs = append(errs, err)
 		} else if len(left) > 0 {
 			s.arm(ctx, retry, end)
-		} else if next, ok, err := s.st.NextAddressExpiry(ctx, end); err != nil {
+		} else if next, ok, err := s.st.AddressSets.NextAddressExpiry(ctx, end); err != nil {
 			errs = append(errs, err)
 		} else if ok {
 			s.arm(ctx, next, end)
@@ -800,5 +809,5 @@ func (s *Service) Sweep(ctx context.Context, force bool) (bool, error) {
 
 // Purge removes what is left of a deleted set's partition.
 func (s *Service) Purge(ctx context.Context, set string) error {
-	return s.st.PurgeAddressSet(ctx, set)
+	return s.st.AddressSets.PurgeAddressSet(ctx, set)
 }

@@ -79,9 +79,9 @@ func newEnv(t *testing.T) *env {
 	d := testenv.NewDynamo(t)
 	st := store.New(d.Client, d.Table)
 	e := &env{t: t, d: d, st: st, q: &queue{}, clock: time.Now().UTC().Truncate(time.Minute)}
-	e.svc = NewService(st, outbox.New(st, eventSender{e.q}, quiet).Queue("MetricsQueue"), e.q, quiet)
+	e.svc = NewService(NewStore(st), outbox.New(st.Tasks, eventSender{e.q}, quiet).Queue("MetricsQueue"), e.q, quiet)
 	e.svc.now = func() time.Time { return e.clock }
-	e.agg = metrics.NewAggregator(st, e.svc, e.q, quiet)
+	e.agg = metrics.NewAggregator(st.Metrics, e.svc, e.q, quiet)
 	return e
 }
 
@@ -124,7 +124,7 @@ func (e *env) counts(scope string) map[string]float64 {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	chunks, err := e.st.MetricChunks(context.Background(), p.Keys(scope))
+	chunks, err := e.st.Metrics.MetricChunks(context.Background(), p.Keys(scope))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestExpiryAndExtensionAreCountedOnce(t *testing.T) {
 
 	// At +25 min 192.0.2.1 has expired: not listed, not yet counted.
 	e.advance(24 * time.Minute)
-	cur, _ := e.st.GetAddressSet(context.Background(), acct, id)
+	cur, _ := e.st.AddressSets.GetAddressSet(context.Background(), acct, id)
 	if got := strings.Join(addrs(cur, e.clock), " "); got != "198.51.100.0/24 203.0.113.7 2001:db8::/32" {
 		t.Fatalf("live at +25m: %s", got)
 	}
@@ -272,10 +272,10 @@ func TestExpiryAndExtensionAreCountedOnce(t *testing.T) {
 		t.Fatalf("account scope %v, set scope %v", a, c)
 	}
 	// The partition is gone; the expiry index holds nothing due.
-	if _, err := e.st.AddressSetByID(context.Background(), id); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := e.st.AddressSets.AddressSetByID(context.Background(), id); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("set still there: %v", err)
 	}
-	if due, _ := e.st.DueAddressEntries(context.Background(), e.clock.Add(24*time.Hour), 10); len(due) != 0 {
+	if due, _ := e.st.AddressSets.DueAddressEntries(context.Background(), e.clock.Add(24*time.Hour), 10); len(due) != 0 {
 		t.Fatalf("entries left in the expiry index: %+v", due)
 	}
 }
@@ -338,7 +338,7 @@ func TestInclusionCyclesAreRefusedWhenWritten(t *testing.T) {
 // reads it took.
 func (e *env) union(id string, n int) ([]string, int) {
 	e.t.Helper()
-	u := &union{st: e.st, account: acct, id: id, now: e.clock}
+	u := &union{st: NewStore(e.st), account: acct, id: id, now: e.clock}
 	var (
 		got   []string
 		after string
@@ -400,7 +400,7 @@ func TestAddressesIncludeEveryIncludedSetTransitively(t *testing.T) {
 		t.Fatalf("after expiry: %v", got)
 	}
 	// Another account's set, or a missing one, is a 404.
-	u := &union{st: e.st, account: "acct2", id: a.Set.ID, now: e.clock}
+	u := &union{st: NewStore(e.st), account: "acct2", id: a.Set.ID, now: e.clock}
 	if _, _, _, err := u.read(context.Background(), "", false, 10); status(err) != 404 {
 		t.Fatalf("another account's set: %v", err)
 	}
@@ -464,11 +464,11 @@ func TestDynamicSetsAreWrittenByTheEdge(t *testing.T) {
 	}})
 	e.deliver(string(msg2), string(msg2)) // twice: idempotent
 	e.fold()
-	st, _ := e.st.GetAddressSet(context.Background(), acct, dyn.Set.ID)
+	st, _ := e.st.AddressSets.GetAddressSet(context.Background(), acct, dyn.Set.ID)
 	if len(st.Entries) != 1 || !st.Entries[0].Expiry.Equal(t0.Add(time.Hour)) || st.Entries[0].CreatedBy != string(ActorEdge) {
 		t.Fatalf("dynamic entries %+v", st.Entries)
 	}
-	if m, _ := e.st.GetAddressSet(context.Background(), acct, man.Set.ID); len(m.Entries) != 0 {
+	if m, _ := e.st.AddressSets.GetAddressSet(context.Background(), acct, man.Set.ID); len(m.Entries) != 0 {
 		t.Fatalf("a manual set took an edge record: %+v", m.Entries)
 	}
 	if c := e.counts(metrics.ScopeSet(dyn.Set.ID)); c["added"] != 1 || c["extended"] != 1 {
@@ -509,7 +509,7 @@ func TestDynamicAdditionRoundTrips(t *testing.T) {
 		}
 		e.d.Counter.SetDelay(0)
 	}
-	if st, _ := e.st.GetAddressSet(context.Background(), acct, dyn.Set.ID); len(st.Entries) != 10 {
+	if st, _ := e.st.AddressSets.GetAddressSet(context.Background(), acct, dyn.Set.ID); len(st.Entries) != 10 {
 		t.Fatalf("entries %+v", st.Entries)
 	}
 }
@@ -535,7 +535,7 @@ func TestConcurrentChangesAreAllKept(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, _ := e.st.GetAddressSet(context.Background(), acct, s.Set.ID)
+	st, _ := e.st.AddressSets.GetAddressSet(context.Background(), acct, s.Set.ID)
 	if len(st.Entries) != 8 || st.Set.EntryCount != 8 {
 		t.Fatalf("%d entries (count %d), want 8", len(st.Entries), st.Set.EntryCount)
 	}
@@ -558,14 +558,14 @@ func (downSender) Send(context.Context, string, ...string) error {
 func TestLostEventIsSentByTheOutboxSweepAndCountedOnce(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	down := outbox.New(e.st, downSender{}, quiet)
+	down := outbox.New(e.st.Tasks, downSender{}, quiet)
 	down.ResendAfter = 0
 	e.svc.events = down.Queue("MetricsQueue")
 	s := e.create("lost", TypeManual, []entryIn{entry("192.0.2.1", nil), entry("192.0.2.2", nil)})
 	if sent := e.q.drain(); len(sent) != 0 {
 		t.Fatalf("sent while the queue is down: %v", sent)
 	}
-	sweep := outbox.New(e.st, eventSender{e.q}, quiet)
+	sweep := outbox.New(e.st.Tasks, eventSender{e.q}, quiet)
 	testenv.AwaitIndexes() // the outbox is found through an index
 	if n, err := sweep.Sweep(ctx); err != nil || n != 1 {
 		t.Fatalf("outbox sweep: %d %v; want the one event", n, err)
@@ -577,7 +577,7 @@ func TestLostEventIsSentByTheOutboxSweepAndCountedOnce(t *testing.T) {
 		t.Fatalf("counts after the sweep's send and a duplicate: %v; want 2 added", c)
 	}
 	testenv.AwaitIndexes() // the outbox is found through an index
-	if due, err := e.st.DueOutbox(ctx, time.Now().Add(time.Hour), 10); err != nil || len(due) != 0 {
+	if due, err := e.st.Tasks.DueOutbox(ctx, time.Now().Add(time.Hour), 10); err != nil || len(due) != 0 {
 		t.Fatalf("markers left after the fold: %+v %v", due, err)
 	}
 }

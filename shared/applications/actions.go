@@ -180,7 +180,7 @@ func (h *handler) listActions(r *http.Request, p caller.Principal) (int, any, er
 	list, err := apigw.List(r, page, apigw.Lister[domain.Action, Action]{
 		Name: "actions", Indexed: "id", ValidPosition: tasks.ValidActionID,
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Action, []string, bool, error) {
-			return h.st.PageActions(ctx, app, after, desc, n)
+			return h.st.Applications.PageActions(ctx, app, after, desc, n)
 		},
 		Allow: inApp[domain.Action](h, p, app),
 		Out:   func(a domain.Action) (Action, error) { return actionOut(a), nil },
@@ -197,7 +197,7 @@ func (h *handler) listActions(r *http.Request, p caller.Principal) (int, any, er
 // otherwise); the route decided who may read the collection.
 func inApp[T any](h *handler, p caller.Principal, app string) func(ctx context.Context) (func(T) (bool, error), error) {
 	return func(ctx context.Context) (func(T) (bool, error), error) {
-		if err := h.st.ApplicationInAccount(ctx, p.AccountID, app); err != nil {
+		if err := h.st.Applications.ApplicationInAccount(ctx, p.AccountID, app); err != nil {
 			return nil, domain.IfNotFound(err, "no application %q", app)
 		}
 		return apigw.AllowAll[T](ctx)
@@ -236,7 +236,7 @@ func (h *handler) createAction(r *http.Request, p caller.Principal) (int, any, e
 	if err := in.actionFields.apply(&a); err != nil {
 		return 0, nil, err
 	}
-	if err := h.st.CreateAction(r.Context(), p.AccountID, a); err != nil {
+	if err := h.st.Applications.CreateAction(r.Context(), p.AccountID, a); err != nil {
 		return 0, nil, domain.IfNotFound(err, "no application %q", app)
 	}
 	return http.StatusOK, actionTagged(a), nil
@@ -252,7 +252,7 @@ func (h *handler) getAction(r *http.Request, p caller.Principal) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
-	a, err := h.st.GetAction(r.Context(), p.AccountID, app, id)
+	a, err := h.st.Applications.GetAction(r.Context(), p.AccountID, app, id)
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no action %q in application %s", id, app)
 	}
@@ -273,7 +273,7 @@ func (h *handler) patchAction(r *http.Request, p caller.Principal) (int, any, er
 	}
 	var next domain.Action
 	read := func(ctx context.Context) (domain.Action, error) {
-		cur, err := h.st.GetAction(ctx, p.AccountID, app, id)
+		cur, err := h.st.Applications.GetAction(ctx, p.AccountID, app, id)
 		return cur, domain.IfNotFound(err, "no action %q in application %s", id, app)
 	}
 	tag := func(a domain.Action) string { return actionTagged(a).ETag }
@@ -282,7 +282,7 @@ func (h *handler) patchAction(r *http.Request, p caller.Principal) (int, any, er
 			return err
 		}
 		next.Version, next.Updated = cur.Version+1, h.st.Now()
-		return domain.IfNotFound(h.st.ReplaceAction(ctx, p.AccountID, next, cur.Version), "no action %q in application %s", id, app)
+		return domain.IfNotFound(h.st.Applications.ReplaceAction(ctx, p.AccountID, next, cur.Version), "no action %q in application %s", id, app)
 	})
 	if err != nil {
 		return 0, nil, err
@@ -330,13 +330,13 @@ func (h *handler) deleteAction(r *http.Request, p caller.Principal) (int, any, e
 	}
 	var cur domain.Action
 	read := func(ctx context.Context) (domain.Action, error) {
-		a, err := h.st.GetAction(ctx, p.AccountID, app, id)
+		a, err := h.st.Applications.GetAction(ctx, p.AccountID, app, id)
 		return a, domain.IfNotFound(err, "no action %q in application %s", id, app)
 	}
 	tag := func(a domain.Action) string { return actionTagged(a).ETag }
 	err = store.Edit(r.Context(), apigw.IfMatch(r), read, tag, func(ctx context.Context, got domain.Action) error {
 		cur = got
-		return domain.IfNotFound(h.st.DeleteAction(ctx, p.AccountID, app, id, cur.Version), "no action %q in application %s", id, app)
+		return domain.IfNotFound(h.st.Applications.DeleteAction(ctx, p.AccountID, app, id, cur.Version), "no action %q in application %s", id, app)
 	})
 	if err != nil {
 		return 0, nil, err

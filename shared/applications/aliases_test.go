@@ -32,8 +32,8 @@ func itemCount(t *testing.T, a *api) int {
 func runAccountTasks(t *testing.T, a *api, account string) {
 	t.Helper()
 	ctx := context.Background()
-	w := tasks.NewWorker(a.st, tasks.NewFakeDataPlane(quiet, tasks.LoopbackOnly), outbox.New(a.st, outbox.SQS{}, quiet), quiet)
-	ts, err := a.st.ListTasks(ctx, account, time.Time{}, time.Time{}, 0)
+	w := tasks.NewWorker(tasks.NewWorkerStore(a.st), tasks.NewFakeDataPlane(quiet, tasks.LoopbackOnly), outbox.New(a.st.Tasks, outbox.SQS{}, quiet), quiet)
+	ts, err := a.st.Tasks.ListTasks(ctx, account, time.Time{}, time.Time{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func conflictNaming(t *testing.T, r resp, alias string, secrets ...string) {
 func TestAliasBelongsToOneApplication(t *testing.T) {
 	a := newAPI(t)
 	ctx := context.Background()
-	if err := a.st.CreateAccount(ctx, domain.Account{ID: "tenantb", Name: "Tenant B", Ancestors: []string{}}, nil); err != nil {
+	if err := a.st.Accounts.CreateAccount(ctx, domain.Account{ID: "tenantb", Name: "Tenant B", Ancestors: []string{}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	b := caller.Principal{ID: "userb", Kind: domain.KindUser, AccountID: "tenantb", KeyID: "k"}
@@ -97,7 +97,7 @@ func TestAliasBelongsToOneApplication(t *testing.T) {
 	path := "/v2/applications/" + id
 	r := a.call(a.op, "PATCH", path, "application/json-patch+json", `[{"op":"add","path":"/aliases/-","value":"www.b.example.com"}]`)
 	conflictNaming(t, r, "www.b.example.com", bID, "tenantb")
-	if ts, _ := a.st.ListTasks(ctx, a.root, time.Time{}, time.Time{}, 0); len(ts) != 0 {
+	if ts, _ := a.st.Tasks.ListTasks(ctx, a.root, time.Time{}, time.Time{}, 0); len(ts) != 0 {
 		t.Fatalf("a refused patch made a task: %+v", ts)
 	}
 	// The application's own aliases and new ones are fine.
@@ -118,7 +118,7 @@ func TestAliasBelongsToOneApplication(t *testing.T) {
 		t.Fatalf("a freed alias: %d %s", r.Status, r.Raw)
 	}
 	a.runTasks()
-	if app, _, err := a.st.AliasOwner(ctx, "www.b.example.com"); err != nil || app != id {
+	if app, _, err := a.st.Applications.AliasOwner(ctx, "www.b.example.com"); err != nil || app != id {
 		t.Fatalf("the freed alias is held by %q (%v)", app, err)
 	}
 }
@@ -135,7 +135,7 @@ func TestAliasTakenBeforeTheTaskRuns(t *testing.T) {
 	task := r.Body["id"].(string)
 	a.create(`{"name":"Quick","aliases":["late.example.com"]}`)
 	a.runTasks()
-	tk, err := a.st.GetTask(context.Background(), a.root, task)
+	tk, err := a.st.Tasks.GetTask(context.Background(), a.root, task)
 	if err != nil || tk.State != domain.TaskFailed || !strings.Contains(tk.Message, `"late.example.com"`) {
 		t.Fatalf("task: %+v %v", tk, err)
 	}

@@ -55,7 +55,7 @@ func (h *handler) listApps(r *http.Request, p caller.Principal) (int, any, error
 	list, err := apigw.List(r, page, apigw.Lister[domain.Application, Application]{
 		Name: "applications", Indexed: "created", ValidPosition: store.ValidPosition,
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Application, []string, bool, error) {
-			return h.st.PageApplications(ctx, p.AccountID, after, desc, n)
+			return h.st.Applications.PageApplications(ctx, p.AccountID, after, desc, n)
 		},
 		// Only what the caller may GET (docs/api.md#collection-reads).
 		Allow: func(ctx context.Context) (func(domain.Application) (bool, error), error) {
@@ -96,13 +96,13 @@ func (h *handler) createApp(r *http.Request, p caller.Principal) (int, any, erro
 		return 0, nil, err
 	}
 	// Entitlements (docs/api.md#entitlements) cap how many applications an account has.
-	q, err := h.st.CheckAllowance(r.Context(), p.AccountID, domain.ResourceApplications)
+	q, err := h.st.Entitlements.CheckAllowance(r.Context(), p.AccountID, domain.ResourceApplications)
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no account %q", p.AccountID)
 	}
 	now := h.st.Now()
 	a := domain.Application{ID: ids.New(), Account: p.AccountID, State: domain.AppStopped, Config: cfg.Encode(), Aliases: cfg.Aliases, Version: 1, Created: now, Updated: now}
-	if err := h.st.CreateApplication(r.Context(), a, q); err != nil {
+	if err := h.st.Applications.CreateApplication(r.Context(), a, q); err != nil {
 		return 0, nil, domain.IfNotFound(err, "no account %q", p.AccountID)
 	}
 	out, err := appTagged(a, now)
@@ -133,7 +133,7 @@ func (h *handler) getApp(r *http.Request, p caller.Principal) (int, any, error) 
 	if err != nil {
 		return 0, nil, err
 	}
-	a, err := h.st.GetApplication(r.Context(), p.AccountID, id)
+	a, err := h.st.Applications.GetApplication(r.Context(), p.AccountID, id)
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no application %q", id)
 	}
@@ -149,7 +149,7 @@ func (h *handler) deleteApp(r *http.Request, p caller.Principal) (int, any, erro
 	pre := apigw.IfMatch(r)
 	var a domain.Application
 	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) (err error) {
-		a, err = h.st.DeleteApplication(ctx, p.AccountID, id, func(cur domain.Application) error {
+		a, err = h.st.Applications.DeleteApplication(ctx, p.AccountID, id, func(cur domain.Application) error {
 			tagged, err := appTagged(cur, h.st.Now())
 			if err != nil {
 				return err
@@ -238,7 +238,7 @@ func (h *handler) patchApp(r *http.Request, p caller.Principal) (int, any, error
 	)
 	pre := apigw.IfMatch(r)
 	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error {
-		a, err := h.st.GetApplication(ctx, p.AccountID, id)
+		a, err := h.st.Applications.GetApplication(ctx, p.AccountID, id)
 		if err != nil {
 			return domain.IfNotFound(err, "no application %q", id)
 		}
@@ -268,7 +268,7 @@ func (h *handler) patchApp(r *http.Request, p caller.Principal) (int, any, error
 			return nil
 		}
 		if appconfig.OnlyDescriptive(changed) {
-			upd, err := h.st.UpdateApplicationConfig(ctx, p.AccountID, id, a.Version, next.Encode())
+			upd, err := h.st.Applications.UpdateApplicationConfig(ctx, p.AccountID, id, a.Version, next.Encode())
 			if err != nil {
 				return domain.IfNotFound(err, "no application %q", id)
 			}
@@ -312,7 +312,7 @@ func (h *handler) checkAliases(ctx context.Context, id string, from, to []string
 	if len(added) == 0 {
 		return nil
 	}
-	owners, err := h.st.AliasOwners(ctx, added)
+	owners, err := h.st.Applications.AliasOwners(ctx, added)
 	if err != nil {
 		return err
 	}

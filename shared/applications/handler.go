@@ -15,33 +15,40 @@ import (
 	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/routes"
+	"cads/shared/store"
 )
 
 // Store is what the applications function reads and writes.
-type Store interface {
-	Now() time.Time
-	CheckAllowance(ctx context.Context, account, kind string) (domain.Quota, error)
+type Store struct {
+	Now          func() time.Time
+	Entitlements interface {
+		CheckAllowance(ctx context.Context, account, kind string) (domain.Quota, error)
+	}
+	Applications interface {
+		CreateApplication(ctx context.Context, a domain.Application, q domain.Quota) error
+		GetApplication(ctx context.Context, account, id string) (domain.Application, error)
+		PageApplications(ctx context.Context, account, after string, desc bool, n int) ([]domain.Application, []string, bool, error)
+		UpdateApplicationConfig(ctx context.Context, account, id string, from int, config string) (domain.Application, error)
+		DeleteApplication(ctx context.Context, account, id string, pre ...func(domain.Application) error) (domain.Application, error)
+		AliasOwners(ctx context.Context, aliases []string) (map[string]string, error)
+		CreateAction(ctx context.Context, account string, a domain.Action) error
+		GetAction(ctx context.Context, account, app, id string) (domain.Action, error)
+		PageActions(ctx context.Context, app, after string, desc bool, n int) ([]domain.Action, []string, bool, error)
+		ApplicationInAccount(ctx context.Context, account, app string) error
+		ReplaceAction(ctx context.Context, account string, a domain.Action, from int) error
+		DeleteAction(ctx context.Context, account, app, id string, from int) error
+		NextPageControlID(ctx context.Context, account, app string) (int, error)
+		CreatePageControl(ctx context.Context, account string, pc domain.PageControl) error
+		GetPageControl(ctx context.Context, account, app string, id int) (domain.PageControlVersions, error)
+		PagePageControls(ctx context.Context, account, app, after string, desc bool, n int, withHistory bool) ([]domain.PageControlVersions, []string, bool, error)
+		UpdatePageControl(ctx context.Context, account string, old, next domain.PageControl) error
+		DeletePageControl(ctx context.Context, account string, pc domain.PageControlVersions) error
+	}
+}
 
-	CreateApplication(ctx context.Context, a domain.Application, q domain.Quota) error
-	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
-	PageApplications(ctx context.Context, account, after string, desc bool, n int) ([]domain.Application, []string, bool, error)
-	UpdateApplicationConfig(ctx context.Context, account, id string, from int, config string) (domain.Application, error)
-	DeleteApplication(ctx context.Context, account, id string, pre ...func(domain.Application) error) (domain.Application, error)
-	AliasOwners(ctx context.Context, aliases []string) (map[string]string, error)
-
-	CreateAction(ctx context.Context, account string, a domain.Action) error
-	GetAction(ctx context.Context, account, app, id string) (domain.Action, error)
-	PageActions(ctx context.Context, app, after string, desc bool, n int) ([]domain.Action, []string, bool, error)
-	ApplicationInAccount(ctx context.Context, account, app string) error
-	ReplaceAction(ctx context.Context, account string, a domain.Action, from int) error
-	DeleteAction(ctx context.Context, account, app, id string, from int) error
-
-	NextPageControlID(ctx context.Context, account, app string) (int, error)
-	CreatePageControl(ctx context.Context, account string, pc domain.PageControl) error
-	GetPageControl(ctx context.Context, account, app string, id int) (domain.PageControlVersions, error)
-	PagePageControls(ctx context.Context, account, app, after string, desc bool, n int, withHistory bool) ([]domain.PageControlVersions, []string, bool, error)
-	UpdatePageControl(ctx context.Context, account string, old, next domain.PageControl) error
-	DeletePageControl(ctx context.Context, account string, pc domain.PageControlVersions) error
+// NewStore is a Store over the table's repositories.
+func NewStore(st *store.Store) Store {
+	return Store{Now: st.Now, Entitlements: st.Entitlements, Applications: st.Applications}
 }
 
 // Deciders makes second decisions with the authorizer's engine.

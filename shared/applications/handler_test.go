@@ -124,14 +124,14 @@ func (a *api) user(account string, perms ...authz.Permission) caller.Principal {
 	a.t.Helper()
 	ctx := context.Background()
 	id := ids.New()
-	if err := a.st.CreatePrincipal(ctx, domain.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com"}); err != nil {
+	if err := a.st.Principals.CreatePrincipal(ctx, domain.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com"}); err != nil {
 		a.t.Fatal(err)
 	}
 	role := domain.Role{AccountID: account, ID: ids.New(), Name: "custom " + id, Permissions: perms, Version: 1}
-	if err := a.st.CreateRole(ctx, role); err != nil {
+	if err := a.st.Roles.CreateRole(ctx, role); err != nil {
 		a.t.Fatal(err)
 	}
-	if err := a.st.PutGrant(ctx, domain.Grant{PrincipalID: id, AccountID: account, RoleID: role.ID, Via: "test"}); err != nil {
+	if err := a.st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: id, AccountID: account, RoleID: role.ID, Via: "test"}); err != nil {
 		a.t.Fatal(err)
 	}
 	return caller.Principal{ID: id, Kind: domain.KindUser, AccountID: account, KeyID: "k"}
@@ -141,8 +141,8 @@ func (a *api) user(account string, perms ...authz.Permission) caller.Principal {
 func (a *api) runTasks() {
 	a.t.Helper()
 	ctx := context.Background()
-	w := tasks.NewWorker(a.st, tasks.NewFakeDataPlane(quiet, tasks.LoopbackOnly), outbox.New(a.st, outbox.SQS{}, quiet), quiet)
-	ts, err := a.st.ListTasks(ctx, a.root, time.Time{}, time.Time{}, 0)
+	w := tasks.NewWorker(tasks.NewWorkerStore(a.st), tasks.NewFakeDataPlane(quiet, tasks.LoopbackOnly), outbox.New(a.st.Tasks, outbox.SQS{}, quiet), quiet)
+	ts, err := a.st.Tasks.ListTasks(ctx, a.root, time.Time{}, time.Time{}, 0)
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -157,14 +157,14 @@ func (a *api) setState(id, state string) {
 	a.t.Helper()
 	// Only tasks change states; a test puts an application in any state
 	// by writing it directly.
-	cur, err := a.st.GetApplication(context.Background(), a.root, id)
+	cur, err := a.st.Applications.GetApplication(context.Background(), a.root, id)
 	if err != nil {
 		a.t.Fatal(err)
 	}
 	if cur.State == state {
 		return
 	}
-	if err := a.st.BeginTransition(context.Background(), a.root, id, cur.State, state, "test"); err != nil {
+	if err := a.st.Applications.BeginTransition(context.Background(), a.root, id, cur.State, state, "test"); err != nil {
 		a.t.Fatal(err)
 	}
 }
@@ -215,7 +215,7 @@ func TestCreateAndReadApplications(t *testing.T) {
 		t.Fatalf("get: %d %s (%d round trips)", r.Status, r.Raw, a.d.Counter.Total())
 	}
 	// Another account's application does not exist for the caller.
-	if err := a.st.CreateAccount(context.Background(), domain.Account{ID: "other", Name: "Other", Parent: a.root, Ancestors: []string{a.root}}, nil); err != nil {
+	if err := a.st.Accounts.CreateAccount(context.Background(), domain.Account{ID: "other", Name: "Other", Parent: a.root, Ancestors: []string{a.root}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	stranger := a.user("other", authz.Permission{Method: "GET", Effect: "permit", Spec: []string{"/v2/applications**"}})
@@ -391,7 +391,7 @@ func TestDeleteInEveryState(t *testing.T) {
 func TestEntitlementCapsApplications(t *testing.T) {
 	a := newAPI(t)
 	past := time.Now().Add(-time.Hour)
-	if err := a.st.CreateEntitlement(context.Background(), domain.Entitlement{ID: "e1", Account: a.root, Resource: domain.ResourceApplications, Quantity: 1, Started: past}); err != nil {
+	if err := a.st.Entitlements.CreateEntitlement(context.Background(), domain.Entitlement{ID: "e1", Account: a.root, Resource: domain.ResourceApplications, Quantity: 1, Started: past}); err != nil {
 		t.Fatal(err)
 	}
 	a.create(shop)

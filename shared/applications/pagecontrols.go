@@ -170,7 +170,7 @@ func (h *handler) listPageControls(r *http.Request, p caller.Principal) (int, an
 	list, err := apigw.List(r, page, apigw.Lister[domain.PageControlVersions, PageControl]{
 		Name: "pagecontrols", Indexed: "id", ValidPosition: store.ValidPageControlPosition,
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.PageControlVersions, []string, bool, error) {
-			return h.st.PagePageControls(ctx, p.AccountID, app, after, desc, n, true)
+			return h.st.Applications.PagePageControls(ctx, p.AccountID, app, after, desc, n, true)
 		},
 		// The store checks the application's account with the read; what
 		// it returns without a current version is history an interrupted
@@ -199,12 +199,12 @@ func (h *handler) createPageControl(r *http.Request, p caller.Principal) (int, a
 	if err := in.build(&pc); err != nil {
 		return 0, nil, err
 	}
-	id, err := h.st.NextPageControlID(r.Context(), p.AccountID, app)
+	id, err := h.st.Applications.NextPageControlID(r.Context(), p.AccountID, app)
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no application %q", app)
 	}
 	pc.ID, pc.Created = id, h.st.Now()
-	if err := h.st.CreatePageControl(r.Context(), p.AccountID, pc); err != nil {
+	if err := h.st.Applications.CreatePageControl(r.Context(), p.AccountID, pc); err != nil {
 		return 0, nil, domain.IfNotFound(err, "no application %q", app)
 	}
 	return http.StatusOK, pageControlTagged(domain.PageControlVersions{Current: pc}), nil
@@ -225,7 +225,7 @@ func (h *handler) getPageControl(r *http.Request, p caller.Principal) (int, any,
 	if err != nil {
 		return 0, nil, err
 	}
-	v, err := h.st.GetPageControl(r.Context(), p.AccountID, app, id)
+	v, err := h.st.Applications.GetPageControl(r.Context(), p.AccountID, app, id)
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no page control %d in application %s", id, app)
 	}
@@ -245,7 +245,7 @@ func (h *handler) patchPageControl(r *http.Request, p caller.Principal) (int, an
 	}
 	var v domain.PageControlVersions
 	read := func(ctx context.Context) (domain.PageControlVersions, error) {
-		cur, err := h.st.GetPageControl(ctx, p.AccountID, app, id)
+		cur, err := h.st.Applications.GetPageControl(ctx, p.AccountID, app, id)
 		return cur, domain.IfNotFound(err, "no page control %d in application %s", id, app)
 	}
 	tag := func(v domain.PageControlVersions) string { return pageControlETag(v.Current) }
@@ -257,7 +257,7 @@ func (h *handler) patchPageControl(r *http.Request, p caller.Principal) (int, an
 			return err
 		}
 		next.Version, next.Created = cur.Version+1, h.st.Now()
-		if err := h.st.UpdatePageControl(ctx, p.AccountID, cur, next); err != nil {
+		if err := h.st.Applications.UpdatePageControl(ctx, p.AccountID, cur, next); err != nil {
 			return domain.IfNotFound(err, "no page control %d in application %s", id, app)
 		}
 		v.History = append(v.History, cur)
@@ -319,13 +319,13 @@ func (h *handler) deletePageControl(r *http.Request, p caller.Principal) (int, a
 	}
 	var v domain.PageControlVersions
 	read := func(ctx context.Context) (domain.PageControlVersions, error) {
-		cur, err := h.st.GetPageControl(ctx, p.AccountID, app, id)
+		cur, err := h.st.Applications.GetPageControl(ctx, p.AccountID, app, id)
 		return cur, domain.IfNotFound(err, "no page control %d in application %s", id, app)
 	}
 	tag := func(v domain.PageControlVersions) string { return pageControlETag(v.Current) }
 	err = store.Edit(r.Context(), apigw.IfMatch(r), read, tag, func(ctx context.Context, got domain.PageControlVersions) error {
 		v = got
-		return domain.IfNotFound(h.st.DeletePageControl(ctx, p.AccountID, v), "no page control %d in application %s", id, app)
+		return domain.IfNotFound(h.st.Applications.DeletePageControl(ctx, p.AccountID, v), "no page control %d in application %s", id, app)
 	})
 	if err != nil {
 		return 0, nil, err

@@ -237,7 +237,7 @@ func (h *handler) listWebControls(r *http.Request, p caller.Principal) (int, any
 	list, err := apigw.List(r, page, apigw.Lister[domain.PageControlVersions, json.RawMessage]{
 		Name: "webcontrols", Indexed: "id", ValidPosition: store.ValidPageControlPosition,
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.PageControlVersions, []string, bool, error) {
-			vs, pos, more, err := h.st.PagePageControls(ctx, p.AccountID, app, after, desc, n, attrs["history"])
+			vs, pos, more, err := h.st.Applications.PagePageControls(ctx, p.AccountID, app, after, desc, n, attrs["history"])
 			return vs, pos, more, domain.IfNotFound(err, "no application %q", app)
 		},
 		// Only what the caller may GET (docs/api.md#collection-reads).
@@ -279,7 +279,7 @@ func (h *handler) getWebControl(r *http.Request, p caller.Principal) (int, any, 
 	if err != nil {
 		return 0, nil, err
 	}
-	v, err := h.st.GetPageControl(r.Context(), p.AccountID, app, id)
+	v, err := h.st.Applications.GetPageControl(r.Context(), p.AccountID, app, id)
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no web control %d in application %s", id, app)
 	}

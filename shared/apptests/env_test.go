@@ -84,7 +84,7 @@ func (e *env) createApp(account, id string, aliases ...string) {
 	e.t.Helper()
 	now := e.st.Now()
 	cfg := mustJSON(map[string]any{"name": id, "aliases": aliases})
-	if err := e.st.CreateApplication(context.Background(), domain.Application{ID: id, Account: account, State: domain.AppStopped, Config: cfg, Aliases: aliases, Version: 1, Created: now, Updated: now}, domain.Quota{}); err != nil {
+	if err := e.st.Applications.CreateApplication(context.Background(), domain.Application{ID: id, Account: account, State: domain.AppStopped, Config: cfg, Aliases: aliases, Version: 1, Created: now, Updated: now}, domain.Quota{}); err != nil {
 		e.t.Fatal(err)
 	}
 }

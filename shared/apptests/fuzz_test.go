@@ -24,7 +24,7 @@ func FuzzTests(f *testing.F) {
 	e := fuzzkit.NewWithQueues(f, testswire.Handler)
 	// Uploads name an alias of the account's applications.
 	now := e.Deps.Store.Now()
-	if err := e.Deps.Store.CreateApplication(context.Background(), domain.Application{ID: "fuzzapp", Account: e.Principal.AccountID, State: domain.AppStopped,
+	if err := e.Deps.Store.Applications.CreateApplication(context.Background(), domain.Application{ID: "fuzzapp", Account: e.Principal.AccountID, State: domain.AppStopped,
 		Config: `{"name":"fuzz","aliases":["shop.example.com"]}`, Aliases: []string{"shop.example.com"}, Version: 1, Created: now, Updated: now}, domain.Quota{}); err != nil {
 		f.Fatal(err)
 	}

@@ -69,13 +69,12 @@ func (e *env) redeliveredRun(msg events.SQSMessage) events.SQSMessage {
 	return got
 }
 
-// laterStore is the store seen from a clock shift later.
-type laterStore struct {
-	*store.Store
-	shift time.Duration
+// laterStore is the runner's store seen from a clock shift later.
+func laterStore(st *store.Store, shift time.Duration) apptests.RunnerStore {
+	r := apptests.NewRunnerStore(st)
+	r.Now = func() time.Time { return st.Now().Add(shift) }
+	return r
 }
-
-func (s laterStore) Now() time.Time { return s.Store.Now().Add(s.shift) }
 
 func (e *env) deleteRun(msg events.SQSMessage) {
 	e.t.Helper()
@@ -99,7 +98,7 @@ func (e *env) handleRun(h apptests.RunHandler, msg events.SQSMessage) {
 // storedTest reads the test's item: its run state, run and active time.
 func (e *env) storedTest(id string) domain.AppTest {
 	e.t.Helper()
-	t, err := e.st.GetAppTest(context.Background(), e.op.AccountID, id)
+	t, err := e.st.Tests.GetAppTest(context.Background(), e.op.AccountID, id)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -206,7 +205,7 @@ func TestRunnerRedeliveryWhileRunningEndsTheRun(t *testing.T) {
 	loadID := e.postRun("shop", `{"id":"shop","duration":1,"virtualUsers":2}`)
 
 	msg := e.takeRun()
-	dying := apptests.NewRunner(e.st, dyingDriver{loadgen.Local{Edge: loadgen.Edge(e.deps.Edge)}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	dying := apptests.NewRunner(apptests.NewRunnerStore(e.st), dyingDriver{loadgen.Local{Edge: loadgen.Edge(e.deps.Edge)}}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
@@ -232,7 +231,7 @@ func TestRunnerRedeliveryWhileRunningEndsTheRun(t *testing.T) {
 		t.Fatalf("a copy during the active window changed the run: %+v", again)
 	}
 	// After the window (the clock moved past it) the runner is known dead.
-	later := apptests.NewRunner(laterStore{e.st, time.Duration(mid.RunActiveUntil-time.Now().UnixMilli())*time.Millisecond + time.Second},
+	later := apptests.NewRunner(laterStore(e.st, time.Duration(mid.RunActiveUntil-time.Now().UnixMilli())*time.Millisecond+time.Second),
 		loadgen.Local{Edge: loadgen.Edge(e.deps.Edge)}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	msg = e.redeliveredRun(msg)
 	e.handleRun(later, msg)
@@ -280,9 +279,9 @@ func (refusingSender) Send(context.Context, string, ...string) error {
 func TestRunSendRefusedIsStartedByTheSweepOnce(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	down := outbox.New(e.st, refusingSender{}, e.deps.Log)
+	down := outbox.New(e.st.Tasks, refusingSender{}, e.deps.Log)
 	down.ResendAfter = 0
-	e.tests = apigw.Lambda(e.deps.Log, testsapi.New(e.st, access.New(e.st, e.deps.Log), down.Queue(wire.TestRunsQueue), e.deps.Log))
+	e.tests = apigw.Lambda(e.deps.Log, testsapi.New(testsapi.NewStore(e.st), access.New(access.NewStore(e.st), e.deps.Log), down.Queue(wire.TestRunsQueue), e.deps.Log))
 	loadID := e.postRun("shop", `{"id":"shop","duration":1,"virtualUsers":1}`)
 	if at := e.storedTest("shop"); at.RunState != apptests.RunQueued || at.RunID != loadID {
 		t.Fatalf("the accepted run: %+v", at)
@@ -291,7 +290,7 @@ func TestRunSendRefusedIsStartedByTheSweepOnce(t *testing.T) {
 		t.Fatalf("a refused send queued %d messages", got)
 	}
 
-	sweep := outbox.New(e.st, outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}, e.deps.Log)
+	sweep := outbox.New(e.st.Tasks, outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}, e.deps.Log)
 	testenv.AwaitIndexes() // the outbox is found through an index
 	if n, err := sweep.Sweep(ctx); err != nil || n != 1 {
 		t.Fatalf("sweep: %d %v", n, err)
@@ -305,7 +304,7 @@ func TestRunSendRefusedIsStartedByTheSweepOnce(t *testing.T) {
 		t.Fatalf("the swept run: state %s, %d requests", done.RunState, seen)
 	}
 	testenv.AwaitIndexes() // the outbox is found through an index
-	if due, err := e.st.DueOutbox(ctx, time.Now().Add(time.Hour), 10); err != nil || len(due) != 0 {
+	if due, err := e.st.Tasks.DueOutbox(ctx, time.Now().Add(time.Hour), 10); err != nil || len(due) != 0 {
 		t.Fatalf("markers after the sweep: %+v %v", due, err)
 	}
 	e.handleRun(e.runner, msg) // a second copy

@@ -24,12 +24,21 @@ import (
 )
 
 // RunnerStore is what the runner reads and writes.
-type RunnerStore interface {
-	Now() time.Time
-	GetAppTest(ctx context.Context, account, id string) (domain.AppTest, error)
-	AppTestBlobData(ctx context.Context, account, id string, b domain.AppTestBlob) ([]byte, error)
-	UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error
-	AliasAccounts(ctx context.Context, aliases []string) (map[string]string, error)
+type RunnerStore struct {
+	Now   func() time.Time
+	Tests interface {
+		GetAppTest(ctx context.Context, account, id string) (domain.AppTest, error)
+		AppTestBlobData(ctx context.Context, account, id string, b domain.AppTestBlob) ([]byte, error)
+		UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error
+	}
+	Applications interface {
+		AliasAccounts(ctx context.Context, aliases []string) (map[string]string, error)
+	}
+}
+
+// NewRunnerStore is a RunnerStore over the table's repositories.
+func NewRunnerStore(st *store.Store) RunnerStore {
+	return RunnerStore{Now: st.Now, Tests: st.Tests, Applications: st.Applications}
 }
 
 // RunHandler is the test runner: an SQS-triggered Lambda handler that
@@ -75,7 +84,7 @@ func (r *runner) handle(ctx context.Context, body string) error {
 		return fmt.Errorf("malformed test run message %q", body)
 	}
 	log := r.log.With("account", msg.Account, "test", msg.Test, "load_id", msg.Run)
-	t, err := r.st.GetAppTest(ctx, msg.Account, msg.Test)
+	t, err := r.st.Tests.GetAppTest(ctx, msg.Account, msg.Test)
 	if errors.Is(err, domain.ErrNotFound) {
 		log.InfoContext(ctx, "test deleted before its run started")
 		return nil
@@ -124,7 +133,7 @@ func (r *runner) handle(ctx context.Context, body string) error {
 		return r.finish(ctx, log, t, run, RunRunning, nil, err)
 	}
 	plan := cfg.Plan(run.LoadID, time.Duration(run.Duration)*time.Second, run.VirtualUsers)
-	own, err := OwnAliases(ctx, r.st, msg.Account, planURLs(&plan))
+	own, err := OwnAliases(ctx, r.st.Applications, msg.Account, planURLs(&plan))
 	if err != nil {
 		return r.finish(ctx, log, t, run, RunRunning, nil, fmt.Errorf("the account's aliases could not be read: %w", err))
 	}
@@ -147,10 +156,10 @@ func (r *runner) handle(ctx context.Context, body string) error {
 
 // config reads and parses the test's current configuration.
 func (r *runner) config(ctx context.Context, t domain.AppTest) (*Config, error) {
-	data, err := r.st.AppTestBlobData(ctx, t.Account, t.ID, t.Archive)
+	data, err := r.st.Tests.AppTestBlobData(ctx, t.Account, t.ID, t.Archive)
 	if errors.Is(err, domain.ErrChanged) {
-		if t, err = r.st.GetAppTest(ctx, t.Account, t.ID); err == nil {
-			data, err = r.st.AppTestBlobData(ctx, t.Account, t.ID, t.Archive)
+		if t, err = r.st.Tests.GetAppTest(ctx, t.Account, t.ID); err == nil {
+			data, err = r.st.Tests.AppTestBlobData(ctx, t.Account, t.ID, t.Archive)
 		}
 	}
 	if err != nil {
@@ -197,7 +206,7 @@ func (r *runner) update(ctx context.Context, t domain.AppTest, run Run, from str
 	if err != nil {
 		return fmt.Errorf("encode run: %w", err)
 	}
-	return r.st.UpdateAppTestRun(ctx, t.Account, t.ID, run.ID, from, run.State, string(b), until)
+	return r.st.Tests.UpdateAppTestRun(ctx, t.Account, t.ID, run.ID, from, run.State, string(b), until)
 }
 
 // RunGrace is how long after its duration a run still counts as active:

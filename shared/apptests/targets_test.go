@@ -67,7 +67,7 @@ func TestUploadsNameOnlyTheAccountsAliases(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	// Another tenant, with an application of its own.
-	if err := e.st.CreateAccount(ctx, domain.Account{ID: "tenantb", Name: "tenant b", Ancestors: []string{}}, nil); err != nil {
+	if err := e.st.Accounts.CreateAccount(ctx, domain.Account{ID: "tenantb", Name: "tenant b", Ancestors: []string{}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	e.createApp("tenantb", "victim", "victim.example.com")
@@ -155,7 +155,7 @@ func TestRunDialsOnlyTheEdge(t *testing.T) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, address)
 	}}
-	e.runner = apptests.NewRunner(e.st, drv, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e.runner = apptests.NewRunner(apptests.NewRunnerStore(e.st), drv, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	r := e.call(e.op, "POST", "/v2/tests", map[string]string{"Content-Type": "application/json"}, []byte(`{"id":"shop","duration":1,"virtualUsers":2}`))
 	if r.Status != 200 {
 		t.Fatalf("POST: %d %s", r.Status, r.Raw)
@@ -190,7 +190,7 @@ func TestRunRefusesHostsThatAreNoLongerAliases(t *testing.T) {
 	if r := e.raw(e.op, "PUT", "shop", apptests.TypeTarBzip2, bz2(t, tarOf(t, referenceConfig(base, "http://old.example.com/gone")))); r.Status != 200 {
 		t.Fatalf("PUT: %d %s", r.Status, r.Raw)
 	}
-	if _, err := e.st.DeleteApplication(ctx, e.op.AccountID, "app2"); err != nil {
+	if _, err := e.st.Applications.DeleteApplication(ctx, e.op.AccountID, "app2"); err != nil {
 		t.Fatal(err)
 	}
 	// A configuration written before uploads were checked, naming a
@@ -200,7 +200,7 @@ func TestRunRefusesHostsThatAreNoLongerAliases(t *testing.T) {
 	now := e.st.Now()
 	lt := domain.AppTest{Account: e.op.AccountID, ID: "legacy", MediaType: apptests.TypeJSON, Archive: store.NewAppTestBlob(ids.New(), legacy),
 		ArchiveUpdated: now, Summary: "{}", Version: 1, Created: now, Updated: now}
-	if err := e.st.CreateAppTest(ctx, lt, legacy, nil); err != nil {
+	if err := e.st.Tests.CreateAppTest(ctx, lt, legacy, nil); err != nil {
 		t.Fatal(err)
 	}
 

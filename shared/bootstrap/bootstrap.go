@@ -49,7 +49,7 @@ var ErrKeptKeyLost = errors.New("bootstrap: another bootstrap installed the tabl
 // concurrently on one table (losing that race returns ErrKeptKeyLost).
 // keep is not called when the table is already installed.
 func RunAndKeep(ctx context.Context, st *store.Store, operatorEmail string, keep func(ctx context.Context, secret string) error) (Result, error) {
-	if in, err := st.GetInstallation(ctx); err == nil {
+	if in, err := st.Installation.GetInstallation(ctx); err == nil {
 		return Result{RootAccount: in.RootAccount, Operator: in.Operator}, nil
 	} else if !errors.Is(err, domain.ErrNotFound) {
 		return Result{}, fmt.Errorf("bootstrap: %w", err)
@@ -63,13 +63,13 @@ func RunAndKeep(ctx context.Context, st *store.Store, operatorEmail string, keep
 			return Result{}, fmt.Errorf("bootstrap: keep the operator key: %w", err)
 		}
 	}
-	err = st.Install(ctx, plan)
+	err = st.Installation.Install(ctx, plan)
 	if errors.Is(err, store.ErrInstalled) {
 		if keep != nil {
 			return Result{}, ErrKeptKeyLost
 		}
 		// Lost a race with another bootstrap: theirs stands.
-		in, gerr := st.GetInstallation(ctx)
+		in, gerr := st.Installation.GetInstallation(ctx)
 		if gerr != nil {
 			return Result{}, fmt.Errorf("bootstrap: %w", gerr)
 		}

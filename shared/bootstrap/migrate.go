@@ -51,7 +51,7 @@ func MigrateSchema(ctx context.Context, st *store.Store, log *slog.Logger, o Mig
 	if o.PageSize <= 0 {
 		o.PageSize = 100
 	}
-	prog, err := st.GetSchemaMigration(ctx)
+	prog, err := st.Installation.GetSchemaMigration(ctx)
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 	case err != nil:
@@ -79,7 +79,7 @@ func MigrateSchema(ctx context.Context, st *store.Store, log *slog.Logger, o Mig
 			res.Progress = prog
 			return res, nil
 		}
-		p, err := st.MigratePage(ctx, prog.AfterPK, prog.AfterSK, o.PageSize, names.Key)
+		p, err := st.Installation.MigratePage(ctx, prog.AfterPK, prog.AfterSK, o.PageSize, names.Key)
 		res.Scanned += p.Scanned
 		res.Skipped += p.Skipped
 		for k, n := range p.Fixed {
@@ -105,7 +105,7 @@ func MigrateSchema(ctx context.Context, st *store.Store, log *slog.Logger, o Mig
 		}
 		prog.AfterPK, prog.AfterSK, prog.Done = p.AfterPK, p.AfterSK, p.Done
 		prog.Updated = st.Now()
-		if err := st.PutSchemaMigration(ctx, prog); err != nil {
+		if err := st.Installation.PutSchemaMigration(ctx, prog); err != nil {
 			return res, fmt.Errorf("schema migration: record progress: %w", err)
 		}
 		log.InfoContext(ctx, "schema migration: progress", "version", ver, "page_scanned", p.Scanned, "page_fixed", p.Fixed,

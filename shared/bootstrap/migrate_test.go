@@ -55,7 +55,7 @@ func seed(t *testing.T, st *store.Store, root, tag string) {
 	ctx := context.Background()
 	now := st.Now()
 	acct := ids.New()
-	if err := st.CreateSubAccount(ctx, domain.AccountRecord{Account: domain.Account{ID: acct, Name: "Tenant " + tag, NameKey: names.Key("Tenant " + tag), Keyword: "tenant " + tag,
+	if err := st.Accounts.CreateSubAccount(ctx, domain.AccountRecord{Account: domain.Account{ID: acct, Name: "Tenant " + tag, NameKey: names.Key("Tenant " + tag), Keyword: "tenant " + tag,
 		Parent: root, Ancestors: []string{root}, Created: now, Updated: now}}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -67,58 +67,58 @@ func seed(t *testing.T, st *store.Store, root, tag string) {
 			t.Fatal(err)
 		}
 	}
-	must(st.CreatePrincipal(ctx, domain.Principal{ID: user, Kind: domain.KindUser, Email: email, Created: now, Updated: now}))
-	must(st.CreateRole(ctx, domain.Role{AccountID: acct, ID: role, Name: "r", Version: 1, Created: now, Updated: now}))
-	must(st.CreateGroup(ctx, domain.Group{AccountID: acct, ID: group, Name: "g", Roles: []string{role}, Version: 1, Created: now, Updated: now}))
-	must(st.CreateEntitlement(ctx, domain.Entitlement{ID: ids.New(), Account: acct, Resource: domain.ResourceApplications, Quantity: 5,
+	must(st.Principals.CreatePrincipal(ctx, domain.Principal{ID: user, Kind: domain.KindUser, Email: email, Created: now, Updated: now}))
+	must(st.Roles.CreateRole(ctx, domain.Role{AccountID: acct, ID: role, Name: "r", Version: 1, Created: now, Updated: now}))
+	must(st.Roles.CreateGroup(ctx, domain.Group{AccountID: acct, ID: group, Name: "g", Roles: []string{role}, Version: 1, Created: now, Updated: now}))
+	must(st.Entitlements.CreateEntitlement(ctx, domain.Entitlement{ID: ids.New(), Account: acct, Resource: domain.ResourceApplications, Quantity: 5,
 		Period: "month", Started: now, Version: 1, Created: now, Updated: now}))
 	sent := domain.Invitation{AccountID: acct, ID: ids.New(), Kind: domain.InvitationRole, Email: email, Target: role,
 		State: domain.InvitationQueued, Created: now, Updated: now}
-	must(st.CreateInvitation(ctx, sent, nil))
-	_, err := st.MarkInvitationSent(ctx, sent)
+	must(st.Invitations.CreateInvitation(ctx, sent, nil))
+	_, err := st.Invitations.MarkInvitationSent(ctx, sent)
 	must(err)
-	must(st.CreateInvitation(ctx, domain.Invitation{AccountID: acct, ID: ids.New(), Kind: domain.InvitationGroup, Email: "other" + email, Target: group,
+	must(st.Invitations.CreateInvitation(ctx, domain.Invitation{AccountID: acct, ID: ids.New(), Kind: domain.InvitationGroup, Email: "other" + email, Target: group,
 		State: domain.InvitationQueued, Created: now, Updated: now}, nil))
-	must(st.CreateKey(ctx, domain.AccessKey{ID: ids.New(), PrincipalID: user, Type: "bearer", Durability: domain.DurabilityPersistent,
+	must(st.Principals.CreateKey(ctx, domain.AccessKey{ID: ids.New(), PrincipalID: user, Type: "bearer", Durability: domain.DurabilityPersistent,
 		Account: acct, AccountAncestors: []string{root}, SecretHash: "h", Created: now}))
-	must(st.PutGrant(ctx, domain.Grant{PrincipalID: user, AccountID: acct, RoleID: role, Via: sent.ID, Created: now}))
-	must(st.PutGrant(ctx, domain.Grant{PrincipalID: user, AccountID: acct, Group: group, Via: "x", Created: now}))
+	must(st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: user, AccountID: acct, RoleID: role, Via: sent.ID, Created: now}))
+	must(st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: user, AccountID: acct, Group: group, Via: "x", Created: now}))
 	su := ids.New()
-	must(st.CreateServiceUser(ctx, domain.ServiceUser{ID: su, Kind: domain.KindServiceUser, Email: domain.ServiceUserEmail(acct, su), Account: acct, Created: now, Updated: now},
+	must(st.Principals.CreateServiceUser(ctx, domain.ServiceUser{ID: su, Kind: domain.KindServiceUser, Email: domain.ServiceUserEmail(acct, su), Account: acct, Created: now, Updated: now},
 		domain.AccessKey{ID: ids.New(), PrincipalID: su, Type: "bearer", Account: acct, AccountAncestors: []string{root}, Created: now}))
-	q, err := st.CheckAllowance(ctx, acct, domain.ResourceApplications)
+	q, err := st.Entitlements.CheckAllowance(ctx, acct, domain.ResourceApplications)
 	must(err)
 	app := ids.New()
-	must(st.CreateApplication(ctx, domain.Application{ID: app, Account: acct, State: domain.AppStopped, Config: `{"name":"x"}`,
+	must(st.Applications.CreateApplication(ctx, domain.Application{ID: app, Account: acct, State: domain.AppStopped, Config: `{"name":"x"}`,
 		Aliases: []string{tag + ".example.com", "www." + tag + ".example.com"}, Version: 1, Created: now, Updated: now}, q))
 	// An application's actions and page controls (one with a second
 	// version: its history is not counted).
-	must(st.CreateAction(ctx, acct, domain.Action{App: app, ID: "ping", URL: "https://example.com/ping", HTTPMethod: "POST", Version: 1, Created: now, Updated: now}))
+	must(st.Applications.CreateAction(ctx, acct, domain.Action{App: app, ID: "ping", URL: "https://example.com/ping", HTTPMethod: "POST", Version: 1, Created: now, Updated: now}))
 	pc := domain.PageControl{App: app, ID: 1, Name: "p", Actions: "[]", Version: 1, Created: now}
-	must(st.CreatePageControl(ctx, acct, pc))
+	must(st.Applications.CreatePageControl(ctx, acct, pc))
 	next := pc
 	next.Version, next.Name = 2, "p2"
-	must(st.UpdatePageControl(ctx, acct, pc, next))
-	must(st.CreatePageControl(ctx, acct, domain.PageControl{App: app, ID: 2, Name: "q", Actions: "[]", Version: 1, Created: now}))
-	q, err = st.CheckAllowance(ctx, acct, domain.ResourceAddressSets)
+	must(st.Applications.UpdatePageControl(ctx, acct, pc, next))
+	must(st.Applications.CreatePageControl(ctx, acct, domain.PageControl{App: app, ID: 2, Name: "q", Actions: "[]", Version: 1, Created: now}))
+	q, err = st.Entitlements.CheckAllowance(ctx, acct, domain.ResourceAddressSets)
 	must(err)
 	set, exp := ids.New(), now.Add(time.Hour)
-	must(st.WriteAddressSet(ctx, store.AddressSetWrite{Create: true, Quota: q,
+	must(st.AddressSets.WriteAddressSet(ctx, store.AddressSetWrite{Create: true, Quota: q,
 		Set: domain.AddressSet{ID: set, Account: acct, Name: "s", Type: "manual", Version: 1, EntryCount: 2, Created: now, Updated: now},
 		PutEntries: []domain.AddressEntry{
 			{Set: set, Prefix: "10.0.0.0/8", Address: "10.0.0.0/8", Created: now},
 			{Set: set, Prefix: "192.168.0.0/16", Address: "192.168.0.0/16", Expiry: &exp, Created: now},
 		}}))
 	task := ids.New()
-	must(st.CreateTask(ctx, domain.Task{ID: task, Account: acct, Type: "start", Target: "/v2/applications/" + app, App: app,
+	must(st.Tasks.CreateTask(ctx, domain.Task{ID: task, Account: acct, Type: "start", Target: "/v2/applications/" + app, App: app,
 		State: domain.TaskPending, CreatedBy: user, Created: now, Updated: now},
 		&store.OutboxMarker{Queue: "TasksQueue", Body: `{"task":"` + task + `"}`, Due: now.Add(time.Minute)}))
-	must(st.CreateMetricPrototype(ctx, domain.MetricPrototype{ID: ids.New(), Account: acct, DefaultName: "m", Display: "number",
+	must(st.Metrics.CreateMetricPrototype(ctx, domain.MetricPrototype{ID: ids.New(), Account: acct, DefaultName: "m", Display: "number",
 		Expression: "count", LogType: "access", DefaultFrequency: 60, Created: now}))
 	// "Team" is "tearn" by its name key: its claim moves.
-	must(st.CreateSubAccount(ctx, domain.AccountRecord{Account: domain.Account{ID: ids.New(), Name: "Team " + tag, NameKey: names.Key("Team " + tag), Keyword: "team " + tag,
+	must(st.Accounts.CreateSubAccount(ctx, domain.AccountRecord{Account: domain.Account{ID: ids.New(), Name: "Team " + tag, NameKey: names.Key("Team " + tag), Keyword: "team " + tag,
 		Parent: acct, Ancestors: []string{root, acct}, Created: now, Updated: now}}, nil))
-	must(st.CreateAppTest(ctx, domain.AppTest{Account: acct, ID: "load", MediaType: "application/x-tar", Summary: `{}`,
+	must(st.Tests.CreateAppTest(ctx, domain.AppTest{Account: acct, ID: "load", MediaType: "application/x-tar", Summary: `{}`,
 		Archive: store.NewAppTestBlob(ids.New(), []byte("x")), ArchiveUpdated: now, Version: 1, Created: now, Updated: now}, []byte("x"), nil))
 }
 
@@ -279,7 +279,7 @@ func TestMigrateSchemaGivesOldItemsWhatTheCurrentCodeWrites(t *testing.T) {
 		}
 	}
 	// Before: the aged accounts are missing from the accounts list (GSI2).
-	accts, _, _, err := st.PageAccounts(ctx, "", false, 100)
+	accts, _, _, err := st.Accounts.PageAccounts(ctx, "", false, 100)
 	if err != nil || len(accts) != 2 {
 		t.Fatalf("before the migration the accounts list holds %d accounts (%v), want only the two written since (tenant three and its team)", len(accts), err)
 	}
@@ -326,7 +326,7 @@ func TestMigrateSchemaGivesOldItemsWhatTheCurrentCodeWrites(t *testing.T) {
 	if res.Fixed[store.FixedNameClaim] != 5 {
 		t.Errorf("name claims moved for %d accounts, want 5 (the root, two tenants and their teams)", res.Fixed[store.FixedNameClaim])
 	}
-	accts, _, _, err = st.PageAccounts(ctx, "", false, 100)
+	accts, _, _, err = st.Accounts.PageAccounts(ctx, "", false, 100)
 	if err != nil || len(accts) != 7 || accts[0].ID != root {
 		t.Errorf("after the migration the accounts list holds %d accounts (%v)", len(accts), err)
 	}
@@ -360,7 +360,7 @@ func TestMigrateSchemaResumes(t *testing.T) {
 	if err != nil || first.Done || first.Scanned != 20 || first.Progress.AfterPK == "" {
 		t.Fatalf("first run: %+v %v", first, err)
 	}
-	stored, err := st.GetSchemaMigration(ctx)
+	stored, err := st.Installation.GetSchemaMigration(ctx)
 	if err != nil || stored.AfterPK != first.Progress.AfterPK || stored.AfterSK != first.Progress.AfterSK || stored.Done || stored.Scanned != 20 {
 		t.Fatalf("recorded progress %+v (%v), want the first run's %+v", stored, err, first.Progress)
 	}

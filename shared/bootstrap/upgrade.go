@@ -61,7 +61,7 @@ func UpgradeRoles(ctx context.Context, st *store.Store, log *slog.Logger, o Upgr
 	if o.PageSize <= 0 {
 		o.PageSize = 50
 	}
-	prog, err := st.GetRolesUpgrade(ctx)
+	prog, err := st.Installation.GetRolesUpgrade(ctx)
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 	case err != nil:
@@ -86,7 +86,7 @@ func UpgradeRoles(ctx context.Context, st *store.Store, log *slog.Logger, o Upgr
 			res.Progress = prog
 			return res, nil
 		}
-		accts, pos, more, err := st.PageAccounts(ctx, prog.After, false, o.PageSize)
+		accts, pos, more, err := st.Accounts.PageAccounts(ctx, prog.After, false, o.PageSize)
 		if err != nil {
 			return res, fmt.Errorf("upgrade roles: read accounts after %q: %w", prog.After, err)
 		}
@@ -103,7 +103,7 @@ func UpgradeRoles(ctx context.Context, st *store.Store, log *slog.Logger, o Upgr
 		}
 		prog.Done = !more
 		prog.Updated = st.Now()
-		if err := st.PutRolesUpgrade(ctx, prog); err != nil {
+		if err := st.Installation.PutRolesUpgrade(ctx, prog); err != nil {
 			return res, fmt.Errorf("upgrade roles: record progress: %w", err)
 		}
 		log.InfoContext(ctx, "roles upgrade: progress", "revision", rev, "after", prog.After, "accounts_done", prog.Accounts, "roles_upgraded", prog.Roles, "done", prog.Done)
@@ -124,7 +124,7 @@ func upgradePage(ctx context.Context, st *store.Store, log *slog.Logger, rev int
 	for i, a := range accts {
 		ids[i] = a.ID
 	}
-	roles, err := st.RolesOf(ctx, ids)
+	roles, err := st.Roles.RolesOf(ctx, ids)
 	if err != nil {
 		return 0, err
 	}
@@ -160,7 +160,7 @@ func upgradeRole(ctx context.Context, st *store.Store, log *slog.Logger, rev int
 	err := store.Reapply(ctx, func(ctx context.Context) error {
 		if !fresh {
 			var err error
-			if r, err = st.GetRole(ctx, r.AccountID, r.ID); errors.Is(err, domain.ErrNotFound) {
+			if r, err = st.Roles.GetRole(ctx, r.AccountID, r.ID); errors.Is(err, domain.ErrNotFound) {
 				return nil // deleted meanwhile (its account went)
 			} else if err != nil {
 				return err
@@ -179,7 +179,7 @@ func upgradeRole(ctx context.Context, st *store.Store, log *slog.Logger, rev int
 		next.Builtin, next.BuiltinRevision = key, rev
 		next.Permissions, next.Description = up.Permissions, up.Description
 		next.Version, next.Updated = r.Version+1, st.Now()
-		if err := st.PutRole(ctx, next); err != nil {
+		if err := st.Roles.PutRole(ctx, next); err != nil {
 			return err
 		}
 		log.InfoContext(ctx, "roles upgrade: role upgraded", "account", r.AccountID, "role", r.ID, "builtin", key,

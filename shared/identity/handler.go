@@ -22,19 +22,30 @@ import (
 )
 
 // Store is what the users function reads and writes.
-type Store interface {
-	Now() time.Time
-	CreatePrincipal(ctx context.Context, p domain.Principal) error
-	GetPrincipal(ctx context.Context, id string) (domain.Principal, error)
-	PageUsers(ctx context.Context, after string, desc bool, n int) ([]domain.Principal, []string, bool, error)
-	UpdatePrincipal(ctx context.Context, id string, c store.PrincipalChange, versions ...int) (domain.Principal, error)
-	KeyQuota(ctx context.Context, durability string) (domain.Quota, error)
-	CreateUserKey(ctx context.Context, k domain.AccessKey, q domain.Quota) error
-	GetKey(ctx context.Context, principal, id string) (domain.AccessKey, error)
-	ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error)
-	PageKeys(ctx context.Context, principal, after string, desc bool, n int) ([]domain.AccessKey, []string, bool, error)
-	DeleteKey(ctx context.Context, principal, id string, pre ...func(domain.AccessKey) error) (domain.AccessKey, error)
-	GetAccount(ctx context.Context, id string) (domain.Account, error)
+type Store struct {
+	Now        func() time.Time
+	Principals interface {
+		CreatePrincipal(ctx context.Context, p domain.Principal) error
+		GetPrincipal(ctx context.Context, id string) (domain.Principal, error)
+		PageUsers(ctx context.Context, after string, desc bool, n int) ([]domain.Principal, []string, bool, error)
+		UpdatePrincipal(ctx context.Context, id string, c store.PrincipalChange, versions ...int) (domain.Principal, error)
+		CreateUserKey(ctx context.Context, k domain.AccessKey, q domain.Quota) error
+		GetKey(ctx context.Context, principal, id string) (domain.AccessKey, error)
+		ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error)
+		PageKeys(ctx context.Context, principal, after string, desc bool, n int) ([]domain.AccessKey, []string, bool, error)
+		DeleteKey(ctx context.Context, principal, id string, pre ...func(domain.AccessKey) error) (domain.AccessKey, error)
+	}
+	Entitlements interface {
+		KeyQuota(ctx context.Context, durability string) (domain.Quota, error)
+	}
+	Accounts interface {
+		GetAccount(ctx context.Context, id string) (domain.Account, error)
+	}
+}
+
+// NewStore is a Store over the table's repositories.
+func NewStore(st *store.Store) Store {
+	return Store{Now: st.Now, Principals: st.Principals, Entitlements: st.Entitlements, Accounts: st.Accounts}
 }
 
 // Deciders makes second decisions with the authorizer's engine.
@@ -148,7 +159,7 @@ func (h *handler) createUser(r *http.Request, _ caller.Principal) (int, any, err
 	}
 	now := h.st.Now()
 	u := domain.Principal{ID: ids.New(), Kind: domain.KindUser, Email: email, Name: name, Created: now, Updated: now, Version: 1}
-	if err := h.st.CreatePrincipal(r.Context(), u); err != nil {
+	if err := h.st.Principals.CreatePrincipal(r.Context(), u); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, userTagged(u), nil
@@ -160,7 +171,7 @@ func (h *handler) listUsers(r *http.Request, p caller.Principal) (int, any, erro
 		return 0, nil, err
 	}
 	list, err := apigw.List(r, page, apigw.Lister[domain.Principal, User]{
-		Name: "users", Indexed: "created", Read: h.st.PageUsers, ValidPosition: store.ValidPosition,
+		Name: "users", Indexed: "created", Read: h.st.Principals.PageUsers, ValidPosition: store.ValidPosition,
 		// A collection shows only the members the caller may GET (docs/api.md#collection-reads).
 		Allow: func(ctx context.Context) (func(domain.Principal) (bool, error), error) {
 			d, err := h.dec.Decider(ctx, p)
@@ -200,7 +211,7 @@ func (h *handler) getUser(r *http.Request, p caller.Principal) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	u, err := h.st.GetPrincipal(r.Context(), id)
+	u, err := h.st.Principals.GetPrincipal(r.Context(), id)
 	if err != nil || u.Kind != domain.KindUser {
 		return 0, nil, domain.IfNotFound(orNotFound(err), "no user %q", id)
 	}
@@ -260,7 +271,7 @@ func (h *handler) patchUser(r *http.Request, p caller.Principal) (int, any, erro
 	}
 	var u domain.Principal
 	err = store.ReapplyIf(r.Context(), len(versions) > 0, func(ctx context.Context) (err error) {
-		u, err = h.st.UpdatePrincipal(ctx, id, c, versions...)
+		u, err = h.st.Principals.UpdatePrincipal(ctx, id, c, versions...)
 		return err
 	})
 	if err != nil {

@@ -100,10 +100,10 @@ func TestSwitchFromAKeyWithNoAccount(t *testing.T) {
 	ctx := context.Background()
 	now := e.deps.Store.Now()
 	u := domain.Principal{ID: "reader1", Kind: domain.KindUser, Email: "reader@example.com", Created: now, Updated: now}
-	if err := e.deps.Store.CreatePrincipal(ctx, u); err != nil {
+	if err := e.deps.Store.Principals.CreatePrincipal(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.deps.Store.CreateKey(ctx, domain.AccessKey{ID: "k1", PrincipalID: u.ID, Type: "bearer", SecretHash: "x", Created: now}); err != nil {
+	if err := e.deps.Store.Principals.CreateKey(ctx, domain.AccessKey{ID: "k1", PrincipalID: u.ID, Type: "bearer", SecretHash: "x", Created: now}); err != nil {
 		t.Fatal(err)
 	}
 	p := caller.Principal{ID: u.ID, Kind: "user", KeyID: "k1"}
@@ -112,13 +112,13 @@ func TestSwitchFromAKeyWithNoAccount(t *testing.T) {
 		t.Fatalf("switch with no role there: %d %v", st, body)
 	}
 	// Grant the root account's Reader role.
-	roles, err := e.deps.Store.RolesOf(ctx, []string{e.boot.RootAccount})
+	roles, err := e.deps.Store.Roles.RolesOf(ctx, []string{e.boot.RootAccount})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range roles {
 		if r.Name == "Reader" {
-			if err := e.deps.Store.PutGrant(ctx, domain.Grant{PrincipalID: u.ID, AccountID: r.AccountID, RoleID: r.ID, Via: "test"}); err != nil {
+			if err := e.deps.Store.Roles.PutGrant(ctx, domain.Grant{PrincipalID: u.ID, AccountID: r.AccountID, RoleID: r.ID, Via: "test"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -177,7 +177,7 @@ func TestServiceUsersStayInTheirAccount(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	su := domain.Principal{ID: "svc1", Kind: domain.KindServiceUser, Email: "svc1@service-users.x.invalid", Account: e.boot.RootAccount}
-	if err := e.deps.Store.CreatePrincipal(ctx, su); err != nil {
+	if err := e.deps.Store.Principals.CreatePrincipal(ctx, su); err != nil {
 		t.Fatal(err)
 	}
 	if st, body := e.call(e.operator(), "POST", "/v2/users/{id}/access-keys", "/v2/users/svc1/access-keys", map[string]string{"id": "svc1"}, nil, map[string]any{"type": "bearer"}); st != 404 {

@@ -90,7 +90,7 @@ func (h *handler) quotaBeside(r *http.Request, p caller.Principal, durability st
 		qErr, aErr error
 		wg         sync.WaitGroup
 	)
-	wg.Go(func() { q, qErr = h.st.KeyQuota(r.Context(), durability) })
+	wg.Go(func() { q, qErr = h.st.Entitlements.KeyQuota(r.Context(), durability) })
 	if href != nil {
 		wg.Go(func() { acct, aErr = h.switchable(r, p, *href) })
 	}
@@ -107,7 +107,7 @@ func (h *handler) issue(r *http.Request, k domain.AccessKey, q domain.Quota) (in
 	k.SecretHash = access.HashSecret(secret)
 	// Only users: service users get keys from their account's
 	// service-users endpoint, bound to that account.
-	if err := h.st.CreateUserKey(r.Context(), k, q); err != nil {
+	if err := h.st.Principals.CreateUserKey(r.Context(), k, q); err != nil {
 		return 0, nil, domain.IfNotFound(err, "no user %q", k.PrincipalID)
 	}
 	// The tag is the one a GET shows (without the secret, which is never
@@ -128,7 +128,7 @@ func (h *handler) switchable(r *http.Request, p caller.Principal, href string) (
 		aErr error
 		g    errgroup.Group // both answers are needed to choose the error
 	)
-	g.Go(func() error { acct, aErr = h.st.GetAccount(r.Context(), id); return nil })
+	g.Go(func() error { acct, aErr = h.st.Accounts.GetAccount(r.Context(), id); return nil })
 	g.Go(func() (err error) { d, err = h.dec.Decider(r.Context(), p); return err })
 	dErr := g.Wait()
 	if aErr != nil {
@@ -161,7 +161,7 @@ func (h *handler) listKeys(r *http.Request, p caller.Principal) (int, any, error
 	list, err := apigw.List(r, page, apigw.Lister[domain.AccessKey, AccessKey]{
 		Name: "access-keys", Indexed: "created", ValidPosition: store.ValidPosition,
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.AccessKey, []string, bool, error) {
-			return h.st.PageKeys(ctx, uid, after, desc, n)
+			return h.st.Principals.PageKeys(ctx, uid, after, desc, n)
 		},
 		// Expired keys stay until their TTL removes them; they are not
 		// listed. The route decided who may read the user's keys.
@@ -185,7 +185,7 @@ func (h *handler) getKey(r *http.Request, p caller.Principal) (int, any, error) 
 	if !ids.Valid(kid) {
 		return 0, nil, domain.Errorf(domain.NotFound, "no access key %q", kid)
 	}
-	k, err := h.st.GetKey(r.Context(), uid, kid)
+	k, err := h.st.Principals.GetKey(r.Context(), uid, kid)
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no access key %q", kid)
 	}
@@ -218,7 +218,7 @@ func (h *handler) deleteKey(r *http.Request, p caller.Principal) (int, any, erro
 	}
 	var k domain.AccessKey
 	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) (err error) {
-		k, err = h.st.DeleteKey(ctx, uid, kid, checks...)
+		k, err = h.st.Principals.DeleteKey(ctx, uid, kid, checks...)
 		return err
 	})
 	var ce *store.CleanupError
@@ -245,7 +245,7 @@ func (h *handler) getAuthorization(r *http.Request, p caller.Principal) (int, an
 	if (method == "") != (path == "") {
 		return 0, nil, domain.Errorf(domain.Invalid, "method and path go together: give both to simulate a request, or neither")
 	}
-	k, err := h.st.GetKey(r.Context(), p.ID, p.KeyID)
+	k, err := h.st.Principals.GetKey(r.Context(), p.ID, p.KeyID)
 	if err != nil {
 		// The authorizer just read this key; it was deleted in between.
 		return 0, nil, domain.Errorf(domain.Unauthorized, "the access key was revoked")
@@ -280,7 +280,7 @@ func (h *handler) simulate(r *http.Request, p caller.Principal, method, path str
 	fromPath = fromPath && authz.CheckPath(path) == nil
 	g.Go(func() (err error) { d, err = h.dec.Decider(r.Context(), p); return err })
 	if fromPath {
-		g.Go(func() error { acct, aErr = h.st.GetAccount(r.Context(), id); return nil })
+		g.Go(func() error { acct, aErr = h.st.Accounts.GetAccount(r.Context(), id); return nil })
 	}
 	if dErr := g.Wait(); dErr != nil {
 		return nil, dErr

@@ -18,7 +18,7 @@ import (
 // principal it yields (with the key's lineage in the context).
 func (e env) keyCall(secret, method, resource, path string, params map[string]string, body any) (int, map[string]any) {
 	e.t.Helper()
-	svc := access.New(e.deps.Store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	svc := access.New(access.NewStore(e.deps.Store), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	res, err := svc.Authorize(context.Background(), secret, method, path)
 	if err != nil {
 		e.t.Fatalf("authorize %s %s: %v", method, path, err)
@@ -52,7 +52,7 @@ func expiryOf(t *testing.T, body map[string]any) *time.Time {
 
 func (e env) stored(principal string, body map[string]any) domain.AccessKey {
 	e.t.Helper()
-	k, err := e.deps.Store.GetKey(context.Background(), principal, body["id"].(string))
+	k, err := e.deps.Store.Principals.GetKey(context.Background(), principal, body["id"].(string))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -93,14 +93,14 @@ func TestKeysMintedWithASessionKeyAreCapped(t *testing.T) {
 		t.Fatalf("minted key lineage: origin %v parent %v", kk.Origin, kk.Parent)
 	}
 	// A later expiry: refused, nothing written.
-	before, _ := e.deps.Store.ListKeys(context.Background(), e.boot.Operator)
+	before, _ := e.deps.Store.Principals.ListKeys(context.Background(), e.boot.Operator)
 	later := sessExp.Add(time.Hour).Format(time.RFC3339)
 	st, body := e.mint(secret, map[string]any{"type": "bearer", "expiry": later})
 	msg, _ := body["error"].(map[string]any)["message"].(string)
 	if st != 400 || !strings.Contains(msg, sessExp.UTC().Format(time.RFC3339)) {
 		t.Fatalf("later expiry: %d %v, want a 400 naming the limit", st, body)
 	}
-	if after, _ := e.deps.Store.ListKeys(context.Background(), e.boot.Operator); len(after) != len(before) {
+	if after, _ := e.deps.Store.Principals.ListKeys(context.Background(), e.boot.Operator); len(after) != len(before) {
 		t.Fatalf("a refused key was written: %d keys, then %d", len(before), len(after))
 	}
 	// An earlier one is the caller's choice.

@@ -18,7 +18,7 @@ func TestSimulatorExplainsInertPermits(t *testing.T) {
 	ctx := context.Background()
 	now := e.deps.Store.Now()
 	a := domain.Account{ID: "tenant1", Name: "Tenant", Keyword: "tenant", Parent: e.boot.RootAccount, Ancestors: []string{e.boot.RootAccount}, Created: now, Updated: now}
-	if err := e.deps.Store.CreateAccount(ctx, a, nil); err != nil {
+	if err := e.deps.Store.Accounts.CreateAccount(ctx, a, nil); err != nil {
 		t.Fatal(err)
 	}
 	var ps []authz.Permission
@@ -26,17 +26,17 @@ func TestSimulatorExplainsInertPermits(t *testing.T) {
 		ps = append(ps, authz.Permission{Method: m, Effect: "permit", Spec: []string{"/v2/**"}})
 	}
 	role := domain.Role{AccountID: a.ID, ID: "all", Name: "Everything", Permissions: ps, Version: 1, Created: now, Updated: now}
-	if err := e.deps.Store.CreateRole(ctx, role); err != nil {
+	if err := e.deps.Store.Roles.CreateRole(ctx, role); err != nil {
 		t.Fatal(err)
 	}
 	u := domain.Principal{ID: "mallory", Kind: domain.KindUser, Email: "mallory@example.com", Created: now, Updated: now}
-	if err := e.deps.Store.CreatePrincipal(ctx, u); err != nil {
+	if err := e.deps.Store.Principals.CreatePrincipal(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.deps.Store.CreateKey(ctx, domain.AccessKey{ID: "k1", PrincipalID: u.ID, Type: "bearer", Account: a.ID, AccountAncestors: a.Ancestors, SecretHash: "x", Created: now}); err != nil {
+	if err := e.deps.Store.Principals.CreateKey(ctx, domain.AccessKey{ID: "k1", PrincipalID: u.ID, Type: "bearer", Account: a.ID, AccountAncestors: a.Ancestors, SecretHash: "x", Created: now}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.deps.Store.PutGrant(ctx, domain.Grant{PrincipalID: u.ID, AccountID: a.ID, RoleID: role.ID, Via: "test"}); err != nil {
+	if err := e.deps.Store.Roles.PutGrant(ctx, domain.Grant{PrincipalID: u.ID, AccountID: a.ID, RoleID: role.ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	p := caller.Principal{ID: u.ID, Kind: "user", AccountID: a.ID, KeyID: "k1"}

@@ -220,7 +220,7 @@ func TestCreateUpdateDeleteKeepOneInstallation(t *testing.T) {
 	if root == "" || created.PhysicalResourceID != "installation/"+root {
 		t.Fatalf("Create: physical id %q, data %v", created.PhysicalResourceID, created.Data)
 	}
-	in, err := e.st.GetInstallation(ctx)
+	in, err := e.st.Installation.GetInstallation(ctx)
 	if err != nil || in.RootAccount != root || in.Operator != created.Data["Operator"] {
 		t.Fatalf("installation %+v (%v), response data %v", in, err, created.Data)
 	}
@@ -230,7 +230,7 @@ func TestCreateUpdateDeleteKeepOneInstallation(t *testing.T) {
 	}
 
 	// The stored key is the operator's and opens the root account.
-	res, err := access.New(e.st, slog.New(slog.DiscardHandler)).Authorize(ctx, secret, "GET", "/v2/accounts/"+root)
+	res, err := access.New(access.NewStore(e.st), slog.New(slog.DiscardHandler)).Authorize(ctx, secret, "GET", "/v2/accounts/"+root)
 	if err != nil {
 		t.Fatalf("the stored key does not authenticate: %v", err)
 	}
@@ -267,7 +267,7 @@ func TestCreateUpdateDeleteKeepOneInstallation(t *testing.T) {
 	if n := e.items(t); n != items {
 		t.Fatalf("Delete: %d items in the table, want %d", n, items)
 	}
-	if _, err := access.New(e.st, slog.New(slog.DiscardHandler)).Authorize(ctx, e.secret(t), "GET", "/v2/accounts/"+root); err != nil {
+	if _, err := access.New(access.NewStore(e.st), slog.New(slog.DiscardHandler)).Authorize(ctx, e.secret(t), "GET", "/v2/accounts/"+root); err != nil {
 		t.Fatalf("after Delete the stored key no longer authenticates: %v", err)
 	}
 }
@@ -288,11 +288,11 @@ func TestSecretFailureInstallsNothing(t *testing.T) {
 	if got := e.send(t, cfn.RequestCreate, "", props()); got.Status != cfn.StatusSuccess {
 		t.Fatalf("retry: %s %q", got.Status, got.Reason)
 	}
-	in, err := e.st.GetInstallation(context.Background())
+	in, err := e.st.Installation.GetInstallation(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := access.New(e.st, slog.New(slog.DiscardHandler)).Authorize(context.Background(), e.secret(t), "GET", "/v2/accounts/"+in.RootAccount)
+	res, err := access.New(access.NewStore(e.st), slog.New(slog.DiscardHandler)).Authorize(context.Background(), e.secret(t), "GET", "/v2/accounts/"+in.RootAccount)
 	if err != nil || res.Principal.ID != in.Operator {
 		t.Fatalf("retry: stored key: %+v %v", res.Principal, err)
 	}

@@ -99,7 +99,7 @@ func installRevision1(t *testing.T, e *env, n int) upgradeFixture {
 	}
 	f := upgradeFixture{root: created.Data["RootAccount"].(string)}
 	// The root account's control roles back to revision 1.
-	roles, err := e.st.RolesOf(ctx, []string{f.root})
+	roles, err := e.st.Roles.RolesOf(ctx, []string{f.root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func installRevision1(t *testing.T, e *env, n int) upgradeFixture {
 			continue
 		}
 		r.Permissions, r.Builtin, r.BuiltinRevision, r.Version = revision1(f.root)[r.Name], "", 0, r.Version+1
-		if err := e.st.PutRole(ctx, r); err != nil {
+		if err := e.st.Roles.PutRole(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,7 +132,7 @@ func installRevision1(t *testing.T, e *env, n int) upgradeFixture {
 			r.Description = "Auditors"
 			f.edited = *r
 		}
-		if err := e.st.CreateSubAccount(ctx, a, rs); err != nil {
+		if err := e.st.Accounts.CreateSubAccount(ctx, a, rs); err != nil {
 			t.Fatal(err)
 		}
 		f.accounts = append(f.accounts, a.ID)
@@ -140,7 +140,7 @@ func installRevision1(t *testing.T, e *env, n int) upgradeFixture {
 			// A tenant's own role, named like a control role before such
 			// names were refused: never the platform's to change.
 			f.custom = domain.Role{AccountID: a.ID, ID: ids.New(), Name: "Reader", Permissions: revision1(a.ID)["Reader"], Version: 1, Created: now, Updated: now}
-			if err := e.st.CreateRole(ctx, f.custom); err != nil {
+			if err := e.st.Roles.CreateRole(ctx, f.custom); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -156,7 +156,7 @@ func TestUpdateUpgradesBuiltinRoles(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	f := installRevision1(t, e, 5)
-	authorizer := access.New(e.st, slog.New(slog.DiscardHandler))
+	authorizer := access.New(access.NewStore(e.st), slog.New(slog.DiscardHandler))
 	secret := e.secret(t)
 	// The operator holds the root account's Account owner role.
 	if res, err := authorizer.Authorize(ctx, secret, "GET", "/v2/log-schemas"); err != nil || res.Decision.Allowed {
@@ -171,7 +171,7 @@ func TestUpdateUpgradesBuiltinRoles(t *testing.T) {
 		t.Fatalf("after the upgrade, the Account owner cannot read log schemas: %+v %v", res.Decision, err)
 	}
 
-	roles, err := e.st.RolesOf(ctx, append([]string{f.root}, f.accounts...))
+	roles, err := e.st.Roles.RolesOf(ctx, append([]string{f.root}, f.accounts...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestUpdateUpgradesBuiltinRoles(t *testing.T) {
 	if got := e.send(t, cfn.RequestUpdate, "installation/"+f.root, props()); got.Status != cfn.StatusSuccess {
 		t.Fatalf("second Update: %s %q", got.Status, got.Reason)
 	}
-	again, err := e.st.RolesOf(ctx, append([]string{f.root}, f.accounts...))
+	again, err := e.st.Roles.RolesOf(ctx, append([]string{f.root}, f.accounts...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestRolesUpgradeResumes(t *testing.T) {
 		t.Fatalf("first run: %+v %v", first, err)
 	}
 	rev := func(acct string) []int {
-		rs, err := e.st.RolesOf(ctx, []string{acct})
+		rs, err := e.st.Roles.RolesOf(ctx, []string{acct})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,7 +282,7 @@ func TestRolesUpgradeResumes(t *testing.T) {
 			t.Errorf("after one page, account %d's control roles are at %v, want %d", i, got, want)
 		}
 	}
-	done, err := e.st.RolesOf(ctx, []string{f.root, f.accounts[0]})
+	done, err := e.st.Roles.RolesOf(ctx, []string{f.root, f.accounts[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestRolesUpgradeResumes(t *testing.T) {
 	// An account older code made after the first run.
 	late := domain.AccountRecord{Account: domain.Account{ID: ids.New(), Name: "Late", Keyword: "late", Parent: f.root, Ancestors: []string{f.root},
 		Created: time.Now().UTC().Add(time.Second), Updated: time.Now().UTC()}}
-	if err := e.st.CreateSubAccount(ctx, late, legacyRoles(late.ID, late.Created)); err != nil {
+	if err := e.st.Accounts.CreateSubAccount(ctx, late, legacyRoles(late.ID, late.Created)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -303,7 +303,7 @@ func TestRolesUpgradeResumes(t *testing.T) {
 			t.Errorf("account %s's control roles at %v", acct, got)
 		}
 	}
-	after, err := e.st.RolesOf(ctx, []string{f.root, f.accounts[0]})
+	after, err := e.st.Roles.RolesOf(ctx, []string{f.root, f.accounts[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +371,7 @@ func TestUpdateMigratesBeforeUpgradingRoles(t *testing.T) {
 		store.AttrPK: &types.AttributeValueMemberS{Value: "INSTALLATION"}, store.AttrSK: &types.AttributeValueMemberS{Value: "SCHEMAMIGRATION"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if accts, _, _, err := e.st.PageAccounts(ctx, "", false, 10); err != nil || len(accts) != 0 {
+	if accts, _, _, err := e.st.Accounts.PageAccounts(ctx, "", false, 10); err != nil || len(accts) != 0 {
 		t.Fatalf("the aged table lists %d accounts (%v)", len(accts), err)
 	}
 
@@ -379,10 +379,10 @@ func TestUpdateMigratesBeforeUpgradingRoles(t *testing.T) {
 	if got.Status != cfn.StatusSuccess || got.Data["SchemaVersion"] != float64(store.SchemaVersion) {
 		t.Fatalf("Update: %s %q %v", got.Status, got.Reason, got.Data)
 	}
-	if accts, _, _, err := e.st.PageAccounts(ctx, "", false, 10); err != nil || len(accts) != 3 {
+	if accts, _, _, err := e.st.Accounts.PageAccounts(ctx, "", false, 10); err != nil || len(accts) != 3 {
 		t.Fatalf("after the Update the accounts list holds %d accounts (%v), want 3", len(accts), err)
 	}
-	roles, err := e.st.RolesOf(ctx, append([]string{f.root}, f.accounts...))
+	roles, err := e.st.Roles.RolesOf(ctx, append([]string{f.root}, f.accounts...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +421,7 @@ func TestRollbackUpdateDoesNotMigrate(t *testing.T) {
 		if got.Status != cfn.StatusSuccess || got.Data["SchemaVersion"] != nil {
 			t.Fatalf("rollback Update (SchemaVersion %q): %s %q %v", old, got.Status, got.Reason, got.Data)
 		}
-		if _, err := e.st.GetSchemaMigration(ctx); !errors.Is(err, domain.ErrNotFound) {
+		if _, err := e.st.Installation.GetSchemaMigration(ctx); !errors.Is(err, domain.ErrNotFound) {
 			t.Fatalf("a rollback Update (SchemaVersion %q) ran the migration: %v", old, err)
 		}
 	}

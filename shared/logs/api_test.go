@@ -54,7 +54,7 @@ func newEnv(t *testing.T) *env {
 	e.op = caller.Principal{ID: res.Operator, Kind: "user", Email: "operator@example.com", AccountID: res.RootAccount, KeyID: res.KeyID}
 	e.app = ids.New()
 	now := e.deps.Store.Now()
-	if err := e.deps.Store.CreateApplication(ctx, domain.Application{ID: e.app, Account: res.RootAccount, State: "stopped", Config: "{}", Version: 1, Created: now, Updated: now}, domain.Quota{}); err != nil {
+	if err := e.deps.Store.Applications.CreateApplication(ctx, domain.Application{ID: e.app, Account: res.RootAccount, State: "stopped", Config: "{}", Version: 1, Created: now, Updated: now}, domain.Quota{}); err != nil {
 		t.Fatal(err)
 	}
 	e.h = logswire.Handler(e.deps)

@@ -287,7 +287,7 @@ func (h *handler) listArchives(r *http.Request, p caller.Principal) (int, any, e
 		g  errgroup.Group
 	)
 	g.Go(func() (err error) {
-		as, err = h.st.ListLogArchives(r.Context(), p.AccountID, prefix, h.st.Now())
+		as, err = h.st.Logs.ListLogArchives(r.Context(), p.AccountID, prefix, h.st.Now())
 		return err
 	})
 	g.Go(func() (err error) { d, err = h.dec.Decider(r.Context(), p); return err })
@@ -367,7 +367,7 @@ func (h *handler) downloadArchive(r *http.Request, p caller.Principal) (int, any
 	}
 	notFound := domain.Errorf(domain.NotFound, "no archive of %s from %s to %s; prepare one with a prepare-for-download task", domain.ArchiveHref(app, domain.ArchiveTypeOf(typ)),
 		from.Format(time.RFC3339), to.Format(time.RFC3339))
-	a, err := h.st.GetLogArchive(r.Context(), p.AccountID, app, typ, from, to, h.st.Now())
+	a, err := h.st.Logs.GetLogArchive(r.Context(), p.AccountID, app, typ, from, to, h.st.Now())
 	if errors.Is(err, domain.ErrNotFound) {
 		return 0, nil, notFound
 	}
@@ -378,7 +378,7 @@ func (h *handler) downloadArchive(r *http.Request, p caller.Principal) (int, any
 	if apigw.NotModified(r, tag) {
 		return http.StatusOK, apigw.WithETag(nil, tag), nil // a 304: the file is not read
 	}
-	data, err := h.st.LogArchiveData(r.Context(), a)
+	data, err := h.st.Logs.LogArchiveData(r.Context(), a)
 	if errors.Is(err, domain.ErrNotFound) {
 		return 0, nil, notFound
 	}
@@ -408,7 +408,7 @@ func (h *handler) deleteArchives(r *http.Request, p caller.Principal) (int, any,
 	if err != nil {
 		return 0, nil, err
 	}
-	as, err := h.st.ListLogArchives(r.Context(), p.AccountID, app+"#"+typ+"#", h.st.Now())
+	as, err := h.st.Logs.ListLogArchives(r.Context(), p.AccountID, app+"#"+typ+"#", h.st.Now())
 	if err != nil {
 		return 0, nil, err
 	}
@@ -429,7 +429,7 @@ func (h *handler) deleteArchives(r *http.Request, p caller.Principal) (int, any,
 	}
 	var gone []domain.LogArchive
 	for _, a := range in {
-		err := store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error { return h.st.DeleteLogArchive(ctx, a, pre.Set()) })
+		err := store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) error { return h.st.Logs.DeleteLogArchive(ctx, a, pre.Set()) })
 		if err != nil {
 			return 0, nil, err
 		}

@@ -41,7 +41,7 @@ func TestPrepareArchive(t *testing.T) {
 	e.custom(hour.Add(time.Second), 40)
 	req := logs.ArchiveRequest{Account: e.op.AccountID, App: e.app, ArchiveType: "custom", From: hour, To: hour.Add(time.Hour), Task: "t1"}
 
-	a := logs.NewArchiver(st)
+	a := logs.NewArchiver(st.Logs)
 	arc, err := a.Prepare(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func TestPrepareArchive(t *testing.T) {
 	if arc.Count != 40 || arc.Chunks != 1 || arc.Type != logs.TypeCustom || arc.Expires != arc.Created.Add(3*24*time.Hour).Unix() {
 		t.Fatalf("archive %+v", arc)
 	}
-	data, err := st.LogArchiveData(ctx, arc)
+	data, err := st.Logs.LogArchiveData(ctx, arc)
 	if err != nil || len(data) != arc.Size {
 		t.Fatalf("data: %d bytes, %v", len(data), err)
 	}
@@ -67,7 +67,7 @@ func TestPrepareArchive(t *testing.T) {
 	// Budgets: nothing written, the limit named.
 	other := req
 	other.From, other.To = hour.Add(-time.Hour), hour.Add(time.Hour)
-	small := logs.NewArchiver(st)
+	small := logs.NewArchiver(st.Logs)
 	small.LowerArchiveBudgets(30, 1<<20)
 	var bq *logs.BadQuery
 	if _, err := small.Prepare(ctx, other); !errors.As(err, &bq) || !strings.Contains(bq.Msg, "ScanBudget") {
@@ -77,7 +77,7 @@ func TestPrepareArchive(t *testing.T) {
 	if _, err := small.Prepare(ctx, other); !errors.As(err, &bq) || !strings.Contains(bq.Msg, "MaxLogArchiveBytes") {
 		t.Fatalf("size budget: %v", err)
 	}
-	have, err := st.ListLogArchives(ctx, e.op.AccountID, "", st.Now())
+	have, err := st.Logs.ListLogArchives(ctx, e.op.AccountID, "", st.Now())
 	if err != nil || len(have) != 1 {
 		t.Fatalf("archives after refusals: %d %v", len(have), err)
 	}
@@ -88,7 +88,7 @@ func TestPrepareArchive(t *testing.T) {
 	if _, err := a.Prepare(ctx, stray); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("another account's application: %v", err)
 	}
-	if have, _ := st.ListLogArchives(ctx, "someotheraccount", "", st.Now()); len(have) != 0 {
+	if have, _ := st.Logs.ListLogArchives(ctx, "someotheraccount", "", st.Now()); len(have) != 0 {
 		t.Fatalf("written for another account: %+v", have)
 	}
 
@@ -126,7 +126,7 @@ func TestPrepareArchive(t *testing.T) {
 		t.Fatalf("delete: %d %s", r.status, r.raw)
 	}
 	e.wantError(e.call(e.op, "GET", ref, rng, ""), 404, "no archive")
-	if _, err := st.LogArchiveData(ctx, arc); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := st.Logs.LogArchiveData(ctx, arc); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("chunks after delete: %v", err)
 	}
 }

@@ -22,14 +22,25 @@ import (
 	"cads/shared/ids"
 	"cads/shared/jsontext"
 	"cads/shared/routes"
+	"cads/shared/store"
 )
 
 // Store is what the logs endpoints read and write.
-type Store interface {
-	PutStore
-	ScanStore
-	ArchiveReadStore
-	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
+type Store struct {
+	Now  func() time.Time
+	Logs interface {
+		PutStore
+		ScanStore
+		ArchiveReadStore
+	}
+	Applications interface {
+		GetApplication(ctx context.Context, account, id string) (domain.Application, error)
+	}
+}
+
+// NewStore is a Store over the table's repositories.
+func NewStore(st *store.Store) Store {
+	return Store{Now: st.Now, Logs: st.Logs, Applications: st.Applications}
 }
 
 type handler struct {
@@ -60,7 +71,7 @@ func appID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "appl
 
 // owned checks that the application is in the caller's account.
 func (h *handler) owned(ctx context.Context, p caller.Principal, id string) error {
-	if _, err := h.st.GetApplication(ctx, p.AccountID, id); err != nil {
+	if _, err := h.st.Applications.GetApplication(ctx, p.AccountID, id); err != nil {
 		if errors.Is(err, domain.ErrNotFound) {
 			return domain.Errorf(domain.NotFound, "no application %q", id)
 		}
@@ -90,14 +101,14 @@ func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 		g    errgroup.Group // both answers are needed to choose the error
 	)
 	g.Go(func() error { return h.owned(ctx, p, app) })
-	g.Go(func() error { f, fErr = q.filledHours(ctx, h.st, app); return nil })
+	g.Go(func() error { f, fErr = q.filledHours(ctx, h.st.Logs, app); return nil })
 	if oErr := g.Wait(); oErr != nil {
 		return 0, nil, oErr
 	}
 	if fErr != nil {
 		return 0, nil, fErr
 	}
-	res, runErr := q.run(ctx, h.st, app, f)
+	res, runErr := q.run(ctx, h.st.Logs, app, f)
 	if runErr != nil {
 		var bq *BadQuery
 		if errors.As(runErr, &bq) {
@@ -387,7 +398,7 @@ func (h *handler) postLogs(r *http.Request, p caller.Principal) (int, any, error
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := putChunks(r.Context(), h.st, items); err != nil {
+	if err := putChunks(r.Context(), h.st.Logs, items); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, out, nil

@@ -93,7 +93,7 @@ func budgetFixture(t *testing.T) (*store.Store, time.Time) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := putChunks(context.Background(), st, items); err != nil {
+		if err := putChunks(context.Background(), st.Logs, items); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -117,7 +117,7 @@ func pageAll(t *testing.T, st *store.Store, now time.Time, base url.Values, lowe
 			t.Fatal(err)
 		}
 		lower(q)
-		res, err := q.Run(context.Background(), st, "app1")
+		res, err := q.Run(context.Background(), st.Logs, "app1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +186,7 @@ func TestBudgetsCutAndContinue(t *testing.T) {
 		t.Fatal(err)
 	}
 	q.timeLimit = -time.Second
-	res, err := q.Run(context.Background(), st, "app1")
+	res, err := q.Run(context.Background(), st.Logs, "app1")
 	if err != nil || res.Cut == nil || res.Cut.Budget != CutTime || len(res.Records) != 0 || res.Cut.Start != 1 || res.Cut.From.Before(q.From) {
 		t.Fatalf("time limit: %v %+v", err, res)
 	}
@@ -194,7 +194,7 @@ func TestBudgetsCutAndContinue(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), deadlineMargin)
 	defer cancel()
 	q.timeLimit = MaxQueryTime
-	if res, err := q.Run(ctx, st, "app1"); err != nil || res.Cut == nil || res.Cut.Budget != CutTime {
+	if res, err := q.Run(ctx, st.Logs, "app1"); err != nil || res.Cut == nil || res.Cut.Budget != CutTime {
 		t.Fatalf("request deadline: %v %+v", err, res)
 	}
 
@@ -210,7 +210,7 @@ func TestBudgetsCutAndContinue(t *testing.T) {
 		}
 		lower(q)
 		var bq *BadQuery
-		if _, err := q.Run(context.Background(), st, "app1"); !errors.As(err, &bq) || !strings.Contains(bq.Msg, name) {
+		if _, err := q.Run(context.Background(), st.Logs, "app1"); !errors.As(err, &bq) || !strings.Contains(bq.Msg, name) {
 			t.Errorf("grouping past %s: %v", name, err)
 		}
 	}

@@ -81,7 +81,7 @@ func read(t *testing.T, st *store.Store, f metrics.Family, scope, query string) 
 	if err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
-	chunks, err := st.MetricChunks(context.Background(), p.Keys(scope))
+	chunks, err := st.Metrics.MetricChunks(context.Background(), p.Keys(scope))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func window(now time.Time) string {
 
 func TestRedeliveredBatchesDoNotDoubleCount(t *testing.T) {
 	st, d := newStore(t)
-	a := metrics.NewAggregator(st, nil, nil, quiet)
+	a := metrics.NewAggregator(st.Metrics, nil, nil, quiet)
 	now := st.Now().Truncate(2 * time.Minute).Add(119 * time.Second)
 	var batchA, batchB []metrics.Record
 	for i := range 50 {
@@ -183,7 +183,7 @@ func TestRedeliveredBatchesDoNotDoubleCount(t *testing.T) {
 
 func TestSummarizeAgreesWithResolution(t *testing.T) {
 	st, _ := newStore(t)
-	a := metrics.NewAggregator(st, nil, nil, quiet)
+	a := metrics.NewAggregator(st.Metrics, nil, nil, quiet)
 	now := st.Now()
 	var recs []metrics.Record
 	for i := range 400 {
@@ -239,7 +239,7 @@ func TestSummarizeAgreesWithResolution(t *testing.T) {
 // failingStore fails chosen calls of ApplyMetricStep, as a throttled or
 // crashed aggregator would.
 type failingStore struct {
-	*store.Store
+	*store.Metrics
 	calls  atomic.Int32
 	failAt int32
 }
@@ -248,7 +248,7 @@ func (f *failingStore) ApplyMetricStep(ctx context.Context, s store.MetricStep) 
 	if f.calls.Add(1) == f.failAt {
 		return errors.New("injected failure")
 	}
-	return f.Store.ApplyMetricStep(ctx, s)
+	return f.Metrics.ApplyMetricStep(ctx, s)
 }
 
 func TestLargeMessageIsAppliedInResumableSteps(t *testing.T) {
@@ -261,7 +261,7 @@ func TestLargeMessageIsAppliedInResumableSteps(t *testing.T) {
 		recs = append(recs, access("app3", now.Add(-time.Duration(i)*10*time.Second), 200, 1, 1))
 	}
 	body := message("big-1", recs...)
-	fs := &failingStore{Store: st, failAt: 2}
+	fs := &failingStore{Metrics: st.Metrics, failAt: 2}
 	a := metrics.NewAggregator(fs, nil, nil, quiet)
 	ev := sqsEvent(body)
 	if f := handle(t, a, ev); len(f) != 1 {
@@ -287,7 +287,7 @@ func TestLargeMessageIsAppliedInResumableSteps(t *testing.T) {
 
 func TestPartialBatchFailuresAndSkippedRecords(t *testing.T) {
 	st, _ := newStore(t)
-	a := metrics.NewAggregator(st, nil, nil, quiet)
+	a := metrics.NewAggregator(st.Metrics, nil, nil, quiet)
 	now := st.Now()
 	good := access("app4", now, 200, 5, 5)
 	bad := []metrics.Record{
@@ -315,7 +315,7 @@ func TestPartialBatchFailuresAndSkippedRecords(t *testing.T) {
 
 func TestEventWithoutOutboxItemIsNotCounted(t *testing.T) {
 	st, _ := newStore(t)
-	a := metrics.NewAggregator(st, nil, nil, quiet)
+	a := metrics.NewAggregator(st.Metrics, nil, nil, quiet)
 	now := st.Now()
 	ev := metrics.EncodeEvent(metrics.Event{ID: "gone1", Account: "acct1", Set: "set1", Changes: []metrics.Change{{Metric: "entries_added", Time: now, N: 3}}})
 	if f := handle(t, a, sqsEvent(ev)); len(f) != 0 {

@@ -14,14 +14,14 @@ import (
 // recordingStore keeps the chunk items each transaction of one aggregator
 // wrote and the errors it got.
 type recordingStore struct {
-	*store.Store
+	*store.Metrics
 	mu    sync.Mutex
 	items map[string]bool
 	errs  []error
 }
 
 func (r *recordingStore) ApplyMetricStep(ctx context.Context, s store.MetricStep) error {
-	err := r.Store.ApplyMetricStep(ctx, s)
+	err := r.Metrics.ApplyMetricStep(ctx, s)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
@@ -53,7 +53,7 @@ func TestConcurrentBatchesOfOneApplicationUseDisjointItems(t *testing.T) {
 	recs := make([]*recordingStore, metrics.AppShards)
 	var wg sync.WaitGroup
 	for i := range recs {
-		recs[i] = &recordingStore{Store: st, items: map[string]bool{}}
+		recs[i] = &recordingStore{Metrics: st.Metrics, items: map[string]bool{}}
 		a := metrics.NewAggregator(recs[i], nil, nil, quiet)
 		a.PinShard(func(int) int { return i })
 		wg.Go(func() {
@@ -84,7 +84,7 @@ func TestConcurrentBatchesOfOneApplicationUseDisjointItems(t *testing.T) {
 	}
 
 	// Random shards: 3 batches per shard at once, each a new status code.
-	a := metrics.NewAggregator(st, nil, nil, quiet)
+	a := metrics.NewAggregator(st.Metrics, nil, nil, quiet)
 	for i := range 3 * metrics.AppShards {
 		wg.Go(func() {
 			if f := handle(t, a, sqsEvent(batch(fmt.Sprintf("random-%d", i), 500))); len(f) != 0 {

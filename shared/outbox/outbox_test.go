@@ -66,11 +66,11 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	d := testenv.NewDynamo(t)
 	f := &fixture{st: store.New(d.Client, d.Table), d: d, rec: &recorder{}}
-	f.o = outbox.New(f.st, f.rec, quiet)
+	f.o = outbox.New(f.st.Tasks, f.rec, quiet)
 	f.o.ResendAfter = 0 // due at once: the sweep's turn needs no waiting
 	// The account the tests are written to: a test's create checks that
 	// it exists and is not being deleted.
-	if err := f.st.CreateAccount(context.Background(), domain.Account{ID: "a1", Name: "a1", Ancestors: []string{}}, nil); err != nil {
+	if err := f.st.Accounts.CreateAccount(context.Background(), domain.Account{ID: "a1", Name: "a1", Ancestors: []string{}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -81,7 +81,7 @@ func (f *fixture) task(t *testing.T, q *outbox.Queue, id string) store.OutboxMar
 	t.Helper()
 	now := f.st.Now()
 	m := q.Marker("task " + id)
-	if err := f.st.CreateTask(context.Background(), domain.Task{ID: id, Account: "a1", Type: "start", State: domain.TaskPending, CreatedBy: "u", Created: now, Updated: now}, &m); err != nil {
+	if err := f.st.Tasks.CreateTask(context.Background(), domain.Task{ID: id, Account: "a1", Type: "start", State: domain.TaskPending, CreatedBy: "u", Created: now, Updated: now}, &m); err != nil {
 		t.Fatal(err)
 	}
 	return m
@@ -95,11 +95,11 @@ func (f *fixture) run(t *testing.T, q *outbox.Queue, test string) store.OutboxMa
 	now := f.st.Now()
 	at := domain.AppTest{Account: "a1", ID: test, Description: "d", MediaType: "application/x-tar", Summary: `{}`,
 		Archive: store.NewAppTestBlob("b-"+test, []byte("x")), ArchiveUpdated: now, Version: 1, Created: now, Updated: now}
-	if err := f.st.CreateAppTest(ctx, at, []byte("x"), nil); err != nil {
+	if err := f.st.Tests.CreateAppTest(ctx, at, []byte("x"), nil); err != nil {
 		t.Fatal(err)
 	}
 	m := q.Marker("run " + test)
-	if err := f.st.StartAppTestRun(ctx, "a1", test, "r-"+test, "queued", "{}", now.Add(time.Hour), &m); err != nil {
+	if err := f.st.Tests.StartAppTestRun(ctx, "a1", test, "r-"+test, "queued", "{}", now.Add(time.Hour), &m); err != nil {
 		t.Fatal(err)
 	}
 	return m
@@ -107,7 +107,7 @@ func (f *fixture) run(t *testing.T, q *outbox.Queue, test string) store.OutboxMa
 
 func (f *fixture) due(t *testing.T) []store.OutboxMarker {
 	t.Helper()
-	due, err := f.st.DueOutbox(context.Background(), f.st.Now().Add(time.Hour), 1000)
+	due, err := f.st.Tasks.DueOutbox(context.Background(), f.st.Now().Add(time.Hour), 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,10 +142,10 @@ func (h *handler) ask(ctx context.Context, p caller.Principal, acct, method, pat
 	qu.fromPath = fromPath && tid != acct
 	var tErr error
 	err := parallel(
-		func() (err error) { qu.key, err = h.st.GetAccount(ctx, acct); return err },
+		func() (err error) { qu.key, err = h.st.Accounts.GetAccount(ctx, acct); return err },
 		func() error {
 			if qu.fromPath {
-				qu.target, tErr = h.st.GetAccount(ctx, tid)
+				qu.target, tErr = h.st.Accounts.GetAccount(ctx, tid)
 			}
 			return nil
 		},
@@ -175,7 +175,7 @@ func (h *handler) ask(ctx context.Context, p caller.Principal, acct, method, pat
 	if len(accounts) > MaxAccessAccounts {
 		return nil, domain.Errorf(domain.Invalid, "path: the roles of %d accounts can apply (the account and its ancestors); who can is answered for at most %d", len(accounts), MaxAccessAccounts)
 	}
-	roles, groups, err := h.st.RBACPartitions(ctx, accounts)
+	roles, groups, err := h.st.Roles.RBACPartitions(ctx, accounts)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +255,7 @@ func (h *handler) candidates(ctx context.Context, qu *question, after string, de
 			continue
 		}
 		g.Go(func() error {
-			_, pos, more, err := h.st.PageHolders(gctx, s.ref, s.group, after, desc, per)
+			_, pos, more, err := h.st.Roles.PageHolders(gctx, s.ref, s.group, after, desc, per)
 			pages[i] = holders{pos, more}
 			return err
 		})
@@ -310,7 +310,7 @@ func (h *handler) decideAll(ctx context.Context, qu *question, cs []candidate) e
 	)
 	g.SetLimit(accessFanOut)
 	g.Go(func() error {
-		ps, err := h.st.GetPrincipals(gctx, ids)
+		ps, err := h.st.Roles.GetPrincipals(gctx, ids)
 		mu.Lock()
 		defer mu.Unlock()
 		for _, p := range ps {

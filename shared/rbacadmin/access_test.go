@@ -110,7 +110,7 @@ func TestWhoCanMatchesTheAuthorizer(t *testing.T) {
 					}
 					r := domain.Role{AccountID: acct.ID, ID: ids.New(), Name: "r" + ids.New(), Inheritable: rng.IntN(2) == 0,
 						Permissions: valid, Version: 1, Created: now, Updated: now}
-					if err := e.st.CreateRole(ctx, r); err != nil {
+					if err := e.st.Roles.CreateRole(ctx, r); err != nil {
 						t.Fatal(err)
 					}
 					roles[acct.ID] = append(roles[acct.ID], r)
@@ -125,7 +125,7 @@ func TestWhoCanMatchesTheAuthorizer(t *testing.T) {
 							g.Roles = append(g.Roles, r.ID)
 						}
 					}
-					if err := e.st.CreateGroup(ctx, g); err != nil {
+					if err := e.st.Roles.CreateGroup(ctx, g); err != nil {
 						t.Fatal(err)
 					}
 					groups[acct.ID] = append(groups[acct.ID], g)
@@ -134,14 +134,14 @@ func TestWhoCanMatchesTheAuthorizer(t *testing.T) {
 			grant := func(p string, acct domain.Account) {
 				for _, r := range roles[acct.ID] {
 					if rng.IntN(4) == 0 {
-						if err := e.st.PutGrant(ctx, domain.Grant{PrincipalID: p, AccountID: acct.ID, RoleID: r.ID, Via: "test", Created: now}); err != nil {
+						if err := e.st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: p, AccountID: acct.ID, RoleID: r.ID, Via: "test", Created: now}); err != nil {
 							t.Fatal(err)
 						}
 					}
 				}
 				for _, g := range groups[acct.ID] {
 					if rng.IntN(3) == 0 {
-						if err := e.st.PutGrant(ctx, domain.Grant{PrincipalID: p, AccountID: acct.ID, Group: g.ID, Via: "test", Created: now}); err != nil {
+						if err := e.st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: p, AccountID: acct.ID, Group: g.ID, Via: "test", Created: now}); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -223,11 +223,11 @@ func TestWhoCanRules(t *testing.T) {
 		ctx := context.Background()
 		now := e.st.Now()
 		g := domain.Group{AccountID: a.ID, ID: ids.New(), Name: "ops", Roles: []string{aRoles["Editor"].ID}, Version: 1, Created: now, Updated: now}
-		if err := e.st.CreateGroup(ctx, g); err != nil {
+		if err := e.st.Roles.CreateGroup(ctx, g); err != nil {
 			t.Fatal(err)
 		}
 		_, p := e.user("member@example.com", a)
-		if err := e.st.PutGrant(ctx, domain.Grant{PrincipalID: p.ID, AccountID: a.ID, Group: g.ID, Via: "test", Created: now}); err != nil {
+		if err := e.st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: p.ID, AccountID: a.ID, Group: g.ID, Via: "test", Created: now}); err != nil {
 			t.Fatal(err)
 		}
 		_, members := e.whoCan(owner, a.ID, "PUT", "/v2/applications/x1", 100)
@@ -290,7 +290,7 @@ func (e *env) serviceUser(acct domain.Account) (string, string) {
 		Account: acct.ID, AccountAncestors: acct.Ancestors, Created: now}
 	secret := access.NewSecret(u.ID, k.ID)
 	k.SecretHash = access.HashSecret(secret)
-	if err := e.st.CreateServiceUser(context.Background(), u, k); err != nil {
+	if err := e.st.Principals.CreateServiceUser(context.Background(), u, k); err != nil {
 		e.t.Fatal(err)
 	}
 	return u.ID, secret

@@ -277,7 +277,7 @@ func (e *env) receive() []events.SQSMessage {
 func (e *env) account(name, parent string) (domain.Account, map[string]domain.Role) {
 	e.t.Helper()
 	ctx := context.Background()
-	p, err := e.st.GetAccount(ctx, parent)
+	p, err := e.st.Accounts.GetAccount(ctx, parent)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func (e *env) account(name, parent string) (domain.Account, map[string]domain.Ro
 		roles[r.Name] = r
 		list = append(list, r)
 	}
-	if err := e.st.CreateAccount(ctx, a, list); err != nil {
+	if err := e.st.Accounts.CreateAccount(ctx, a, list); err != nil {
 		e.t.Fatal(err)
 	}
 	return a, roles
@@ -306,7 +306,7 @@ func (e *env) account(name, parent string) (domain.Account, map[string]domain.Ro
 // administrator pair under "Entitlement administrator" and "... (sub)").
 func (e *env) rootRoles() map[string]domain.Role {
 	e.t.Helper()
-	rs, err := e.st.RolesOf(context.Background(), []string{e.root})
+	rs, err := e.st.Roles.RolesOf(context.Background(), []string{e.root})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -328,18 +328,18 @@ func (e *env) user(email string, account domain.Account, held ...domain.Role) (s
 	ctx := context.Background()
 	now := e.st.Now()
 	u := domain.Principal{ID: ids.New(), Kind: domain.KindUser, Email: email, Created: now, Updated: now}
-	if err := e.st.CreatePrincipal(ctx, u); err != nil {
+	if err := e.st.Principals.CreatePrincipal(ctx, u); err != nil {
 		e.t.Fatal(err)
 	}
 	k := domain.AccessKey{ID: ids.New(), PrincipalID: u.ID, Type: "bearer", Durability: domain.DurabilityPersistent,
 		Account: account.ID, AccountAncestors: account.Ancestors, Created: now}
 	secret := access.NewSecret(u.ID, k.ID)
 	k.SecretHash = access.HashSecret(secret)
-	if err := e.st.CreateKey(ctx, k); err != nil {
+	if err := e.st.Principals.CreateKey(ctx, k); err != nil {
 		e.t.Fatal(err)
 	}
 	for _, r := range held {
-		if err := e.st.PutGrant(ctx, domain.Grant{PrincipalID: u.ID, AccountID: r.AccountID, RoleID: r.ID, Via: "test", Created: now}); err != nil {
+		if err := e.st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: u.ID, AccountID: r.AccountID, RoleID: r.ID, Via: "test", Created: now}); err != nil {
 			e.t.Fatal(err)
 		}
 	}
@@ -353,7 +353,7 @@ func (e *env) keyFor(principal string, account domain.Account) string {
 		Account: account.ID, AccountAncestors: account.Ancestors, Created: e.st.Now()}
 	secret := access.NewSecret(principal, k.ID)
 	k.SecretHash = access.HashSecret(secret)
-	if err := e.st.CreateKey(context.Background(), k); err != nil {
+	if err := e.st.Principals.CreateKey(context.Background(), k); err != nil {
 		e.t.Fatal(err)
 	}
 	return secret
@@ -361,7 +361,7 @@ func (e *env) keyFor(principal string, account domain.Account) string {
 
 func (e *env) rootAccount() domain.Account {
 	e.t.Helper()
-	a, err := e.st.GetAccount(context.Background(), e.root)
+	a, err := e.st.Accounts.GetAccount(context.Background(), e.root)
 	if err != nil {
 		e.t.Fatal(err)
 	}

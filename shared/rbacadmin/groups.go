@@ -93,7 +93,7 @@ func (h *handler) listGroups(r *http.Request, p caller.Principal) (int, any, err
 		Name: "groups",
 		Out:  func(x domain.Group) (Group, error) { return groupOut(x), nil },
 		Sort: sortNamed(Group.named, func(x Group) string { return x.ID }),
-	}, h.st.PageGroups, func(x domain.Group) string { return groupHref(x.AccountID, x.ID) })
+	}, h.st.Roles.PageGroups, func(x domain.Group) string { return groupHref(x.AccountID, x.ID) })
 }
 
 func (h *handler) getGroup(r *http.Request, _ caller.Principal) (int, any, error) {
@@ -101,7 +101,7 @@ func (h *handler) getGroup(r *http.Request, _ caller.Principal) (int, any, error
 	if err != nil {
 		return 0, nil, err
 	}
-	g, err := h.st.GetGroup(r.Context(), acct, id)
+	g, err := h.st.Roles.GetGroup(r.Context(), acct, id)
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no group %q in account %s", id, acct)
 	}
@@ -130,7 +130,7 @@ func (h *handler) createGroup(r *http.Request, _ caller.Principal) (int, any, er
 	}
 	now := h.st.Now()
 	g.ID, g.Version, g.Created, g.Updated = ids.New(), 1, now, now
-	if err := h.st.CreateGroup(r.Context(), g); err != nil {
+	if err := h.st.Roles.CreateGroup(r.Context(), g); err != nil {
 		return 0, nil, missingRole(domain.IfNotFound(err, "no account %s", acct), acct)
 	}
 	return http.StatusOK, groupTagged(g), nil
@@ -149,7 +149,7 @@ func (h *handler) patchGroup(r *http.Request, _ caller.Principal) (int, any, err
 	}
 	var g domain.Group
 	read := func(ctx context.Context) (domain.Group, error) {
-		prev, err := h.st.GetGroup(ctx, acct, id)
+		prev, err := h.st.Roles.GetGroup(ctx, acct, id)
 		return prev, domain.IfNotFound(err, "no group %q in account %s", id, acct)
 	}
 	err = store.Edit(r.Context(), apigw.IfMatch(r), read, groupETag, func(ctx context.Context, prev domain.Group) error {
@@ -161,7 +161,7 @@ func (h *handler) patchGroup(r *http.Request, _ caller.Principal) (int, any, err
 			return err
 		}
 		g.ID, g.Version, g.Created, g.Updated = prev.ID, prev.Version+1, prev.Created, h.st.Now()
-		return missingRole(h.st.PutGroup(ctx, g), acct)
+		return missingRole(h.st.Roles.PutGroup(ctx, g), acct)
 	})
 	if err != nil {
 		return 0, nil, err
@@ -182,7 +182,7 @@ func (h *handler) deleteGroup(r *http.Request, p caller.Principal) (int, any, er
 	pre := apigw.IfMatch(r)
 	var g domain.Group
 	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) (err error) {
-		g, err = h.st.DeleteGroup(ctx, acct, id, func(cur domain.Group) error { return pre.Check(groupETag(cur)) })
+		g, err = h.st.Roles.DeleteGroup(ctx, acct, id, func(cur domain.Group) error { return pre.Check(groupETag(cur)) })
 		return err
 	})
 	var ce *store.CleanupError

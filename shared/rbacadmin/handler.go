@@ -29,49 +29,56 @@ import (
 )
 
 // Store is what the roles function reads and writes.
-type Store interface {
-	Now() time.Time
-	GetAccount(ctx context.Context, id string) (domain.Account, error)
+type Store struct {
+	Now      func() time.Time
+	Accounts interface {
+		GetAccount(ctx context.Context, id string) (domain.Account, error)
+	}
+	Roles interface {
+		GetRole(ctx context.Context, account, id string) (domain.Role, error)
+		CreateRole(ctx context.Context, r domain.Role) error
+		PutRole(ctx context.Context, r domain.Role) error
+		DeleteRole(ctx context.Context, account, id string, pre ...func(domain.Role) error) (domain.Role, error)
+		GetGroup(ctx context.Context, account, id string) (domain.Group, error)
+		PageRoles(ctx context.Context, account, after string, desc bool, n int) ([]domain.Role, []string, bool, error)
+		PageGroups(ctx context.Context, account, after string, desc bool, n int) ([]domain.Group, []string, bool, error)
+		PageHeldRoles(ctx context.Context, principal, after string, desc bool, n int) ([]domain.Role, []string, bool, error)
+		PageHeldGroups(ctx context.Context, principal, after string, desc bool, n int) ([]domain.Group, []string, bool, error)
+		CreateGroup(ctx context.Context, g domain.Group) error
+		PutGroup(ctx context.Context, g domain.Group) error
+		DeleteGroup(ctx context.Context, account, id string, pre ...func(domain.Group) error) (domain.Group, error)
+		Grants(ctx context.Context, principal string) ([]domain.Grant, error)
+		DeleteGrant(ctx context.Context, g domain.Grant, via domain.InvitationRef) error
+		// Who can (access.go).
+		RBACPartitions(ctx context.Context, accounts []string) ([]domain.Role, []domain.Group, error)
+		PageHolders(ctx context.Context, ref domain.RBACRef, group bool, after string, desc bool, n int) ([]domain.Grant, []string, bool, error)
+		GetPrincipals(ctx context.Context, ids []string) ([]domain.Principal, error)
+	}
+	Invitations interface {
+		CreateInvitation(ctx context.Context, inv domain.Invitation, m *store.OutboxMarker) error
+		GetInvitation(ctx context.Context, account, kind, id string) (domain.Invitation, error)
+		PageInvitations(ctx context.Context, account, kind, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error)
+		PageInbox(ctx context.Context, email, kind, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error)
+		InboxInvitation(ctx context.Context, email, kind, id string) (domain.Invitation, error)
+		RequeueInvitation(ctx context.Context, inv domain.Invitation, m *store.OutboxMarker, versions ...int) (domain.Invitation, error)
+		AcceptInvitation(ctx context.Context, inv domain.Invitation, principal string, versions ...int) (domain.Invitation, error)
+		DeclineInvitation(ctx context.Context, inv domain.Invitation, versions ...int) (domain.Invitation, error)
+		DeleteInvitation(ctx context.Context, inv domain.Invitation, versions ...int) error
+	}
+	Principals interface {
+		GetPrincipal(ctx context.Context, id string) (domain.Principal, error)
+		CreateServiceUser(ctx context.Context, u domain.ServiceUser, k domain.AccessKey) error
+		GetServiceUser(ctx context.Context, account, id string) (domain.ServiceUser, error)
+		PageServiceUsers(ctx context.Context, account, after string, desc bool, n int) ([]domain.ServiceUser, []string, bool, error)
+		UpdateServiceUser(ctx context.Context, account, id string, name, description *string, versions ...int) (domain.ServiceUser, error)
+		DeleteServiceUser(ctx context.Context, account, id string, pre ...func(domain.ServiceUser, []domain.AccessKey) error) (domain.ServiceUser, error)
+		ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error)
+	}
+}
 
-	GetRole(ctx context.Context, account, id string) (domain.Role, error)
-	CreateRole(ctx context.Context, r domain.Role) error
-	PutRole(ctx context.Context, r domain.Role) error
-	DeleteRole(ctx context.Context, account, id string, pre ...func(domain.Role) error) (domain.Role, error)
-
-	GetGroup(ctx context.Context, account, id string) (domain.Group, error)
-	PageRoles(ctx context.Context, account, after string, desc bool, n int) ([]domain.Role, []string, bool, error)
-	PageGroups(ctx context.Context, account, after string, desc bool, n int) ([]domain.Group, []string, bool, error)
-	PageHeldRoles(ctx context.Context, principal, after string, desc bool, n int) ([]domain.Role, []string, bool, error)
-	PageHeldGroups(ctx context.Context, principal, after string, desc bool, n int) ([]domain.Group, []string, bool, error)
-	CreateGroup(ctx context.Context, g domain.Group) error
-	PutGroup(ctx context.Context, g domain.Group) error
-	DeleteGroup(ctx context.Context, account, id string, pre ...func(domain.Group) error) (domain.Group, error)
-
-	CreateInvitation(ctx context.Context, inv domain.Invitation, m *store.OutboxMarker) error
-	GetInvitation(ctx context.Context, account, kind, id string) (domain.Invitation, error)
-	PageInvitations(ctx context.Context, account, kind, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error)
-	PageInbox(ctx context.Context, email, kind, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error)
-	InboxInvitation(ctx context.Context, email, kind, id string) (domain.Invitation, error)
-	RequeueInvitation(ctx context.Context, inv domain.Invitation, m *store.OutboxMarker, versions ...int) (domain.Invitation, error)
-	AcceptInvitation(ctx context.Context, inv domain.Invitation, principal string, versions ...int) (domain.Invitation, error)
-	DeclineInvitation(ctx context.Context, inv domain.Invitation, versions ...int) (domain.Invitation, error)
-	DeleteInvitation(ctx context.Context, inv domain.Invitation, versions ...int) error
-
-	GetPrincipal(ctx context.Context, id string) (domain.Principal, error)
-	Grants(ctx context.Context, principal string) ([]domain.Grant, error)
-	DeleteGrant(ctx context.Context, g domain.Grant, via domain.InvitationRef) error
-
-	CreateServiceUser(ctx context.Context, u domain.ServiceUser, k domain.AccessKey) error
-	GetServiceUser(ctx context.Context, account, id string) (domain.ServiceUser, error)
-	PageServiceUsers(ctx context.Context, account, after string, desc bool, n int) ([]domain.ServiceUser, []string, bool, error)
-	UpdateServiceUser(ctx context.Context, account, id string, name, description *string, versions ...int) (domain.ServiceUser, error)
-	DeleteServiceUser(ctx context.Context, account, id string, pre ...func(domain.ServiceUser, []domain.AccessKey) error) (domain.ServiceUser, error)
-	ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error)
-
-	// Who can (access.go).
-	RBACPartitions(ctx context.Context, accounts []string) ([]domain.Role, []domain.Group, error)
-	PageHolders(ctx context.Context, ref domain.RBACRef, group bool, after string, desc bool, n int) ([]domain.Grant, []string, bool, error)
-	GetPrincipals(ctx context.Context, ids []string) ([]domain.Principal, error)
+// NewStore is a Store over the table's repositories.
+func NewStore(st *store.Store) Store {
+	return Store{Now: st.Now, Accounts: st.Accounts, Roles: st.Roles, Invitations: st.Invitations, Principals: st.Principals}
 }
 
 // Deciders makes second decisions with the authorizer's engine.
@@ -216,7 +223,7 @@ func (h *handler) account(r *http.Request, p caller.Principal, id string, extra 
 	var a inAccount
 	err := parallel(append([]func() error{
 		func() (err error) { a.d, err = h.dec.Decider(r.Context(), p); return err },
-		func() (err error) { a.acct, err = h.st.GetAccount(r.Context(), id); return err },
+		func() (err error) { a.acct, err = h.st.Accounts.GetAccount(r.Context(), id); return err },
 	}, extra...)...)
 	if err != nil {
 		return a, err
@@ -232,7 +239,7 @@ func visibleIn[T any](h *handler, p caller.Principal, acct string, href func(T) 
 		var a inAccount
 		err := parallel(
 			func() (err error) { a.d, err = h.dec.Decider(ctx, p); return err },
-			func() (err error) { a.acct, err = h.st.GetAccount(ctx, acct); return err },
+			func() (err error) { a.acct, err = h.st.Accounts.GetAccount(ctx, acct); return err },
 		)
 		if err != nil {
 			return nil, domain.IfNotFound(err, "no account %s", acct)

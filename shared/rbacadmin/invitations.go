@@ -117,7 +117,7 @@ func (h *handler) createInvitation(k kind) endpoint {
 		a, err := h.account(r, p, acct,
 			func() error {
 				if isSvc {
-					_, svcErr = h.st.GetServiceUser(ctx, svcAcct, svcID)
+					_, svcErr = h.st.Principals.GetServiceUser(ctx, svcAcct, svcID)
 				}
 				return ignoreNotFound(svcErr)
 			})
@@ -147,7 +147,7 @@ func (h *handler) createInvitation(k kind) endpoint {
 			}
 			m = &mk
 		}
-		switch err := h.st.CreateInvitation(ctx, inv, m); {
+		switch err := h.st.Invitations.CreateInvitation(ctx, inv, m); {
 		case errors.Is(err, domain.ErrNotFound):
 			return 0, nil, domain.Errorf(domain.Invalid, "%s %s does not exist", k.target, targetHref(k, acct, target))
 		case errors.Is(err, store.ErrAlreadyHeld):
@@ -205,7 +205,7 @@ func (h *handler) listInvitations(k kind) endpoint {
 		list, err := apigw.List(r, page, apigw.Lister[domain.Invitation, Invitation]{
 			Name: k.name + "-invitations", Indexed: "created", ValidPosition: store.ValidPosition,
 			Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error) {
-				return h.st.PageInvitations(ctx, acct, k.name, after, desc, n)
+				return h.st.Invitations.PageInvitations(ctx, acct, k.name, after, desc, n)
 			},
 			Allow: visibleIn(h, p, acct, func(x domain.Invitation) string { return invitationOut(x).Href }),
 			Out:   func(x domain.Invitation) (Invitation, error) { return invitationOut(x), nil },
@@ -236,7 +236,7 @@ func (h *handler) getInvitation(k kind) endpoint {
 		if err != nil {
 			return 0, nil, err
 		}
-		inv, err := h.st.GetInvitation(r.Context(), acct, k.name, id)
+		inv, err := h.st.Invitations.GetInvitation(r.Context(), acct, k.name, id)
 		if err != nil {
 			return 0, nil, domain.IfNotFound(err, "no %s %q in account %s", singular(k), id, acct)
 		}
@@ -279,7 +279,7 @@ func (h *handler) resendInvitation(k kind) endpoint {
 		}
 		var inv domain.Invitation
 		ctx := r.Context()
-		a, err := h.account(r, p, acct, func() (err error) { inv, err = h.st.GetInvitation(ctx, acct, k.name, id); return err })
+		a, err := h.account(r, p, acct, func() (err error) { inv, err = h.st.Invitations.GetInvitation(ctx, acct, k.name, id); return err })
 		if err != nil {
 			return 0, nil, domain.IfNotFound(err, "no %s %q in account %s", singular(k), id, acct)
 		}
@@ -299,7 +299,7 @@ func (h *handler) resendInvitation(k kind) endpoint {
 			if m, err = h.marker(inv); err != nil {
 				return err
 			}
-			requeued, err = h.st.RequeueInvitation(ctx, inv, &m, store.Pinned(pre, inv.Version)...)
+			requeued, err = h.st.Invitations.RequeueInvitation(ctx, inv, &m, store.Pinned(pre, inv.Version)...)
 			return err
 		})
 		if errors.Is(err, store.ErrStateChanged) {
@@ -329,13 +329,13 @@ func (h *handler) deleteInvitation(k kind) endpoint {
 		var inv domain.Invitation
 		pre := apigw.IfMatch(r)
 		read := func(ctx context.Context) (domain.Invitation, error) {
-			inv, err := h.st.GetInvitation(ctx, acct, k.name, id)
+			inv, err := h.st.Invitations.GetInvitation(ctx, acct, k.name, id)
 			return inv, domain.IfNotFound(err, "no %s %q in account %s", singular(k), id, acct)
 		}
 		err = retry.Do(ctx, retry.Policy{Retries: 2}, stateChanged, func(int) error {
 			return store.Edit(ctx, pre, read, invitationETag, func(ctx context.Context, cur domain.Invitation) error {
 				inv = cur
-				return h.st.DeleteInvitation(ctx, inv, store.Pinned(pre, inv.Version)...)
+				return h.st.Invitations.DeleteInvitation(ctx, inv, store.Pinned(pre, inv.Version)...)
 			})
 		})
 		if errors.Is(err, store.ErrStateChanged) {

@@ -1,10 +1,11 @@
 package rbacadmin_test
 
 import (
-	"cads/shared/domain"
 	"context"
 	"strings"
 	"testing"
+
+	"cads/shared/domain"
 )
 
 // docs/api.md#invitations: invite, accept, allowed; revoke, denied. The invitation
@@ -188,7 +189,7 @@ func TestInviteAcceptRevoke(t *testing.T) {
 	if len(r.List) != 3 {
 		t.Fatalf("invitations: %s", r.Raw)
 	}
-	if _, err := e.st.GetInvitation(context.Background(), e.root, domain.InvitationRole, id2); err != nil {
+	if _, err := e.st.Invitations.GetInvitation(context.Background(), e.root, domain.InvitationRole, id2); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -214,11 +215,11 @@ func TestOnlyAccountOwnersInvite(t *testing.T) {
 	r = e.must(e.call(owner, "POST", base+"/roles", map[string]any{"name": "Inviter", "permissions": []map[string]any{
 		{"method": "POST", "effect": "permit", "spec": []string{base + "/invitations", base + "/group-invitations"}},
 		{"method": "PATCH", "effect": "permit", "spec": []string{base + "/invitations/*"}}}}), 200, "create Inviter")
-	inviter, err := e.st.GetRole(context.Background(), sub.ID, r.str("id"))
+	inviter, err := e.st.Roles.GetRole(context.Background(), sub.ID, r.str("id"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.PutGrant(context.Background(), domain.Grant{PrincipalID: editorP.ID, AccountID: sub.ID, RoleID: inviter.ID, Via: "test"}); err != nil {
+	if err := e.st.Roles.PutGrant(context.Background(), domain.Grant{PrincipalID: editorP.ID, AccountID: sub.ID, RoleID: inviter.ID, Via: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	if !e.allowed(editor, "POST", base+"/invitations") {

@@ -51,7 +51,7 @@ func (c *countingNotifier) count(href string) int {
 // fail is set: the notifier stops after delivering and before recording
 // it, as when its process dies between the two.
 type markFails struct {
-	*store.Store
+	*store.Invitations
 	fail atomic.Bool
 }
 
@@ -59,7 +59,7 @@ func (m *markFails) MarkInvitationSent(ctx context.Context, inv domain.Invitatio
 	if m.fail.Load() {
 		return domain.Invitation{}, errors.New("the notifier stopped before recording the delivery")
 	}
-	return m.Store.MarkInvitationSent(ctx, inv)
+	return m.Invitations.MarkInvitationSent(ctx, inv)
 }
 
 // crashVisibility is the visibility timeout, in seconds, of a message the
@@ -164,7 +164,7 @@ func (e *env) stored(href string) domain.Invitation {
 	if !ok {
 		e.t.Fatalf("not an invitation href: %s", href)
 	}
-	inv, err := e.st.GetInvitation(context.Background(), ref.Account, ref.Kind, ref.ID)
+	inv, err := e.st.Invitations.GetInvitation(context.Background(), ref.Account, ref.Kind, ref.ID)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestNotifierRedeliveryAfterSentDoesNotNotifyTwice(t *testing.T) {
 	e := newEnv(t)
 	inv := e.newInvitation("crash@example.com")
 	n := &countingNotifier{}
-	h := notifier.NewNotifyHandler(e.st, n, quietLog)
+	h := notifier.NewNotifyHandler(e.st.Invitations, n, quietLog)
 
 	msg := e.take()
 	if failed := handle(t, h, msg); len(failed) != 0 {
@@ -218,7 +218,7 @@ func TestNotifierCrashBeforeMarkingSentNotifiesAgain(t *testing.T) {
 	e := newEnv(t)
 	inv := e.newInvitation("twice@example.com")
 	n := &countingNotifier{}
-	st := &markFails{Store: e.st}
+	st := &markFails{Invitations: e.st.Invitations}
 	h := notifier.NewNotifyHandler(st, n, quietLog)
 
 	st.fail.Store(true)

@@ -164,7 +164,7 @@ func (h *handler) listRoles(r *http.Request, p caller.Principal) (int, any, erro
 		Name: "roles",
 		Out:  func(x domain.Role) (Role, error) { return roleOut(x), nil },
 		Sort: sortNamed(Role.named, func(x Role) string { return x.ID }),
-	}, h.st.PageRoles, func(x domain.Role) string { return roleHref(x.AccountID, x.ID) })
+	}, h.st.Roles.PageRoles, func(x domain.Role) string { return roleHref(x.AccountID, x.ID) })
 }
 
 func (h *handler) getRole(r *http.Request, _ caller.Principal) (int, any, error) {
@@ -172,7 +172,7 @@ func (h *handler) getRole(r *http.Request, _ caller.Principal) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	role, err := h.st.GetRole(r.Context(), acct, id)
+	role, err := h.st.Roles.GetRole(r.Context(), acct, id)
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no role %q in account %s", id, acct)
 	}
@@ -203,7 +203,7 @@ func (h *handler) createRole(r *http.Request, _ caller.Principal) (int, any, err
 	}
 	now := h.st.Now()
 	role.Version, role.Created, role.Updated = 1, now, now
-	if err := h.st.CreateRole(r.Context(), role); err != nil {
+	if err := h.st.Roles.CreateRole(r.Context(), role); err != nil {
 		return 0, nil, domain.IfNotFound(err, "no account %s", acct)
 	}
 	return http.StatusOK, roleTagged(role), nil
@@ -225,7 +225,7 @@ func (h *handler) patchRole(r *http.Request, _ caller.Principal) (int, any, erro
 	}
 	var role domain.Role
 	read := func(ctx context.Context) (domain.Role, error) {
-		prev, err := h.st.GetRole(ctx, acct, id)
+		prev, err := h.st.Roles.GetRole(ctx, acct, id)
 		return prev, domain.IfNotFound(err, "no role %q in account %s", id, acct)
 	}
 	err = store.Edit(r.Context(), apigw.IfMatch(r), read, roleETag, func(ctx context.Context, prev domain.Role) error {
@@ -237,7 +237,7 @@ func (h *handler) patchRole(r *http.Request, _ caller.Principal) (int, any, erro
 			return err
 		}
 		role.Version, role.Created, role.Updated = prev.Version+1, prev.Created, h.st.Now()
-		return h.st.PutRole(ctx, role)
+		return h.st.Roles.PutRole(ctx, role)
 	})
 	if err != nil {
 		return 0, nil, err
@@ -253,7 +253,7 @@ func (h *handler) deleteRole(r *http.Request, _ caller.Principal) (int, any, err
 	pre := apigw.IfMatch(r)
 	var role domain.Role
 	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) (err error) {
-		role, err = h.st.DeleteRole(ctx, acct, id, func(cur domain.Role) error { return pre.Check(roleETag(cur)) })
+		role, err = h.st.Roles.DeleteRole(ctx, acct, id, func(cur domain.Role) error { return pre.Check(roleETag(cur)) })
 		return err
 	})
 	var ce *store.CleanupError

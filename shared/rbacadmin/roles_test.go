@@ -160,7 +160,7 @@ func TestRoleLifecycle(t *testing.T) {
 	}
 	// The edit keeps which built-in role it is and its revision, so the
 	// next deployment's upgrade applies only later changes to it.
-	if stored, err := e.st.GetRole(context.Background(), owner.AccountID, owner.ID); err != nil ||
+	if stored, err := e.st.Roles.GetRole(context.Background(), owner.AccountID, owner.ID); err != nil ||
 		stored.Builtin != builtin.KeyAccountOwner || stored.BuiltinRevision != builtin.Revision() {
 		t.Fatalf("refined control role lost its built-in identity: %+v %v", stored, err)
 	}

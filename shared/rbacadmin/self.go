@@ -32,7 +32,7 @@ func (h *handler) whoIs(r *http.Request, p caller.Principal) (who, error) {
 	if !ids.Valid(id) {
 		return who{}, domain.Errorf(domain.NotFound, "no user %q", id)
 	}
-	u, err := h.st.GetPrincipal(r.Context(), id)
+	u, err := h.st.Principals.GetPrincipal(r.Context(), id)
 	if err != nil {
 		return who{}, domain.IfNotFound(err, "no user %q", id)
 	}
@@ -62,7 +62,7 @@ func (h *handler) listInbox(k kind) endpoint {
 		list, err := apigw.List(r, page, apigw.Lister[domain.Invitation, Invitation]{
 			Name: "inbox-" + k.name, Indexed: "created", ValidPosition: store.ValidPairPosition,
 			Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error) {
-				return h.st.PageInbox(ctx, w.email, k.name, after, desc, n)
+				return h.st.Invitations.PageInbox(ctx, w.email, k.name, after, desc, n)
 			},
 			// The user's own inbox: every member is the user's (the route
 			// decided who may read it).
@@ -87,7 +87,7 @@ func (h *handler) getInbox(k kind) endpoint {
 		if err != nil {
 			return 0, nil, err
 		}
-		inv, err := h.st.InboxInvitation(r.Context(), w.email, k.name, id)
+		inv, err := h.st.Invitations.InboxInvitation(r.Context(), w.email, k.name, id)
 		if err != nil {
 			return 0, nil, domain.IfNotFound(err, "no %s %q for %s", singular(k), id, w.email)
 		}
@@ -124,12 +124,12 @@ func (h *handler) answerInvitation(k kind) endpoint {
 		// that the index does not show yet is looked for in the table
 		// before the answer is a 412.
 		read := func(ctx context.Context) (domain.Invitation, error) {
-			inv, err := h.st.InboxInvitation(ctx, w.email, k.name, id)
+			inv, err := h.st.Invitations.InboxInvitation(ctx, w.email, k.name, id)
 			if err != nil {
 				return inv, domain.IfNotFound(err, "no %s %q for %s", singular(k), id, w.email)
 			}
 			if pre.Check(invitationETag(inv)) != nil {
-				if cur, err := h.st.GetInvitation(ctx, inv.AccountID, k.name, id); err == nil {
+				if cur, err := h.st.Invitations.GetInvitation(ctx, inv.AccountID, k.name, id); err == nil {
 					inv = cur
 				}
 			}
@@ -152,9 +152,9 @@ func (h *handler) answerInvitation(k kind) endpoint {
 				return domain.Errorf(domain.Conflict, "the invitation was declined already; ask for a new one")
 			}
 			if want == domain.InvitationDeclined {
-				inv, err = h.st.DeclineInvitation(ctx, inv, store.Pinned(pre, inv.Version)...)
+				inv, err = h.st.Invitations.DeclineInvitation(ctx, inv, store.Pinned(pre, inv.Version)...)
 			} else {
-				inv, err = h.st.AcceptInvitation(ctx, inv, p.ID, store.Pinned(pre, inv.Version)...)
+				inv, err = h.st.Invitations.AcceptInvitation(ctx, inv, p.ID, store.Pinned(pre, inv.Version)...)
 			}
 			return err
 		})
@@ -179,14 +179,14 @@ func (h *handler) answerInvitation(k kind) endpoint {
 // in the order they were granted; those held through groups are listed
 // with the groups.
 func (h *handler) listHeldRoles(r *http.Request, p caller.Principal) (int, any, error) {
-	return listHeld(h, r, p, "held-roles", h.st.PageHeldRoles, func(x domain.Role) string { return x.ID },
+	return listHeld(h, r, p, "held-roles", h.st.Roles.PageHeldRoles, func(x domain.Role) string { return x.ID },
 		roleOut, Role.named, func(x Role) string { return x.Href })
 }
 
 // listHeldGroups lists the groups the user is a member of, in the order
 // they were joined.
 func (h *handler) listHeldGroups(r *http.Request, p caller.Principal) (int, any, error) {
-	return listHeld(h, r, p, "held-groups", h.st.PageHeldGroups, func(x domain.Group) string { return x.ID },
+	return listHeld(h, r, p, "held-groups", h.st.Roles.PageHeldGroups, func(x domain.Group) string { return x.ID },
 		groupOut, Group.named, func(x Group) string { return x.Href })
 }
 
@@ -254,7 +254,7 @@ func (h *handler) getHeld(r *http.Request, p caller.Principal, group bool) (int,
 		return 0, nil, err
 	}
 	ctx := r.Context()
-	grants, err := h.st.Grants(ctx, w.id)
+	grants, err := h.st.Roles.Grants(ctx, w.id)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -270,13 +270,13 @@ func (h *handler) getHeld(r *http.Request, p caller.Principal, group bool) (int,
 		return 0, nil, domain.Errorf(domain.NotFound, "%s holds no %s %q", userHref(w.id), what, id)
 	}
 	if group {
-		g, err := h.st.GetGroup(ctx, account, id)
+		g, err := h.st.Roles.GetGroup(ctx, account, id)
 		if err != nil {
 			return 0, nil, domain.IfNotFound(err, "%s holds no %s %q", userHref(w.id), what, id)
 		}
 		return http.StatusOK, groupOut(g), nil
 	}
-	role, err := h.st.GetRole(ctx, account, id)
+	role, err := h.st.Roles.GetRole(ctx, account, id)
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "%s holds no %s %q", userHref(w.id), what, id)
 	}
@@ -309,7 +309,7 @@ func (h *handler) leave(r *http.Request, p caller.Principal, group bool) (int, a
 		return 0, nil, err
 	}
 	ctx := r.Context()
-	grants, err := h.st.Grants(ctx, w.id)
+	grants, err := h.st.Roles.Grants(ctx, w.id)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -332,12 +332,12 @@ func (h *handler) leave(r *http.Request, p caller.Principal, group bool) (int, a
 		delErr error
 	)
 	err = parallel(
-		func() error { delErr = h.st.DeleteGrant(ctx, g, via); return nil },
+		func() error { delErr = h.st.Roles.DeleteGrant(ctx, g, via); return nil },
 		func() (err error) {
 			if group {
-				grp, err = h.st.GetGroup(ctx, g.AccountID, id)
+				grp, err = h.st.Roles.GetGroup(ctx, g.AccountID, id)
 			} else {
-				role, err = h.st.GetRole(ctx, g.AccountID, id)
+				role, err = h.st.Roles.GetRole(ctx, g.AccountID, id)
 			}
 			return ignoreNotFound(err)
 		})

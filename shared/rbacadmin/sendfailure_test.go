@@ -44,23 +44,23 @@ func (s *faultySender) Send(ctx context.Context, queue string, bodies ...string)
 // are due at once, so the next sweep is theirs. It returns that sweep's
 // outbox: the task worker's, over the real queues.
 func (e *env) withSender(s outbox.Sender) *outbox.Outbox {
-	o := outbox.New(e.st, s, e.deps.Log)
+	o := outbox.New(e.st.Tasks, s, e.deps.Log)
 	o.ResendAfter = 0
 	e.withQueue(o.Queue(wire.NotificationsQueue))
-	sweep := outbox.New(e.st, outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}, e.deps.Log)
+	sweep := outbox.New(e.st.Tasks, outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}, e.deps.Log)
 	sweep.ResendAfter = time.Hour
 	return sweep
 }
 
 // withQueue makes the roles function of e use q (nil: none).
 func (e *env) withQueue(q *outbox.Queue) {
-	e.roles = apigw.Lambda(e.deps.Log, rbacadmin.New(e.st, access.New(e.st, e.deps.Log), q, e.deps.Log))
+	e.roles = apigw.Lambda(e.deps.Log, rbacadmin.New(rbacadmin.NewStore(e.st), access.New(access.NewStore(e.st), e.deps.Log), q, e.deps.Log))
 }
 
 func (e *env) markers() []store.OutboxMarker {
 	e.t.Helper()
 	testenv.AwaitIndexes() // the outbox is found through an index
-	due, err := e.st.DueOutbox(context.Background(), time.Now().Add(time.Hour), 10)
+	due, err := e.st.Tasks.DueOutbox(context.Background(), time.Now().Add(time.Hour), 10)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestInvitationLostAnswerIsDeliveredOnce(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	n := &countingNotifier{}
-	e.notify = notifier.NewNotifyHandler(e.st, n, quietLog)
+	e.notify = notifier.NewNotifyHandler(e.st.Invitations, n, quietLog)
 	s := &faultySender{real: outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}}
 	sweep := e.withSender(s)
 	s.loseAnswer.Store(true)

@@ -94,7 +94,7 @@ func (h *handler) createServiceUser(r *http.Request, _ caller.Principal) (int, a
 	if err := in.validate(); err != nil {
 		return 0, nil, err
 	}
-	account, err := h.st.GetAccount(r.Context(), acct)
+	account, err := h.st.Accounts.GetAccount(r.Context(), acct)
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no account %s", acct)
 	}
@@ -111,7 +111,7 @@ func (h *handler) createServiceUser(r *http.Request, _ caller.Principal) (int, a
 		Account: acct, AccountAncestors: account.Ancestors, Created: now}
 	secret := access.NewSecret(u.ID, k.ID)
 	k.SecretHash = access.HashSecret(secret)
-	if err := h.st.CreateServiceUser(r.Context(), u, k); err != nil {
+	if err := h.st.Principals.CreateServiceUser(r.Context(), u, k); err != nil {
 		return 0, nil, domain.IfNotFound(err, "no account %s", acct)
 	}
 	out := serviceUserOut(u, nil, now)
@@ -132,7 +132,7 @@ func (h *handler) listServiceUsers(r *http.Request, p caller.Principal) (int, an
 			keys := make([][]domain.AccessKey, len(page))
 			fns := make([]func() error, len(page))
 			for i, u := range page {
-				fns[i] = func() (err error) { keys[i], err = h.st.ListKeys(ctx, u.ID); return err }
+				fns[i] = func() (err error) { keys[i], err = h.st.Principals.ListKeys(ctx, u.ID); return err }
 			}
 			if err := parallel(fns...); err != nil {
 				return err
@@ -142,7 +142,7 @@ func (h *handler) listServiceUsers(r *http.Request, p caller.Principal) (int, an
 			}
 			return nil
 		},
-	}, h.st.PageServiceUsers, func(x domain.ServiceUser) string { return serviceUserHref(x.Account, x.ID) })
+	}, h.st.Principals.PageServiceUsers, func(x domain.ServiceUser) string { return serviceUserHref(x.Account, x.ID) })
 }
 
 func (h *handler) getServiceUser(r *http.Request, _ caller.Principal) (int, any, error) {
@@ -155,8 +155,8 @@ func (h *handler) getServiceUser(r *http.Request, _ caller.Principal) (int, any,
 		keys []domain.AccessKey
 	)
 	err = parallel(
-		func() (err error) { u, err = h.st.GetServiceUser(r.Context(), acct, id); return err },
-		func() (err error) { keys, err = h.st.ListKeys(r.Context(), id); return err },
+		func() (err error) { u, err = h.st.Principals.GetServiceUser(r.Context(), acct, id); return err },
+		func() (err error) { keys, err = h.st.Principals.ListKeys(r.Context(), id); return err },
 	)
 	if err != nil {
 		return 0, nil, domain.IfNotFound(err, "no service user %q in account %s", id, acct)
@@ -186,12 +186,12 @@ func (h *handler) patchServiceUser(r *http.Request, _ caller.Principal) (int, an
 	)
 	update := func(versions ...int) (err error) {
 		err = store.ReapplyIf(r.Context(), len(versions) > 0, func(ctx context.Context) (err error) {
-			u, err = h.st.UpdateServiceUser(ctx, acct, id, in.Name, in.Description, versions...)
+			u, err = h.st.Principals.UpdateServiceUser(ctx, acct, id, in.Name, in.Description, versions...)
 			return err
 		})
 		return err
 	}
-	listKeys := func() (err error) { keys, err = h.st.ListKeys(r.Context(), id); return err }
+	listKeys := func() (err error) { keys, err = h.st.Principals.ListKeys(r.Context(), id); return err }
 	if pre := apigw.IfMatch(r); pre.Set() {
 		// The keys the tag names are read first; the update is then
 		// conditional on the versions the If-Match names with them.
@@ -228,7 +228,7 @@ func (h *handler) deleteServiceUser(r *http.Request, _ caller.Principal) (int, a
 	}
 	var u domain.ServiceUser
 	err = store.ReapplyIf(r.Context(), pre.Set(), func(ctx context.Context) (err error) {
-		u, err = h.st.DeleteServiceUser(ctx, acct, id, checks...)
+		u, err = h.st.Principals.DeleteServiceUser(ctx, acct, id, checks...)
 		return err
 	})
 	var ce *store.CleanupError

@@ -28,7 +28,7 @@ func accessKeyKey(k domain.AccessKey) keyAttrs {
 // CreateKey stores a new access key; the principal must exist. It counts
 // against no quota: the API creates keys with CreateUserKey (and service
 // users' with CreateServiceUser); this is for setups that place keys.
-func (s *Store) CreateKey(ctx context.Context, k domain.AccessKey) error {
+func (s *Principals) CreateKey(ctx context.Context, k domain.AccessKey) error {
 	return s.createKey(ctx, k, "", nil)
 }
 
@@ -37,13 +37,13 @@ func (s *Store) CreateKey(ctx context.Context, k domain.AccessKey) error {
 // transaction checks both, so the caller needs no read first. The key
 // counts against q, the user's access_keys or session_keys quota (from
 // KeyQuota; domain.QuotaReached past it; keyquota.go).
-func (s *Store) CreateUserKey(ctx context.Context, k domain.AccessKey, q domain.Quota) error {
-	return s.createCountedKey(ctx, k, q)
+func (s *Principals) CreateUserKey(ctx context.Context, k domain.AccessKey, q domain.Quota) error {
+	return s.repos.Entitlements.createCountedKey(ctx, k, q)
 }
 
 // createKey writes k in one transaction with the check of its principal
 // and, when count is not nil, the count's update (the last item).
-func (s *Store) createKey(ctx context.Context, k domain.AccessKey, kind string, count *types.TransactWriteItem) error {
+func (s *Principals) createKey(ctx context.Context, k domain.AccessKey, kind string, count *types.TransactWriteItem) error {
 	if k.Expiry != nil {
 		k.TTL = k.Expiry.Add(24 * time.Hour).Unix()
 	}
@@ -72,20 +72,20 @@ func (s *Store) createKey(ctx context.Context, k domain.AccessKey, kind string, 
 }
 
 // GetKey reads one key of a principal.
-func (s *Store) GetKey(ctx context.Context, principal, id string) (domain.AccessKey, error) {
+func (s *Principals) GetKey(ctx context.Context, principal, id string) (domain.AccessKey, error) {
 	var k domain.AccessKey
 	err := s.getItem(ctx, "get access key", principalPK(principal), keySK(id), &k)
 	return k, err
 }
 
 // ListKeys returns a principal's keys.
-func (s *Store) ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error) {
+func (s *Principals) ListKeys(ctx context.Context, principal string) ([]domain.AccessKey, error) {
 	return s.principalKeys(ctx, principal)
 }
 
 // principalKeys reads every key of a principal (consistent, as every
 // base-table read: a key minted a moment ago must be seen by a revocation).
-func (s *Store) principalKeys(ctx context.Context, principal string) ([]domain.AccessKey, error) {
+func (s *Principals) principalKeys(ctx context.Context, principal string) ([]domain.AccessKey, error) {
 	items, err := s.query(ctx, "list access keys", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -111,7 +111,7 @@ func (s *Store) principalKeys(ctx context.Context, principal string) ([]domain.A
 // judges the key as read (a request's If-Match): the delete is then
 // conditional on the key's use as read (the one thing of a key that
 // changes), and a use since is domain.ErrChanged.
-func (s *Store) DeleteKey(ctx context.Context, principal, id string, pre ...func(domain.AccessKey) error) (domain.AccessKey, error) {
+func (s *Principals) DeleteKey(ctx context.Context, principal, id string, pre ...func(domain.AccessKey) error) (domain.AccessKey, error) {
 	keys, err := s.principalKeys(ctx, principal)
 	if err != nil {
 		return domain.AccessKey{}, err
@@ -175,7 +175,7 @@ func (s *Store) DeleteKey(ctx context.Context, principal, id string, pre ...func
 // refs names with one BatchGetItem: the authorizer's second round trip
 // holds it in parallel with the role Queries, so a session key costs no
 // sequential round trip more than a persistent one.
-func (s *Store) LoadKeyStanding(ctx context.Context, account string, refs []domain.KeyRef) (domain.KeyStanding, error) {
+func (s *Principals) LoadKeyStanding(ctx context.Context, account string, refs []domain.KeyRef) (domain.KeyStanding, error) {
 	st := domain.KeyStanding{Keys: make(map[domain.KeyRef]domain.AccessKey, len(refs))}
 	keys := make([]map[string]types.AttributeValue, 0, len(refs)+1)
 	if account != "" {
@@ -214,7 +214,7 @@ func (s *Store) LoadKeyStanding(ctx context.Context, account string, refs []doma
 // recorded within domain.KeyUseGranularity (then the conditional update is a
 // no-op). It never fails the caller's request: errors are returned for
 // logging only.
-func (s *Store) TouchKey(ctx context.Context, principal, id string, now time.Time) error {
+func (s *Principals) TouchKey(ctx context.Context, principal, id string, now time.Time) error {
 	ctx = unjournaled(ctx)
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.table),

@@ -21,7 +21,7 @@ import (
 )
 
 // GetAccount reads one account.
-func (s *Store) GetAccount(ctx context.Context, id string) (domain.Account, error) {
+func (s *Accounts) GetAccount(ctx context.Context, id string) (domain.Account, error) {
 	var a domain.Account
 	err := s.getItem(ctx, "get account", accountPK(id), skAccount, &a)
 	return a, err
@@ -31,7 +31,7 @@ func (s *Store) GetAccount(ctx context.Context, id string) (domain.Account, erro
 // (item: a, or the AccountRecord holding it) and the reservation of its
 // name, which makes names unique across all accounts even under concurrent
 // creates (the second transaction fails its condition).
-func (s *Store) accountWrites(a domain.Account, item any) []keyAttrsValue {
+func (s *Accounts) accountWrites(a domain.Account, item any) []keyAttrsValue {
 	return []keyAttrsValue{
 		{accountKey(a), item},
 		{keyAttrs{PK: accountNamePK(a), SK: skAccountName, Entity: "account_name"}, accountName{a.ID}},
@@ -46,7 +46,7 @@ type keyAttrsValue struct {
 // CreateAccount writes an account, its name reservation and its roles (the
 // control roles of docs/api.md#control-roles) in one transaction: all or nothing. A taken
 // name is a *domain.Error, also when two creates race.
-func (s *Store) CreateAccount(ctx context.Context, a domain.Account, roles []domain.Role) error {
+func (s *Accounts) CreateAccount(ctx context.Context, a domain.Account, roles []domain.Role) error {
 	kvs := s.accountWrites(a, a)
 	for _, r := range roles {
 		kvs = append(kvs, keyAttrsValue{roleKey(r), r})
@@ -125,7 +125,7 @@ var maxAccountDepth = sync.OnceValue(func() int {
 })
 
 // GetAccountRecord reads one account with all its fields.
-func (s *Store) GetAccountRecord(ctx context.Context, id string) (domain.AccountRecord, error) {
+func (s *Accounts) GetAccountRecord(ctx context.Context, id string) (domain.AccountRecord, error) {
 	var a domain.AccountRecord
 	err := s.getItem(ctx, "get account", accountPK(id), skAccount, &a)
 	return a, err
@@ -133,7 +133,7 @@ func (s *Store) GetAccountRecord(ctx context.Context, id string) (domain.Account
 
 // GetAccountRecords reads many accounts in one BatchGetItem (per 100);
 // accounts that do not exist are left out.
-func (s *Store) GetAccountRecords(ctx context.Context, ids []string) ([]domain.AccountRecord, error) {
+func (s *Accounts) GetAccountRecords(ctx context.Context, ids []string) ([]domain.AccountRecord, error) {
 	keys := make([]map[string]types.AttributeValue, 0, len(ids))
 	for _, id := range ids {
 		keys = append(keys, key(accountPK(id), skAccount))
@@ -159,7 +159,7 @@ func gsiQuery(pk string) *dynamodb.QueryInput {
 // (which the parent's deletion reads). A taken name is a *domain.Error (also when two
 // creates race); so are a parent that is going away and a depth beyond
 // MaxAccountDepth.
-func (s *Store) CreateSubAccount(ctx context.Context, a domain.AccountRecord, roles []domain.Role) error {
+func (s *Accounts) CreateSubAccount(ctx context.Context, a domain.AccountRecord, roles []domain.Role) error {
 	if a.Parent == "" || len(a.Ancestors) == 0 || a.Ancestors[len(a.Ancestors)-1] != a.Parent {
 		return fmt.Errorf("create sub-account %s: parent %q and ancestors %v disagree", a.ID, a.Parent, a.Ancestors)
 	}
@@ -208,7 +208,7 @@ type accountName struct {
 // it sets next's attributes and removes those next no longer has (a
 // cleared owner or log_retention). A rename moves the name reservation in
 // the same transaction; a taken name is a *domain.Error.
-func (s *Store) UpdateAccount(ctx context.Context, prev, next domain.AccountRecord) error {
+func (s *Accounts) UpdateAccount(ctx context.Context, prev, next domain.AccountRecord) error {
 	prevUpdated, err := attributevalue.Marshal(prev.Updated)
 	if err != nil {
 		return fmt.Errorf("update account: %w", err)
@@ -295,7 +295,7 @@ func leftoverCounts(l *domain.Leftovers) []struct {
 // counts existed and the schema migration has not counted yet; what they
 // find is read again, consistently, since GSI1 may also still show what
 // was deleted a moment ago.
-func (s *Store) AccountLeftovers(ctx context.Context, id string) (domain.Leftovers, error) {
+func (s *Accounts) AccountLeftovers(ctx context.Context, id string) (domain.Leftovers, error) {
 	var l, counted domain.Leftovers
 	counts := leftoverCounts(&counted)
 	g, gctx := errgroup.WithContext(ctx)
@@ -355,7 +355,7 @@ const leftoverProbe = 10
 
 // anyStillThere reports whether any of the items an index query found
 // still exists in the table, by a consistent read of their keys.
-func (s *Store) anyStillThere(ctx context.Context, found []map[string]types.AttributeValue) (bool, error) {
+func (s *Accounts) anyStillThere(ctx context.Context, found []map[string]types.AttributeValue) (bool, error) {
 	keys := make([]map[string]types.AttributeValue, 0, len(found))
 	for _, it := range found {
 		keys = append(keys, map[string]types.AttributeValue{AttrPK: it[AttrPK], AttrSK: it[AttrSK]})
@@ -376,7 +376,7 @@ func (s *Store) anyStillThere(ctx context.Context, found []map[string]types.Attr
 // surviving its account. A count below zero (a delete of something
 // created before the counts existed) counts as empty, like the GSI1 query
 // that already found nothing.
-func (s *Store) emptyChecks(id string) []types.TransactWriteItem {
+func (s *Accounts) emptyChecks(id string) []types.TransactWriteItem {
 	var l domain.Leftovers
 	var checks []types.TransactWriteItem
 	for _, c := range leftoverCounts(&l) {
@@ -416,7 +416,7 @@ func (s *Store) emptyChecks(id string) []types.TransactWriteItem {
 // With at (a request's If-Match: the `updated` of the states it names),
 // only an account at one of them is marked: any other state, missing
 // included, is domain.ErrChanged.
-func (s *Store) DeleteAccount(ctx context.Context, id string, at ...time.Time) (domain.AccountRecord, error) {
+func (s *Accounts) DeleteAccount(ctx context.Context, id string, at ...time.Time) (domain.AccountRecord, error) {
 	mark := s.now()
 	a, err := s.markDeleting(ctx, id, mark, at)
 	if err != nil {
@@ -506,7 +506,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id string, at ...time.Time) (
 	return a, nil
 }
 
-func (s *Store) markDeleting(ctx context.Context, id string, mark time.Time, at []time.Time) (domain.AccountRecord, error) {
+func (s *Accounts) markDeleting(ctx context.Context, id string, mark time.Time, at []time.Time) (domain.AccountRecord, error) {
 	m, err := attributevalue.Marshal(mark)
 	if err != nil {
 		return domain.AccountRecord{}, fmt.Errorf("mark account: %w", err)
@@ -576,7 +576,7 @@ func updateFromTo(from, to map[string]types.AttributeValue) (string, map[string]
 
 // unmarkDeleting removes this DELETE's mark, unless another DELETE has
 // marked the account since.
-func (s *Store) unmarkDeleting(ctx context.Context, a domain.AccountRecord, mark time.Time) error {
+func (s *Accounts) unmarkDeleting(ctx context.Context, a domain.AccountRecord, mark time.Time) error {
 	m, err := attributevalue.Marshal(mark)
 	if err != nil {
 		return fmt.Errorf("unmark account: %w", err)
@@ -599,7 +599,7 @@ func (s *Store) unmarkDeleting(ctx context.Context, a domain.AccountRecord, mark
 // groups), the grants of its roles and the memberships of its groups, its
 // invitations, and its service users (principal partition and email
 // reservation). Two rounds of parallel queries, then batched deletes.
-func (s *Store) revokeAccountAccess(ctx context.Context, id string) error {
+func (s *Accounts) revokeAccountAccess(ctx context.Context, id string) error {
 	var (
 		keys, rbac, invs []map[string]types.AttributeValue
 		sus              []map[string]types.AttributeValue
@@ -675,7 +675,7 @@ func (s *Store) revokeAccountAccess(ctx context.Context, id string) error {
 	}
 	for p, refs := range swept {
 		g.Go(func() error {
-			all, err := s.principalKeys(gctx, p)
+			all, err := s.repos.Principals.principalKeys(gctx, p)
 			if err != nil {
 				return err
 			}
@@ -715,7 +715,7 @@ func partitionQuery(pk string) *dynamodb.QueryInput {
 
 // keyAttrsOf runs a query (all pages) and returns only the table keys of
 // the items found.
-func (s *Store) keyAttrsOf(ctx context.Context, op string, in *dynamodb.QueryInput) ([]map[string]types.AttributeValue, error) {
+func (s *Table) keyAttrsOf(ctx context.Context, op string, in *dynamodb.QueryInput) ([]map[string]types.AttributeValue, error) {
 	in.ProjectionExpression = aws.String("#pk, #sk")
 	in.ExpressionAttributeNames = map[string]string{"#pk": AttrPK, "#sk": AttrSK}
 	items, err := s.query(ctx, op, in, 0)
@@ -729,7 +729,7 @@ func (s *Store) keyAttrsOf(ctx context.Context, op string, in *dynamodb.QueryInp
 	return out, nil
 }
 
-func (s *Store) deleteKeys(ctx context.Context, op string, keys []map[string]types.AttributeValue) error {
+func (s *Accounts) deleteKeys(ctx context.Context, op string, keys []map[string]types.AttributeValue) error {
 	reqs := make([]types.WriteRequest, 0, len(keys))
 	for _, k := range keys {
 		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: k}})
@@ -740,7 +740,7 @@ func (s *Store) deleteKeys(ctx context.Context, op string, keys []map[string]typ
 // RevokeGrants deletes grant items (batched; not atomic). Access ends with
 // the next request of each holder, since the authorizer reads grants every
 // time.
-func (s *Store) RevokeGrants(ctx context.Context, grants []domain.Grant) error {
+func (s *Accounts) RevokeGrants(ctx context.Context, grants []domain.Grant) error {
 	keys := make([]map[string]types.AttributeValue, 0, len(grants))
 	for _, g := range grants {
 		k := grantKey(g)

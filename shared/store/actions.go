@@ -27,7 +27,7 @@ func actionKey(app, id string) keyAttrs {
 // missing application is domain.ErrNotFound, a taken id a *domain.Error,
 // an application at its actions quota domain.QuotaReached (the count is
 // the application's, kept in the same transaction).
-func (s *Store) CreateAction(ctx context.Context, account string, a domain.Action) error {
+func (s *Applications) CreateAction(ctx context.Context, account string, a domain.Action) error {
 	p, err := s.put(actionKey(a.App, a.ID), a)
 	if err != nil {
 		return err
@@ -51,7 +51,7 @@ func (s *Store) CreateAction(ctx context.Context, account string, a domain.Actio
 // GetAction reads an action and its application in one consistent
 // BatchGetItem; either missing, or the application in another account, is
 // domain.ErrNotFound.
-func (s *Store) GetAction(ctx context.Context, account, app, id string) (domain.Action, error) {
+func (s *Applications) GetAction(ctx context.Context, account, app, id string) (domain.Action, error) {
 	items, err := ddb.BatchGetConsistent(ctx, s.db, s.table, []map[string]types.AttributeValue{
 		key(appPK(app), skApp), key(appPK(app), prefixAction+id),
 	})
@@ -88,7 +88,7 @@ func (s *Store) GetAction(ctx context.Context, account, app, id string) (domain.
 
 // childrenOf reads an application (to check its account) and queries its
 // partition for sk prefix, in parallel: one round trip of wall time.
-func (s *Store) childrenOf(ctx context.Context, account, app, prefix string) ([]map[string]types.AttributeValue, error) {
+func (s *Applications) childrenOf(ctx context.Context, account, app, prefix string) ([]map[string]types.AttributeValue, error) {
 	var g errgroup.Group // the partition's error is reported only if the application exists
 	g.Go(func() error { _, err := s.GetApplication(ctx, account, app); return err })
 	items, err := s.query(ctx, "query application partition", &dynamodb.QueryInput{
@@ -107,7 +107,7 @@ func (s *Store) childrenOf(ctx context.Context, account, app, prefix string) ([]
 // ReplaceAction writes a changed action if it is still at version from
 // (domain.ErrChanged otherwise) and its application still belongs to
 // account (domain.ErrNotFound otherwise). a.Version must already be from+1.
-func (s *Store) ReplaceAction(ctx context.Context, account string, a domain.Action, from int) error {
+func (s *Applications) ReplaceAction(ctx context.Context, account string, a domain.Action, from int) error {
 	p, err := s.put(actionKey(a.App, a.ID), a)
 	if err != nil {
 		return err
@@ -119,7 +119,7 @@ func (s *Store) ReplaceAction(ctx context.Context, account string, a domain.Acti
 }
 
 // DeleteAction deletes an action read at version from.
-func (s *Store) DeleteAction(ctx context.Context, account, app, id string, from int) error {
+func (s *Applications) DeleteAction(ctx context.Context, account, app, id string, from int) error {
 	err := s.transact(ctx, "delete action", []types.TransactWriteItem{
 		{Delete: &types.Delete{
 			TableName:                 aws.String(s.table),

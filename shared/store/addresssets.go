@@ -98,7 +98,7 @@ func addrEntryItem(e domain.AddressEntry) (map[string]types.AttributeValue, erro
 // GetAddressSet reads a set's partition. A set of another account is
 // domain.ErrNotFound, like a missing one. Consistent, as every base-table
 // read.
-func (s *Store) GetAddressSet(ctx context.Context, account, id string) (AddressSetState, error) {
+func (s *AddressSets) GetAddressSet(ctx context.Context, account, id string) (AddressSetState, error) {
 	st, err := s.AddressSetByID(ctx, id)
 	if err != nil {
 		return AddressSetState{}, err
@@ -111,7 +111,7 @@ func (s *Store) GetAddressSet(ctx context.Context, account, id string) (AddressS
 
 // AddressSetByID reads a set's partition whatever its account (the
 // aggregator's dynamic additions and the sweep, which act for the edge).
-func (s *Store) AddressSetByID(ctx context.Context, id string) (AddressSetState, error) {
+func (s *AddressSets) AddressSetByID(ctx context.Context, id string) (AddressSetState, error) {
 	items, err := s.query(ctx, "read address set", &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("PK = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(addrSetPK(id))},
@@ -149,7 +149,7 @@ func (s *Store) AddressSetByID(ctx context.Context, id string) (AddressSetState,
 }
 
 // GetAddressSetItem reads only the set item (no entries).
-func (s *Store) GetAddressSetItem(ctx context.Context, account, id string) (domain.AddressSet, error) {
+func (s *AddressSets) GetAddressSetItem(ctx context.Context, account, id string) (domain.AddressSet, error) {
 	var a domain.AddressSet
 	if err := s.getItem(ctx, "get address set", addrSetPK(id), skAddrSet, &a); err != nil {
 		return domain.AddressSet{}, err
@@ -162,7 +162,7 @@ func (s *Store) GetAddressSetItem(ctx context.Context, account, id string) (doma
 
 // GetAddressSetItems reads set items by id with strongly consistent reads
 // (the inclusion-cycle check walks them); missing ids are absent.
-func (s *Store) GetAddressSetItems(ctx context.Context, ids []string) ([]domain.AddressSet, error) {
+func (s *AddressSets) GetAddressSetItems(ctx context.Context, ids []string) ([]domain.AddressSet, error) {
 	keys := make([]map[string]types.AttributeValue, len(ids))
 	for i, id := range ids {
 		keys[i] = key(addrSetPK(id), skAddrSet)
@@ -177,8 +177,8 @@ func (s *Store) GetAddressSetItems(ctx context.Context, ids []string) ([]domain.
 // PageAddressSets reads at most n address sets of account after position
 // after in creation order (desc: newest first), with their positions and
 // whether more may follow: one Query of n items.
-func (s *Store) PageAddressSets(ctx context.Context, account, after string, desc bool, n int) ([]domain.AddressSet, []string, bool, error) {
-	return pageOf[domain.AddressSet](ctx, s, collection{op: "list address sets", index: IndexGSI1, pk: addressSetsGSI(account), skPrefix: addrSetsGSISKPrefix,
+func (s *AddressSets) PageAddressSets(ctx context.Context, account, after string, desc bool, n int) ([]domain.AddressSet, []string, bool, error) {
+	return pageOf[domain.AddressSet](ctx, s.Table, collection{op: "list address sets", index: IndexGSI1, pk: addressSetsGSI(account), skPrefix: addrSetsGSISKPrefix,
 		tableKey: func(pos string) (string, string) { return addrSetPK(idOf(pos)), skAddrSet }}, after, desc, n)
 }
 
@@ -247,8 +247,8 @@ func ValidAddressPosition(p string) bool {
 // follow: one Query of GSI2 ADDRENTRIES#<set> (eventually consistent, as
 // every index read). It does not check the set's account: the caller
 // reads the set item for that.
-func (s *Store) PageAddressEntries(ctx context.Context, set, after string, desc bool, n int) ([]domain.AddressEntry, []string, bool, error) {
-	return pageOf[domain.AddressEntry](ctx, s, collection{op: "list address entries", index: IndexGSI2, pk: addrEntriesGSI(set),
+func (s *AddressSets) PageAddressEntries(ctx context.Context, set, after string, desc bool, n int) ([]domain.AddressEntry, []string, bool, error) {
+	return pageOf[domain.AddressEntry](ctx, s.Table, collection{op: "list address entries", index: IndexGSI2, pk: addrEntriesGSI(set),
 		tableKey: func(pos string) (string, string) {
 			p, _ := addressPrefix(pos)
 			return addrSetPK(set), addrEntrySK(p)
@@ -298,7 +298,7 @@ var ErrAddressSetTooLarge = errors.New("the change needs more than one transacti
 // WriteAddressSet applies a write in one transaction. A concurrent change
 // of the set or of a set it checked is domain.ErrChanged: re-read and
 // redo.
-func (s *Store) WriteAddressSet(ctx context.Context, w AddressSetWrite) error {
+func (s *AddressSets) WriteAddressSet(ctx context.Context, w AddressSetWrite) error {
 	ctx = withLists(ctx, addrSetPK(w.Set.ID), skAddrSet, addressSetsGSI(w.Set.Account))
 	if w.Items() > ddb.MaxTransactItems {
 		return fmt.Errorf("address set %s: %d actions: %w", w.Set.ID, w.Items(), ErrAddressSetTooLarge)
@@ -357,7 +357,7 @@ func (s *Store) WriteAddressSet(ctx context.Context, w AddressSetWrite) error {
 		}})
 	}
 	if w.Event != nil {
-		p, err := s.metricEventPut(*w.Event)
+		p, err := s.repos.Metrics.metricEventPut(*w.Event)
 		if err != nil {
 			return err
 		}
@@ -386,7 +386,7 @@ func addrTxError(err error) error {
 
 // addrSetUpdate rewrites the set's own attributes (never includers) if
 // the set is still at the version the write started from.
-func (s *Store) addrSetUpdate(a domain.AddressSet) *types.Update {
+func (s *AddressSets) addrSetUpdate(a domain.AddressSet) *types.Update {
 	names := map[string]string{"#n": "name", "#t": "type", "#d": "description", "#i": "inclusions", "#dom": "domains",
 		"#ver": "version", "#cnt": "entry_count", "#upd": "updated", "#acct": "account"}
 	values := map[string]types.AttributeValue{
@@ -434,7 +434,7 @@ func (s *Store) addrSetUpdate(a domain.AddressSet) *types.Update {
 	}
 }
 
-func (s *Store) addrEntryOps(set string, puts []domain.AddressEntry, deletes []string) ([]types.TransactWriteItem, error) {
+func (s *AddressSets) addrEntryOps(set string, puts []domain.AddressEntry, deletes []string) ([]types.TransactWriteItem, error) {
 	ops := make([]types.TransactWriteItem, 0, len(puts)+len(deletes))
 	for _, e := range puts {
 		m, err := addrEntryItem(e)
@@ -449,7 +449,7 @@ func (s *Store) addrEntryOps(set string, puts []domain.AddressEntry, deletes []s
 	return ops, nil
 }
 
-func (s *Store) addrUninclude(set string, from []string) []types.TransactWriteItem {
+func (s *AddressSets) addrUninclude(set string, from []string) []types.TransactWriteItem {
 	var ops []types.TransactWriteItem
 	for _, id := range from {
 		ops = append(ops,
@@ -475,7 +475,7 @@ var ErrAddressSetIncluded = errors.New("the address set is included by another s
 // otherwise right after it (what a failure leaves behind is removed when
 // the aggregator processes the event, which has Purge set); a failure
 // there is a *CleanupError: the set is deleted all the same.
-func (s *Store) DeleteAddressSet(ctx context.Context, a domain.AddressSet, entries []string, ev *MetricEvent) error {
+func (s *AddressSets) DeleteAddressSet(ctx context.Context, a domain.AddressSet, entries []string, ev *MetricEvent) error {
 	ctx = withLists(ctx, addrSetPK(a.ID), skAddrSet, addressSetsGSI(a.Account))
 	for _, id := range a.Inclusions {
 		ctx = withLists(ctx, addrSetPK(id), skAddrSet, addressSetsGSI(a.Account))
@@ -489,7 +489,7 @@ func (s *Store) DeleteAddressSet(ctx context.Context, a domain.AddressSet, entri
 	ops = append(ops, s.addrUninclude(a.ID, a.Inclusions)...)
 	ops = append(ops, s.usageOp(a.Account, domain.Quota{Kind: domain.ResourceAddressSets}, -1))
 	if ev != nil {
-		p, err := s.metricEventPut(*ev)
+		p, err := s.repos.Metrics.metricEventPut(*ev)
 		if err != nil {
 			return err
 		}
@@ -513,7 +513,7 @@ func (s *Store) DeleteAddressSet(ctx context.Context, a domain.AddressSet, entri
 	return nil
 }
 
-func (s *Store) deleteAddrItems(ctx context.Context, set string, prefixes []string) error {
+func (s *AddressSets) deleteAddrItems(ctx context.Context, set string, prefixes []string) error {
 	reqs := make([]types.WriteRequest, len(prefixes))
 	for i, p := range prefixes {
 		reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: key(addrSetPK(set), addrEntrySK(p))}}
@@ -523,7 +523,7 @@ func (s *Store) deleteAddrItems(ctx context.Context, set string, prefixes []stri
 
 // PurgeAddressSet removes every item left in the partition of a deleted
 // set; a set that exists is left alone.
-func (s *Store) PurgeAddressSet(ctx context.Context, id string) error {
+func (s *AddressSets) PurgeAddressSet(ctx context.Context, id string) error {
 	items, err := s.query(ctx, "purge address set", &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("PK = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(addrSetPK(id))},
@@ -546,7 +546,7 @@ func (s *Store) PurgeAddressSet(ctx context.Context, id string) error {
 // DueAddressEntries lists entries whose expiry is at or before now, from
 // every shard of the expiry index in parallel (up to max per shard, oldest
 // first). The index is eventually consistent: callers re-read the set.
-func (s *Store) DueAddressEntries(ctx context.Context, now time.Time, max int) ([]domain.AddressEntry, error) {
+func (s *AddressSets) DueAddressEntries(ctx context.Context, now time.Time, max int) ([]domain.AddressEntry, error) {
 	var (
 		mu  sync.Mutex
 		out []domain.AddressEntry
@@ -579,7 +579,7 @@ func (s *Store) DueAddressEntries(ctx context.Context, now time.Time, max int) (
 }
 
 // DeleteOrphanEntries removes entries of a set whose set item is gone.
-func (s *Store) DeleteOrphanEntries(ctx context.Context, set string, prefixes []string) error {
+func (s *AddressSets) DeleteOrphanEntries(ctx context.Context, set string, prefixes []string) error {
 	return s.deleteAddrItems(ctx, set, prefixes)
 }
 
@@ -587,7 +587,7 @@ func (s *Store) DeleteOrphanEntries(ctx context.Context, set string, prefixes []
 // holds it and (unless force) the last one ended at least gap ago; ok is
 // false otherwise. Sweeps are safe to overlap (every change is
 // conditional); the lease only avoids doing the work twice.
-func (s *Store) ClaimAddressSweep(ctx context.Context, now time.Time, lease, gap time.Duration, force bool) (bool, error) {
+func (s *AddressSets) ClaimAddressSweep(ctx context.Context, now time.Time, lease, gap time.Duration, force bool) (bool, error) {
 	cond := "(attribute_not_exists(#lease) OR #lease <= :now)"
 	values := map[string]types.AttributeValue{":now": avNum(now.UnixMilli()), ":until": avNum(now.Add(lease).UnixMilli()), ":ent": avStr("address_sweep")}
 	if !force {
@@ -610,7 +610,7 @@ func (s *Store) ClaimAddressSweep(ctx context.Context, now time.Time, lease, gap
 }
 
 // ReleaseAddressSweep ends the lease; opportunistic sweeps wait until next.
-func (s *Store) ReleaseAddressSweep(ctx context.Context, next time.Time) error {
+func (s *AddressSets) ReleaseAddressSweep(ctx context.Context, next time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table), Key: key(pkAddrSweep, skAddrSweep),
 		UpdateExpression:          aws.String("SET #lease = :zero, #next = :next"),
@@ -638,7 +638,7 @@ func addrNames() map[string]string {
 // for time at, unless one is already pending at or before it; ok says the
 // caller must send it. A pending wake-up whose time has passed counts as
 // spent (it ran, or its message was lost), so it is replaced.
-func (s *Store) ArmAddressWake(ctx context.Context, at, now time.Time) (bool, error) {
+func (s *AddressSets) ArmAddressWake(ctx context.Context, at, now time.Time) (bool, error) {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table), Key: key(pkAddrSweep, skAddrSweep),
 		UpdateExpression:          aws.String("SET #wake = :at, #ent = :ent"),
@@ -657,7 +657,7 @@ func (s *Store) ArmAddressWake(ctx context.Context, at, now time.Time) (bool, er
 
 // NextAddressExpiry is the earliest expiry after now in the expiry index
 // (one Limit-1 query per shard, in parallel); ok is false when none is.
-func (s *Store) NextAddressExpiry(ctx context.Context, now time.Time) (next time.Time, ok bool, err error) {
+func (s *AddressSets) NextAddressExpiry(ctx context.Context, now time.Time) (next time.Time, ok bool, err error) {
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	for shard := uint32(0); shard < addrExpiryShards; shard++ {

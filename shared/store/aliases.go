@@ -53,7 +53,7 @@ type aliasClaim struct {
 
 // claimAlias is the transaction action claiming alias for app: it fails
 // when another application holds it.
-func (s *Store) claimAlias(account, app, alias string) (types.TransactWriteItem, error) {
+func (s *Applications) claimAlias(account, app, alias string) (types.TransactWriteItem, error) {
 	it, err := item(keyAttrs{PK: aliasPK(alias), SK: skAlias, Entity: "alias"}, aliasClaim{App: app, Account: account, Alias: domain.AliasKey(alias)})
 	if err != nil {
 		return types.TransactWriteItem{}, err
@@ -68,7 +68,7 @@ func (s *Store) claimAlias(account, app, alias string) (types.TransactWriteItem,
 
 // releaseAlias is the transaction action deleting app's claim of alias; a
 // claim of another application is never deleted (the transaction fails).
-func (s *Store) releaseAlias(app, alias string) types.TransactWriteItem {
+func (s *Applications) releaseAlias(app, alias string) types.TransactWriteItem {
 	return types.TransactWriteItem{Delete: &types.Delete{
 		TableName:                 aws.String(s.table),
 		Key:                       key(aliasPK(alias), skAlias),
@@ -80,7 +80,7 @@ func (s *Store) releaseAlias(app, alias string) types.TransactWriteItem {
 // aliasChanges are the claim actions that move app's aliases from `from`
 // to `to`: claims of the added ones, then deletions of the removed ones.
 // It also returns the added aliases, in the order of their actions.
-func (s *Store) aliasChanges(account, app string, from, to []string) ([]types.TransactWriteItem, []string, error) {
+func (s *Applications) aliasChanges(account, app string, from, to []string) ([]types.TransactWriteItem, []string, error) {
 	var items []types.TransactWriteItem
 	var added []string
 	for _, a := range to {
@@ -123,7 +123,7 @@ func aliasFailure(err error, first int, added []string) *domain.Error {
 
 // AliasOwner returns the application (and its account) that alias names,
 // read consistently; domain.ErrNotFound when no application has it.
-func (s *Store) AliasOwner(ctx context.Context, alias string) (app, account string, err error) {
+func (s *Applications) AliasOwner(ctx context.Context, alias string) (app, account string, err error) {
 	var c aliasClaim
 	if err := s.getItem(ctx, "get alias", aliasPK(alias), skAlias, &c); err != nil {
 		return "", "", err
@@ -136,19 +136,19 @@ func (s *Store) AliasOwner(ctx context.Context, alias string) (app, account stri
 // reads, so that an application created a moment ago counts and one
 // deleted does not (the GSI1 list of an account's applications may lag
 // behind both).
-func (s *Store) AliasAccounts(ctx context.Context, aliases []string) (map[string]string, error) {
+func (s *Applications) AliasAccounts(ctx context.Context, aliases []string) (map[string]string, error) {
 	return s.aliasClaims(ctx, "get alias claims", aliases, func(c aliasClaim) string { return c.Account })
 }
 
 // AliasOwners returns, for those of aliases that an application holds,
 // the application's id, keyed by AliasKey.
-func (s *Store) AliasOwners(ctx context.Context, aliases []string) (map[string]string, error) {
+func (s *Applications) AliasOwners(ctx context.Context, aliases []string) (map[string]string, error) {
 	return s.aliasClaims(ctx, "get aliases", aliases, func(c aliasClaim) string { return c.App })
 }
 
 // aliasClaims reads the claims of aliases (one consistent BatchGetItem
 // per 100) and maps each claimed alias to what of its claim pick takes.
-func (s *Store) aliasClaims(ctx context.Context, op string, aliases []string, pick func(aliasClaim) string) (map[string]string, error) {
+func (s *Applications) aliasClaims(ctx context.Context, op string, aliases []string, pick func(aliasClaim) string) (map[string]string, error) {
 	out := map[string]string{}
 	if len(aliases) == 0 {
 		return out, nil

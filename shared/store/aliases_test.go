@@ -17,13 +17,13 @@ import (
 // appWithAliases creates application id of account holding aliases.
 func appWithAliases(st *store.Store, account, id string, aliases ...string) error {
 	now := st.Now()
-	return st.CreateApplication(context.Background(), domain.Application{ID: id, Account: account, State: domain.AppStopped,
+	return st.Applications.CreateApplication(context.Background(), domain.Application{ID: id, Account: account, State: domain.AppStopped,
 		Config: `{"name":"x"}`, Aliases: aliases, Version: 1, Created: now, Updated: now}, domain.Quota{})
 }
 
 func owner(t *testing.T, st *store.Store, alias string) string {
 	t.Helper()
-	app, _, err := st.AliasOwner(context.Background(), alias)
+	app, _, err := st.Applications.AliasOwner(context.Background(), alias)
 	if errors.Is(err, domain.ErrNotFound) {
 		return ""
 	}
@@ -79,7 +79,7 @@ func TestAliasCreatesRaceExactlyOneWins(t *testing.T) {
 	}
 	for i := range racers {
 		acct := fmt.Sprintf("acct%d", 1+i%2)
-		_, err := st.GetApplication(context.Background(), acct, fmt.Sprintf("racer%d", i))
+		_, err := st.Applications.GetApplication(context.Background(), acct, fmt.Sprintf("racer%d", i))
 		own := owner(t, st, fmt.Sprintf("own%d.example.com", i))
 		if i == winner {
 			if err != nil || own != "racer"+fmt.Sprint(i) {
@@ -101,10 +101,10 @@ func finishConfig(t *testing.T, st *store.Store, task, account, app string, from
 	ctx := context.Background()
 	now := st.Now()
 	newTask(t, st, task, account, now)
-	if _, err := st.ClaimTask(ctx, task, "w", now, now.Add(time.Minute)); err != nil {
+	if _, err := st.Tasks.ClaimTask(ctx, task, "w", now, now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	return st.FinishTask(ctx, store.TaskFinish{ID: task, Owner: "w", State: domain.TaskSuccess,
+	return st.Tasks.FinishTask(ctx, store.TaskFinish{ID: task, Owner: "w", State: domain.TaskSuccess,
 		Config: &store.ConfigChange{Account: account, App: app, From: from, Config: `{"name":"x"}`, Aliases: aliases, FromAliases: fromAliases}})
 }
 
@@ -132,7 +132,7 @@ func TestAliasesMoveWithPatchesAndDeletes(t *testing.T) {
 	if !isAliasTaken(err, "b.example.com") {
 		t.Fatalf("patch adding B's alias: %v", err)
 	}
-	if a, _ := st.GetApplication(ctx, "acctA", "appA"); a.Version != 1 || owner(t, st, "new.example.com") != "" || owner(t, st, "b.example.com") != "appB" || owner(t, st, "old.example.com") != "appA" {
+	if a, _ := st.Applications.GetApplication(ctx, "acctA", "appA"); a.Version != 1 || owner(t, st, "new.example.com") != "" || owner(t, st, "b.example.com") != "appB" || owner(t, st, "old.example.com") != "appA" {
 		t.Fatalf("a refused patch changed something: %+v", a)
 	}
 
@@ -140,7 +140,7 @@ func TestAliasesMoveWithPatchesAndDeletes(t *testing.T) {
 	if err := finishConfig(t, st, "t2", "acctA", "appA", 1, []string{"a.example.com", "old.example.com"}, []string{"a.example.com", "new.example.com"}); err != nil {
 		t.Fatal(err)
 	}
-	a, _ := st.GetApplication(ctx, "acctA", "appA")
+	a, _ := st.Applications.GetApplication(ctx, "acctA", "appA")
 	if a.Version != 2 || strings.Join(a.Aliases, ",") != "a.example.com,new.example.com" {
 		t.Fatalf("after the move: %+v", a)
 	}
@@ -153,7 +153,7 @@ func TestAliasesMoveWithPatchesAndDeletes(t *testing.T) {
 	}
 
 	// Deleting an application frees all its aliases in its transaction.
-	if _, err := st.DeleteApplication(ctx, "acctB", "appB"); err != nil {
+	if _, err := st.Applications.DeleteApplication(ctx, "acctB", "appB"); err != nil {
 		t.Fatal(err)
 	}
 	if owner(t, st, "b.example.com") != "" {
@@ -199,7 +199,7 @@ func TestAliasTransactionBound(t *testing.T) {
 	if err := finishConfig(t, st, "t2", "acct1", "full", 2, to, many("c", store.MaxAliasWrites)); !errors.Is(err, store.ErrTooManyAliasChanges) {
 		t.Fatalf("change of 194 aliases: %v", err)
 	}
-	if _, err := st.DeleteApplication(context.Background(), "acct1", "full"); err != nil {
+	if _, err := st.Applications.DeleteApplication(context.Background(), "acct1", "full"); err != nil {
 		t.Fatalf("delete with %d aliases: %v", store.MaxAliasWrites, err)
 	}
 	if owner(t, st, "b0.example.com") != "" || owner(t, st, "a96.example.com") != "" {

@@ -33,7 +33,7 @@ func appKey(a domain.Application) keyAttrs {
 // account's applications, which q (from CheckAllowance) bounds, and the
 // claim of each of its aliases: an alias another application holds is a
 // *domain.Error naming it, and nothing is written.
-func (s *Store) CreateApplication(ctx context.Context, a domain.Application, q domain.Quota) error {
+func (s *Applications) CreateApplication(ctx context.Context, a domain.Application, q domain.Quota) error {
 	p, err := s.put(appKey(a), a)
 	if err != nil {
 		return err
@@ -68,7 +68,7 @@ func (s *Store) CreateApplication(ctx context.Context, a domain.Application, q d
 
 // GetApplication reads an application of account; one of another account
 // is domain.ErrNotFound, exactly like a missing one.
-func (s *Store) GetApplication(ctx context.Context, account, id string) (domain.Application, error) {
+func (s *Applications) GetApplication(ctx context.Context, account, id string) (domain.Application, error) {
 	var a domain.Application
 	if err := s.getItem(ctx, "get application", appPK(id), skApp, &a); err != nil {
 		return domain.Application{}, err
@@ -81,7 +81,7 @@ func (s *Store) GetApplication(ctx context.Context, account, id string) (domain.
 
 // ListApplications returns every application of an account (GSI1, so
 // eventually consistent).
-func (s *Store) ListApplications(ctx context.Context, account string) ([]domain.Application, error) {
+func (s *Applications) ListApplications(ctx context.Context, account string) ([]domain.Application, error) {
 	items, err := s.query(ctx, "list applications", &dynamodb.QueryInput{
 		IndexName:              aws.String(IndexGSI1),
 		KeyConditionExpression: aws.String("GSI1PK = :pk"),
@@ -98,8 +98,8 @@ func (s *Store) ListApplications(ctx context.Context, account string) ([]domain.
 // PageApplications reads at most n applications of account after position
 // after in creation order (desc: newest first), with their positions and
 // whether more may follow: one Query of n items.
-func (s *Store) PageApplications(ctx context.Context, account, after string, desc bool, n int) ([]domain.Application, []string, bool, error) {
-	return pageOf[domain.Application](ctx, s, collection{op: "list applications", index: IndexGSI1, pk: appsGSI(account), skPrefix: appsGSISKPrefix,
+func (s *Applications) PageApplications(ctx context.Context, account, after string, desc bool, n int) ([]domain.Application, []string, bool, error) {
+	return pageOf[domain.Application](ctx, s.Table, collection{op: "list applications", index: IndexGSI1, pk: appsGSI(account), skPrefix: appsGSISKPrefix,
 		tableKey: func(pos string) (string, string) { return appPK(idOf(pos)), skApp }}, after, desc, n)
 }
 
@@ -109,7 +109,7 @@ func (s *Store) PageApplications(ctx context.Context, account, after string, des
 // the aliases and their claims alone: it writes descriptive changes only
 // (name, labels); a change of aliases is a patch-application task's,
 // written by FinishTask with its claims.
-func (s *Store) UpdateApplicationConfig(ctx context.Context, account, id string, from int, config string) (domain.Application, error) {
+func (s *Applications) UpdateApplicationConfig(ctx context.Context, account, id string, from int, config string) (domain.Application, error) {
 	ctx = withLists(ctx, appPK(id), skApp, appsGSI(account))
 	in, err := s.configUpdate(account, id, from, config, nil)
 	if err != nil {
@@ -139,7 +139,7 @@ const maxConfigBytes = 300 * 1024
 
 // configUpdate replaces the configuration at version from; aliases, when
 // not nil, replace the stored aliases too (the caller claims them).
-func (s *Store) configUpdate(account, id string, from int, config string, aliases []string) (*types.Update, error) {
+func (s *Applications) configUpdate(account, id string, from int, config string, aliases []string) (*types.Update, error) {
 	if len(config) > maxConfigBytes {
 		return nil, domain.ConfigTooLarge(len(config), maxConfigBytes, fmt.Errorf("application %s: configuration of %d bytes: %w", id, len(config), ddb.ErrItemTooLarge))
 	}
@@ -169,7 +169,7 @@ func (s *Store) configUpdate(account, id string, from int, config string, aliase
 // the transitional state `mid` on behalf of task, recording both so that
 // the task can finish or undo it. It is domain.ErrChanged when the state
 // is no longer `from` or another task holds a transition.
-func (s *Store) BeginTransition(ctx context.Context, account, id, from, mid, task string) error {
+func (s *Applications) BeginTransition(ctx context.Context, account, id, from, mid, task string) error {
 	ctx = withLists(ctx, appPK(id), skApp, appsGSI(account))
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
@@ -189,7 +189,7 @@ func (s *Store) BeginTransition(ctx context.Context, account, id, from, mid, tas
 
 // endTransition sets the state a task's transition ends in (its target on
 // success, the state it came from on failure), if that task still holds it.
-func (s *Store) endTransition(id, task, to string, restore bool) *types.Update {
+func (s *Applications) endTransition(id, task, to string, restore bool) *types.Update {
 	set := "SET #st = :to, updated = :u"
 	if !restore {
 		set += ", state_task = :t"
@@ -214,7 +214,7 @@ func (s *Store) endTransition(id, task, to string, restore bool) *types.Update {
 // leaves garbage, never a visible half-deleted application. pre, when
 // given, judges the application as read (a request's If-Match); a change
 // between that read and the delete is then domain.ErrChanged.
-func (s *Store) DeleteApplication(ctx context.Context, account, id string, pre ...func(domain.Application) error) (domain.Application, error) {
+func (s *Applications) DeleteApplication(ctx context.Context, account, id string, pre ...func(domain.Application) error) (domain.Application, error) {
 	ctx = withLists(ctx, appPK(id), skApp, appsGSI(account))
 	// Read first: the delete and the account's usage count change in one
 	// transaction, which returns no old item, and the caller answers with
@@ -267,7 +267,7 @@ func (s *Store) DeleteApplication(ctx context.Context, account, id string, pre .
 }
 
 // deletePartition deletes every item left in an application's partition.
-func (s *Store) deletePartition(ctx context.Context, pk string) error {
+func (s *Applications) deletePartition(ctx context.Context, pk string) error {
 	items, err := s.query(ctx, "list application children", &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("PK = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(pk)},
@@ -285,7 +285,7 @@ func (s *Store) deletePartition(ctx context.Context, pk string) error {
 
 // appInAccount is the condition every write to an application's children
 // carries: the application exists and belongs to account.
-func (s *Store) appInAccount(account, app string) types.TransactWriteItem {
+func (s *Applications) appInAccount(account, app string) types.TransactWriteItem {
 	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
 		TableName:                 aws.String(s.table),
 		Key:                       key(appPK(app), skApp),

@@ -50,7 +50,7 @@ type appTestChunk struct {
 }
 
 // chunkPuts splits an archive into chunk items of blob.
-func (s *Store) chunkPuts(account, id, blob string, archive []byte) ([]types.TransactWriteItem, error) {
+func (s *Tests) chunkPuts(account, id, blob string, archive []byte) ([]types.TransactWriteItem, error) {
 	var puts []types.TransactWriteItem
 	for i := 0; len(archive) > 0; i++ {
 		n := min(len(archive), AppTestChunkBytes)
@@ -73,7 +73,7 @@ func (s *Store) chunkPuts(account, id, blob string, archive []byte) ([]types.Tra
 // `deleting` mark and counts the test in the account's usage item, which
 // the account's deletion reads. The archive's size bounds the transaction
 // (4 MB).
-func (s *Store) CreateAppTest(ctx context.Context, t domain.AppTest, archive, converted []byte) error {
+func (s *Tests) CreateAppTest(ctx context.Context, t domain.AppTest, archive, converted []byte) error {
 	meta, err := s.put(appTestKey(t), t)
 	if err != nil {
 		return err
@@ -103,7 +103,7 @@ func (s *Store) CreateAppTest(ctx context.Context, t domain.AppTest, archive, co
 }
 
 // writeConverted writes the chunks of t's converted form, if it has one.
-func (s *Store) writeConverted(ctx context.Context, t domain.AppTest, converted []byte) error {
+func (s *Tests) writeConverted(ctx context.Context, t domain.AppTest, converted []byte) error {
 	if t.Converted.ID == "" {
 		return nil
 	}
@@ -120,7 +120,7 @@ func (s *Store) writeConverted(ctx context.Context, t domain.AppTest, converted 
 
 // dropConverted deletes the converted chunks of a write that failed with
 // err, and returns err (with the cleanup's failure, if any).
-func (s *Store) dropConverted(ctx context.Context, t domain.AppTest, err error) error {
+func (s *Tests) dropConverted(ctx context.Context, t domain.AppTest, err error) error {
 	if t.Converted.ID == "" {
 		return err
 	}
@@ -132,7 +132,7 @@ func (s *Store) dropConverted(ctx context.Context, t domain.AppTest, err error) 
 
 // GetAppTest reads a test of account with a strongly consistent read, so
 // a change or a run state is seen by the very next request.
-func (s *Store) GetAppTest(ctx context.Context, account, id string) (domain.AppTest, error) {
+func (s *Tests) GetAppTest(ctx context.Context, account, id string) (domain.AppTest, error) {
 	var t domain.AppTest
 	err := s.getItem(ctx, "get application test", appTestPK(account, id), skAppTest, &t)
 	return t, err
@@ -141,7 +141,7 @@ func (s *Store) GetAppTest(ctx context.Context, account, id string) (domain.AppT
 // AppTestBlobData reads a blob of a test: one BatchGetItem of its chunks
 // (strongly consistent). A chunk that is gone means the blob was replaced
 // or the test deleted since the test was read: domain.ErrChanged.
-func (s *Store) AppTestBlobData(ctx context.Context, account, id string, b domain.AppTestBlob) ([]byte, error) {
+func (s *Tests) AppTestBlobData(ctx context.Context, account, id string, b domain.AppTestBlob) ([]byte, error) {
 	keys := s.chunkKeys(account, id, b.ID, b.Chunks)
 	items, err := ddb.BatchGetConsistent(ctx, s.db, s.table, keys)
 	if err != nil {
@@ -171,7 +171,7 @@ func (s *Store) AppTestBlobData(ctx context.Context, account, id string, b domai
 	return buf.Bytes(), nil
 }
 
-func (s *Store) chunkKeys(account, id, blob string, n int) []map[string]types.AttributeValue {
+func (s *Tests) chunkKeys(account, id, blob string, n int) []map[string]types.AttributeValue {
 	keys := make([]map[string]types.AttributeValue, n)
 	for i := range n {
 		keys[i] = key(appTestPK(account, id), appTestChunkSK(blob, i))
@@ -187,7 +187,7 @@ func (s *Store) chunkKeys(account, id, blob string, n int) []map[string]types.At
 // mix. next's blobs must be new; its Version becomes prev's + 1. The old
 // blobs stay until DeleteAppTestBlobs removes them. A concurrent change is
 // domain.ErrChanged, a deleted test domain.ErrNotFound.
-func (s *Store) ReplaceAppTestArchive(ctx context.Context, prev domain.AppTest, next domain.AppTest, archive, converted []byte) (domain.AppTest, error) {
+func (s *Tests) ReplaceAppTestArchive(ctx context.Context, prev domain.AppTest, next domain.AppTest, archive, converted []byte) (domain.AppTest, error) {
 	if next.Archive.ID == "" || next.Archive.ID == prev.Archive.ID || (next.Converted.ID != "" && next.Converted.ID == prev.Converted.ID) {
 		return domain.AppTest{}, errors.New("replace application test archive: the new archive needs new blob ids")
 	}
@@ -241,7 +241,7 @@ func (s *Store) ReplaceAppTestArchive(ctx context.Context, prev domain.AppTest, 
 // test's (replaced or deleted; zero blobs are skipped). Nothing reads them
 // any more, so a failure leaves unreachable items, never a visible
 // half-deleted archive.
-func (s *Store) DeleteAppTestBlobs(ctx context.Context, account, id string, blobs ...domain.AppTestBlob) error {
+func (s *Tests) DeleteAppTestBlobs(ctx context.Context, account, id string, blobs ...domain.AppTestBlob) error {
 	var reqs []types.WriteRequest
 	for _, b := range blobs {
 		if b.ID == "" {
@@ -257,7 +257,7 @@ func (s *Store) DeleteAppTestBlobs(ctx context.Context, account, id string, blob
 // UpdateAppTestDescription changes only the description (and updated).
 // With versions (a request's If-Match), only a test at one of them
 // changes: any other state, missing included, is domain.ErrChanged.
-func (s *Store) UpdateAppTestDescription(ctx context.Context, account, id, desc string, versions ...int) (domain.AppTest, error) {
+func (s *Tests) UpdateAppTestDescription(ctx context.Context, account, id, desc string, versions ...int) (domain.AppTest, error) {
 	cond, vals := atVersions("attribute_exists(PK)", map[string]types.AttributeValue{
 		":desc": avStr(desc), ":u": avTime(s.now()), ":one": avNum(1), ":zero": avNum(0),
 	}, versions)
@@ -294,7 +294,7 @@ func (s *Store) UpdateAppTestDescription(ctx context.Context, account, id, desc 
 // transaction. A test changed meanwhile is read again, unless pre is
 // given: pre judges the test as read (a request's If-Match), and a change
 // since is then domain.ErrStale.
-func (s *Store) DeleteAppTest(ctx context.Context, account, id string, pre ...func(domain.AppTest) error) (domain.AppTest, error) {
+func (s *Tests) DeleteAppTest(ctx context.Context, account, id string, pre ...func(domain.AppTest) error) (domain.AppTest, error) {
 	var t domain.AppTest
 	err := ReapplyIf(ctx, len(pre) > 0, func(ctx context.Context) error {
 		var err error
@@ -335,7 +335,7 @@ func (s *Store) DeleteAppTest(ctx context.Context, account, id string, pre ...fu
 // until activeUntil, or until UpdateAppTestRun ends it. A missing test is
 // domain.ErrNotFound. A transaction returns no values: the caller reads the test
 // back (GetAppTest) if it needs it.
-func (s *Store) StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time, m *OutboxMarker) error {
+func (s *Tests) StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time, m *OutboxMarker) error {
 	now := s.now()
 	mput, err := s.outboxPut(m, testRunOutboxPK(runID))
 	if err != nil {
@@ -366,7 +366,7 @@ func (s *Store) StartAppTestRun(ctx context.Context, account, id, runID, state, 
 // with new details. The run stays active until activeUntil; a zero time
 // ends it (a new run may start). ErrRunChanged when the test's run is
 // another or not in state `from`, domain.ErrNotFound when the test is gone.
-func (s *Store) UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error {
+func (s *Tests) UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error {
 	until := int64(0)
 	if !activeUntil.IsZero() {
 		until = activeUntil.UnixMilli()

@@ -50,7 +50,7 @@ func appTestBytes(n int) []byte {
 func testAccounts(t *testing.T, st *store.Store, ids ...string) {
 	t.Helper()
 	for _, id := range ids {
-		if err := st.CreateAccount(context.Background(), domain.Account{ID: id, Name: "account " + id, Ancestors: []string{}}, nil); err != nil {
+		if err := st.Accounts.CreateAccount(context.Background(), domain.Account{ID: id, Name: "account " + id, Ancestors: []string{}}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -66,7 +66,7 @@ func TestAppTestArchiveRoundTrip(t *testing.T) {
 	at := newAppTest(st, "acct1", "load-test", "b1", archive)
 	at.Converted = store.NewAppTestBlob("c1", converted)
 	d.Counter.Reset()
-	if err := st.CreateAppTest(ctx, at, archive, converted); err != nil {
+	if err := st.Tests.CreateAppTest(ctx, at, archive, converted); err != nil {
 		t.Fatal(err)
 	}
 	if n := d.Counter.Sequential(); n != 2 {
@@ -77,7 +77,7 @@ func TestAppTestArchiveRoundTrip(t *testing.T) {
 	}
 	dup := newAppTest(st, "acct1", "load-test", "b2", []byte("x"))
 	dup.Converted = store.NewAppTestBlob("c2", []byte("y"))
-	if err := st.CreateAppTest(ctx, dup, []byte("x"), []byte("y")); domain.ErrorCode(err) != domain.Conflict {
+	if err := st.Tests.CreateAppTest(ctx, dup, []byte("x"), []byte("y")); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("duplicate id: %v", err)
 	}
 	// The refused create left nothing: not its archive, not its converted form.
@@ -85,29 +85,29 @@ func TestAppTestArchiveRoundTrip(t *testing.T) {
 		t.Fatalf("partition holds %d items after a refused create", n)
 	}
 	// The same id in another account is another test.
-	if err := st.CreateAppTest(ctx, newAppTest(st, "acct2", "load-test", "b3", []byte("other")), []byte("other"), nil); err != nil {
+	if err := st.Tests.CreateAppTest(ctx, newAppTest(st, "acct2", "load-test", "b3", []byte("other")), []byte("other"), nil); err != nil {
 		t.Fatal(err)
 	}
 
 	d.Counter.Reset()
-	got, err := st.GetAppTest(ctx, "acct1", "load-test")
+	got, err := st.Tests.GetAppTest(ctx, "acct1", "load-test")
 	if err != nil || got.Archive != at.Archive || got.Converted != at.Converted || got.Description != "d" {
 		t.Fatalf("GetAppTest = %+v, %v", got, err)
 	}
-	data, err := st.AppTestBlobData(ctx, "acct1", "load-test", got.Archive)
+	data, err := st.Tests.AppTestBlobData(ctx, "acct1", "load-test", got.Archive)
 	if err != nil || !bytes.Equal(data, archive) {
 		t.Fatalf("archive differs (%d bytes, %v)", len(data), err)
 	}
 	if n := d.Counter.Sequential(); n != 2 {
 		t.Fatalf("reading the archive took %d sequential round trips, want 2", n)
 	}
-	if data, err := st.AppTestBlobData(ctx, "acct1", "load-test", got.Converted); err != nil || !bytes.Equal(data, converted) {
+	if data, err := st.Tests.AppTestBlobData(ctx, "acct1", "load-test", got.Converted); err != nil || !bytes.Equal(data, converted) {
 		t.Fatalf("converted form differs: %v", err)
 	}
-	if _, err := st.GetAppTest(ctx, "acct3", "load-test"); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := st.Tests.GetAppTest(ctx, "acct3", "load-test"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("another account's test: %v", err)
 	}
-	list, pos, _, err := st.PageAppTests(ctx, "acct1", "", false, 10)
+	list, pos, _, err := st.Tests.PageAppTests(ctx, "acct1", "", false, 10)
 	if err != nil || len(list) != 1 || list[0].ID != "load-test" || pos[0] != "load-test" {
 		t.Fatalf("PageAppTests = %+v, %v, %v", list, pos, err)
 	}
@@ -117,46 +117,46 @@ func TestAppTestArchiveRoundTrip(t *testing.T) {
 	next.MediaType, next.Description, next.Updated = "application/x-tar+x-bzip2", "", st.Now()
 	small := []byte("new archive")
 	next.Archive, next.Converted = store.NewAppTestBlob("b4", small), domain.AppTestBlob{}
-	next, err = st.ReplaceAppTestArchive(ctx, got, next, small, nil)
+	next, err = st.Tests.ReplaceAppTestArchive(ctx, got, next, small, nil)
 	if err != nil || next.Version != 2 {
 		t.Fatalf("replace: %+v, %v", next, err)
 	}
 	// A reader that still holds the old metadata gets the old archive until
 	// its chunks are deleted, then learns that it was replaced.
-	if data, err := st.AppTestBlobData(ctx, "acct1", "load-test", got.Archive); err != nil || !bytes.Equal(data, archive) {
+	if data, err := st.Tests.AppTestBlobData(ctx, "acct1", "load-test", got.Archive); err != nil || !bytes.Equal(data, archive) {
 		t.Fatalf("old archive before cleanup: %v", err)
 	}
-	if err := st.DeleteAppTestBlobs(ctx, "acct1", "load-test", got.Archive, got.Converted); err != nil {
+	if err := st.Tests.DeleteAppTestBlobs(ctx, "acct1", "load-test", got.Archive, got.Converted); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.AppTestBlobData(ctx, "acct1", "load-test", got.Archive); !errors.Is(err, domain.ErrChanged) {
+	if _, err := st.Tests.AppTestBlobData(ctx, "acct1", "load-test", got.Archive); !errors.Is(err, domain.ErrChanged) {
 		t.Fatalf("old archive after cleanup: %v", err)
 	}
-	cur, _ := st.GetAppTest(ctx, "acct1", "load-test")
-	data, err = st.AppTestBlobData(ctx, "acct1", "load-test", cur.Archive)
+	cur, _ := st.Tests.GetAppTest(ctx, "acct1", "load-test")
+	data, err = st.Tests.AppTestBlobData(ctx, "acct1", "load-test", cur.Archive)
 	if err != nil || string(data) != "new archive" || cur.Description != "" || cur.Converted.ID != "" || cur.Version != 2 {
 		t.Fatalf("new archive: %q %+v %v", data, cur, err)
 	}
 	// A second replace from the stale read loses, and leaves nothing behind.
 	stale := got
 	stale.Archive, stale.Converted = store.NewAppTestBlob("b5", []byte("z")), store.NewAppTestBlob("c5", []byte("zz"))
-	if _, err := st.ReplaceAppTestArchive(ctx, got, stale, []byte("z"), []byte("zz")); !errors.Is(err, domain.ErrChanged) {
+	if _, err := st.Tests.ReplaceAppTestArchive(ctx, got, stale, []byte("z"), []byte("zz")); !errors.Is(err, domain.ErrChanged) {
 		t.Fatalf("stale replace: %v", err)
 	}
 	if items := appTestPartition(t, d, "APPTEST#acct1#load-test"); items != 2 {
 		t.Fatalf("partition holds %d items, want the metadata and one chunk", items)
 	}
 
-	u, err := st.UpdateAppTestDescription(ctx, "acct1", "load-test", "described")
+	u, err := st.Tests.UpdateAppTestDescription(ctx, "acct1", "load-test", "described")
 	if err != nil || u.Description != "described" || u.Version != 3 || u.Archive.ID != "b4" {
 		t.Fatalf("UpdateAppTestDescription = %+v, %v", u, err)
 	}
-	if _, err := st.UpdateAppTestDescription(ctx, "acct1", "nope", "x"); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := st.Tests.UpdateAppTestDescription(ctx, "acct1", "nope", "x"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("update missing: %v", err)
 	}
 
 	d.Counter.Reset()
-	del, err := st.DeleteAppTest(ctx, "acct1", "load-test")
+	del, err := st.Tests.DeleteAppTest(ctx, "acct1", "load-test")
 	// The consistent read of the test, then the transaction deleting it
 	// and counting it out of the account's usage.
 	if n := d.Counter.Sequential(); n != 2 {
@@ -165,16 +165,16 @@ func TestAppTestArchiveRoundTrip(t *testing.T) {
 	if err != nil || del.Archive.ID != "b4" {
 		t.Fatalf("DeleteAppTest = %+v, %v", del, err)
 	}
-	if err := st.DeleteAppTestBlobs(ctx, "acct1", "load-test", del.Archive, del.Converted); err != nil {
+	if err := st.Tests.DeleteAppTestBlobs(ctx, "acct1", "load-test", del.Archive, del.Converted); err != nil {
 		t.Fatal(err)
 	}
 	if items := appTestPartition(t, d, "APPTEST#acct1#load-test"); items != 0 {
 		t.Fatalf("%d items left after delete", items)
 	}
-	if _, err := st.DeleteAppTest(ctx, "acct1", "load-test"); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := st.Tests.DeleteAppTest(ctx, "acct1", "load-test"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
-	if list, _, _, _ := st.PageAppTests(ctx, "acct2", "", false, 10); len(list) != 1 {
+	if list, _, _, _ := st.Tests.PageAppTests(ctx, "acct2", "", false, 10); len(list) != 1 {
 		t.Fatalf("acct2's test was touched: %+v", list)
 	}
 }
@@ -185,7 +185,7 @@ func TestAppTestCreateTooLarge(t *testing.T) {
 	st, d := newStore(t)
 	archive := appTestBytes(ddb.MaxTransactBytes + 1)
 	at := newAppTest(st, "acct1", "big", "b1", archive)
-	err := st.CreateAppTest(context.Background(), at, archive, nil)
+	err := st.Tests.CreateAppTest(context.Background(), at, archive, nil)
 	if !errors.Is(err, ddb.ErrTooManyItems) {
 		t.Fatalf("err = %v, want ErrTooManyItems", err)
 	}
@@ -199,46 +199,46 @@ func TestAppTestRuns(t *testing.T) {
 	ctx := context.Background()
 	testAccounts(t, st, "acct1")
 	at := newAppTest(st, "acct1", "t1", "b1", []byte("x"))
-	if err := st.CreateAppTest(ctx, at, []byte("x"), nil); err != nil {
+	if err := st.Tests.CreateAppTest(ctx, at, []byte("x"), nil); err != nil {
 		t.Fatal(err)
 	}
 	until := st.Now().Add(time.Hour)
-	err := st.StartAppTestRun(ctx, "acct1", "t1", "r1", "queued", `{"id":"r1"}`, until, runMarker("r1"))
-	got, _ := st.GetAppTest(ctx, "acct1", "t1")
+	err := st.Tests.StartAppTestRun(ctx, "acct1", "t1", "r1", "queued", `{"id":"r1"}`, until, runMarker("r1"))
+	got, _ := st.Tests.GetAppTest(ctx, "acct1", "t1")
 	if err != nil || got.RunID != "r1" || got.RunState != "queued" || got.Run != `{"id":"r1"}` || got.Description != "d" {
 		t.Fatalf("start: %+v, %v", got, err)
 	}
-	if err := st.StartAppTestRun(ctx, "acct1", "t1", "r2", "queued", `{}`, until, runMarker("r2")); domain.ErrorCode(err) != domain.Conflict {
+	if err := st.Tests.StartAppTestRun(ctx, "acct1", "t1", "r2", "queued", `{}`, until, runMarker("r2")); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("second run while one is active: %v", err)
 	}
-	if err := st.StartAppTestRun(ctx, "acct1", "nope", "r2", "queued", `{}`, until, runMarker("r2")); !errors.Is(err, domain.ErrNotFound) {
+	if err := st.Tests.StartAppTestRun(ctx, "acct1", "nope", "r2", "queued", `{}`, until, runMarker("r2")); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("run of a missing test: %v", err)
 	}
-	if err := st.UpdateAppTestRun(ctx, "acct1", "t1", "r1", "running", "succeeded", `{}`, time.Time{}); !errors.Is(err, store.ErrRunChanged) {
+	if err := st.Tests.UpdateAppTestRun(ctx, "acct1", "t1", "r1", "running", "succeeded", `{}`, time.Time{}); !errors.Is(err, store.ErrRunChanged) {
 		t.Fatalf("update from the wrong state: %v", err)
 	}
-	if err := st.UpdateAppTestRun(ctx, "acct1", "t1", "r1", "queued", "running", `{"s":1}`, until); err != nil {
+	if err := st.Tests.UpdateAppTestRun(ctx, "acct1", "t1", "r1", "queued", "running", `{"s":1}`, until); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.UpdateAppTestRun(ctx, "acct1", "t1", "r1", "running", "succeeded", `{"s":2}`, time.Time{}); err != nil {
+	if err := st.Tests.UpdateAppTestRun(ctx, "acct1", "t1", "r1", "running", "succeeded", `{"s":2}`, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = st.GetAppTest(ctx, "acct1", "t1")
+	got, _ = st.Tests.GetAppTest(ctx, "acct1", "t1")
 	if got.RunState != "succeeded" || got.Run != `{"s":2}` || got.RunActiveUntil != 0 {
 		t.Fatalf("after the run: %+v", got)
 	}
 	// Finished: the next run may start, and the old one can no longer change.
-	if err := st.StartAppTestRun(ctx, "acct1", "t1", "r2", "queued", `{}`, until, runMarker("r2")); err != nil {
+	if err := st.Tests.StartAppTestRun(ctx, "acct1", "t1", "r2", "queued", `{}`, until, runMarker("r2")); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.UpdateAppTestRun(ctx, "acct1", "t1", "r1", "succeeded", "failed", `{}`, time.Time{}); !errors.Is(err, store.ErrRunChanged) {
+	if err := st.Tests.UpdateAppTestRun(ctx, "acct1", "t1", "r1", "succeeded", "failed", `{}`, time.Time{}); !errors.Is(err, store.ErrRunChanged) {
 		t.Fatalf("old run updated: %v", err)
 	}
 	// A run past its active window no longer blocks (its runner died).
-	if err := st.UpdateAppTestRun(ctx, "acct1", "t1", "r2", "queued", "running", `{}`, st.Now().Add(-time.Second)); err != nil {
+	if err := st.Tests.UpdateAppTestRun(ctx, "acct1", "t1", "r2", "queued", "running", `{}`, st.Now().Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.StartAppTestRun(ctx, "acct1", "t1", "r3", "queued", `{}`, until, runMarker("r3")); err != nil {
+	if err := st.Tests.StartAppTestRun(ctx, "acct1", "t1", "r3", "queued", `{}`, until, runMarker("r3")); err != nil {
 		t.Fatalf("a stale run blocks: %v", err)
 	}
 	// Each started run wrote its outbox marker; the refused ones none.
@@ -246,16 +246,16 @@ func TestAppTestRuns(t *testing.T) {
 		t.Fatalf("run markers: %+v", due)
 	}
 	// Archive changes leave the run alone.
-	cur, _ := st.GetAppTest(ctx, "acct1", "t1")
+	cur, _ := st.Tests.GetAppTest(ctx, "acct1", "t1")
 	next := cur
 	next.Archive = store.NewAppTestBlob("b2", []byte("y"))
-	if _, err := st.ReplaceAppTestArchive(ctx, cur, next, []byte("y"), nil); err != nil {
+	if _, err := st.Tests.ReplaceAppTestArchive(ctx, cur, next, []byte("y"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := st.GetAppTest(ctx, "acct1", "t1"); got.RunID != "r3" || got.RunState != "queued" {
+	if got, _ := st.Tests.GetAppTest(ctx, "acct1", "t1"); got.RunID != "r3" || got.RunState != "queued" {
 		t.Fatalf("run lost by a replace: %+v", got)
 	}
-	if err := st.UpdateAppTestRun(ctx, "acct1", "gone", "r3", "queued", "running", `{}`, until); !errors.Is(err, domain.ErrNotFound) {
+	if err := st.Tests.UpdateAppTestRun(ctx, "acct1", "gone", "r3", "queued", "running", `{}`, until); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("run of a missing test: %v", err)
 	}
 }

@@ -160,7 +160,7 @@ func (c journaled) auditAfter(ctx context.Context, rec *audit.Record) error {
 // once the handler answered: the status, the target and the change. The
 // items are written whole (the same keys), so a retry or a second call
 // changes nothing.
-func (s *Store) FinishAudit(ctx context.Context, rec *audit.Record) error {
+func (s *Audit) FinishAudit(ctx context.Context, rec *audit.Record) error {
 	c, ok := s.db.(journaled)
 	if !ok {
 		return nil
@@ -179,7 +179,7 @@ func (s *Store) FinishAudit(ctx context.Context, rec *audit.Record) error {
 // (4xx) after one of its writes committed it: what a refused request
 // wrote is bookkeeping it undid or that changes nothing the API shows (a
 // deletion mark taken back, a recounted quota), not a change.
-func (s *Store) DropAudit(ctx context.Context, rec *audit.Record) error {
+func (s *Audit) DropAudit(ctx context.Context, rec *audit.Record) error {
 	c, ok := s.db.(journaled)
 	if !ok {
 		return nil
@@ -195,7 +195,7 @@ func (s *Store) DropAudit(ctx context.Context, rec *audit.Record) error {
 // PageAuditEvents reads up to n events listed under account (its own and
 // its sub-accounts') from position after, in time order (desc: newest
 // first), within [from, to) when set: one consistent Query.
-func (s *Store) PageAuditEvents(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]audit.Event, []string, bool, error) {
+func (s *Audit) PageAuditEvents(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]audit.Event, []string, bool, error) {
 	g := collection{op: "list audit events", pk: auditPK(account)}
 	if !from.IsZero() {
 		g.lo = from.UTC().Format(timeLayout)

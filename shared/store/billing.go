@@ -37,7 +37,7 @@ func paymentKey(p domain.Payment) keyAttrs {
 // which the create and delete transactions keep (usageOp); a missing item
 // is an account that never had one (docs/data-model.md, Billing). A
 // missing account is domain.ErrNotFound.
-func (s *Store) LoadBilling(ctx context.Context, account string) (domain.Billing, error) {
+func (s *Accounts) LoadBilling(ctx context.Context, account string) (domain.Billing, error) {
 	var b domain.Billing
 	items, err := s.query(ctx, "load billing", partitionQuery(accountPK(account)), 0)
 	if err != nil {
@@ -93,7 +93,7 @@ func (s *Store) LoadBilling(ctx context.Context, account string) (domain.Billing
 // that month is not stored yet, and returns them as stored: when a
 // concurrent read froze a month first, its invoice is the one returned.
 // The puts run in parallel (at most ddb.MaxParallelBatches at once).
-func (s *Store) CloseInvoices(ctx context.Context, invs []domain.Invoice) ([]domain.Invoice, error) {
+func (s *Accounts) CloseInvoices(ctx context.Context, invs []domain.Invoice) ([]domain.Invoice, error) {
 	out := make([]domain.Invoice, len(invs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(ddb.MaxParallelBatches)
@@ -104,7 +104,7 @@ func (s *Store) CloseInvoices(ctx context.Context, invs []domain.Invoice) ([]dom
 	return out, err
 }
 
-func (s *Store) closeInvoice(ctx context.Context, inv domain.Invoice) (domain.Invoice, error) {
+func (s *Accounts) closeInvoice(ctx context.Context, inv domain.Invoice) (domain.Invoice, error) {
 	m, err := item(invoiceKey(inv), inv)
 	if err != nil {
 		return inv, err
@@ -126,7 +126,7 @@ func (s *Store) closeInvoice(ctx context.Context, inv domain.Invoice) (domain.In
 // platform operator records payments: the API has no route for it (billing
 // is read only: GET .../billing). The amount must be positive and the
 // date a day that is not in the future; the account must exist.
-func (s *Store) RecordPayment(ctx context.Context, p domain.Payment) error {
+func (s *Accounts) RecordPayment(ctx context.Context, p domain.Payment) error {
 	if p.AmountCents <= 0 {
 		return fmt.Errorf("record payment: amount must be positive, not %d cents", p.AmountCents)
 	}

@@ -26,14 +26,14 @@ func TestNegativeAnswersReadTheBaseTable(t *testing.T) {
 	st, d := newStore(t)
 	ctx := context.Background()
 	root := rootAccount(t, st)
-	if err := st.CreateSubAccount(ctx, subAccount(root, "a1", "One"), nil); err != nil {
+	if err := st.Accounts.CreateSubAccount(ctx, subAccount(root, "a1", "One"), nil); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	if err := st.CreateApplication(ctx, domain.Application{ID: "app1", Account: "a1", State: domain.AppStopped, Config: `{"name":"x"}`, Version: 1, Created: now, Updated: now}, domain.Quota{}); err != nil {
+	if err := st.Applications.CreateApplication(ctx, domain.Application{ID: "app1", Account: "a1", State: domain.AppStopped, Config: `{"name":"x"}`, Version: 1, Created: now, Updated: now}, domain.Quota{}); err != nil {
 		t.Fatal(err)
 	}
-	l, err := st.AccountLeftovers(ctx, "a1")
+	l, err := st.Accounts.AccountLeftovers(ctx, "a1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,39 +42,39 @@ func TestNegativeAnswersReadTheBaseTable(t *testing.T) {
 	}
 
 	role := domain.Role{AccountID: "a1", ID: "r1", Name: "r", Version: 1}
-	if err := st.CreateRole(ctx, role); err != nil {
+	if err := st.Roles.CreateRole(ctx, role); err != nil {
 		t.Fatal(err)
 	}
 	inv := domain.Invitation{AccountID: "a1", Kind: domain.InvitationRole, ID: "i1", Email: "Dev@example.com", Target: "r1", State: domain.InvitationQueued, Created: now, Updated: now}
-	if err := st.CreateInvitation(ctx, inv, nil); err != nil {
+	if err := st.Invitations.CreateInvitation(ctx, inv, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.InboxInvitation(ctx, "dev@example.com", domain.InvitationRole, "i1"); err != domain.ErrNotFound {
+	if _, err := st.Invitations.InboxInvitation(ctx, "dev@example.com", domain.InvitationRole, "i1"); err != domain.ErrNotFound {
 		t.Errorf("a queued invitation in the inbox: %v, want not found", err)
 	}
-	if _, err := st.MarkInvitationSent(ctx, inv); err != nil {
+	if _, err := st.Invitations.MarkInvitationSent(ctx, inv); err != nil {
 		t.Fatal(err)
 	}
 	d.Counter.Reset()
-	got, err := st.InboxInvitation(ctx, "dev@example.com", domain.InvitationRole, "i1")
+	got, err := st.Invitations.InboxInvitation(ctx, "dev@example.com", domain.InvitationRole, "i1")
 	if err != nil || got.ID != "i1" || got.AccountID != "a1" {
 		t.Errorf("an invitation sent a moment ago, by id: %+v %v", got, err)
 	}
-	if _, err := st.InboxInvitation(ctx, "other@example.com", domain.InvitationRole, "i1"); err != domain.ErrNotFound {
+	if _, err := st.Invitations.InboxInvitation(ctx, "other@example.com", domain.InvitationRole, "i1"); err != domain.ErrNotFound {
 		t.Errorf("another invitee's invitation: %v, want not found", err)
 	}
-	if _, err := st.InboxInvitation(ctx, "dev@example.com", domain.InvitationGroup, "i1"); err != domain.ErrNotFound {
+	if _, err := st.Invitations.InboxInvitation(ctx, "dev@example.com", domain.InvitationGroup, "i1"); err != domain.ErrNotFound {
 		t.Errorf("the wrong kind: %v, want not found", err)
 	}
 	// Revoked: gone from the base table, so gone by id too.
-	sent, err := st.GetInvitation(ctx, "a1", domain.InvitationRole, "i1")
+	sent, err := st.Invitations.GetInvitation(ctx, "a1", domain.InvitationRole, "i1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.DeleteInvitation(ctx, sent); err != nil {
+	if err := st.Invitations.DeleteInvitation(ctx, sent); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.InboxInvitation(ctx, "dev@example.com", domain.InvitationRole, "i1"); err != domain.ErrNotFound {
+	if _, err := st.Invitations.InboxInvitation(ctx, "dev@example.com", domain.InvitationRole, "i1"); err != domain.ErrNotFound {
 		t.Errorf("a revoked invitation: %v, want not found", err)
 	}
 }

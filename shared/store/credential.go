@@ -17,7 +17,7 @@ import (
 // `grants` of the principal's grants in key order with one Query (none,
 // and no Query, when grants is 0; Credential.MoreGrants says whether
 // GrantsAfter has more). A missing principal or key is domain.ErrNotFound.
-func (s *Store) LoadCredential(ctx context.Context, principal, keyID, target string, grants int) (domain.Credential, error) {
+func (s *Principals) LoadCredential(ctx context.Context, principal, keyID, target string, grants int) (domain.Credential, error) {
 	var (
 		c     domain.Credential
 		batch []map[string]types.AttributeValue
@@ -33,7 +33,7 @@ func (s *Store) LoadCredential(ctx context.Context, principal, keyID, target str
 	})
 	if grants > 0 {
 		g.Go(func() (err error) {
-			c.Grants, c.MoreGrants, err = s.grantsPage(gctx, principal, nil, grants)
+			c.Grants, c.MoreGrants, err = s.repos.Roles.grantsPage(gctx, principal, nil, grants)
 			return err
 		})
 	}

@@ -26,7 +26,7 @@ func entitlementKey(e domain.Entitlement) keyAttrs {
 
 // CreateEntitlement writes a new entitlement; its account must exist and
 // not be being deleted (else a *domain.Error).
-func (s *Store) CreateEntitlement(ctx context.Context, e domain.Entitlement) error {
+func (s *Entitlements) CreateEntitlement(ctx context.Context, e domain.Entitlement) error {
 	put, err := s.put(entitlementKey(e), e)
 	if err != nil {
 		return err
@@ -50,14 +50,14 @@ func (s *Store) CreateEntitlement(ctx context.Context, e domain.Entitlement) err
 
 // GetEntitlement reads one entitlement of an account; another account's
 // entitlement is domain.ErrNotFound, since the account is part of the key.
-func (s *Store) GetEntitlement(ctx context.Context, account, id string) (domain.Entitlement, error) {
+func (s *Entitlements) GetEntitlement(ctx context.Context, account, id string) (domain.Entitlement, error) {
 	var e domain.Entitlement
 	err := s.getItem(ctx, "get entitlement", accountPK(account), entitlementSK(id), &e)
 	return e, err
 }
 
 // ListEntitlements returns every entitlement of an account.
-func (s *Store) ListEntitlements(ctx context.Context, account string) ([]domain.Entitlement, error) {
+func (s *Entitlements) ListEntitlements(ctx context.Context, account string) ([]domain.Entitlement, error) {
 	items, err := s.query(ctx, "list entitlements", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -74,7 +74,7 @@ func (s *Store) ListEntitlements(ctx context.Context, account string) ([]domain.
 // PutEntitlement replaces an existing entitlement, only if the stored
 // version is the one before e.Version (else domain.ErrChanged) and its
 // account is not being deleted.
-func (s *Store) PutEntitlement(ctx context.Context, e domain.Entitlement) error {
+func (s *Entitlements) PutEntitlement(ctx context.Context, e domain.Entitlement) error {
 	m, err := item(entitlementKey(e), e)
 	if err != nil {
 		return err
@@ -110,7 +110,7 @@ func (s *Store) PutEntitlement(ctx context.Context, e domain.Entitlement) error 
 // a missing one (or another account's) is domain.ErrNotFound. With
 // versions (a request's If-Match), only an entitlement at one of them is
 // deleted: any other state, missing included, is domain.ErrChanged.
-func (s *Store) DeleteEntitlement(ctx context.Context, account, id string, versions ...int) (domain.Entitlement, error) {
+func (s *Entitlements) DeleteEntitlement(ctx context.Context, account, id string, versions ...int) (domain.Entitlement, error) {
 	cond, vals := atVersions("attribute_exists(PK)", nil, versions)
 	res, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(s.table),
@@ -152,7 +152,7 @@ func (s *Store) DeleteEntitlement(ctx context.Context, account, id string, versi
 //
 // One Query of the account's entitlements. Families that create metered
 // resources call CheckAllowance (below) before their create.
-func (s *Store) Allowance(ctx context.Context, account, kind string) (limit int, limited bool, err error) {
+func (s *Entitlements) Allowance(ctx context.Context, account, kind string) (limit int, limited bool, err error) {
 	es, err := s.ListEntitlements(ctx, account)
 	if err != nil {
 		return 0, false, err
@@ -182,7 +182,7 @@ type usage struct {
 // many as its entitlements allow, and otherwise returns the Quota the
 // create must pass on. It reads the allowance and the account's usage
 // item in parallel: one round trip of wall time.
-func (s *Store) CheckAllowance(ctx context.Context, account, kind string) (domain.Quota, error) {
+func (s *Entitlements) CheckAllowance(ctx context.Context, account, kind string) (domain.Quota, error) {
 	switch kind {
 	case domain.ResourceApplications, domain.ResourceAddressSets:
 	default:
@@ -217,10 +217,10 @@ func (s *Store) CheckAllowance(ctx context.Context, account, kind string) (domai
 // wrong: it could answer "quota reached" about another account's
 // application, where the transaction's check of the application answers
 // 404.
-func (s *Store) quotaOf(ctx context.Context, account, kind string) (domain.Quota, error) {
+func (s *Table) quotaOf(ctx context.Context, account, kind string) (domain.Quota, error) {
 	q := domain.Quota{Kind: kind}
 	var err error
-	q.Limit, q.Limited, err = s.Allowance(ctx, account, kind)
+	q.Limit, q.Limited, err = s.repos.Entitlements.Allowance(ctx, account, kind)
 	return q, err
 }
 
@@ -238,12 +238,12 @@ func quotaRefused(err error, i int, account string, q domain.Quota) error {
 // q.Kind in account's usage item, in the transaction that creates or
 // deletes them; more only while the quota allows (a Quota{Kind: k} has no
 // limit).
-func (s *Store) usageOp(account string, q domain.Quota, delta int) types.TransactWriteItem {
+func (s *Table) usageOp(account string, q domain.Quota, delta int) types.TransactWriteItem {
 	return s.usageOpAt(accountPK(account), q, delta)
 }
 
 // usageOpAt is usageOp for the usage item in partition pk.
-func (s *Store) usageOpAt(pk string, q domain.Quota, delta int) types.TransactWriteItem {
+func (s *Table) usageOpAt(pk string, q domain.Quota, delta int) types.TransactWriteItem {
 	u := &types.Update{
 		TableName:                 aws.String(s.table),
 		Key:                       key(pk, usageSK(q.Kind)),

@@ -49,7 +49,7 @@ func grantTargetKey(g domain.Grant) map[string]types.AttributeValue {
 // Grants returns the roles a principal holds directly and the groups it is
 // a member of (Group set), with one Query: both kinds of items share the
 // "GRANT" prefix of the principal's partition.
-func (s *Store) Grants(ctx context.Context, principal string) ([]domain.Grant, error) {
+func (s *Roles) Grants(ctx context.Context, principal string) ([]domain.Grant, error) {
 	items, err := s.query(ctx, "query grants", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -69,7 +69,7 @@ func (s *Store) Grants(ctx context.Context, principal string) ([]domain.Grant, e
 // more may follow, or with limit 0 all the rest (more is then false).
 // DynamoDB answers a Query that stops at its Limit with a LastEvaluatedKey
 // even when nothing follows, so "more" may be a false alarm, never a miss.
-func (s *Store) grantsPage(ctx context.Context, principal string, after *domain.Grant, limit int) ([]domain.Grant, bool, error) {
+func (s *Roles) grantsPage(ctx context.Context, principal string, after *domain.Grant, limit int) ([]domain.Grant, bool, error) {
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		ConsistentRead:         aws.Bool(true), // a revoked grant is never read again
@@ -106,7 +106,7 @@ func (s *Store) grantsPage(ctx context.Context, principal string, after *domain.
 // FirstGrants returns the principal's first n grants in key order and
 // whether more may follow (GrantsAfter reads them): what LoadCredential
 // reads with the credential, for a caller that asked it for none.
-func (s *Store) FirstGrants(ctx context.Context, principal string, n int) ([]domain.Grant, bool, error) {
+func (s *Roles) FirstGrants(ctx context.Context, principal string, n int) ([]domain.Grant, bool, error) {
 	return s.grantsPage(ctx, principal, nil, n)
 }
 
@@ -114,14 +114,14 @@ func (s *Store) FirstGrants(ctx context.Context, principal string, n int) ([]dom
 // order (the last grant of a page LoadCredential read), all of them: the
 // authorizer's read of the rest, only when what it read first did not
 // grant the request.
-func (s *Store) GrantsAfter(ctx context.Context, principal string, after domain.Grant) ([]domain.Grant, error) {
+func (s *Roles) GrantsAfter(ctx context.Context, principal string, after domain.Grant) ([]domain.Grant, error) {
 	grants, _, err := s.grantsPage(ctx, principal, &after, 0)
 	return grants, err
 }
 
 // PutGrant records that a principal holds a role (or is a member of a group,
 // when g.Group is set); the role or group must exist.
-func (s *Store) PutGrant(ctx context.Context, g domain.Grant) error {
+func (s *Roles) PutGrant(ctx context.Context, g domain.Grant) error {
 	m, err := item(grantKey(g), g)
 	if err != nil {
 		return err
@@ -142,7 +142,7 @@ func (s *Store) PutGrant(ctx context.Context, g domain.Grant) error {
 
 // gsiKeys returns the table keys of the items indexed under one GSI1
 // partition (a role's holders, a group's members, ...).
-func (s *Store) gsiKeys(ctx context.Context, op, pk string) ([]map[string]types.AttributeValue, error) {
+func (s *Table) gsiKeys(ctx context.Context, op, pk string) ([]map[string]types.AttributeValue, error) {
 	return s.keyAttrsOf(ctx, op, gsiQuery(pk))
 }
 
@@ -161,7 +161,7 @@ func (e *CleanupError) Unwrap() error { return e.Err }
 // deletes follow in batches once must is committed (a *CleanupError when
 // they fail). must carries every write whose effect a request can observe
 // (a revocation, a state change); cleanup only removes unreachable items.
-func (s *Store) commit(ctx context.Context, op string, must []types.TransactWriteItem, cleanup []map[string]types.AttributeValue) error {
+func (s *Table) commit(ctx context.Context, op string, must []types.TransactWriteItem, cleanup []map[string]types.AttributeValue) error {
 	seen := map[string]bool{}
 	for _, it := range must {
 		if k := txKey(it); k != "" {
@@ -227,7 +227,7 @@ const prefixAnyGrant = "GRANT"
 // and, in the same transaction, marks the invitation that made it declined
 // (the holder left). via is that invitation: its account, kind and id, or a
 // zero InvitationRef for grants no invitation made (the bootstrap's).
-func (s *Store) DeleteGrant(ctx context.Context, g domain.Grant, via domain.InvitationRef) error {
+func (s *Roles) DeleteGrant(ctx context.Context, g domain.Grant, via domain.InvitationRef) error {
 	tx := []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName:           aws.String(s.table),
 		Key:                 grantItemKey(g),

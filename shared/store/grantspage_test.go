@@ -17,33 +17,33 @@ import (
 func TestGrantsInPagesAndRolesByKey(t *testing.T) {
 	st, _ := newStore(t)
 	ctx := context.Background()
-	if err := st.CreateAccount(ctx, domain.Account{ID: "acct", Name: "acct"}, nil); err != nil {
+	if err := st.Accounts.CreateAccount(ctx, domain.Account{ID: "acct", Name: "acct"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
+	if err := st.Principals.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	secret := access.NewSecret("u1", "k1")
-	if err := st.CreateKey(ctx, domain.AccessKey{ID: "k1", PrincipalID: "u1", Account: "acct", SecretHash: access.HashSecret(secret)}); err != nil {
+	if err := st.Principals.CreateKey(ctx, domain.AccessKey{ID: "k1", PrincipalID: "u1", Account: "acct", SecretHash: access.HashSecret(secret)}); err != nil {
 		t.Fatal(err)
 	}
 	var want []string
 	for i := range 7 {
 		r := domain.Role{AccountID: "acct", ID: fmt.Sprintf("r%d", i), Name: "r", Version: 1}
-		if err := st.CreateRole(ctx, r); err != nil {
+		if err := st.Roles.CreateRole(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: "acct", RoleID: r.ID, Via: "test"}); err != nil {
+		if err := st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: "acct", RoleID: r.ID, Via: "test"}); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, "role "+r.ID)
 	}
 	for i := range 3 {
 		g := domain.Group{AccountID: "acct", ID: fmt.Sprintf("g%d", i), Name: "g", Roles: []string{"r0"}, Version: 1}
-		if err := st.CreateGroup(ctx, g); err != nil {
+		if err := st.Roles.CreateGroup(ctx, g); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: "acct", Group: g.ID, Via: "test"}); err != nil {
+		if err := st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: "acct", Group: g.ID, Via: "test"}); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, "group "+g.ID)
@@ -55,12 +55,12 @@ func TestGrantsInPagesAndRolesByKey(t *testing.T) {
 		return "role " + g.RoleID
 	}
 
-	none, err := st.LoadCredential(ctx, "u1", "k1", "", 0)
+	none, err := st.Principals.LoadCredential(ctx, "u1", "k1", "", 0)
 	if err != nil || len(none.Grants) != 0 || none.MoreGrants {
 		t.Fatalf("no grants asked for: %d grants, more %v, %v", len(none.Grants), none.MoreGrants, err)
 	}
 	for _, first := range []int{1, 4, 9, 10, 11} {
-		c, err := st.LoadCredential(ctx, "u1", "k1", "", first)
+		c, err := st.Principals.LoadCredential(ctx, "u1", "k1", "", first)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestGrantsInPagesAndRolesByKey(t *testing.T) {
 		}
 		got := c.Grants
 		if c.MoreGrants {
-			rest, err := st.GrantsAfter(ctx, "u1", c.Grants[len(c.Grants)-1])
+			rest, err := st.Roles.GrantsAfter(ctx, "u1", c.Grants[len(c.Grants)-1])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,7 +90,7 @@ func TestGrantsInPagesAndRolesByKey(t *testing.T) {
 		}
 	}
 
-	roles, groups, err := st.RolesAndGroups(ctx, []domain.RBACRef{{Account: "acct", ID: "r2"}, {Account: "acct", ID: "gone"}, {Account: "other", ID: "r2"}},
+	roles, groups, err := st.Roles.RolesAndGroups(ctx, []domain.RBACRef{{Account: "acct", ID: "r2"}, {Account: "acct", ID: "gone"}, {Account: "other", ID: "r2"}},
 		[]domain.RBACRef{{Account: "acct", ID: "g1"}, {Account: "acct", ID: "r1"}})
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func groupKey(g domain.Group) keyAttrs {
 
 // roleChecks are condition checks that every listed role of the group's
 // account exists, so a group never starts out naming a missing role.
-func (s *Store) roleChecks(g domain.Group) []types.TransactWriteItem {
+func (s *Roles) roleChecks(g domain.Group) []types.TransactWriteItem {
 	out := make([]types.TransactWriteItem, 0, len(g.Roles))
 	for _, r := range g.Roles {
 		out = append(out, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
@@ -44,7 +44,7 @@ func (e *MissingRoleError) Error() string { return "role " + e.RoleID + " does n
 // exist (domain.ErrNotFound for the account, a *MissingRoleError for a
 // role), and the account must have room in its groups quota
 // (domain.QuotaReached), counted in the same transaction.
-func (s *Store) CreateGroup(ctx context.Context, g domain.Group) error {
+func (s *Roles) CreateGroup(ctx context.Context, g domain.Group) error {
 	put, err := s.put(groupKey(g), g)
 	if err != nil {
 		return err
@@ -85,7 +85,7 @@ func (s *Store) CreateGroup(ctx context.Context, g domain.Group) error {
 }
 
 // GetGroup reads one group of an account.
-func (s *Store) GetGroup(ctx context.Context, account, id string) (domain.Group, error) {
+func (s *Roles) GetGroup(ctx context.Context, account, id string) (domain.Group, error) {
 	var g domain.Group
 	err := s.getItem(ctx, "get group", rbacPK(account), groupSK(id), &g)
 	return g, err
@@ -93,7 +93,7 @@ func (s *Store) GetGroup(ctx context.Context, account, id string) (domain.Group,
 
 // replaceGroup is the transaction action that replaces a group only if the
 // stored version is the one before g.Version.
-func (s *Store) replaceGroup(g domain.Group) (types.TransactWriteItem, error) {
+func (s *Roles) replaceGroup(g domain.Group) (types.TransactWriteItem, error) {
 	m, err := item(groupKey(g), g)
 	if err != nil {
 		return types.TransactWriteItem{}, err
@@ -111,7 +111,7 @@ func (s *Store) replaceGroup(g domain.Group) (types.TransactWriteItem, error) {
 // PutGroup replaces a group, only if the stored version is the one before
 // g.Version (domain.ErrChanged otherwise) and every listed role exists
 // (a *MissingRoleError).
-func (s *Store) PutGroup(ctx context.Context, g domain.Group) error {
+func (s *Roles) PutGroup(ctx context.Context, g domain.Group) error {
 	put, err := s.replaceGroup(g)
 	if err != nil {
 		return err
@@ -137,7 +137,7 @@ func (s *Store) PutGroup(ctx context.Context, g domain.Group) error {
 // same transaction when they fit, otherwise right after (see commit).
 // pre, when given, judges the group as read (a request's If-Match); the
 // delete is then conditional on that version, and a lost race domain.ErrChanged.
-func (s *Store) DeleteGroup(ctx context.Context, account, id string, pre ...func(domain.Group) error) (domain.Group, error) {
+func (s *Roles) DeleteGroup(ctx context.Context, account, id string, pre ...func(domain.Group) error) (domain.Group, error) {
 	var (
 		g       domain.Group
 		members []map[string]types.AttributeValue
@@ -149,7 +149,10 @@ func (s *Store) DeleteGroup(ctx context.Context, account, id string, pre ...func
 		members, err = s.gsiKeys(gctx, "query group members", groupMembersGSI(account, id))
 		return err
 	})
-	eg.Go(func() (err error) { invs, err = s.ListInvitations(gctx, account, domain.InvitationGroup); return err })
+	eg.Go(func() (err error) {
+		invs, err = s.repos.Invitations.ListInvitations(gctx, account, domain.InvitationGroup)
+		return err
+	})
 	if err := eg.Wait(); err != nil {
 		return domain.Group{}, err
 	}
@@ -172,7 +175,7 @@ func (s *Store) DeleteGroup(ctx context.Context, account, id string, pre ...func
 			invKeys = append(invKeys, key(invitationsPK(account), invitationSK(inv.Kind, inv.ID)))
 		}
 	}
-	invTx, invRest, afterTx := s.invitationDeletes(account, invKeys, ddb.MaxTransactItems-len(must))
+	invTx, invRest, afterTx := s.repos.Invitations.invitationDeletes(account, invKeys, ddb.MaxTransactItems-len(must))
 	must = append(must, invTx...)
 	err := s.commit(ctx, "delete group", must, append(members, invRest...))
 	switch {

@@ -32,19 +32,19 @@ func ValidPrincipalPosition(p string) bool { return principalIDRE.MatchString(p)
 // after the principal after, their positions (the principal ids) and
 // whether more may follow. One Query of the index beside the collection's
 // journal of recent writes (Paged collections, Read your writes).
-func (s *Store) PageHolders(ctx context.Context, ref domain.RBACRef, group bool, after string, desc bool, n int) ([]domain.Grant, []string, bool, error) {
+func (s *Roles) PageHolders(ctx context.Context, ref domain.RBACRef, group bool, after string, desc bool, n int) ([]domain.Grant, []string, bool, error) {
 	pk, sk := roleHoldersGSI(ref.Account, ref.ID), grantSK(ref.Account, ref.ID)
 	op := "list role holders"
 	if group {
 		pk, sk, op = groupMembersGSI(ref.Account, ref.ID), groupGrantSK(ref.Account, ref.ID), "list group members"
 	}
-	return pageOf[domain.Grant](ctx, s, collection{op: op, index: IndexGSI1, pk: pk, skPrefix: prefixHolder,
+	return pageOf[domain.Grant](ctx, s.Table, collection{op: op, index: IndexGSI1, pk: pk, skPrefix: prefixHolder,
 		tableKey: func(pos string) (string, string) { return principalPK(pos), sk }}, after, desc, n)
 }
 
 // GetPrincipals reads principals by id with one consistent BatchGetItem
 // per 100; those that do not exist are left out.
-func (s *Store) GetPrincipals(ctx context.Context, ids []string) ([]domain.Principal, error) {
+func (s *Roles) GetPrincipals(ctx context.Context, ids []string) ([]domain.Principal, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -62,7 +62,7 @@ func (s *Store) GetPrincipals(ctx context.Context, ids []string) ([]domain.Princ
 // RBACPartitions reads every role and group of each account, the
 // accounts' RBAC partitions in parallel (consistent, one round trip of
 // wall time).
-func (s *Store) RBACPartitions(ctx context.Context, accounts []string) ([]domain.Role, []domain.Group, error) {
+func (s *Roles) RBACPartitions(ctx context.Context, accounts []string) ([]domain.Role, []domain.Group, error) {
 	roles := make([][]domain.Role, len(accounts))
 	groups := make([][]domain.Group, len(accounts))
 	g, gctx := errgroup.WithContext(ctx)

@@ -17,7 +17,7 @@ var ErrInstalled = errors.New("already installed")
 
 // GetInstallation reads the installation marker (domain.ErrNotFound before the
 // first bootstrap).
-func (s *Store) GetInstallation(ctx context.Context) (domain.Installation, error) {
+func (s *Installation) GetInstallation(ctx context.Context) (domain.Installation, error) {
 	var in domain.Installation
 	err := s.getItem(ctx, "get installation", pkInstallation, pkInstallation, &in)
 	return in, err
@@ -26,13 +26,13 @@ func (s *Store) GetInstallation(ctx context.Context) (domain.Installation, error
 // Install writes the plan in one transaction guarded by the installation
 // marker: either everything exists afterwards or nothing was written, and a
 // second bootstrap (or two racing ones) finds ErrInstalled.
-func (s *Store) Install(ctx context.Context, p domain.InstallPlan) error {
+func (s *Installation) Install(ctx context.Context, p domain.InstallPlan) error {
 	kvs := []keyAttrsValue{{keyAttrs{PK: pkInstallation, SK: pkInstallation, Entity: "installation"}, p.Installation}}
-	kvs = append(kvs, s.accountWrites(p.Root, p.Root)...)
+	kvs = append(kvs, s.repos.Accounts.accountWrites(p.Root, p.Root)...)
 	for _, r := range p.Roles {
 		kvs = append(kvs, keyAttrsValue{roleKey(r), r})
 	}
-	kvs = append(kvs, s.principalWrites(p.Operator)...)
+	kvs = append(kvs, s.repos.Principals.principalWrites(p.Operator)...)
 	for _, g := range p.Grants {
 		kvs = append(kvs, keyAttrsValue{grantKey(g), g})
 	}
@@ -62,7 +62,7 @@ const skRolesUpgrade = "ROLESUPGRADE"
 
 // GetRolesUpgrade reads the built-in roles upgrade's progress
 // (domain.ErrNotFound before the first upgrade).
-func (s *Store) GetRolesUpgrade(ctx context.Context) (domain.RolesUpgrade, error) {
+func (s *Installation) GetRolesUpgrade(ctx context.Context) (domain.RolesUpgrade, error) {
 	var u domain.RolesUpgrade
 	err := s.getItem(ctx, "get roles upgrade", pkInstallation, skRolesUpgrade, &u)
 	return u, err
@@ -71,7 +71,7 @@ func (s *Store) GetRolesUpgrade(ctx context.Context) (domain.RolesUpgrade, error
 // PutRolesUpgrade records the upgrade's progress, unless the table already
 // records a later revision (a rolled-back deployment's older code must not
 // move it back): then it is a *domain.Error.
-func (s *Store) PutRolesUpgrade(ctx context.Context, u domain.RolesUpgrade) error {
+func (s *Installation) PutRolesUpgrade(ctx context.Context, u domain.RolesUpgrade) error {
 	m, err := item(keyAttrs{PK: pkInstallation, SK: skRolesUpgrade, Entity: "roles_upgrade"}, u)
 	if err != nil {
 		return err

@@ -52,7 +52,7 @@ func invitationKey(inv domain.Invitation) keyAttrs {
 	return k
 }
 
-func (s *Store) targetCheck(inv domain.Invitation) types.TransactWriteItem {
+func (s *Invitations) targetCheck(inv domain.Invitation) types.TransactWriteItem {
 	k := key(rbacPK(inv.AccountID), roleSK(inv.Target))
 	if inv.Kind == domain.InvitationGroup {
 		k = key(rbacPK(inv.AccountID), groupSK(inv.Target))
@@ -73,7 +73,7 @@ var ErrAlreadyHeld = errors.New("already held")
 // acceptance is implied) writes the grant of inv.Principal in the same
 // transaction (ErrAlreadyHeld if it exists). A queued invitation passes
 // its outbox marker m, written in the same transaction (nil: none).
-func (s *Store) CreateInvitation(ctx context.Context, inv domain.Invitation, m *OutboxMarker) error {
+func (s *Invitations) CreateInvitation(ctx context.Context, inv domain.Invitation, m *OutboxMarker) error {
 	put, err := s.put(invitationKey(inv), inv)
 	if err != nil {
 		return err
@@ -126,14 +126,14 @@ func (s *Store) CreateInvitation(ctx context.Context, inv domain.Invitation, m *
 }
 
 // GetInvitation reads one invitation of an account.
-func (s *Store) GetInvitation(ctx context.Context, account, kind, id string) (domain.Invitation, error) {
+func (s *Invitations) GetInvitation(ctx context.Context, account, kind, id string) (domain.Invitation, error) {
 	var inv domain.Invitation
 	err := s.getItem(ctx, "get invitation", invitationsPK(account), invitationSK(kind, id), &inv)
 	return inv, err
 }
 
 // ListInvitations returns an account's invitations of one kind.
-func (s *Store) ListInvitations(ctx context.Context, account, kind string) ([]domain.Invitation, error) {
+func (s *Invitations) ListInvitations(ctx context.Context, account, kind string) ([]domain.Invitation, error) {
 	items, err := s.query(ctx, "list invitations", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -150,7 +150,7 @@ func (s *Store) ListInvitations(ctx context.Context, account, kind string) ([]do
 // InboxInvitation returns one delivered invitation addressed to email
 // (domain.ErrNotFound when there is none with that id, or it is not delivered
 // yet, or it is addressed to someone else).
-func (s *Store) InboxInvitation(ctx context.Context, email, kind, id string) (domain.Invitation, error) {
+func (s *Invitations) InboxInvitation(ctx context.Context, email, kind, id string) (domain.Invitation, error) {
 	items, err := s.query(ctx, "get inbox invitation", &dynamodb.QueryInput{
 		IndexName:              aws.String(IndexGSI1),
 		KeyConditionExpression: aws.String("GSI1PK = :pk AND GSI1SK = :sk"),
@@ -195,7 +195,7 @@ var ErrStateChanged = errors.New("the invitation changed meanwhile")
 
 // updateInvitation runs in on the invitation ref; pinned is whether its
 // condition names a version (atVersions), whose failure is then domain.ErrChanged.
-func (s *Store) updateInvitation(ctx context.Context, op string, ref domain.InvitationRef, pinned bool, in *dynamodb.UpdateItemInput) (domain.Invitation, error) {
+func (s *Invitations) updateInvitation(ctx context.Context, op string, ref domain.InvitationRef, pinned bool, in *dynamodb.UpdateItemInput) (domain.Invitation, error) {
 	in.TableName = aws.String(s.table)
 	in.Key = key(invitationsPK(ref.Account), invitationSK(ref.Kind, ref.ID))
 	in.ReturnValues = types.ReturnValueAllNew
@@ -225,7 +225,7 @@ func (s *Store) updateInvitation(ctx context.Context, op string, ref domain.Invi
 // queued invitation does not have). Only a queued invitation changes
 // (ErrStateChanged otherwise), so a redelivered queue message cannot move
 // an answered invitation back.
-func (s *Store) MarkInvitationSent(ctx context.Context, inv domain.Invitation) (domain.Invitation, error) {
+func (s *Invitations) MarkInvitationSent(ctx context.Context, inv domain.Invitation) (domain.Invitation, error) {
 	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
 	now := s.now()
 	inv.State, inv.Sent, inv.Updated = domain.InvitationSent, &now, now
@@ -261,7 +261,7 @@ func (s *Store) MarkInvitationSent(ctx context.Context, inv domain.Invitation) (
 // was delivered before. inv is the invitation as read; the result is inv
 // as requeued. With versions (a request's If-Match) only an invitation at
 // one of them changes: domain.ErrChanged otherwise.
-func (s *Store) RequeueInvitation(ctx context.Context, inv domain.Invitation, m *OutboxMarker, versions ...int) (domain.Invitation, error) {
+func (s *Invitations) RequeueInvitation(ctx context.Context, inv domain.Invitation, m *OutboxMarker, versions ...int) (domain.Invitation, error) {
 	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
 	now := s.now()
 	mput, err := s.outboxPut(m, invitationOutboxPK(inv))
@@ -297,7 +297,7 @@ func (s *Store) RequeueInvitation(ctx context.Context, inv domain.Invitation, m 
 // names the invitee's inbox, which lists it too. With versions (a
 // request's If-Match) only an invitation at one of them changes:
 // domain.ErrChanged otherwise.
-func (s *Store) DeclineInvitation(ctx context.Context, inv domain.Invitation, versions ...int) (domain.Invitation, error) {
+func (s *Invitations) DeclineInvitation(ctx context.Context, inv domain.Invitation, versions ...int) (domain.Invitation, error) {
 	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
 	cond, vals := atVersions("attribute_exists(PK) AND (#st = :queued OR #st = :sent)", withBump(map[string]types.AttributeValue{
 		":sent": avStr(domain.InvitationSent), ":queued": avStr(domain.InvitationQueued), ":declined": avStr(domain.InvitationDeclined),
@@ -317,7 +317,7 @@ func (s *Store) DeclineInvitation(ctx context.Context, inv domain.Invitation, ve
 // domain.ErrNotFound when the role or group no longer exists. With
 // versions (a request's If-Match) only an invitation at one of them
 // changes: domain.ErrChanged otherwise.
-func (s *Store) AcceptInvitation(ctx context.Context, inv domain.Invitation, principal string, versions ...int) (domain.Invitation, error) {
+func (s *Invitations) AcceptInvitation(ctx context.Context, inv domain.Invitation, principal string, versions ...int) (domain.Invitation, error) {
 	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
 	now := s.now()
 	g := inv.Grant(principal, now)
@@ -374,7 +374,7 @@ func (s *Store) AcceptInvitation(ctx context.Context, inv domain.Invitation, pri
 // as read (ErrStateChanged if it was answered meanwhile: read and retry).
 // With versions (a request's If-Match) only an invitation at one of them
 // goes: domain.ErrChanged otherwise.
-func (s *Store) DeleteInvitation(ctx context.Context, inv domain.Invitation, versions ...int) error {
+func (s *Invitations) DeleteInvitation(ctx context.Context, inv domain.Invitation, versions ...int) error {
 	ctx = withLists(ctx, invitationsPK(inv.AccountID), invitationSK(inv.Kind, inv.ID), inviteeGSI(inv.Email))
 	cond, vals := atVersions("attribute_exists(PK) AND #st = :st", map[string]types.AttributeValue{":st": avStr(inv.State)}, versions)
 	tx := []types.TransactWriteItem{{Delete: &types.Delete{
@@ -428,7 +428,7 @@ func (s *Store) DeleteInvitation(ctx context.Context, inv domain.Invitation, ver
 // counting it twice. Those past room are returned as keys for the deletes
 // after the transaction, with afterTx, which takes them off the counts
 // once they are deleted.
-func (s *Store) invitationDeletes(account string, keys []map[string]types.AttributeValue, room int) (tx []types.TransactWriteItem, rest []map[string]types.AttributeValue, afterTx func(context.Context) error) {
+func (s *Invitations) invitationDeletes(account string, keys []map[string]types.AttributeValue, room int) (tx []types.TransactWriteItem, rest []map[string]types.AttributeValue, afterTx func(context.Context) error) {
 	kindOf := func(k map[string]types.AttributeValue) string {
 		if strings.HasPrefix(str(k[AttrSK]), invitationSK(domain.InvitationGroup, "")) {
 			return domain.InvitationGroup

@@ -15,11 +15,11 @@ func rbacFixture(t *testing.T) (*store.Store, domain.Role) {
 	t.Helper()
 	st, _ := newStore(t)
 	ctx := context.Background()
-	if err := st.CreateAccount(ctx, domain.Account{ID: "a1", Name: "a1"}, nil); err != nil {
+	if err := st.Accounts.CreateAccount(ctx, domain.Account{ID: "a1", Name: "a1"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	r := domain.Role{AccountID: "a1", ID: "r1", Name: "R", Version: 1}
-	if err := st.CreateRole(ctx, r); err != nil {
+	if err := st.Roles.CreateRole(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	return st, r
@@ -35,7 +35,7 @@ func TestInvitationGrantInvariants(t *testing.T) {
 		inv := domain.Invitation{AccountID: "a1", ID: id, Kind: domain.InvitationRole, Email: "u@example.com", Target: r.ID,
 			State: domain.InvitationQueued, Created: now, Updated: now}
 		m := store.OutboxMarker{Queue: "NotificationsQueue", Body: id, Due: now.Add(time.Minute)}
-		if err := st.CreateInvitation(ctx, inv, &m); err != nil {
+		if err := st.Invitations.CreateInvitation(ctx, inv, &m); err != nil {
 			t.Fatal(err)
 		}
 		return inv
@@ -43,64 +43,64 @@ func TestInvitationGrantInvariants(t *testing.T) {
 	i1, i2 := mk("i1"), mk("i2")
 
 	// Not in the inbox until sent; not answerable then either.
-	if got, _, _, _ := st.PageInbox(ctx, "U@example.com", domain.InvitationRole, "", false, 100); len(got) != 0 {
+	if got, _, _, _ := st.Invitations.PageInbox(ctx, "U@example.com", domain.InvitationRole, "", false, 100); len(got) != 0 {
 		t.Fatalf("queued invitations in the inbox: %+v", got)
 	}
-	i1, err := st.MarkInvitationSent(ctx, i1)
+	i1, err := st.Invitations.MarkInvitationSent(ctx, i1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.MarkInvitationSent(ctx, i1); !errors.Is(err, store.ErrStateChanged) {
+	if _, err := st.Invitations.MarkInvitationSent(ctx, i1); !errors.Is(err, store.ErrStateChanged) {
 		t.Fatalf("second delivery: %v", err)
 	}
-	if i2, err = st.MarkInvitationSent(ctx, i2); err != nil {
+	if i2, err = st.Invitations.MarkInvitationSent(ctx, i2); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, _, _ := st.PageInbox(ctx, "u@example.com", domain.InvitationRole, "", false, 100); len(got) != 2 {
+	if got, _, _, _ := st.Invitations.PageInbox(ctx, "u@example.com", domain.InvitationRole, "", false, 100); len(got) != 2 {
 		t.Fatalf("inbox: %+v", got)
 	}
 
-	if i1, err = st.AcceptInvitation(ctx, i1, "u1"); err != nil {
+	if i1, err = st.Invitations.AcceptInvitation(ctx, i1, "u1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.AcceptInvitation(ctx, i2, "u1"); !errors.Is(err, store.ErrAlreadyHeld) {
+	if _, err := st.Invitations.AcceptInvitation(ctx, i2, "u1"); !errors.Is(err, store.ErrAlreadyHeld) {
 		t.Fatalf("second acceptance of a held role: %v", err)
 	}
-	if got, _ := st.GetInvitation(ctx, "a1", domain.InvitationRole, "i2"); got.State != domain.InvitationSent {
+	if got, _ := st.Invitations.GetInvitation(ctx, "a1", domain.InvitationRole, "i2"); got.State != domain.InvitationSent {
 		t.Fatalf("refused acceptance half-written: %+v", got)
 	}
-	if _, err := st.AcceptInvitation(ctx, i1, "u1"); !errors.Is(err, store.ErrStateChanged) {
+	if _, err := st.Invitations.AcceptInvitation(ctx, i1, "u1"); !errors.Is(err, store.ErrStateChanged) {
 		t.Fatalf("accepting twice: %v", err)
 	}
 
 	// Leave the role (i1 becomes declined), accept i2, then revoke i1:
 	// i2's grant stays.
 	g := i1.Grant("u1", now)
-	if err := st.DeleteGrant(ctx, g, i1.Ref()); err != nil {
+	if err := st.Roles.DeleteGrant(ctx, g, i1.Ref()); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := st.GetInvitation(ctx, "a1", domain.InvitationRole, "i1"); got.State != domain.InvitationDeclined {
+	if got, _ := st.Invitations.GetInvitation(ctx, "a1", domain.InvitationRole, "i1"); got.State != domain.InvitationDeclined {
 		t.Fatalf("left invitation: %+v", got)
 	}
-	if _, err := st.AcceptInvitation(ctx, i2, "u1"); err != nil {
+	if _, err := st.Invitations.AcceptInvitation(ctx, i2, "u1"); err != nil {
 		t.Fatal(err)
 	}
 	i1.State = domain.InvitationAccepted // a stale read: the delete must not trust it
-	if err := st.DeleteInvitation(ctx, i1); !errors.Is(err, store.ErrStateChanged) {
+	if err := st.Invitations.DeleteInvitation(ctx, i1); !errors.Is(err, store.ErrStateChanged) {
 		t.Fatalf("delete with a stale state: %v", err)
 	}
 	i1.State = domain.InvitationDeclined
-	if err := st.DeleteInvitation(ctx, i1); err != nil {
+	if err := st.Invitations.DeleteInvitation(ctx, i1); err != nil {
 		t.Fatal(err)
 	}
-	if gs, _ := st.Grants(ctx, "u1"); len(gs) != 1 || gs[0].Via != i2.Ref().Href() {
+	if gs, _ := st.Roles.Grants(ctx, "u1"); len(gs) != 1 || gs[0].Via != i2.Ref().Href() {
 		t.Fatalf("grants after revoking the other invitation: %+v", gs)
 	}
-	i2, _ = st.GetInvitation(ctx, "a1", domain.InvitationRole, "i2")
-	if err := st.DeleteInvitation(ctx, i2); err != nil {
+	i2, _ = st.Invitations.GetInvitation(ctx, "a1", domain.InvitationRole, "i2")
+	if err := st.Invitations.DeleteInvitation(ctx, i2); err != nil {
 		t.Fatal(err)
 	}
-	if gs, _ := st.Grants(ctx, "u1"); len(gs) != 0 {
+	if gs, _ := st.Roles.Grants(ctx, "u1"); len(gs) != 0 {
 		t.Fatalf("grants after revoking: %+v", gs)
 	}
 }
@@ -111,34 +111,34 @@ func TestDeleteRoleBeyondOneTransaction(t *testing.T) {
 	st, r := rbacFixture(t)
 	ctx := context.Background()
 	g := domain.Group{AccountID: "a1", ID: "g1", Name: "G", Roles: []string{r.ID}, Version: 1}
-	if err := st.CreateGroup(ctx, g); err != nil {
+	if err := st.Roles.CreateGroup(ctx, g); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 130; i++ {
-		if err := st.PutGrant(ctx, domain.Grant{PrincipalID: fmt.Sprintf("p%d", i), AccountID: "a1", RoleID: r.ID, Via: "test"}); err != nil {
+		if err := st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: fmt.Sprintf("p%d", i), AccountID: "a1", RoleID: r.ID, Via: "test"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := st.DeleteRole(ctx, "a1", r.ID); err != nil {
+	if _, err := st.Roles.DeleteRole(ctx, "a1", r.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.GetRole(ctx, "a1", r.ID); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := st.Roles.GetRole(ctx, "a1", r.ID); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("role still there: %v", err)
 	}
-	if g, _ := st.GetGroup(ctx, "a1", "g1"); len(g.Roles) != 0 || g.Version != 2 {
+	if g, _ := st.Roles.GetGroup(ctx, "a1", "g1"); len(g.Roles) != 0 || g.Version != 2 {
 		t.Fatalf("group still lists the role: %+v", g)
 	}
 	for _, p := range []string{"p0", "p99", "p129"} {
-		if gs, _ := st.Grants(ctx, p); len(gs) != 0 {
+		if gs, _ := st.Roles.Grants(ctx, p); len(gs) != 0 {
 			t.Fatalf("%s still holds %+v", p, gs)
 		}
 	}
 	// Control roles stay.
 	c := domain.Role{AccountID: "a1", ID: "c1", Name: "Reader", Control: true, Version: 1}
-	if err := st.CreateRole(ctx, c); err != nil {
+	if err := st.Roles.CreateRole(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.DeleteRole(ctx, "a1", "c1"); domain.ErrorCode(err) != domain.Conflict {
+	if _, err := st.Roles.DeleteRole(ctx, "a1", "c1"); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("deleting a control role: %v", err)
 	}
 }

@@ -444,7 +444,7 @@ func (c journaled) transact(ctx context.Context, in *dynamodb.TransactWriteItems
 // them. For a write made without the member's collection at hand (a task
 // claimed by its id alone); the journal item follows the write by one
 // round trip instead of going beside it.
-func (s *Store) journalWritten(ctx context.Context, it map[string]types.AttributeValue) error {
+func (s *Table) journalWritten(ctx context.Context, it map[string]types.AttributeValue) error {
 	c, ok := s.db.(journaled)
 	if !ok || ctx.Value(unjournaledKey{}) != nil {
 		return nil

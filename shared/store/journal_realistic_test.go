@@ -65,7 +65,7 @@ func TestListFlowsUnderRealisticLag(t *testing.T) {
 		var names []string
 		after := ""
 		for {
-			rs, pos, more, err := st.PageRoles(ctx, acct, after, false, 2)
+			rs, pos, more, err := st.Roles.PageRoles(ctx, acct, after, false, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,7 +87,7 @@ func TestListFlowsUnderRealisticLag(t *testing.T) {
 			{AccountID: acct, ID: "editor", Name: "editor", Version: 1, Created: now, Updated: now},
 		}
 		// A sub-account, then its roles.
-		if err := st.CreateAccount(ctx, domain.Account{ID: acct, Name: "account " + acct, Ancestors: []string{}, Created: now}, roles); err != nil {
+		if err := st.Accounts.CreateAccount(ctx, domain.Account{ID: acct, Name: "account " + acct, Ancestors: []string{}, Created: now}, roles); err != nil {
 			t.Fatal(err)
 		}
 		if !indexHas(store.IndexGSI2, "ROLES#"+acct, "ROLE#admin") {
@@ -99,7 +99,7 @@ func TestListFlowsUnderRealisticLag(t *testing.T) {
 		// A role changed, then the list.
 		r := roles[1]
 		r.Name, r.Version, r.Updated = "renamed", 2, st.Now()
-		if err := st.PutRole(ctx, r); err != nil {
+		if err := st.Roles.PutRole(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := roleNames(acct), []string{"admin:admin", "editor:editor", "viewer:renamed"}; !slices.Equal(got, want) {
@@ -109,7 +109,7 @@ func TestListFlowsUnderRealisticLag(t *testing.T) {
 		// eventually consistent read of its own (not a list; another part
 		// of the issue), so it is given the read lag to find it.
 		time.Sleep(cfg.ReadLag)
-		if _, err := st.DeleteRole(ctx, acct, "editor"); err != nil {
+		if _, err := st.Roles.DeleteRole(ctx, acct, "editor"); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := roleNames(acct), []string{"admin:admin", "viewer:renamed"}; !slices.Equal(got, want) {
@@ -123,13 +123,13 @@ func TestListFlowsUnderRealisticLag(t *testing.T) {
 		for _, n := range nets {
 			w.PutEntries = append(w.PutEntries, domain.AddressEntry{Set: set, Prefix: n, Address: n, Created: now})
 		}
-		if err := st.WriteAddressSet(ctx, w); err != nil {
+		if err := st.AddressSets.WriteAddressSet(ctx, w); err != nil {
 			t.Fatal(err)
 		}
 		if !indexHas(store.IndexGSI2, "ADDRENTRIES#"+set, "ENTRY#10.0.0.0/8") {
 			lagged++
 		}
-		es, _, _, err := st.PageAddressEntries(ctx, set, "", false, 10)
+		es, _, _, err := st.AddressSets.PageAddressEntries(ctx, set, "", false, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,17 +142,17 @@ func TestListFlowsUnderRealisticLag(t *testing.T) {
 		}
 		// The set deleted, then the account's leftovers: GSI1 may still
 		// show the set, and the account must not seem to keep it.
-		a, err := st.GetAddressSetItem(ctx, acct, set)
+		a, err := st.AddressSets.GetAddressSetItem(ctx, acct, set)
 		if err != nil {
 			t.Fatalf("read %s: %v", set, err)
 		}
-		if err := st.DeleteAddressSet(ctx, a, nets, nil); err != nil {
+		if err := st.AddressSets.DeleteAddressSet(ctx, a, nets, nil); err != nil {
 			t.Fatal(err)
 		}
 		if indexHas(store.IndexGSI1, "ADDRSETS#"+acct, "ADDRSET") {
 			lagged++
 		}
-		if l, err := st.AccountLeftovers(ctx, acct); err != nil || l.AddressSets {
+		if l, err := st.Accounts.AccountLeftovers(ctx, acct); err != nil || l.AddressSets {
 			t.Errorf("%s: leftovers right after its only address set's delete: %+v %v", acct, l, err)
 		}
 	}

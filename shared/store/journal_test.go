@@ -227,25 +227,25 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 	// An invitation is in its account's list and, once sent, in its
 	// invitee's inbox: one created queued and then sent, one revoked.
 	invSeed := func(t *testing.T, st *store.Store) {
-		must(t, st.CreateRole(ctx, role("r1", 0, 1)))
+		must(t, st.Roles.CreateRole(ctx, role("r1", 0, 1)))
 		for i := range 3 {
-			must(t, st.CreateInvitation(ctx, domain.Invitation{AccountID: "a1", ID: fmt.Sprintf("i%d", i), Kind: domain.InvitationRole, Email: "u1@example.com",
+			must(t, st.Invitations.CreateInvitation(ctx, domain.Invitation{AccountID: "a1", ID: fmt.Sprintf("i%d", i), Kind: domain.InvitationRole, Email: "u1@example.com",
 				Target: "r1", State: domain.InvitationSent, Created: at(i), Updated: at(i)}, nil))
 		}
 	}
 	invWrite := func(t *testing.T, st *store.Store) {
 		queued := domain.Invitation{AccountID: "a1", ID: "i9", Kind: domain.InvitationRole, Email: "u1@example.com",
 			Target: "r1", State: domain.InvitationQueued, Created: at(1), Updated: at(1)}
-		must(t, st.CreateInvitation(ctx, queued, nil))
-		_, err := st.MarkInvitationSent(ctx, queued)
+		must(t, st.Invitations.CreateInvitation(ctx, queued, nil))
+		_, err := st.Invitations.MarkInvitationSent(ctx, queued)
 		must(t, err)
-		inv, err := st.GetInvitation(ctx, "a1", domain.InvitationRole, "i0")
+		inv, err := st.Invitations.GetInvitation(ctx, "a1", domain.InvitationRole, "i0")
 		must(t, err)
-		must(t, st.DeleteInvitation(ctx, inv))
+		must(t, st.Invitations.DeleteInvitation(ctx, inv))
 		// The invitee's answer: its inbox lists it declined.
-		inv, err = st.GetInvitation(ctx, "a1", domain.InvitationRole, "i2")
+		inv, err = st.Invitations.GetInvitation(ctx, "a1", domain.InvitationRole, "i2")
 		must(t, err)
-		_, err = st.DeclineInvitation(ctx, inv)
+		_, err = st.Invitations.DeclineInvitation(ctx, inv)
 		must(t, err)
 	}
 	// Writes of the task worker: a claim (running), a release after a
@@ -253,7 +253,7 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 	// an application's transition begun and ended.
 	claim := func(t *testing.T, st *store.Store, id string) {
 		now := st.Now()
-		_, err := st.ClaimTask(ctx, id, "w-"+id, now, now.Add(time.Minute))
+		_, err := st.Tasks.ClaimTask(ctx, id, "w-"+id, now, now.Add(time.Minute))
 		must(t, err)
 	}
 	// Address sets whose includers count another set's write changes:
@@ -266,19 +266,19 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 		parts: [][2]string{{store.IndexGSI2, "ROLES#a1"}},
 		seed: func(t *testing.T, st *store.Store) {
 			for i, id := range []string{"r5", "r4", "r3", "r2", "r1"} {
-				must(t, st.CreateRole(ctx, role(id, i, 1)))
+				must(t, st.Roles.CreateRole(ctx, role(id, i, 1)))
 			}
 		},
 		write: func(t *testing.T, st *store.Store) {
-			must(t, st.CreateRole(ctx, role("r0", 2, 1))) // between r3 and r2 (same time: id order)
-			must(t, st.CreateRole(ctx, role("r9", 9, 1))) // last
-			must(t, st.PutRole(ctx, role("r4", 1, 2)))    // changed
-			_, err := st.DeleteRole(ctx, "a1", "r2")      // gone
+			must(t, st.Roles.CreateRole(ctx, role("r0", 2, 1))) // between r3 and r2 (same time: id order)
+			must(t, st.Roles.CreateRole(ctx, role("r9", 9, 1))) // last
+			must(t, st.Roles.PutRole(ctx, role("r4", 1, 2)))    // changed
+			_, err := st.Roles.DeleteRole(ctx, "a1", "r2")      // gone
 			must(t, err)
 		},
 		list: func(st *store.Store) lister {
 			return listOf(func(ctx context.Context, a string, d bool, n int) ([]domain.Role, []string, bool, error) {
-				return st.PageRoles(ctx, "a1", a, d, n)
+				return st.Roles.PageRoles(ctx, "a1", a, d, n)
 			}, func(r domain.Role) string { return r.Name })
 		},
 	}, {
@@ -286,42 +286,42 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 		parts: [][2]string{{store.IndexGSI2, "ENTITLEMENTS#a1"}},
 		seed: func(t *testing.T, st *store.Store) {
 			for i := range 4 {
-				must(t, st.CreateEntitlement(ctx, domain.Entitlement{ID: fmt.Sprintf("e%d", i), Account: "a1", Resource: "applications", Quantity: 1,
+				must(t, st.Entitlements.CreateEntitlement(ctx, domain.Entitlement{ID: fmt.Sprintf("e%d", i), Account: "a1", Resource: "applications", Quantity: 1,
 					Period: "month", Started: t0, Version: 1, Created: at(i), Updated: at(i)}))
 			}
 		},
 		write: func(t *testing.T, st *store.Store) {
-			must(t, st.CreateEntitlement(ctx, domain.Entitlement{ID: "e9", Account: "a1", Resource: "applications", Quantity: 9,
+			must(t, st.Entitlements.CreateEntitlement(ctx, domain.Entitlement{ID: "e9", Account: "a1", Resource: "applications", Quantity: 9,
 				Period: "month", Started: t0, Version: 1, Created: at(1), Updated: at(1)}))
-			must(t, st.PutEntitlement(ctx, domain.Entitlement{ID: "e2", Account: "a1", Resource: "applications", Quantity: 7,
+			must(t, st.Entitlements.PutEntitlement(ctx, domain.Entitlement{ID: "e2", Account: "a1", Resource: "applications", Quantity: 7,
 				Period: "month", Started: t0, Version: 2, Created: at(2), Updated: at(5)}))
-			_, err := st.DeleteEntitlement(ctx, "a1", "e0")
+			_, err := st.Entitlements.DeleteEntitlement(ctx, "a1", "e0")
 			must(t, err)
 		},
 		list: func(st *store.Store) lister {
 			return listOf(func(ctx context.Context, a string, d bool, n int) ([]domain.Entitlement, []string, bool, error) {
-				return st.PageEntitlements(ctx, "a1", a, d, n)
+				return st.Entitlements.PageEntitlements(ctx, "a1", a, d, n)
 			}, func(e domain.Entitlement) string { return fmt.Sprintf("%s:%d", e.ID, e.Quantity) })
 		},
 	}, {
 		name:  "access keys",
 		parts: [][2]string{{store.IndexGSI2, "KEYS#u1"}},
 		seed: func(t *testing.T, st *store.Store) {
-			must(t, st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com", Created: t0, Updated: t0}))
+			must(t, st.Principals.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com", Created: t0, Updated: t0}))
 			for i := range 4 {
-				must(t, st.CreateKey(ctx, domain.AccessKey{ID: fmt.Sprintf("k%d", i), PrincipalID: "u1", Type: "bearer",
+				must(t, st.Principals.CreateKey(ctx, domain.AccessKey{ID: fmt.Sprintf("k%d", i), PrincipalID: "u1", Type: "bearer",
 					Durability: domain.DurabilityPersistent, SecretHash: "h", Created: at(i)}))
 			}
 		},
 		write: func(t *testing.T, st *store.Store) {
-			must(t, st.CreateKey(ctx, domain.AccessKey{ID: "k9", PrincipalID: "u1", Type: "bearer",
+			must(t, st.Principals.CreateKey(ctx, domain.AccessKey{ID: "k9", PrincipalID: "u1", Type: "bearer",
 				Durability: domain.DurabilityPersistent, SecretHash: "h", Created: at(9)}))
-			_, err := st.DeleteKey(ctx, "u1", "k1")
+			_, err := st.Principals.DeleteKey(ctx, "u1", "k1")
 			must(t, err)
 		},
 		list: func(st *store.Store) lister {
 			return listOf(func(ctx context.Context, a string, d bool, n int) ([]domain.AccessKey, []string, bool, error) {
-				return st.PageKeys(ctx, "u1", a, d, n)
+				return st.Principals.PageKeys(ctx, "u1", a, d, n)
 			}, func(k domain.AccessKey) string { return k.ID })
 		},
 	}, {
@@ -330,17 +330,17 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 		seed: func(t *testing.T, st *store.Store) {
 			for i := range 4 {
 				id := fmt.Sprintf("u%d", i)
-				must(t, st.CreatePrincipal(ctx, domain.Principal{ID: id, Kind: domain.KindUser, Name: "old", Email: id + "@example.com", Created: at(i), Updated: at(i)}))
+				must(t, st.Principals.CreatePrincipal(ctx, domain.Principal{ID: id, Kind: domain.KindUser, Name: "old", Email: id + "@example.com", Created: at(i), Updated: at(i)}))
 			}
 		},
 		write: func(t *testing.T, st *store.Store) {
-			must(t, st.CreatePrincipal(ctx, domain.Principal{ID: "u9", Kind: domain.KindUser, Name: "new", Email: "u9@example.com", Created: at(0), Updated: at(0)}))
+			must(t, st.Principals.CreatePrincipal(ctx, domain.Principal{ID: "u9", Kind: domain.KindUser, Name: "new", Email: "u9@example.com", Created: at(0), Updated: at(0)}))
 			name := "renamed"
-			_, err := st.UpdatePrincipal(ctx, "u2", store.PrincipalChange{Name: &name})
+			_, err := st.Principals.UpdatePrincipal(ctx, "u2", store.PrincipalChange{Name: &name})
 			must(t, err)
 		},
 		list: func(st *store.Store) lister {
-			return listOf(st.PageUsers, func(p domain.Principal) string { return p.ID + ":" + p.Name })
+			return listOf(st.Principals.PageUsers, func(p domain.Principal) string { return p.ID + ":" + p.Name })
 		},
 	}, {
 		name:  "applications",
@@ -352,34 +352,34 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 		},
 		write: func(t *testing.T, st *store.Store) {
 			newApp(t, st, "a1", "app9")
-			_, err := st.UpdateApplicationConfig(ctx, "a1", "app1", 1, `{"name":"changed"}`)
+			_, err := st.Applications.UpdateApplicationConfig(ctx, "a1", "app1", 1, `{"name":"changed"}`)
 			must(t, err)
-			_, err = st.DeleteApplication(ctx, "a1", "app2")
+			_, err = st.Applications.DeleteApplication(ctx, "a1", "app2")
 			must(t, err)
 		},
 		list: func(st *store.Store) lister {
 			return listOf(func(ctx context.Context, a string, d bool, n int) ([]domain.Application, []string, bool, error) {
-				return st.PageApplications(ctx, "a1", a, d, n)
+				return st.Applications.PageApplications(ctx, "a1", a, d, n)
 			}, func(a domain.Application) string { return a.ID + ":" + a.Config })
 		},
 	}, {
 		name:  "groups",
 		parts: [][2]string{{store.IndexGSI2, "GROUPS#a1"}},
 		seed: func(t *testing.T, st *store.Store) {
-			must(t, st.CreateRole(ctx, role("r1", 0, 1)))
+			must(t, st.Roles.CreateRole(ctx, role("r1", 0, 1)))
 			for i, id := range []string{"g3", "g2", "g1"} {
-				must(t, st.CreateGroup(ctx, domain.Group{AccountID: "a1", ID: id, Name: id + " v1", Roles: []string{"r1"}, Version: 1, Created: at(i), Updated: at(i)}))
+				must(t, st.Roles.CreateGroup(ctx, domain.Group{AccountID: "a1", ID: id, Name: id + " v1", Roles: []string{"r1"}, Version: 1, Created: at(i), Updated: at(i)}))
 			}
 		},
 		write: func(t *testing.T, st *store.Store) {
-			must(t, st.CreateGroup(ctx, domain.Group{AccountID: "a1", ID: "g9", Name: "g9 v1", Roles: []string{"r1"}, Version: 1, Created: at(0), Updated: at(0)}))
-			must(t, st.PutGroup(ctx, domain.Group{AccountID: "a1", ID: "g2", Name: "g2 v2", Roles: []string{"r1"}, Version: 2, Created: at(1), Updated: at(3)}))
-			_, err := st.DeleteGroup(ctx, "a1", "g1")
+			must(t, st.Roles.CreateGroup(ctx, domain.Group{AccountID: "a1", ID: "g9", Name: "g9 v1", Roles: []string{"r1"}, Version: 1, Created: at(0), Updated: at(0)}))
+			must(t, st.Roles.PutGroup(ctx, domain.Group{AccountID: "a1", ID: "g2", Name: "g2 v2", Roles: []string{"r1"}, Version: 2, Created: at(1), Updated: at(3)}))
+			_, err := st.Roles.DeleteGroup(ctx, "a1", "g1")
 			must(t, err)
 		},
 		list: func(st *store.Store) lister {
 			return listOf(func(ctx context.Context, a string, d bool, n int) ([]domain.Group, []string, bool, error) {
-				return st.PageGroups(ctx, "a1", a, d, n)
+				return st.Roles.PageGroups(ctx, "a1", a, d, n)
 			}, func(g domain.Group) string { return g.Name })
 		},
 	}, {
@@ -388,7 +388,7 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 		seed:  invSeed, write: invWrite,
 		list: func(st *store.Store) lister {
 			return listOf(func(ctx context.Context, a string, d bool, n int) ([]domain.Invitation, []string, bool, error) {
-				return st.PageInvitations(ctx, "a1", domain.InvitationRole, a, d, n)
+				return st.Invitations.PageInvitations(ctx, "a1", domain.InvitationRole, a, d, n)
 			}, func(i domain.Invitation) string { return i.ID + ":" + i.State })
 		},
 	}, {
@@ -397,28 +397,28 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 		seed:  invSeed, write: invWrite,
 		list: func(st *store.Store) lister {
 			return listOf(func(ctx context.Context, a string, d bool, n int) ([]domain.Invitation, []string, bool, error) {
-				return st.PageInbox(ctx, "u1@example.com", domain.InvitationRole, a, d, n)
+				return st.Invitations.PageInbox(ctx, "u1@example.com", domain.InvitationRole, a, d, n)
 			}, func(i domain.Invitation) string { return i.ID + ":" + i.State })
 		},
 	}, {
 		name:  "held roles",
 		parts: [][2]string{{store.IndexGSI2, "HELD#u1"}},
 		seed: func(t *testing.T, st *store.Store) {
-			must(t, st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com", Created: t0, Updated: t0}))
+			must(t, st.Principals.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com", Created: t0, Updated: t0}))
 			for i, id := range []string{"r3", "r2", "r1"} {
-				must(t, st.CreateRole(ctx, role(id, i, 1)))
-				must(t, st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: "a1", RoleID: id, Via: "test", Created: at(i)}))
+				must(t, st.Roles.CreateRole(ctx, role(id, i, 1)))
+				must(t, st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: "a1", RoleID: id, Via: "test", Created: at(i)}))
 			}
 		},
 		write: func(t *testing.T, st *store.Store) {
-			must(t, st.CreateRole(ctx, role("r9", 5, 1)))
-			must(t, st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: "a1", RoleID: "r9", Via: "test", Created: at(5)}))
-			must(t, st.PutRole(ctx, role("r2", 1, 2))) // the role itself changed: read by key
-			must(t, st.DeleteGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: "a1", RoleID: "r3", Via: "test"}, domain.InvitationRef{}))
+			must(t, st.Roles.CreateRole(ctx, role("r9", 5, 1)))
+			must(t, st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: "a1", RoleID: "r9", Via: "test", Created: at(5)}))
+			must(t, st.Roles.PutRole(ctx, role("r2", 1, 2))) // the role itself changed: read by key
+			must(t, st.Roles.DeleteGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: "a1", RoleID: "r3", Via: "test"}, domain.InvitationRef{}))
 		},
 		list: func(st *store.Store) lister {
 			return listOf(func(ctx context.Context, a string, d bool, n int) ([]domain.Role, []string, bool, error) {
-				return st.PageHeldRoles(ctx, "u1", a, d, n)
+				return st.Roles.PageHeldRoles(ctx, "u1", a, d, n)
 			}, func(r domain.Role) string { return r.Name })
 		},
 	}, {
@@ -427,7 +427,7 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 		seed:  func(t *testing.T, st *store.Store) { ensureAccount(t, st, "a2") },
 		write: func(t *testing.T, st *store.Store) { ensureAccount(t, st, "a3") },
 		list: func(st *store.Store) lister {
-			return listOf(st.PageAccounts, func(a domain.AccountRecord) string { return a.ID })
+			return listOf(st.Accounts.PageAccounts, func(a domain.AccountRecord) string { return a.ID })
 		},
 	}, {
 		name:  "service users",
@@ -435,22 +435,22 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 		seed: func(t *testing.T, st *store.Store) {
 			for i := range 3 {
 				id := fmt.Sprintf("su%d", i)
-				must(t, st.CreateServiceUser(ctx, domain.ServiceUser{ID: id, Kind: domain.KindServiceUser, Name: "v1", Email: domain.ServiceUserEmail("a1", id), Account: "a1", Created: at(i)},
+				must(t, st.Principals.CreateServiceUser(ctx, domain.ServiceUser{ID: id, Kind: domain.KindServiceUser, Name: "v1", Email: domain.ServiceUserEmail("a1", id), Account: "a1", Created: at(i)},
 					domain.AccessKey{ID: "k" + id, PrincipalID: id, Type: "bearer", Account: "a1", AccountAncestors: []string{}}))
 			}
 		},
 		write: func(t *testing.T, st *store.Store) {
-			must(t, st.CreateServiceUser(ctx, domain.ServiceUser{ID: "su9", Kind: domain.KindServiceUser, Name: "v1", Email: domain.ServiceUserEmail("a1", "su9"), Account: "a1", Created: at(0)},
+			must(t, st.Principals.CreateServiceUser(ctx, domain.ServiceUser{ID: "su9", Kind: domain.KindServiceUser, Name: "v1", Email: domain.ServiceUserEmail("a1", "su9"), Account: "a1", Created: at(0)},
 				domain.AccessKey{ID: "ksu9", PrincipalID: "su9", Type: "bearer", Account: "a1", AccountAncestors: []string{}}))
 			name := "v2"
-			_, err := st.UpdateServiceUser(ctx, "a1", "su1", &name, nil)
+			_, err := st.Principals.UpdateServiceUser(ctx, "a1", "su1", &name, nil)
 			must(t, err)
-			_, err = st.DeleteServiceUser(ctx, "a1", "su2")
+			_, err = st.Principals.DeleteServiceUser(ctx, "a1", "su2")
 			must(t, err)
 		},
 		list: func(st *store.Store) lister {
 			return listOf(func(ctx context.Context, a string, d bool, n int) ([]domain.ServiceUser, []string, bool, error) {
-				return st.PageServiceUsers(ctx, "a1", a, d, n)
+				return st.Principals.PageServiceUsers(ctx, "a1", a, d, n)
 			}, func(u domain.ServiceUser) string { return u.ID + ":" + u.Name })
 		},
 	}, {
@@ -458,19 +458,19 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 		parts: [][2]string{{store.IndexGSI1, "METRICPROTOS#a1"}},
 		seed: func(t *testing.T, st *store.Store) {
 			for i := range 3 {
-				must(t, st.CreateMetricPrototype(ctx, domain.MetricPrototype{ID: fmt.Sprintf("p%d", i), Account: "a1", DefaultName: "m", Display: "m",
+				must(t, st.Metrics.CreateMetricPrototype(ctx, domain.MetricPrototype{ID: fmt.Sprintf("p%d", i), Account: "a1", DefaultName: "m", Display: "m",
 					Expression: "count()", LogType: "proxy-logs", DefaultFrequency: 60, Created: at(i)}))
 			}
 		},
 		write: func(t *testing.T, st *store.Store) {
-			must(t, st.CreateMetricPrototype(ctx, domain.MetricPrototype{ID: "p9", Account: "a1", DefaultName: "m", Display: "m",
+			must(t, st.Metrics.CreateMetricPrototype(ctx, domain.MetricPrototype{ID: "p9", Account: "a1", DefaultName: "m", Display: "m",
 				Expression: "count()", LogType: "proxy-logs", DefaultFrequency: 60, Created: at(1)}))
-			_, err := st.DeleteMetricPrototype(ctx, "a1", "p0")
+			_, err := st.Metrics.DeleteMetricPrototype(ctx, "a1", "p0")
 			must(t, err)
 		},
 		list: func(st *store.Store) lister {
 			return listOf(func(ctx context.Context, a string, d bool, n int) ([]domain.MetricPrototype, []string, bool, error) {
-				return st.PageMetricPrototypes(ctx, "a1", a, d, n)
+				return st.Metrics.PageMetricPrototypes(ctx, "a1", a, d, n)
 			}, func(p domain.MetricPrototype) string { return p.ID })
 		},
 	}, {
@@ -484,7 +484,7 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 		write: func(t *testing.T, st *store.Store) { newTask(t, st, "t9", "a1", at(1)) },
 		list: func(st *store.Store) lister {
 			return listOf(func(ctx context.Context, a string, d bool, n int) ([]domain.Task, []string, bool, error) {
-				return st.PageTasks(ctx, "a1", time.Time{}, time.Time{}, a, d, n)
+				return st.Tasks.PageTasks(ctx, "a1", time.Time{}, time.Time{}, a, d, n)
 			}, func(t domain.Task) string { return t.ID })
 		},
 	}, {
@@ -500,12 +500,12 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 		write: func(t *testing.T, st *store.Store) {
 			// Each write on a task no other write touches.
 			claim(t, st, "t0")
-			must(t, st.FinishTask(ctx, store.TaskFinish{Account: "a1", ID: "t1", Owner: "w-t1", State: domain.TaskSuccess, Message: "done", Result: `{"n":1}`}))
-			must(t, st.ReleaseTask(ctx, "a1", "t3", "w-t3", "boom"))
+			must(t, st.Tasks.FinishTask(ctx, store.TaskFinish{Account: "a1", ID: "t1", Owner: "w-t1", State: domain.TaskSuccess, Message: "done", Result: `{"n":1}`}))
+			must(t, st.Tasks.ReleaseTask(ctx, "a1", "t3", "w-t3", "boom"))
 		},
 		list: func(st *store.Store) lister {
 			return listOf(func(ctx context.Context, a string, d bool, n int) ([]domain.Task, []string, bool, error) {
-				return st.PageTasks(ctx, "a1", time.Time{}, time.Time{}, a, d, n)
+				return st.Tasks.PageTasks(ctx, "a1", time.Time{}, time.Time{}, a, d, n)
 			}, func(t domain.Task) string { return t.ID + ":" + t.State + ":" + t.Result + ":" + t.LastError })
 		},
 	}, {
@@ -517,19 +517,19 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 				newTask(t, st, fmt.Sprintf("t%d", i), "a1", at(i))
 				claim(t, st, fmt.Sprintf("t%d", i))
 			}
-			must(t, st.BeginTransition(ctx, "a1", "app3", domain.AppStopped, domain.AppStarting, "t3"))
+			must(t, st.Applications.BeginTransition(ctx, "a1", "app3", domain.AppStopped, domain.AppStarting, "t3"))
 		},
 		write: func(t *testing.T, st *store.Store) {
-			must(t, st.BeginTransition(ctx, "a1", "app1", domain.AppStopped, domain.AppStarting, "t1"))
-			must(t, st.BeginTransition(ctx, "a1", "app2", domain.AppStopped, domain.AppStarting, "t2"))
-			must(t, st.FinishTask(ctx, store.TaskFinish{Account: "a1", ID: "t2", Owner: "w-t2", State: domain.TaskSuccess,
+			must(t, st.Applications.BeginTransition(ctx, "a1", "app1", domain.AppStopped, domain.AppStarting, "t1"))
+			must(t, st.Applications.BeginTransition(ctx, "a1", "app2", domain.AppStopped, domain.AppStarting, "t2"))
+			must(t, st.Tasks.FinishTask(ctx, store.TaskFinish{Account: "a1", ID: "t2", Owner: "w-t2", State: domain.TaskSuccess,
 				Transition: &store.Transition{App: "app2", Task: "t2", To: domain.AppRunning}}))
-			must(t, st.FinishTask(ctx, store.TaskFinish{Account: "a1", ID: "t3", Owner: "w-t3", State: domain.TaskFailed,
+			must(t, st.Tasks.FinishTask(ctx, store.TaskFinish{Account: "a1", ID: "t3", Owner: "w-t3", State: domain.TaskFailed,
 				Transition: &store.Transition{App: "app3", Task: "t3", To: domain.AppStopped, Restore: true}}))
 		},
 		list: func(st *store.Store) lister {
 			return listOf(func(ctx context.Context, a string, d bool, n int) ([]domain.Application, []string, bool, error) {
-				return st.PageApplications(ctx, "a1", a, d, n)
+				return st.Applications.PageApplications(ctx, "a1", a, d, n)
 			}, func(a domain.Application) string { return a.ID + ":" + a.State })
 		},
 	}, {
@@ -537,20 +537,20 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 		parts: [][2]string{{store.IndexGSI1, "ADDRSETS#a1"}},
 		seed: func(t *testing.T, st *store.Store) {
 			for i := range 6 {
-				must(t, st.WriteAddressSet(ctx, store.AddressSetWrite{Create: true, Set: addrSet(fmt.Sprintf("s%d", i), 1)}))
+				must(t, st.AddressSets.WriteAddressSet(ctx, store.AddressSetWrite{Create: true, Set: addrSet(fmt.Sprintf("s%d", i), 1)}))
 			}
-			must(t, st.WriteAddressSet(ctx, store.AddressSetWrite{Set: addrSet("s3", 2, "s2"), AddInclusions: []store.AddressSetRef{{ID: "s2", Version: 1}}}))
-			must(t, st.WriteAddressSet(ctx, store.AddressSetWrite{Set: addrSet("s4", 2, "s5"), AddInclusions: []store.AddressSetRef{{ID: "s5", Version: 1}}}))
+			must(t, st.AddressSets.WriteAddressSet(ctx, store.AddressSetWrite{Set: addrSet("s3", 2, "s2"), AddInclusions: []store.AddressSetRef{{ID: "s2", Version: 1}}}))
+			must(t, st.AddressSets.WriteAddressSet(ctx, store.AddressSetWrite{Set: addrSet("s4", 2, "s5"), AddInclusions: []store.AddressSetRef{{ID: "s5", Version: 1}}}))
 		},
 		write: func(t *testing.T, st *store.Store) {
 			// Each includers change on a set no other write touches.
-			must(t, st.WriteAddressSet(ctx, store.AddressSetWrite{Set: addrSet("s0", 2, "s1"), AddInclusions: []store.AddressSetRef{{ID: "s1", Version: 1}}}))
-			must(t, st.WriteAddressSet(ctx, store.AddressSetWrite{Set: addrSet("s4", 3), RemoveInclusions: []string{"s5"}}))
-			must(t, st.DeleteAddressSet(ctx, addrSet("s3", 2, "s2"), nil, nil))
+			must(t, st.AddressSets.WriteAddressSet(ctx, store.AddressSetWrite{Set: addrSet("s0", 2, "s1"), AddInclusions: []store.AddressSetRef{{ID: "s1", Version: 1}}}))
+			must(t, st.AddressSets.WriteAddressSet(ctx, store.AddressSetWrite{Set: addrSet("s4", 3), RemoveInclusions: []string{"s5"}}))
+			must(t, st.AddressSets.DeleteAddressSet(ctx, addrSet("s3", 2, "s2"), nil, nil))
 		},
 		list: func(st *store.Store) lister {
 			return listOf(func(ctx context.Context, a string, d bool, n int) ([]domain.AddressSet, []string, bool, error) {
-				return st.PageAddressSets(ctx, "a1", a, d, n)
+				return st.AddressSets.PageAddressSets(ctx, "a1", a, d, n)
 			}, func(s domain.AddressSet) string { return fmt.Sprintf("%s:v%d:inc%d", s.ID, s.Version, s.Includers) })
 		},
 	}, {
@@ -559,17 +559,17 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 		seed: func(t *testing.T, st *store.Store) {
 			for i := range 3 {
 				id := fmt.Sprintf("s%d", i)
-				must(t, st.WriteAddressSet(ctx, store.AddressSetWrite{Create: true, Set: domain.AddressSet{ID: id, Account: "a1", Name: id + " v1", Type: "manual", Version: 1, Created: at(i), Updated: at(i)}}))
+				must(t, st.AddressSets.WriteAddressSet(ctx, store.AddressSetWrite{Create: true, Set: domain.AddressSet{ID: id, Account: "a1", Name: id + " v1", Type: "manual", Version: 1, Created: at(i), Updated: at(i)}}))
 			}
 		},
 		write: func(t *testing.T, st *store.Store) {
-			must(t, st.WriteAddressSet(ctx, store.AddressSetWrite{Create: true, Set: domain.AddressSet{ID: "s9", Account: "a1", Name: "s9 v1", Type: "manual", Version: 1, Created: at(5), Updated: at(5)}}))
-			must(t, st.WriteAddressSet(ctx, store.AddressSetWrite{Set: domain.AddressSet{ID: "s1", Account: "a1", Name: "s1 v2", Type: "manual", Version: 2, Created: at(1), Updated: at(6)}}))
-			must(t, st.DeleteAddressSet(ctx, domain.AddressSet{ID: "s0", Account: "a1", Version: 1}, nil, nil))
+			must(t, st.AddressSets.WriteAddressSet(ctx, store.AddressSetWrite{Create: true, Set: domain.AddressSet{ID: "s9", Account: "a1", Name: "s9 v1", Type: "manual", Version: 1, Created: at(5), Updated: at(5)}}))
+			must(t, st.AddressSets.WriteAddressSet(ctx, store.AddressSetWrite{Set: domain.AddressSet{ID: "s1", Account: "a1", Name: "s1 v2", Type: "manual", Version: 2, Created: at(1), Updated: at(6)}}))
+			must(t, st.AddressSets.DeleteAddressSet(ctx, domain.AddressSet{ID: "s0", Account: "a1", Version: 1}, nil, nil))
 		},
 		list: func(st *store.Store) lister {
 			return listOf(func(ctx context.Context, a string, d bool, n int) ([]domain.AddressSet, []string, bool, error) {
-				return st.PageAddressSets(ctx, "a1", a, d, n)
+				return st.AddressSets.PageAddressSets(ctx, "a1", a, d, n)
 			}, func(s domain.AddressSet) string { return s.Name })
 		},
 	}, {
@@ -584,11 +584,11 @@ func TestListsReadTheirWritesThroughIndexLag(t *testing.T) {
 			for _, n := range []string{"10.0.0.0/8", "192.168.1.0/24", "8.8.8.8/32", "2001:db8::/32", "172.16.0.0/12"} {
 				w.PutEntries = append(w.PutEntries, domain.AddressEntry{Set: "s1", Prefix: n, Address: n, Created: now})
 			}
-			must(t, st.WriteAddressSet(ctx, w))
+			must(t, st.AddressSets.WriteAddressSet(ctx, w))
 		},
 		list: func(st *store.Store) lister {
 			return listOf(func(ctx context.Context, a string, d bool, n int) ([]domain.AddressEntry, []string, bool, error) {
-				return st.PageAddressEntries(ctx, "s1", a, d, n)
+				return st.AddressSets.PageAddressEntries(ctx, "s1", a, d, n)
 			}, func(e domain.AddressEntry) string { return e.Prefix })
 		},
 	}}
@@ -642,7 +642,7 @@ func TestRefusedWriteLeavesNoJournal(t *testing.T) {
 	ctx := context.Background()
 	ensureAccount(t, st, "a1")
 	ensureAccount(t, st, "a2")
-	if err := st.CreateMetricPrototype(ctx, domain.MetricPrototype{ID: "p1", Account: "a1", DefaultName: "m", Display: "m",
+	if err := st.Metrics.CreateMetricPrototype(ctx, domain.MetricPrototype{ID: "p1", Account: "a1", DefaultName: "m", Display: "m",
 		Expression: "count()", LogType: "proxy-logs", DefaultFrequency: 60, Created: st.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -659,13 +659,13 @@ func TestRefusedWriteLeavesNoJournal(t *testing.T) {
 		t.Fatalf("the create left %d journal items, want 1", n)
 	}
 	// a2 deleting a1's prototype: refused by its condition.
-	if _, err := st.DeleteMetricPrototype(ctx, "a2", "p1"); err == nil {
+	if _, err := st.Metrics.DeleteMetricPrototype(ctx, "a2", "p1"); err == nil {
 		t.Fatal("another account's prototype was deleted")
 	}
 	if n := journal("a2"); n != 0 {
 		t.Fatalf("the refused delete left %d journal items", n)
 	}
-	if _, err := st.DeleteMetricPrototype(ctx, "a1", "p1"); err != nil {
+	if _, err := st.Metrics.DeleteMetricPrototype(ctx, "a1", "p1"); err != nil {
 		t.Fatal(err)
 	}
 	if n := journal("a1"); n != 2 {
@@ -681,23 +681,23 @@ func TestDeleteServiceUserFindsInvitationsThroughIndexLag(t *testing.T) {
 	ensureAccount(t, st, "a1")
 	now := st.Now()
 	email := domain.ServiceUserEmail("a1", "su1")
-	if err := st.CreateServiceUser(ctx, domain.ServiceUser{ID: "su1", Kind: domain.KindServiceUser, Name: "v1", Email: email, Account: "a1", Created: now},
+	if err := st.Principals.CreateServiceUser(ctx, domain.ServiceUser{ID: "su1", Kind: domain.KindServiceUser, Name: "v1", Email: email, Account: "a1", Created: now},
 		domain.AccessKey{ID: "ksu1", PrincipalID: "su1", Type: "bearer", Account: "a1", AccountAncestors: []string{}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreateRole(ctx, domain.Role{AccountID: "a1", ID: "r1", Name: "r1", Version: 1, Created: now, Updated: now}); err != nil {
+	if err := st.Roles.CreateRole(ctx, domain.Role{AccountID: "a1", ID: "r1", Name: "r1", Version: 1, Created: now, Updated: now}); err != nil {
 		t.Fatal(err)
 	}
 	lag.freeze(t, d, [2]string{store.IndexGSI1, "INVITEE#" + email}) // where the delete looks them up
-	if err := st.CreateInvitation(ctx, domain.Invitation{AccountID: "a1", ID: "i1", Kind: domain.InvitationRole, Email: email,
+	if err := st.Invitations.CreateInvitation(ctx, domain.Invitation{AccountID: "a1", ID: "i1", Kind: domain.InvitationRole, Email: email,
 		Target: "r1", State: domain.InvitationSent, Created: now, Updated: now}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.DeleteServiceUser(ctx, "a1", "su1"); err != nil {
+	if _, err := st.Principals.DeleteServiceUser(ctx, "a1", "su1"); err != nil {
 		t.Fatal(err)
 	}
 	lag.thaw()
-	if inv, err := st.GetInvitation(ctx, "a1", domain.InvitationRole, "i1"); !errors.Is(err, domain.ErrNotFound) {
+	if inv, err := st.Invitations.GetInvitation(ctx, "a1", domain.InvitationRole, "i1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("the invitation addressed to the deleted service user remains: %+v %v", inv, err)
 	}
 }

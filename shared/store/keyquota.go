@@ -48,7 +48,7 @@ type keyCount struct {
 // KeyQuota is the quota a user's keys of durability count against: the
 // root account's active entitlements of its kind, else the default. It is
 // its own call so that the handler reads it beside its other reads.
-func (s *Store) KeyQuota(ctx context.Context, durability string) (domain.Quota, error) {
+func (s *Entitlements) KeyQuota(ctx context.Context, durability string) (domain.Quota, error) {
 	root, err := s.rootAccount(ctx)
 	if err != nil {
 		return domain.Quota{}, err
@@ -58,7 +58,7 @@ func (s *Store) KeyQuota(ctx context.Context, durability string) (domain.Quota, 
 
 // createCountedKey is CreateUserKey: the transaction of createKey with the
 // count's conditional update; at the condition, one recount and one retry.
-func (s *Store) createCountedKey(ctx context.Context, k domain.AccessKey, q domain.Quota) error {
+func (s *Entitlements) createCountedKey(ctx context.Context, k domain.AccessKey, q domain.Quota) error {
 	kind := domain.KeyQuota(k.Durability)
 	if q.Kind != kind {
 		return fmt.Errorf("create access key: a %s key counts against %s, not %q", k.Durability, kind, q.Kind)
@@ -67,7 +67,7 @@ func (s *Store) createCountedKey(ctx context.Context, k domain.AccessKey, q doma
 	has := strconv.Itoa(q.Limit)
 	for attempt := 0; attempt < 2; attempt++ {
 		count := s.keyCountOp(k.PrincipalID, q)
-		err = s.createKey(ctx, k, domain.KindUser, &count)
+		err = s.repos.Principals.createKey(ctx, k, domain.KindUser, &count)
 		if !txConditionFailedAt(err, 2) {
 			return err
 		}
@@ -88,7 +88,7 @@ func (s *Store) createCountedKey(ctx context.Context, k domain.AccessKey, q doma
 
 // keyCountOp counts one more key of q.Kind for principal while the count
 // exists and is below the limit.
-func (s *Store) keyCountOp(principal string, q domain.Quota) types.TransactWriteItem {
+func (s *Entitlements) keyCountOp(principal string, q domain.Quota) types.TransactWriteItem {
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:                 aws.String(s.table),
 		Key:                       key(principalPK(principal), usageSK(q.Kind)),
@@ -102,14 +102,14 @@ func (s *Store) keyCountOp(principal string, q domain.Quota) types.TransactWrite
 // recountKeys sets principal's count of kind to its keys of that kind not
 // expired now, unless the count changed since it was read, and returns
 // that number.
-func (s *Store) recountKeys(ctx context.Context, principal, kind string) (int, error) {
+func (s *Entitlements) recountKeys(ctx context.Context, principal, kind string) (int, error) {
 	var c keyCount
 	err := s.getItem(ctx, "read key count", principalPK(principal), usageSK(kind), &c)
 	absent := errors.Is(err, domain.ErrNotFound)
 	if err != nil && !absent {
 		return 0, err
 	}
-	keys, err := s.principalKeys(ctx, principal)
+	keys, err := s.repos.Principals.principalKeys(ctx, principal)
 	if err != nil {
 		return 0, err
 	}
@@ -142,11 +142,11 @@ func (s *Store) recountKeys(ctx context.Context, principal, kind string) (int, e
 }
 
 // rootAccount is the installation's root account, read once per Store.
-func (s *Store) rootAccount(ctx context.Context) (string, error) {
+func (s *Table) rootAccount(ctx context.Context) (string, error) {
 	if r := s.root.Load(); r != nil {
 		return *r, nil
 	}
-	in, err := s.GetInstallation(ctx)
+	in, err := s.repos.Installation.GetInstallation(ctx)
 	if err != nil {
 		return "", fmt.Errorf("root account for the key quota: %w", err)
 	}

@@ -23,7 +23,7 @@ func TestKeyQuotaRecountsExpiredKeys(t *testing.T) {
 	clk := clock.NewManual(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
 	st := store.New(d.Client, d.Table, store.WithClock(clk.Now))
 	ctx := context.Background()
-	if err := st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
+	if err := st.Principals.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	// One key placed without a count, as a key from before the quota; one
@@ -31,7 +31,7 @@ func TestKeyQuotaRecountsExpiredKeys(t *testing.T) {
 	soon := clk.Now().Add(time.Hour)
 	for i, exp := range []*time.Time{nil, &soon} {
 		k := domain.AccessKey{ID: fmt.Sprintf("old%d", i), PrincipalID: "u1", Type: "bearer", Durability: domain.DurabilityPersistent, SecretHash: "h", Expiry: exp, Created: clk.Now()}
-		if err := st.CreateKey(ctx, k); err != nil {
+		if err := st.Principals.CreateKey(ctx, k); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,7 +45,7 @@ func TestKeyQuotaRecountsExpiredKeys(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := st.CreateUserKey(ctx, domain.AccessKey{ID: fmt.Sprintf("%s%d", prefix, i), PrincipalID: "u1", Type: "bearer",
+				err := st.Principals.CreateUserKey(ctx, domain.AccessKey{ID: fmt.Sprintf("%s%d", prefix, i), PrincipalID: "u1", Type: "bearer",
 					Durability: domain.DurabilityPersistent, SecretHash: "h", Created: clk.Now()}, q)
 				mu.Lock()
 				defer mu.Unlock()
@@ -68,20 +68,20 @@ func TestKeyQuotaRecountsExpiredKeys(t *testing.T) {
 	}
 	// The expiring key ends: one room, with its item still in the table.
 	clk.Advance(time.Hour)
-	if _, err := st.GetKey(ctx, "u1", "old1"); err != nil {
+	if _, err := st.Principals.GetKey(ctx, "u1", "old1"); err != nil {
 		t.Fatalf("the expired key's item: %v", err)
 	}
 	if made, refused := race(10, "b"); made != 1 || refused != 9 {
 		t.Fatalf("10 racers after one key expired: %d made, %d refused; want 1", made, refused)
 	}
 	// A delete frees one.
-	if _, err := st.DeleteKey(ctx, "u1", "old0"); err != nil {
+	if _, err := st.Principals.DeleteKey(ctx, "u1", "old0"); err != nil {
 		t.Fatal(err)
 	}
 	if made, refused := race(10, "c"); made != 1 || refused != 9 {
 		t.Fatalf("10 racers after a delete: %d made, %d refused; want 1", made, refused)
 	}
-	keys, err := st.ListKeys(ctx, "u1")
+	keys, err := st.Principals.ListKeys(ctx, "u1")
 	if err != nil {
 		t.Fatal(err)
 	}

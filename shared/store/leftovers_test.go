@@ -55,27 +55,27 @@ func TestUsageCountsOfAccountDependants(t *testing.T) {
 	usage := func(account, kind string) int { return usageOf(t, d.Client, d.Table, account, kind) }
 	root := rootAccount(t, st)
 	a1 := subAccount(root, "a1", "Acme")
-	if err := st.CreateSubAccount(ctx, a1, nil); err != nil {
+	if err := st.Accounts.CreateSubAccount(ctx, a1, nil); err != nil {
 		t.Fatal(err)
 	}
 	c1 := subAccount(a1, "c1", "Acme child")
-	if err := st.CreateSubAccount(ctx, c1, nil); err != nil {
+	if err := st.Accounts.CreateSubAccount(ctx, c1, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreateSubAccount(ctx, subAccount(a1, "c2", "Acme child"), nil); domain.ErrorCode(err) != domain.Conflict {
+	if err := st.Accounts.CreateSubAccount(ctx, subAccount(a1, "c2", "Acme child"), nil); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("a taken name: %v, want a conflict", err)
 	}
 	at := newAppTest(st, "a1", "t1", "b1", []byte("x"))
-	if err := st.CreateAppTest(ctx, at, []byte("x"), nil); err != nil {
+	if err := st.Tests.CreateAppTest(ctx, at, []byte("x"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreateAppTest(ctx, newAppTest(st, "a1", "t1", "b2", []byte("y")), []byte("y"), nil); domain.ErrorCode(err) != domain.Conflict {
+	if err := st.Tests.CreateAppTest(ctx, newAppTest(st, "a1", "t1", "b2", []byte("y")), []byte("y"), nil); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("the same test id again: %v, want a conflict", err)
 	}
-	if err := st.CreateMetricPrototype(ctx, metricProto("a1", "p1")); err != nil {
+	if err := st.Metrics.CreateMetricPrototype(ctx, metricProto("a1", "p1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreateMetricPrototype(ctx, metricProto("a1", "p1")); domain.ErrorCode(err) != domain.Conflict {
+	if err := st.Metrics.CreateMetricPrototype(ctx, metricProto("a1", "p1")); domain.ErrorCode(err) != domain.Conflict {
 		t.Fatalf("the same prototype id again: %v, want a conflict", err)
 	}
 	for _, c := range []struct {
@@ -87,19 +87,19 @@ func TestUsageCountsOfAccountDependants(t *testing.T) {
 		}
 	}
 
-	_, err := st.DeleteAccount(ctx, "a1")
+	_, err := st.Accounts.DeleteAccount(ctx, "a1")
 	if domain.ErrorCode(err) != domain.Conflict || !strings.Contains(err.Error(), "sub-accounts, application tests and metric prototypes") {
 		t.Fatalf("delete a1 with dependants: %v, want a conflict naming them", err)
 	}
 
-	if _, err := st.DeleteAccount(ctx, "c1"); err != nil {
+	if _, err := st.Accounts.DeleteAccount(ctx, "c1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.DeleteAppTest(ctx, "a1", "t1"); err != nil {
+	if _, err := st.Tests.DeleteAppTest(ctx, "a1", "t1"); err != nil {
 		t.Fatal(err)
 	}
 	d.Counter.Reset()
-	if _, err := st.DeleteMetricPrototype(ctx, "a1", "p1"); err != nil {
+	if _, err := st.Metrics.DeleteMetricPrototype(ctx, "a1", "p1"); err != nil {
 		t.Fatal(err)
 	}
 	// The consistent read of the prototype (the answer), then the
@@ -107,13 +107,13 @@ func TestUsageCountsOfAccountDependants(t *testing.T) {
 	if n := d.Counter.Sequential(); n != 2 {
 		t.Errorf("DeleteMetricPrototype: %d round trips, want 2", n)
 	}
-	if _, err := st.DeleteAccount(ctx, "c1"); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := st.Accounts.DeleteAccount(ctx, "c1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("delete c1 again: %v, want ErrNotFound", err)
 	}
-	if _, err := st.DeleteAppTest(ctx, "a1", "t1"); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := st.Tests.DeleteAppTest(ctx, "a1", "t1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("delete t1 again: %v, want ErrNotFound", err)
 	}
-	if _, err := st.DeleteMetricPrototype(ctx, "a1", "p1"); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := st.Metrics.DeleteMetricPrototype(ctx, "a1", "p1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("delete p1 again: %v, want ErrNotFound", err)
 	}
 	for _, kind := range []string{"accounts", "tests", "metric_prototypes"} {
@@ -121,13 +121,13 @@ func TestUsageCountsOfAccountDependants(t *testing.T) {
 			t.Errorf("after the deletes: a1's %s count is %d, want 0", kind, got)
 		}
 	}
-	if _, err := st.DeleteAccount(ctx, "a1"); err != nil {
+	if _, err := st.Accounts.DeleteAccount(ctx, "a1"); err != nil {
 		t.Fatalf("delete the emptied a1: %v", err)
 	}
 	if got := usage("root", "accounts"); got != 0 {
 		t.Errorf("root's sub-account count is %d after a1's deletion, want 0", got)
 	}
-	if err := st.CreateAppTest(ctx, newAppTest(st, "a1", "t2", "b3", []byte("x")), []byte("x"), nil); domain.ErrorCode(err) != domain.Conflict {
+	if err := st.Tests.CreateAppTest(ctx, newAppTest(st, "a1", "t2", "b3", []byte("x")), []byte("x"), nil); domain.ErrorCode(err) != domain.Conflict {
 		t.Errorf("a test in the deleted account: %v, want a conflict", err)
 	}
 }
@@ -170,20 +170,20 @@ func TestAccountDeleteRefusedRightAfterACreate(t *testing.T) {
 		create func(a domain.AccountRecord) error
 	}{
 		{"sub-accounts", "CHILDREN#", func(a domain.AccountRecord) error {
-			return st.CreateSubAccount(ctx, subAccount(a, a.ID+"c", a.Name+" child"), nil)
+			return st.Accounts.CreateSubAccount(ctx, subAccount(a, a.ID+"c", a.Name+" child"), nil)
 		}},
 		{"application tests", "APPTESTS#", func(a domain.AccountRecord) error {
-			return st.CreateAppTest(ctx, newAppTest(st, a.ID, "t", "b", []byte("x")), []byte("x"), nil)
+			return st.Tests.CreateAppTest(ctx, newAppTest(st, a.ID, "t", "b", []byte("x")), []byte("x"), nil)
 		}},
 		{"metric prototypes", "METRICPROTOS#", func(a domain.AccountRecord) error {
-			return st.CreateMetricPrototype(ctx, metricProto(a.ID, a.ID+"p"))
+			return st.Metrics.CreateMetricPrototype(ctx, metricProto(a.ID, a.ID+"p"))
 		}},
 	}
 	lagged := 0
 	for _, k := range kinds {
 		for i := range 4 {
 			a := subAccount(root, fmt.Sprintf("%s%d", strings.ReplaceAll(k.name, " ", ""), i), k.name+strconv.Itoa(i))
-			if err := st.CreateSubAccount(ctx, a, nil); err != nil {
+			if err := st.Accounts.CreateSubAccount(ctx, a, nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := k.create(a); err != nil {
@@ -192,14 +192,14 @@ func TestAccountDeleteRefusedRightAfterACreate(t *testing.T) {
 			if !indexShows(k.gsi1pk + a.ID) {
 				lagged++
 			}
-			_, err := st.DeleteAccount(ctx, a.ID)
+			_, err := st.Accounts.DeleteAccount(ctx, a.ID)
 			if domain.ErrorCode(err) != domain.Conflict || !strings.Contains(err.Error(), "still has "+k.name) {
 				t.Errorf("delete %s right after creating one of its %s: %v, want a conflict naming them", a.ID, k.name, err)
 			}
 			// Refused by the leftovers read, before access was revoked:
 			// the account is unmarked again (the delete transaction's own
 			// checks would refuse later and leave it marked).
-			if got, err := st.GetAccountRecord(ctx, a.ID); err != nil || got.Deleting != nil {
+			if got, err := st.Accounts.GetAccountRecord(ctx, a.ID); err != nil || got.Deleting != nil {
 				t.Errorf("%s after the refused delete: deleting %v, %v; want unmarked", a.ID, got.Deleting, err)
 			}
 		}

@@ -1,13 +1,14 @@
 package store_test
 
 import (
-	"cads/shared/domain"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
+
+	"cads/shared/domain"
 )
 
 func ref(p, k string) *domain.KeyRef { return &domain.KeyRef{Principal: p, ID: k} }
@@ -63,7 +64,7 @@ func TestDeleteKeyDeletesItsLineage(t *testing.T) {
 	st, d := newStore(t)
 	ctx := context.Background()
 	for _, u := range []string{"u1", "u2"} {
-		if err := st.CreatePrincipal(ctx, domain.Principal{ID: u, Kind: domain.KindUser, Email: u + "@example.com"}); err != nil {
+		if err := st.Principals.CreatePrincipal(ctx, domain.Principal{ID: u, Kind: domain.KindUser, Email: u + "@example.com"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -79,34 +80,34 @@ func TestDeleteKeyDeletesItsLineage(t *testing.T) {
 		// partition.
 		minted("u2", "k6", ref("u1", "p0"), ref("u1", "s1")),
 	} {
-		if err := st.CreateKey(ctx, k); err != nil {
+		if err := st.Principals.CreateKey(ctx, k); err != nil {
 			t.Fatal(err)
 		}
 	}
-	stored, err := st.GetKey(ctx, "u1", "s4")
+	stored, err := st.Principals.GetKey(ctx, "u1", "s4")
 	if err != nil || stored.Origin == nil || *stored.Origin != *ref("u1", "p0") || *stored.Parent != *ref("u1", "k3") {
 		t.Fatalf("lineage not stored: %+v %v", stored, err)
 	}
 
 	d.Counter.Reset()
-	got, err := st.DeleteKey(ctx, "u1", "s1")
+	got, err := st.Principals.DeleteKey(ctx, "u1", "s1")
 	if err != nil || got.ID != "s1" || got.Parent == nil {
 		t.Fatalf("DeleteKey = %+v, %v", got, err)
 	}
 	if seq, ops := d.Counter.Sequential(), d.Counter.ByOperation(); seq != 2 || ops["Query"] != 1 || ops["TransactWriteItems"] != 1 {
 		t.Errorf("delete with a lineage: %d sequential, %v; want 2: the Query, then one transaction", seq, ops)
 	}
-	left, _ := st.ListKeys(ctx, "u1")
+	left, _ := st.Principals.ListKeys(ctx, "u1")
 	if got := ids(left); !slices.Equal(got, []string{"p0", "p5"}) {
 		t.Fatalf("u1's keys after deleting s1: %v, want [p0 p5]", got)
 	}
-	if _, err := st.GetKey(ctx, "u2", "k6"); err != nil {
+	if _, err := st.Principals.GetKey(ctx, "u2", "k6"); err != nil {
 		t.Fatalf("another principal's key is not in this partition: %v", err)
 	}
 
 	// No lineage: one plain conditional delete after the Query.
 	d.Counter.Reset()
-	if _, err := st.DeleteKey(ctx, "u1", "p5"); err != nil {
+	if _, err := st.Principals.DeleteKey(ctx, "u1", "p5"); err != nil {
 		t.Fatal(err)
 	}
 	// (and, in parallel, the journal's PutItem: journal.go)
@@ -115,7 +116,7 @@ func TestDeleteKeyDeletesItsLineage(t *testing.T) {
 	}
 	// Unknown: the Query says so, nothing is written.
 	d.Counter.Reset()
-	if _, err := st.DeleteKey(ctx, "u1", "p5"); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := st.Principals.DeleteKey(ctx, "u1", "p5"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
 	if d.Counter.Total() != 1 {
@@ -124,14 +125,14 @@ func TestDeleteKeyDeletesItsLineage(t *testing.T) {
 
 	// More keys than one transaction holds: all of them go.
 	for i := range 120 {
-		if err := st.CreateKey(ctx, minted("u1", fmt.Sprintf("m%d", i), ref("u1", "p0"), ref("u1", "p0"))); err != nil {
+		if err := st.Principals.CreateKey(ctx, minted("u1", fmt.Sprintf("m%d", i), ref("u1", "p0"), ref("u1", "p0"))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := st.DeleteKey(ctx, "u1", "p0"); err != nil {
+	if _, err := st.Principals.DeleteKey(ctx, "u1", "p0"); err != nil {
 		t.Fatal(err)
 	}
-	if left, _ := st.ListKeys(ctx, "u1"); len(left) != 0 {
+	if left, _ := st.Principals.ListKeys(ctx, "u1"); len(left) != 0 {
 		t.Fatalf("%d keys of the deleted origin's lineage left: %v", len(left), ids(left))
 	}
 }
@@ -143,10 +144,10 @@ func TestDeleteAccountDeletesTheLineageOfItsKeys(t *testing.T) {
 	ctx := context.Background()
 	root := rootAccount(t, st)
 	a1 := subAccount(root, "a1", "One")
-	if err := st.CreateSubAccount(ctx, a1, nil); err != nil {
+	if err := st.Accounts.CreateSubAccount(ctx, a1, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
+	if err := st.Principals.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	inRoot := func(k domain.AccessKey) domain.AccessKey { k.Account = "root"; return k }
@@ -158,14 +159,14 @@ func TestDeleteAccountDeletesTheLineageOfItsKeys(t *testing.T) {
 		{ID: "kr", PrincipalID: "u1", Durability: domain.DurabilityPersistent, Account: "root", SecretHash: "h"},
 		inRoot(minted("u1", "sr", ref("u1", "kr"), ref("u1", "kr"))),
 	} {
-		if err := st.CreateKey(ctx, k); err != nil {
+		if err := st.Principals.CreateKey(ctx, k); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := st.DeleteAccount(ctx, "a1"); err != nil {
+	if _, err := st.Accounts.DeleteAccount(ctx, "a1"); err != nil {
 		t.Fatal(err)
 	}
-	left, _ := st.ListKeys(ctx, "u1")
+	left, _ := st.Principals.ListKeys(ctx, "u1")
 	if got := ids(left); !slices.Equal(got, []string{"kr", "sr"}) {
 		t.Fatalf("u1's keys after deleting a1: %v, want [kr sr]", got)
 	}

@@ -57,34 +57,34 @@ func pairOf(pos string) (acct, id string) {
 }
 
 // PageRoles reads an account's roles in creation order.
-func (s *Store) PageRoles(ctx context.Context, account, after string, desc bool, n int) ([]domain.Role, []string, bool, error) {
-	return pageOf[domain.Role](ctx, s, collection{op: "list roles", index: IndexGSI2, pk: rolesList(account),
+func (s *Roles) PageRoles(ctx context.Context, account, after string, desc bool, n int) ([]domain.Role, []string, bool, error) {
+	return pageOf[domain.Role](ctx, s.Table, collection{op: "list roles", index: IndexGSI2, pk: rolesList(account),
 		tableKey: func(pos string) (string, string) { return rbacPK(account), roleSK(idOf(pos)) }}, after, desc, n)
 }
 
 // PageGroups reads an account's groups in creation order.
-func (s *Store) PageGroups(ctx context.Context, account, after string, desc bool, n int) ([]domain.Group, []string, bool, error) {
-	return pageOf[domain.Group](ctx, s, collection{op: "list groups", index: IndexGSI2, pk: groupsList(account),
+func (s *Roles) PageGroups(ctx context.Context, account, after string, desc bool, n int) ([]domain.Group, []string, bool, error) {
+	return pageOf[domain.Group](ctx, s.Table, collection{op: "list groups", index: IndexGSI2, pk: groupsList(account),
 		tableKey: func(pos string) (string, string) { return rbacPK(account), groupSK(idOf(pos)) }}, after, desc, n)
 }
 
 // PageEntitlements reads an account's entitlements in creation order.
-func (s *Store) PageEntitlements(ctx context.Context, account, after string, desc bool, n int) ([]domain.Entitlement, []string, bool, error) {
-	return pageOf[domain.Entitlement](ctx, s, collection{op: "list entitlements", index: IndexGSI2, pk: entitlementsList(account),
+func (s *Entitlements) PageEntitlements(ctx context.Context, account, after string, desc bool, n int) ([]domain.Entitlement, []string, bool, error) {
+	return pageOf[domain.Entitlement](ctx, s.Table, collection{op: "list entitlements", index: IndexGSI2, pk: entitlementsList(account),
 		tableKey: func(pos string) (string, string) { return accountPK(account), entitlementSK(idOf(pos)) }}, after, desc, n)
 }
 
 // PageInvitations reads an account's invitations of one kind in creation
 // order.
-func (s *Store) PageInvitations(ctx context.Context, account, kind, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error) {
-	return pageOf[domain.Invitation](ctx, s, collection{op: "list invitations", index: IndexGSI2, pk: invitationsPK(account), skPrefix: invitationSK(kind, ""),
+func (s *Invitations) PageInvitations(ctx context.Context, account, kind, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error) {
+	return pageOf[domain.Invitation](ctx, s.Table, collection{op: "list invitations", index: IndexGSI2, pk: invitationsPK(account), skPrefix: invitationSK(kind, ""),
 		tableKey: func(pos string) (string, string) { return invitationsPK(account), invitationSK(kind, idOf(pos)) }}, after, desc, n)
 }
 
 // PageInbox reads the delivered invitations of one kind addressed to
 // email, in creation order (positions: ValidPairPosition).
-func (s *Store) PageInbox(ctx context.Context, email, kind, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error) {
-	return pageOf[domain.Invitation](ctx, s, collection{op: "list inbox", index: IndexGSI3, pk: inviteeGSI(email), skPrefix: invitationSK(kind, ""),
+func (s *Invitations) PageInbox(ctx context.Context, email, kind, after string, desc bool, n int) ([]domain.Invitation, []string, bool, error) {
+	return pageOf[domain.Invitation](ctx, s.Table, collection{op: "list inbox", index: IndexGSI3, pk: inviteeGSI(email), skPrefix: invitationSK(kind, ""),
 		tableKey: func(pos string) (string, string) {
 			acct, id := pairOf(pos)
 			return invitationsPK(acct), invitationSK(kind, id)
@@ -93,34 +93,34 @@ func (s *Store) PageInbox(ctx context.Context, email, kind, after string, desc b
 
 // PageKeys reads a principal's access keys in creation order, expired
 // ones included (they stay until their TTL removes them).
-func (s *Store) PageKeys(ctx context.Context, principal, after string, desc bool, n int) ([]domain.AccessKey, []string, bool, error) {
-	return pageOf[domain.AccessKey](ctx, s, collection{op: "list access keys", index: IndexGSI2, pk: keysList(principal),
+func (s *Principals) PageKeys(ctx context.Context, principal, after string, desc bool, n int) ([]domain.AccessKey, []string, bool, error) {
+	return pageOf[domain.AccessKey](ctx, s.Table, collection{op: "list access keys", index: IndexGSI2, pk: keysList(principal),
 		tableKey: func(pos string) (string, string) { return principalPK(principal), keySK(idOf(pos)) }}, after, desc, n)
 }
 
 // PageServiceUsers reads an account's service users in creation order.
-func (s *Store) PageServiceUsers(ctx context.Context, account, after string, desc bool, n int) ([]domain.ServiceUser, []string, bool, error) {
-	return pageOf[domain.ServiceUser](ctx, s, collection{op: "list service users", index: IndexGSI1, pk: serviceUsersGSI(account), skPrefix: prefixServiceUserG,
+func (s *Principals) PageServiceUsers(ctx context.Context, account, after string, desc bool, n int) ([]domain.ServiceUser, []string, bool, error) {
+	return pageOf[domain.ServiceUser](ctx, s.Table, collection{op: "list service users", index: IndexGSI1, pk: serviceUsersGSI(account), skPrefix: prefixServiceUserG,
 		tableKey: func(pos string) (string, string) { return principalPK(idOf(pos)), skPrincipal }}, after, desc, n)
 }
 
 // PageAppTests reads an account's application tests in id order (the
 // position is the test's id).
-func (s *Store) PageAppTests(ctx context.Context, account, after string, desc bool, n int) ([]domain.AppTest, []string, bool, error) {
-	return pageOf[domain.AppTest](ctx, s, collection{op: "list application tests", index: IndexGSI1, pk: appTestsGSI(account), skPrefix: appTestGSISK(""),
+func (s *Tests) PageAppTests(ctx context.Context, account, after string, desc bool, n int) ([]domain.AppTest, []string, bool, error) {
+	return pageOf[domain.AppTest](ctx, s.Table, collection{op: "list application tests", index: IndexGSI1, pk: appTestsGSI(account), skPrefix: appTestGSISK(""),
 		tableKey: func(pos string) (string, string) { return appTestPK(account, pos), skAppTest }}, after, desc, n)
 }
 
 // PageActions reads an application's actions in id order (the position is
 // the action's id). The caller checks that the application belongs to
 // the account (ApplicationInAccount).
-func (s *Store) PageActions(ctx context.Context, app, after string, desc bool, n int) ([]domain.Action, []string, bool, error) {
-	return pageOf[domain.Action](ctx, s, collection{op: "list actions", pk: appPK(app), skPrefix: prefixAction}, after, desc, n)
+func (s *Applications) PageActions(ctx context.Context, app, after string, desc bool, n int) ([]domain.Action, []string, bool, error) {
+	return pageOf[domain.Action](ctx, s.Table, collection{op: "list actions", pk: appPK(app), skPrefix: prefixAction}, after, desc, n)
 }
 
 // ApplicationInAccount is ErrNotFound unless application app exists in
 // account.
-func (s *Store) ApplicationInAccount(ctx context.Context, account, app string) error {
+func (s *Applications) ApplicationInAccount(ctx context.Context, account, app string) error {
 	_, err := s.GetApplication(ctx, account, app)
 	return err
 }
@@ -129,16 +129,16 @@ func (s *Store) ApplicationInAccount(ctx context.Context, account, app string) e
 // they were granted: a page of its grants, then the roles they name (one
 // BatchGetItem). A grant whose role is gone comes back as a zero domain.Role
 // (empty ID). Positions: ValidPairPosition.
-func (s *Store) PageHeldRoles(ctx context.Context, principal, after string, desc bool, n int) ([]domain.Role, []string, bool, error) {
-	return pageHeld[domain.Role](ctx, s, principal, prefixHeldRole, after, desc, n)
+func (s *Roles) PageHeldRoles(ctx context.Context, principal, after string, desc bool, n int) ([]domain.Role, []string, bool, error) {
+	return pageHeld[domain.Role](ctx, s.Table, principal, prefixHeldRole, after, desc, n)
 }
 
 // PageHeldGroups is PageHeldRoles for group memberships.
-func (s *Store) PageHeldGroups(ctx context.Context, principal, after string, desc bool, n int) ([]domain.Group, []string, bool, error) {
-	return pageHeld[domain.Group](ctx, s, principal, prefixHeldGroup, after, desc, n)
+func (s *Roles) PageHeldGroups(ctx context.Context, principal, after string, desc bool, n int) ([]domain.Group, []string, bool, error) {
+	return pageHeld[domain.Group](ctx, s.Table, principal, prefixHeldGroup, after, desc, n)
 }
 
-func pageHeld[T any](ctx context.Context, s *Store, principal, prefix, after string, desc bool, n int) ([]T, []string, bool, error) {
+func pageHeld[T any](ctx context.Context, s *Table, principal, prefix, after string, desc bool, n int) ([]T, []string, bool, error) {
 	sk := func(acct, id string) string { return grantSK(acct, id) }
 	target := func(acct, id string) map[string]types.AttributeValue { return key(rbacPK(acct), roleSK(id)) }
 	if prefix == prefixHeldGroup {
@@ -190,7 +190,7 @@ func pageHeld[T any](ctx context.Context, s *Store, principal, prefix, after str
 }
 
 // PageAccounts reads the installation's accounts in creation order.
-func (s *Store) PageAccounts(ctx context.Context, after string, desc bool, n int) ([]domain.AccountRecord, []string, bool, error) {
-	return pageOf[domain.AccountRecord](ctx, s, collection{op: "list accounts", index: IndexGSI2, pk: accountsList,
+func (s *Accounts) PageAccounts(ctx context.Context, after string, desc bool, n int) ([]domain.AccountRecord, []string, bool, error) {
+	return pageOf[domain.AccountRecord](ctx, s.Table, collection{op: "list accounts", index: IndexGSI2, pk: accountsList,
 		tableKey: func(pos string) (string, string) { return accountPK(idOf(pos)), skAccount }}, after, desc, n)
 }

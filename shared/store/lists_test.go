@@ -61,7 +61,7 @@ func TestPagedCollectionsWalkWithPositions(t *testing.T) {
 	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
 	ensureAccount(t, st, "a1")
 	ensureAccount(t, st, "a2")
-	if err := st.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com", Created: t0, Updated: t0}); err != nil {
+	if err := st.Principals.CreatePrincipal(ctx, domain.Principal{ID: "u1", Kind: domain.KindUser, Email: "u1@example.com", Created: t0, Updated: t0}); err != nil {
 		t.Fatal(err)
 	}
 	const n = 7
@@ -72,16 +72,16 @@ func TestPagedCollectionsWalkWithPositions(t *testing.T) {
 		id := fmt.Sprintf("x%02d", n-i)
 		for _, acct := range []string{"a1", "a2"} {
 			r := domain.Role{AccountID: acct, ID: id, Name: "r" + id, Version: 1, Created: at(i), Updated: at(i)}
-			if err := st.CreateRole(ctx, r); err != nil {
+			if err := st.Roles.CreateRole(ctx, r); err != nil {
 				t.Fatal(err)
 			}
 		}
 		roles = append(roles, id)
-		if err := st.CreateGroup(ctx, domain.Group{AccountID: "a1", ID: id, Name: "g" + id, Roles: []string{id}, Version: 1, Created: at(i), Updated: at(i)}); err != nil {
+		if err := st.Roles.CreateGroup(ctx, domain.Group{AccountID: "a1", ID: id, Name: "g" + id, Roles: []string{id}, Version: 1, Created: at(i), Updated: at(i)}); err != nil {
 			t.Fatal(err)
 		}
 		groups = append(groups, id)
-		if err := st.CreateEntitlement(ctx, domain.Entitlement{ID: id, Account: "a1", Resource: "applications", Quantity: 1, Period: "month",
+		if err := st.Entitlements.CreateEntitlement(ctx, domain.Entitlement{ID: id, Account: "a1", Resource: "applications", Quantity: 1, Period: "month",
 			Started: t0, Version: 1, Created: at(i), Updated: at(i)}); err != nil {
 			t.Fatal(err)
 		}
@@ -97,23 +97,23 @@ func TestPagedCollectionsWalkWithPositions(t *testing.T) {
 			}
 			inv := domain.Invitation{AccountID: acct, ID: id, Kind: domain.InvitationRole, Email: "u1@example.com", Target: id,
 				State: state, Created: at(i).Add(time.Duration(j) * time.Millisecond), Updated: at(i)}
-			if err := st.CreateInvitation(ctx, inv, nil); err != nil {
+			if err := st.Invitations.CreateInvitation(ctx, inv, nil); err != nil {
 				t.Fatal(err)
 			}
 			if state == domain.InvitationQueued {
-				if _, err := st.MarkInvitationSent(ctx, inv); err != nil {
+				if _, err := st.Invitations.MarkInvitationSent(ctx, inv); err != nil {
 					t.Fatal(err)
 				}
 			}
 			inbox = append(inbox, acct+"/"+id)
 		}
 		invs = append(invs, id)
-		if err := st.CreateKey(ctx, domain.AccessKey{ID: id, PrincipalID: "u1", Type: "bearer", Durability: domain.DurabilityPersistent,
+		if err := st.Principals.CreateKey(ctx, domain.AccessKey{ID: id, PrincipalID: "u1", Type: "bearer", Durability: domain.DurabilityPersistent,
 			SecretHash: "h" + id, Created: at(i)}); err != nil {
 			t.Fatal(err)
 		}
 		keys = append(keys, id)
-		if err := st.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: "a2", RoleID: id, Via: "test", Created: at(i)}); err != nil {
+		if err := st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: "u1", AccountID: "a2", RoleID: id, Via: "test", Created: at(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -122,27 +122,27 @@ func TestPagedCollectionsWalkWithPositions(t *testing.T) {
 		got, want []string
 	}{
 		{"roles", walk(t, "roles", func(ctx context.Context, a string, d bool, n int) ([]domain.Role, []string, bool, error) {
-			return st.PageRoles(ctx, "a1", a, d, n)
+			return st.Roles.PageRoles(ctx, "a1", a, d, n)
 		}, store.ValidPosition, func(r domain.Role) string { return r.ID }), roles},
 		{"groups", walk(t, "groups", func(ctx context.Context, a string, d bool, n int) ([]domain.Group, []string, bool, error) {
-			return st.PageGroups(ctx, "a1", a, d, n)
+			return st.Roles.PageGroups(ctx, "a1", a, d, n)
 		}, store.ValidPosition, func(g domain.Group) string { return g.ID }), groups},
 		{"entitlements", walk(t, "entitlements", func(ctx context.Context, a string, d bool, n int) ([]domain.Entitlement, []string, bool, error) {
-			return st.PageEntitlements(ctx, "a1", a, d, n)
+			return st.Entitlements.PageEntitlements(ctx, "a1", a, d, n)
 		}, store.ValidPosition, func(e domain.Entitlement) string { return e.ID }), ents},
 		{"invitations", walk(t, "invitations", func(ctx context.Context, a string, d bool, n int) ([]domain.Invitation, []string, bool, error) {
-			return st.PageInvitations(ctx, "a1", domain.InvitationRole, a, d, n)
+			return st.Invitations.PageInvitations(ctx, "a1", domain.InvitationRole, a, d, n)
 		}, store.ValidPosition, func(i domain.Invitation) string { return i.ID }), invs},
 		{"inbox", walk(t, "inbox", func(ctx context.Context, a string, d bool, n int) ([]domain.Invitation, []string, bool, error) {
-			return st.PageInbox(ctx, "u1@example.com", domain.InvitationRole, a, d, n)
+			return st.Invitations.PageInbox(ctx, "u1@example.com", domain.InvitationRole, a, d, n)
 		}, store.ValidPairPosition, func(i domain.Invitation) string { return i.AccountID + "/" + i.ID }), inbox},
 		{"keys", walk(t, "keys", func(ctx context.Context, a string, d bool, n int) ([]domain.AccessKey, []string, bool, error) {
-			return st.PageKeys(ctx, "u1", a, d, n)
+			return st.Principals.PageKeys(ctx, "u1", a, d, n)
 		}, store.ValidPosition, func(k domain.AccessKey) string { return k.ID }), keys},
 		{"held roles", walk(t, "held roles", func(ctx context.Context, a string, d bool, n int) ([]domain.Role, []string, bool, error) {
-			return st.PageHeldRoles(ctx, "u1", a, d, n)
+			return st.Roles.PageHeldRoles(ctx, "u1", a, d, n)
 		}, store.ValidPairPosition, func(r domain.Role) string { return r.ID }), roles},
-		{"accounts", walk(t, "accounts", st.PageAccounts, store.ValidPosition, func(a domain.AccountRecord) string { return a.ID }), nil},
+		{"accounts", walk(t, "accounts", st.Accounts.PageAccounts, store.ValidPosition, func(a domain.AccountRecord) string { return a.ID }), nil},
 	} {
 		if c.want != nil && !slices.Equal(c.got, c.want) {
 			t.Errorf("%s: walked %v, want %v", c.name, c.got, c.want)

@@ -51,7 +51,7 @@ const putArchiveAttempts = 4
 // maxLogArchiveChunks keys, so it stays within DynamoDB's 100 actions),
 // conditionally on the header being still the one read: nothing is left
 // for its TTL, and a concurrent replacement makes this one read again.
-func (s *Store) PutLogArchive(ctx context.Context, a domain.LogArchive, data []byte) error {
+func (s *Logs) PutLogArchive(ctx context.Context, a domain.LogArchive, data []byte) error {
 	if len(data) > MaxLogArchiveBytes {
 		return fmt.Errorf("log archive of %d bytes: at most %d", len(data), MaxLogArchiveBytes)
 	}
@@ -83,7 +83,7 @@ func (s *Store) PutLogArchive(ctx context.Context, a domain.LogArchive, data []b
 			put.ExpressionAttributeNames = map[string]string{"#blob": "blob"}
 			put.ExpressionAttributeValues = map[string]types.AttributeValue{":old": avStr(old.Blob)}
 		}
-		items := append([]types.TransactWriteItem{s.appInAccount(a.Account, a.App), {Put: put}}, chunks...)
+		items := append([]types.TransactWriteItem{s.repos.Applications.appInAccount(a.Account, a.App), {Put: put}}, chunks...)
 		if replaces && old.Blob != a.Blob {
 			for n := 0; n < min(old.Chunks, maxLogArchiveChunks); n++ {
 				items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(logArchiveBlobPK(a.Account, old.Blob), logArchiveChunkSK(n))}})
@@ -110,7 +110,7 @@ const MaxLogArchives = 100
 // now, by application, type and range (at most MaxLogArchives+1 read).
 // prefix narrows them to one application ("<app>#") or one application
 // and type ("<app>#<type>#").
-func (s *Store) ListLogArchives(ctx context.Context, account, prefix string, now time.Time) ([]domain.LogArchive, error) {
+func (s *Logs) ListLogArchives(ctx context.Context, account, prefix string, now time.Time) ([]domain.LogArchive, error) {
 	items, err := s.query(ctx, "list log archives", &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :p)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(logArchivesPK(account)), ":p": avStr(prefix)},
@@ -133,7 +133,7 @@ func (s *Store) ListLogArchives(ctx context.Context, account, prefix string, now
 
 // GetLogArchive reads one archive's header; domain.ErrNotFound when there is
 // none (or it has expired at now).
-func (s *Store) GetLogArchive(ctx context.Context, account, app, typ string, from, to, now time.Time) (domain.LogArchive, error) {
+func (s *Logs) GetLogArchive(ctx context.Context, account, app, typ string, from, to, now time.Time) (domain.LogArchive, error) {
 	var a domain.LogArchive
 	if err := s.getItem(ctx, "get log archive", logArchivesPK(account), LogArchiveSK(app, typ, from, to), &a); err != nil {
 		return a, err
@@ -147,7 +147,7 @@ func (s *Store) GetLogArchive(ctx context.Context, account, app, typ string, fro
 // LogArchiveData reads an archive's file: one Query of its chunks.
 // A file whose chunks are not all there (expired under the reader) is
 // domain.ErrNotFound, never a part.
-func (s *Store) LogArchiveData(ctx context.Context, a domain.LogArchive) ([]byte, error) {
+func (s *Logs) LogArchiveData(ctx context.Context, a domain.LogArchive) ([]byte, error) {
 	items, err := s.query(ctx, "read log archive", &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("PK = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avStr(logArchiveBlobPK(a.Account, a.Blob))},
@@ -179,7 +179,7 @@ func (s *Store) LogArchiveData(ctx context.Context, a domain.LogArchive) ([]byte
 // pinned (a request's If-Match) deletes a only as read, the file it
 // names (an archive prepared again for the same range has another):
 // anything else, missing included, is domain.ErrChanged.
-func (s *Store) DeleteLogArchive(ctx context.Context, a domain.LogArchive, pinned bool) error {
+func (s *Logs) DeleteLogArchive(ctx context.Context, a domain.LogArchive, pinned bool) error {
 	meta := &types.Delete{TableName: aws.String(s.table), Key: key(logArchivesPK(a.Account), LogArchiveSK(a.App, a.Type, a.From, a.To))}
 	if pinned {
 		meta.ConditionExpression = aws.String("#b = :b")

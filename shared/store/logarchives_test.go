@@ -65,7 +65,7 @@ func TestLogArchiveReplacementDeletesTheOldChunks(t *testing.T) {
 	first := archiveOf("app1", hour, "blobone", store.LogArchiveChunkBytes+10)
 	other := archiveOf("app2", hour, "blobother", 100)
 	for _, a := range []domain.LogArchive{first, other} {
-		if err := st.PutLogArchive(ctx, a, data(a.Size)); err != nil {
+		if err := st.Logs.PutLogArchive(ctx, a, data(a.Size)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,17 +75,17 @@ func TestLogArchiveReplacementDeletesTheOldChunks(t *testing.T) {
 
 	second := archiveOf("app1", hour, "blobtwo", 200)
 	want := data(second.Size)
-	if err := st.PutLogArchive(ctx, second, want); err != nil {
+	if err := st.Logs.PutLogArchive(ctx, second, want); err != nil {
 		t.Fatal(err)
 	}
 	if got := archiveChunks(t, d, "a1"); len(got) != 2 || got["blobtwo"] != 1 || got["blobother"] != 1 {
 		t.Fatalf("after the replacement: chunks %v, want only blobtwo's 1 and blobother's 1", got)
 	}
-	hdr, err := st.GetLogArchive(ctx, "a1", "app1", "custom", hour, hour.Add(time.Hour), time.Now())
+	hdr, err := st.Logs.GetLogArchive(ctx, "a1", "app1", "custom", hour, hour.Add(time.Hour), time.Now())
 	if err != nil || hdr.Blob != "blobtwo" {
 		t.Fatalf("header %+v %v", hdr, err)
 	}
-	if got, err := st.LogArchiveData(ctx, hdr); err != nil || !bytes.Equal(got, want) {
+	if got, err := st.Logs.LogArchiveData(ctx, hdr); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("the new file: %d bytes, %v", len(got), err)
 	}
 
@@ -99,11 +99,11 @@ func TestLogArchiveReplacementDeletesTheOldChunks(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			a := archiveOf("app1", hour, fmt.Sprintf("blobrace%d", i), 300)
-			errs[i] = st.PutLogArchive(ctx, a, data(a.Size))
+			errs[i] = st.Logs.PutLogArchive(ctx, a, data(a.Size))
 		}()
 	}
 	wg.Wait()
-	hdr, err = st.GetLogArchive(ctx, "a1", "app1", "custom", hour, hour.Add(time.Hour), time.Now())
+	hdr, err = st.Logs.GetLogArchive(ctx, "a1", "app1", "custom", hour, hour.Add(time.Hour), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ type LogDay struct {
 // harmless. The index may be written while a chunk write fails: an hour
 // indexed without chunks costs a later query one wasted (empty) Query, and
 // the retry writes the chunks it names.
-func (s *Store) PutLogs(ctx context.Context, recs []domain.LogItem, index []LogDay) error {
+func (s *Logs) PutLogs(ctx context.Context, recs []domain.LogItem, index []LogDay) error {
 	reqs := make([]types.WriteRequest, 0, len(recs))
 	seen := make(map[string]bool, len(recs))
 	indexed := make(map[string]bool, len(index)*2)
@@ -160,7 +160,7 @@ func (s *Store) PutLogs(ctx context.Context, recs []domain.LogItem, index []LogD
 // (The partitions themselves are still read eventually consistently, as
 // before the index: a chunk written within the last second or so can be
 // missing from its partition's Query.)
-func (s *Store) LogHours(ctx context.Context, app, typ string, from, to time.Time) ([]time.Time, error) {
+func (s *Logs) LogHours(ctx context.Context, app, typ string, from, to time.Time) ([]time.Time, error) {
 	first := from.UTC().Truncate(LogPartitionSpan)
 	last := to.UTC().Add(-time.Nanosecond).Truncate(LogPartitionSpan)
 	if last.Before(first) {
@@ -216,7 +216,7 @@ type LogRange struct {
 // ScanLogs reads the chunks of one partition whose time is within
 // [From, To), in time order, page by page, handing each to yield until it
 // returns false: a query stops reading as soon as it has what it needs.
-func (s *Store) ScanLogs(ctx context.Context, r LogRange, yield func(domain.LogItem) bool) error {
+func (s *Logs) ScanLogs(ctx context.Context, r LogRange, yield func(domain.LogItem) bool) error {
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		KeyConditionExpression: aws.String("PK = :pk AND SK BETWEEN :a AND :b"),

@@ -24,7 +24,7 @@ func TestLogHourIndex(t *testing.T) {
 
 	// A chunk whose hour the index does not name is refused before any call.
 	d.Counter.Reset()
-	err := st.PutLogs(ctx, []domain.LogItem{chunk(at(3), "a")}, []store.LogDay{{App: "app1", Type: "access", Day: day, Hours: []int{4}}})
+	err := st.Logs.PutLogs(ctx, []domain.LogItem{chunk(at(3), "a")}, []store.LogDay{{App: "app1", Type: "access", Day: day, Hours: []int{4}}})
 	if err == nil || !strings.Contains(err.Error(), "not in the hour index") || d.Counter.Total() != 0 {
 		t.Fatalf("unindexed chunk: %v, %d calls", err, d.Counter.Total())
 	}
@@ -32,7 +32,7 @@ func TestLogHourIndex(t *testing.T) {
 	// Hours of two days, written in one round (sets added to, duplicates once).
 	d.Counter.SetDelay(20 * time.Millisecond)
 	d.Counter.Reset()
-	err = st.PutLogs(ctx, []domain.LogItem{chunk(at(3), "a"), chunk(at(23), "b"), chunk(at(25), "c")}, []store.LogDay{
+	err = st.Logs.PutLogs(ctx, []domain.LogItem{chunk(at(3), "a"), chunk(at(23), "b"), chunk(at(25), "c")}, []store.LogDay{
 		{App: "app1", Type: "access", Day: day, Hours: []int{3, 23, 3}, TTL: 1},
 		{App: "app1", Type: "access", Day: day.Add(24 * time.Hour), Hours: []int{1}, TTL: 2},
 	})
@@ -40,7 +40,7 @@ func TestLogHourIndex(t *testing.T) {
 	if err != nil || d.Counter.Total() != 3 || d.Counter.Sequential() != 1 {
 		t.Fatalf("put: %v, %d calls (%d sequential), want 3 in 1 (BatchWriteItem beside two UpdateItems)", err, d.Counter.Total(), d.Counter.Sequential())
 	}
-	if err := st.PutLogs(ctx, []domain.LogItem{chunk(at(5), "d")}, []store.LogDay{{App: "app1", Type: "access", Day: at(5), Hours: []int{5}, TTL: 1}}); err != nil {
+	if err := st.Logs.PutLogs(ctx, []domain.LogItem{chunk(at(5), "d")}, []store.LogDay{{App: "app1", Type: "access", Day: at(5), Hours: []int{5}, TTL: 1}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -56,7 +56,7 @@ func TestLogHourIndex(t *testing.T) {
 		{day.Add(-48 * time.Hour), day, nil},
 	} {
 		d.Counter.Reset()
-		got, err := st.LogHours(ctx, "app1", "access", c.from, c.to)
+		got, err := st.Logs.LogHours(ctx, "app1", "access", c.from, c.to)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func TestLogHourIndex(t *testing.T) {
 			t.Fatalf("[%s, %s): hours %v, want %v (%d calls, want 1)", c.from, c.to, hours, c.want, d.Counter.Total())
 		}
 	}
-	if got, err := st.LogHours(ctx, "app1", "cdn", day, day.Add(48*time.Hour)); err != nil || len(got) != 0 {
+	if got, err := st.Logs.LogHours(ctx, "app1", "cdn", day, day.Add(48*time.Hour)); err != nil || len(got) != 0 {
 		t.Fatalf("another type: %v %v", got, err)
 	}
 }

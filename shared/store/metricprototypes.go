@@ -26,7 +26,7 @@ func metricProtoKey(p domain.MetricPrototype) keyAttrs {
 // CreateMetricPrototype writes a new prototype of p.Account, which must
 // exist and not be being deleted (a conflict otherwise), and counts it in
 // the account's usage item, which the account's deletion reads.
-func (s *Store) CreateMetricPrototype(ctx context.Context, p domain.MetricPrototype) error {
+func (s *Metrics) CreateMetricPrototype(ctx context.Context, p domain.MetricPrototype) error {
 	put, err := s.put(metricProtoKey(p), p)
 	if err != nil {
 		return err
@@ -47,7 +47,7 @@ func (s *Store) CreateMetricPrototype(ctx context.Context, p domain.MetricProtot
 
 // GetMetricPrototype reads a prototype of account; one of another account
 // is domain.ErrNotFound, exactly like a missing one.
-func (s *Store) GetMetricPrototype(ctx context.Context, account, id string) (domain.MetricPrototype, error) {
+func (s *Metrics) GetMetricPrototype(ctx context.Context, account, id string) (domain.MetricPrototype, error) {
 	var p domain.MetricPrototype
 	if err := s.getItem(ctx, "get metric prototype", metricProtoPK(id), skMetricProto, &p); err != nil {
 		return domain.MetricPrototype{}, err
@@ -61,8 +61,8 @@ func (s *Store) GetMetricPrototype(ctx context.Context, account, id string) (dom
 // PageMetricPrototypes reads at most n prototypes of account after
 // position after in creation order (desc: newest first), with their
 // positions and whether more may follow: one Query of n items.
-func (s *Store) PageMetricPrototypes(ctx context.Context, account, after string, desc bool, n int) ([]domain.MetricPrototype, []string, bool, error) {
-	return pageOf[domain.MetricPrototype](ctx, s, collection{op: "list metric prototypes", index: IndexGSI1, pk: metricProtosGSI(account), skPrefix: metricProtosGSISKPrefix,
+func (s *Metrics) PageMetricPrototypes(ctx context.Context, account, after string, desc bool, n int) ([]domain.MetricPrototype, []string, bool, error) {
+	return pageOf[domain.MetricPrototype](ctx, s.Table, collection{op: "list metric prototypes", index: IndexGSI1, pk: metricProtosGSI(account), skPrefix: metricProtosGSISKPrefix,
 		tableKey: func(pos string) (string, string) { return metricProtoPK(idOf(pos)), skMetricProto }}, after, desc, n)
 }
 
@@ -71,7 +71,7 @@ func (s *Store) PageMetricPrototypes(ctx context.Context, account, after string,
 // returns no old item, so the prototype is read first (prototypes are
 // never changed, so the one read is the one deleted); the delete and the
 // account's usage count change in one transaction.
-func (s *Store) DeleteMetricPrototype(ctx context.Context, account, id string) (domain.MetricPrototype, error) {
+func (s *Metrics) DeleteMetricPrototype(ctx context.Context, account, id string) (domain.MetricPrototype, error) {
 	ctx = withLists(ctx, metricProtoPK(id), skMetricProto, metricProtosGSI(account))
 	p, err := s.GetMetricPrototype(ctx, account, id)
 	if err != nil {

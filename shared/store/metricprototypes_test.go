@@ -16,48 +16,48 @@ func TestMetricPrototypesBelongToTheirAccount(t *testing.T) {
 	ctx := context.Background()
 	root := rootAccount(t, st)
 	a1 := subAccount(root, "a1", "Acme")
-	if err := st.CreateSubAccount(ctx, a1, nil); err != nil {
+	if err := st.Accounts.CreateSubAccount(ctx, a1, nil); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	filter := "elapsed > 100"
 	p := domain.MetricPrototype{ID: "p1", Account: "a1", DefaultName: "slow", Display: "slow", Expression: "count()", Filter: &filter,
 		LogType: "proxy-logs", DefaultFrequency: 60, CreatedBy: "/v2/users/u1", Created: now}
-	if err := st.CreateMetricPrototype(ctx, p); err != nil {
+	if err := st.Metrics.CreateMetricPrototype(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	var c *domain.Error
-	if err := st.CreateMetricPrototype(ctx, p); !errors.As(err, &c) || c.Code != domain.Conflict {
+	if err := st.Metrics.CreateMetricPrototype(ctx, p); !errors.As(err, &c) || c.Code != domain.Conflict {
 		t.Errorf("same id again: %v, want a conflict", err)
 	}
 	orphan := p
 	orphan.ID, orphan.Account = "p2", "nosuchaccount"
-	if err := st.CreateMetricPrototype(ctx, orphan); !errors.As(err, &c) || c.Code != domain.Conflict || !strings.Contains(c.Message, "no longer exists") {
+	if err := st.Metrics.CreateMetricPrototype(ctx, orphan); !errors.As(err, &c) || c.Code != domain.Conflict || !strings.Contains(c.Message, "no longer exists") {
 		t.Errorf("in a missing account: %v, want a conflict", err)
 	}
-	got, err := st.GetMetricPrototype(ctx, "a1", "p1")
+	got, err := st.Metrics.GetMetricPrototype(ctx, "a1", "p1")
 	if err != nil || got.Filter == nil || *got.Filter != filter || got.Expression != "count()" || !got.Created.Equal(now) {
 		t.Fatalf("get: %+v %v", got, err)
 	}
-	if _, err := st.GetMetricPrototype(ctx, "root", "p1"); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := st.Metrics.GetMetricPrototype(ctx, "root", "p1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("another account's: %v, want ErrNotFound", err)
 	}
-	if _, err := st.DeleteMetricPrototype(ctx, "root", "p1"); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := st.Metrics.DeleteMetricPrototype(ctx, "root", "p1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("delete from another account: %v, want ErrNotFound", err)
 	}
 
 	// The account cannot be deleted while it has one.
-	if _, err := st.DeleteAccount(ctx, "a1"); !errors.As(err, &c) || c.Code != domain.Conflict || !strings.Contains(c.Message, "metric prototypes") {
+	if _, err := st.Accounts.DeleteAccount(ctx, "a1"); !errors.As(err, &c) || c.Code != domain.Conflict || !strings.Contains(c.Message, "metric prototypes") {
 		t.Errorf("delete the account: %v, want a conflict naming metric prototypes", err)
 	}
-	del, err := st.DeleteMetricPrototype(ctx, "a1", "p1")
+	del, err := st.Metrics.DeleteMetricPrototype(ctx, "a1", "p1")
 	if err != nil || del.ID != "p1" || del.DefaultName != "slow" {
 		t.Fatalf("delete: %+v %v", del, err)
 	}
-	if _, err := st.GetMetricPrototype(ctx, "a1", "p1"); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := st.Metrics.GetMetricPrototype(ctx, "a1", "p1"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("after delete: %v", err)
 	}
-	if _, err := st.DeleteAccount(ctx, "a1"); err != nil {
+	if _, err := st.Accounts.DeleteAccount(ctx, "a1"); err != nil {
 		t.Errorf("delete the emptied account: %v", err)
 	}
 }
@@ -70,14 +70,14 @@ func TestPageMetricPrototypesInCreationOrder(t *testing.T) {
 	for i := range 5 {
 		p := domain.MetricPrototype{ID: fmt.Sprintf("p%d", i), Account: "root", DefaultName: "m", Display: "m", Expression: "count()",
 			LogType: "pageviews", DefaultFrequency: 60, Created: base.Add(time.Duration(i) * time.Second)}
-		if err := st.CreateMetricPrototype(ctx, p); err != nil {
+		if err := st.Metrics.CreateMetricPrototype(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var got []string
 	after := ""
 	for range 10 {
-		ps, pos, more, err := st.PageMetricPrototypes(ctx, "root", after, false, 2)
+		ps, pos, more, err := st.Metrics.PageMetricPrototypes(ctx, "root", after, false, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func TestPageMetricPrototypesInCreationOrder(t *testing.T) {
 	if strings.Join(got, ",") != "p0,p1,p2,p3,p4" {
 		t.Errorf("pages: %v", got)
 	}
-	ps, _, _, err := st.PageMetricPrototypes(ctx, "root", "", true, 1)
+	ps, _, _, err := st.Metrics.PageMetricPrototypes(ctx, "root", "", true, 1)
 	if err != nil || len(ps) != 1 || ps[0].ID != "p4" {
 		t.Errorf("newest first: %+v %v", ps, err)
 	}

@@ -106,7 +106,7 @@ func (e *MetricDuplicateError) Error() string {
 }
 
 // ApplyMetricStep applies one step in one transaction: all of it or none.
-func (s *Store) ApplyMetricStep(ctx context.Context, step MetricStep) error {
+func (s *Metrics) ApplyMetricStep(ctx context.Context, step MetricStep) error {
 	ops := make([]types.TransactWriteItem, 0, len(step.Dedup)+len(step.Updates))
 	ttl := s.now().Add(metricDedupKeep).Unix()
 	for _, d := range step.Dedup {
@@ -135,7 +135,7 @@ func (s *Store) ApplyMetricStep(ctx context.Context, step MetricStep) error {
 	return err
 }
 
-func (s *Store) metricDedupOp(d MetricDedup, ttl int64) (types.TransactWriteItem, error) {
+func (s *Metrics) metricDedupOp(d MetricDedup, ttl int64) (types.TransactWriteItem, error) {
 	next := avNum(int64(d.Step + 1))
 	cur := avNum(int64(d.Step))
 	switch {
@@ -179,7 +179,7 @@ func (s *Store) metricDedupOp(d MetricDedup, ttl int64) (types.TransactWriteItem
 
 // metricUpdateOp ADDs every attribute; equal amounts share one value
 // placeholder, which keeps the expression (at most 4 KB) short.
-func (s *Store) metricUpdateOp(u MetricUpdate) *types.Update {
+func (s *Metrics) metricUpdateOp(u MetricUpdate) *types.Update {
 	names := make(map[string]string, len(u.Attrs)+2)
 	values := make(map[string]types.AttributeValue, 8)
 	byValue := make(map[int64]string, 8)
@@ -215,7 +215,7 @@ func (s *Store) metricUpdateOp(u MetricUpdate) *types.Update {
 // MetricProgress reads how far a unit got: the steps done and, for a
 // marker, how many it has. A missing marker has done nothing; a missing
 // outbox item was finished (or never existed), so it reports done.
-func (s *Store) MetricProgress(ctx context.Context, kind MetricDedupKind, id string) (step int, done bool, err error) {
+func (s *Metrics) MetricProgress(ctx context.Context, kind MetricDedupKind, id string) (step int, done bool, err error) {
 	pk, sk := metricMarkerPK(id), skMetricMarker
 	if kind == MetricOutbox {
 		pk, sk = metricEventPK(id), skMetricEvent
@@ -242,7 +242,7 @@ func (s *Store) MetricProgress(ctx context.Context, kind MetricDedupKind, id str
 
 // MetricChunks reads chunks by key (BatchGetItem, 100 keys per call, in
 // parallel). Chunks that were never written are absent from the result.
-func (s *Store) MetricChunks(ctx context.Context, keys []MetricChunkKey) (map[MetricChunkKey]map[string]int64, error) {
+func (s *Metrics) MetricChunks(ctx context.Context, keys []MetricChunkKey) (map[MetricChunkKey]map[string]int64, error) {
 	if len(keys) == 0 {
 		return map[MetricChunkKey]map[string]int64{}, nil
 	}
@@ -298,7 +298,7 @@ type MetricEvent struct {
 	Outbox  *OutboxMarker `dynamodbav:"-"`
 }
 
-func (s *Store) metricEventPut(e MetricEvent) (types.TransactWriteItem, error) {
+func (s *Metrics) metricEventPut(e MetricEvent) (types.TransactWriteItem, error) {
 	m := e.Outbox
 	if m == nil || m.Queue == "" {
 		return types.TransactWriteItem{}, fmt.Errorf("metric event %s: no outbox marker", e.ID)

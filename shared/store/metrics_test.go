@@ -18,27 +18,27 @@ func TestMetricStepsAreAppliedOnce(t *testing.T) {
 	step := func(i, n int) store.MetricStep {
 		return store.MetricStep{Dedup: []store.MetricDedup{{Kind: store.MetricMarker, ID: "b1", Step: i, Steps: n}}, Updates: []store.MetricUpdate{up}}
 	}
-	if err := st.ApplyMetricStep(ctx, step(0, 2)); err != nil {
+	if err := st.Metrics.ApplyMetricStep(ctx, step(0, 2)); err != nil {
 		t.Fatal(err)
 	}
 	// Step 0 again (a redelivery) is refused as a duplicate, with nothing added.
 	var dup *store.MetricDuplicateError
-	if err := st.ApplyMetricStep(ctx, step(0, 2)); !errors.As(err, &dup) || len(dup.Dedup) != 1 {
+	if err := st.Metrics.ApplyMetricStep(ctx, step(0, 2)); !errors.As(err, &dup) || len(dup.Dedup) != 1 {
 		t.Fatalf("repeated step 0: %v", err)
 	}
-	if s, done, err := st.MetricProgress(ctx, store.MetricMarker, "b1"); err != nil || s != 1 || done {
+	if s, done, err := st.Metrics.MetricProgress(ctx, store.MetricMarker, "b1"); err != nil || s != 1 || done {
 		t.Fatalf("progress after step 0: %d %v %v", s, done, err)
 	}
-	if err := st.ApplyMetricStep(ctx, step(1, 2)); err != nil {
+	if err := st.Metrics.ApplyMetricStep(ctx, step(1, 2)); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.ApplyMetricStep(ctx, step(1, 2)); !errors.As(err, &dup) {
+	if err := st.Metrics.ApplyMetricStep(ctx, step(1, 2)); !errors.As(err, &dup) {
 		t.Fatalf("repeated step 1: %v", err)
 	}
-	if _, done, _ := st.MetricProgress(ctx, store.MetricMarker, "b1"); !done {
+	if _, done, _ := st.Metrics.MetricProgress(ctx, store.MetricMarker, "b1"); !done {
 		t.Fatal("not done after the last step")
 	}
-	got, err := st.MetricChunks(ctx, []store.MetricChunkKey{k, {Scope: "app#a1", Tier: "s10", Start: 0}})
+	got, err := st.Metrics.MetricChunks(ctx, []store.MetricChunkKey{k, {Scope: "app#a1", Tier: "s10", Start: 0}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,10 +46,10 @@ func TestMetricStepsAreAppliedOnce(t *testing.T) {
 		t.Fatalf("chunk %v", got)
 	}
 	// An event unit without its outbox item is done: nothing is added.
-	if err := st.ApplyMetricStep(ctx, store.MetricStep{Dedup: []store.MetricDedup{{Kind: store.MetricOutbox, ID: "e1", Steps: 1}}, Updates: []store.MetricUpdate{up}}); !errors.As(err, &dup) {
+	if err := st.Metrics.ApplyMetricStep(ctx, store.MetricStep{Dedup: []store.MetricDedup{{Kind: store.MetricOutbox, ID: "e1", Steps: 1}}, Updates: []store.MetricUpdate{up}}); !errors.As(err, &dup) {
 		t.Fatalf("event without outbox: %v", err)
 	}
-	if _, done, _ := st.MetricProgress(ctx, store.MetricOutbox, "e1"); !done {
+	if _, done, _ := st.Metrics.MetricProgress(ctx, store.MetricOutbox, "e1"); !done {
 		t.Fatal("a missing outbox item must read as done")
 	}
 }

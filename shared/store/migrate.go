@@ -60,7 +60,7 @@ const migrateFanOut = 8
 
 // GetSchemaMigration reads the migration's progress (domain.ErrNotFound
 // before the first run).
-func (s *Store) GetSchemaMigration(ctx context.Context) (domain.SchemaMigration, error) {
+func (s *Installation) GetSchemaMigration(ctx context.Context) (domain.SchemaMigration, error) {
 	var m domain.SchemaMigration
 	err := s.getItem(ctx, "get schema migration", pkInstallation, skSchemaMigration, &m)
 	return m, err
@@ -69,7 +69,7 @@ func (s *Store) GetSchemaMigration(ctx context.Context) (domain.SchemaMigration,
 // PutSchemaMigration records the migration's progress, unless the table
 // records a later version (older code of a rolled-back deployment must
 // not move it back): then it is a *domain.Error.
-func (s *Store) PutSchemaMigration(ctx context.Context, m domain.SchemaMigration) error {
+func (s *Installation) PutSchemaMigration(ctx context.Context, m domain.SchemaMigration) error {
 	it, err := item(keyAttrs{PK: pkInstallation, SK: skSchemaMigration, Entity: "schema_migration"}, m)
 	if err != nil {
 		return err
@@ -115,7 +115,7 @@ type MigrationPage struct {
 // the start) and fixes them. nameKey is shared/names.Key, given by the
 // caller so that the store does not link the confusables table every
 // function would then carry.
-func (s *Store) MigratePage(ctx context.Context, afterPK, afterSK string, limit int, nameKey func(string) string) (MigrationPage, error) {
+func (s *Installation) MigratePage(ctx context.Context, afterPK, afterSK string, limit int, nameKey func(string) string) (MigrationPage, error) {
 	if nameKey == nil {
 		return MigrationPage{}, errors.New("migrate: no name key function")
 	}
@@ -176,7 +176,7 @@ func (r *itemResult) add(k string, n int) {
 	r.fixed[k] += n
 }
 
-func (s *Store) migrateItem(ctx context.Context, it map[string]types.AttributeValue, nameKey func(string) string) (itemResult, error) {
+func (s *Installation) migrateItem(ctx context.Context, it map[string]types.AttributeValue, nameKey func(string) string) (itemResult, error) {
 	var r itemResult
 	entity := str(it["entity"])
 	want, ok, err := s.keysFor(entity, it)
@@ -246,7 +246,7 @@ func (s *Store) migrateItem(ctx context.Context, it map[string]types.AttributeVa
 
 // keysFor is the keys the current code writes for the item: false for an
 // entity without index keys.
-func (s *Store) keysFor(entity string, it map[string]types.AttributeValue) (keyAttrs, bool, error) {
+func (s *Installation) keysFor(entity string, it map[string]types.AttributeValue) (keyAttrs, bool, error) {
 	switch entity {
 	case "account":
 		return keysOf(it, accountKey)
@@ -256,9 +256,9 @@ func (s *Store) keysFor(entity string, it map[string]types.AttributeValue) (keyA
 		return keysOf(it, groupKey)
 	case "principal":
 		if str(it["kind"]) == domain.KindServiceUser {
-			return keysOf(it, func(u domain.ServiceUser) keyAttrs { return s.serviceUserWrites(u)[0].k })
+			return keysOf(it, func(u domain.ServiceUser) keyAttrs { return s.repos.Principals.serviceUserWrites(u)[0].k })
 		}
-		return keysOf(it, func(p domain.Principal) keyAttrs { return s.principalWrites(p)[0].k })
+		return keysOf(it, func(p domain.Principal) keyAttrs { return s.repos.Principals.principalWrites(p)[0].k })
 	case "access_key":
 		return keysOf(it, accessKeyKey)
 	case "grant", "group_grant":
@@ -308,7 +308,7 @@ func str(v types.AttributeValue) string {
 // one a later state of the item will (an invitation once sent) or one
 // that is not the migration's to judge. ddb.ErrConditionFailed: the item
 // changed since it was read (its current writer wrote the keys) or is gone.
-func (s *Store) fixKeys(ctx context.Context, it map[string]types.AttributeValue, want keyAttrs) (bool, error) {
+func (s *Installation) fixKeys(ctx context.Context, it map[string]types.AttributeValue, want keyAttrs) (bool, error) {
 	var (
 		set   []string
 		conds = []string{"attribute_exists(PK)"}
@@ -359,7 +359,7 @@ func (s *Store) fixKeys(ctx context.Context, it map[string]types.AttributeValue,
 // of its applications, address sets, sub-accounts, application tests and
 // metric prototypes (version 2), custom roles, groups, service users and
 // role and group invitations (version 3), as the create transactions would have kept it.
-func (s *Store) fixUsage(ctx context.Context, account string) (written, skipped int, err error) {
+func (s *Installation) fixUsage(ctx context.Context, account string) (written, skipped int, err error) {
 	gsi := func(pk string) func(context.Context) (int, error) {
 		return func(ctx context.Context) (int, error) { return s.countGSI1(ctx, pk) }
 	}
@@ -370,7 +370,7 @@ func (s *Store) fixUsage(ctx context.Context, account string) (written, skipped 
 		{usageTests, gsi(appTestsGSI(account))},
 		{usageMetricPrototypes, gsi(metricProtosGSI(account))},
 		{domain.ResourceRoles, func(ctx context.Context) (int, error) {
-			roles, _, err := s.rbacPartition(ctx, account)
+			roles, _, err := s.repos.Roles.rbacPartition(ctx, account)
 			n := 0
 			for _, r := range roles {
 				if r.Custom() {
@@ -380,7 +380,7 @@ func (s *Store) fixUsage(ctx context.Context, account string) (written, skipped 
 			return n, err
 		}},
 		{domain.ResourceGroups, func(ctx context.Context) (int, error) {
-			_, groups, err := s.rbacPartition(ctx, account)
+			_, groups, err := s.repos.Roles.rbacPartition(ctx, account)
 			return len(groups), err
 		}},
 		{domain.ResourceServiceUsers, gsi(serviceUsersGSI(account))},
@@ -390,7 +390,7 @@ func (s *Store) fixUsage(ctx context.Context, account string) (written, skipped 
 }
 
 // countInvitations counts an account's invitations of kind (consistent).
-func (s *Store) countInvitations(account, kind string) func(context.Context) (int, error) {
+func (s *Installation) countInvitations(account, kind string) func(context.Context) (int, error) {
 	return func(ctx context.Context) (int, error) {
 		items, err := s.query(ctx, "count invitations", &dynamodb.QueryInput{
 			KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :sk)"),
@@ -404,7 +404,7 @@ func (s *Store) countInvitations(account, kind string) func(context.Context) (in
 // fixAppUsage writes an application's usage counts that are missing: its
 // actions and page controls (version 3; current versions only, as
 // CreatePageControl counts).
-func (s *Store) fixAppUsage(ctx context.Context, app string) (written, skipped int, err error) {
+func (s *Installation) fixAppUsage(ctx context.Context, app string) (written, skipped int, err error) {
 	return s.fixCounts(ctx, appPK(app), []usageCount{
 		{domain.ResourceActions, func(ctx context.Context) (int, error) {
 			items, err := s.query(ctx, "count actions", &dynamodb.QueryInput{
@@ -445,7 +445,7 @@ type usageCount struct {
 // its count is off by the creates and deletes made before it,
 // docs/deploy.md). Running again writes nothing: each item is then
 // present.
-func (s *Store) fixCounts(ctx context.Context, pk string, kinds []usageCount) (written, skipped int, err error) {
+func (s *Installation) fixCounts(ctx context.Context, pk string, kinds []usageCount) (written, skipped int, err error) {
 	keys := make([]map[string]types.AttributeValue, len(kinds))
 	for i, k := range kinds {
 		keys[i] = key(pk, usageSK(k.kind))
@@ -490,7 +490,7 @@ func (s *Store) fixCounts(ctx context.Context, pk string, kinds []usageCount) (w
 }
 
 // countGSI1 counts the items of a GSI1 partition (all pages).
-func (s *Store) countGSI1(ctx context.Context, pk string) (int, error) {
+func (s *Installation) countGSI1(ctx context.Context, pk string) (int, error) {
 	in := gsiQuery(pk)
 	in.TableName, in.Select = aws.String(s.table), types.SelectCount
 	n := 0
@@ -512,7 +512,7 @@ func (s *Store) countGSI1(ctx context.Context, pk string) (int, error) {
 // change only with the configuration, which raises it, so a claim is
 // never written for an alias a has dropped meanwhile. Aliases another
 // application claims are returned, not written.
-func (s *Store) fixClaims(ctx context.Context, a domain.Application) (written, skipped int, taken []string, err error) {
+func (s *Installation) fixClaims(ctx context.Context, a domain.Application) (written, skipped int, taken []string, err error) {
 	if len(a.Aliases) == 0 {
 		return 0, 0, nil, nil
 	}
@@ -535,7 +535,7 @@ func (s *Store) fixClaims(ctx context.Context, a domain.Application) (written, s
 		case ok:
 			taken = append(taken, domain.AliasKey(al))
 		default:
-			c, err := s.claimAlias(a.Account, a.ID, al)
+			c, err := s.repos.Applications.claimAlias(a.Account, a.ID, al)
 			if err != nil {
 				return 0, 0, taken, err
 			}
@@ -579,7 +579,7 @@ const (
 // rename or a DELETE that read it first decides instead), the new claim
 // is written only if no other account holds it, and the old one deleted
 // only if it is a's. A second run finds the key set and writes nothing.
-func (s *Store) migrateNameClaim(ctx context.Context, a domain.AccountRecord, updated types.AttributeValue, want string) (claimResult, error) {
+func (s *Installation) migrateNameClaim(ctx context.Context, a domain.AccountRecord, updated types.AttributeValue, want string) (claimResult, error) {
 	if a.NameKey == want {
 		return claimCurrent, nil
 	}

@@ -41,7 +41,7 @@ func rawStore(t *testing.T) *Store {
 	return New(c, "t")
 }
 
-func (s *Store) raw(t *testing.T, pk, sk string) map[string]types.AttributeValue {
+func (s *Table) raw(t *testing.T, pk, sk string) map[string]types.AttributeValue {
 	t.Helper()
 	out, err := s.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(pk, sk), ConsistentRead: aws.Bool(true)})
 	if err != nil {
@@ -58,11 +58,11 @@ func TestMigrationNeverOverwritesANewerWrite(t *testing.T) {
 	s := rawStore(t)
 	ctx := context.Background()
 	now := s.Now()
-	if err := s.CreateAccount(ctx, domain.Account{ID: "a1", Name: "A1", Keyword: "a1", Created: now, Updated: now}, nil); err != nil {
+	if err := s.Accounts.CreateAccount(ctx, domain.Account{ID: "a1", Name: "A1", Keyword: "a1", Created: now, Updated: now}, nil); err != nil {
 		t.Fatal(err)
 	}
 	r := domain.Role{AccountID: "a1", ID: "r1", Name: "r", Version: 1, Created: now, Updated: now}
-	if err := s.CreateRole(ctx, r); err != nil {
+	if err := s.Roles.CreateRole(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	// As older code left it, and as the migration read it.
@@ -74,11 +74,11 @@ func TestMigrationNeverOverwritesANewerWrite(t *testing.T) {
 	}
 	// The API's write in between: a newer version, with its keys.
 	r.Description, r.Version = "newer", 2
-	if err := s.PutRole(ctx, r); err != nil {
+	if err := s.Roles.PutRole(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	newer := s.raw(t, rbacPK("a1"), roleSK("r1"))
-	if _, err := s.fixKeys(ctx, stale, roleKey(r)); !errors.Is(err, ddb.ErrConditionFailed) {
+	if _, err := s.Installation.fixKeys(ctx, stale, roleKey(r)); !errors.Is(err, ddb.ErrConditionFailed) {
 		t.Fatalf("keys set on a role changed since read: %v", err)
 	}
 	if got := s.raw(t, rbacPK("a1"), roleSK("r1")); !reflect.DeepEqual(got, newer) {
@@ -88,14 +88,14 @@ func TestMigrationNeverOverwritesANewerWrite(t *testing.T) {
 	if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: key(rbacPK("a1"), roleSK("r1"))}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.fixKeys(ctx, stale, roleKey(r)); !errors.Is(err, ddb.ErrConditionFailed) || s.raw(t, rbacPK("a1"), roleSK("r1")) != nil {
+	if _, err := s.Installation.fixKeys(ctx, stale, roleKey(r)); !errors.Is(err, ddb.ErrConditionFailed) || s.raw(t, rbacPK("a1"), roleSK("r1")) != nil {
 		t.Fatalf("a deleted role came back: %v", err)
 	}
 
 	// An application read with an alias whose claim is missing, which the
 	// API then drops (a configuration change: a new version).
 	a := domain.Application{ID: "p1", Account: "a1", State: domain.AppStopped, Config: "{}", Aliases: []string{"old.example.com"}, Version: 1, Created: now, Updated: now}
-	if err := s.CreateApplication(ctx, a, domain.Quota{}); err != nil {
+	if err := s.Applications.CreateApplication(ctx, a, domain.Quota{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: key(aliasPK("old.example.com"), skAlias)}); err != nil {
@@ -106,7 +106,7 @@ func TestMigrationNeverOverwritesANewerWrite(t *testing.T) {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":v": avNum(2), ":none": &types.AttributeValueMemberL{}}}); err != nil {
 		t.Fatal(err)
 	}
-	n, skipped, _, err := s.fixClaims(ctx, a)
+	n, skipped, _, err := s.Installation.fixClaims(ctx, a)
 	if err != nil || n != 0 || skipped != 1 || s.raw(t, aliasPK("old.example.com"), skAlias) != nil {
 		t.Fatalf("claim of a dropped alias: %d written, %d skipped, %v", n, skipped, err)
 	}
@@ -117,7 +117,7 @@ func TestMigrationNeverOverwritesANewerWrite(t *testing.T) {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":a": &types.AttributeValueMemberL{Value: []types.AttributeValue{avStr("old.example.com")}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if n, _, _, err := s.fixClaims(ctx, a); err != nil || n != 1 || s.raw(t, aliasPK("old.example.com"), skAlias) == nil {
+	if n, _, _, err := s.Installation.fixClaims(ctx, a); err != nil || n != 1 || s.raw(t, aliasPK("old.example.com"), skAlias) == nil {
 		t.Fatalf("claim of a current alias: %d written, %v", n, err)
 	}
 }
@@ -132,7 +132,7 @@ func TestMigrationLeavesAnItemNamingAnotherKey(t *testing.T) {
 	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: odd}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := s.MigratePage(ctx, "", "", 10, names.Key)
+	p, err := s.Installation.MigratePage(ctx, "", "", 10, names.Key)
 	if err != nil || len(p.Odd) != 1 || len(p.Fixed) != 0 {
 		t.Fatalf("page: %+v %v", p, err)
 	}

@@ -17,7 +17,7 @@ import (
 func legacyAccount(t *testing.T, s *Store, id, name string) {
 	t.Helper()
 	now := s.Now()
-	if err := s.CreateAccount(context.Background(), domain.Account{ID: id, Name: name, Keyword: id, Ancestors: []string{}, Created: now, Updated: now}, nil); err != nil {
+	if err := s.Accounts.CreateAccount(context.Background(), domain.Account{ID: id, Name: name, Keyword: id, Ancestors: []string{}, Created: now, Updated: now}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if s.raw(t, legacyAccountNamePK(name), skAccountName) == nil {
@@ -50,7 +50,7 @@ func TestMigrationMovesNameClaims(t *testing.T) {
 	var fixed, skipped int
 	var taken []string
 	for after := ""; ; {
-		p, err := s.MigratePage(ctx, after, "", 100, names.Key)
+		p, err := s.Installation.MigratePage(ctx, after, "", 100, names.Key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestMigrationMovesNameClaims(t *testing.T) {
 		if h := claimHolder(t, s, nameKeyPK(c.name)); h != c.id {
 			t.Errorf("claim of %q held by %q, want %s", c.name, h, c.id)
 		}
-		a, err := s.GetAccount(ctx, c.id)
+		a, err := s.Accounts.GetAccount(ctx, c.id)
 		if err != nil || a.NameKey != names.Key(c.name) {
 			t.Errorf("%s: name key %q (%v), want %q", c.id, a.NameKey, err, names.Key(c.name))
 		}
@@ -77,23 +77,23 @@ func TestMigrationMovesNameClaims(t *testing.T) {
 	if s.raw(t, legacyAccountNamePK("Modern Ltd"), skAccountName) != nil {
 		t.Error("the legacy claim of a moved name is left behind")
 	}
-	if a4, _ := s.GetAccount(ctx, "a4"); a4.NameKey != "" || claimHolder(t, s, legacyAccountNamePK("MODERN")) != "a4" {
+	if a4, _ := s.Accounts.GetAccount(ctx, "a4"); a4.NameKey != "" || claimHolder(t, s, legacyAccountNamePK("MODERN")) != "a4" {
 		t.Errorf("a4, taken, was changed: key %q, old claim held by %q", a4.NameKey, claimHolder(t, s, legacyAccountNamePK("MODERN")))
 	}
 
 	// The claims work as the API uses them: a look-alike of a moved name
 	// is taken; a4 renamed frees its old claim and takes a new one.
 	now := s.Now()
-	if err := s.CreateAccount(ctx, domain.Account{ID: "a5", Name: "Мodern Ltd", NameKey: names.Key("Мodern Ltd"), Ancestors: []string{}, Created: now, Updated: now}, nil); domain.ErrorCode(err) != domain.Conflict {
+	if err := s.Accounts.CreateAccount(ctx, domain.Account{ID: "a5", Name: "Мodern Ltd", NameKey: names.Key("Мodern Ltd"), Ancestors: []string{}, Created: now, Updated: now}, nil); domain.ErrorCode(err) != domain.Conflict {
 		t.Errorf("a Cyrillic look-alike of a migrated name: %v, want a conflict", err)
 	}
-	a4, err := s.GetAccountRecord(ctx, "a4")
+	a4, err := s.Accounts.GetAccountRecord(ctx, "a4")
 	if err != nil {
 		t.Fatal(err)
 	}
 	next := a4
 	next.Name, next.NameKey, next.Updated = "Other", names.Key("Other"), s.Now()
-	if err := s.UpdateAccount(ctx, a4, next); err != nil {
+	if err := s.Accounts.UpdateAccount(ctx, a4, next); err != nil {
 		t.Fatal(err)
 	}
 	if s.raw(t, legacyAccountNamePK("MODERN"), skAccountName) != nil || claimHolder(t, s, nameKeyPK("Other")) != "a4" {
@@ -101,7 +101,7 @@ func TestMigrationMovesNameClaims(t *testing.T) {
 	}
 
 	// A second pass writes nothing.
-	p, err := s.MigratePage(ctx, "", "", 100, names.Key)
+	p, err := s.Installation.MigratePage(ctx, "", "", 100, names.Key)
 	if err != nil || p.Fixed[FixedNameClaim] != 0 || p.Skipped != 0 || len(p.NamesTaken) != 0 || !p.Done {
 		t.Errorf("second pass: %+v %v", p, err)
 	}
@@ -114,7 +114,7 @@ func TestNameClaimMigrationRaces(t *testing.T) {
 	s := rawStore(t)
 	ctx := context.Background()
 	legacyAccount(t, s, "a1", "Modern")
-	stale, err := s.GetAccountRecord(ctx, "a1")
+	stale, err := s.Accounts.GetAccountRecord(ctx, "a1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,10 +124,10 @@ func TestNameClaimMigrationRaces(t *testing.T) {
 	// write is refused.
 	next := stale
 	next.Name, next.NameKey, next.Updated = "Mod", names.Key("Mod"), s.Now()
-	if err := s.UpdateAccount(ctx, stale, next); err != nil {
+	if err := s.Accounts.UpdateAccount(ctx, stale, next); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := s.migrateNameClaim(ctx, stale, read["updated"], names.Key("Modern")); err != nil || res != claimRaced {
+	if res, err := s.Installation.migrateNameClaim(ctx, stale, read["updated"], names.Key("Modern")); err != nil || res != claimRaced {
 		t.Fatalf("migration after a rename: %v %v, want raced", res, err)
 	}
 	if claimHolder(t, s, nameKeyPK("Modern")) != "" || claimHolder(t, s, nameKeyPK("Mod")) != "a1" {
@@ -137,17 +137,17 @@ func TestNameClaimMigrationRaces(t *testing.T) {
 	// The migration first: a rename that read the account before it is
 	// refused (domain.ErrChanged), not leaving the moved claim behind.
 	legacyAccount(t, s, "a2", "Rnodern Two")
-	stale, err = s.GetAccountRecord(ctx, "a2")
+	stale, err = s.Accounts.GetAccountRecord(ctx, "a2")
 	if err != nil {
 		t.Fatal(err)
 	}
 	read = s.raw(t, accountPK("a2"), skAccount)
-	if res, err := s.migrateNameClaim(ctx, stale, read["updated"], names.Key(stale.Name)); err != nil || res != claimMoved {
+	if res, err := s.Installation.migrateNameClaim(ctx, stale, read["updated"], names.Key(stale.Name)); err != nil || res != claimMoved {
 		t.Fatalf("migration: %v %v", res, err)
 	}
 	next = stale
 	next.Name, next.NameKey, next.Updated = "Two", names.Key("Two"), s.Now()
-	if err := s.UpdateAccount(ctx, stale, next); !errors.Is(err, domain.ErrChanged) {
+	if err := s.Accounts.UpdateAccount(ctx, stale, next); !errors.Is(err, domain.ErrChanged) {
 		t.Fatalf("a rename read before the migration: %v, want domain.ErrChanged", err)
 	}
 
@@ -155,7 +155,7 @@ func TestNameClaimMigrationRaces(t *testing.T) {
 	// removes the claim it read.
 	legacyAccount(t, s, "a3", "Modern Three")
 	read = s.raw(t, accountPK("a3"), skAccount)
-	stale, err = s.GetAccountRecord(ctx, "a3")
+	stale, err = s.Accounts.GetAccountRecord(ctx, "a3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestNameClaimMigrationRaces(t *testing.T) {
 		UpdateExpression: aws.String("SET deleting = updated")}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := s.migrateNameClaim(ctx, stale, read["updated"], names.Key(stale.Name)); err != nil || res != claimRaced {
+	if res, err := s.Installation.migrateNameClaim(ctx, stale, read["updated"], names.Key(stale.Name)); err != nil || res != claimRaced {
 		t.Fatalf("migration of an account being deleted: %v %v, want raced", res, err)
 	}
 	if claimHolder(t, s, nameKeyPK("Modern Three")) != "" || claimHolder(t, s, legacyAccountNamePK("Modern Three")) != "a3" {

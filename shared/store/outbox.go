@@ -73,7 +73,7 @@ func (m *OutboxMarker) keys(entity string) keyAttrs {
 // outboxPut writes marker m of its own item (not held), placed at pk;
 // unconditional, so a write that owes its message again (an invitation
 // sent once more) replaces the marker with the new due time.
-func (s *Store) outboxPut(m *OutboxMarker, pk string) (types.TransactWriteItem, error) {
+func (s *Table) outboxPut(m *OutboxMarker, pk string) (types.TransactWriteItem, error) {
 	m.place(pk, skOutbox, false)
 	it, err := item(m.keys("outbox"), m)
 	if err != nil {
@@ -84,7 +84,7 @@ func (s *Store) outboxPut(m *OutboxMarker, pk string) (types.TransactWriteItem, 
 
 // DueOutbox returns up to max markers, of every kind, whose due time is at
 // or before now, earliest first.
-func (s *Store) DueOutbox(ctx context.Context, now time.Time, max int) ([]OutboxMarker, error) {
+func (s *Tasks) DueOutbox(ctx context.Context, now time.Time, max int) ([]OutboxMarker, error) {
 	items, err := s.query(ctx, "due outbox", &dynamodb.QueryInput{
 		IndexName:              aws.String(IndexGSI1),
 		KeyConditionExpression: aws.String("GSI1PK = :pk AND GSI1SK < :bound"),
@@ -120,7 +120,7 @@ func (s *Store) DueOutbox(ctx context.Context, now time.Time, max int) ([]Outbox
 // away since it was read (then false: another sweep has it, its consumer
 // finished, or it was sent). Only the sweep that moved it sends it; m
 // then carries the new due time.
-func (s *Store) PostponeOutbox(ctx context.Context, m *OutboxMarker, next time.Time) (bool, error) {
+func (s *Tasks) PostponeOutbox(ctx context.Context, m *OutboxMarker, next time.Time) (bool, error) {
 	gsk := outboxGSK(next, m.pk)
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.table),
@@ -146,7 +146,7 @@ func (s *Store) PostponeOutbox(ctx context.Context, m *OutboxMarker, next time.T
 // marker that a sweep moved meanwhile, or that a later write replaced,
 // stays (its message is sent again, which consumers tolerate). false when
 // the condition failed.
-func (s *Store) DeleteOutbox(ctx context.Context, m OutboxMarker) (bool, error) {
+func (s *Tasks) DeleteOutbox(ctx context.Context, m OutboxMarker) (bool, error) {
 	if m.Held || !m.Placed() {
 		return false, fmt.Errorf("delete outbox %s: a held or unplaced marker is not the sender's to delete", m.Key())
 	}

@@ -75,7 +75,7 @@ func keyNames(ix string) (string, string) {
 // A collection kept in an index also reads, in parallel, the collection's
 // journal of recent writes (journal.go) and merges the members it names
 // (mergeRecent): the index may not show a write of the last seconds yet.
-func (s *Store) page(ctx context.Context, g collection, after string, desc bool, n int) ([]map[string]types.AttributeValue, []string, bool, error) {
+func (s *Table) page(ctx context.Context, g collection, after string, desc bool, n int) ([]map[string]types.AttributeValue, []string, bool, error) {
 	// A position outside the bounds (a cursor kept while the bounds
 	// changed) is either before everything in them or past their end:
 	// DynamoDB refuses a start key outside the key condition.
@@ -174,7 +174,7 @@ func positions(items []map[string]types.AttributeValue, skName, prefix string) [
 // recent reads the keys of the members the journal of collection list
 // names within JournalWindow, newest first, at most journalMembersLimit
 // of them (from at most journalReadLimit journal items).
-func (s *Store) recent(ctx context.Context, list string) ([]map[string]types.AttributeValue, error) {
+func (s *Table) recent(ctx context.Context, list string) ([]map[string]types.AttributeValue, error) {
 	since := fmt.Sprintf("%013d", s.now().Add(-JournalWindow).UnixMilli())
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:                aws.String(s.table),
@@ -277,7 +277,7 @@ func mergeRecent(g collection, after string, desc bool, n int, items []map[strin
 }
 
 // pageOf is page with the items unmarshalled.
-func pageOf[T any](ctx context.Context, s *Store, g collection, after string, desc bool, n int) ([]T, []string, bool, error) {
+func pageOf[T any](ctx context.Context, s *Table, g collection, after string, desc bool, n int) ([]T, []string, bool, error) {
 	items, pos, more, err := s.page(ctx, g, after, desc, n)
 	if err != nil {
 		return nil, nil, false, err

@@ -27,7 +27,7 @@ func TestPageInCreationOrder(t *testing.T) {
 		if i == 6 {
 			created = base.Add(5 * time.Second)
 		}
-		if err := st.CreatePrincipal(ctx, domain.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com", Created: created}); err != nil {
+		if err := st.Principals.CreatePrincipal(ctx, domain.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com", Created: created}); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, id)
@@ -38,7 +38,7 @@ func TestPageInCreationOrder(t *testing.T) {
 		after := ""
 		for range 10 {
 			d.Counter.Reset()
-			us, pos, more, err := st.PageUsers(ctx, after, desc, 3)
+			us, pos, more, err := st.Principals.PageUsers(ctx, after, desc, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,18 +74,18 @@ func TestPageInCreationOrder(t *testing.T) {
 	newApp(t, st, "acct1", "app1")
 	newApp(t, st, "acct2", "app2")
 	newApp(t, st, "acct1", "app3")
-	as, pos, _, err := st.PageApplications(ctx, "acct1", "", false, 10)
+	as, pos, _, err := st.Applications.PageApplications(ctx, "acct1", "", false, 10)
 	if err != nil || len(as) != 2 || as[0].ID != "app1" || as[1].ID != "app3" {
 		t.Fatalf("applications of acct1 = %+v, %v", as, err)
 	}
-	as, _, more, err := st.PageApplications(ctx, "acct1", pos[0], false, 10)
+	as, _, more, err := st.Applications.PageApplications(ctx, "acct1", pos[0], false, 10)
 	if err != nil || len(as) != 1 || as[0].ID != "app3" || more {
 		t.Fatalf("after app1 = %+v, %v, more %v", as, err, more)
 	}
 	// A position of another account's application does not reach into
 	// that account: the partition is the caller's.
-	_, pos2, _, _ := st.PageApplications(ctx, "acct2", "", false, 10)
-	as, _, _, err = st.PageApplications(ctx, "acct1", pos2[0], false, 10)
+	_, pos2, _, _ := st.Applications.PageApplications(ctx, "acct2", "", false, 10)
+	as, _, _, err = st.Applications.PageApplications(ctx, "acct1", pos2[0], false, 10)
 	for _, a := range as {
 		if a.Account != "acct1" {
 			t.Fatalf("a position of acct2 listed %+v", a)
@@ -168,12 +168,12 @@ func TestPageTasksAndAddressSets(t *testing.T) {
 		want = append(want, id)
 		set := domain.AddressSet{ID: fmt.Sprintf("s%d", 9-i), Account: "acct1", Name: "n", Type: "manual", Version: 1,
 			Created: base.Add(time.Duration(i) * time.Minute), Updated: base}
-		if err := st.WriteAddressSet(ctx, store.AddressSetWrite{Set: set, Create: true}); err != nil {
+		if err := st.AddressSets.WriteAddressSet(ctx, store.AddressSetWrite{Set: set, Create: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	newTask(t, st, "x1", "acct2", base.Add(time.Second))
-	if err := st.WriteAddressSet(ctx, store.AddressSetWrite{Set: domain.AddressSet{ID: "y1", Account: "acct2", Name: "n", Type: "manual",
+	if err := st.AddressSets.WriteAddressSet(ctx, store.AddressSetWrite{Set: domain.AddressSet{ID: "y1", Account: "acct2", Name: "n", Type: "manual",
 		Version: 1, Created: base.Add(time.Second), Updated: base}, Create: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -185,13 +185,13 @@ func TestPageTasksAndAddressSets(t *testing.T) {
 			w = reversed(want)
 		}
 		got := walkPages(t, d.Counter, func(after string) ([]domain.Task, []string, bool, error) {
-			return st.PageTasks(ctx, "acct1", time.Time{}, time.Time{}, after, desc, 3)
+			return st.Tasks.PageTasks(ctx, "acct1", time.Time{}, time.Time{}, after, desc, 3)
 		}, taskID)
 		if fmt.Sprint(got) != fmt.Sprint(w) {
 			t.Fatalf("tasks (desc %v) %v, want %v", desc, got, w)
 		}
 		sets := walkPages(t, d.Counter, func(after string) ([]domain.AddressSet, []string, bool, error) {
-			return st.PageAddressSets(ctx, "acct1", after, desc, 3)
+			return st.AddressSets.PageAddressSets(ctx, "acct1", after, desc, 3)
 		}, setID)
 		if fmt.Sprint(sets) != fmt.Sprint(strings.ReplaceAll(fmt.Sprint(w), "t", "s")) {
 			t.Fatalf("address sets (desc %v) %v, want the tasks' order %v", desc, sets, w)
@@ -203,7 +203,7 @@ func TestPageTasksAndAddressSets(t *testing.T) {
 			bw = reversed(bw)
 		}
 		got = walkPages(t, d.Counter, func(after string) ([]domain.Task, []string, bool, error) {
-			return st.PageTasks(ctx, "acct1", base.Add(time.Minute), base.Add(5*time.Minute), after, desc, 2)
+			return st.Tasks.PageTasks(ctx, "acct1", base.Add(time.Minute), base.Add(5*time.Minute), after, desc, 2)
 		}, taskID)
 		if fmt.Sprint(got) != fmt.Sprint(bw) {
 			t.Fatalf("tasks in [1m, 5m) (desc %v) %v, want %v", desc, got, bw)
@@ -212,7 +212,7 @@ func TestPageTasksAndAddressSets(t *testing.T) {
 
 	// A position outside the bounds (a cursor kept while from/to changed)
 	// is before or past them, never a DynamoDB error.
-	_, all, _, err := st.PageTasks(ctx, "acct1", time.Time{}, time.Time{}, "", false, 10)
+	_, all, _, err := st.Tasks.PageTasks(ctx, "acct1", time.Time{}, time.Time{}, "", false, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestPageTasksAndAddressSets(t *testing.T) {
 		{all[0], false, "[t8 t7 t6 t5]"}, {all[0], true, "[]"},
 		{all[6], false, "[]"}, {all[6], true, "[t5 t6 t7 t8]"},
 	} {
-		ts, _, _, err := st.PageTasks(ctx, "acct1", from, to, c.after, c.desc, 10)
+		ts, _, _, err := st.Tasks.PageTasks(ctx, "acct1", from, to, c.after, c.desc, 10)
 		var ids []string
 		for _, tk := range ts {
 			ids = append(ids, tk.ID)
@@ -236,10 +236,10 @@ func TestPageTasksAndAddressSets(t *testing.T) {
 	}
 
 	// A position of another account's member lists nothing of it.
-	_, tpos, _, _ := st.PageTasks(ctx, "acct2", time.Time{}, time.Time{}, "", false, 10)
-	_, spos, _, _ := st.PageAddressSets(ctx, "acct2", "", false, 10)
+	_, tpos, _, _ := st.Tasks.PageTasks(ctx, "acct2", time.Time{}, time.Time{}, "", false, 10)
+	_, spos, _, _ := st.AddressSets.PageAddressSets(ctx, "acct2", "", false, 10)
 	for _, desc := range []bool{false, true} {
-		ts, _, _, err := st.PageTasks(ctx, "acct1", time.Time{}, time.Time{}, tpos[0], desc, 10)
+		ts, _, _, err := st.Tasks.PageTasks(ctx, "acct1", time.Time{}, time.Time{}, tpos[0], desc, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +248,7 @@ func TestPageTasksAndAddressSets(t *testing.T) {
 				t.Fatalf("a position of acct2 listed task %+v", tk)
 			}
 		}
-		ss, _, _, err := st.PageAddressSets(ctx, "acct1", spos[0], desc, 10)
+		ss, _, _, err := st.AddressSets.PageAddressSets(ctx, "acct1", spos[0], desc, 10)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,7 +28,7 @@ func pageControlVersionSK(id, version int) string {
 
 // NextPageControlID draws the next id from the application's sequence; the
 // application must belong to account (domain.ErrNotFound otherwise).
-func (s *Store) NextPageControlID(ctx context.Context, account, app string) (int, error) {
+func (s *Applications) NextPageControlID(ctx context.Context, account, app string) (int, error) {
 	res, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       key(appPK(app), skApp),
@@ -55,7 +55,7 @@ func (s *Store) NextPageControlID(ctx context.Context, account, app string) (int
 // CreatePageControl writes version 1 of a page control, if its
 // application has room in its page controls quota (domain.QuotaReached
 // otherwise; counted per application in the same transaction).
-func (s *Store) CreatePageControl(ctx context.Context, account string, pc domain.PageControl) error {
+func (s *Applications) CreatePageControl(ctx context.Context, account string, pc domain.PageControl) error {
 	p, err := s.put(keyAttrs{PK: appPK(pc.App), SK: pageControlSK(pc.ID), Entity: "page_control"}, pc)
 	if err != nil {
 		return err
@@ -78,7 +78,7 @@ func (s *Store) CreatePageControl(ctx context.Context, account string, pc domain
 
 // GetPageControl reads a page control with its history (one Query, in
 // parallel with the application check).
-func (s *Store) GetPageControl(ctx context.Context, account, app string, id int) (domain.PageControlVersions, error) {
+func (s *Applications) GetPageControl(ctx context.Context, account, app string, id int) (domain.PageControlVersions, error) {
 	items, err := s.childrenOf(ctx, account, app, pageControlSK(id))
 	if err != nil {
 		return domain.PageControlVersions{}, err
@@ -129,7 +129,7 @@ func groupPageControls(items []map[string]types.AttributeValue) ([]domain.PageCo
 // UpdatePageControl replaces the current version old with next (whose
 // Version must be old.Version+1) and keeps old in the history, in one
 // transaction: a concurrent edit is domain.ErrChanged.
-func (s *Store) UpdatePageControl(ctx context.Context, account string, old, next domain.PageControl) error {
+func (s *Applications) UpdatePageControl(ctx context.Context, account string, old, next domain.PageControl) error {
 	cur, err := s.put(keyAttrs{PK: appPK(next.App), SK: pageControlSK(next.ID), Entity: "page_control"}, next)
 	if err != nil {
 		return err
@@ -152,7 +152,7 @@ func (s *Store) UpdatePageControl(ctx context.Context, account string, old, next
 
 // DeletePageControl deletes a page control read at version from, then its
 // history (unreachable once the current version is gone).
-func (s *Store) DeletePageControl(ctx context.Context, account string, pc domain.PageControlVersions) error {
+func (s *Applications) DeletePageControl(ctx context.Context, account string, pc domain.PageControlVersions) error {
 	err := s.transact(ctx, "delete page control", []types.TransactWriteItem{
 		{Delete: &types.Delete{
 			TableName:                 aws.String(s.table),
@@ -210,7 +210,7 @@ func ValidPageControlPosition(p string) bool {
 // (Current.ID 0): a caller hides it, and going on after its position
 // passes the rest of it, so it costs the read budget, never a silent cut.
 // withHistory says whether the history is kept on the controls returned.
-func (s *Store) PagePageControls(ctx context.Context, account, app, after string, desc bool, n int, withHistory bool) ([]domain.PageControlVersions, []string, bool, error) {
+func (s *Applications) PagePageControls(ctx context.Context, account, app, after string, desc bool, n int, withHistory bool) ([]domain.PageControlVersions, []string, bool, error) {
 	var appCheck errgroup.Group
 	appCheck.Go(func() error { _, err := s.GetApplication(ctx, account, app); return err })
 	// Every sort key of a control and its history lies between

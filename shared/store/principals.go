@@ -14,7 +14,7 @@ import (
 	"cads/shared/domain"
 )
 
-func (s *Store) principalWrites(p domain.Principal) []keyAttrsValue {
+func (s *Principals) principalWrites(p domain.Principal) []keyAttrsValue {
 	k := keyAttrs{PK: principalPK(p.ID), SK: skPrincipal, Entity: "principal"}
 	if p.Kind == domain.KindUser {
 		k.GSI1PK, k.GSI1SK = gsiUsers, usersGSISKPrefix+createdPosition(p.Created, p.ID)
@@ -29,7 +29,7 @@ func (s *Store) principalWrites(p domain.Principal) []keyAttrsValue {
 
 // CreatePrincipal writes a principal and reserves its email in one
 // transaction; a taken email is a *domain.Error.
-func (s *Store) CreatePrincipal(ctx context.Context, p domain.Principal) error {
+func (s *Principals) CreatePrincipal(ctx context.Context, p domain.Principal) error {
 	items, err := s.puts(s.principalWrites(p))
 	if err != nil {
 		return err
@@ -42,7 +42,7 @@ func (s *Store) CreatePrincipal(ctx context.Context, p domain.Principal) error {
 }
 
 // GetPrincipal reads a user or service user.
-func (s *Store) GetPrincipal(ctx context.Context, id string) (domain.Principal, error) {
+func (s *Principals) GetPrincipal(ctx context.Context, id string) (domain.Principal, error) {
 	var p domain.Principal
 	err := s.getItem(ctx, "get principal", principalPK(id), skPrincipal, &p)
 	return p, err
@@ -58,14 +58,14 @@ var usersPage = collection{op: "list users", index: IndexGSI1, pk: gsiUsers, skP
 // PageUsers reads at most n users after position after in creation order
 // (desc: newest first), with their positions and whether more may follow:
 // one Query of n items, whatever the number of users.
-func (s *Store) PageUsers(ctx context.Context, after string, desc bool, n int) ([]domain.Principal, []string, bool, error) {
-	return pageOf[domain.Principal](ctx, s, usersPage, after, desc, n)
+func (s *Principals) PageUsers(ctx context.Context, after string, desc bool, n int) ([]domain.Principal, []string, bool, error) {
+	return pageOf[domain.Principal](ctx, s.Table, usersPage, after, desc, n)
 }
 
 // UpdatePrincipal sets a principal's display name and phone number. With
 // versions (a request's If-Match) only a principal at one of them
 // changes: any other state, missing included, is domain.ErrChanged.
-func (s *Store) UpdatePrincipal(ctx context.Context, id string, c PrincipalChange, versions ...int) (domain.Principal, error) {
+func (s *Principals) UpdatePrincipal(ctx context.Context, id string, c PrincipalChange, versions ...int) (domain.Principal, error) {
 	// A service user's changes go through UpdateServiceUser; USERS names
 	// this one's collection when it is a user (the list checks).
 	ctx = withLists(ctx, principalPK(id), skPrincipal, gsiUsers)
@@ -127,7 +127,7 @@ type PrincipalChange struct {
 // conditions equal to time order, which RFC3339Nano's trimmed zeros break.
 const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
-func (s *Store) puts(kvs []keyAttrsValue) ([]types.TransactWriteItem, error) {
+func (s *Table) puts(kvs []keyAttrsValue) ([]types.TransactWriteItem, error) {
 	out := make([]types.TransactWriteItem, 0, len(kvs))
 	for _, kv := range kvs {
 		p, err := s.put(kv.k, kv.v)

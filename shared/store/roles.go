@@ -23,7 +23,7 @@ func roleKey(r domain.Role) keyAttrs {
 }
 
 // GetRole reads one role of an account.
-func (s *Store) GetRole(ctx context.Context, account, id string) (domain.Role, error) {
+func (s *Roles) GetRole(ctx context.Context, account, id string) (domain.Role, error) {
 	var r domain.Role
 	err := s.getItem(ctx, "get role", rbacPK(account), roleSK(id), &r)
 	return r, err
@@ -32,7 +32,7 @@ func (s *Store) GetRole(ctx context.Context, account, id string) (domain.Role, e
 // RolesOf returns every role of each account, reading the accounts' RBAC
 // partitions in parallel: one round trip of wall time however many accounts
 // are asked for. Groups share the partition and are left out.
-func (s *Store) RolesOf(ctx context.Context, accounts []string) ([]domain.Role, error) {
+func (s *Roles) RolesOf(ctx context.Context, accounts []string) ([]domain.Role, error) {
 	var (
 		mu    sync.Mutex
 		roles []domain.Role
@@ -60,7 +60,7 @@ func (s *Store) RolesOf(ctx context.Context, accounts []string) ([]domain.Role, 
 // time). Those that do not exist are left out. The authorizer reads the
 // roles and groups a principal holds this way, so its cost follows what
 // the principal holds, not what the account defines.
-func (s *Store) RolesAndGroups(ctx context.Context, roles, groups []domain.RBACRef) ([]domain.Role, []domain.Group, error) {
+func (s *Roles) RolesAndGroups(ctx context.Context, roles, groups []domain.RBACRef) ([]domain.Role, []domain.Group, error) {
 	keys := make([]map[string]types.AttributeValue, 0, len(roles)+len(groups))
 	for _, r := range roles {
 		keys = append(keys, key(rbacPK(r.Account), roleSK(r.ID)))
@@ -75,7 +75,7 @@ func (s *Store) RolesAndGroups(ctx context.Context, roles, groups []domain.RBACR
 	return splitRBAC(items)
 }
 
-func (s *Store) rbacPartition(ctx context.Context, acct string) ([]domain.Role, []domain.Group, error) {
+func (s *Roles) rbacPartition(ctx context.Context, acct string) ([]domain.Role, []domain.Group, error) {
 	items, err := s.query(ctx, "query rbac", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -112,7 +112,7 @@ func splitRBAC(items []map[string]types.AttributeValue) ([]domain.Role, []domain
 // CreateRole writes a new custom role; its account must exist and have
 // room in its roles quota (domain.QuotaReached otherwise), counted in the
 // same transaction.
-func (s *Store) CreateRole(ctx context.Context, r domain.Role) error {
+func (s *Roles) CreateRole(ctx context.Context, r domain.Role) error {
 	put, err := s.put(roleKey(r), r)
 	if err != nil {
 		return err
@@ -150,7 +150,7 @@ func (s *Store) CreateRole(ctx context.Context, r domain.Role) error {
 // PutRole replaces an existing role, only if the stored version is the one
 // before r.Version: two concurrent edits cannot silently overwrite each
 // other (the loser gets domain.ErrChanged: read again and re-apply).
-func (s *Store) PutRole(ctx context.Context, r domain.Role) error {
+func (s *Roles) PutRole(ctx context.Context, r domain.Role) error {
 	m, err := item(roleKey(r), r)
 	if err != nil {
 		return err
@@ -177,7 +177,7 @@ func (s *Store) PutRole(ctx context.Context, r domain.Role) error {
 // A control role is a *domain.Error; a missing one domain.ErrNotFound.
 // pre, when given, judges the role as read (a request's If-Match); the
 // delete is conditional on that version, and a lost race is domain.ErrChanged.
-func (s *Store) DeleteRole(ctx context.Context, account, id string, pre ...func(domain.Role) error) (domain.Role, error) {
+func (s *Roles) DeleteRole(ctx context.Context, account, id string, pre ...func(domain.Role) error) (domain.Role, error) {
 	var (
 		roles   []domain.Role
 		groups  []domain.Group
@@ -190,7 +190,10 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string, pre ...func(
 		holders, err = s.gsiKeys(gctx, "query role holders", roleHoldersGSI(account, id))
 		return err
 	})
-	g.Go(func() (err error) { invs, err = s.ListInvitations(gctx, account, domain.InvitationRole); return err })
+	g.Go(func() (err error) {
+		invs, err = s.repos.Invitations.ListInvitations(gctx, account, domain.InvitationRole)
+		return err
+	})
 	if err := g.Wait(); err != nil {
 		return domain.Role{}, err
 	}
@@ -242,7 +245,7 @@ func (s *Store) DeleteRole(ctx context.Context, account, id string, pre ...func(
 			invKeys = append(invKeys, key(invitationsPK(account), invitationSK(inv.Kind, inv.ID)))
 		}
 	}
-	invTx, invRest, afterTx := s.invitationDeletes(account, invKeys, ddb.MaxTransactItems-len(must))
+	invTx, invRest, afterTx := s.repos.Invitations.invitationDeletes(account, invKeys, ddb.MaxTransactItems-len(must))
 	must = append(must, invTx...)
 	err := s.commit(ctx, "delete role", must, append(holders, invRest...))
 	var ce *CleanupError

@@ -18,7 +18,7 @@ import (
 
 func serviceUsersGSI(acct string) string { return "SERVICEUSERS#" + acct }
 
-func (s *Store) serviceUserWrites(u domain.ServiceUser) []keyAttrsValue {
+func (s *Principals) serviceUserWrites(u domain.ServiceUser) []keyAttrsValue {
 	return []keyAttrsValue{
 		{keyAttrs{PK: principalPK(u.ID), SK: skPrincipal, GSI1PK: serviceUsersGSI(u.Account), GSI1SK: prefixServiceUserG + createdPosition(u.Created, u.ID), Entity: "principal"}, u},
 		{keyAttrs{PK: emailPK(u.Email), SK: skEmail, Entity: "email"}, struct {
@@ -31,7 +31,7 @@ func (s *Store) serviceUserWrites(u domain.ServiceUser) []keyAttrsValue {
 // first access key in one transaction; its account must exist
 // (domain.ErrNotFound) and have room in its service users quota
 // (domain.QuotaReached), counted in the same transaction.
-func (s *Store) CreateServiceUser(ctx context.Context, u domain.ServiceUser, k domain.AccessKey) error {
+func (s *Principals) CreateServiceUser(ctx context.Context, u domain.ServiceUser, k domain.AccessKey) error {
 	kvs := append(s.serviceUserWrites(u), keyAttrsValue{accessKeyKey(k), k})
 	items, err := s.puts(kvs)
 	if err != nil {
@@ -66,7 +66,7 @@ func (s *Store) CreateServiceUser(ctx context.Context, u domain.ServiceUser, k d
 
 // GetServiceUser reads a service user of an account; a user, or a service
 // user of another account, is domain.ErrNotFound.
-func (s *Store) GetServiceUser(ctx context.Context, account, id string) (domain.ServiceUser, error) {
+func (s *Principals) GetServiceUser(ctx context.Context, account, id string) (domain.ServiceUser, error) {
 	var u domain.ServiceUser
 	if err := s.getItem(ctx, "get service user", principalPK(id), skPrincipal, &u); err != nil {
 		return u, err
@@ -81,7 +81,7 @@ func (s *Store) GetServiceUser(ctx context.Context, account, id string) (domain.
 // account (nil leaves a field as it is; "" empties it). With versions (a
 // request's If-Match) only a service user at one of them changes: any
 // other state, missing included, is domain.ErrChanged.
-func (s *Store) UpdateServiceUser(ctx context.Context, account, id string, name, description *string, versions ...int) (domain.ServiceUser, error) {
+func (s *Principals) UpdateServiceUser(ctx context.Context, account, id string, name, description *string, versions ...int) (domain.ServiceUser, error) {
 	ctx = withLists(ctx, principalPK(id), skPrincipal, serviceUsersGSI(account))
 	set := []string{"updated = :u", bumpVersion}
 	names := map[string]string{"#acct": "account", "#kind": "kind"}
@@ -129,7 +129,7 @@ func (s *Store) UpdateServiceUser(ctx context.Context, account, id string, name,
 // otherwise right after (see commit). pre, when given, judges the service
 // user and its keys as read (a request's If-Match): the delete is then
 // conditional on the version read, and a change since is domain.ErrChanged.
-func (s *Store) DeleteServiceUser(ctx context.Context, account, id string, pre ...func(domain.ServiceUser, []domain.AccessKey) error) (domain.ServiceUser, error) {
+func (s *Principals) DeleteServiceUser(ctx context.Context, account, id string, pre ...func(domain.ServiceUser, []domain.AccessKey) error) (domain.ServiceUser, error) {
 	ctx = withLists(ctx, principalPK(id), skPrincipal, serviceUsersGSI(account))
 	// The email follows from the ids, so the invitations addressed to the
 	// service user are read in parallel with it.
@@ -222,7 +222,7 @@ func (s *Store) DeleteServiceUser(ctx context.Context, account, id string, pre .
 			invKeys = append(invKeys, map[string]types.AttributeValue{AttrPK: it[AttrPK], AttrSK: it[AttrSK]})
 		}
 	}
-	invTx, invRest, afterTx := s.invitationDeletes(account, invKeys, ddb.MaxTransactItems-len(must))
+	invTx, invRest, afterTx := s.repos.Invitations.invitationDeletes(account, invKeys, ddb.MaxTransactItems-len(must))
 	must = append(must, invTx...)
 	err := s.commit(ctx, "delete service user", must, append(cleanup, invRest...))
 	switch {

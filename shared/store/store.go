@@ -18,8 +18,13 @@ import (
 	"cads/shared/domain"
 )
 
-// Store is the table. It is safe for concurrent use.
-type Store struct {
+// Table is the one DynamoDB table every repository reads and writes:
+// what they share (keys, transactions, pages, retries, the consistency
+// rules). It is safe for concurrent use.
+type Table struct {
+	// repos is the table's repositories, for a write of one family that
+	// reads or changes another's items in the same transaction.
+	repos *Store
 	db    tableAPI
 	table string
 	now   func() time.Time
@@ -52,16 +57,22 @@ func New(db *dynamodb.Client, table string, opts ...Option) *Store {
 	}
 	c := o.clock
 	now := func() time.Time { return c().UTC().Truncate(time.Millisecond) }
-	s := &Store{table: table, now: now}
-	s.db = journaled{Client: db, table: table, now: now, root: s.rootAccount}
+	t := &Table{table: table, now: now}
+	t.db = journaled{Client: db, table: table, now: now, root: t.rootAccount}
+	s := &Store{Table: t,
+		Accounts: &Accounts{t}, Entitlements: &Entitlements{t}, Roles: &Roles{t},
+		Principals: &Principals{t}, Invitations: &Invitations{t}, Applications: &Applications{t},
+		Tasks: &Tasks{t}, AddressSets: &AddressSets{t}, Metrics: &Metrics{t}, Logs: &Logs{t},
+		Tests: &Tests{t}, Audit: &Audit{t}, Installation: &Installation{t}}
+	t.repos = s
 	return s
 }
 
 // Now is the store's clock (UTC, millisecond precision, as stored).
-func (s *Store) Now() time.Time { return s.now() }
+func (s *Table) Now() time.Time { return s.now() }
 
-// Table is the table's name.
-func (s *Store) Table() string { return s.table }
+// Name is the table's name.
+func (s *Table) Name() string { return s.table }
 
 type keyAttrs struct {
 	PK     string `dynamodbav:"PK"`
@@ -131,7 +142,7 @@ func wrap(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-func (s *Store) put(k keyAttrs, v any) (types.TransactWriteItem, error) {
+func (s *Table) put(k keyAttrs, v any) (types.TransactWriteItem, error) {
 	m, err := item(k, v)
 	if err != nil {
 		return types.TransactWriteItem{}, err
@@ -147,7 +158,7 @@ func (s *Store) put(k keyAttrs, v any) (types.TransactWriteItem, error) {
 // table is (docs/data-model.md, "Consistency"), so an answer, negative or
 // not, and a write based on it never miss a write that was acknowledged
 // before it. It costs twice an eventually consistent read's capacity.
-func (s *Store) getItem(ctx context.Context, op, pk, sk string, out any) error {
+func (s *Table) getItem(ctx context.Context, op, pk, sk string, out any) error {
 	res, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(pk, sk), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return wrap(op, err)
@@ -161,14 +172,14 @@ func (s *Store) getItem(ctx context.Context, op, pk, sk string, out any) error {
 	return nil
 }
 
-func (s *Store) transact(ctx context.Context, op string, items []types.TransactWriteItem) error {
+func (s *Table) transact(ctx context.Context, op string, items []types.TransactWriteItem) error {
 	return wrap(op, ddb.TransactWrite(ctx, s.db, &dynamodb.TransactWriteItemsInput{TransactItems: items}))
 }
 
 // query reads every page of in (up to max items), strongly consistent on
 // the base table; a query of an index cannot be, so its caller must say in
 // docs/data-model.md why a stale answer is safe.
-func (s *Store) query(ctx context.Context, op string, in *dynamodb.QueryInput, max int) ([]map[string]types.AttributeValue, error) {
+func (s *Table) query(ctx context.Context, op string, in *dynamodb.QueryInput, max int) ([]map[string]types.AttributeValue, error) {
 	in.TableName = aws.String(s.table)
 	if in.IndexName == nil {
 		in.ConsistentRead = aws.Bool(true)

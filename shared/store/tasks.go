@@ -57,7 +57,7 @@ func taskKey(t domain.Task) keyAttrs {
 // transaction: from then on the task cannot be lost, whether or not the
 // queue message that follows is sent. The marker lives in the task's
 // partition (SK OUTBOX) and is held: FinishTask deletes it.
-func (s *Store) CreateTask(ctx context.Context, t domain.Task, m *OutboxMarker) error {
+func (s *Tasks) CreateTask(ctx context.Context, t domain.Task, m *OutboxMarker) error {
 	m.place(taskPK(t.ID), skOutbox, true)
 	items, err := s.puts([]keyAttrsValue{
 		{taskKey(t), t},
@@ -74,14 +74,14 @@ func (s *Store) CreateTask(ctx context.Context, t domain.Task, m *OutboxMarker) 
 }
 
 // LoadTask reads a task whatever its account (the worker's read).
-func (s *Store) LoadTask(ctx context.Context, id string) (domain.Task, error) {
+func (s *Tasks) LoadTask(ctx context.Context, id string) (domain.Task, error) {
 	var t domain.Task
 	err := s.getItem(ctx, "get task", taskPK(id), skTask, &t)
 	return t, err
 }
 
 // GetTask reads a task of account; another account's is domain.ErrNotFound.
-func (s *Store) GetTask(ctx context.Context, account, id string) (domain.Task, error) {
+func (s *Tasks) GetTask(ctx context.Context, account, id string) (domain.Task, error) {
 	t, err := s.LoadTask(ctx, id)
 	if err != nil {
 		return domain.Task{}, err
@@ -96,7 +96,7 @@ func (s *Store) GetTask(ctx context.Context, account, id string) (domain.Task, e
 // times: unbounded), newest first, at most max (0: all). It reads page by
 // page as the API's list does, so it shows the writes of the last moments
 // that the index does not yet (the journal, Read your writes).
-func (s *Store) ListTasks(ctx context.Context, account string, from, to time.Time, max int) ([]domain.Task, error) {
+func (s *Tasks) ListTasks(ctx context.Context, account string, from, to time.Time, max int) ([]domain.Task, error) {
 	var (
 		out   []domain.Task
 		after string
@@ -122,7 +122,7 @@ func (s *Store) ListTasks(ctx context.Context, account string, from, to time.Tim
 // times: unbounded) after position after in creation order (desc: newest
 // first), with their positions and whether more may follow: one Query of
 // n items, whatever the number of tasks.
-func (s *Store) PageTasks(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]domain.Task, []string, bool, error) {
+func (s *Tasks) PageTasks(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]domain.Task, []string, bool, error) {
 	g := collection{op: "list tasks", index: IndexGSI1, pk: tasksGSI(account), skPrefix: prefixTaskG,
 		tableKey: func(pos string) (string, string) { return taskPK(idOf(pos)), skTask }}
 	if !from.IsZero() {
@@ -131,7 +131,7 @@ func (s *Store) PageTasks(ctx context.Context, account string, from, to time.Tim
 	if !to.IsZero() {
 		g.hi = to.UTC().Format(timeLayout)
 	}
-	return pageOf[domain.Task](ctx, s, g, after, desc, n)
+	return pageOf[domain.Task](ctx, s.Table, g, after, desc, n)
 }
 
 // ClaimTask gives the invocation `owner` the task until leaseUntil: it
@@ -139,7 +139,7 @@ func (s *Store) PageTasks(ctx context.Context, account string, from, to time.Tim
 // It is ErrLeaseHeld, with the task as it is, when the task is finished,
 // another lease is live or the task is scheduled for later (not Due);
 // domain.ErrNotFound when there is no such task.
-func (s *Store) ClaimTask(ctx context.Context, id, owner string, now, leaseUntil time.Time) (domain.Task, error) {
+func (s *Tasks) ClaimTask(ctx context.Context, id, owner string, now, leaseUntil time.Time) (domain.Task, error) {
 	logTerm, vals, err := appendLog(domain.TaskLogLine{Created: now.UTC(), Severity: domain.SeverityInfo, Activity: domain.ActivityClaim, Message: "a worker took the task", Process: owner})
 	if err != nil {
 		return domain.Task{}, err
@@ -184,7 +184,7 @@ func (s *Store) ClaimTask(ctx context.Context, id, owner string, now, leaseUntil
 // ReleaseTask gives up owner's lease of account's task id after a
 // retryable failure, recording the error, so that the next delivery may
 // claim the task at once.
-func (s *Store) ReleaseTask(ctx context.Context, account, id, owner, lastError string) error {
+func (s *Tasks) ReleaseTask(ctx context.Context, account, id, owner, lastError string) error {
 	ctx = withLists(ctx, taskPK(id), skTask, tasksGSI(account))
 	now := s.now()
 	lastError = clipText(lastError, 1000)
@@ -273,7 +273,7 @@ type TaskFinish struct {
 // task, domain.ErrChanged when the application changed under an effect,
 // a *domain.Error (AliasTaken) when an alias it adds belongs to another
 // application.
-func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
+func (s *Tasks) FinishTask(ctx context.Context, f TaskFinish) error {
 	if f.Account != "" {
 		ctx = withLists(ctx, taskPK(f.ID), skTask, tasksGSI(f.Account))
 		if f.Transition != nil {
@@ -323,15 +323,15 @@ func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
 	var added []string // aliases claimed, from action effect+1 on
 	switch {
 	case f.Transition != nil:
-		items = append(items, types.TransactWriteItem{Update: s.endTransition(f.Transition.App, f.Transition.Task, f.Transition.To, f.Transition.Restore)})
+		items = append(items, types.TransactWriteItem{Update: s.repos.Applications.endTransition(f.Transition.App, f.Transition.Task, f.Transition.To, f.Transition.Restore)})
 	case f.Config != nil:
-		u, err := s.configUpdate(f.Config.Account, f.Config.App, f.Config.From, f.Config.Config, f.Config.Aliases)
+		u, err := s.repos.Applications.configUpdate(f.Config.Account, f.Config.App, f.Config.From, f.Config.Config, f.Config.Aliases)
 		if err != nil {
 			return err
 		}
 		items = append(items, types.TransactWriteItem{Update: u})
 		if f.Config.Aliases != nil {
-			claims, a, err := s.aliasChanges(f.Config.Account, f.Config.App, f.Config.FromAliases, f.Config.Aliases)
+			claims, a, err := s.repos.Applications.aliasChanges(f.Config.Account, f.Config.App, f.Config.FromAliases, f.Config.Aliases)
 			if err != nil {
 				return err
 			}
@@ -371,7 +371,7 @@ func (s *Store) FinishTask(ctx context.Context, f TaskFinish) error {
 
 // ListInvalidations returns the invalidations recorded for an application
 // (what a data plane would read).
-func (s *Store) ListInvalidations(ctx context.Context, app string) ([]Invalidation, error) {
+func (s *Tasks) ListInvalidations(ctx context.Context, app string) ([]Invalidation, error) {
 	items, err := s.query(ctx, "list invalidations", &dynamodb.QueryInput{
 		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :sk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -385,7 +385,7 @@ func (s *Store) ListInvalidations(ctx context.Context, app string) ([]Invalidati
 }
 
 // GetCertificateAuthority reads an account's CA.
-func (s *Store) GetCertificateAuthority(ctx context.Context, account string) (domain.CertificateAuthority, error) {
+func (s *Tasks) GetCertificateAuthority(ctx context.Context, account string) (domain.CertificateAuthority, error) {
 	var ca domain.CertificateAuthority
 	err := s.getItem(ctx, "get certificate authority", caPK(account), "CA", &ca)
 	return ca, err
@@ -393,7 +393,7 @@ func (s *Store) GetCertificateAuthority(ctx context.Context, account string) (do
 
 // CreateCertificateAuthority stores an account's CA unless it has one
 // (*domain.Error: read the existing one, which won the race).
-func (s *Store) CreateCertificateAuthority(ctx context.Context, ca domain.CertificateAuthority) error {
+func (s *Tasks) CreateCertificateAuthority(ctx context.Context, ca domain.CertificateAuthority) error {
 	p, err := s.put(keyAttrs{PK: caPK(ca.Account), SK: "CA", Entity: "certificate_authority"}, ca)
 	if err != nil {
 		return err

@@ -109,14 +109,14 @@ func (a *api) user(perms ...authz.Permission) caller.Principal {
 	a.t.Helper()
 	ctx := context.Background()
 	id := ids.New()
-	if err := a.st.CreatePrincipal(ctx, domain.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com"}); err != nil {
+	if err := a.st.Principals.CreatePrincipal(ctx, domain.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com"}); err != nil {
 		a.t.Fatal(err)
 	}
 	role := domain.Role{AccountID: a.root, ID: ids.New(), Name: "custom " + id, Permissions: perms, Version: 1}
-	if err := a.st.CreateRole(ctx, role); err != nil {
+	if err := a.st.Roles.CreateRole(ctx, role); err != nil {
 		a.t.Fatal(err)
 	}
-	if err := a.st.PutGrant(ctx, domain.Grant{PrincipalID: id, AccountID: a.root, RoleID: role.ID, Via: "test"}); err != nil {
+	if err := a.st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: id, AccountID: a.root, RoleID: role.ID, Via: "test"}); err != nil {
 		a.t.Fatal(err)
 	}
 	return caller.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com", AccountID: a.root, KeyID: "k"}
@@ -134,14 +134,14 @@ func (a *api) app(account, state string) domain.Application {
 	a.t.Helper()
 	now := a.st.Now()
 	app := domain.Application{ID: ids.New(), Account: account, State: state, Config: config("shop", "shop.example.com"), Version: 1, Created: now, Updated: now}
-	if err := a.st.CreateApplication(context.Background(), app, domain.Quota{}); err != nil {
+	if err := a.st.Applications.CreateApplication(context.Background(), app, domain.Quota{}); err != nil {
 		a.t.Fatal(err)
 	}
 	return app
 }
 
 func (a *api) taskCount() int {
-	ts, err := a.st.ListTasks(context.Background(), a.root, time.Time{}, time.Time{}, 0)
+	ts, err := a.st.Tasks.ListTasks(context.Background(), a.root, time.Time{}, time.Time{}, 0)
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func body(typ, target, params string) string {
 func TestTaskPermissionTable(t *testing.T) {
 	a := newAPI(t)
 	app := a.app(a.root, domain.AppStopped)
-	if err := a.st.CreateAction(context.Background(), a.root, domain.Action{App: app.ID, ID: "ping", URL: "http://127.0.0.1:1/x", HTTPMethod: "POST", Version: 1}); err != nil {
+	if err := a.st.Applications.CreateAction(context.Background(), a.root, domain.Action{App: app.ID, ID: "ping", URL: "http://127.0.0.1:1/x", HTTPMethod: "POST", Version: 1}); err != nil {
 		t.Fatal(err)
 	}
 	key := rsaPublicPEM(t)
@@ -241,7 +241,7 @@ func TestTaskPermissionTable(t *testing.T) {
 func TestCreateTaskValidation(t *testing.T) {
 	a := newAPI(t)
 	app := a.app(a.root, domain.AppStopped)
-	if err := a.st.CreateAccount(context.Background(), domain.Account{ID: "someoneelse", Name: "someone else", Ancestors: []string{}}, nil); err != nil {
+	if err := a.st.Accounts.CreateAccount(context.Background(), domain.Account{ID: "someoneelse", Name: "someone else", Ancestors: []string{}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	other := a.app("someoneelse", domain.AppStopped)
@@ -355,7 +355,7 @@ func TestCreateTaskStatusAndRoundTrips(t *testing.T) {
 	e := &env{t: t, d: a.d, st: a.st, sent: &sentLog{}}
 	e.dp = &testDP{FakeDataPlane: tasks.NewFakeDataPlane(quiet, tasks.LoopbackOnly)}
 	ob, _ := newOutbox(a.st, e.sent)
-	e.w = tasks.NewWorker(a.st, e.dp, ob, quiet)
+	e.w = tasks.NewWorker(tasks.NewWorkerStore(a.st), e.dp, ob, quiet)
 	// A queue that delivers at once to the worker.
 	inline := senderFunc(func(ids ...string) {
 		for _, id := range ids {
@@ -363,7 +363,7 @@ func TestCreateTaskStatusAndRoundTrips(t *testing.T) {
 		}
 	})
 	_, inlineOutbox := newOutbox(a.st, inline)
-	h := apigw.Lambda(quiet, tasksapi.New(a.st, access.New(a.st, quiet), inlineOutbox, quiet))
+	h := apigw.Lambda(quiet, tasksapi.New(tasksapi.NewStore(a.st), access.New(access.NewStore(a.st), quiet), inlineOutbox, quiet))
 
 	r := call(t, h, a.op, "POST", "/v2/tasks?wait=5", "application/json", body("start", tasks.AppHref(app.ID), ""))
 	if r.Status != 200 || r.Body["state"] != "success" || r.Body["message"] != fmt.Sprintf("application %s is running", app.ID) {
@@ -374,7 +374,7 @@ func TestCreateTaskStatusAndRoundTrips(t *testing.T) {
 	defer a.d.Counter.SetDelay(0)
 	a.d.Counter.Reset()
 	_, plainOutbox := newOutbox(a.st, &sentLog{})
-	plain := apigw.Lambda(quiet, tasksapi.New(a.st, access.New(a.st, quiet), plainOutbox, quiet))
+	plain := apigw.Lambda(quiet, tasksapi.New(tasksapi.NewStore(a.st), access.New(access.NewStore(a.st), quiet), plainOutbox, quiet))
 	r = call(t, plain, a.op, "POST", "/v2/tasks", "application/json", body("stop", tasks.AppHref(app.ID), ""))
 	if r.Status != 201 || r.Body["state"] != "pending" {
 		t.Fatalf("stop: %d %s", r.Status, r.Raw)
@@ -429,7 +429,7 @@ func TestTasksPageWithLinks(t *testing.T) {
 		created := base.Add(time.Duration(i) * time.Millisecond)
 		tk := domain.Task{ID: id, Account: a.root, Type: "start", Target: "/v2/applications/x", State: domain.TaskSuccess,
 			CreatedBy: a.op.ID, Created: created, Updated: created}
-		if err := a.st.CreateTask(ctx, tk, &store.OutboxMarker{Queue: "TasksQueue", Body: "{}", Due: created}); err != nil {
+		if err := a.st.Tasks.CreateTask(ctx, tk, &store.OutboxMarker{Queue: "TasksQueue", Body: "{}", Due: created}); err != nil {
 			t.Fatal(err)
 		}
 		made[i] = id

@@ -61,8 +61,8 @@ func taskIDs(bodies []string) []string {
 // newOutbox is the generic outbox over st sending through send, and the
 // task outbox of its task queue.
 func newOutbox(st *store.Store, send outbox.Sender) (*outbox.Outbox, *tasks.Outbox) {
-	ob := outbox.New(st, send, quiet)
-	return ob, tasks.NewOutbox(st, ob.Queue("TasksQueue"))
+	ob := outbox.New(st.Tasks, send, quiet)
+	return ob, tasks.NewOutbox(st.Tasks, ob.Queue("TasksQueue"))
 }
 
 func (s *sentLog) all() []string {
@@ -110,9 +110,9 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, d: d, st: st, clk: clk, sent: &sentLog{}}
 	e.dp = &testDP{FakeDataPlane: tasks.NewFakeDataPlane(quiet, tasks.LoopbackOnly)}
 	e.ob, e.outbox = newOutbox(st, e.sent)
-	e.w = tasks.NewWorker(st, e.dp, e.ob, quiet)
-	e.w.Archives = taskworkerwire.Archives(st)
-	if err := st.CreateAccount(context.Background(), domain.Account{ID: "acct", Name: "acct", Ancestors: []string{}}, nil); err != nil {
+	e.w = tasks.NewWorker(tasks.NewWorkerStore(st), e.dp, e.ob, quiet)
+	e.w.Archives = taskworkerwire.Archives(st.Logs)
+	if err := st.Accounts.CreateAccount(context.Background(), domain.Account{ID: "acct", Name: "acct", Ancestors: []string{}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -130,7 +130,7 @@ func (e *env) app(state string) domain.Application {
 	now := e.st.Now()
 	a := domain.Application{ID: ids.New(), Account: "acct", State: state, Config: config("shop", "shop.example.com", "www.shop.example.com"),
 		Version: 1, Created: now, Updated: now}
-	if err := e.st.CreateApplication(context.Background(), a, domain.Quota{}); err != nil {
+	if err := e.st.Applications.CreateApplication(context.Background(), a, domain.Quota{}); err != nil {
 		e.t.Fatal(err)
 	}
 	return a
@@ -158,7 +158,7 @@ func (e *env) run(id string) tasks.Outcome { return e.w.Process(context.Backgrou
 
 func (e *env) task(id string) domain.Task {
 	e.t.Helper()
-	t, err := e.st.LoadTask(context.Background(), id)
+	t, err := e.st.Tasks.LoadTask(context.Background(), id)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func (e *env) task(id string) domain.Task {
 
 func (e *env) appNow(id string) domain.Application {
 	e.t.Helper()
-	a, err := e.st.GetApplication(context.Background(), "acct", id)
+	a, err := e.st.Applications.GetApplication(context.Background(), "acct", id)
 	if err != nil {
 		e.t.Fatal(err)
 	}

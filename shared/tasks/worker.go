@@ -21,15 +21,24 @@ import (
 )
 
 // WorkerStore is what the worker reads and writes.
-type WorkerStore interface {
-	Now() time.Time
-	CAStore
-	ClaimTask(ctx context.Context, id, owner string, now, leaseUntil time.Time) (domain.Task, error)
-	ReleaseTask(ctx context.Context, account, id, owner, lastError string) error
-	FinishTask(ctx context.Context, f store.TaskFinish) error
-	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
-	BeginTransition(ctx context.Context, account, id, from, mid, task string) error
-	GetAction(ctx context.Context, account, app, id string) (domain.Action, error)
+type WorkerStore struct {
+	Now   func() time.Time
+	Tasks interface {
+		CAStore
+		ClaimTask(ctx context.Context, id, owner string, now, leaseUntil time.Time) (domain.Task, error)
+		ReleaseTask(ctx context.Context, account, id, owner, lastError string) error
+		FinishTask(ctx context.Context, f store.TaskFinish) error
+	}
+	Applications interface {
+		GetApplication(ctx context.Context, account, id string) (domain.Application, error)
+		BeginTransition(ctx context.Context, account, id, from, mid, task string) error
+		GetAction(ctx context.Context, account, app, id string) (domain.Action, error)
+	}
+}
+
+// NewWorkerStore is a WorkerStore over the table's repositories.
+func NewWorkerStore(st *store.Store) WorkerStore {
+	return WorkerStore{Now: st.Now, Tasks: st.Tasks, Applications: st.Applications}
 }
 
 // Worker defaults. MaxAttempts must equal the task queue's maxReceiveCount
@@ -164,7 +173,7 @@ func (w *Worker) Process(ctx context.Context, body string) Outcome {
 	}
 	owner := ids.New()
 	now := w.st.Now()
-	t, err := w.st.ClaimTask(ctx, m.Task, owner, now, now.Add(w.Lease))
+	t, err := w.st.Tasks.ClaimTask(ctx, m.Task, owner, now, now.Add(w.Lease))
 	switch {
 	case errors.Is(err, domain.ErrNotFound):
 		w.log.ErrorContext(ctx, "poison message: no such task", "task", m.Task)
@@ -206,7 +215,7 @@ func (w *Worker) Process(ctx context.Context, body string) Outcome {
 		return Retry
 	}
 	log.WarnContext(ctx, "task attempt failed; it will be retried", "error", err.Error())
-	if rerr := w.st.ReleaseTask(ctx, t.Account, t.ID, owner, err.Error()); rerr != nil && !errors.Is(rerr, store.ErrLeaseLost) {
+	if rerr := w.st.Tasks.ReleaseTask(ctx, t.Account, t.ID, owner, err.Error()); rerr != nil && !errors.Is(rerr, store.ErrLeaseLost) {
 		log.WarnContext(ctx, "release task failed", "error", rerr.Error())
 	}
 	return Retry
@@ -229,7 +238,7 @@ func (w *Worker) runAndFinish(ctx context.Context, log *slog.Logger, t domain.Ta
 			}
 			f.fin.Result = string(b)
 		}
-		err = w.st.FinishTask(ctx, f.fin)
+		err = w.st.Tasks.FinishTask(ctx, f.fin)
 		if err == nil {
 			log.InfoContext(ctx, "task succeeded", "message", f.message)
 			return nil
@@ -258,11 +267,11 @@ func (w *Worker) runAndFinish(ctx context.Context, log *slog.Logger, t domain.Ta
 func (w *Worker) fail(ctx context.Context, log *slog.Logger, t domain.Task, owner, msg string) {
 	fin := store.TaskFinish{Account: t.Account, ID: t.ID, Owner: owner, State: domain.TaskFailed, Message: msg}
 	if t.App != "" {
-		if app, err := w.st.GetApplication(ctx, t.Account, t.App); err == nil && app.TransitionTask == t.ID {
+		if app, err := w.st.Applications.GetApplication(ctx, t.Account, t.App); err == nil && app.TransitionTask == t.ID {
 			fin.Transition = &store.Transition{App: app.ID, Task: t.ID, To: app.TransitionFrom, Restore: true}
 		}
 	}
-	err := w.st.FinishTask(ctx, fin)
+	err := w.st.Tasks.FinishTask(ctx, fin)
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		log.ErrorContext(ctx, "could not record the task's failure", "error", err.Error(), "message", msg)
 		return
@@ -291,7 +300,7 @@ func (w *Worker) run(ctx context.Context, t domain.Task) (finish, error) {
 
 // application reads the task's application; a missing one fails the task.
 func (w *Worker) application(ctx context.Context, t domain.Task) (domain.Application, error) {
-	app, err := w.st.GetApplication(ctx, t.Account, t.App)
+	app, err := w.st.Applications.GetApplication(ctx, t.Account, t.App)
 	if errors.Is(err, domain.ErrNotFound) {
 		return app, failf("application %s no longer exists", t.App)
 	}
@@ -329,7 +338,7 @@ func (w *Worker) lifecycle(ctx context.Context, t domain.Task, lc Lifecycle) (fi
 			return finish{}, failf("cannot %s application %s: it is %s; %s is allowed only when it is %s",
 				verb(t.Type), app.ID, app.State, t.Type, strings.Join(lc.From, " or "))
 		}
-		err = w.st.BeginTransition(ctx, app.Account, app.ID, app.State, lc.Via, t.ID)
+		err = w.st.Applications.BeginTransition(ctx, app.Account, app.ID, app.State, lc.Via, t.ID)
 		if err == nil {
 			from, app.State, app.TransitionTask, app.TransitionFrom = app.State, lc.Via, t.ID, app.State
 			break
@@ -437,7 +446,7 @@ func (w *Worker) runAction(ctx context.Context, t domain.Task) (finish, error) {
 	if err := json.Unmarshal([]byte(t.Parameters), &p); err != nil {
 		return finish{}, failf("stored parameters do not parse: %v", err)
 	}
-	act, err := w.st.GetAction(ctx, t.Account, t.App, p.ID)
+	act, err := w.st.Applications.GetAction(ctx, t.Account, t.App, p.ID)
 	if errors.Is(err, domain.ErrNotFound) {
 		return finish{}, failf("application %s has no action %q (any more)", t.App, p.ID)
 	}
@@ -473,7 +482,7 @@ func (w *Worker) certificate(ctx context.Context, t domain.Task) (finish, error)
 		hosts = cfg.Aliases
 	}
 	now := w.st.Now()
-	ca, err := accountCA(ctx, w.st, t.Account, now)
+	ca, err := accountCA(ctx, w.st.Tasks, t.Account, now)
 	if err != nil {
 		return finish{}, err
 	}

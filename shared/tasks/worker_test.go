@@ -50,7 +50,7 @@ func TestStateMachineTable(t *testing.T) {
 				var params any
 				switch typ {
 				case tasks.TypeRunAction:
-					if err := e.st.CreateAction(ctx, "acct", domain.Action{App: a.ID, ID: "ping", URL: actions.URL + "/ping", HTTPMethod: "POST", Version: 1}); err != nil {
+					if err := e.st.Applications.CreateAction(ctx, "acct", domain.Action{App: a.ID, ID: "ping", URL: actions.URL + "/ping", HTTPMethod: "POST", Version: 1}); err != nil {
 						t.Fatal(err)
 					}
 					params = tasks.RunActionParams{ID: "ping"}
@@ -98,7 +98,7 @@ func TestStateMachineTable(t *testing.T) {
 					t.Fatalf("finished task without started/completed: %+v", got)
 				}
 				// No outbox marker is left for a finished task.
-				if due, _ := e.st.DueOutbox(ctx, time.Now().Add(time.Hour), 1000); slices.ContainsFunc(due, func(o store.OutboxMarker) bool { return o.Body == msg(tk.ID) }) {
+				if due, _ := e.st.Tasks.DueOutbox(ctx, time.Now().Add(time.Hour), 1000); slices.ContainsFunc(due, func(o store.OutboxMarker) bool { return o.Body == msg(tk.ID) }) {
 					t.Fatal("the outbox marker outlived the task")
 				}
 			})
@@ -131,10 +131,10 @@ func TestRedeliveryNeverAppliesTwice(t *testing.T) {
 	// transition.
 	stop := e.submit(tasks.TypeStop, a.ID, nil)
 	past := time.Now().Add(-time.Hour)
-	if _, err := e.st.ClaimTask(ctx, stop.ID, "dead", past, past.Add(time.Minute)); err != nil {
+	if _, err := e.st.Tasks.ClaimTask(ctx, stop.ID, "dead", past, past.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.BeginTransition(ctx, a.Account, a.ID, domain.AppRunning, domain.AppStopping, stop.ID); err != nil {
+	if err := e.st.Applications.BeginTransition(ctx, a.Account, a.ID, domain.AppRunning, domain.AppStopping, stop.ID); err != nil {
 		t.Fatal(err)
 	}
 	if out := e.run(stop.ID); out != tasks.Done {
@@ -186,7 +186,7 @@ func TestDuplicateDuringRunIsRetried(t *testing.T) {
 	a := e.app(domain.AppStopped)
 	tk := e.submit(tasks.TypeStart, a.ID, nil)
 	now := time.Now()
-	if _, err := e.st.ClaimTask(context.Background(), tk.ID, "busy", now, now.Add(time.Minute)); err != nil {
+	if _, err := e.st.Tasks.ClaimTask(context.Background(), tk.ID, "busy", now, now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if out := e.run(tk.ID); out != tasks.Retry {
@@ -236,7 +236,7 @@ func TestRetriesEndFailed(t *testing.T) {
 	past := time.Now().Add(-time.Hour)
 	for i := range tasks.MaxAttempts {
 		at := past.Add(time.Duration(i) * time.Minute)
-		if _, err := e.st.ClaimTask(context.Background(), crash.ID, "dying", at, at.Add(time.Second)); err != nil {
+		if _, err := e.st.Tasks.ClaimTask(context.Background(), crash.ID, "dying", at, at.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -351,7 +351,7 @@ func TestConfigurationPatchKeepsConcurrentEdits(t *testing.T) {
 				cur := e.appNow(a.ID)
 				c, _ := appconfig.Parse(cur.Config)
 				c.Name = "renamed"
-				if _, err := e.st.UpdateApplicationConfig(ctx, "acct", a.ID, cur.Version, c.Encode()); err == nil {
+				if _, err := e.st.Applications.UpdateApplicationConfig(ctx, "acct", a.ID, cur.Version, c.Encode()); err == nil {
 					return
 				}
 			}
@@ -482,7 +482,7 @@ func TestRunAction(t *testing.T) {
 	defer srv.Close()
 	a := e.app(domain.AppRunning)
 	act := domain.Action{App: a.ID, ID: "purge", URL: srv.URL + "/hooks/purge", HTTPMethod: "PUT", SecretKey: base64.StdEncoding.EncodeToString(secret), Version: 1}
-	if err := e.st.CreateAction(ctx, "acct", act); err != nil {
+	if err := e.st.Applications.CreateAction(ctx, "acct", act); err != nil {
 		t.Fatal(err)
 	}
 	tk := e.submit(tasks.TypeRunAction, a.ID, tasks.RunActionParams{ID: "purge"})
@@ -528,7 +528,7 @@ func TestRunAction(t *testing.T) {
 	}
 
 	// Only loopback locally: a private address is refused, not retried.
-	if err := e.st.CreateAction(ctx, "acct", domain.Action{App: a.ID, ID: "inside", URL: "http://10.255.255.1:9/x", HTTPMethod: "POST", Version: 1}); err != nil {
+	if err := e.st.Applications.CreateAction(ctx, "acct", domain.Action{App: a.ID, ID: "inside", URL: "http://10.255.255.1:9/x", HTTPMethod: "POST", Version: 1}); err != nil {
 		t.Fatal(err)
 	}
 	refused := e.submit(tasks.TypeRunAction, a.ID, tasks.RunActionParams{ID: "inside"})
@@ -634,7 +634,7 @@ func TestInvalidateCacheIsRecorded(t *testing.T) {
 	a := e.app(domain.AppRunning)
 	tk := e.submit(tasks.TypeInvalidateCache, a.ID, tasks.InvalidateParams{URLs: []string{"https://shop.example.com/img/*"}})
 	e.run(tk.ID)
-	invs, err := e.st.ListInvalidations(context.Background(), a.ID)
+	invs, err := e.st.Tasks.ListInvalidations(context.Background(), a.ID)
 	if err != nil || len(invs) != 1 || invs[0].URLs[0] != "https://shop.example.com/img/*" || invs[0].Task != tk.ID {
 		t.Fatalf("invalidations %+v, %v", invs, err)
 	}

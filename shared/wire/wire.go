@@ -206,5 +206,5 @@ func New(log *slog.Logger, db *dynamodb.Client, table string) Deps {
 // clock.Manual instead of sleeping.
 func NewClocked(log *slog.Logger, db *dynamodb.Client, table string, c clock.Clock) Deps {
 	st := store.New(db, table, store.WithClock(c))
-	return Deps{Log: log, Clock: c, Store: st, Audit: st}
+	return Deps{Log: log, Clock: c, Store: st, Audit: st.Audit}
 }

@@ -290,7 +290,7 @@ func (s *sim) authorizerPhase(ctx context.Context, large *tenant, small []*tenan
 	s.clock.live.Store(false)
 	defer s.clock.live.Store(true)
 	for i := range containers {
-		containers[i] = access.New(st, log, access.WithStaleness(access.DefaultStaleness), access.WithClock(s.clock.now))
+		containers[i] = access.New(access.NewStore(st), log, access.WithStaleness(access.DefaultStaleness), access.WithClock(s.clock.now))
 	}
 	// The small tenants driven stand for d.smallTenants: each gets
 	// d.smallRPS, as every small tenant would.

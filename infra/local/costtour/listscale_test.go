@@ -251,7 +251,7 @@ func measureAtScale(t *testing.T, sc scaleCase) [2]costRow {
 	// member's id get the copy's id; the creation time (and the
 	// positions made of it) moves an hour and i milliseconds on.
 	ctx := context.Background()
-	table := c.p.Deps.Store.Table()
+	table := c.p.Deps.Store.Name()
 	keys, id := s.member()
 	var bases []map[string]types.AttributeValue
 	for _, k := range keys {
@@ -407,7 +407,7 @@ func scaleCases() []scaleCase {
 		r := domain.Role{AccountID: acct, ID: fmt.Sprintf("scalerole%07d", i), Name: fmt.Sprintf("Scale role %d", i),
 			Permissions: []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{"/v2/accounts/" + acct + "/service-users"}}},
 			Version:     1, Created: now, Updated: now}
-		if err := c.p.Deps.Store.CreateRole(context.Background(), r); err != nil {
+		if err := c.p.Deps.Store.Roles.CreateRole(context.Background(), r); err != nil {
 			c.t.Fatal(err)
 		}
 		return r.ID
@@ -416,7 +416,7 @@ func scaleCases() []scaleCase {
 		now := c.p.Deps.Store.Now()
 		g := domain.Group{AccountID: acct, ID: fmt.Sprintf("scalegroup%06d", i), Name: fmt.Sprintf("Scale group %d", i), Roles: []string{role},
 			Version: 1, Created: now, Updated: now}
-		if err := c.p.Deps.Store.CreateGroup(context.Background(), g); err != nil {
+		if err := c.p.Deps.Store.Roles.CreateGroup(context.Background(), g); err != nil {
 			c.t.Fatal(err)
 		}
 		return g.ID
@@ -549,10 +549,10 @@ func scaleCases() []scaleCase {
 				add: func(i int) {
 					ctx, st, now := context.Background(), c.p.Deps.Store, c.p.Deps.Store.Now()
 					l.id = fmt.Sprintf("scaleuser%07d", i)
-					if err := st.CreatePrincipal(ctx, domain.Principal{ID: l.id, Kind: domain.KindUser, Email: l.id + "@example.com", Created: now, Updated: now}); err != nil {
+					if err := st.Principals.CreatePrincipal(ctx, domain.Principal{ID: l.id, Kind: domain.KindUser, Email: l.id + "@example.com", Created: now, Updated: now}); err != nil {
 						c.t.Fatal(err)
 					}
-					if err := st.PutGrant(ctx, domain.Grant{PrincipalID: l.id, AccountID: acct, RoleID: r, Via: "scale", Created: now}); err != nil {
+					if err := st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: l.id, AccountID: acct, RoleID: r, Via: "scale", Created: now}); err != nil {
 						c.t.Fatal(err)
 					}
 				},
@@ -655,7 +655,7 @@ func scaleCases() []scaleCase {
 					l.id = fmt.Sprintf("scaletask%07d", i)
 					tk := domain.Task{ID: l.id, Account: c.p.Bootstrap.RootAccount, Type: "start", Target: "/v2/applications/none", State: domain.TaskSuccess,
 						CreatedBy: "cost", Created: now, Updated: now}
-					if err := c.p.Deps.Store.CreateTask(context.Background(), tk, &store.OutboxMarker{Queue: "TasksQueue", Body: "{}", Due: now.Add(24 * time.Hour)}); err != nil {
+					if err := c.p.Deps.Store.Tasks.CreateTask(context.Background(), tk, &store.OutboxMarker{Queue: "TasksQueue", Body: "{}", Due: now.Add(24 * time.Hour)}); err != nil {
 						c.t.Fatal(err)
 					}
 				},
@@ -717,7 +717,7 @@ func scaleCases() []scaleCase {
 			return scaleSetup{path: href + "/roles", secret: ownKey(c, href),
 				add: func(i int) {
 					l.id = storeRole(c, acct, i)
-					if err := c.p.Deps.Store.PutGrant(context.Background(), domain.Grant{PrincipalID: uid, AccountID: acct, RoleID: l.id, Via: "cost", Created: c.p.Deps.Store.Now()}); err != nil {
+					if err := c.p.Deps.Store.Roles.PutGrant(context.Background(), domain.Grant{PrincipalID: uid, AccountID: acct, RoleID: l.id, Via: "cost", Created: c.p.Deps.Store.Now()}); err != nil {
 						c.t.Fatal(err)
 					}
 				},
@@ -733,7 +733,7 @@ func scaleCases() []scaleCase {
 			return scaleSetup{path: href + "/groups", secret: ownKey(c, href),
 				add: func(i int) {
 					l.id = storeGroup(c, acct, r, i)
-					if err := c.p.Deps.Store.PutGrant(context.Background(), domain.Grant{PrincipalID: uid, AccountID: acct, Group: l.id, Via: "cost", Created: c.p.Deps.Store.Now()}); err != nil {
+					if err := c.p.Deps.Store.Roles.PutGrant(context.Background(), domain.Grant{PrincipalID: uid, AccountID: acct, Group: l.id, Via: "cost", Created: c.p.Deps.Store.Now()}); err != nil {
 						c.t.Fatal(err)
 					}
 				},
@@ -777,10 +777,10 @@ func measureAuthorizerAtScale(t *testing.T) []authorizerRow {
 		r := domain.Role{AccountID: root, ID: fmt.Sprintf("heldrole%08d", i), Name: fmt.Sprintf("Held %d", i),
 			Permissions: []authz.Permission{{Method: "GET", Effect: "permit", Spec: []string{"/v2/accounts/" + root, "/v2/applications", "/v2/applications/*"}}},
 			Version:     1, Created: now, Updated: now}
-		if err := c.p.Deps.Store.CreateRole(ctx, r); err != nil {
+		if err := c.p.Deps.Store.Roles.CreateRole(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.p.Deps.Store.PutGrant(ctx, domain.Grant{PrincipalID: uid, AccountID: root, RoleID: r.ID, Via: "cost", Created: now}); err != nil {
+		if err := c.p.Deps.Store.Roles.PutGrant(ctx, domain.Grant{PrincipalID: uid, AccountID: root, RoleID: r.ID, Via: "cost", Created: now}); err != nil {
 			t.Fatal(err)
 		}
 		last = r.ID
@@ -814,7 +814,7 @@ func measureAuthorizerAtScale(t *testing.T) []authorizerRow {
 	}
 	few := both("10 roles of its key's account")
 	// The copies: 990 roles, then their 990 grants.
-	table := c.p.Deps.Store.Table()
+	table := c.p.Deps.Store.Name()
 	copies := func(k [2]string) {
 		out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{
 			"PK": &types.AttributeValueMemberS{Value: k[0]}, "SK": &types.AttributeValueMemberS{Value: k[1]}}})

@@ -295,7 +295,7 @@ func (e *qfEnv) drain(id string, h func(context.Context, events.SQSEvent) (event
 // producing functions built by hand below: the sweep's turn needs no
 // waiting.
 func (e *qfEnv) producers() *outbox.Outbox {
-	o := outbox.New(e.deps.Store, outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}, e.log)
+	o := outbox.New(e.deps.Store.Tasks, outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}, e.log)
 	o.ResendAfter = 0
 	return o
 }
@@ -315,7 +315,7 @@ func (e *qfEnv) sweep() {
 func (e *qfEnv) markers() []store.OutboxMarker {
 	e.t.Helper()
 	testenv.AwaitIndexes() // the outbox is found through an index
-	due, err := e.deps.Store.DueOutbox(context.Background(), time.Now().Add(time.Hour), 100)
+	due, err := e.deps.Store.Tasks.DueOutbox(context.Background(), time.Now().Add(time.Hour), 100)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -351,11 +351,11 @@ func TestQueueSendFailureTasks(t *testing.T) {
 			ctx := context.Background()
 			// The tasks function and the worker as wire builds them, with
 			// a short resend delay so that the sweep's turn comes quickly.
-			ob := outbox.New(e.deps.Store, outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}, e.log)
+			ob := outbox.New(e.deps.Store.Tasks, outbox.SQS{Client: e.deps.SQS, URLs: e.deps.QueueURLs}, e.log)
 			ob.ResendAfter = 500 * time.Millisecond
-			tasksFn := apigw.Lambda(e.log, tasksapi.New(e.deps.Store, access.New(e.deps.Store, e.log), tasks.NewOutbox(e.deps.Store, ob.Queue(wire.TasksQueue)), e.log))
+			tasksFn := apigw.Lambda(e.log, tasksapi.New(tasksapi.NewStore(e.deps.Store), access.New(access.NewStore(e.deps.Store), e.log), tasks.NewOutbox(e.deps.Store.Tasks, ob.Queue(wire.TasksQueue)), e.log))
 			dp := &qfDataPlane{FakeDataPlane: tasks.NewFakeDataPlane(e.log, tasks.LoopbackOnly)}
-			worker := tasks.NewWorker(e.deps.Store, dp, ob, e.log)
+			worker := tasks.NewWorker(tasks.NewWorkerStore(e.deps.Store), dp, ob, e.log)
 
 			app := e.ok(req{fn: applicationswire.Handler, as: e.op, method: "POST", resource: "/v2/applications", contentType: js,
 				body: `{"name": "Queue fault shop", "aliases": ["shop.queuefault.example.com"]}`})["id"].(string)
@@ -379,7 +379,7 @@ func TestQueueSendFailureTasks(t *testing.T) {
 			// SQS is back: the scheduled sweep and the queue's event
 			// source, as deployed, until the task has finished.
 			task := func() domain.Task {
-				tk, err := e.deps.Store.GetTask(ctx, e.op.AccountID, out.ID)
+				tk, err := e.deps.Store.Tasks.GetTask(ctx, e.op.AccountID, out.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -404,7 +404,7 @@ func TestQueueSendFailureTasks(t *testing.T) {
 			// Its outbox marker went with the outcome, so no sweep sends
 			// it again, and every copy still queued finds it finished.
 			testenv.AwaitIndexes() // the outbox is found through an index
-			if due, err := e.deps.Store.DueOutbox(ctx, time.Now().Add(time.Hour), 10); err != nil || len(due) != 0 {
+			if due, err := e.deps.Store.Tasks.DueOutbox(ctx, time.Now().Add(time.Hour), 10); err != nil || len(due) != 0 {
 				t.Fatalf("outbox markers left after the task finished: %+v %v", due, err)
 			}
 			handled += e.drain(wire.TasksQueue, worker.Handle)
@@ -414,7 +414,7 @@ func TestQueueSendFailureTasks(t *testing.T) {
 			}
 			t.Logf("%d sends failed; the worker got %d messages", failedSends, handled)
 			got := task()
-			a, err := e.deps.Store.GetApplication(ctx, e.op.AccountID, app)
+			a, err := e.deps.Store.Applications.GetApplication(ctx, e.op.AccountID, app)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -459,7 +459,7 @@ func (n *qfNotifier) count(href string) int {
 
 // roles is the roles function with its notifications due at once.
 func (e *qfEnv) roles() func(wire.Deps) apigw.ProxyHandler {
-	return handler(apigw.Lambda(e.log, rbacadmin.New(e.deps.Store, access.New(e.deps.Store, e.log), e.producers().Queue(wire.NotificationsQueue), e.log)))
+	return handler(apigw.Lambda(e.log, rbacadmin.New(rbacadmin.NewStore(e.deps.Store), access.New(access.NewStore(e.deps.Store), e.log), e.producers().Queue(wire.NotificationsQueue), e.log)))
 }
 
 // POST /v2/accounts/{id}/invitations while SQS fails the send: the
@@ -472,7 +472,7 @@ func TestQueueSendFailureInvitationCreate(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			e := newQFEnv(t)
 			n := &qfNotifier{}
-			notify := notifier.NewNotifyHandler(e.deps.Store, n, e.log)
+			notify := notifier.NewNotifyHandler(e.deps.Store.Invitations, n, e.log)
 			root := map[string]string{"id": e.boot.RootAccount}
 			role := e.ok(req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root, contentType: js,
 				body: `{"name": "Queue fault reader", "permissions": [{"method": "GET", "effect": "permit", "spec": ["/v2/applications/*"]}]}`})["href"].(string)
@@ -505,7 +505,7 @@ func TestQueueSendFailureInvitationCreate(t *testing.T) {
 			if n.count(out.Href) != 1 || n.total() != 1 {
 				t.Fatalf("notified %d times (%d in all), want once", n.count(out.Href), n.total())
 			}
-			inv, err := e.deps.Store.GetInvitation(context.Background(), e.boot.RootAccount, domain.InvitationRole, out.ID)
+			inv, err := e.deps.Store.Invitations.GetInvitation(context.Background(), e.boot.RootAccount, domain.InvitationRole, out.ID)
 			if err != nil || inv.State != domain.InvitationSent {
 				t.Fatalf("after delivery: %+v %v", inv, err)
 			}
@@ -526,7 +526,7 @@ func TestQueueSendFailureInvitationResend(t *testing.T) {
 			e := newQFEnv(t)
 			ctx := context.Background()
 			n := &qfNotifier{}
-			notify := notifier.NewNotifyHandler(e.deps.Store, n, e.log)
+			notify := notifier.NewNotifyHandler(e.deps.Store.Invitations, n, e.log)
 			root := map[string]string{"id": e.boot.RootAccount}
 			role := e.ok(req{fn: roleswire.Handler, as: e.op, method: "POST", resource: "/v2/accounts/{id}/roles", params: root, contentType: js,
 				body: `{"name": "Queue fault reader", "permissions": [{"method": "GET", "effect": "permit", "spec": ["/v2/applications/*"]}]}`})["href"].(string)
@@ -548,7 +548,7 @@ func TestQueueSendFailureInvitationResend(t *testing.T) {
 				t.Fatalf("re-send while SQS fails: %d %s; want 200 with the invitation queued", resp.StatusCode, resp.Body)
 			}
 			// Still in the invitee's inbox while it waits.
-			inbox, _, _, err := e.deps.Store.PageInbox(ctx, "resend@example.com", domain.InvitationRole, "", false, 100)
+			inbox, _, _, err := e.deps.Store.Invitations.PageInbox(ctx, "resend@example.com", domain.InvitationRole, "", false, 100)
 			if err != nil || len(inbox) != 1 || inbox[0].ID != id {
 				t.Fatalf("the invitee's inbox after the failed send: %+v %v", inbox, err)
 			}
@@ -558,7 +558,7 @@ func TestQueueSendFailureInvitationResend(t *testing.T) {
 			if n.count(href) != 2 {
 				t.Fatalf("%d notifications in all, want 2 (the first delivery and the re-send)", n.count(href))
 			}
-			after, err := e.deps.Store.GetInvitation(ctx, e.boot.RootAccount, domain.InvitationRole, id)
+			after, err := e.deps.Store.Invitations.GetInvitation(ctx, e.boot.RootAccount, domain.InvitationRole, id)
 			if err != nil || after.State != domain.InvitationSent || len(e.markers()) != 0 {
 				t.Fatalf("after the re-send's delivery: %+v %v, markers %+v", after, err, e.markers())
 			}
@@ -575,13 +575,13 @@ func TestQueueSendFailureTestRun(t *testing.T) {
 	ctx := context.Background()
 	// A test names an alias of the account's applications.
 	now := e.deps.Store.Now()
-	if err := e.deps.Store.CreateApplication(ctx, domain.Application{ID: "qfapp", Account: e.op.AccountID, State: domain.AppStopped,
+	if err := e.deps.Store.Applications.CreateApplication(ctx, domain.Application{ID: "qfapp", Account: e.op.AccountID, State: domain.AppStopped,
 		Config: `{"name":"qf","aliases":["shop.example.com"]}`, Aliases: []string{"shop.example.com"}, Version: 1, Created: now, Updated: now}, domain.Quota{}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := `{"probabilities": 1, "models": {"home": {"type": "user.StaticSession", "requests": [{"name": "home", "method": "GET", "url": "http://shop.example.com/"}]}}}`
 	e.ok(req{fn: testswire.Handler, as: e.op, method: "PUT", resource: "/v2/tests/{id}", params: map[string]string{"id": "qf"}, contentType: "application/json", body: cfg})
-	testsFn := handler(apigw.Lambda(e.log, testsapi.New(e.deps.Store, access.New(e.deps.Store, e.log), e.producers().Queue(wire.TestRunsQueue), e.log)))
+	testsFn := handler(apigw.Lambda(e.log, testsapi.New(testsapi.NewStore(e.deps.Store), access.New(access.NewStore(e.deps.Store), e.log), e.producers().Queue(wire.TestRunsQueue), e.log)))
 
 	e.proxy.arm(qfRefuse)
 	body := e.ok(req{fn: testsFn, as: e.op, method: "POST", resource: "/v2/tests", contentType: "application/json", body: `{"id": "qf", "duration": 1, "virtualUsers": 1}`})
@@ -600,7 +600,7 @@ func TestQueueSendFailureTestRun(t *testing.T) {
 	if len(msgs) != 1 || !strings.Contains(msgs[0].Body, fmt.Sprint(last["id"])) {
 		t.Fatalf("the sweep queued %v, want the run's message", msgs)
 	}
-	if at, err := e.deps.Store.GetAppTest(ctx, e.op.AccountID, "qf"); err != nil || at.RunState != "queued" || len(e.markers()) != 0 {
+	if at, err := e.deps.Store.Tests.GetAppTest(ctx, e.op.AccountID, "qf"); err != nil || at.RunState != "queued" || len(e.markers()) != 0 {
 		t.Fatalf("after the sweep: %+v %v, markers %+v", at, err, e.markers())
 	}
 }
@@ -628,7 +628,7 @@ func TestQueueSendFailureAddressSet(t *testing.T) {
 		t.Fatalf("a refused send queued %d messages", len(msgs))
 	}
 	// Due two minutes after the write: the schedule's sweep of then.
-	if _, err := e.deps.Store.PostponeOutbox(context.Background(), &mk[0], time.Now().Add(-time.Second)); err != nil {
+	if _, err := e.deps.Store.Tasks.PostponeOutbox(context.Background(), &mk[0], time.Now().Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	e.sweep()

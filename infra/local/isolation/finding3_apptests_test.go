@@ -132,7 +132,7 @@ func TestFinding3_TestTargetsOnlyOwnAliases(t *testing.T) {
 	// sends the own alias's request to the edge and not the attack.
 	legacy := finding3Config(t, "http://"+alias+"/", attack)
 	now := p.Deps.Store.Now()
-	if err := p.Deps.Store.CreateAppTest(ctx, domain.AppTest{Account: p.Bootstrap.RootAccount, ID: "legacy", MediaType: "application/x-tar",
+	if err := p.Deps.Store.Tests.CreateAppTest(ctx, domain.AppTest{Account: p.Bootstrap.RootAccount, ID: "legacy", MediaType: "application/x-tar",
 		Archive: store.NewAppTestBlob(ids.New(), legacy), ArchiveUpdated: now, Summary: "{}", Version: 1, Created: now, Updated: now}, legacy, nil); err != nil {
 		t.Fatal(err)
 	}

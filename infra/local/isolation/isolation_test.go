@@ -220,7 +220,7 @@ func startIsoWorld(t *testing.T) *isoWorld {
 	// Registered before Start, so it runs after the platform is closed.
 	t.Cleanup(func() { _ = stop(context.Background()) })
 	p, _ := localtest.Start(t, func(o *local.Options) { o.DynamoEndpoint = endpoint })
-	w := &isoWorld{t: t, p: p, db: db, table: p.Deps.Store.Table(),
+	w := &isoWorld{t: t, p: p, db: db, table: p.Deps.Store.Name(),
 		op: p.Bootstrap.Secret, root: p.Bootstrap.RootAccount, users: map[string]*isoUser{}, id: map[string]string{}, href: map[string]string{}}
 	w.build()
 	return w

@@ -34,20 +34,29 @@ import (
 )
 
 // Store is what the tests API reads and writes.
-type Store interface {
-	Now() time.Time
-	CreateAppTest(ctx context.Context, t domain.AppTest, archive, converted []byte) error
-	GetAppTest(ctx context.Context, account, id string) (domain.AppTest, error)
-	PageAppTests(ctx context.Context, account, after string, desc bool, n int) ([]domain.AppTest, []string, bool, error)
-	AppTestBlobData(ctx context.Context, account, id string, b domain.AppTestBlob) ([]byte, error)
-	ReplaceAppTestArchive(ctx context.Context, prev, next domain.AppTest, archive, converted []byte) (domain.AppTest, error)
-	DeleteAppTestBlobs(ctx context.Context, account, id string, blobs ...domain.AppTestBlob) error
-	UpdateAppTestDescription(ctx context.Context, account, id, desc string, versions ...int) (domain.AppTest, error)
-	DeleteAppTest(ctx context.Context, account, id string, pre ...func(domain.AppTest) error) (domain.AppTest, error)
-	StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time, m *store.OutboxMarker) error
-	UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error
-	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
-	AliasAccounts(ctx context.Context, aliases []string) (map[string]string, error)
+type Store struct {
+	Now   func() time.Time
+	Tests interface {
+		CreateAppTest(ctx context.Context, t domain.AppTest, archive, converted []byte) error
+		GetAppTest(ctx context.Context, account, id string) (domain.AppTest, error)
+		PageAppTests(ctx context.Context, account, after string, desc bool, n int) ([]domain.AppTest, []string, bool, error)
+		AppTestBlobData(ctx context.Context, account, id string, b domain.AppTestBlob) ([]byte, error)
+		ReplaceAppTestArchive(ctx context.Context, prev, next domain.AppTest, archive, converted []byte) (domain.AppTest, error)
+		DeleteAppTestBlobs(ctx context.Context, account, id string, blobs ...domain.AppTestBlob) error
+		UpdateAppTestDescription(ctx context.Context, account, id, desc string, versions ...int) (domain.AppTest, error)
+		DeleteAppTest(ctx context.Context, account, id string, pre ...func(domain.AppTest) error) (domain.AppTest, error)
+		StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time, m *store.OutboxMarker) error
+		UpdateAppTestRun(ctx context.Context, account, id, runID, from, to, run string, activeUntil time.Time) error
+	}
+	Applications interface {
+		GetApplication(ctx context.Context, account, id string) (domain.Application, error)
+		AliasAccounts(ctx context.Context, aliases []string) (map[string]string, error)
+	}
+}
+
+// NewStore is a Store over the table's repositories.
+func NewStore(st *store.Store) Store {
+	return Store{Now: st.Now, Tests: st.Tests, Applications: st.Applications}
 }
 
 // Deciders makes second decisions with the authorizer's engine.
@@ -132,7 +141,7 @@ func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 		Name: "tests", Indexed: "id",
 		ValidPosition: func(s string) bool { return len(s) <= MaxIDLen && idPattern.MatchString(s) },
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.AppTest, []string, bool, error) {
-			return h.st.PageAppTests(ctx, p.AccountID, after, desc, n)
+			return h.st.Tests.PageAppTests(ctx, p.AccountID, after, desc, n)
 		},
 		// A collection shows only the members the caller may GET (docs/api.md#collection-reads).
 		Allow: func(ctx context.Context) (func(domain.AppTest) (bool, error), error) {
@@ -172,7 +181,7 @@ func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 		return 0, nil, err
 	}
 	ctx := r.Context()
-	t, err := h.st.GetAppTest(ctx, p.AccountID, id)
+	t, err := h.st.Tests.GetAppTest(ctx, p.AccountID, id)
 	if err != nil {
 		return 0, nil, notFound(err, id)
 	}
@@ -187,13 +196,13 @@ func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 		}
 		return t.Archive
 	}
-	data, err := h.st.AppTestBlobData(ctx, p.AccountID, id, blob(t))
+	data, err := h.st.Tests.AppTestBlobData(ctx, p.AccountID, id, blob(t))
 	if errors.Is(err, domain.ErrChanged) {
 		// Replaced between the two reads: the new one is complete now.
-		if t, err = h.st.GetAppTest(ctx, p.AccountID, id); err != nil {
+		if t, err = h.st.Tests.GetAppTest(ctx, p.AccountID, id); err != nil {
 			return 0, nil, notFound(err, id)
 		}
-		data, err = h.st.AppTestBlobData(ctx, p.AccountID, id, blob(t))
+		data, err = h.st.Tests.AppTestBlobData(ctx, p.AccountID, id, blob(t))
 	}
 	if err != nil {
 		return 0, nil, notFound(err, id)
@@ -412,7 +421,7 @@ func (h *handler) create(r *http.Request, p caller.Principal) (int, any, error) 
 	if pr.converted != nil {
 		t.Converted = store.NewAppTestBlob(ids.New(), pr.converted)
 	}
-	if err := h.st.CreateAppTest(r.Context(), t, up.file, pr.converted); err != nil {
+	if err := h.st.Tests.CreateAppTest(r.Context(), t, up.file, pr.converted); err != nil {
 		return 0, nil, storeError(err)
 	}
 	return http.StatusOK, tagged(t), nil
@@ -447,7 +456,7 @@ func (h *handler) patch(r *http.Request, p caller.Principal) (int, any, error) {
 		}
 		var t domain.AppTest
 		err = store.ReapplyIf(ctx, len(versions) > 0, func(ctx context.Context) (err error) {
-			t, err = h.st.UpdateAppTestDescription(ctx, p.AccountID, id, *up.desc, versions...)
+			t, err = h.st.Tests.UpdateAppTestDescription(ctx, p.AccountID, id, *up.desc, versions...)
 			return err
 		})
 		if err != nil {
@@ -462,7 +471,7 @@ func (h *handler) patch(r *http.Request, p caller.Principal) (int, any, error) {
 		prev domain.AppTest
 		read errgroup.Group
 	)
-	read.Go(func() (err error) { prev, err = h.st.GetAppTest(ctx, p.AccountID, id); return err })
+	read.Go(func() (err error) { prev, err = h.st.Tests.GetAppTest(ctx, p.AccountID, id); return err })
 	pr, err := prepare(up, now, h.owned(ctx, p.AccountID))
 	if prevErr := read.Wait(); prevErr != nil {
 		return 0, nil, notFound(prevErr, id)
@@ -484,7 +493,7 @@ func (h *handler) patch(r *http.Request, p caller.Principal) (int, any, error) {
 			fresh = false
 			return prev, nil
 		}
-		t, err := h.st.GetAppTest(ctx, p.AccountID, id)
+		t, err := h.st.Tests.GetAppTest(ctx, p.AccountID, id)
 		return t, notFound(err, id)
 	}
 	err = store.Edit(ctx, pre, current, etag, func(ctx context.Context, cur domain.AppTest) error {
@@ -495,13 +504,13 @@ func (h *handler) patch(r *http.Request, p caller.Principal) (int, any, error) {
 		}
 		n.MediaType, n.Filename, n.Summary, n.ArchiveUpdated, n.Updated = up.fileType, up.filename, pr.summary, now, now
 		n.Archive, n.Converted = archive, converted
-		next, err = h.st.ReplaceAppTestArchive(ctx, prev, n, up.file, pr.converted)
+		next, err = h.st.Tests.ReplaceAppTestArchive(ctx, prev, n, up.file, pr.converted)
 		return notFound(storeError(err), id)
 	})
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := h.st.DeleteAppTestBlobs(ctx, p.AccountID, id, prev.Archive, prev.Converted); err != nil {
+	if err := h.st.Tests.DeleteAppTestBlobs(ctx, p.AccountID, id, prev.Archive, prev.Converted); err != nil {
 		h.log.WarnContext(ctx, "old archive chunks of a test left behind (unreachable)", "account", p.AccountID, "test", id, "error", err.Error())
 	}
 	return http.StatusOK, tagged(next), nil
@@ -510,7 +519,9 @@ func (h *handler) patch(r *http.Request, p caller.Principal) (int, any, error) {
 // owned returns the check prepare makes of the hosts a configuration
 // names: which are aliases of the account's applications (OwnAliases).
 func (h *handler) owned(ctx context.Context, account string) func(urls []string) (map[string]bool, error) {
-	return func(urls []string) (map[string]bool, error) { return apptests.OwnAliases(ctx, h.st, account, urls) }
+	return func(urls []string) (map[string]bool, error) {
+		return apptests.OwnAliases(ctx, h.st.Applications, account, urls)
+	}
 }
 
 func (h *handler) remove(r *http.Request, p caller.Principal) (int, any, error) {
@@ -524,11 +535,11 @@ func (h *handler) remove(r *http.Request, p caller.Principal) (int, any, error) 
 	if pre.Set() {
 		checks = append(checks, func(t domain.AppTest) error { return pre.Check(etag(t)) })
 	}
-	t, err := h.st.DeleteAppTest(ctx, p.AccountID, id, checks...)
+	t, err := h.st.Tests.DeleteAppTest(ctx, p.AccountID, id, checks...)
 	if err != nil {
 		return 0, nil, notFound(err, id)
 	}
-	if err := h.st.DeleteAppTestBlobs(ctx, p.AccountID, id, t.Archive, t.Converted); err != nil {
+	if err := h.st.Tests.DeleteAppTestBlobs(ctx, p.AccountID, id, t.Archive, t.Converted); err != nil {
 		h.log.WarnContext(ctx, "archive chunks of a deleted test left behind (unreachable)", "account", p.AccountID, "test", id, "error", err.Error())
 	}
 	return http.StatusOK, apptests.Out(t), nil
@@ -592,7 +603,7 @@ func (h *handler) run(r *http.Request, p caller.Principal) (int, any, error) {
 		return 0, nil, fmt.Errorf("encode run message: %w", err)
 	}
 	m := h.q.Marker(string(msg))
-	if err := h.st.StartAppTestRun(ctx, p.AccountID, *in.ID, run.ID, apptests.RunQueued, string(detail), until, &m); err != nil {
+	if err := h.st.Tests.StartAppTestRun(ctx, p.AccountID, *in.ID, run.ID, apptests.RunQueued, string(detail), until, &m); err != nil {
 		return 0, nil, notFound(storeError(err), *in.ID)
 	}
 	// Written with its marker, the run will start: a failed send is the
@@ -602,7 +613,7 @@ func (h *handler) run(r *http.Request, p caller.Principal) (int, any, error) {
 		t    domain.AppTest
 		read errgroup.Group
 	)
-	read.Go(func() (err error) { t, err = h.st.GetAppTest(ctx, p.AccountID, *in.ID); return err })
+	read.Go(func() (err error) { t, err = h.st.Tests.GetAppTest(ctx, p.AccountID, *in.ID); return err })
 	_ = h.q.Send(ctx, &m)
 	if gerr := read.Wait(); gerr != nil {
 		return 0, nil, notFound(storeError(gerr), *in.ID)
@@ -624,7 +635,7 @@ func (h *handler) target(ctx context.Context, p caller.Principal, targets string
 		appErr error
 	)
 	g.Go(func() (err error) { dec, err = h.dec.Decider(ctx, p); return err })
-	g.Go(func() error { _, appErr = h.st.GetApplication(ctx, p.AccountID, app); return nil })
+	g.Go(func() error { _, appErr = h.st.Applications.GetApplication(ctx, p.AccountID, app); return nil })
 	if decErr := g.Wait(); decErr != nil {
 		return "", decErr
 	}

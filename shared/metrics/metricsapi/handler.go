@@ -22,13 +22,24 @@ import (
 )
 
 // QueryStore is what the metrics endpoints read.
-type QueryStore interface {
-	Now() time.Time
-	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
-	GetAddressSetItem(ctx context.Context, account, id string) (domain.AddressSet, error)
-	MetricChunks(ctx context.Context, keys []store.MetricChunkKey) (map[store.MetricChunkKey]map[string]int64, error)
-	PageApplications(ctx context.Context, account, after string, desc bool, n int) ([]domain.Application, []string, bool, error)
-	PageAddressSets(ctx context.Context, account, after string, desc bool, n int) ([]domain.AddressSet, []string, bool, error)
+type QueryStore struct {
+	Now          func() time.Time
+	Applications interface {
+		GetApplication(ctx context.Context, account, id string) (domain.Application, error)
+		PageApplications(ctx context.Context, account, after string, desc bool, n int) ([]domain.Application, []string, bool, error)
+	}
+	AddressSets interface {
+		GetAddressSetItem(ctx context.Context, account, id string) (domain.AddressSet, error)
+		PageAddressSets(ctx context.Context, account, after string, desc bool, n int) ([]domain.AddressSet, []string, bool, error)
+	}
+	Metrics interface {
+		MetricChunks(ctx context.Context, keys []store.MetricChunkKey) (map[store.MetricChunkKey]map[string]int64, error)
+	}
+}
+
+// NewQueryStore is a QueryStore over the table's repositories.
+func NewQueryStore(st *store.Store) QueryStore {
+	return QueryStore{Now: st.Now, Applications: st.Applications, AddressSets: st.AddressSets, Metrics: st.Metrics}
 }
 
 // Deciders makes second decisions with the authorizer's engine: which of
@@ -85,7 +96,7 @@ func (h *handler) application(r *http.Request, p caller.Principal) (int, any, er
 		return 0, nil, err
 	}
 	return h.serve(r, metrics.FamilyApplication, metrics.ScopeApp(id), func(ctx context.Context) error {
-		_, err := h.st.GetApplication(ctx, p.AccountID, id)
+		_, err := h.st.Applications.GetApplication(ctx, p.AccountID, id)
 		if errors.Is(err, domain.ErrNotFound) {
 			return domain.Errorf(domain.NotFound, "no application %q", id)
 		}
@@ -99,7 +110,7 @@ func (h *handler) addressSet(r *http.Request, p caller.Principal) (int, any, err
 		return 0, nil, err
 	}
 	return h.serve(r, metrics.FamilyAddressSet, metrics.ScopeSet(id), func(ctx context.Context) error {
-		_, err := h.st.GetAddressSetItem(ctx, p.AccountID, id)
+		_, err := h.st.AddressSets.GetAddressSetItem(ctx, p.AccountID, id)
 		if errors.Is(err, domain.ErrNotFound) {
 			return domain.Errorf(domain.NotFound, "no address set %q", id)
 		}
@@ -152,7 +163,7 @@ func (h *handler) applications(r *http.Request, p caller.Principal) (int, any, e
 		}
 		keys = append(keys, plan.Keys(metrics.ScopeApp(a.ID))...)
 	}
-	chunks, err := h.st.MetricChunks(ctx, keys)
+	chunks, err := h.st.Metrics.MetricChunks(ctx, keys)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -166,7 +177,7 @@ func (h *handler) allApps(ctx context.Context, account string) ([]domain.Applica
 		after string
 	)
 	for {
-		page, pos, more, err := h.st.PageApplications(ctx, account, after, false, appsPage)
+		page, pos, more, err := h.st.Applications.PageApplications(ctx, account, after, false, appsPage)
 		if err != nil {
 			return nil, err
 		}
@@ -215,7 +226,7 @@ func (h *handler) addressSets(r *http.Request, p caller.Principal) (int, any, er
 	g.Go(func() (err error) { sets, err = h.allSets(ctx, p.AccountID); return err })
 	// Read as the other two run; used only when every set is readable.
 	g.Go(func() error {
-		total, readErr = h.st.MetricChunks(ctx, plan.Keys(metrics.ScopeSetsOf(p.AccountID)))
+		total, readErr = h.st.Metrics.MetricChunks(ctx, plan.Keys(metrics.ScopeSetsOf(p.AccountID)))
 		return nil
 	})
 	if err := g.Wait(); err != nil {
@@ -274,7 +285,7 @@ func (h *handler) setChunks(ctx context.Context, plan metrics.Plan, ids []string
 	for _, id := range ids {
 		keys = append(keys, plan.Keys(metrics.ScopeSet(id))...)
 	}
-	return h.st.MetricChunks(ctx, keys)
+	return h.st.Metrics.MetricChunks(ctx, keys)
 }
 
 // subtractSets takes per-set chunks out of the account scope's. The two
@@ -310,7 +321,7 @@ func (h *handler) allSets(ctx context.Context, account string) ([]domain.Address
 		after string
 	)
 	for {
-		page, pos, more, err := h.st.PageAddressSets(ctx, account, after, false, appsPage)
+		page, pos, more, err := h.st.AddressSets.PageAddressSets(ctx, account, after, false, appsPage)
 		if err != nil {
 			return nil, err
 		}
@@ -347,7 +358,7 @@ func (h *handler) serve(r *http.Request, f metrics.Family, scope string, owned f
 	if owned != nil {
 		g.Go(func() error { return owned(ctx) })
 	}
-	g.Go(func() error { chunks, readErr = h.st.MetricChunks(ctx, plan.Keys(scope)); return nil })
+	g.Go(func() error { chunks, readErr = h.st.Metrics.MetricChunks(ctx, plan.Keys(scope)); return nil })
 	if ownerErr := g.Wait(); ownerErr != nil {
 		return 0, nil, ownerErr
 	}

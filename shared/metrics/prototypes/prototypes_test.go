@@ -157,14 +157,14 @@ func (e *env) user(account string, perms ...authz.Permission) caller.Principal {
 	e.t.Helper()
 	ctx := context.Background()
 	id := ids.New()
-	if err := e.st.CreatePrincipal(ctx, domain.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com"}); err != nil {
+	if err := e.st.Principals.CreatePrincipal(ctx, domain.Principal{ID: id, Kind: domain.KindUser, Email: id + "@example.com"}); err != nil {
 		e.t.Fatal(err)
 	}
 	role := domain.Role{AccountID: account, ID: ids.New(), Name: "custom " + id, Permissions: perms, Version: 1}
-	if err := e.st.CreateRole(ctx, role); err != nil {
+	if err := e.st.Roles.CreateRole(ctx, role); err != nil {
 		e.t.Fatal(err)
 	}
-	if err := e.st.PutGrant(ctx, domain.Grant{PrincipalID: id, AccountID: account, RoleID: role.ID, Via: "test"}); err != nil {
+	if err := e.st.Roles.PutGrant(ctx, domain.Grant{PrincipalID: id, AccountID: account, RoleID: role.ID, Via: "test"}); err != nil {
 		e.t.Fatal(err)
 	}
 	return caller.Principal{ID: id, Kind: domain.KindUser, AccountID: account, KeyID: "k"}

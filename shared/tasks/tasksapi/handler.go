@@ -22,12 +22,22 @@ import (
 )
 
 // Store is what the tasks API reads and writes.
-type Store interface {
-	tasks.OutboxStore
-	GetTask(ctx context.Context, account, id string) (domain.Task, error)
-	PageTasks(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]domain.Task, []string, bool, error)
-	GetApplication(ctx context.Context, account, id string) (domain.Application, error)
-	GetAction(ctx context.Context, account, app, id string) (domain.Action, error)
+type Store struct {
+	Now   func() time.Time
+	Tasks interface {
+		tasks.OutboxStore
+		GetTask(ctx context.Context, account, id string) (domain.Task, error)
+		PageTasks(ctx context.Context, account string, from, to time.Time, after string, desc bool, n int) ([]domain.Task, []string, bool, error)
+	}
+	Applications interface {
+		GetApplication(ctx context.Context, account, id string) (domain.Application, error)
+		GetAction(ctx context.Context, account, app, id string) (domain.Action, error)
+	}
+}
+
+// NewStore is a Store over the table's repositories.
+func NewStore(st *store.Store) Store {
+	return Store{Now: st.Now, Tasks: st.Tasks, Applications: st.Applications}
 }
 
 // Deciders makes second decisions with the authorizer's engine.
@@ -89,9 +99,9 @@ func (h *handler) create(r *http.Request, p caller.Principal) (int, any, error) 
 	)
 	g.Go(func() (err error) { dec, err = h.dec.Decider(ctx, p); return err })
 	if req.App != "" {
-		g.Go(func() error { _, appErr = h.st.GetApplication(ctx, p.AccountID, req.App); return nil })
+		g.Go(func() error { _, appErr = h.st.Applications.GetApplication(ctx, p.AccountID, req.App); return nil })
 		if a, ok := req.Params.(tasks.RunActionParams); ok {
-			g.Go(func() error { _, actErr = h.st.GetAction(ctx, p.AccountID, req.App, a.ID); return nil })
+			g.Go(func() error { _, actErr = h.st.Applications.GetAction(ctx, p.AccountID, req.App, a.ID); return nil })
 		}
 	}
 	if decErr := g.Wait(); decErr != nil {
@@ -144,7 +154,7 @@ func (h *handler) await(ctx context.Context, t domain.Task, wait time.Duration) 
 		if retry.Wait(ctx, pause) != nil {
 			return t
 		}
-		cur, err := h.st.GetTask(ctx, t.Account, t.ID)
+		cur, err := h.st.Tasks.GetTask(ctx, t.Account, t.ID)
 		if err != nil {
 			return t
 		}
@@ -180,7 +190,7 @@ func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	t, err := h.st.GetTask(r.Context(), p.AccountID, id)
+	t, err := h.st.Tasks.GetTask(r.Context(), p.AccountID, id)
 	if errors.Is(err, domain.ErrNotFound) {
 		return 0, nil, domain.Errorf(domain.NotFound, "no task %q", id)
 	}
@@ -236,7 +246,7 @@ func (h *handler) logs(r *http.Request, p caller.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	t, err := h.st.GetTask(r.Context(), p.AccountID, id)
+	t, err := h.st.Tasks.GetTask(r.Context(), p.AccountID, id)
 	if errors.Is(err, domain.ErrNotFound) {
 		return 0, nil, domain.Errorf(domain.NotFound, "no task %q", id)
 	}
@@ -282,7 +292,7 @@ func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 	list, err := apigw.List(r, page, apigw.Lister[domain.Task, tasks.Task]{
 		Name: "tasks", Indexed: "created", ValidPosition: store.ValidPosition,
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.Task, []string, bool, error) {
-			return h.st.PageTasks(ctx, p.AccountID, from, to, after, desc, n)
+			return h.st.Tasks.PageTasks(ctx, p.AccountID, from, to, after, desc, n)
 		},
 		Allow: func(ctx context.Context) (func(domain.Task) (bool, error), error) {
 			d, err := h.dec.Decider(ctx, p)

@@ -10,5 +10,5 @@ import (
 
 // New returns the access service of a function wired with d.
 func New(d wire.Deps) *access.Service {
-	return access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness), access.WithClock(d.Clock))
+	return access.New(access.NewStore(d.Store), d.Log, access.WithStaleness(d.AuthzStaleness), access.WithClock(d.Clock))
 }

@@ -26,5 +26,5 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 // Routes is the function's operations, each with its handler
 // (TestEveryOperationHasOneHandler).
 func Routes(d wire.Deps) *apigw.Router {
-	return accounts.New(d.Store, accesswire.New(d), d.Log)
+	return accounts.New(accounts.NewStore(d.Store), accesswire.New(d), d.Log)
 }

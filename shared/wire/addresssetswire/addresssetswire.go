@@ -30,6 +30,6 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 // Routes is the function's operations, each with its handler
 // (TestEveryOperationHasOneHandler).
 func Routes(d wire.Deps) *apigw.Router {
-	svc := addresssets.NewService(d.Store, metricswire.Events(d), metricswire.Sender(d), d.Log)
-	return addresssets.New(svc, d.Store, accesswire.New(d), d.Log)
+	svc := addresssets.NewService(addresssets.NewStore(d.Store), metricswire.Events(d), metricswire.Sender(d), d.Log)
+	return addresssets.New(svc, addresssets.NewStore(d.Store), accesswire.New(d), d.Log)
 }

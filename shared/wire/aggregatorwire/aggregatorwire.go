@@ -23,7 +23,7 @@ func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx, 
 // runs the address-expiry sweep.
 func Handler(d wire.Deps) metrics.SQSHandler {
 	send := metricswire.Sender(d)
-	a := metrics.NewAggregator(d.Store, addresssets.NewService(d.Store, metricswire.Events(d), send, d.Log), send, d.Log)
-	a.Logs = logs.NewIngester(d.Store, d.Log)
+	a := metrics.NewAggregator(d.Store.Metrics, addresssets.NewService(addresssets.NewStore(d.Store), metricswire.Events(d), send, d.Log), send, d.Log)
+	a.Logs = logs.NewIngester(d.Store.Logs, d.Log)
 	return a.Handle
 }

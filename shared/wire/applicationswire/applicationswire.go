@@ -29,5 +29,5 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 // Routes is the function's operations, each with its handler
 // (TestEveryOperationHasOneHandler).
 func Routes(d wire.Deps) *apigw.Router {
-	return applications.New(d.Store, accesswire.New(d), taskswire.Outbox(d), d.Log)
+	return applications.New(applications.NewStore(d.Store), accesswire.New(d), taskswire.Outbox(d), d.Log)
 }

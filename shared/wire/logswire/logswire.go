@@ -25,5 +25,5 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 // Routes is the function's operations, each with its handler
 // (TestEveryOperationHasOneHandler).
 func Routes(d wire.Deps) *apigw.Router {
-	return logs.NewHandler(d.Store, access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log)
+	return logs.NewHandler(logs.NewStore(d.Store), access.New(access.NewStore(d.Store), d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log)
 }

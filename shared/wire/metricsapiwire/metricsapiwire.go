@@ -28,8 +28,8 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 // Routes is the function's operations, each with its handler
 // (TestEveryOperationHasOneHandler).
 func Routes(d wire.Deps) *apigw.Router {
-	dec := access.New(d.Store, d.Log, access.WithStaleness(d.AuthzStaleness))
-	r := metricsapi.NewHandler(d.Store, dec, d.Log)
-	prototypes.Register(r, d.Store, dec, d.Log)
+	dec := access.New(access.NewStore(d.Store), d.Log, access.WithStaleness(d.AuthzStaleness))
+	r := metricsapi.NewHandler(metricsapi.NewQueryStore(d.Store), dec, d.Log)
+	prototypes.Register(r, d.Store.Metrics, dec, d.Log)
 	return r
 }

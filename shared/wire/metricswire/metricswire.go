@@ -22,5 +22,5 @@ func Sender(d wire.Deps) metrics.Sender {
 // Events is the outbox of wire.MetricsQueue, which address-set events go
 // through; without a metrics queue they wait in it.
 func Events(d wire.Deps) *outbox.Queue {
-	return outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.MetricsQueue)
+	return outbox.New(d.Store.Tasks, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.MetricsQueue)
 }

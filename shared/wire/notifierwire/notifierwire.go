@@ -15,5 +15,5 @@ func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx) 
 // (locally and until a mail service is wired, as log lines) and marks them
 // sent.
 func Handler(d wire.Deps) notifier.NotifyHandler {
-	return notifier.NewNotifyHandler(d.Store, notifier.LogNotifier{Log: d.Log}, d.Log)
+	return notifier.NewNotifyHandler(d.Store.Invitations, notifier.LogNotifier{Log: d.Log}, d.Log)
 }

@@ -31,7 +31,7 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 func Routes(d wire.Deps) *apigw.Router {
 	var q *outbox.Queue
 	if d.QueueURL(wire.NotificationsQueue) != "" {
-		q = outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.NotificationsQueue)
+		q = outbox.New(d.Store.Tasks, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.NotificationsQueue)
 	}
-	return rbacadmin.New(d.Store, accesswire.New(d), q, d.Log)
+	return rbacadmin.New(rbacadmin.NewStore(d.Store), accesswire.New(d), q, d.Log)
 }

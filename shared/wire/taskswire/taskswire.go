@@ -29,12 +29,12 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 // Routes is the function's operations, each with its handler
 // (TestEveryOperationHasOneHandler).
 func Routes(d wire.Deps) *apigw.Router {
-	return tasksapi.New(d.Store, accesswire.New(d), Outbox(d), d.Log)
+	return tasksapi.New(tasksapi.NewStore(d.Store), accesswire.New(d), Outbox(d), d.Log)
 }
 
 // Outbox writes tasks and sends them to wire.TasksQueue; without a queue
 // (a deployment or test that declares none) tasks wait in the outbox and
 // every submit logs why.
 func Outbox(d wire.Deps) *tasks.Outbox {
-	return tasks.NewOutbox(d.Store, outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.TasksQueue))
+	return tasks.NewOutbox(d.Store.Tasks, outbox.New(d.Store.Tasks, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.TasksQueue))
 }

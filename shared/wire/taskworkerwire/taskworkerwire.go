@@ -35,9 +35,9 @@ func Local(d wire.Deps) tasks.SQSHandler {
 // (its scheduled invocation, every minute, only sweeps): the one sweep of
 // the deployment.
 func worker(d wire.Deps, policy tasks.DialPolicy) tasks.SQSHandler {
-	sweep := outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log)
-	w := tasks.NewWorker(d.Store, tasks.NewFakeDataPlane(d.Log, policy), sweep, d.Log)
-	w.Archives = Archives(d.Store)
+	sweep := outbox.New(d.Store.Tasks, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log)
+	w := tasks.NewWorker(tasks.NewWorkerStore(d.Store), tasks.NewFakeDataPlane(d.Log, policy), sweep, d.Log)
+	w.Archives = Archives(d.Store.Logs)
 	return w.Handle
 }
 

@@ -19,5 +19,5 @@ func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx, 
 // (d.Edge) and nowhere else (docs/application-tests.md), and sends the
 // access records of runs that target an application to wire.MetricsQueue.
 func Handler(d wire.Deps) apptests.RunHandler {
-	return apptests.NewRunner(d.Store, loadgen.Local{Edge: loadgen.Edge(d.Edge)}, metricswire.Sender(d), d.Log)
+	return apptests.NewRunner(apptests.NewRunnerStore(d.Store), loadgen.Local{Edge: loadgen.Edge(d.Edge)}, metricswire.Sender(d), d.Log)
 }

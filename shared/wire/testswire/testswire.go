@@ -31,7 +31,7 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 func Routes(d wire.Deps) *apigw.Router {
 	var q *outbox.Queue
 	if d.QueueURL(wire.TestRunsQueue) != "" {
-		q = outbox.New(d.Store, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.TestRunsQueue)
+		q = outbox.New(d.Store.Tasks, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.TestRunsQueue)
 	}
-	return testsapi.New(d.Store, accesswire.New(d), q, d.Log)
+	return testsapi.New(testsapi.NewStore(d.Store), accesswire.New(d), q, d.Log)
 }

@@ -31,7 +31,7 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 // Routes is the function's operations, each with its handler
 // (TestEveryOperationHasOneHandler).
 func Routes(d wire.Deps) *apigw.Router {
-	r := identity.New(d.Store, accesswire.New(d), d.Log)
+	r := identity.New(identity.NewStore(d.Store), accesswire.New(d), d.Log)
 	r.Handle("getOpenapi.Json", apigw.Handle(d.Log, describe))
 	return r
 }
