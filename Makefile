@@ -115,13 +115,12 @@ TEST_REALISTIC := ./infra/local/costtour ./infra/local ./infra/local/isolation
 TEST_FLAGS := -vet=off -count=1 -timeout 30m -ldflags=-w
 TEST_RACE_ENV := GORACE="atexit_sleep_ms=0 $(GORACE)" GOGC=$(TEST_GOGC)
 TEST_RACE_FLAGS := -race $(foreach p,$(TEST_UNRACED),-gcflags=$(p)=-race=false) $(TEST_FLAGS)
-.PHONY: test-race test-race-gateway test-unraced test-realistic
+.PHONY: test-race test-race-gateway test-unraced test-unraced-light test-realistic
 test: ## every test (the code that ships with the race detector) against in-process DynamoDB and SQS servers; the gateway suites again in realistic mode
 	@command -v node >/dev/null 2>&1 || echo "NOTICE: node is not installed: TestTypeScriptClientCompiles (infra/clientgen) will be SKIPPED, no TypeScript client is checked; install Node.js 20 or later with npm" >&2
-	$(GO) vet ./...
-	$(MAKE) --no-print-directory -j2 test-race test-realistic
+	$(MAKE) --no-print-directory -j3 vet test-race test-realistic
 	$(MAKE) --no-print-directory test-unraced
-	$(MAKE) --no-print-directory test-race-gateway
+	$(MAKE) --no-print-directory -j2 test-race-gateway test-unraced-light
 
 test-race: ## shared/, functions/ and the local platform's moving parts, with the race detector
 	$(TEST_RACE_ENV) $(GO) test $(TEST_RACE_FLAGS) -p $(TEST_PACKAGES_AT_ONCE) $(TEST_FIRST) \
@@ -130,9 +129,12 @@ test-race: ## shared/, functions/ and the local platform's moving parts, with th
 test-race-gateway: ## the gateway suite's concurrent-client tests, with the race detector
 	$(TEST_RACE_ENV) $(GO) test $(TEST_RACE_FLAGS) -run '$(TEST_RACE_GATEWAY)' -skip '$(TEST_RACE_GATEWAY_SKIP)' ./infra/local
 
-test-unraced: ## the rest of the gateway suites, the cost tour, the contract's and tools' tests and the byte budgets, on the plain stand-ins
-	GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -p $(TEST_PACKAGES_AT_ONCE) $(TEST_NO_RACE_FIRST) $(TEST_NO_RACE) $(TEST_ALSO_UNRACED)
-	GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -run '$(TEST_NO_RACE_RUN)' $(TEST_NO_RACE_IN)
+test-unraced: ## the rest of the gateway suites, the cost tour, the contract's and tools' tests, on the plain stand-ins
+	GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -p $(TEST_PACKAGES_AT_ONCE) $(TEST_NO_RACE_FIRST) $(TEST_NO_RACE)
+
+test-unraced-light: ## without the race detector, one package at a time: the byte budgets and the pure packages' full property counts
+	GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -p 1 -run '$(TEST_NO_RACE_RUN)' $(TEST_NO_RACE_IN)
+	GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -p 1 $(TEST_ALSO_UNRACED)
 
 test-realistic: ## the suites through the local gateway on the realistic DynamoDB (seed TEST_REALISM)
 	CADS_DYNAMO_REALISM='$(TEST_REALISM)' GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -p 3 $(TEST_REALISTIC)
