@@ -20,12 +20,17 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 	$(GO) build -o $(BUILD)/traffic ./infra/cmd/traffic
 	exec $(BUILD)/traffic -rate $(RATE)
 
-# make test runs four go test passes; the first two run at once, one that
-# keeps both cores busy beside one that mostly waits (on queues, workers
-# and the realistic DynamoDB's lag), so that the second adds little to the
-# first's wall time; then the other two, one after the other. Round-trip counts
-# rely on parallel calls overlapping, and failed now and then when three
-# CPU-bound passes ran at once:
+# make test runs in three stages, each a make -j of targets (the machine
+# has two cores; the suite is CPU-bound, so what runs beside what decides
+# its wall time, docs/performance.md "Test suite time"):
+#   stage 1: go vet, test-race and test-realistic at once: one pass that
+#            keeps both cores busy beside one that mostly waits (on queues,
+#            workers and the realistic DynamoDB's lag);
+#   stage 2: test-unraced alone (the cost tour counts round trips from
+#            call times: they rely on parallel calls overlapping, and
+#            failed now and then when three CPU-bound passes ran at once);
+#   stage 3: test-race-gateway beside test-unraced-light, which runs one
+#            package at a time on the core the gateway's clients leave.
 # 1. test-race: the race detector over the code that ships and the code
 #    that runs it concurrently: shared/... and functions/... (every
 #    handler, worker, store and engine, with their own concurrency
@@ -38,12 +43,15 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 #    realistic DynamoDB ran out of their functions' 10 s before every
 #    PATCH re-applied (a 429, on a fresh clone's CI run at 5e88906), both
 #    passes running those clients at once on two cores.
+#    test-unraced-light, beside it: the byte budget (below) and the full
+#    property counts of the pure packages (TEST_ALSO_UNRACED), about ten
+#    CPU seconds on one core.
 # 2. test-unraced: without it, on the plain stand-ins, what is sequential
 #    HTTP against the local platform or tooling: the rest of the gateway
 #    suites (every route's tests, the isolation invariant), the cost tour
 #    (calls and capacity per endpoint and per list at scale), the
 #    contract's and template's checks, the generated clients, the
-#    commands; and a byte-budget test (below). Under the race detector
+#    commands. Under the race detector
 #    these were a third of the suite's CPU (about 130 of 420 CPU s, each
 #    test binary timed through go test -exec) for requests sent one after
 #    another, whose handlers the first pass watches already.
@@ -85,8 +93,8 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 TEST_PACKAGES_AT_ONCE ?= 4
 TEST_GOGC ?= 400
 TEST_UNRACED := github.com/truora/minidyn/... github.com/Admiral-Piett/goaws/...
-TEST_FIRST := ./shared/apptests ./shared/access ./shared/store ./shared/authz \
-	./shared/tasks ./shared/rbacadmin ./infra/local/inproc ./shared/addresssets
+TEST_FIRST := ./shared/apptests ./shared/rbacadmin ./shared/access ./shared/store \
+	./shared/tasks ./infra/local/inproc ./shared/addresssets ./shared/logs
 # Packages tested without the race detector (pass 2); `go list` patterns.
 TEST_NO_RACE := ./infra/local ./infra/local/isolation ./infra/local/costtour \
 	./infra/clientgen ./infra/apispec ./infra/sam ./infra/repotest ./infra/cmd/...
