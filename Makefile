@@ -38,7 +38,8 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 #    in-process runtime); beside it, pass 3.
 #    test-race-gateway: the gateway suite's tests that send requests at
 #    once (TEST_RACE_GATEWAY: eight clients on one item, quotas raced by
-#    concurrent creates, the realistic flows), with the race detector,
+#    concurrent creates, the realistic flows for their first seed), with
+#    the race detector,
 #    after pass 2: beside it, eight clients racing on one role through the
 #    realistic DynamoDB ran out of their functions' 10 s before every
 #    PATCH re-applied (a 429, on a fresh clone's CI run at 5e88906), both
@@ -51,8 +52,8 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 #    suites (every route's tests, the isolation invariant), the cost tour
 #    (calls and capacity per endpoint and per list at scale), the
 #    contract's and template's checks, the generated clients, the
-#    commands. Under the race detector
-#    these were a third of the suite's CPU (about 130 of 420 CPU s, each
+#    commands. Under the race detector these were a third of the suite's
+#    CPU (about 130 of 420 CPU s, each
 #    test binary timed through go test -exec) for requests sent one after
 #    another, whose handlers the first pass watches already.
 # 3. test-realistic: the suites through the local gateway (every route's
