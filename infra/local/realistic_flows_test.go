@@ -14,7 +14,8 @@ import (
 
 // realisticSeeds are the seeds TestFlowsOnRealisticDynamoDB replays; a
 // failure names its seed, and CADS_DYNAMO_REALISM=seed=<n> replays the
-// same draws for any other test.
+// same draws for any other test. make test's race-enabled pass replays
+// the first only (the Makefile's TEST_RACE_GATEWAY_SKIP names the second).
 var realisticSeeds = []int64{26, 2611}
 
 // TestFlowsOnRealisticDynamoDB replays, on a DynamoDB that behaves as

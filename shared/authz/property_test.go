@@ -15,9 +15,12 @@ import (
 const propRequests = 40 // random requests per role set
 
 // propSets is the number of random role sets per property; -short runs a
-// tenth of them.
+// tenth of them, and so does a race-enabled binary: the properties are of
+// pure functions, so make test runs their full count without the race
+// detector (test-unraced) and a tenth with it, where only the concurrency
+// of shared compiled roles is news (TestConcurrentUse keeps its count).
 func propSets() int {
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		return 150
 	}
 	return 1500
@@ -365,7 +368,7 @@ func TestRoleSetEqualsNaive(t *testing.T) {
 		check(compiled, propRequests)
 	}
 	sets, requests := 4, 300
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		sets = 1
 	}
 	allowed, blocked := 0, 0
