@@ -94,7 +94,7 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 TEST_PACKAGES_AT_ONCE ?= 4
 TEST_GOGC ?= 400
 TEST_UNRACED := github.com/truora/minidyn/... github.com/Admiral-Piett/goaws/...
-TEST_FIRST := ./shared/apptests ./shared/rbacadmin ./shared/access ./shared/store \
+TEST_FIRST := ./shared/tests ./shared/roles ./shared/access ./shared/store \
 	./shared/tasks ./infra/local/inproc ./shared/addresssets ./shared/logs
 # Packages tested without the race detector (pass 2); `go list` patterns.
 TEST_NO_RACE := ./infra/local ./infra/local/isolation ./infra/local/costtour \
@@ -212,15 +212,15 @@ fuzz: ## each fuzz target for FUZZTIME (default 10s)
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalizePattern$$' -fuzztime $(FUZZTIME) ./shared/authz
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckPath$$' -fuzztime $(FUZZTIME) ./shared/authz
 	$(GO) test -run '^$$' -fuzz '^FuzzAccounts$$' -fuzztime $(FUZZTIME) ./shared/accounts
-	$(GO) test -run '^$$' -fuzz '^FuzzRoles$$' -fuzztime $(FUZZTIME) ./shared/rbacadmin
-	$(GO) test -run '^$$' -fuzz '^FuzzUsers$$' -fuzztime $(FUZZTIME) ./shared/identity
+	$(GO) test -run '^$$' -fuzz '^FuzzRoles$$' -fuzztime $(FUZZTIME) ./shared/roles
+	$(GO) test -run '^$$' -fuzz '^FuzzUsers$$' -fuzztime $(FUZZTIME) ./shared/users
 	$(GO) test -run '^$$' -fuzz '^FuzzApplications$$' -fuzztime $(FUZZTIME) ./shared/applications
 	$(GO) test -run '^$$' -fuzz '^FuzzTasks$$' -fuzztime $(FUZZTIME) ./shared/tasks
 	$(GO) test -run '^$$' -fuzz '^FuzzAddressSets$$' -fuzztime $(FUZZTIME) ./shared/addresssets
 	$(GO) test -run '^$$' -fuzz '^FuzzMetricsQuery$$' -fuzztime $(FUZZTIME) ./shared/metrics
 	$(GO) test -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME) ./shared/metrics
-	$(GO) test -run '^$$' -fuzz '^FuzzTests$$' -fuzztime $(FUZZTIME) ./shared/apptests
-	$(GO) test -run '^$$' -fuzz '^FuzzOpenArchive$$' -fuzztime $(FUZZTIME) ./shared/apptests
+	$(GO) test -run '^$$' -fuzz '^FuzzTests$$' -fuzztime $(FUZZTIME) ./shared/tests
+	$(GO) test -run '^$$' -fuzz '^FuzzOpenArchive$$' -fuzztime $(FUZZTIME) ./shared/tests
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFilter$$' -fuzztime $(FUZZTIME) ./shared/logs
 	$(GO) test -run '^$$' -fuzz '^FuzzPatch$$' -fuzztime $(FUZZTIME) ./shared/patch
 

@@ -218,7 +218,7 @@ func TestReferenceShapesThroughTheGateway(t *testing.T) {
 	// Someone else's id: refused without a word about them. The operator
 	// holds no permit for these paths, so the authorizer answers (the
 	// function's own 404 for a caller whose roles reach them is
-	// shared/identity's test); the answer is the same whether that user
+	// shared/users's test); the answer is the same whether that user
 	// exists or not.
 	// A user made without a name has no name member: the reference's Name
 	// is never empty, so "" would break it. Nor can a name be set to

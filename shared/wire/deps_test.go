@@ -42,15 +42,15 @@ type function struct {
 // A new function adds one row here.
 var functionDeps = map[string]function{
 	"authorizer":   {"authorizerwire", join(rbac, "authorizer")},
-	"users":        {"userswire", join(api, "identity", "openapi")},
+	"users":        {"userswire", join(api, "users", "openapi")},
 	"accounts":     {"accountswire", join(api, "accounts", "names")},
-	"roles":        {"roleswire", join(api, "listmerge", "rbacadmin", "notifier", "identity", "patch", "outbox", "names")},
+	"roles":        {"roleswire", join(api, "listmerge", "roles", "notifier", "users", "patch", "outbox", "names")},
 	"notifier":     {"notifierwire", []string{"notifier"}},
 	"applications": {"applicationswire", join(api, "applications", "applications/appconfig", "applications/pagecontrol", "patch", "tasks", "tasks/tasksapi", "outbox", "wire/taskswire")},
 	"tasks":        {"taskswire", join(api, "tasks", "tasks/tasksapi", "applications/appconfig", "outbox")},
 	"task-worker":  {"taskworkerwire", join(rbac, "tasks", "applications/appconfig", "outbox", "logs", "metrics")},
-	"tests":        {"testswire", join(api, "apptests", "apptests/testsapi", "applications/appconfig", "loadgen", "metrics", "outbox")},
-	"test-runner":  {"testrunnerwire", join(nil, "apptests", "applications/appconfig", "loadgen", "metrics", "outbox", "wire/metricswire")},
+	"tests":        {"testswire", join(api, "tests", "tests/testsapi", "applications/appconfig", "loadgen", "metrics", "outbox")},
+	"test-runner":  {"testrunnerwire", join(nil, "tests", "applications/appconfig", "loadgen", "metrics", "outbox", "wire/metricswire")},
 	"address-sets": {"addresssetswire", join(api, "listmerge", "addresssets", "metrics", "patch", "outbox", "wire/metricswire")},
 	"metrics":      {"metricsapiwire", join(api, "metrics", "metrics/metricsapi", "metrics/prototypes", "logs")},
 	"aggregator":   {"aggregatorwire", join(rbac, "listmerge", "metrics", "addresssets", "logs", "patch", "outbox", "wire/metricswire")},
@@ -71,7 +71,7 @@ var queueWorkers = []string{"notifier", "test-runner", "installer"}
 var moduleOf = map[string]string{
 	"patch":                    "github.com/evanphx/json-patch/v5",
 	"applications/pagecontrol": "github.com/santhosh-tekuri/jsonschema/v6",
-	"apptests":                 "github.com/dsnet/compress",
+	"tests":                 "github.com/dsnet/compress",
 	"metrics":                  "github.com/valyala/fastjson",
 	"logs":                     "github.com/valyala/fastjson",
 	"authz":                    "github.com/gobwas/glob",
@@ -222,10 +222,10 @@ var engine = []string{"authz", "ids"}
 //
 // The permission check (access), the wiring every function shares (wire),
 // the caller's identity (caller), the text rule (jsontext) and the
-// services the queue workers run (tasks, metrics, apptests, appconfig,
+// services the queue workers run (tasks, metrics, tests, appconfig,
 // notifier) do not link apigw either: their HTTP handlers live in a
 // package of their own (tasks/tasksapi, metrics/metricsapi,
-// apptests/testsapi).
+// tests/testsapi).
 var adapters = map[string][]string{
 	"store":                  {"cads/shared/apigw", "github.com/aws/aws-lambda-go"},
 	"patch":                  {"cads/shared/apigw", "github.com/aws/", "net/http"},
@@ -235,7 +235,7 @@ var adapters = map[string][]string{
 	"jsontext":               {"cads/shared/apigw", "net/http"},
 	"tasks":                  {"cads/shared/apigw"},
 	"metrics":                {"cads/shared/apigw"},
-	"apptests":               {"cads/shared/apigw"},
+	"tests":               {"cads/shared/apigw"},
 	"applications/appconfig": {"cads/shared/apigw"},
 	"notifier":               {"cads/shared/apigw"},
 }

@@ -71,7 +71,7 @@ family('shared/accounts', 'FuzzAccounts', [
     ([], True), ([b'{"name": "x"}'], False),
     ([b'{"resource": "applications", "quantity": 10, "unit_price": 25}', b'{"resource": "nonsense", "quantity": -5}'], False),
     ([b'[{"op": "replace", "path": "/quantity", "value": 20}]'], True), ([], False), ([], False), ([], False)])
-family('shared/rbacadmin', 'FuzzRoles', [
+family('shared/roles', 'FuzzRoles', [
     ([b'{"name": "Maintainer", "permissions": [{"method": "PATCH", "effect": "permit", "spec": ["/v2/applications/*"]}]}',
       b'{"name": "X", "permissions": [{"method": "*", "effect": "permit", "spec": ["/v2/**/x", "/v2/a*b", "/v2/../x", "/v2//x"]}]}'], False),
     ([b'{"name": "Operators", "roles": []}', ('{"name": "G", "roles": ["/v2/accounts/%s/roles/nosuch"]}' % R).encode()], False),
@@ -84,7 +84,7 @@ family('shared/rbacadmin', 'FuzzRoles', [
     ([b'{"state": "accepted"}', b'{"state": "declined"}', b'{"state": "pending"}'], False),
     ([b'{"state": "accepted"}'], False),
     ([], False), ([], False), ([], False), ([], False), ([], False)])
-family('shared/identity', 'FuzzUsers', [
+family('shared/users', 'FuzzUsers', [
     ([b'{"email": "newcomer@example.com", "name": "New Comer"}', b'{"email": "x@example.com", "account": "/v2/accounts/a1"}'], False),
     ([b'[{"op": "replace", "path": "/name", "value": "Renamed"}]'], True), ([b'{"name": "x"}'], False),
     ([b'{}', b'{"description": "ci key"}', b'{"expires": "2020-01-01T00:00:00Z"}'], False),
@@ -132,7 +132,7 @@ evil = [('../../etc/passwd', b'x'), ('test.json', SESS), ('sessions/s.json', b'{
 archives = [(0, CONF), (0, SESS), (1, tgz(files, 'tar')), (1, tgz(evil, 'tar')), (2, zipb(files)), (2, zipb(evil)),
             (3, tgz(files)), (3, tgz(evil)), (4, tgz(files, 'bz2')), (5, bz2.compress(CONF)), (6, gzip.compress(CONF, mtime=0)),
             (3, gzip.compress(b'\x00' * 100000, mtime=0)), (2, b'PK\x05\x06' + b'\x00' * 18), (6, b'\x1f\x8b')]
-write('shared/apptests', 'FuzzOpenArchive', archives)
+write('shared/tests', 'FuzzOpenArchive', archives)
 B = 'fuzzboundary'
 mp = ('--%s\r\nContent-Disposition: form-data; name="desc"\r\n\r\nseed\r\n--%s\r\nContent-Disposition: form-data; name="file"; filename="t.tar.gz"\r\nContent-Type: application/x-tar+gzip\r\n\r\n' % (B, B)).encode() + tgz(files) + ('\r\n--%s--\r\n' % B).encode()
 mp2 = ('--%s\r\nContent-Disposition: form-data; name="file"; filename="test.json"\r\n\r\n' % B).encode() + CONF + ('\r\n--%s--\r\n' % B).encode()
@@ -140,7 +140,7 @@ tests = [(i, ('s', ''), b) for i, b in archives] + [(7, ('s', ''), mp), (7, ('s'
          (8, ('s', ''), b'[{"op": "replace", "path": "/description", "value": "x"}]'), (8, ('s', ''), b'{}'),
          (9, ('s', ''), b'{"test": "/v2/tests/{{test}}", "duration": 1, "users": 1}'), (9, ('s', ''), b'{"test": "/v2/tests/nosuch"}')]
 tests += [(10, ('s', q), b'') for q in QUERIES]
-write('shared/apptests', 'FuzzTests', tests)
+write('shared/tests', 'FuzzTests', tests)
 write('shared/metrics', 'FuzzParseQuery', [(i % 2, ('s', q)) for i, q in enumerate(QUERIES + [
     'names=requests,bytes_sent&summarize=1', 'names=entries_added&resolution=5', 'resolution=9223372036854775807', 'from=1&to=2',
     'from=2026-01-01T00:00:00Z&to=2126-01-01T00:00:00Z&resolution=5', 'names=' + ','.join(['requests'] * 200)])])

@@ -36,13 +36,13 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/access"
 	"cads/shared/apigw"
-	"cads/shared/apptests/testsapi"
+	"cads/shared/tests/testsapi"
 	"cads/shared/bootstrap"
 	"cads/shared/caller"
 	"cads/shared/domain"
 	"cads/shared/notifier"
 	"cads/shared/outbox"
-	"cads/shared/rbacadmin"
+	"cads/shared/roles"
 	"cads/shared/store"
 	"cads/shared/tasks"
 	"cads/shared/tasks/tasksapi"
@@ -459,7 +459,7 @@ func (n *qfNotifier) count(href string) int {
 
 // roles is the roles function with its notifications due at once.
 func (e *qfEnv) roles() func(wire.Deps) apigw.ProxyHandler {
-	return handler(apigw.Lambda(e.log, rbacadmin.New(rbacadmin.NewStore(e.deps.Store), access.New(access.NewStore(e.deps.Store), e.log), e.producers().Queue(wire.NotificationsQueue), e.log)))
+	return handler(apigw.Lambda(e.log, roles.New(roles.NewStore(e.deps.Store), access.New(access.NewStore(e.deps.Store), e.log), e.producers().Queue(wire.NotificationsQueue), e.log)))
 }
 
 // POST /v2/accounts/{id}/invitations while SQS fails the send: the
@@ -484,7 +484,7 @@ func TestQueueSendFailureInvitationCreate(t *testing.T) {
 			if failedSends == 0 {
 				t.Fatal("no send was failed")
 			}
-			var out rbacadmin.Invitation
+			var out roles.Invitation
 			if err := json.Unmarshal([]byte(resp.Body), &out); err != nil || resp.StatusCode != http.StatusOK || out.State != domain.InvitationQueued {
 				t.Fatalf("POST invitation while SQS fails: %d %s; want 200 with the invitation queued", resp.StatusCode, resp.Body)
 			}

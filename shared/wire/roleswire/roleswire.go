@@ -8,7 +8,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/auditdiff"
 	"cads/shared/outbox"
-	"cads/shared/rbacadmin"
+	"cads/shared/roles"
 	"cads/shared/wire"
 	"cads/shared/wire/accesswire"
 )
@@ -33,5 +33,5 @@ func Routes(d wire.Deps) *apigw.Router {
 	if d.QueueURL(wire.NotificationsQueue) != "" {
 		q = outbox.New(d.Store.Tasks, outbox.SQS{Client: d.SQS, URLs: d.QueueURLs}, d.Log).Queue(wire.NotificationsQueue)
 	}
-	return rbacadmin.New(rbacadmin.NewStore(d.Store), accesswire.New(d), q, d.Log)
+	return roles.New(roles.NewStore(d.Store), accesswire.New(d), q, d.Log)
 }

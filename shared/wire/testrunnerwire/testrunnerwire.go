@@ -4,7 +4,7 @@ package testrunnerwire
 import (
 	"context"
 
-	"cads/shared/apptests"
+	"cads/shared/tests"
 	"cads/shared/loadgen"
 	"cads/shared/wire"
 	"cads/shared/wire/metricswire"
@@ -18,6 +18,6 @@ func FromEnv(ctx context.Context) (wire.Deps, error) { return wire.FromEnv(ctx, 
 // load generator, which delivers every request to the platform's edge
 // (d.Edge) and nowhere else (docs/application-tests.md), and sends the
 // access records of runs that target an application to wire.MetricsQueue.
-func Handler(d wire.Deps) apptests.RunHandler {
-	return apptests.NewRunner(apptests.NewRunnerStore(d.Store), loadgen.Local{Edge: loadgen.Edge(d.Edge)}, metricswire.Sender(d), d.Log)
+func Handler(d wire.Deps) tests.RunHandler {
+	return tests.NewRunner(tests.NewRunnerStore(d.Store), loadgen.Local{Edge: loadgen.Edge(d.Edge)}, metricswire.Sender(d), d.Log)
 }

@@ -6,7 +6,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
-	"cads/shared/apptests/testsapi"
+	"cads/shared/tests/testsapi"
 	"cads/shared/auditdiff"
 	"cads/shared/outbox"
 	"cads/shared/wire"

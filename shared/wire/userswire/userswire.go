@@ -9,7 +9,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/auditdiff"
 	"cads/shared/caller"
-	"cads/shared/identity"
+	"cads/shared/users"
 	"cads/shared/openapi"
 	"cads/shared/wire"
 	"cads/shared/wire/accesswire"
@@ -31,7 +31,7 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 // Routes is the function's operations, each with its handler
 // (TestEveryOperationHasOneHandler).
 func Routes(d wire.Deps) *apigw.Router {
-	r := identity.New(identity.NewStore(d.Store), accesswire.New(d), d.Log)
+	r := users.New(users.NewStore(d.Store), accesswire.New(d), d.Log)
 	r.Handle("getOpenapi.Json", apigw.Handle(d.Log, describe))
 	return r
 }

@@ -1,5 +1,0 @@
-//go:build !race
-
-package apptests_test
-
-const raceEnabled = false

@@ -1,0 +1,5 @@
+//go:build !race
+
+package tests_test
+
+const raceEnabled = false
