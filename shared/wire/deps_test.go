@@ -54,7 +54,7 @@ var functionDeps = map[string]function{
 	"address-sets": {"addresssetswire", join(api, "listmerge", "addresssets", "metrics", "patch", "outbox", "wire/metricswire")},
 	"metrics":      {"metricsapiwire", join(api, "metrics", "metrics/metricsapi", "metrics/prototypes", "logs")},
 	"aggregator":   {"aggregatorwire", join(rbac, "listmerge", "metrics", "addresssets", "logs", "patch", "outbox", "wire/metricswire")},
-	"logs":         {"logswire", join(api, "logs", "metrics")},
+	"logs":         {"logswire", join(api, "logs", "logs/logsapi", "metrics")},
 	"installer":    {"installerwire", join(rbac, "installer", "bootstrap", "names")},
 }
 
