@@ -16,26 +16,31 @@ import (
 // a tie) and the set it is from. An address none of whose entries is live
 // is a member too, hidden by the list's filter, so that the read budget
 // counts it and the continuation passes it.
-type member struct {
+type Member struct {
 	e    domain.AddressEntry
 	set  string
 	live bool
 }
 
-func (m member) out() Entry {
+// Live reports whether the member is shown (some entry of its address is
+// live); the list's filter hides the others.
+func (m Member) Live() bool { return m.live }
+
+// Out is the member as the addresses collection shows it.
+func (m Member) Out() Entry {
 	e := entryOut(m.e)
 	e.AddressSet = Href(m.set)
 	return e
 }
 
-// union pages the addresses of a set and of every set it includes,
+// Union pages the addresses of a set and of every set it includes,
 // transitively (at most MaxReachable sets), each address once, in address
 // order: a k-way merge of the sets' entries, each set read from the
 // cursor's position in its own address order (GSI2, store.PageAddressEntries)
 // with the Limit the page asks for. Nothing outside the API needs the
 // union whole (the edge tests addresses against the sets it is sent), so
 // no whole computation is kept.
-type union struct {
+type Union struct {
 	st          Store
 	account, id string
 	now         time.Time
@@ -51,6 +56,12 @@ type union struct {
 	sets []string
 }
 
+// NewUnion is the union of set id of the account at now; readable decides
+// which included sets the caller may read (nil: all).
+func NewUnion(st Store, account, id string, now time.Time, readable func(ctx context.Context) (func(set string) (bool, error), error)) *Union {
+	return &Union{st: st, account: account, id: id, now: now, readable: readable}
+}
+
 // entryPage is one set's part of a read.
 type entryPage struct {
 	entries []domain.AddressEntry
@@ -58,8 +69,8 @@ type entryPage struct {
 	more    bool
 }
 
-// read is the union's apigw.Source.
-func (u *union) read(ctx context.Context, after string, desc bool, n int) ([]member, []string, bool, error) {
+// Read is the union's page source (the handler's apigw.Source).
+func (u *Union) Read(ctx context.Context, after string, desc bool, n int) ([]Member, []string, bool, error) {
 	var (
 		mu    sync.Mutex
 		pages = map[string]entryPage{}
@@ -108,7 +119,7 @@ func (u *union) read(ctx context.Context, after string, desc bool, n int) ([]mem
 // are another account's or are refused to the caller are passed over
 // (their entries are not merged); their inclusions are still followed,
 // as the edge follows them, and decided on their own.
-func (u *union) walk(ctx context.Context, query func(string)) ([]string, error) {
+func (u *Union) walk(ctx context.Context, query func(string)) ([]string, error) {
 	root, err := u.st.AddressSets.GetAddressSetItem(ctx, u.account, u.id)
 	if err != nil {
 		return nil, notFound(err, u.id)
@@ -141,7 +152,7 @@ func (u *union) walk(ctx context.Context, query func(string)) ([]string, error) 
 }
 
 // reach is walk's traversal: every set of the account reached from root.
-func (u *union) reach(ctx context.Context, root domain.AddressSet, query func(string)) ([]string, error) {
+func (u *Union) reach(ctx context.Context, root domain.AddressSet, query func(string)) ([]string, error) {
 	reached := []string{u.id}
 	seen := map[string]bool{u.id: true}
 	frontier := root.Inclusions
@@ -179,25 +190,25 @@ func (u *union) reach(ctx context.Context, root domain.AddressSet, query func(st
 // merge makes the union's members of one read out of the sets' pages
 // (listmerge.Union): at most n, in the read's direction; of an address
 // several sets hold, the live entry that expires last.
-func merge(pages map[string]entryPage, sets []string, desc bool, n int, now time.Time) ([]member, []string, bool) {
+func merge(pages map[string]entryPage, sets []string, desc bool, n int, now time.Time) ([]Member, []string, bool) {
 	sorted := make([]listmerge.Sorted, len(sets))
 	for i, s := range sets {
 		sorted[i] = listmerge.Sorted{Pos: pages[s].pos, More: pages[s].more}
 	}
-	byPos := map[string]*member{}
+	byPos := map[string]*Member{}
 	order, more := listmerge.Union(sorted, desc, n, func(src, i int) {
 		s := sets[src]
 		e, pos := pages[s].entries[i], pages[s].pos[i]
 		m := byPos[pos]
 		if m == nil {
-			m = &member{e: e, set: s}
+			m = &Member{e: e, set: s}
 			byPos[pos] = m
 		}
 		if !e.ExpiredAt(now) && (!m.live || later(e.Expiry, m.e.Expiry)) {
 			m.e, m.set, m.live = e, s, true
 		}
 	})
-	out := make([]member, len(order))
+	out := make([]Member, len(order))
 	for i, pos := range order {
 		out[i] = *byPos[pos]
 	}

@@ -14,9 +14,9 @@ import (
 	"cads/shared/jsontext"
 )
 
-// setIn is the body of POST (AddressSetPost) and the result of a PATCH
+// SetIn is the body of POST (AddressSetPost) and the result of a PATCH
 // applied to a set's document (AddressSetPatch); unknown fields are a 400.
-type setIn struct {
+type SetIn struct {
 	Name        *string         `json:"name"`
 	Description *string         `json:"description"`
 	Type        *string         `json:"type"`
@@ -50,7 +50,7 @@ type desired struct {
 // validate checks a set body as a whole. The same address twice is one
 // entry with the later expiry (a re-add extends, docs/api.md#address-sets), so a JSON Patch
 // "add" of an existing address behaves like a POST of it would.
-func validate(in setIn) (spec, error) {
+func validate(in SetIn) (spec, error) {
 	var s spec
 	if in.Name == nil {
 		return s, domain.Errorf(domain.Invalid, "name is required")
@@ -206,9 +206,9 @@ func checkExpiry(addr string, e *time.Time, now time.Time) error {
 	return nil
 }
 
-// document is a set's editable fields as a JSON Patch / merge patch
+// Document is a set's editable fields as a JSON Patch / merge patch
 // applies to them: the live entries in address order, inclusions as hrefs.
-type document struct {
+type Document struct {
 	Name        string     `json:"name"`
 	Description string     `json:"description"`
 	Type        string     `json:"type"`
@@ -223,8 +223,8 @@ type docEntry struct {
 	Expiry      *time.Time `json:"expiry,omitempty"`
 }
 
-func documentOf(a AddressSet) document {
-	d := document{Name: a.Name, Description: a.Description, Type: a.Type, Inclusions: a.Inclusions, Parameters: a.Parameters, Entries: []docEntry{}}
+func documentOf(a AddressSet) Document {
+	d := Document{Name: a.Name, Description: a.Description, Type: a.Type, Inclusions: a.Inclusions, Parameters: a.Parameters, Entries: []docEntry{}}
 	if a.Entries != nil {
 		for _, e := range *a.Entries {
 			d.Entries = append(d.Entries, docEntry{Address: e.Address, Description: e.Description, Expiry: e.Expiry})

@@ -83,7 +83,9 @@ type Entry struct {
 // Href is a set's href.
 func Href(id string) string { return "/v2/address-sets/" + id }
 
-func setOut(st store.AddressSetState, now time.Time, withEntries bool) AddressSet {
+// SetOut is a set as its body shows it at now (withEntries: its live
+// entries too, as a single set shows them; a listing does not).
+func SetOut(st store.AddressSetState, now time.Time, withEntries bool) AddressSet {
 	a := st.Set
 	out := AddressSet{ID: a.ID, Href: Href(a.ID), Name: a.Name, Description: a.Description, Type: a.Type,
 		Inclusions: make([]string, 0, len(a.Inclusions)), Created: a.Created, Updated: a.Updated}

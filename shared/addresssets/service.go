@@ -12,10 +12,10 @@ import (
 	"strconv"
 	"time"
 
-	"cads/shared/apigw"
 	"cads/shared/caller"
 	"cads/shared/ddb"
 	"cads/shared/domain"
+	"cads/shared/etag"
 	"cads/shared/ids"
 	"cads/shared/jsontext"
 	"cads/shared/metrics"
@@ -104,7 +104,7 @@ type change func(cur *store.AddressSetState, now time.Time) (spec, error)
 // passes the account's quota (CheckAllowance), which its transaction
 // enforces; a caller that has just read the set consistently passes it as
 // known, saving the first attempt's read. pre is the request's If-Match
-// (apigw.Precondition; nil for none): the change then applies only to the
+// (its HTTP handler passes apigw.Precondition; nil for none): the change then applies only to the
 // set it names (store.Edit).
 func (s *Service) write(ctx context.Context, account, id string, create *domain.Quota, known *store.AddressSetState, actor Actor, pre store.Precondition, fn change) (store.AddressSetState, error) {
 	var out store.AddressSetState
@@ -173,7 +173,7 @@ func (noPrecondition) Check(string) error { return nil }
 // change increments, and how many of its entries are visible, which falls
 // without a write as entries expire.
 func ETag(st store.AddressSetState, now time.Time) string {
-	return apigw.ETag("addressset", st.Set.Account+"/"+st.Set.ID+"/"+strconv.Itoa(len(visible(st.Entries, now))), st.Set.Version)
+	return etag.Of("addressset", st.Set.Account+"/"+st.Set.ID+"/"+strconv.Itoa(len(visible(st.Entries, now))), st.Set.Version)
 }
 
 // plan turns a desired state into one transaction, the resulting state,
@@ -271,7 +271,7 @@ func (s *Service) plan(ctx context.Context, account, id string, cur *store.Addre
 // shows the same set or fewer entries (expired ones are not shown), so it
 // never exceeds the budget either.
 func checkResponseBudget(next store.AddressSetState, now time.Time) error {
-	b, err := json.Marshal(setOut(next, now, true))
+	b, err := json.Marshal(SetOut(next, now, true))
 	if err != nil {
 		return fmt.Errorf("address set %s: encode: %w", next.Set.ID, err)
 	}
@@ -521,8 +521,17 @@ func notFound(err error, id string) error {
 	return domain.IfNotFound(err, "no address set %q", id)
 }
 
-// create makes a set from a validated body.
-func (s *Service) create(ctx context.Context, account string, actor Actor, in setIn) (store.AddressSetState, error) {
+// Get reads a set of the account (consistently), with its entries.
+func (s *Service) Get(ctx context.Context, account, id string) (store.AddressSetState, error) {
+	st, err := s.st.AddressSets.GetAddressSet(ctx, account, id)
+	if err != nil {
+		return store.AddressSetState{}, notFound(err, id)
+	}
+	return st, nil
+}
+
+// Create makes a set from a body (validated here).
+func (s *Service) Create(ctx context.Context, account string, actor Actor, in SetIn) (store.AddressSetState, error) {
 	sp, err := validate(in)
 	if err != nil {
 		return store.AddressSetState{}, err
@@ -537,11 +546,11 @@ func (s *Service) create(ctx context.Context, account string, actor Actor, in se
 	return s.write(ctx, account, ids.New(), &q, nil, actor, nil, func(*store.AddressSetState, time.Time) (spec, error) { return sp, nil })
 }
 
-// replace sets a set to the state a PATCH produced from its document.
+// Replace sets a set to the state a PATCH produced from its document.
 // build gets the current document and returns the patched body.
-func (s *Service) replace(ctx context.Context, account, id string, actor Actor, pre store.Precondition, build func(doc document) (setIn, error)) (store.AddressSetState, error) {
+func (s *Service) Replace(ctx context.Context, account, id string, actor Actor, pre store.Precondition, build func(doc Document) (SetIn, error)) (store.AddressSetState, error) {
 	return s.write(ctx, account, id, nil, nil, actor, pre, func(cur *store.AddressSetState, now time.Time) (spec, error) {
-		in, err := build(documentOf(setOut(*cur, now, true)))
+		in, err := build(documentOf(SetOut(*cur, now, true)))
 		if err != nil {
 			return spec{}, err
 		}
@@ -578,10 +587,10 @@ func sameLive(cur []domain.AddressEntry, want map[netip.Prefix]desired, now time
 	return true
 }
 
-// remove deletes a set that no set includes (409 otherwise). Its live
+// Remove deletes a set that no set includes (409 otherwise). Its live
 // entries count as deleted, its expired ones as expired. pre is the
 // request's If-Match (nil for none), as for write.
-func (s *Service) remove(ctx context.Context, account, id string, pre store.Precondition) (store.AddressSetState, error) {
+func (s *Service) Remove(ctx context.Context, account, id string, pre store.Precondition) (store.AddressSetState, error) {
 	var out store.AddressSetState
 	if pre == nil {
 		pre = noPrecondition{}

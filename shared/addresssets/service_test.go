@@ -152,7 +152,7 @@ func (e *env) create(name, typ string, entries []entryIn, inclusions ...string) 
 	for _, i := range inclusions {
 		hrefs = append(hrefs, Href(i))
 	}
-	st, err := e.svc.create(context.Background(), acct, "tester", setIn{Name: str(name), Type: str(typ), Entries: entries, Inclusions: hrefs})
+	st, err := e.svc.Create(context.Background(), acct, "tester", SetIn{Name: str(name), Type: str(typ), Entries: entries, Inclusions: hrefs})
 	if err != nil {
 		e.t.Fatalf("create %s: %v", name, err)
 	}
@@ -161,19 +161,19 @@ func (e *env) create(name, typ string, entries []entryIn, inclusions ...string) 
 
 // patch applies a merge patch the way the handler does.
 func (e *env) patch(id, merge string) (store.AddressSetState, error) {
-	return e.svc.replace(context.Background(), acct, id, "tester", nil, func(doc document) (setIn, error) {
+	return e.svc.Replace(context.Background(), acct, id, "tester", nil, func(doc Document) (SetIn, error) {
 		cur, _ := json.Marshal(doc)
 		var m map[string]json.RawMessage
 		_ = json.Unmarshal(cur, &m)
 		var p map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(merge), &p); err != nil {
-			return setIn{}, err
+			return SetIn{}, err
 		}
 		for k, v := range p {
 			m[k] = v
 		}
 		out, _ := json.Marshal(m)
-		var in setIn
+		var in SetIn
 		return in, jsontext.UnmarshalStrict(out, &in)
 	})
 }
@@ -254,7 +254,7 @@ func TestExpiryAndExtensionAreCountedOnce(t *testing.T) {
 	}
 
 	// Deleting the set deletes its three live entries.
-	if _, err := e.svc.remove(context.Background(), acct, id, nil); err != nil {
+	if _, err := e.svc.Remove(context.Background(), acct, id, nil); err != nil {
 		t.Fatal(err)
 	}
 	e.fold()
@@ -311,7 +311,7 @@ func TestInclusionCyclesAreRefusedWhenWritten(t *testing.T) {
 		t.Fatalf("a manual set with inclusions: %v", err)
 	}
 	// Another account's set cannot be included.
-	other, err := e.svc.create(context.Background(), "acct2", "x", setIn{Name: str("theirs"), Type: str(TypeManual)})
+	other, err := e.svc.Create(context.Background(), "acct2", "x", SetIn{Name: str("theirs"), Type: str(TypeManual)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,16 +319,16 @@ func TestInclusionCyclesAreRefusedWhenWritten(t *testing.T) {
 		t.Fatalf("another account's set: %v", err)
 	}
 	// Included sets cannot be deleted; once no longer included they can.
-	if _, err := e.svc.remove(context.Background(), acct, c.Set.ID, nil); status(err) != 409 || !strings.Contains(err.Error(), Href(b.Set.ID)) {
+	if _, err := e.svc.Remove(context.Background(), acct, c.Set.ID, nil); status(err) != 409 || !strings.Contains(err.Error(), Href(b.Set.ID)) {
 		t.Fatalf("delete an included set: %v", err)
 	}
 	if _, err := e.patch(b.Set.ID, `{"inclusions":["`+Href(d.Set.ID)+`"]}`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.remove(context.Background(), acct, c.Set.ID, nil); err != nil {
+	if _, err := e.svc.Remove(context.Background(), acct, c.Set.ID, nil); err != nil {
 		t.Fatalf("delete after un-including: %v", err)
 	}
-	if _, err := e.svc.remove(context.Background(), acct, d.Set.ID, nil); status(err) != 409 {
+	if _, err := e.svc.Remove(context.Background(), acct, d.Set.ID, nil); status(err) != 409 {
 		t.Fatalf("d is still included by b: %v", err)
 	}
 }
@@ -336,16 +336,16 @@ func TestInclusionCyclesAreRefusedWhenWritten(t *testing.T) {
 // union reads the addresses of set id the way the handler does, n per
 // read, and returns the live ones shown ("address@set") and the number of
 // reads it took.
-func (e *env) union(id string, n int) ([]string, int) {
+func (e *env) Union(id string, n int) ([]string, int) {
 	e.t.Helper()
-	u := &union{st: NewStore(e.st), account: acct, id: id, now: e.clock}
+	u := &Union{st: NewStore(e.st), account: acct, id: id, now: e.clock}
 	var (
 		got   []string
 		after string
 		reads int
 	)
 	for more := true; more; {
-		ms, pos, m, err := u.read(context.Background(), after, false, n)
+		ms, pos, m, err := u.Read(context.Background(), after, false, n)
 		if err != nil {
 			e.t.Fatalf("read after %q: %v", after, err)
 		}
@@ -383,7 +383,7 @@ func TestAddressesIncludeEveryIncludedSetTransitively(t *testing.T) {
 	// Any size of read gives the same union: the merge never shows an
 	// address before every set has been read past it.
 	for _, n := range []int{1, 2, 3, 100} {
-		got, reads := e.union(a.Set.ID, n)
+		got, reads := e.Union(a.Set.ID, n)
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Fatalf("reads of %d:\n got %v\nwant %v", n, got, want)
 		}
@@ -395,13 +395,13 @@ func TestAddressesIncludeEveryIncludedSetTransitively(t *testing.T) {
 	// gone: c's expired after a minute. An expired address is still a
 	// member, hidden, so paging passes it.
 	e.advance(2 * time.Hour)
-	got, _ := e.union(a.Set.ID, 1)
+	got, _ := e.Union(a.Set.ID, 1)
 	if len(got) != 5 || slices.Contains(got, "192.0.2.9@"+b.Set.ID) {
 		t.Fatalf("after expiry: %v", got)
 	}
 	// Another account's set, or a missing one, is a 404.
-	u := &union{st: NewStore(e.st), account: "acct2", id: a.Set.ID, now: e.clock}
-	if _, _, _, err := u.read(context.Background(), "", false, 10); status(err) != 404 {
+	u := &Union{st: NewStore(e.st), account: "acct2", id: a.Set.ID, now: e.clock}
+	if _, _, _, err := u.Read(context.Background(), "", false, 10); status(err) != 404 {
 		t.Fatalf("another account's set: %v", err)
 	}
 }
@@ -410,22 +410,22 @@ func TestEntryValidation(t *testing.T) {
 	e := newEnv(t)
 	t0 := e.clock
 	cases := []struct {
-		in   setIn
+		in   SetIn
 		want string
 	}{
-		{setIn{Type: str(TypeManual)}, "name is required"},
-		{setIn{Name: str("x")}, "type is required"},
-		{setIn{Name: str("x"), Type: str("text-file")}, "not supported"},
-		{setIn{Name: str("x"), Type: str(TypeManual), Entries: []entryIn{entry("10.0.0.1/8", nil)}}, "did you mean 10.0.0.0/8"},
-		{setIn{Name: str("x"), Type: str(TypeManual), Entries: []entryIn{entry("fe80::1%eth0", nil)}}, "zones"},
-		{setIn{Name: str("x"), Type: str(TypeManual), Entries: []entryIn{entry("300.1.1.1", nil)}}, "not an IP address"},
-		{setIn{Name: str("x"), Type: str(TypeManual), Entries: []entryIn{entry("10.0.0.1", at(t0.Add(-time.Second)))}}, "not in the future"},
-		{setIn{Name: str("x"), Type: str(TypeDynamic), Entries: []entryIn{entry("10.0.0.1", nil)}}, "added by the edge"},
-		{setIn{Name: str("x"), Type: str(TypeManual), Parameters: json.RawMessage(`{"url":"http://x"}`)}, "parameters"},
-		{setIn{Name: str(strings.Repeat("n", 51)), Type: str(TypeManual)}, "1 to 50"},
+		{SetIn{Type: str(TypeManual)}, "name is required"},
+		{SetIn{Name: str("x")}, "type is required"},
+		{SetIn{Name: str("x"), Type: str("text-file")}, "not supported"},
+		{SetIn{Name: str("x"), Type: str(TypeManual), Entries: []entryIn{entry("10.0.0.1/8", nil)}}, "did you mean 10.0.0.0/8"},
+		{SetIn{Name: str("x"), Type: str(TypeManual), Entries: []entryIn{entry("fe80::1%eth0", nil)}}, "zones"},
+		{SetIn{Name: str("x"), Type: str(TypeManual), Entries: []entryIn{entry("300.1.1.1", nil)}}, "not an IP address"},
+		{SetIn{Name: str("x"), Type: str(TypeManual), Entries: []entryIn{entry("10.0.0.1", at(t0.Add(-time.Second)))}}, "not in the future"},
+		{SetIn{Name: str("x"), Type: str(TypeDynamic), Entries: []entryIn{entry("10.0.0.1", nil)}}, "added by the edge"},
+		{SetIn{Name: str("x"), Type: str(TypeManual), Parameters: json.RawMessage(`{"url":"http://x"}`)}, "parameters"},
+		{SetIn{Name: str(strings.Repeat("n", 51)), Type: str(TypeManual)}, "1 to 50"},
 	}
 	for _, c := range cases {
-		_, err := e.svc.create(context.Background(), acct, "tester", c.in)
+		_, err := e.svc.Create(context.Background(), acct, "tester", c.in)
 		if status(err) != 400 || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want 400 %q", c.in, err, c.want)
 		}
@@ -521,10 +521,10 @@ func TestConcurrentChangesAreAllKept(t *testing.T) {
 	errs := make([]error, 8)
 	for i := range 8 {
 		wg.Go(func() {
-			_, errs[i] = e.svc.replace(context.Background(), acct, s.Set.ID, "tester", nil, func(doc document) (setIn, error) {
+			_, errs[i] = e.svc.Replace(context.Background(), acct, s.Set.ID, "tester", nil, func(doc Document) (SetIn, error) {
 				doc.Entries = append(doc.Entries, docEntry{Address: fmt.Sprintf("10.9.9.%d", i)})
 				b, _ := json.Marshal(doc)
-				var in setIn
+				var in SetIn
 				return in, jsontext.UnmarshalStrict(b, &in)
 			})
 		})

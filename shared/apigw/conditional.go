@@ -1,13 +1,12 @@
 package apigw
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"cads/shared/domain"
+	"cads/shared/etag"
 )
 
 // Conditional requests (docs/api.md#conditional-requests): every resource
@@ -16,18 +15,11 @@ import (
 // with the version it read and writes on condition that the version is
 // still that one, so the comparison costs no round trip of its own.
 
-// ETag is the strong entity tag of version of the resource kind/id. The
-// kind and id are hashed in, so that two resources at the same version
-// never share a tag; the version ends it, so that every change changes it.
-// Items written before their kind had a version are version 0.
-func ETag(kind, id string, version int) string {
-	return `"` + tagPrefix(kind, id) + strconv.Itoa(version) + `"`
-}
+// ETag is the strong entity tag of version of the resource kind/id
+// (etag.Of: the kind and id hashed in, the version at the end).
+func ETag(kind, id string, version int) string { return etag.Of(kind, id, version) }
 
-func tagPrefix(kind, id string) string {
-	h := sha256.Sum256([]byte(kind + "/" + id))
-	return hex.EncodeToString(h[:9]) + "-"
-}
+func tagPrefix(kind, id string) string { return etag.Prefix(kind, id) }
 
 // Tagged is a resource body with its entity tag: Handle sends the tag as
 // the ETag header, answers a GET whose If-None-Match names it with 304 and

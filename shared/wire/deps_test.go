@@ -16,8 +16,9 @@ var (
 	// common is what every function links: this package and what it
 	// builds (logger, DynamoDB client, store), what the store needs, and
 	// the domain at the centre of it all; routes is the contract's route
-	// tables, of which each function links its own (apigw.Router).
-	common = []string{"wire", "caller", "jsontext", "logging", "ddb", "retry", "clock", "store", "apigw", "routes", "domain", "authz", "ids", "audit"}
+	// tables, of which each function links its own (apigw.Router); etag
+	// is the entity tags apigw and the address sets make.
+	common = []string{"wire", "caller", "jsontext", "etag", "logging", "ddb", "retry", "clock", "store", "apigw", "routes", "domain", "authz", "ids", "audit"}
 	// rbac is the permission check of the caller's roles (access) with the
 	// built-in roles it knows, and the wiring that builds it.
 	rbac = []string{"access", "builtin", "wire/accesswire"}
@@ -48,23 +49,20 @@ var functionDeps = map[string]function{
 	"notifier":     {"notifierwire", []string{"notifier"}},
 	"applications": {"applicationswire", join(api, "applications", "applications/appconfig", "applications/pagecontrol", "patch", "tasks", "tasks/tasksapi", "outbox", "wire/taskswire")},
 	"tasks":        {"taskswire", join(api, "tasks", "tasks/tasksapi", "applications/appconfig", "outbox")},
-	"task-worker":  {"taskworkerwire", join(rbac, "tasks", "applications/appconfig", "outbox", "logs", "metrics")},
+	"task-worker":  {"taskworkerwire", join(nil, "tasks", "applications/appconfig", "outbox", "logs", "metrics")},
 	"tests":        {"testswire", join(api, "tests", "tests/testsapi", "applications/appconfig", "loadgen", "metrics", "outbox")},
 	"test-runner":  {"testrunnerwire", join(nil, "tests", "applications/appconfig", "loadgen", "metrics", "outbox", "wire/metricswire")},
-	"address-sets": {"addresssetswire", join(api, "listmerge", "addresssets", "metrics", "patch", "outbox", "wire/metricswire")},
+	"address-sets": {"addresssetswire", join(api, "listmerge", "addresssets", "addresssets/addresssetsapi", "metrics", "patch", "outbox", "wire/metricswire")},
 	"metrics":      {"metricsapiwire", join(api, "metrics", "metrics/metricsapi", "metrics/prototypes", "logs")},
-	"aggregator":   {"aggregatorwire", join(rbac, "listmerge", "metrics", "addresssets", "logs", "patch", "outbox", "wire/metricswire")},
-	"logs":         {"logswire", join(api, "logs", "metrics")},
+	"aggregator":   {"aggregatorwire", join(nil, "listmerge", "metrics", "addresssets", "logs", "patch", "outbox", "wire/metricswire")},
+	"logs":         {"logswire", join(api, "logs", "logs/logsapi", "metrics")},
 	"installer":    {"installerwire", join(rbac, "installer", "bootstrap", "names")},
 }
 
 // queueWorkers are the functions a queue or CloudFormation triggers
 // (template.yaml): they adapt messages to the services, so none of them
-// may link the HTTP layer, which TestFunctionDeps checks. The task worker
-// and the aggregator are not listed yet: they link package logs, and the
-// aggregator package addresssets, whose rules still share a package with
-// their HTTP handlers (docs/architecture.md, "What is left").
-var queueWorkers = []string{"notifier", "test-runner", "installer"}
+// may link the HTTP layer, which TestFunctionDeps checks.
+var queueWorkers = []string{"notifier", "test-runner", "installer", "task-worker", "aggregator"}
 
 // moduleOf is the third-party module a shared package brings; a function
 // may link it only if it may link that package.
@@ -221,11 +219,13 @@ var engine = []string{"authz", "ids"}
 // bodies that apigw has read, and refuses bad ones with domain errors.
 //
 // The permission check (access), the wiring every function shares (wire),
-// the caller's identity (caller), the text rule (jsontext) and the
-// services the queue workers run (tasks, metrics, tests, appconfig,
-// notifier) do not link apigw either: their HTTP handlers live in a
-// package of their own (tasks/tasksapi, metrics/metricsapi,
-// tests/testsapi).
+// the caller's identity (caller), the text rule (jsontext), the entity
+// tags (etag) and the services the queue workers run (tasks, metrics,
+// tests, appconfig, notifier, logs, addresssets) do not link apigw
+// either: their HTTP handlers live in a package of their own
+// (tasks/tasksapi, metrics/metricsapi, tests/testsapi, logs/logsapi,
+// addresssets/addresssetsapi). The services the workers run do not link
+// access (the permission check) either: only their handlers decide.
 var adapters = map[string][]string{
 	"store":                  {"cads/shared/apigw", "github.com/aws/aws-lambda-go"},
 	"patch":                  {"cads/shared/apigw", "github.com/aws/", "net/http"},
@@ -233,11 +233,14 @@ var adapters = map[string][]string{
 	"wire":                   {"cads/shared/apigw"},
 	"caller":                 {"cads/shared/apigw", "net/http"},
 	"jsontext":               {"cads/shared/apigw", "net/http"},
-	"tasks":                  {"cads/shared/apigw"},
-	"metrics":                {"cads/shared/apigw"},
-	"tests":               {"cads/shared/apigw"},
-	"applications/appconfig": {"cads/shared/apigw"},
-	"notifier":               {"cads/shared/apigw"},
+	"tasks":                  {"cads/shared/apigw", "cads/shared/access"},
+	"metrics":                {"cads/shared/apigw", "cads/shared/access"},
+	"tests":               {"cads/shared/apigw", "cads/shared/access"},
+	"applications/appconfig": {"cads/shared/apigw", "cads/shared/access"},
+	"notifier":               {"cads/shared/apigw", "cads/shared/access"},
+	"etag":                   {"cads/shared/apigw", "net/http"},
+	"logs":                   {"cads/shared/apigw", "cads/shared/access"},
+	"addresssets":            {"cads/shared/apigw", "cads/shared/access"},
 }
 
 // TestDomainDeps keeps the package picture of docs/architecture.md: the

@@ -7,6 +7,7 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/addresssets"
+	"cads/shared/addresssets/addresssetsapi"
 	"cads/shared/apigw"
 	"cads/shared/auditdiff"
 	"cads/shared/wire"
@@ -31,5 +32,5 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 // (TestEveryOperationHasOneHandler).
 func Routes(d wire.Deps) *apigw.Router {
 	svc := addresssets.NewService(addresssets.NewStore(d.Store), metricswire.Events(d), metricswire.Sender(d), d.Log)
-	return addresssets.New(svc, addresssets.NewStore(d.Store), accesswire.New(d), d.Log)
+	return addresssetsapi.New(svc, addresssets.NewStore(d.Store), accesswire.New(d), d.Log)
 }

@@ -8,6 +8,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/auditdiff"
 	"cads/shared/logs"
+	"cads/shared/logs/logsapi"
 	"cads/shared/wire"
 )
 
@@ -25,5 +26,5 @@ func Handler(d wire.Deps) apigw.ProxyHandler {
 // Routes is the function's operations, each with its handler
 // (TestEveryOperationHasOneHandler).
 func Routes(d wire.Deps) *apigw.Router {
-	return logs.NewHandler(logs.NewStore(d.Store), access.New(access.NewStore(d.Store), d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log)
+	return logsapi.NewHandler(logs.NewStore(d.Store), access.New(access.NewStore(d.Store), d.Log, access.WithStaleness(d.AuthzStaleness)), d.Log)
 }

@@ -1,4 +1,8 @@
-package addresssets
+// Package addresssetsapi is the address-sets function's HTTP handler: it
+// reads the requests, calls package addresssets (the sets' rules, which
+// the aggregator's queue worker runs too, without the HTTP layer) and
+// renders the answers with their ETags.
+package addresssetsapi
 
 import (
 	"context"
@@ -8,6 +12,7 @@ import (
 	"time"
 
 	"cads/shared/access"
+	"cads/shared/addresssets"
 	"cads/shared/apigw"
 	"cads/shared/caller"
 	"cads/shared/domain"
@@ -24,14 +29,14 @@ type Deciders interface {
 }
 
 type handler struct {
-	svc *Service
-	st  Store
+	svc *addresssets.Service
+	st  addresssets.Store
 	dec Deciders
 	log *slog.Logger
 }
 
 // New returns the address-sets function's HTTP handler.
-func New(svc *Service, st Store, dec Deciders, log *slog.Logger) *apigw.Router {
+func New(svc *addresssets.Service, st addresssets.Store, dec Deciders, log *slog.Logger) *apigw.Router {
 	h := &handler{svc: svc, st: st, dec: dec, log: log}
 	mux := apigw.NewRouter(routes.AddressSets)
 	mux.HandleFunc("getAddressSets", h.wrap(h.list))
@@ -47,12 +52,13 @@ type endpoint = apigw.Endpoint
 
 func (h *handler) wrap(e endpoint) http.HandlerFunc { return apigw.HandleInAccount(h.log, e) }
 
-// setID is the path's {id}; one that cannot be an id is a 404 like any
-// other missing set.
 // tagged is a set's body (with its entries) and its ETag.
 func tagged(st store.AddressSetState, now time.Time) *apigw.Tagged {
-	return apigw.WithETag(setOut(st, now, true), ETag(st, now))
+	return apigw.WithETag(addresssets.SetOut(st, now, true), addresssets.ETag(st, now))
 }
+
+// setID is the path's {id}; one that cannot be an id is a 404 like any
+// other missing set.
 
 func setID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "address set") }
 
@@ -64,7 +70,7 @@ func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 		return 0, nil, err
 	}
 	now := h.st.Now()
-	list, err := apigw.List(r, page, apigw.Lister[domain.AddressSet, AddressSet]{
+	list, err := apigw.List(r, page, apigw.Lister[domain.AddressSet, addresssets.AddressSet]{
 		Name: "address-sets", Indexed: "created", ValidPosition: store.ValidPosition,
 		Read: func(ctx context.Context, after string, desc bool, n int) ([]domain.AddressSet, []string, bool, error) {
 			return h.st.AddressSets.PageAddressSets(ctx, p.AccountID, after, desc, n)
@@ -75,10 +81,10 @@ func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 			if err != nil {
 				return nil, err
 			}
-			return func(s domain.AddressSet) (bool, error) { return d.Allows(ctx, http.MethodGet, Href(s.ID)) }, nil
+			return func(s domain.AddressSet) (bool, error) { return d.Allows(ctx, http.MethodGet, addresssets.Href(s.ID)) }, nil
 		},
-		Out: func(s domain.AddressSet) (AddressSet, error) {
-			return setOut(store.AddressSetState{Set: s}, now, false), nil
+		Out: func(s domain.AddressSet) (addresssets.AddressSet, error) {
+			return addresssets.SetOut(store.AddressSetState{Set: s}, now, false), nil
 		},
 		Sort: sortSets,
 	})
@@ -88,8 +94,8 @@ func (h *handler) list(r *http.Request, p caller.Principal) (int, any, error) {
 	return http.StatusOK, list, nil
 }
 
-func sortSets(s []AddressSet, order []apigw.OrderKey) {
-	apigw.Sort(s, order, func(a AddressSet, field string) any {
+func sortSets(s []addresssets.AddressSet, order []apigw.OrderKey) {
+	apigw.Sort(s, order, func(a addresssets.AddressSet, field string) any {
 		switch field {
 		case "name":
 			return a.Name
@@ -99,15 +105,15 @@ func sortSets(s []AddressSet, order []apigw.OrderKey) {
 			return a.Updated
 		}
 		return a.Created
-	}, func(a AddressSet) string { return a.ID }, apigw.OrderKey{Field: "created"})
+	}, func(a addresssets.AddressSet) string { return a.ID }, apigw.OrderKey{Field: "created"})
 }
 
 func (h *handler) create(r *http.Request, p caller.Principal) (int, any, error) {
-	var in setIn
+	var in addresssets.SetIn
 	if err := apigw.DecodeJSON(r, &in); err != nil {
 		return 0, nil, err
 	}
-	st, err := h.svc.create(r.Context(), p.AccountID, ActorOf(p), in)
+	st, err := h.svc.Create(r.Context(), p.AccountID, addresssets.ActorOf(p), in)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -119,9 +125,9 @@ func (h *handler) get(r *http.Request, p caller.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	st, err := h.st.AddressSets.GetAddressSet(r.Context(), p.AccountID, id)
+	st, err := h.svc.Get(r.Context(), p.AccountID, id)
 	if err != nil {
-		return 0, nil, notFound(err, id)
+		return 0, nil, err
 	}
 	return http.StatusOK, tagged(st, h.st.Now()), nil
 }
@@ -131,11 +137,11 @@ func (h *handler) delete(r *http.Request, p caller.Principal) (int, any, error) 
 	if err != nil {
 		return 0, nil, err
 	}
-	st, err := h.svc.remove(r.Context(), p.AccountID, id, apigw.IfMatch(r))
+	st, err := h.svc.Remove(r.Context(), p.AccountID, id, apigw.IfMatch(r))
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, setOut(st, h.st.Now(), true), nil
+	return http.StatusOK, addresssets.SetOut(st, h.st.Now(), true), nil
 }
 
 func (h *handler) addresses(r *http.Request, p caller.Principal) (int, any, error) {
@@ -149,23 +155,23 @@ func (h *handler) addresses(r *http.Request, p caller.Principal) (int, any, erro
 	}
 	// The union of up to MaxReachable sets, each address once, paged in
 	// the store like every collection: a merge of the sets' entries in
-	// address order (union.read). Expired entries are examined and
+	// address order (addresssets.Union). Expired entries are examined and
 	// passed over, within the read budget.
-	u := &union{st: h.st, account: p.AccountID, id: id, now: h.st.Now(),
-		readable: func(ctx context.Context) (func(string) (bool, error), error) {
+	u := addresssets.NewUnion(h.st, p.AccountID, id, h.st.Now(),
+		func(ctx context.Context) (func(string) (bool, error), error) {
 			d, err := h.dec.Decider(ctx, p)
 			if err != nil {
 				return nil, err
 			}
-			return func(set string) (bool, error) { return d.Allows(ctx, http.MethodGet, Href(set)) }, nil
-		}}
-	list, err := apigw.List(r, page, apigw.Lister[member, Entry]{
+			return func(set string) (bool, error) { return d.Allows(ctx, http.MethodGet, addresssets.Href(set)) }, nil
+		})
+	list, err := apigw.List(r, page, apigw.Lister[addresssets.Member, addresssets.Entry]{
 		Name: "addresses", Indexed: "address", ValidPosition: store.ValidAddressPosition,
-		Read: u.read,
-		Allow: func(context.Context) (func(member) (bool, error), error) {
-			return func(m member) (bool, error) { return m.live, nil }, nil
+		Read: u.Read,
+		Allow: func(context.Context) (func(addresssets.Member) (bool, error), error) {
+			return func(m addresssets.Member) (bool, error) { return m.Live(), nil }, nil
 		},
-		Out: func(m member) (Entry, error) { return m.out(), nil },
+		Out: func(m addresssets.Member) (addresssets.Entry, error) { return m.Out(), nil },
 	})
 	if err != nil {
 		return 0, nil, err
@@ -185,18 +191,18 @@ func (h *handler) patch(r *http.Request, p caller.Principal) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	st, err := h.svc.replace(r.Context(), p.AccountID, id, ActorOf(p), apigw.IfMatch(r), func(doc document) (setIn, error) {
+	st, err := h.svc.Replace(r.Context(), p.AccountID, id, addresssets.ActorOf(p), apigw.IfMatch(r), func(doc addresssets.Document) (addresssets.SetIn, error) {
 		cur, err := json.Marshal(doc)
 		if err != nil {
-			return setIn{}, err
+			return addresssets.SetIn{}, err
 		}
 		out, err := body.Apply(cur)
 		if err != nil {
-			return setIn{}, err
+			return addresssets.SetIn{}, err
 		}
-		var in setIn
+		var in addresssets.SetIn
 		if err := apigw.UnmarshalPatched(out, &in, "address set"); err != nil {
-			return setIn{}, err
+			return addresssets.SetIn{}, err
 		}
 		return in, nil
 	})
