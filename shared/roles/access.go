@@ -15,9 +15,9 @@ import (
 	"cads/shared/authz"
 	"cads/shared/caller"
 	"cads/shared/domain"
-	"cads/shared/users"
 	"cads/shared/listmerge"
 	"cads/shared/store"
+	"cads/shared/users"
 )
 
 // Who can: GET /v2/accounts/{id}/access?method=M&path=P lists the
@@ -53,9 +53,9 @@ type Access struct {
 	RoleName string `json:"role_name,omitempty"`
 	// Groups are the principal's groups that give it Role; absent when it
 	// holds Role only directly.
-	Groups     []string        `json:"groups,omitempty"`
+	Groups     []string     `json:"groups,omitempty"`
 	Permission *users.Grant `json:"permission,omitempty"`
-	Reason     string          `json:"reason"`
+	Reason     string       `json:"reason"`
 }
 
 var accessMethods = map[string]bool{"GET": true, "POST": true, "PATCH": true, "PUT": true, "DELETE": true}

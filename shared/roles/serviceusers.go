@@ -12,10 +12,10 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/caller"
 	"cads/shared/domain"
-	"cads/shared/users"
 	"cads/shared/ids"
 	"cads/shared/jsontext"
 	"cads/shared/store"
+	"cads/shared/users"
 )
 
 // Limits of service user fields (name as in the reference document).

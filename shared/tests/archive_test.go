@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"cads/shared/apigw"
-	"cads/shared/tests"
 	"cads/shared/domain"
+	"cads/shared/tests"
 )
 
 // base is where the fixtures' requests go: an alias of the operator's

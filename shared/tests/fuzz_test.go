@@ -6,8 +6,8 @@ import (
 
 	"cads/infra/fuzzkit"
 	"cads/shared/apigw"
-	"cads/shared/tests"
 	"cads/shared/domain"
+	"cads/shared/tests"
 	"cads/shared/wire/testswire"
 )
 

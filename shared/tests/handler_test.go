@@ -17,11 +17,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/infra/testenv"
-	"cads/shared/tests"
 	"cads/shared/caller"
 	"cads/shared/loadgen"
 	"cads/shared/metrics"
 	"cads/shared/store"
+	"cads/shared/tests"
 )
 
 const tbzAccept = "application/x-tar+x-bzip2"

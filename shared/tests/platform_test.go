@@ -12,8 +12,8 @@ import (
 
 	"cads/infra/local"
 	"cads/infra/local/localtest"
-	"cads/shared/tests"
 	"cads/shared/store"
+	"cads/shared/tests"
 )
 
 // platform is the whole system on loopback: the local API Gateway (with

@@ -19,12 +19,12 @@ import (
 	"cads/infra/testenv"
 	"cads/shared/access"
 	"cads/shared/apigw"
-	"cads/shared/tests"
-	"cads/shared/tests/testsapi"
 	"cads/shared/domain"
 	"cads/shared/loadgen"
 	"cads/shared/outbox"
 	"cads/shared/store"
+	"cads/shared/tests"
+	"cads/shared/tests/testsapi"
 	"cads/shared/wire"
 )
 

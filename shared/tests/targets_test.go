@@ -12,11 +12,11 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"cads/shared/tests"
 	"cads/shared/domain"
 	"cads/shared/ids"
 	"cads/shared/loadgen"
 	"cads/shared/store"
+	"cads/shared/tests"
 )
 
 // referenceConfig is a configuration shaped like the reference document's

@@ -69,7 +69,7 @@ var queueWorkers = []string{"notifier", "test-runner", "installer", "task-worker
 var moduleOf = map[string]string{
 	"patch":                    "github.com/evanphx/json-patch/v5",
 	"applications/pagecontrol": "github.com/santhosh-tekuri/jsonschema/v6",
-	"tests":                 "github.com/dsnet/compress",
+	"tests":                    "github.com/dsnet/compress",
 	"metrics":                  "github.com/valyala/fastjson",
 	"logs":                     "github.com/valyala/fastjson",
 	"authz":                    "github.com/gobwas/glob",
@@ -235,7 +235,7 @@ var adapters = map[string][]string{
 	"jsontext":               {"cads/shared/apigw", "net/http"},
 	"tasks":                  {"cads/shared/apigw", "cads/shared/access"},
 	"metrics":                {"cads/shared/apigw", "cads/shared/access"},
-	"tests":               {"cads/shared/apigw", "cads/shared/access"},
+	"tests":                  {"cads/shared/apigw", "cads/shared/access"},
 	"applications/appconfig": {"cads/shared/apigw", "cads/shared/access"},
 	"notifier":               {"cads/shared/apigw", "cads/shared/access"},
 	"etag":                   {"cads/shared/apigw", "net/http"},

@@ -22,7 +22,6 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
-	"cads/shared/tests"
 	"cads/shared/caller"
 	"cads/shared/ddb"
 	"cads/shared/domain"
@@ -31,6 +30,7 @@ import (
 	"cads/shared/outbox"
 	"cads/shared/routes"
 	"cads/shared/store"
+	"cads/shared/tests"
 )
 
 // Store is what the tests API reads and writes.

@@ -4,8 +4,8 @@ package testrunnerwire
 import (
 	"context"
 
-	"cads/shared/tests"
 	"cads/shared/loadgen"
+	"cads/shared/tests"
 	"cads/shared/wire"
 	"cads/shared/wire/metricswire"
 )

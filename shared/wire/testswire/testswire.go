@@ -6,9 +6,9 @@ import (
 
 	"cads/shared/access"
 	"cads/shared/apigw"
-	"cads/shared/tests/testsapi"
 	"cads/shared/auditdiff"
 	"cads/shared/outbox"
+	"cads/shared/tests/testsapi"
 	"cads/shared/wire"
 	"cads/shared/wire/accesswire"
 )

@@ -9,8 +9,8 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/auditdiff"
 	"cads/shared/caller"
-	"cads/shared/users"
 	"cads/shared/openapi"
+	"cads/shared/users"
 	"cads/shared/wire"
 	"cads/shared/wire/accesswire"
 )
