@@ -1,6 +1,6 @@
 //go:build race
 
-package apptests_test
+package tests_test
 
 // raceEnabled: bzip2 compression is some 40 times slower under the race
 // detector, so fixtures that must be compressed are kept small then.
