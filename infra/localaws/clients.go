@@ -1,11 +1,8 @@
 package localaws
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -29,41 +26,8 @@ func localConfig(endpoint string) (aws.Config, error) {
 		Region:       Region,
 		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
 		BaseEndpoint: aws.String(endpoint),
-		HTTPClient:   ownBodies{awshttp.NewBuildableClient()},
+		HTTPClient:   ddb.OwnBodies(awshttp.NewBuildableClient()),
 	}, nil
-}
-
-// ownBodies hands the transport a request body of its own, read in full
-// from the SDK's.
-//
-// The SDK closes its request body as soon as the response arrives, and
-// its body then answers WriteTo with io.EOF. net/http puts a body it does
-// not know to be in memory on the wire before it has finished with it (it
-// still reads the body once more to check for bytes beyond
-// Content-Length), so a server that answers within that window has the
-// SDK close the body under the transport's write loop, which takes the
-// io.EOF for a failed write and closes the connection while the SDK reads
-// the response: "use of closed network connection". Across a network the
-// answer comes too late for that; a stand-in in the same process answers
-// within microseconds, and a pause of the write loop (a garbage collection
-// after a 1 MB page) opens the window wide. A *bytes.Reader is one net/http
-// knows: it writes headers and body in one go before the server can answer,
-// and nothing the SDK does afterwards reaches it.
-type ownBodies struct{ next aws.HTTPClient }
-
-func (c ownBodies) Do(r *http.Request) (*http.Response, error) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return c.next.Do(r)
-	}
-	body, err := io.ReadAll(r.Body)
-	_ = r.Body.Close() // Do owns the body, as http.Client.Do does
-	if err != nil {
-		return nil, fmt.Errorf("read request body: %w", err)
-	}
-	own := r.Clone(r.Context())
-	own.Body, own.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-	own.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	return c.next.Do(own)
 }
 
 // DynamoClient returns a DynamoDB client for a local endpoint (see

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	"cads/shared/ddb"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -38,7 +40,7 @@ func TestLocalClientSurvivesAnswerBeforeWriteLoopEnds(t *testing.T) {
 	c, err := DynamoClient(t.Context(), srv.URL, func(o *dynamodb.Options) {
 		o.Retryer = aws.NopRetryer{}
 		// As localConfig's client, with a dialer that holds the write loop.
-		o.HTTPClient = ownBodies{awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		o.HTTPClient = ddb.OwnBodies(awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 			var d net.Dialer
 			tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 				conn, err := d.DialContext(ctx, network, addr)
@@ -48,7 +50,7 @@ func TestLocalClientSurvivesAnswerBeforeWriteLoopEnds(t *testing.T) {
 				st.Conn = conn
 				return st, nil
 			}
-		})}
+		}))
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -45,6 +45,7 @@ func NewClient(ctx context.Context, optFns ...func(*dynamodb.Options)) (*dynamod
 	if err != nil {
 		return nil, fmt.Errorf("ddb: load AWS config: %w", err)
 	}
+	cfg.HTTPClient = OwnBodies(cfg.HTTPClient)
 	fns := append(append([]func(*dynamodb.Options){WithRetries(DefaultRetries)}, optFns...), applyLocalDefaults)
 	return dynamodb.NewFromConfig(cfg, fns...), nil
 }

@@ -147,6 +147,7 @@ func WithSQS(ctx context.Context, d *Deps) error {
 	if err != nil {
 		return fmt.Errorf("sqs client: %w", err)
 	}
+	cfg.HTTPClient = ddb.OwnBodies(cfg.HTTPClient)
 	d.SQS = sqs.NewFromConfig(cfg)
 	return nil
 }
