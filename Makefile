@@ -34,7 +34,7 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 #    that runs it concurrently: shared/... and functions/... (every
 #    handler, worker, store and engine, with their own concurrency
 #    tests), the local platform's moving parts (gateway, queues, the
-#    in-process runtime); beside it, pass 3.
+#    in-process runtime); beside it, pass 3 (test-realistic).
 #    test-race-gateway: the gateway suite's tests that send requests at
 #    once (TEST_RACE_GATEWAY: eight clients on one item, quotas raced by
 #    concurrent creates, the realistic flows for their first seed), with
@@ -101,7 +101,7 @@ TEST_NO_RACE_FIRST := ./infra/local/costtour ./infra/local ./infra/clientgen ./i
 # flows for each of its seeds (realisticSeeds); with the race detector, for
 # the first only: a second seed draws other lags and conflicts for the same
 # code, which the unraced pass replays (both seeds), and it was about ten
-# seconds of this pass, run alone on the machine at the end of make test.
+# seconds of this pass when it ran alone at the end of make test.
 TEST_RACE_GATEWAY := ^(TestConcurrentPatchesAllApply|TestFinding27_Quotas|TestFinding27_KeyQuotas|TestFlowsOnRealisticDynamoDB)$$
 TEST_RACE_GATEWAY_SKIP := ^TestFlowsOnRealisticDynamoDB$$/^seed=2611$$
 # The gateway's concurrent-client tests that run with the race detector
