@@ -149,7 +149,7 @@ func TestPageControls(t *testing.T) {
 		t.Fatalf("invalid patch: %d", r.Status)
 	}
 	// The application check and the control's Query run in parallel.
-	a.d.Counter.SetDelay(10 * time.Millisecond)
+	a.d.Counter.SetDelay(25 * time.Millisecond)
 	a.d.Counter.Reset()
 	if r := a.do("GET", base+"/1", ""); r.Status != 200 || r.Body["version"] != 2.0 || a.d.Counter.Sequential() != 1 || a.d.Counter.Total() != 2 {
 		t.Fatalf("get: %d %s (%d sequential round trips)", r.Status, r.Raw, a.d.Counter.Sequential())

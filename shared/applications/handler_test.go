@@ -173,7 +173,7 @@ const shop = `{"name":"Shop","aliases":["Shop.Example.com","www.shop.example.com
 
 func TestCreateAndReadApplications(t *testing.T) {
 	a := newAPI(t)
-	a.d.Counter.SetDelay(10 * time.Millisecond)
+	a.d.Counter.SetDelay(25 * time.Millisecond)
 	a.d.Counter.Reset()
 	r := a.create(shop)
 	// The allowance check (entitlements and the count, in parallel), then
@@ -238,7 +238,7 @@ func TestListShowsOnlyWhatTheCallerMayGet(t *testing.T) {
 	first := a.create(`{"name":"b","aliases":["b.example.com"]}`).Body["id"].(string)
 	second := a.create(`{"name":"a","aliases":["a.example.com"]}`).Body["id"].(string)
 	var list []map[string]any
-	a.d.Counter.SetDelay(10 * time.Millisecond)
+	a.d.Counter.SetDelay(25 * time.Millisecond)
 	a.d.Counter.Reset()
 	r := a.do("GET", "/v2/applications?order=name", "")
 	if seq := a.d.Counter.Sequential(); seq != 2 && !testenv.Realistic() {

@@ -541,7 +541,9 @@ func TestRunAgainstALocalServer(t *testing.T) {
 
 	// Targeting an application: its access records go to the metrics
 	// queue, one per request, tagged with the run's load id.
-	e.dyn.Counter.SetDelay(10 * time.Millisecond)
+	// The delay makes parallel calls overlap on a loaded machine under
+	// -race (10 ms did not, in a CI run at 9acabf6).
+	e.dyn.Counter.SetDelay(30 * time.Millisecond)
 	e.dyn.Counter.Reset()
 	r = post(`{"id":"shop","duration":1,"virtualUsers":2,"targets":"/v2/applications/app1"}`)
 	// The decision's data and the application in parallel, then the write
