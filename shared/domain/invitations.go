@@ -64,6 +64,21 @@ func (r InvitationRef) Href() string {
 	return "/v2/accounts/" + r.Account + coll + r.ID
 }
 
+// InvitationTargetHref is the API reference of what an invitation of kind
+// grants: a role of account, or a group of it.
+func InvitationTargetHref(kind, account, target string) string {
+	coll := "/roles/"
+	if kind == InvitationGroup {
+		coll = "/groups/"
+	}
+	return "/v2/accounts/" + account + coll + target
+}
+
+// TargetHref is the API reference of the role or group inv grants.
+func (inv Invitation) TargetHref() string {
+	return InvitationTargetHref(inv.Kind, inv.AccountID, inv.Target)
+}
+
 // ParseInvitationHref is Href's inverse; ok is false for anything else
 // (a grant made by the bootstrap, for instance).
 func ParseInvitationHref(href string) (InvitationRef, bool) {

@@ -102,12 +102,7 @@ func deliver(ctx context.Context, st NotifierStore, n Notifier, body string) err
 	if inv.State != domain.InvitationQueued {
 		return nil
 	}
-	account := "/v2/accounts/" + inv.AccountID
-	target := account + "/roles/" + inv.Target
-	if inv.Kind == domain.InvitationGroup {
-		target = account + "/groups/" + inv.Target
-	}
-	note := Notification{Invitation: inv.Ref().Href(), Kind: inv.Kind, Email: inv.Email, Target: target, Account: account}
+	note := Notification{Invitation: inv.Ref().Href(), Kind: inv.Kind, Email: inv.Email, Target: inv.TargetHref(), Account: "/v2/accounts/" + inv.AccountID}
 	if inv.GrantedBy != "" {
 		note.InvitedBy = "/v2/users/" + inv.GrantedBy
 	}

@@ -172,10 +172,7 @@ func ignoreNotFound(err error) error {
 }
 
 func targetHref(k kind, acct, id string) string {
-	if k == groupInvitations {
-		return groupHref(acct, id)
-	}
-	return roleHref(acct, id)
+	return domain.InvitationTargetHref(k.name, acct, id)
 }
 
 // marker is the outbox marker of the message that asks the notifier to
