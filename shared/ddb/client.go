@@ -41,13 +41,24 @@ const (
 //
 // Without an override the client is otherwise dynamodb.NewFromConfig(cfg, optFns...).
 func NewClient(ctx context.Context, optFns ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := LoadConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("ddb: load AWS config: %w", err)
+		return nil, err
 	}
-	cfg.HTTPClient = OwnBodies(cfg.HTTPClient)
 	fns := append(append([]func(*dynamodb.Options){WithRetries(DefaultRetries)}, optFns...), applyLocalDefaults)
 	return dynamodb.NewFromConfig(cfg, fns...), nil
+}
+
+// LoadConfig is the SDK's default configuration (environment, shared
+// files, the Lambda's role) with an HTTP client that owns its request
+// bodies (OwnBodies): every AWS client of the service is built from it.
+func LoadConfig(ctx context.Context) (aws.Config, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("load AWS config: %w", err)
+	}
+	cfg.HTTPClient = OwnBodies(cfg.HTTPClient)
+	return cfg, nil
 }
 
 // applyLocalDefaults runs last among the client options; see NewClient.

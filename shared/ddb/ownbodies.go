@@ -27,8 +27,8 @@ import (
 // sent again by the retry and refused by its own condition. A
 // *bytes.Reader is one net/http knows: it writes headers and body in one
 // go before the server can answer, and nothing the SDK does afterwards
-// reaches it. Every client of the service is built with it (NewClient,
-// the queues' client in shared/wire, the local stand-ins' clients).
+// reaches it. Every client of the service is built with it (LoadConfig;
+// the local stand-ins' clients).
 func OwnBodies(next aws.HTTPClient) aws.HTTPClient {
 	if next == nil {
 		next = awshttp.NewBuildableClient()

@@ -19,7 +19,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -143,11 +142,10 @@ func WithSQS(ctx context.Context, d *Deps) error {
 	if len(d.QueueURLs) == 0 {
 		return nil
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := ddb.LoadConfig(ctx)
 	if err != nil {
 		return fmt.Errorf("sqs client: %w", err)
 	}
-	cfg.HTTPClient = ddb.OwnBodies(cfg.HTTPClient)
 	d.SQS = sqs.NewFromConfig(cfg)
 	return nil
 }

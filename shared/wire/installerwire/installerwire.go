@@ -7,9 +7,9 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-lambda-go/cfn"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"cads/shared/ddb"
 	"cads/shared/installer"
 	"cads/shared/wire"
 )
@@ -21,7 +21,7 @@ func FromEnv(ctx context.Context) (wire.Deps, installer.SecretStore, error) {
 	if err != nil {
 		return d, nil, err
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := ddb.LoadConfig(ctx)
 	if err != nil {
 		return d, nil, fmt.Errorf("aws config: %w", err)
 	}
