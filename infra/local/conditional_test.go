@@ -16,7 +16,7 @@ import (
 // condReply is a reply with the headers conditional requests are about.
 type condReply struct {
 	reply
-	ETag string
+	ETag, RetryAfter string
 }
 
 // doIf is client.do with request headers (If-Match, If-None-Match); a 304
@@ -45,7 +45,7 @@ func (c client) doIf(method, path, secret string, body any, header map[string]st
 	}
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
-	r := condReply{reply: reply{Status: res.StatusCode, Raw: string(raw)}, ETag: res.Header.Get("ETag")}
+	r := condReply{reply: reply{Status: res.StatusCode, Raw: string(raw)}, ETag: res.Header.Get("ETag"), RetryAfter: res.Header.Get("Retry-After")}
 	_ = json.Unmarshal(raw, &r.Body)
 	return r
 }
