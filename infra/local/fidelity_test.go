@@ -67,6 +67,13 @@ func TestSchedulesRunTheTemplatesSweeps(t *testing.T) {
 		t.Fatalf("%d runs before the clock moved", n)
 	}
 	clock.Advance(time.Minute)
+	// Advance fires the due waiters and forgets them; each schedule arms
+	// its next one after it has started its run. Closing before that
+	// leaves the schedule's loop both a fire and a stop to choose from
+	// (and it chose the stop, under load, at 4c74f64).
+	if err := clock.WaitForWaiters(t.Context(), len(want)); err != nil {
+		t.Fatal(err)
+	}
 	// Close waits for the runs in progress, so their lines are all there.
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
