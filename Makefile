@@ -51,9 +51,9 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 #    concurrent creates, the realistic flows for their first seed), with
 #    the race detector, in stage 2; the unraced pass skips them
 #    (TEST_NO_RACE_SKIP).
-#    test-unraced-light, in stage 2: the byte budget (below) and the full
-#    property counts of the pure packages (TEST_ALSO_UNRACED), about ten
-#    CPU seconds on one core.
+#    test-unraced-light, in stage 2: the tests that skip their volumes
+#    under the race detector, in full (TEST_NO_RACE_RUN, below), and the
+#    full property counts of the pure packages (TEST_ALSO_UNRACED).
 # 2. test-unraced: without it, on the plain stand-ins, what is sequential
 #    HTTP against the local platform or tooling: the rest of the gateway
 #    suites (every route's tests, the isolation invariant), the cost tour
@@ -82,9 +82,10 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 # package, with room for a loaded machine. The test binaries' heaps are
 # small and short-lived, so they collect four times less often (GOGC=400:
 # about 9% less CPU, measured in docs/performance.md); functions are not
-# affected. Test binaries are linked without DWARF (-ldflags=-w: a quarter
-# less link CPU per binary; race reports and panics still name file and
-# line, from the symbol table).
+# affected. Test binaries are linked without DWARF and symbol table
+# (-ldflags='-s -w': a quarter less link CPU per binary with -w, a tenth
+# more with -s; race reports and panics still name function, file and
+# line, from the runtime's own tables).
 # A race-enabled binary sleeps a second before it exits (the race
 # runtime's atexit_sleep_ms, default 1000, to let reports flush): once per
 # test binary, 40-odd seconds of slots held by sleeping processes.
@@ -133,14 +134,19 @@ TEST_NO_RACE_SKIP := ^(TestConcurrentPatchesAllApply|TestFinding27_Quotas|TestFi
 # 14 CPU s under the race detector went to role sets that only the
 # unraced code needs to see).
 TEST_ALSO_UNRACED := ./shared/authz
-# Tests built only without the race detector (//go:build !race): they move
-# megabytes through a response budget, and under it were a tenth of the
-# suite's CPU; the paths they drive run race-enabled on small data.
-TEST_NO_RACE_RUN := ^TestSetStaysWithinTheResponseBudget$$
-TEST_NO_RACE_IN := ./shared/addresssets
+# Tests that drive one goroutine through large volumes, run here without
+# the race detector: the byte budget (built only without it, //go:build
+# !race: megabytes through a response budget, a tenth of the suite's CPU
+# under it), and tests that skip their volumes under it
+# (testenv.RaceEnabled: a thousand held roles, account trees a thousand
+# deep, a thousand tasks, multi-megabyte uploads, a second property
+# seed). The paths they drive run race-enabled on small data.
+# TestSkippedUnderRaceRunWithout (infra/repotest) checks this list.
+TEST_NO_RACE_RUN := ^(TestSetStaysWithinTheResponseBudget|TestDeciderListCostDoesNotGrowWithHeldRoles|TestAllowedCostDoesNotGrowWithHeldOrDefinedRoles|TestAuthorizeRoundTripsDoNotGrowWithDepthOrRoles|TestTasksPageWithLinks|TestWhoCanMatchesTheAuthorizer|TestCorruptAndOversizeStoreNothing)$$
+TEST_NO_RACE_IN := ./shared/addresssets ./shared/access ./shared/tasks ./shared/roles ./shared/tests
 TEST_REALISM ?= 26
 TEST_REALISTIC := ./infra/local/costtour ./infra/local ./infra/local/isolation
-TEST_FLAGS := -vet=off -count=1 -timeout 30m -ldflags=-w
+TEST_FLAGS := -vet=off -count=1 -timeout 30m -ldflags='-s -w'
 TEST_RACE_ENV := GORACE="atexit_sleep_ms=0 $(GORACE)" GOGC=$(TEST_GOGC)
 TEST_RACE_FLAGS := -race $(foreach p,$(TEST_UNRACED),-gcflags=$(p)=-race=false) $(TEST_FLAGS)
 .PHONY: test-race test-race-gateway test-unraced test-unraced-light test-realistic
@@ -159,7 +165,7 @@ test-race-gateway: ## the gateway suite's concurrent-client tests, with the race
 test-unraced: ## the rest of the gateway suites, the cost tour, the contract's and tools' tests, on the plain stand-ins
 	GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -p $(TEST_PACKAGES_AT_ONCE) -skip '$(TEST_NO_RACE_SKIP)' $(TEST_NO_RACE_FIRST) $(TEST_NO_RACE)
 
-test-unraced-light: ## without the race detector, one package at a time: the byte budgets and the pure packages' full property counts
+test-unraced-light: ## without the race detector, one package at a time: what skips its volumes under it, and the pure packages' full property counts
 	GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -p 1 -run '$(TEST_NO_RACE_RUN)' $(TEST_NO_RACE_IN)
 	GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -p 1 $(TEST_ALSO_UNRACED)
 

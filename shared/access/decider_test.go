@@ -101,6 +101,9 @@ func heldWorld(t *testing.T, d testenv.Dynamo, n int) (*store.Store, caller.Prin
 // authorizer does. A refusal then reads every held role, once: the next
 // refusal of the same Decider reads nothing.
 func TestDeciderListCostDoesNotGrowWithHeldRoles(t *testing.T) {
+	if testenv.RaceEnabled {
+		t.Skip("one goroutine over a thousand held roles: run without the race detector (make test-unraced-light)")
+	}
 	ctx := context.Background()
 	page := func(t *testing.T, svc *access.Service, p caller.Principal) {
 		dec, err := svc.Decider(ctx, p)

@@ -36,6 +36,9 @@ func measure(t *testing.T, d testenv.Dynamo, f func()) cost {
 // the caller holds beyond those and the number of roles its account
 // defines; a refusal reads every held role and costs more with more.
 func TestAllowedCostDoesNotGrowWithHeldOrDefinedRoles(t *testing.T) {
+	if testenv.RaceEnabled {
+		t.Skip("one goroutine over hundreds of held and defined roles: run without the race detector (make test-unraced-light)")
+	}
 	type world struct {
 		held, defined int
 	}

@@ -113,6 +113,9 @@ func principalWithKey(t testing.TB, st *store.Store, account domain.Account, hel
 // every held role that can apply: 2 round trips when the first grants
 // were all of them, 4 otherwise (the rest of the grants, then their roles).
 func TestAuthorizeRoundTripsDoNotGrowWithDepthOrRoles(t *testing.T) {
+	if testenv.RaceEnabled {
+		t.Skip("one goroutine over account trees a thousand deep: run without the race detector (make test-unraced-light)")
+	}
 	for _, depth := range []int{1, 10, 100, 1000} {
 		for _, n := range []int{1, 50} {
 			if testing.Short() && depth > 100 {

@@ -419,6 +419,9 @@ func nextLink(t *testing.T, r resp) string {
 // next page, and a page the read budget cut says so and goes on from where
 // the reading stopped.
 func TestTasksPageWithLinks(t *testing.T) {
+	if testenv.RaceEnabled {
+		t.Skip("one goroutine over a thousand tasks: run without the race detector (make test-unraced-light)")
+	}
 	a := newAPI(t)
 	ctx := context.Background()
 	base := time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)

@@ -1,0 +1,6 @@
+//go:build !race
+
+package testenv
+
+// RaceEnabled: see race.go.
+const RaceEnabled = false
