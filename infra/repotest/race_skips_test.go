@@ -59,8 +59,9 @@ func TestSkippedUnderRaceRunWithout(t *testing.T) {
 
 	var found int
 	fset := token.NewFileSet()
-	for _, root := range []string{"../../shared", "../../infra", "../../functions"} {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	const repo = "../.."
+	for _, top := range []string{"shared", "infra", "functions"} {
+		err := filepath.WalkDir(filepath.Join(repo, top), func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
@@ -79,7 +80,11 @@ func TestSkippedUnderRaceRunWithout(t *testing.T) {
 				return err
 			}
 			norace := strings.Contains(string(src), "//go:build !race")
-			pkg := "./" + filepath.ToSlash(strings.TrimPrefix(filepath.Dir(path), "../../"))
+			rel, err := filepath.Rel(repo, filepath.Dir(path))
+			if err != nil {
+				return err
+			}
+			pkg := "./" + filepath.ToSlash(rel)
 			for _, decl := range f.Decls {
 				fn, ok := decl.(*ast.FuncDecl)
 				if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Test") || fn.Body == nil {
