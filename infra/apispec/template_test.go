@@ -153,15 +153,11 @@ func TestFunctionsBuildAndAreWired(t *testing.T) {
 	// One go build for every function, with make build's flags: one
 	// build loads the module and links in parallel, where one per
 	// function spent most of its time doing that fifteen times. The
-	// binaries go to a folder kept between runs (in the ignored .build):
-	// go build relinks a binary there only when its build ID differs from
-	// what the sources and flags give now, so a run after no change to a
-	// function checks it builds without linking it again (linking all of
-	// them took most of this package's CPU), and any change relinks.
-	out := filepath.Join(root, ".build", "apispec-functions")
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// binaries go to a folder kept between runs (testenv.BuildDir), so a
+	// run after no change to a function checks it builds without linking
+	// it again (linking all of them took most of this package's CPU), and
+	// any change relinks.
+	out := testenv.BuildDir(t, "apispec-functions")
 	cmd := exec.Command("go", append([]string{"build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out + string(filepath.Separator)}, pkgs...)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")

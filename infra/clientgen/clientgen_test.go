@@ -127,7 +127,7 @@ func newGenerators(t *testing.T) *generators {
 	work := t.TempDir()
 	g := &generators{
 		tools: filepath.Join(testenv.Root(t), "infra", "clientgen", "tools"),
-		bin:   generatorsDir(work),
+		bin:   testenv.BuildDir(t, "clientgen-generators"),
 		mod:   filepath.Join(work, "mod"),
 	}
 	if out, err := g.goCmd(g.tools, "build", "-o", g.bin+string(filepath.Separator),
@@ -145,21 +145,6 @@ func newGenerators(t *testing.T) *generators {
 		g.write(t, filepath.Join("mod", f), b)
 	}
 	return g
-}
-
-// generatorsDir is where the generators are built: a directory of the
-// user's cache that outlives the test, so that go build finds them up to
-// date (it compares the build ID in the binary) and does not link them
-// again, 3.6 CPU seconds each time; a scratch directory where there is
-// no user cache.
-func generatorsDir(work string) string {
-	if dir, err := os.UserCacheDir(); err == nil {
-		bin := filepath.Join(dir, "cads", "clientgen-bin")
-		if os.MkdirAll(bin, 0o755) == nil {
-			return bin
-		}
-	}
-	return filepath.Join(work, "bin")
 }
 
 // write writes a file under the scratch directory and returns its path.

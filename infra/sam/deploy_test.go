@@ -460,15 +460,12 @@ func TestTemplateSAMBuildTargetBuildsTheLambdaBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a function")
 	}
-	// A folder kept between runs (in the ignored .build): go build
+	// A folder kept between runs (testenv.BuildDir): go build
 	// relinks the binary there only when its build ID differs from what
 	// the sources and flags give now, so a run after no change to the
 	// function still runs the target and checks what it built, without
 	// linking it again.
-	art := filepath.Join(testenv.Root(t), ".build", "sam-artifacts")
-	if err := os.MkdirAll(art, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	art := testenv.BuildDir(t, "sam-artifacts")
 	cmd := exec.Command("make", "build-MetricsFunction")
 	cmd.Dir = testenv.Root(t)
 	cmd.Env = append(os.Environ(), "ARTIFACTS_DIR="+art)
