@@ -18,6 +18,7 @@ import (
 	"cads/shared/builtin"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/etag"
 	"cads/shared/ids"
 	"cads/shared/names"
 	"cads/shared/store"
@@ -372,7 +373,7 @@ func accountTagged(a domain.AccountRecord) *apigw.Tagged {
 }
 
 func accountETag(a domain.AccountRecord) string {
-	return apigw.ETag("account", a.ID, int(a.Updated.UnixNano()))
+	return etag.Of("account", a.ID, int(a.Updated.UnixNano()))
 }
 
 // ---------------------------------------------------------------- patch

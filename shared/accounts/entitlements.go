@@ -14,6 +14,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/etag"
 	"cads/shared/ids"
 	"cads/shared/store"
 )
@@ -268,7 +269,7 @@ func (h *handler) getEntitlement(r *http.Request, _ caller.Principal) (int, any,
 // active changes with time, not with a write, so it is part of the tag:
 // a strong tag names one body.
 func entitlementTagged(e domain.Entitlement, now time.Time) *apigw.Tagged {
-	return apigw.WithETag(entitlementOut(e, now), apigw.ETag("entitlement", entitlementTagID(e.Account, e.ID, e.ActiveAt(now)), e.Version))
+	return apigw.WithETag(entitlementOut(e, now), etag.Of("entitlement", entitlementTagID(e.Account, e.ID, e.ActiveAt(now)), e.Version))
 }
 
 func entitlementTagID(account, id string, active bool) string {

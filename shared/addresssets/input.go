@@ -74,7 +74,7 @@ func validate(in SetIn) (spec, error) {
 	case "json-file", "text-file":
 		return s, domain.Errorf(domain.Invalid, "type %q is not supported: this service does not fetch address lists; use %s, %s, %s or %s", *in.Type, TypeManual, TypeDynamic, TypeCombined, TypeDomains)
 	default:
-		return s, domain.Errorf(domain.Invalid, "type must be one of %s, %s, %s, %s, not %q", TypeManual, TypeDynamic, TypeCombined, TypeDomains, clip(*in.Type))
+		return s, domain.Errorf(domain.Invalid, "type must be one of %s, %s, %s, %s, not %q", TypeManual, TypeDynamic, TypeCombined, TypeDomains, domain.Clip(*in.Type, 64))
 	}
 	hasParams := len(in.Parameters) > 0 && string(in.Parameters) != "null"
 	switch {
@@ -132,7 +132,7 @@ func validate(in SetIn) (spec, error) {
 	for i, h := range in.Inclusions {
 		id, ok := strings.CutPrefix(h, "/v2/address-sets/")
 		if !ok || !ids.Valid(id) {
-			return s, domain.Errorf(domain.Invalid, "inclusions[%d]: %q is not an address set href (/v2/address-sets/<id>)", i, clip(h))
+			return s, domain.Errorf(domain.Invalid, "inclusions[%d]: %q is not an address set href (/v2/address-sets/<id>)", i, domain.Clip(h, 64))
 		}
 		if slices.Contains(s.Inclusions, id) {
 			return s, domain.Errorf(domain.Invalid, "inclusions[%d]: %s is listed twice", i, h)
@@ -177,7 +177,7 @@ func parseDomainsParams(raw json.RawMessage, present bool) ([]string, error) {
 			ok = ok && domainLabel.MatchString(l)
 		}
 		if !ok {
-			return nil, domain.Errorf(domain.Invalid, "parameters.domains[%d]: %q is not a domain name (like example.com)", i, clip(d))
+			return nil, domain.Errorf(domain.Invalid, "parameters.domains[%d]: %q is not a domain name (like example.com)", i, domain.Clip(d, 64))
 		}
 		if slices.Contains(out, name) {
 			return nil, domain.Errorf(domain.Invalid, "parameters.domains[%d]: %s is listed twice", i, name)

@@ -148,19 +148,19 @@ func parseAddress(s string) (netip.Prefix, string, error) {
 	if strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return netip.Prefix{}, "", fmt.Errorf("%q is not an IP address or CIDR block", clip(s))
+			return netip.Prefix{}, "", fmt.Errorf("%q is not an IP address or CIDR block", domain.Clip(s, 64))
 		}
 		if p.Addr().Zone() != "" {
-			return netip.Prefix{}, "", fmt.Errorf("%q: zones are not allowed", clip(s))
+			return netip.Prefix{}, "", fmt.Errorf("%q: zones are not allowed", domain.Clip(s, 64))
 		}
 		if p.Addr().Is4In6() {
 			if p.Bits() < 96 {
-				return netip.Prefix{}, "", fmt.Errorf("%q mixes IPv4-mapped and IPv6 space", clip(s))
+				return netip.Prefix{}, "", fmt.Errorf("%q mixes IPv4-mapped and IPv6 space", domain.Clip(s, 64))
 			}
 			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 		}
 		if m := p.Masked(); m != p {
-			return netip.Prefix{}, "", fmt.Errorf("%q has host bits set; did you mean %s?", clip(s), m)
+			return netip.Prefix{}, "", fmt.Errorf("%q has host bits set; did you mean %s?", domain.Clip(s, 64), m)
 		}
 		if p.IsSingleIP() {
 			return p, p.Addr().String(), nil
@@ -169,20 +169,13 @@ func parseAddress(s string) (netip.Prefix, string, error) {
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil {
-		return netip.Prefix{}, "", fmt.Errorf("%q is not an IP address or CIDR block", clip(s))
+		return netip.Prefix{}, "", fmt.Errorf("%q is not an IP address or CIDR block", domain.Clip(s, 64))
 	}
 	if a.Zone() != "" {
-		return netip.Prefix{}, "", fmt.Errorf("%q: zones are not allowed", clip(s))
+		return netip.Prefix{}, "", fmt.Errorf("%q: zones are not allowed", domain.Clip(s, 64))
 	}
 	a = a.Unmap()
 	return netip.PrefixFrom(a, a.BitLen()), a.String(), nil
-}
-
-func clip(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	return s[:64] + "..."
 }
 
 // later reports whether expiry a is later than b (no expiry is latest).

@@ -559,7 +559,7 @@ func (s *Service) Replace(ctx context.Context, account, id string, actor Actor, 
 			return spec{}, err
 		}
 		if sp.Type != cur.Set.Type {
-			return spec{}, domain.Errorf(domain.Invalid, "type cannot change (from %s to %s): create a new set", cur.Set.Type, clip(sp.Type))
+			return spec{}, domain.Errorf(domain.Invalid, "type cannot change (from %s to %s): create a new set", cur.Set.Type, domain.Clip(sp.Type, 64))
 		}
 		if sp.Type == TypeDynamic && !sameLive(cur.Entries, sp.Entries, now) {
 			return spec{}, domain.Errorf(domain.Invalid, "entries of a %s set are added by the edge, not through the API", TypeDynamic)

@@ -336,7 +336,7 @@ func TestInclusionCyclesAreRefusedWhenWritten(t *testing.T) {
 // union reads the addresses of set id the way the handler does, n per
 // read, and returns the live ones shown ("address@set") and the number of
 // reads it took.
-func (e *env) Union(id string, n int) ([]string, int) {
+func (e *env) union(id string, n int) ([]string, int) {
 	e.t.Helper()
 	u := &Union{st: NewStore(e.st), account: acct, id: id, now: e.clock}
 	var (
@@ -383,7 +383,7 @@ func TestAddressesIncludeEveryIncludedSetTransitively(t *testing.T) {
 	// Any size of read gives the same union: the merge never shows an
 	// address before every set has been read past it.
 	for _, n := range []int{1, 2, 3, 100} {
-		got, reads := e.Union(a.Set.ID, n)
+		got, reads := e.union(a.Set.ID, n)
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Fatalf("reads of %d:\n got %v\nwant %v", n, got, want)
 		}
@@ -395,7 +395,7 @@ func TestAddressesIncludeEveryIncludedSetTransitively(t *testing.T) {
 	// gone: c's expired after a minute. An expired address is still a
 	// member, hidden, so paging passes it.
 	e.advance(2 * time.Hour)
-	got, _ := e.Union(a.Set.ID, 1)
+	got, _ := e.union(a.Set.ID, 1)
 	if len(got) != 5 || slices.Contains(got, "192.0.2.9@"+b.Set.ID) {
 		t.Fatalf("after expiry: %v", got)
 	}

@@ -15,12 +15,6 @@ import (
 // with the version it read and writes on condition that the version is
 // still that one, so the comparison costs no round trip of its own.
 
-// ETag is the strong entity tag of version of the resource kind/id
-// (etag.Of: the kind and id hashed in, the version at the end).
-func ETag(kind, id string, version int) string { return etag.Of(kind, id, version) }
-
-func tagPrefix(kind, id string) string { return etag.Prefix(kind, id) }
-
 // Tagged is a resource body with its entity tag: Handle sends the tag as
 // the ETag header, answers a GET whose If-None-Match names it with 304 and
 // a GET whose If-Match does not name it with 412.
@@ -74,7 +68,7 @@ func (p Precondition) Versions(kind, id string) (versions []int, anyTag bool) {
 	if p.any {
 		return nil, true
 	}
-	prefix := tagPrefix(kind, id)
+	prefix := etag.Prefix(kind, id)
 	for _, t := range p.tags {
 		rest, ok := strings.CutPrefix(strings.Trim(t, `"`), prefix)
 		if !ok || strings.HasPrefix(t, "W/") {

@@ -6,23 +6,24 @@ import (
 	"testing"
 
 	"cads/shared/domain"
+	"cads/shared/etag"
 )
 
 func TestETagChangesWithVersionKindAndID(t *testing.T) {
-	a := ETag("role", "a1/r1", 1)
-	for _, other := range []string{ETag("role", "a1/r1", 2), ETag("group", "a1/r1", 1), ETag("role", "a1/r2", 1)} {
+	a := etag.Of("role", "a1/r1", 1)
+	for _, other := range []string{etag.Of("role", "a1/r1", 2), etag.Of("group", "a1/r1", 1), etag.Of("role", "a1/r2", 1)} {
 		if other == a {
 			t.Errorf("%s shared by two resources or versions", a)
 		}
 	}
-	if a != ETag("role", "a1/r1", 1) || a[0] != '"' || a[len(a)-1] != '"' {
+	if a != etag.Of("role", "a1/r1", 1) || a[0] != '"' || a[len(a)-1] != '"' {
 		t.Errorf("not a stable quoted tag: %s", a)
 	}
 }
 
 func TestPreconditions(t *testing.T) {
-	cur := ETag("role", "a1/r1", 3)
-	old := ETag("role", "a1/r1", 2)
+	cur := etag.Of("role", "a1/r1", 3)
+	old := etag.Of("role", "a1/r1", 2)
 	req := func(h ...string) *http.Request {
 		r, _ := http.NewRequest("PATCH", "/", nil)
 		for _, v := range h {
@@ -68,7 +69,7 @@ func TestWriteVersions(t *testing.T) {
 	if v, err := IfMatch(r).WriteVersions("role", "a1/r1"); v != nil || err != nil {
 		t.Errorf("no If-Match: %v %v", v, err)
 	}
-	r.Header.Set("If-Match", ETag("role", "a1/r1", 4)+", "+ETag("role", "a1/r2", 7)+", "+ETag("role", "a1/r1", 0))
+	r.Header.Set("If-Match", etag.Of("role", "a1/r1", 4)+", "+etag.Of("role", "a1/r2", 7)+", "+etag.Of("role", "a1/r1", 0))
 	if v, err := IfMatch(r).WriteVersions("role", "a1/r1"); !slices.Equal(v, []int{4, 0}) || err != nil {
 		t.Errorf("versions %v %v, want [4 0]", v, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"cads/shared/applications/appconfig"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/etag"
 	"cads/shared/jsontext"
 	"cads/shared/patch"
 	"cads/shared/store"
@@ -244,7 +245,7 @@ func (h *handler) createAction(r *http.Request, p caller.Principal) (int, any, e
 
 // actionTagged is an action's body with its ETag.
 func actionTagged(a domain.Action) *apigw.Tagged {
-	return apigw.WithETag(actionOut(a), apigw.ETag("action", a.App+"/"+a.ID, a.Version))
+	return apigw.WithETag(actionOut(a), etag.Of("action", a.App+"/"+a.ID, a.Version))
 }
 
 func (h *handler) getAction(r *http.Request, p caller.Principal) (int, any, error) {

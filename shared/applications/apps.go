@@ -13,6 +13,7 @@ import (
 	"cads/shared/applications/appconfig"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/etag"
 	"cads/shared/ids"
 	"cads/shared/patch"
 	"cads/shared/store"
@@ -125,7 +126,7 @@ func appETag(a domain.Application, out Application) string {
 	if out.Configuration.TLS != nil {
 		covered = fmt.Sprint(out.Configuration.TLS.CoveredAliases)
 	}
-	return apigw.ETag("application", a.ID+"/"+a.State+"/"+covered, a.Version)
+	return etag.Of("application", a.ID+"/"+a.State+"/"+covered, a.Version)
 }
 
 func (h *handler) getApp(r *http.Request, p caller.Principal) (int, any, error) {

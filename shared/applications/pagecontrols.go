@@ -13,6 +13,7 @@ import (
 	"cads/shared/applications/pagecontrol"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/etag"
 	"cads/shared/jsontext"
 	"cads/shared/patch"
 	"cads/shared/store"
@@ -217,7 +218,7 @@ func pageControlTagged(v domain.PageControlVersions) *apigw.Tagged {
 }
 
 func pageControlETag(pc domain.PageControl) string {
-	return apigw.ETag("pagecontrol", pc.App+"/"+strconv.Itoa(pc.ID), pc.Version)
+	return etag.Of("pagecontrol", pc.App+"/"+strconv.Itoa(pc.ID), pc.Version)
 }
 
 func (h *handler) getPageControl(r *http.Request, p caller.Principal) (int, any, error) {

@@ -12,6 +12,7 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Error codes: what went wrong, in terms a client can act on. apigw maps
@@ -102,4 +103,14 @@ func IfNotFound(err error, format string, args ...any) error {
 // retry, and err stays the cause for the logs.
 func Throttle(err error) *Error {
 	return &Error{Code: Throttled, Message: "the service is busy; retry after a second", Err: err}
+}
+
+// Clip bounds a caller's value quoted in a message (or a remote error kept
+// on a task) to n bytes, cut on a character boundary, with an ellipsis
+// when it was longer.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }

@@ -49,3 +49,16 @@ func TestQuotaReachedNamesTheKind(t *testing.T) {
 		t.Errorf("QuotaReached = %q %q, want conflict %q", err.Code, err.Message, want)
 	}
 }
+
+func TestClipCutsOnACharacterBoundary(t *testing.T) {
+	if got := domain.Clip("short", 10); got != "short" {
+		t.Errorf("Clip of a short value: %q", got)
+	}
+	// "é" is two bytes: a cut after 3 bytes falls inside the second one.
+	if got := domain.Clip("aéé", 4); got != "aé…" {
+		t.Errorf("Clip(aéé, 4) = %q, want aé…", got)
+	}
+	if got := domain.Clip("aéé", 2); got != "a…" {
+		t.Errorf("Clip(aéé, 2) = %q, want a… (no half character)", got)
+	}
+}

@@ -6,6 +6,7 @@
 package metrics
 
 import (
+	"cads/shared/domain"
 	"fmt"
 	"slices"
 	"strings"
@@ -147,7 +148,7 @@ func ParseNames(raw []string, f Family) ([]*Definition, error) {
 		}
 		d, ok := byName[name]
 		if !ok || d.Family != f {
-			return nil, fmt.Errorf("names: unknown metric %q; allowed: %s", clip(name, 64), strings.Join(Names(f), ", "))
+			return nil, fmt.Errorf("names: unknown metric %q; allowed: %s", domain.Clip(name, 64), strings.Join(Names(f), ", "))
 		}
 		if seen[name] {
 			return nil, fmt.Errorf("names: %q is listed twice", name)
@@ -156,11 +157,4 @@ func ParseNames(raw []string, f Family) ([]*Definition, error) {
 		out = append(out, d)
 	}
 	return out, nil
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cads/shared/domain"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -110,7 +111,7 @@ func decode(p *fastjson.Parser, body string, each func(*inRecord)) (message, err
 	if b := o.Get("batch"); b != nil {
 		id, err := b.StringBytes()
 		if err != nil || !validBatchID(id) {
-			return m, fmt.Errorf("batch id %s: want 1-64 characters of [A-Za-z0-9_-]", clip(b.String(), 80))
+			return m, fmt.Errorf("batch id %s: want 1-64 characters of [A-Za-z0-9_-]", domain.Clip(b.String(), 80))
 		}
 		m.batch = string(id)
 	}

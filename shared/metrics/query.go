@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"cads/shared/domain"
 	"cads/shared/jsontext"
 	"cads/shared/store"
 )
@@ -69,7 +70,7 @@ func ParseQuery(q url.Values, f Family, now time.Time) (Query, error) {
 	if s := q.Get("summarize"); s != "" {
 		b, err := strconv.ParseBool(s)
 		if err != nil {
-			return out, fmt.Errorf("summarize must be true or false, not %q", clip(s, 32))
+			return out, fmt.Errorf("summarize must be true or false, not %q", domain.Clip(s, 32))
 		}
 		out.Summarize = b
 	}
@@ -79,7 +80,7 @@ func ParseQuery(q url.Values, f Family, now time.Time) (Query, error) {
 		}
 		r, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return out, fmt.Errorf("resolution must be a whole number of seconds, not %q", clip(s, 32))
+			return out, fmt.Errorf("resolution must be a whole number of seconds, not %q", domain.Clip(s, 32))
 		}
 		if r < 5 {
 			return out, fmt.Errorf("resolution must be at least 5 seconds, not %d", r)
@@ -98,10 +99,10 @@ func ParseQuery(q url.Values, f Family, now time.Time) (Query, error) {
 func parseParamTime(name, s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%s must be an RFC 3339 timestamp such as 2026-05-01T00:00:00Z, not %q", name, clip(s, 64))
+		return time.Time{}, fmt.Errorf("%s must be an RFC 3339 timestamp such as 2026-05-01T00:00:00Z, not %q", name, domain.Clip(s, 64))
 	}
 	if t.Year() < 2000 || t.Year() > 9999 {
-		return time.Time{}, fmt.Errorf("%s is out of range: %q", name, clip(s, 64))
+		return time.Time{}, fmt.Errorf("%s is out of range: %q", name, domain.Clip(s, 64))
 	}
 	return t.UTC(), nil
 }

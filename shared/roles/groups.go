@@ -9,6 +9,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/etag"
 	"cads/shared/ids"
 	"cads/shared/store"
 )
@@ -113,7 +114,7 @@ func groupTagged(g domain.Group) *apigw.Tagged {
 	return apigw.WithETag(groupOut(g), groupETag(g))
 }
 
-func groupETag(g domain.Group) string { return apigw.ETag("group", g.AccountID+"/"+g.ID, g.Version) }
+func groupETag(g domain.Group) string { return etag.Of("group", g.AccountID+"/"+g.ID, g.Version) }
 
 func (h *handler) createGroup(r *http.Request, _ caller.Principal) (int, any, error) {
 	acct, err := accountID(r)

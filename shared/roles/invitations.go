@@ -12,6 +12,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/etag"
 	"cads/shared/ids"
 	"cads/shared/notifier"
 	"cads/shared/retry"
@@ -248,7 +249,7 @@ func invitationTagged(inv domain.Invitation) *apigw.Tagged {
 }
 
 func invitationETag(inv domain.Invitation) string {
-	return apigw.ETag("invitation", inv.AccountID+"/"+inv.Kind+"/"+inv.ID, inv.Version)
+	return etag.Of("invitation", inv.AccountID+"/"+inv.Kind+"/"+inv.ID, inv.Version)
 }
 
 func singular(k kind) string {

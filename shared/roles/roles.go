@@ -14,6 +14,7 @@ import (
 	"cads/shared/builtin"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/etag"
 	"cads/shared/ids"
 	"cads/shared/jsontext"
 	"cads/shared/store"
@@ -184,7 +185,7 @@ func roleTagged(r domain.Role) *apigw.Tagged {
 	return apigw.WithETag(roleOut(r), roleETag(r))
 }
 
-func roleETag(r domain.Role) string { return apigw.ETag("role", r.AccountID+"/"+r.ID, r.Version) }
+func roleETag(r domain.Role) string { return etag.Of("role", r.AccountID+"/"+r.ID, r.Version) }
 
 func roleIDs(r *http.Request) (acct, id string, err error) { return memberIDs(r, "role_id", "role") }
 

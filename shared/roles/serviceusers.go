@@ -12,6 +12,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/etag"
 	"cads/shared/ids"
 	"cads/shared/jsontext"
 	"cads/shared/store"
@@ -56,7 +57,7 @@ func serviceUserTagged(u domain.ServiceUser, keys []domain.AccessKey, now time.T
 // expiry included), which change without a change of the service user
 // item, so the tag names them besides its version.
 func serviceUserETag(u domain.ServiceUser, keys []domain.AccessKey, now time.Time) string {
-	return apigw.ETag("serviceuser", serviceUserTagID(u.Account, u.ID, keys, now), u.Version)
+	return etag.Of("serviceuser", serviceUserTagID(u.Account, u.ID, keys, now), u.Version)
 }
 
 func serviceUserTagID(acct, id string, keys []domain.AccessKey, now time.Time) string {

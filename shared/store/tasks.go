@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -187,7 +186,7 @@ func (s *Tasks) ClaimTask(ctx context.Context, id, owner string, now, leaseUntil
 func (s *Tasks) ReleaseTask(ctx context.Context, account, id, owner, lastError string) error {
 	ctx = withLists(ctx, taskPK(id), skTask, tasksGSI(account))
 	now := s.now()
-	lastError = clipText(lastError, 1000)
+	lastError = domain.Clip(lastError, 1000)
 	logTerm, vals, err := appendLog(domain.TaskLogLine{Created: now.UTC(), Severity: domain.SeverityWarning, Activity: domain.ActivityRetry, Message: lastError, Process: owner})
 	if err != nil {
 		return err
@@ -285,7 +284,7 @@ func (s *Tasks) FinishTask(ctx context.Context, f TaskFinish) error {
 	}
 	at := s.now()
 	now := at.Format(timeLayout)
-	msg := clipText(f.Message, 2000)
+	msg := domain.Clip(f.Message, 2000)
 	sev := domain.SeverityInfo
 	if f.State == domain.TaskFailed {
 		sev = domain.SeveritySevere
@@ -403,12 +402,4 @@ func (s *Tasks) CreateCertificateAuthority(ctx context.Context, ca domain.Certif
 		return domain.HasCertificateAuthority(ca.Account)
 	}
 	return wrap("create certificate authority", err)
-}
-
-// clipText bounds a message stored on a task (a remote error can be long).
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
 }

@@ -168,7 +168,7 @@ func (w *Worker) Process(ctx context.Context, body string) Outcome {
 	var m message
 	if err := json.Unmarshal([]byte(body), &m); err != nil || !ids.Valid(m.Task) {
 		// Nothing to mark failed: let the redrive policy move it to the DLQ.
-		w.log.ErrorContext(ctx, "poison message: not a task message", "body", clip(body, 200))
+		w.log.ErrorContext(ctx, "poison message: not a task message", "body", domain.Clip(body, 200))
 		return Retry
 	}
 	owner := ids.New()
@@ -557,11 +557,4 @@ func orNone(s string) string {
 		return "none recorded"
 	}
 	return s
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
 }

@@ -15,6 +15,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/etag"
 	"cads/shared/ids"
 	"cads/shared/jsontext"
 	"cads/shared/routes"
@@ -120,16 +121,9 @@ func userID(r *http.Request, p caller.Principal) (string, error) {
 // answer is the same whether that other user exists or not.
 func ownID(r *http.Request, p caller.Principal) error {
 	if id := r.PathValue("id"); id != "self" && id != p.ID {
-		return domain.Errorf(domain.NotFound, "no authorization at %s: it is the caller's own; use /v2/users/self/authorization", clipPath(r.URL.Path))
+		return domain.Errorf(domain.NotFound, "no authorization at %s: it is the caller's own; use /v2/users/self/authorization", domain.Clip(r.URL.Path, 120))
 	}
 	return nil
-}
-
-func clipPath(s string) string {
-	if len(s) > 120 {
-		return strings.ToValidUTF8(s[:120], "") + "…"
-	}
-	return s
 }
 
 // ---------------------------------------------------------------- users
@@ -220,7 +214,7 @@ func (h *handler) getUser(r *http.Request, p caller.Principal) (int, any, error)
 
 // userTagged is a user's body with its ETag.
 func userTagged(u domain.Principal) *apigw.Tagged {
-	return apigw.WithETag(userOut(u), apigw.ETag("user", u.ID, u.Version))
+	return apigw.WithETag(userOut(u), etag.Of("user", u.ID, u.Version))
 }
 
 func orNotFound(err error) error {

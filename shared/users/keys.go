@@ -15,6 +15,7 @@ import (
 	"cads/shared/authz"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/etag"
 	"cads/shared/ids"
 	"cads/shared/store"
 )
@@ -199,7 +200,7 @@ func keyETag(k domain.AccessKey) string {
 	if k.LastUsed != nil {
 		v = int(k.LastUsed.UnixNano())
 	}
-	return apigw.ETag("accesskey", k.PrincipalID+"/"+k.ID, v)
+	return etag.Of("accesskey", k.PrincipalID+"/"+k.ID, v)
 }
 
 func (h *handler) deleteKey(r *http.Request, p caller.Principal) (int, any, error) {

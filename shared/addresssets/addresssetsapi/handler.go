@@ -59,7 +59,6 @@ func tagged(st store.AddressSetState, now time.Time) *apigw.Tagged {
 
 // setID is the path's {id}; one that cannot be an id is a 404 like any
 // other missing set.
-
 func setID(r *http.Request) (string, error) { return apigw.PathID(r, "id", "address set") }
 
 // list is GET /v2/address-sets: the account's sets the caller may GET,

@@ -15,6 +15,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/etag"
 	"cads/shared/ids"
 	"cads/shared/logs"
 	"cads/shared/store"
@@ -24,13 +25,6 @@ import (
 // and delete the archives the prepare-for-download task writes
 // (logs.Archiver). An archive is referenced as
 // /v2/archived-logs/applications/<app id>/<archive type>.
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
-}
 
 // Deciders makes second decisions with the authorizer's engine: the
 // listing shows only the references the caller may GET.
@@ -48,7 +42,7 @@ func archiveRef(r *http.Request) (app, typ string, err error) {
 	at := r.PathValue("log_type")
 	typ, ok := domain.ArchiveTypes[at]
 	if !ok {
-		return "", "", domain.Errorf(domain.NotFound, "no archive type %q; the types are %s", clip(at, 40), strings.Join(domain.ArchiveTypeNames(), ", "))
+		return "", "", domain.Errorf(domain.NotFound, "no archive type %q; the types are %s", domain.Clip(at, 40), strings.Join(domain.ArchiveTypeNames(), ", "))
 	}
 	return app, typ, nil
 }
@@ -154,14 +148,14 @@ func parseArchiveFilter(f string) (app, typ string, err error) {
 	for _, term := range regexp.MustCompile(`(?i)\s+and\s+`).Split(f, -1) {
 		m := archiveFilterRE.FindStringSubmatch(term)
 		if m == nil {
-			return "", "", domain.Errorf(domain.Invalid, "filter: %q is not <field>=<value>; the fields are type and application, joined with and", clip(term, 60))
+			return "", "", domain.Errorf(domain.Invalid, "filter: %q is not <field>=<value>; the fields are type and application, joined with and", domain.Clip(term, 60))
 		}
 		v := m[2] + m[3] + m[4]
 		switch m[1] {
 		case "type":
 			t, ok := domain.ArchiveTypes[v]
 			if !ok {
-				return "", "", domain.Errorf(domain.Invalid, "filter: type %q is not an archive type; use one of %s", clip(v, 40), strings.Join(domain.ArchiveTypeNames(), ", "))
+				return "", "", domain.Errorf(domain.Invalid, "filter: type %q is not an archive type; use one of %s", domain.Clip(v, 40), strings.Join(domain.ArchiveTypeNames(), ", "))
 			}
 			if typ != "" && typ != t {
 				return "", "", domain.Errorf(domain.Invalid, "filter: type given twice")
@@ -171,14 +165,14 @@ func parseArchiveFilter(f string) (app, typ string, err error) {
 			// An href or an id.
 			v = strings.TrimPrefix(v, "/v2/applications/")
 			if !ids.Valid(v) {
-				return "", "", domain.Errorf(domain.Invalid, "filter: application %q is not an application id", clip(v, 70))
+				return "", "", domain.Errorf(domain.Invalid, "filter: application %q is not an application id", domain.Clip(v, 70))
 			}
 			if app != "" && app != v {
 				return "", "", domain.Errorf(domain.Invalid, "filter: application given twice")
 			}
 			app = v
 		default:
-			return "", "", domain.Errorf(domain.Invalid, "filter: unknown field %q; the fields are type and application", clip(m[1], 40))
+			return "", "", domain.Errorf(domain.Invalid, "filter: unknown field %q; the fields are type and application", domain.Clip(m[1], 40))
 		}
 	}
 	return app, typ, nil
@@ -222,7 +216,7 @@ func (h *handler) downloadArchive(r *http.Request, p caller.Principal) (int, any
 // archiveETag is an archive's entity tag: its file never changes, and an
 // archive prepared again for the same range has a new one (blob).
 func archiveETag(a domain.LogArchive) string {
-	return apigw.ETag("logarchive", a.Account+"/"+a.App+"/"+a.Type+"/"+a.From.UTC().Format(time.RFC3339)+"/"+a.To.UTC().Format(time.RFC3339)+"/"+a.Blob, 0)
+	return etag.Of("logarchive", a.Account+"/"+a.App+"/"+a.Type+"/"+a.From.UTC().Format(time.RFC3339)+"/"+a.To.UTC().Format(time.RFC3339)+"/"+a.Blob, 0)
 }
 
 // deleteArchives is DELETE /v2/archived-logs/applications/{id}/{log_type}:

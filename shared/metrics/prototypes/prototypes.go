@@ -24,6 +24,7 @@ import (
 	"cads/shared/apigw"
 	"cads/shared/caller"
 	"cads/shared/domain"
+	"cads/shared/etag"
 	"cads/shared/ids"
 	"cads/shared/jsontext"
 	"cads/shared/logs"
@@ -281,7 +282,7 @@ func (h *handler) create(r *http.Request, p caller.Principal) (int, any, error) 
 // tagged is a prototype's body with its ETag. Prototypes are never
 // changed, so every one stays at version 0 (docs/api.md#conditional-requests).
 func tagged(x domain.MetricPrototype) *apigw.Tagged {
-	return apigw.WithETag(out(x), apigw.ETag("metricprototype", x.Account+"/"+x.ID, 0))
+	return apigw.WithETag(out(x), etag.Of("metricprototype", x.Account+"/"+x.ID, 0))
 }
 
 // actor is the href of the principal making the request.

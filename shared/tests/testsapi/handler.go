@@ -25,6 +25,7 @@ import (
 	"cads/shared/caller"
 	"cads/shared/ddb"
 	"cads/shared/domain"
+	"cads/shared/etag"
 	"cads/shared/ids"
 	"cads/shared/jsontext"
 	"cads/shared/outbox"
@@ -111,9 +112,9 @@ func testID(r *http.Request) (string, error) {
 
 // tagged is a test's body with its ETag: the test's version, which every
 // change increments, a run's included.
-func tagged(t domain.AppTest) *apigw.Tagged { return apigw.WithETag(tests.Out(t), etag(t)) }
+func tagged(t domain.AppTest) *apigw.Tagged { return apigw.WithETag(tests.Out(t), testETag(t)) }
 
-func etag(t domain.AppTest) string { return apigw.ETag("test", t.Account+"/"+t.ID, t.Version) }
+func testETag(t domain.AppTest) string { return etag.Of("test", t.Account+"/"+t.ID, t.Version) }
 
 func notFound(err error, id string) error {
 	return domain.IfNotFound(err, "no test %q", id)
@@ -496,7 +497,7 @@ func (h *handler) patch(r *http.Request, p caller.Principal) (int, any, error) {
 		t, err := h.st.Tests.GetAppTest(ctx, p.AccountID, id)
 		return t, notFound(err, id)
 	}
-	err = store.Edit(ctx, pre, current, etag, func(ctx context.Context, cur domain.AppTest) error {
+	err = store.Edit(ctx, pre, current, testETag, func(ctx context.Context, cur domain.AppTest) error {
 		prev = cur
 		n := prev
 		if up.desc != nil {
@@ -533,7 +534,7 @@ func (h *handler) remove(r *http.Request, p caller.Principal) (int, any, error) 
 	pre := apigw.IfMatch(r)
 	var checks []func(domain.AppTest) error
 	if pre.Set() {
-		checks = append(checks, func(t domain.AppTest) error { return pre.Check(etag(t)) })
+		checks = append(checks, func(t domain.AppTest) error { return pre.Check(testETag(t)) })
 	}
 	t, err := h.st.Tests.DeleteAppTest(ctx, p.AccountID, id, checks...)
 	if err != nil {
