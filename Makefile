@@ -139,10 +139,11 @@ TEST_ALSO_UNRACED := ./shared/authz
 # !race: megabytes through a response budget, a tenth of the suite's CPU
 # under it), and tests that skip their volumes under it
 # (testenv.RaceEnabled: a thousand held roles, account trees a thousand
-# deep, a thousand tasks, multi-megabyte uploads, a second property
+# deep, a thousand tasks, multi-megabyte uploads (the largest accepted
+# archive, a megabyte through the gateway), a second property
 # seed). The paths they drive run race-enabled on small data.
 # TestSkippedUnderRaceRunWithout (infra/repotest) checks this list.
-TEST_NO_RACE_RUN := ^(TestSetStaysWithinTheResponseBudget|TestDeciderListCostDoesNotGrowWithHeldRoles|TestAllowedCostDoesNotGrowWithHeldOrDefinedRoles|TestAuthorizeRoundTripsDoNotGrowWithDepthOrRoles|TestTasksPageWithLinks|TestWhoCanMatchesTheAuthorizer|TestCorruptAndOversizeStoreNothing)$$
+TEST_NO_RACE_RUN := ^(TestSetStaysWithinTheResponseBudget|TestDeciderListCostDoesNotGrowWithHeldRoles|TestAllowedCostDoesNotGrowWithHeldOrDefinedRoles|TestAuthorizeRoundTripsDoNotGrowWithDepthOrRoles|TestTasksPageWithLinks|TestWhoCanMatchesTheAuthorizer|TestCorruptAndOversizeStoreNothing|TestLifecycleAndRoundTrips|TestThroughTheLocalPlatform)$$
 TEST_NO_RACE_IN := ./shared/addresssets ./shared/access ./shared/tasks ./shared/roles ./shared/tests
 TEST_REALISM ?= 26
 TEST_REALISTIC := ./infra/local/costtour ./infra/local ./infra/local/isolation

@@ -14,9 +14,9 @@ import (
 )
 
 // TestSkippedUnderRaceRunWithout keeps make test whole: a test that skips
-// part of its work under the race detector (it says so, naming make
-// test-unraced-light, or its file is built only without it,
-// //go:build !race) runs in full without it only if the Makefile's
+// or shrinks part of its work under the race detector (it reads
+// testenv.RaceEnabled or its package's raceEnabled, or its file is built
+// only without it, //go:build !race) runs in full without it only if the Makefile's
 // TEST_NO_RACE_RUN matches its name and TEST_NO_RACE_IN names its
 // package (or the package is tested only without the race detector,
 // TEST_NO_RACE). A test added to the skips but not to the list would run
@@ -28,7 +28,7 @@ func TestSkippedUnderRaceRunWithout(t *testing.T) {
 	}
 	vars := map[string]string{}
 	for line := range strings.Lines(strings.ReplaceAll(string(mk), "\\\n", " ")) {
-		if name, val, ok := strings.Cut(line, " := "); ok && (strings.HasPrefix(name, "TEST_NO_RACE") || name == "TEST_PURE") {
+		if name, val, ok := strings.Cut(line, " := "); ok && (strings.HasPrefix(name, "TEST_NO_RACE") || name == "TEST_PURE" || name == "TEST_ALSO_UNRACED") {
 			vars[name] = strings.ReplaceAll(strings.TrimSpace(val), "$$", "$")
 		}
 	}
@@ -40,7 +40,8 @@ func TestSkippedUnderRaceRunWithout(t *testing.T) {
 	// Packages tested only without the race detector run every test in
 	// full already.
 	var unraced []string
-	for _, p := range strings.Fields(vars["TEST_NO_RACE"] + " " + vars["TEST_PURE"]) {
+	// (TEST_ALSO_UNRACED: every test of the package, once more without it).
+	for _, p := range strings.Fields(vars["TEST_NO_RACE"] + " " + vars["TEST_PURE"] + " " + vars["TEST_ALSO_UNRACED"]) {
 		if p != "$(TEST_PURE)" {
 			unraced = append(unraced, p)
 		}
@@ -91,7 +92,7 @@ func TestSkippedUnderRaceRunWithout(t *testing.T) {
 					continue
 				}
 				body := string(src[fset.Position(fn.Body.Pos()).Offset:fset.Position(fn.Body.End()).Offset])
-				if !norace && !strings.Contains(body, "test-unraced-light") {
+				if !norace && !strings.Contains(body, "RaceEnabled") && !strings.Contains(body, "raceEnabled") {
 					continue
 				}
 				found++
