@@ -31,6 +31,13 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 	$(GO) build -o $(BUILD)/traffic ./infra/cmd/traffic
 	exec $(BUILD)/traffic -rate $(RATE)
 
+# Every pass runs its tests through infra/cmd/testrun, go test with the
+# test binaries kept between runs (in the user cache directory): it links
+# a package's test binary again only when the go command finds it out of
+# date, and runs it as go test would. go test linked all 61 every time,
+# about a third of make test's CPU on a tree that had not changed
+# (docs/performance.md, "Test suite time"). Its ok lines give each
+# binary's CPU seconds as well as its wall time.
 # make test runs in two stages, each a make -j of targets (the machine
 # has two cores; the suite is CPU-bound, so what runs beside what decides
 # its wall time, docs/performance.md "Test suite time"):
@@ -74,7 +81,7 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 #    behaviours do to the flows; the retry path they drive has
 #    race-enabled tests of its own (shared/ddb), so it runs without the
 #    race detector.
-# go test runs GOMAXPROCS packages at a time by default; several packages
+# testrun runs GOMAXPROCS packages at a time by default; several packages
 # spend much of their wall time waiting on queues and workers, so four at a
 # time keep two cores busy (docs/performance.md, "Test suite time"). The
 # local platform's slow tests are packages of their own (infra/local/costtour,
@@ -96,9 +103,10 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 # through HTTP requests (a test's bulk load, localaws.Dynamo.Load, hands
 # over items it does not change afterwards), so they share no memory our
 # code writes.
-# go test starts packages in the order given: the longest go first, so
-# that none of them is a tail run on one core at the end. go test's own vet
-# is off: go vet has just run every analyzer it would, and more.
+# testrun starts packages in the order given: the longest go first, so
+# that none of them is a tail run on one core at the end. It builds with
+# go test's vet off: go vet has just run every analyzer it would, and
+# more.
 TEST_PACKAGES_AT_ONCE ?= 4
 TEST_GOGC ?= 400
 TEST_UNRACED := github.com/truora/minidyn/... github.com/Admiral-Piett/goaws/...
@@ -147,7 +155,8 @@ TEST_NO_RACE_RUN := ^(TestSetStaysWithinTheResponseBudget|TestDeciderListCostDoe
 TEST_NO_RACE_IN := ./shared/addresssets ./shared/access ./shared/tasks ./shared/roles ./shared/tests
 TEST_REALISM ?= 26
 TEST_REALISTIC := ./infra/local/costtour ./infra/local ./infra/local/isolation
-TEST_FLAGS := -vet=off -count=1 -timeout 30m -ldflags='-s -w'
+TEST_FLAGS := '-ldflags=-s -w'
+TESTRUN := $(BUILD)/testrun -timeout 30m
 TEST_RACE_ENV := GORACE="atexit_sleep_ms=0 $(GORACE)" GOGC=$(TEST_GOGC)
 TEST_RACE_FLAGS := -race $(foreach p,$(TEST_UNRACED),-gcflags=$(p)=-race=false) $(TEST_FLAGS)
 .PHONY: test-race test-race-gateway test-unraced test-unraced-light test-realistic
@@ -156,22 +165,27 @@ test: ## every test (the code that ships with the race detector) against in-proc
 	$(MAKE) --no-print-directory -j3 vet test-race test-realistic
 	$(MAKE) --no-print-directory -j3 test-unraced test-race-gateway test-unraced-light
 
-test-race: ## shared/, functions/ and the local platform's moving parts, with the race detector
-	$(TEST_RACE_ENV) $(GO) test $(TEST_RACE_FLAGS) -p $(TEST_PACKAGES_AT_ONCE) $(TEST_FIRST) \
-		$$($(GO) list ./... | grep -v -x -F $$($(GO) list $(TEST_NO_RACE) | sed 's/^/-e /'))
+test-race: $(BUILD)/testrun ## shared/, functions/ and the local platform's moving parts, with the race detector
+	$(TEST_RACE_ENV) $(TESTRUN) -p $(TEST_PACKAGES_AT_ONCE) $(TEST_FIRST) \
+		$$($(GO) list ./... | grep -v -x -F $$($(GO) list $(TEST_NO_RACE) | sed 's/^/-e /')) -- $(TEST_RACE_FLAGS)
 
-test-race-gateway: ## the gateway suite's concurrent-client tests, with the race detector
-	$(TEST_RACE_ENV) $(GO) test $(TEST_RACE_FLAGS) -run '$(TEST_RACE_GATEWAY)' -skip '$(TEST_RACE_GATEWAY_SKIP)' ./infra/local
+test-race-gateway: $(BUILD)/testrun ## the gateway suite's concurrent-client tests, with the race detector
+	$(TEST_RACE_ENV) $(TESTRUN) -run '$(TEST_RACE_GATEWAY)' -skip '$(TEST_RACE_GATEWAY_SKIP)' ./infra/local -- $(TEST_RACE_FLAGS)
 
-test-unraced: ## the rest of the gateway suites, the cost tour, the contract's and tools' tests, on the plain stand-ins
-	GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -p $(TEST_PACKAGES_AT_ONCE) -skip '$(TEST_NO_RACE_SKIP)' $(TEST_NO_RACE_FIRST) $(TEST_NO_RACE)
+test-unraced: $(BUILD)/testrun ## the rest of the gateway suites, the cost tour, the contract's and tools' tests, on the plain stand-ins
+	GOGC=$(TEST_GOGC) $(TESTRUN) -p $(TEST_PACKAGES_AT_ONCE) -skip '$(TEST_NO_RACE_SKIP)' $(TEST_NO_RACE_FIRST) $(TEST_NO_RACE) -- $(TEST_FLAGS)
 
-test-unraced-light: ## without the race detector, one package at a time: what skips its volumes under it, and the pure packages' full property counts
-	GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -p 1 -run '$(TEST_NO_RACE_RUN)' $(TEST_NO_RACE_IN)
-	GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -p 1 $(TEST_ALSO_UNRACED)
+test-unraced-light: $(BUILD)/testrun ## without the race detector, one package at a time: what skips its volumes under it, and the pure packages' full property counts
+	GOGC=$(TEST_GOGC) $(TESTRUN) -p 1 -run '$(TEST_NO_RACE_RUN)' $(TEST_NO_RACE_IN) -- $(TEST_FLAGS)
+	GOGC=$(TEST_GOGC) $(TESTRUN) -p 1 $(TEST_ALSO_UNRACED) -- $(TEST_FLAGS)
 
-test-realistic: ## the suites through the local gateway on the realistic DynamoDB (seed TEST_REALISM)
-	CADS_DYNAMO_REALISM='$(TEST_REALISM)' GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) -p 3 $(TEST_REALISTIC)
+test-realistic: $(BUILD)/testrun ## the suites through the local gateway on the realistic DynamoDB (seed TEST_REALISM)
+	CADS_DYNAMO_REALISM='$(TEST_REALISM)' GOGC=$(TEST_GOGC) $(TESTRUN) -p 3 $(TEST_REALISTIC) -- $(TEST_FLAGS)
+
+# The test runner (infra/cmd/testrun): go test, with the test binaries
+# kept between runs and linked again only when out of date.
+$(BUILD)/testrun: FORCE
+	$(GO) build -o $@ ./infra/cmd/testrun
 
 # The two nested modules: the DynamoDB stand-in fork (its own upstream
 # tests plus ours) and the authorization engine comparison (OPA and Casbin
@@ -184,7 +198,7 @@ NESTED_MODULES := infra/localaws/minidyn shared/authz/compare
 .PHONY: test-nested
 test-nested: ## go vet and the tests of the nested modules (the DynamoDB stand-in fork, the authz engine comparison)
 	set -e; for m in $(NESTED_MODULES); do \
-		(cd $$m && $(GO) vet ./... && GOGC=$(TEST_GOGC) $(GO) test $(TEST_FLAGS) ./...); \
+		(cd $$m && $(GO) vet ./... && GOGC=$(TEST_GOGC) $(GO) test -vet=off -count=1 -timeout 30m $(TEST_FLAGS) ./...); \
 	done
 
 build: $(FUNCTIONS:%=$(BUILD)/%.zip) ## one Lambda zip per function (provided.al2023, arm64)
