@@ -1,6 +1,7 @@
 package local_test
 
 import (
+	"cads/infra/testenv"
 	"fmt"
 	"slices"
 	"strconv"
@@ -57,6 +58,7 @@ func TestConcurrentPatchesAllApply(t *testing.T) {
 	// One resource at a time: the eight clients race on one item, which is
 	// the contention asked about; three items at once only tripled the
 	// requests the one process serving every function runs side by side.
+	testenv.Exclusive(t, "racing-clients")
 	for _, res := range resources {
 		statuses[res.name] = map[int]int{}
 		for cl := range clients {

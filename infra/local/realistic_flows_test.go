@@ -117,6 +117,7 @@ func TestFlowsOnRealisticDynamoDB(t *testing.T) {
 				{role, "description", "race "},
 				{app, "name", "Race "},
 			}
+			testenv.Exclusive(t, "racing-clients")
 			var wg sync.WaitGroup
 			for _, tg := range targets { // one item at a time (TestConcurrentPatchesAllApply says why)
 				for cl := range clients {
