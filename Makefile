@@ -35,7 +35,7 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 # test binaries kept between runs (in the user cache directory): it links
 # a package's test binary again only when the go command finds it out of
 # date, and runs it as go test would. go test linked all 61 every time,
-# about a third of make test's CPU on a tree that had not changed
+# about a quarter of make test's CPU on a tree that had not changed
 # (docs/performance.md, "Test suite time"). Its ok lines give each
 # binary's CPU seconds as well as its wall time.
 # make test runs in two stages, each a make -j of targets (the machine
