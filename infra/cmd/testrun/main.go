@@ -236,15 +236,14 @@ func test(ctx context.Context, o options, pkgs []pkg, out io.Writer) int {
 	)
 	for _, p := range pkgs {
 		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
+		wg.Go(func() {
+			defer func() { <-slots }()
 			report, ok := runOne(ctx, o, p)
 			mu.Lock()
 			defer mu.Unlock()
 			out.Write(report)
 			failed = failed || !ok
-		}()
+		})
 	}
 	wg.Wait()
 	if failed {
