@@ -1,7 +1,6 @@
 package local_test
 
 import (
-	"cads/infra/testenv"
 	"fmt"
 	"slices"
 	"strconv"
@@ -9,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"cads/infra/testenv"
 )
 
 // TestConcurrentPatchesAllApply sends, through the gateway, 8 clients

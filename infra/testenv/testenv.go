@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"cads/infra/buildcache"
 	"cads/infra/localaws"
 	"cads/infra/sam"
 	"cads/shared/bootstrap"
@@ -244,18 +245,18 @@ func AwaitReads() {
 }
 
 // BuildDir is a directory kept between runs, and between checkouts of the
-// repository, for binaries a test builds with go build: go build relinks
-// a binary there only when its build ID differs from what the sources and
-// flags give now, so a run after no change checks that it builds without
-// linking it again. It is under the user's cache directory, as Go's build
-// cache is, so that a clean checkout (CI's) finds what the last run
-// linked; the repository's ignored .build where there is none.
+// repository, for binaries a test builds with go build
+// (buildcache.Dir): go build relinks a binary there only when its build
+// ID differs from what the sources and flags give now, so a run after no
+// change checks that it builds without linking it again. The
+// repository's ignored .build where there is no user cache directory.
 func BuildDir(t testing.TB, name string) string {
 	t.Helper()
-	dir := filepath.Join(Root(t), ".build", name)
-	if c, err := os.UserCacheDir(); err == nil {
-		dir = filepath.Join(c, "cads", name)
+	dir, err := buildcache.Dir(name)
+	if err == nil {
+		return dir
 	}
+	dir = filepath.Join(Root(t), ".build", name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,11 @@
 package metrics
 
 import (
-	"cads/shared/domain"
 	"fmt"
 	"slices"
 	"strings"
+
+	"cads/shared/domain"
 )
 
 // Family says which endpoints serve a metric.

@@ -1,12 +1,13 @@
 package metrics
 
 import (
-	"cads/shared/domain"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/valyala/fastjson"
+
+	"cads/shared/domain"
 )
 
 // Event is the message an address-set change puts on the metrics queue:

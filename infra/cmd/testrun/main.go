@@ -39,12 +39,15 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"cads/infra/buildcache"
 )
 
 func main() {
@@ -77,17 +80,13 @@ func parse(args []string) (options, error) {
 	fs.StringVar(&o.skip, "skip", "", "go test's -skip")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "go test's -timeout, per binary")
 	fs.BoolVar(&o.verbose, "v", false, "go test's -v: print every binary's output")
-	fs.StringVar(&o.binDir, "bin", "", "where the test binaries are kept (default: the user cache directory's cads/testbin)")
+	fs.StringVar(&o.binDir, "bin", "", "where the test binaries are kept (default: buildcache.Dir(\"testbin\"))")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	rest := fs.Args()
-	for i, a := range rest {
-		if a == "--" {
-			o.pkgs, o.build = rest[:i], rest[i+1:]
-			break
-		}
-		o.pkgs = rest[:i+1]
+	o.pkgs = fs.Args()
+	if i := slices.Index(o.pkgs, "--"); i >= 0 {
+		o.pkgs, o.build = o.pkgs[:i], o.pkgs[i+1:]
 	}
 	if len(o.pkgs) == 0 {
 		return o, errors.New("no packages")
@@ -101,11 +100,11 @@ func parse(args []string) (options, error) {
 		return o, fmt.Errorf("-p %d: want at least 1", o.parallel)
 	}
 	if o.binDir == "" {
-		c, err := os.UserCacheDir()
+		dir, err := buildcache.Dir("testbin")
 		if err != nil {
-			return o, fmt.Errorf("no -bin and no user cache directory: %w", err)
+			return o, fmt.Errorf("no -bin: %w", err)
 		}
-		o.binDir = filepath.Join(c, "cads", "testbin")
+		o.binDir = dir
 	}
 	return o, nil
 }
@@ -137,8 +136,8 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	}
 	byRank := map[int][]string{}
 	for i := range pkgs {
-		r := ranks[pkgs[i].importPath]
-		if _, ok := ranks[pkgs[i].importPath]; !ok {
+		r, ok := ranks[pkgs[i].importPath]
+		if !ok {
 			// Outside the main module: a rank of its own among the
 			// run's packages.
 			r = len(ranks) + i

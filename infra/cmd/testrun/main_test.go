@@ -121,9 +121,6 @@ func TestRunsLikeGoTestAndKeepsTheBinaries(t *testing.T) {
 	for b, m := range stat() {
 		if !os.SameFile(m, before[b]) {
 			changed++
-			if !strings.Contains(b, string(filepath.Separator)+"1"+string(filepath.Separator)) && !strings.Contains(b, string(filepath.Separator)+"0"+string(filepath.Separator)) {
-				t.Errorf("unexpected place %s", b)
-			}
 		}
 	}
 	if changed != 1 {
