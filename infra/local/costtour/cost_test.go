@@ -36,6 +36,7 @@ import (
 	"cads/shared/clock"
 	"cads/shared/ddb"
 	"cads/shared/metrics"
+	"cads/shared/store"
 )
 
 // costUpdate rewrites the cost table of docs/performance.md instead of
@@ -139,7 +140,7 @@ func startCostTour(t *testing.T) *costTour {
 	p, _ := localtest.Start(t, func(o *local.Options) {
 		o.DynamoEndpoint = dyn.Endpoint
 		o.DynamoOptions = append(o.DynamoOptions, counter.Option(), everyCall.Option())
-		o.StoreClock = shifted.Now
+		o.StoreClock = steadyWidths(shifted.Now)
 	})
 	c := &costTour{t: t, p: p, counter: counter, dyn: dyn, db: db, tpl: tpl, routes: map[string]sam.Route{}, rows: map[string]costRow{}, delay: costDelay, clock: shifted, realistic: realism != nil, everyCall: everyCall}
 	if c.realistic {
@@ -163,6 +164,49 @@ func startCostTour(t *testing.T) *costTour {
 		}
 	}
 	return c
+}
+
+// steadyWidths is now with instants moved forward (by a second and a
+// millisecond at most, keeping their order) to ones whose stored forms
+// are as long as any other's: milliseconds never ending in 0, Unix
+// seconds never in 00. A timestamp attribute (RFC 3339, trailing zeros
+// dropped) or a number (DynamoDB sizes its significant digits) is
+// otherwise a byte or more shorter at such instants, and an item a few
+// bytes over a 1 KB boundary bills a unit less: a row of the table would
+// move with the instant the tour ran at (docs/performance.md says so of
+// the real table).
+func steadyWidths(now clock.Clock) clock.Clock {
+	return func() time.Time {
+		t := now().Truncate(time.Millisecond)
+		if t.Unix()%100 == 0 {
+			t = t.Truncate(time.Second).Add(time.Second) // the whole second onto the next's start
+		}
+		if t.Nanosecond()/int(time.Millisecond)%10 == 0 {
+			t = t.Add(time.Millisecond)
+		}
+		return t
+	}
+}
+
+func TestSteadyWidthsKeepsOrderAndWidths(t *testing.T) {
+	start := time.Date(2026, 11, 28, 5, 8, 58, 0, time.UTC) // 1795763338: 62 s before an Unix second ending in 00
+	var at time.Time
+	steady := steadyWidths(func() time.Time { return at })
+	var prev time.Time
+	for ms := range 200_000 {
+		at = start.Add(time.Duration(ms)*time.Millisecond + 300*time.Microsecond)
+		got := steady()
+		if got.Before(prev) || got.Before(at.Truncate(time.Millisecond)) || got.Sub(at) > time.Second+time.Millisecond {
+			t.Fatalf("%v -> %v (previous %v): out of order or moved more than a second and a millisecond", at, got, prev)
+		}
+		prev = got
+		if s := got.Format(time.RFC3339Nano); len(s) != len("2026-11-28T05:08:58.123Z") {
+			t.Fatalf("%v -> %s: a stored timestamp of another length", at, s)
+		}
+		if m, s := strconv.FormatInt(got.UnixMilli(), 10), strconv.FormatInt(got.Unix(), 10); strings.HasSuffix(m, "0") || strings.HasSuffix(s, "00") {
+			t.Fatalf("%v -> %s ms, %s s: a number with fewer significant digits", at, m, s)
+		}
+	}
 }
 
 // routeMatches says whether path (a query string aside) is a request to
@@ -299,6 +343,13 @@ func (c *costTour) measuring() func() {
 	}
 }
 
+// atRest moves the functions' clock past the lists' journal window, as
+// if no write had come within it: a list at rest reads no journal
+// members back (docs/data-model.md, Read your writes). Waiting the
+// window out instead cost every measurement 5 s. The second more is
+// what steadyWidths may have moved the last write ahead.
+func (c *costTour) atRest() { c.clock.Advance(store.JournalWindow + time.Second + 2*time.Millisecond) }
+
 // record reads the counter into the row named name, for route.
 func (c *costTour) record(name string, route sam.Route) {
 	c.t.Helper()
@@ -379,10 +430,44 @@ func (c *costTour) worker(label, dir string, trigger func(), done func() bool) {
 // successful request through the local platform, and each queue worker
 // once, and compares their DynamoDB cost with the table in
 // docs/performance.md.
+//
+// A sequential count can only be inflated by the machine, never
+// deflated: two parallel calls count as two waves when the second's
+// goroutine waited longer than costDelay for a CPU (make test runs the
+// other packages beside this one). So when the table differs, the tour
+// runs once more, each row keeps the lower of its two sequential counts,
+// and every other figure must be the same in both tours.
 func TestCostPerEndpoint(t *testing.T) {
 	if os.Getenv(scaleWorkerEnv) != "" {
 		t.Skip("measured by the process that started this worker")
 	}
+	// Each tour in a subtest of its own: its platform stops when the
+	// subtest ends, before the next starts (one platform per process).
+	var first, second *costTour
+	if !t.Run("tour", func(t *testing.T) { first = walkCostTour(t) }) {
+		return
+	}
+	if first.realistic {
+		t.Logf("realistic DynamoDB: every endpoint answered as on the plain one; its costs are not compared")
+		return
+	}
+	measured := first
+	if !*costUpdate && !sameCostTable(t, first.table(), costBegin, costEnd) {
+		t.Logf("the table differs from docs/performance.md; the tour runs again to tell a wave split by a busy machine from a change")
+		if !t.Run("again", func(t *testing.T) { second = walkCostTour(t) }) {
+			return
+		}
+		measured = settleTours(t, first, second)
+	}
+	if !compareCostTable(t, measured.table(), costBegin, costEnd) {
+		documented, _, _ := documentedTable(t, costBegin, costEnd)
+		measured.logOperations(t, documented)
+	}
+}
+
+// walkCostTour walks the tour once on a platform of its own, and checks
+// that every endpoint and worker was measured.
+func walkCostTour(t *testing.T) *costTour {
 	began := time.Now()
 	c := startCostTour(t)
 	p := c.p
@@ -621,19 +706,11 @@ func TestCostPerEndpoint(t *testing.T) {
 	c.step("deleteAccountsById", 200, "DELETE", sub, op, nil)
 
 	// ---------------------------------------------------------------- the table
-	for _, label := range c.workers {
-		r := c.rows[label]
-		t.Logf("%-70s function %d/%d %v", label, r.fSeq, r.fCalls, r.fOps)
-	}
 	var missing []string
 	for _, e := range apispec.Endpoints {
-		ep := e.Method + " " + e.Path
-		r, ok := c.rows[e.ID]
-		if !ok {
-			missing = append(missing, e.ID+" ("+ep+")")
-			continue
+		if _, ok := c.rows[e.ID]; !ok {
+			missing = append(missing, e.ID+" ("+e.Method+" "+e.Path+")")
 		}
-		t.Logf("%-62s authorizer %d/%d %v; %s %d/%d %v", ep, r.aSeq, r.aCalls, r.aOps, r.function, r.fSeq, r.fCalls, r.fOps)
 	}
 	if len(missing) > 0 {
 		t.Fatalf("no row for %d operations of the contract: measure each with one successful c.step(operationId, ...) in the tour:\n%s", len(missing), strings.Join(missing, "\n"))
@@ -642,65 +719,123 @@ func TestCostPerEndpoint(t *testing.T) {
 		t.Fatalf("%d rows for %d endpoints and %d workers: a measured route is not in apispec", len(c.rows), len(apispec.Endpoints), len(c.workers))
 	}
 	c.onlyIndexesEventual()
-	table := c.table()
-	t.Logf("cost tour: %d rows measured in %v\n%s", len(c.rows), time.Since(began).Round(time.Millisecond), table)
-	if c.realistic {
-		t.Logf("realistic DynamoDB: every endpoint answered as on the plain one; its costs are not compared")
-		return
+	if testing.Verbose() {
+		c.logOperations(t, "")
+		t.Logf("cost tour: %d rows measured in %v\n%s", len(c.rows), time.Since(began).Round(time.Millisecond), c.table())
 	}
-	compareCostTable(t, table, costBegin, costEnd)
+	return c
+}
+
+// logOperations logs the DynamoDB operations by caller of each row
+// whose line is not one of documented's (every row's, documented empty):
+// what a changed row of the table is made of.
+func (c *costTour) logOperations(t *testing.T, documented string) {
+	t.Helper()
+	known := map[string]bool{}
+	for l := range strings.Lines(documented) {
+		known[strings.TrimSpace(l)] = true
+	}
+	for _, label := range c.workers {
+		if r := c.rows[label]; !known[tableLine(label, r)] {
+			t.Logf("%-70s function %d/%d %v", label, r.fSeq, r.fCalls, r.fOps)
+		}
+	}
+	for _, e := range apispec.Endpoints {
+		if r := c.rows[e.ID]; !known[tableLine("`"+e.Method+" "+e.Path+"`", r)] {
+			t.Logf("%-62s authorizer %d/%d %v; %s %d/%d %v", e.Method+" "+e.Path, r.aSeq, r.aCalls, r.aOps, r.function, r.fSeq, r.fCalls, r.fOps)
+		}
+	}
+}
+
+// settleTours is the first tour's rows with each sequential count the
+// lower of the two tours'. Any other figure that differs between them
+// fails t: calls and capacity do not depend on the machine's speed.
+func settleTours(t *testing.T, first, second *costTour) *costTour {
+	t.Helper()
+	out := *first
+	out.rows = make(map[string]costRow, len(first.rows))
+	for name, a := range first.rows {
+		b := second.rows[name]
+		a.aSeq, a.fSeq = min(a.aSeq, b.aSeq), min(a.fSeq, b.fSeq)
+		b.aSeq, b.fSeq = a.aSeq, a.fSeq
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Errorf("%s: two tours measured it differently, other than in its sequential counts:\n%+v\n%+v", name, a, b)
+		}
+		out.rows[name] = a
+	}
+	return &out
 }
 
 func (c *costTour) table() string {
 	var b strings.Builder
 	b.WriteString("| Endpoint | Authorizer seq / calls | Function seq / calls | RCU | WCU |\n")
 	b.WriteString("|---|---|---|---|---|\n")
-	line := func(name string, r costRow) {
-		az := "–"
-		if r.authorizer {
-			az = fmt.Sprintf("%d / %d", r.aSeq, r.aCalls)
-		}
-		fmt.Fprintf(&b, "| %s | %s | %d / %d | %.1f | %.1f |\n", name, az, r.fSeq, r.fCalls, r.rcu, r.wcu)
-	}
 	for _, e := range apispec.Endpoints {
-		line("`"+e.Method+" "+e.Path+"`", c.rows[e.ID])
+		b.WriteString(tableLine("`"+e.Method+" "+e.Path+"`", c.rows[e.ID]) + "\n")
 	}
 	for _, label := range c.workers {
-		line(label, c.rows[label])
+		b.WriteString(tableLine(label, c.rows[label]) + "\n")
 	}
 	return b.String()
 }
 
-// compareCostTable compares table with the one between the markers begin
-// and end of docs/performance.md, or writes it there with -update.
-func compareCostTable(t *testing.T, table, costBegin, costEnd string) {
+// tableLine is r's line of the table, named name.
+func tableLine(name string, r costRow) string {
+	az := "–"
+	if r.authorizer {
+		az = fmt.Sprintf("%d / %d", r.aSeq, r.aCalls)
+	}
+	return fmt.Sprintf("| %s | %s | %d / %d | %.1f | %.1f |", name, az, r.fSeq, r.fCalls, r.rcu, r.wcu)
+}
+
+// documentedTable is the table between the markers begin and end of
+// docs/performance.md, and the file's path and text.
+func documentedTable(t *testing.T, begin, end string) (have, path, doc string) {
 	t.Helper()
-	path := filepath.Join(testenv.Root(t), "docs", "performance.md")
+	path = filepath.Join(testenv.Root(t), "docs", "performance.md")
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := string(raw)
-	i, j := strings.Index(doc, costBegin), strings.Index(doc, costEnd)
+	doc = string(raw)
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
 	if i < 0 || j < i {
-		t.Fatalf("%s has no %s ... %s section", path, costBegin, costEnd)
+		t.Fatalf("%s has no %s ... %s section", path, begin, end)
 	}
-	have := strings.TrimSpace(doc[i+len(costBegin) : j])
+	return strings.TrimSpace(doc[i+len(begin) : j]), path, doc
+}
+
+// sameCostTable says whether table is the one documented between begin
+// and end.
+func sameCostTable(t *testing.T, table, begin, end string) bool {
+	t.Helper()
+	have, _, _ := documentedTable(t, begin, end)
+	return have == strings.TrimSpace(table)
+}
+
+// compareCostTable compares table with the one between the markers begin
+// and end of docs/performance.md, or writes it there with -update; it
+// says whether they were the same.
+func compareCostTable(t *testing.T, table, begin, end string) bool {
+	t.Helper()
+	have, path, doc := documentedTable(t, begin, end)
 	want := strings.TrimSpace(table)
 	if have == want {
-		return
+		return true
 	}
 	if *costUpdate {
-		doc = doc[:i+len(costBegin)] + "\n" + want + "\n" + doc[j:]
+		i, j := strings.Index(doc, begin), strings.Index(doc, end)
+		doc = doc[:i+len(begin)] + "\n" + want + "\n" + doc[j:]
 		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("updated the cost table in %s", path)
-		return
+		return true
 	}
 	t.Errorf("the DynamoDB cost per request differs from docs/performance.md (- documented, + measured):\n%s\n"+
 		"If the change is intended, run: go test -run %s ./infra/local/costtour/ -args -update",
 		lineDiff(strings.Split(have, "\n"), strings.Split(want, "\n")), strings.Split(t.Name(), "/")[0])
+	return false
 }
 
 // lineDiff is a unified-style diff of two short texts, by longest common
@@ -726,12 +861,12 @@ func lineDiff(a, b []string) string {
 		switch {
 		case i < n && j < m && a[i] == b[j]:
 			i, j = i+1, j+1
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			out = append(out, "+"+b[j])
-			j++
-		default:
+		case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
 			out = append(out, "-"+a[i])
 			i++
+		default:
+			out = append(out, "+"+b[j])
+			j++
 		}
 	}
 	return strings.Join(out, "\n")

@@ -200,12 +200,6 @@ func scaleRow(label string, aSeq, aCalls, fSeq, fCalls int, rcu, wcu float64) st
 }
 
 // measureAtScale measures sc's first page at both sizes.
-// atRest moves the functions' clock past the lists' journal window, as
-// if no write had come within it: a list at rest reads no journal
-// members back (docs/data-model.md, Read your writes). Waiting the
-// window out instead cost every measurement 5 s.
-func (c *costTour) atRest() { c.clock.Advance(store.JournalWindow + time.Millisecond) }
-
 func measureAtScale(t *testing.T, sc scaleCase) [2]costRow {
 	c := startCostTour(t)
 	c.delay = scaleDelay
