@@ -38,6 +38,7 @@ traffic: ## make run plus a stand-in edge: a demo application and address set wi
 # about a quarter of make test's CPU on a tree that had not changed
 # (docs/performance.md, "Test suite time"). Its ok lines give each
 # binary's CPU seconds as well as its wall time.
+#
 # make test runs in two stages, each a make -j of targets (the machine
 # has two cores; the suite is CPU-bound, so what runs beside what decides
 # its wall time, docs/performance.md "Test suite time"):

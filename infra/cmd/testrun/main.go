@@ -33,6 +33,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -40,7 +41,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,7 +186,7 @@ func sameNameRanks(ctx context.Context, o options) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(all)
+	slices.Sort(all)
 	ranks := map[string]int{}
 	seen := map[string]int{}
 	for _, p := range all {
@@ -200,12 +200,7 @@ func sameNameRanks(ctx context.Context, o options) (map[string]int, error) {
 // build runs one go test -c per rank. The go command links a binary only
 // when the one in the directory is out of date.
 func build(ctx context.Context, o options, binDir string, byRank map[int][]string, out io.Writer) (int, error) {
-	rs := make([]int, 0, len(byRank))
-	for r := range byRank {
-		rs = append(rs, r)
-	}
-	sort.Ints(rs)
-	for _, r := range rs {
+	for _, r := range slices.Sorted(maps.Keys(byRank)) {
 		dir := filepath.Join(binDir, strconv.Itoa(r))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return 2, err
