@@ -159,7 +159,7 @@ func (h *handler) createAccount(r *http.Request, p caller.Principal) (int, any, 
 	if a.Name, err = accountName(*in.Name); err != nil {
 		return 0, nil, err
 	}
-	a.NameKey = names.Key(a.Name)
+	a.NameKey, a.NameSkeleton = names.Key(a.Name), names.Skeleton(a.Name)
 	a.Keyword = domain.Keyword(a.Name)
 	if in.Keyword != nil {
 		if a.Keyword, err = keyword(*in.Keyword); err != nil {
@@ -220,8 +220,8 @@ func (h *handler) createAccount(r *http.Request, p caller.Principal) (int, any, 
 }
 
 // accountName validates a name. It is stored in Unicode NFC, as typed
-// otherwise; uniqueness compares its names.Key (the account's NameKey),
-// so look-alike names are one name.
+// otherwise; uniqueness compares its names.Key and names.Skeleton (the
+// account's NameKey and NameSkeleton), so look-alike names are one name.
 func accountName(s string) (string, error) {
 	name, err := text("name", norm.NFC.String(s), domain.AccountNameMaxRunes)
 	if err != nil {
@@ -405,14 +405,14 @@ func (h *handler) patchAccount(r *http.Request, _ caller.Principal) (int, any, e
 		return 0, nil, domain.Errorf(domain.Invalid, "nothing to change: the body may set name, keyword, owner and log_retention")
 	}
 	var (
-		name, nameKey, kw, owner string
-		lr                       []domain.LogRetention
+		name, nameKey, nameSkeleton, kw, owner string
+		lr                                     []domain.LogRetention
 	)
 	if in.Name != nil {
 		if name, err = accountName(*in.Name); err != nil {
 			return 0, nil, err
 		}
-		nameKey = names.Key(name)
+		nameKey, nameSkeleton = names.Key(name), names.Skeleton(name)
 	}
 	if in.Keyword != nil {
 		if kw, err = keyword(*in.Keyword); err != nil {
@@ -472,7 +472,7 @@ func (h *handler) patchAccount(r *http.Request, _ caller.Principal) (int, any, e
 		next = prev
 		next.Updated = h.st.Now()
 		if in.Name != nil {
-			next.Name, next.NameKey = name, nameKey
+			next.Name, next.NameKey, next.NameSkeleton = name, nameKey, nameSkeleton
 		}
 		if in.Keyword != nil {
 			next.Keyword = kw

@@ -23,6 +23,13 @@ type Account struct {
 	// before schema version 3 has none, and its claim is its lower-cased
 	// name until the migration moves it.
 	NameKey string `dynamodbav:"name_key,omitempty"`
+	// NameSkeleton is Name's second key (shared/names.Skeleton: the UTS
+	// #39 skeleton of the name as written, which sees a capital I as a
+	// small l). Uniqueness compares both keys, and where it differs from
+	// NameKey the account holds a second claim under it. Whoever names an
+	// account sets it; an account written before schema version 4 has
+	// none, and no second claim, until the migration gives it both.
+	NameSkeleton string `dynamodbav:"name_skeleton,omitempty"`
 }
 
 // Role is an RBAC role of an account.

@@ -28,8 +28,8 @@ func AliasTaken(alias string) *Error {
 }
 
 // NamesCompared says, in the refusals users read, how account and role
-// names are compared (shared/names.Key).
-const NamesCompared = "names are compared after Unicode NFKC normalisation, case folding, removal of invisible characters, collapsing of white space and folding of look-alike characters (Unicode confusables, UTS #39)"
+// names are compared (shared/names.Same).
+const NamesCompared = "names are compared after Unicode NFKC normalisation, case folding, removal of invisible characters, collapsing of white space and folding of look-alike characters (Unicode confusables, UTS #39, also on the name as written, where a capital I reads as a small l)"
 
 // NameKeyMaxBytes bounds shared/names.Key, which hashes longer forms: the
 // account item and its name claim keep it.

@@ -1,7 +1,8 @@
 // Package names is the one rule by which the API compares names that
 // people read: account names (unique across the installation) and role
 // names (none may read as a built-in role). Two names are the same name
-// when their Keys are equal; refusals say so in domain.NamesCompared.
+// when they have one of their Keys in common (Same); refusals say so in
+// domain.NamesCompared.
 //
 // It is its own package, not part of shared/domain, because the Unicode
 // confusables table it links is large (about 6,000 entries built at
@@ -30,12 +31,36 @@ import (
 // mappings both expand: U+FDFA is 18 characters after NFKC).
 const MaxKeyBytes = domain.NameKeyMaxBytes
 
-// hashedPrefix marks a hashed Key. Key's last step is case folding, which
-// leaves no ASCII capital letter, so no folded form can start with it.
+// hashedPrefix marks a hashed key. The last step of Key and Skeleton is
+// case folding, which leaves no ASCII capital letter, so no folded form
+// can start with it.
 const hashedPrefix = "SHA256:"
 
+// Keys are the forms under which a name is compared and claimed: its Key
+// and, when it differs, its Skeleton. Two names are the same name when
+// they have a key in common (Same).
+func Keys(name string) []string {
+	k, sk := Key(name), Skeleton(name)
+	if sk == k {
+		return []string{k}
+	}
+	return []string{k, sk}
+}
+
+// Same reports whether a and b are the same name: a key in common.
+func Same(a, b string) bool {
+	for _, ka := range Keys(a) {
+		for _, kb := range Keys(b) {
+			if ka == kb {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Key is the form in which two names a reader cannot tell apart are
-// equal:
+// equal, whatever their case:
 //
 //  1. Unicode compatibility normalisation (NFKC: full-width and other
 //     compatibility forms, no-break and typographic spaces) and case
@@ -57,22 +82,46 @@ const hashedPrefix = "SHA256:"
 // name; the skeleton alone would then miss capitals that look Latin while
 // their small letters do not (Cyrillic "ВЕТА" folds to "вета", whose
 // skeleton is small capitals): step 4 catches those, and as it is a
-// function of the capital it keeps case out of the comparison. What stays
-// apart: look-alikes that need a capital and a small letter at once
-// ("PayPaI" with a capital I against "PayPal"), as a comparison without
-// regard to case cannot tell which was meant.
+// function of the capital it keeps case out of the comparison. What
+// folding first cannot see is a look-alike made of a capital and a small
+// letter at once ("PayPaI" with a capital I against "PayPal"): Skeleton
+// is the second key that does.
 //
 // A form longer than MaxKeyBytes is "SHA256:" and its hex SHA-256.
 func Key(name string) string {
 	s := norm.NFKC.String(cases.Fold().String(norm.NFKC.String(name)))
+	s = cases.Fold().String(confusables.Skeleton(latinCapitals(plain(s))))
+	return bounded(s)
+}
+
+// Skeleton is the UTS #39 skeleton of the name as it is written (steps 1
+// to 3 of Key without the case folding, then the confusables mapping),
+// case folded afterwards. Names whose skeletons are equal read alike in
+// the letters as they are cased: a capital I is a small l ("PayPaI" and
+// "PayPal", "AppIication"), and since names differing in case only are
+// one name, the fold makes "PayPaI" read as "paypal" too. The price of
+// that fold: a capital I among capitals still reads as l ("TAIL" as a
+// spelling of "tall"), so such a pair is one name.
+//
+// A form longer than MaxKeyBytes is "SHA256:" and its hex SHA-256.
+func Skeleton(name string) string {
+	return bounded(cases.Fold().String(confusables.Skeleton(plain(norm.NFKC.String(name)))))
+}
+
+// plain removes the characters that render as nothing from s and
+// collapses its white space (steps 2 and 3 of Key).
+func plain(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if defaultIgnorable(r) {
 			return -1
 		}
 		return r
 	}, s)
-	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.Is(unicode.White_Space, r) }), " ")
-	s = cases.Fold().String(confusables.Skeleton(latinCapitals(s)))
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.Is(unicode.White_Space, r) }), " ")
+}
+
+// bounded is s, or its hashed form when longer than MaxKeyBytes.
+func bounded(s string) string {
 	if len(s) > MaxKeyBytes {
 		sum := sha256.Sum256([]byte(s))
 		return hashedPrefix + hex.EncodeToString(sum[:])

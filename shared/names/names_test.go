@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// Key makes equal exactly the names a reader cannot tell apart.
-func TestKey(t *testing.T) {
+// Same makes equal exactly the names a reader cannot tell apart.
+func TestSame(t *testing.T) {
 	for _, c := range []struct {
 		a, b string
 		same bool
@@ -53,11 +53,40 @@ func TestKey(t *testing.T) {
 		{"Ali", "All", false},   // i is not l
 		{"Café", "Cafe", false}, // é has no ASCII look-alike
 		{"Straße", "Strasze", false},
+		// A capital and a small letter at once (Skeleton, UTS #39 on the
+		// name as written): a capital I reads as a small l.
+		{"PayPal", "PayPaI", true},
+		{"paypal", "PaypaI", true}, // and case is no difference
+		{"PAYPAL", "PayPaI", true},
+		{"Application administrator", "AppIication administrator", true},
+		{"Illinois", "lllinois", true},
+		{"AlI", "All", true},
+		{"TAIL", "tall", true}, // the price: "TAIL" is "TAlL", a spelling of "tall"
+		{"tail", "tall", false},
+		{"Mail Group", "Mall Group", false},
+		{"PAYPAL", "PAYPAI", true}, // the same price: "PAYPAl" is a spelling of "paypal"
+		{"PAYPAL", "PAYPAT", false},
 	} {
-		ka, kb := Key(c.a), Key(c.b)
-		if (ka == kb) != c.same {
-			t.Errorf("Key(%q) = %q, Key(%q) = %q; same = %v, want %v", c.a, ka, c.b, kb, ka == kb, c.same)
+		if got := Same(c.a, c.b); got != c.same {
+			t.Errorf("Same(%q, %q) = %v, want %v (keys %q and %q)", c.a, c.b, got, c.same, Keys(c.a), Keys(c.b))
 		}
+	}
+}
+
+// Key alone cannot see a look-alike that needs a capital and a small
+// letter at once; Skeleton is the key that does, and the one Keys adds.
+func TestSkeletonIsTheSecondKey(t *testing.T) {
+	if Key("PayPaI") == Key("PayPal") {
+		t.Fatalf("Key(PayPaI) = Key(PayPal) = %q: the skeleton would be redundant", Key("PayPal"))
+	}
+	if Skeleton("PayPaI") != Skeleton("PayPal") {
+		t.Errorf("Skeleton(PayPaI) = %q, Skeleton(PayPal) = %q; want equal", Skeleton("PayPaI"), Skeleton("PayPal"))
+	}
+	if got := Keys("PayPaI"); len(got) != 2 || got[0] != Key("PayPaI") || got[1] != Skeleton("PayPaI") {
+		t.Errorf("Keys(PayPaI) = %q; want Key then Skeleton", got)
+	}
+	if got := Keys("beta-906"); len(got) != 1 {
+		t.Errorf("Keys(beta-906) = %q; want one key when Skeleton equals Key", got)
 	}
 }
 
@@ -77,6 +106,12 @@ func TestKeyBounded(t *testing.T) {
 	}
 	if Key(strings.ToUpper(hashedPrefix)+"00") == hashedPrefix+"00" {
 		t.Errorf("a name folds to the hashed prefix")
+	}
+	if sk := Skeleton(long); len(sk) > MaxKeyBytes || !strings.HasPrefix(sk, hashedPrefix) {
+		t.Errorf("Skeleton of 100 x U+FDFA: %d bytes %q; want a hashed key", len(sk), sk)
+	}
+	if Skeleton(strings.ToUpper(hashedPrefix)+"00") == hashedPrefix+"00" {
+		t.Errorf("a skeleton folds to the hashed prefix")
 	}
 }
 

@@ -2,7 +2,7 @@ package roles
 
 import "testing"
 
-// clash finds the built-in role a name reads as (names.Key), and leaves
+// clash finds the built-in role a name reads as (names.Same), and leaves
 // names that only resemble one free.
 func TestClash(t *testing.T) {
 	n, err := loadBuiltinNames()
@@ -34,6 +34,12 @@ func TestClash(t *testing.T) {
 		{"Accоunt оwner", "Account owner"},        // Cyrillic о
 		{"Entitlement administrator", "Entitlement administrator"},
 		{"ENTITLEMENT\u00a0Administrator", "Entitlement administrator"},
+		{"EditorI", ""},                                             // a capital I more is another name
+		{"Entitlement adrninistrator", "Entitlement administrator"}, // rn for m
+		{"AccountOwner", ""},
+		{"Account owner", "Account owner"},
+		{"Entit\u006cement administrator", "Entitlement administrator"},
+		{"EntitIement administrator", "Entitlement administrator"}, // capital I for l (the skeleton key)
 		// Legitimate names, which only resemble a built-in one.
 		{"Editors", ""},
 		{"Reader 2", ""},

@@ -28,14 +28,50 @@ func (s *Accounts) GetAccount(ctx context.Context, id string) (domain.Account, e
 }
 
 // accountWrites are the items that create an account: the account item
-// (item: a, or the AccountRecord holding it) and the reservation of its
-// name, which makes names unique across all accounts even under concurrent
-// creates (the second transaction fails its condition).
+// (item: a, or the AccountRecord holding it) and the reservations of its
+// name (one per name key), which make names unique across all accounts
+// even under concurrent creates (the second transaction fails its
+// condition).
 func (s *Accounts) accountWrites(a domain.Account, item any) []keyAttrsValue {
-	return []keyAttrsValue{
-		{accountKey(a), item},
-		{keyAttrs{PK: accountNamePK(a), SK: skAccountName, Entity: "account_name"}, accountName{a.ID}},
+	kvs := []keyAttrsValue{{accountKey(a), item}}
+	for _, pk := range accountNamePKs(a) {
+		kvs = append(kvs, keyAttrsValue{nameClaimKey(pk), accountName{a.ID}})
 	}
+	return kvs
+}
+
+func nameClaimKey(pk string) keyAttrs {
+	return keyAttrs{PK: pk, SK: skAccountName, Entity: "account_name"}
+}
+
+// deleteNameClaim deletes the name claim in partition pk while it is
+// account id's (or already gone).
+func (s *Table) deleteNameClaim(pk, id string) types.TransactWriteItem {
+	return types.TransactWriteItem{Delete: &types.Delete{
+		TableName:                 aws.String(s.table),
+		Key:                       key(pk, skAccountName),
+		ConditionExpression:       aws.String("attribute_not_exists(PK) OR account = :id"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":id": avStr(id)},
+	}}
+}
+
+// nameKeysAsRead is the condition (and its values, added to values) that
+// an account item's name keys are still as in a: the schema migration
+// sets them, and moves the claims, without changing updated.
+func nameKeysAsRead(a domain.Account, values map[string]types.AttributeValue) string {
+	cond := ""
+	for _, k := range []struct{ attr, val, ph string }{{"name_key", a.NameKey, ":prevkey"}, {"name_skeleton", a.NameSkeleton, ":prevskeleton"}} {
+		if cond != "" {
+			cond += " AND "
+		}
+		if k.val == "" {
+			cond += "attribute_not_exists(" + k.attr + ")"
+			continue
+		}
+		cond += k.attr + " = " + k.ph
+		values[k.ph] = avStr(k.val)
+	}
+	return cond
 }
 
 type keyAttrsValue struct {
@@ -83,7 +119,7 @@ func accountKey(a domain.Account) keyAttrs {
 // size: the account item and every access key bound to the account copy
 // the ancestor list, and both must fit with the largest allowed names and
 // 1 KiB to spare. With generated 16-character ids (17 bytes per ancestor
-// stored) it is 23,944. Nothing else in the design depends on depth.
+// stored) it is 23,914. Nothing else in the design depends on depth.
 func MaxAccountDepth() int { return maxAccountDepth() }
 
 var maxAccountDepth = sync.OnceValue(func() int {
@@ -98,7 +134,7 @@ var maxAccountDepth = sync.OnceValue(func() int {
 		}
 		acct := domain.AccountRecord{
 			Account: domain.Account{ID: id, Name: strings.Repeat("\U0010FFFF", domain.AccountNameMaxRunes), Keyword: strings.Repeat("k", domain.AccountKeywordMaxBytes),
-				NameKey: strings.Repeat("k", domain.NameKeyMaxBytes), Parent: id, Ancestors: anc, Owner: id, Created: ts, Updated: ts},
+				NameKey: strings.Repeat("k", domain.NameKeyMaxBytes), NameSkeleton: strings.Repeat("k", domain.NameKeyMaxBytes), Parent: id, Ancestors: anc, Owner: id, Created: ts, Updated: ts},
 			LogRetention: []domain.LogRetention{{Type: "events", OnlineDays: 1 << 30, ArchiveDays: 1 << 30, OnlineSpaceAllowance: 1 << 30, ArchiveSpaceAllowance: 1 << 30}},
 			Deleting:     &ts,
 		}
@@ -224,15 +260,8 @@ func (s *Accounts) UpdateAccount(ctx context.Context, prev, next domain.AccountR
 	}
 	expr, names, values := updateFromTo(old, m)
 	values[":prev"] = prevUpdated
-	// The name key as read too: the schema migration sets it, and moves
-	// the claim, without changing updated.
-	cond := "attribute_exists(PK) AND attribute_not_exists(deleting) AND updated = :prev AND "
-	if prev.NameKey == "" {
-		cond += "attribute_not_exists(name_key)"
-	} else {
-		cond += "name_key = :prevkey"
-		values[":prevkey"] = avStr(prev.NameKey)
-	}
+	// The name keys as read too (nameKeysAsRead).
+	cond := "attribute_exists(PK) AND attribute_not_exists(deleting) AND updated = :prev AND " + nameKeysAsRead(prev.Account, values)
 	items := []types.TransactWriteItem{{Update: &types.Update{
 		TableName:                 aws.String(s.table),
 		Key:                       key(accountPK(prev.ID), skAccount),
@@ -241,17 +270,25 @@ func (s *Accounts) UpdateAccount(ctx context.Context, prev, next domain.AccountR
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	}}}
-	if accountNamePK(next.Account) != accountNamePK(prev.Account) {
-		put, err := s.put(keyAttrs{PK: accountNamePK(next.Account), SK: skAccountName, Entity: "account_name"}, accountName{prev.ID})
-		if err != nil {
-			return err
+	// A rename claims the new name's keys it does not hold yet and gives
+	// up those it no longer has; the claims come first, so a refused one
+	// is at index 1 to len(claims).
+	from, to := accountNamePKs(prev.Account), accountNamePKs(next.Account)
+	claims := 0
+	for _, pk := range to {
+		if !slices.Contains(from, pk) {
+			put, err := s.put(nameClaimKey(pk), accountName{prev.ID})
+			if err != nil {
+				return err
+			}
+			items = append(items, put)
+			claims++
 		}
-		items = append(items, put, types.TransactWriteItem{Delete: &types.Delete{
-			TableName:                 aws.String(s.table),
-			Key:                       key(accountNamePK(prev.Account), skAccountName),
-			ConditionExpression:       aws.String("attribute_not_exists(PK) OR account = :id"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avStr(prev.ID)},
-		}})
+	}
+	for _, pk := range from {
+		if !slices.Contains(to, pk) {
+			items = append(items, s.deleteNameClaim(pk, prev.ID))
+		}
 	}
 	err = s.transact(ctx, "update account", items)
 	var tx *ddb.TxCanceledError
@@ -260,7 +297,7 @@ func (s *Accounts) UpdateAccount(ctx context.Context, prev, next domain.AccountR
 			if r.Code != ddb.ReasonConditionalCheckFailed {
 				continue
 			}
-			if r.Index == 1 {
+			if r.Index >= 1 && r.Index <= claims {
 				return domain.AccountNameTaken(next.Name)
 			}
 			if r.Index == 0 {
@@ -437,20 +474,17 @@ func (s *Accounts) DeleteAccount(ctx context.Context, id string, at ...time.Time
 	if err := s.revokeAccountAccess(ctx, id); err != nil {
 		return a, err
 	}
-	items := append([]types.TransactWriteItem{
-		{Delete: &types.Delete{
-			TableName:           aws.String(s.table),
-			Key:                 key(accountPK(id), skAccount),
-			ConditionExpression: aws.String("attribute_exists(PK)"),
-		}},
-		{Delete: &types.Delete{
-			TableName:                 aws.String(s.table),
-			Key:                       key(accountNamePK(a.Account), skAccountName),
-			ConditionExpression:       aws.String("attribute_not_exists(PK) OR account = :id"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avStr(id)},
-		}},
-		s.usageOp(a.Parent, domain.Quota{Kind: usageSubAccounts}, -1),
-	}, s.emptyChecks(id)...)
+	items := []types.TransactWriteItem{{Delete: &types.Delete{
+		TableName:           aws.String(s.table),
+		Key:                 key(accountPK(id), skAccount),
+		ConditionExpression: aws.String("attribute_exists(PK)"),
+	}}}
+	for _, pk := range accountNamePKs(a.Account) {
+		items = append(items, s.deleteNameClaim(pk, id))
+	}
+	items = append(items, s.usageOp(a.Parent, domain.Quota{Kind: usageSubAccounts}, -1))
+	checksFrom := len(items) // emptyChecks' first index
+	items = append(items, s.emptyChecks(id)...)
 	err = s.transact(ctx, "delete account", items)
 	var tx *ddb.TxCanceledError
 	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
@@ -460,8 +494,8 @@ func (s *Accounts) DeleteAccount(ctx context.Context, id string, at ...time.Time
 			switch {
 			case r.Index == 0:
 				return a, domain.ErrNotFound // a concurrent DELETE finished first
-			case r.Code == ddb.ReasonConditionalCheckFailed && r.Index >= 3 && r.Index-3 < len(counts):
-				*counts[r.Index-3].found = true
+			case r.Code == ddb.ReasonConditionalCheckFailed && r.Index >= checksFrom && r.Index-checksFrom < len(counts):
+				*counts[r.Index-checksFrom].found = true
 			}
 		}
 		if late.Any() {

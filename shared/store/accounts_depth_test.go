@@ -27,7 +27,7 @@ func TestMaxAccountDepthIsTheItemLimit(t *testing.T) {
 			anc[i] = id
 		}
 		a := domain.AccountRecord{Account: domain.Account{ID: id, Name: strings.Repeat("\U0010FFFF", domain.AccountNameMaxRunes), Keyword: strings.Repeat("k", domain.AccountKeywordMaxBytes),
-			NameKey: strings.Repeat("k", domain.NameKeyMaxBytes), Parent: id, Ancestors: anc, Owner: id, Created: ts, Updated: ts},
+			NameKey: strings.Repeat("k", domain.NameKeyMaxBytes), NameSkeleton: strings.Repeat("k", domain.NameKeyMaxBytes), Parent: id, Ancestors: anc, Owner: id, Created: ts, Updated: ts},
 			LogRetention: []domain.LogRetention{{Type: "events", OnlineDays: 1 << 30, ArchiveDays: 1 << 30, OnlineSpaceAllowance: 1<<31 - 1, ArchiveSpaceAllowance: 1<<31 - 1}},
 			Deleting:     &ts}
 		k := domain.AccessKey{ID: id, PrincipalID: id, Type: "bearer", Durability: domain.DurabilitySession, Account: id, AccountAncestors: anc,

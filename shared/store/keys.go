@@ -79,6 +79,20 @@ func accountNamePK(a domain.Account) string {
 	return legacyAccountNamePK(a.Name)
 }
 
+// accountNamePKs are the partitions of all of a's name claims: the one
+// under its NameKey (accountNamePK) and, when its NameSkeleton differs,
+// the one under that. Both kinds share one key space, so a name is taken
+// when any of its keys is any account's claim.
+func accountNamePKs(a domain.Account) []string {
+	pks := []string{accountNamePK(a)}
+	if a.NameSkeleton != "" {
+		if sk := "ACCOUNTNAME#" + a.NameSkeleton; sk != pks[0] {
+			pks = append(pks, sk)
+		}
+	}
+	return pks
+}
+
 // legacyAccountNamePK is the name claim written before schema version 3.
 func legacyAccountNamePK(name string) string { return "ACCOUNTNAME#" + strings.ToLower(name) }
 func addressSetsGSI(account string) string   { return "ADDRSETS#" + account }

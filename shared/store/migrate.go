@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,7 +45,10 @@ import (
 // usage counts of the quotas: an account's custom roles, groups, service
 // users, role and group invitations, an application's actions and page
 // controls.
-const SchemaVersion = 3
+// 4: an account's name_skeleton (shared/names.Skeleton of its name) and,
+// where it differs from the name key, a second name claim under it
+// (migrateNameClaim).
+const SchemaVersion = 4
 
 const skSchemaMigration = "SCHEMAMIGRATION"
 
@@ -111,12 +115,15 @@ type MigrationPage struct {
 	Done             bool
 }
 
+// NameKeys gives a name's two keys, shared/names.Key and names.Skeleton.
+type NameKeys func(name string) (key, skeleton string)
+
 // MigratePage scans up to limit items after (afterPK, afterSK) ("" from
-// the start) and fixes them. nameKey is shared/names.Key, given by the
-// caller so that the store does not link the confusables table every
-// function would then carry.
-func (s *Installation) MigratePage(ctx context.Context, afterPK, afterSK string, limit int, nameKey func(string) string) (MigrationPage, error) {
-	if nameKey == nil {
+// the start) and fixes them. nameKeys is shared/names' Key and Skeleton,
+// given by the caller so that the store does not link the confusables
+// table every function would then carry.
+func (s *Installation) MigratePage(ctx context.Context, afterPK, afterSK string, limit int, nameKeys NameKeys) (MigrationPage, error) {
+	if nameKeys == nil {
 		return MigrationPage{}, errors.New("migrate: no name key function")
 	}
 	ctx = unjournaled(ctx)
@@ -142,7 +149,7 @@ func (s *Installation) MigratePage(ctx context.Context, afterPK, afterSK string,
 	g.SetLimit(migrateFanOut)
 	for _, it := range out.Items {
 		g.Go(func() error {
-			r, err := s.migrateItem(gctx, it, nameKey)
+			r, err := s.migrateItem(gctx, it, nameKeys)
 			mu.Lock()
 			defer mu.Unlock()
 			for k, n := range r.fixed {
@@ -176,7 +183,7 @@ func (r *itemResult) add(k string, n int) {
 	r.fixed[k] += n
 }
 
-func (s *Installation) migrateItem(ctx context.Context, it map[string]types.AttributeValue, nameKey func(string) string) (itemResult, error) {
+func (s *Installation) migrateItem(ctx context.Context, it map[string]types.AttributeValue, nameKeys NameKeys) (itemResult, error) {
 	var r itemResult
 	entity := str(it["entity"])
 	want, ok, err := s.keysFor(entity, it)
@@ -210,7 +217,8 @@ func (s *Installation) migrateItem(ctx context.Context, it map[string]types.Attr
 		if err := attributevalue.UnmarshalMap(it, &a); err != nil {
 			return r, fmt.Errorf("%s: %w", op, err)
 		}
-		switch res, err := s.migrateNameClaim(ctx, a, it["updated"], nameKey(a.Name)); {
+		wantKey, wantSkeleton := nameKeys(a.Name)
+		switch res, err := s.migrateNameClaim(ctx, a, it["updated"], wantKey, wantSkeleton); {
 		case err != nil:
 			return r, fmt.Errorf("%s: name claim: %w", op, err)
 		case res == claimMoved:
@@ -572,70 +580,65 @@ const (
 	claimOdd   // the old claim is another account's: left as it is
 )
 
-// migrateNameClaim gives account a its name key (version 3) and moves its
-// name claim there from where it is (the lower-cased name of older code,
-// or an older key), in one transaction: the key is set only while the
-// account is as read (same updated and name key, not being deleted, so a
-// rename or a DELETE that read it first decides instead), the new claim
-// is written only if no other account holds it, and the old one deleted
-// only if it is a's. A second run finds the key set and writes nothing.
-func (s *Installation) migrateNameClaim(ctx context.Context, a domain.AccountRecord, updated types.AttributeValue, want string) (claimResult, error) {
-	if a.NameKey == want {
+// migrateNameClaim gives account a its name keys (the name key of version
+// 3, the skeleton of version 4) and moves its name claims to them from
+// where they are (the lower-cased name of older code, or older keys), in
+// one transaction: the keys are set only while the account is as read
+// (same updated and name keys, not being deleted, so a rename or a DELETE
+// that read it first decides instead), each new claim is written only if
+// no other account holds it, and each old one deleted only if it is a's.
+// A second run finds the keys set and writes nothing.
+func (s *Installation) migrateNameClaim(ctx context.Context, a domain.AccountRecord, updated types.AttributeValue, wantKey, wantSkeleton string) (claimResult, error) {
+	if a.NameKey == wantKey && a.NameSkeleton == wantSkeleton {
 		return claimCurrent, nil
 	}
 	if updated == nil {
 		return claimOdd, nil
 	}
-	from := accountNamePK(a.Account)
+	from := accountNamePKs(a.Account)
 	next := a.Account
-	next.NameKey = want
-	to := accountNamePK(next)
-	cond, vals := "attribute_exists(PK) AND attribute_not_exists(deleting) AND updated = :u AND ", map[string]types.AttributeValue{":k": avStr(want), ":u": updated}
-	if a.NameKey == "" {
-		cond += "attribute_not_exists(name_key)"
-	} else {
-		cond, vals[":old"] = cond+"name_key = :old", avStr(a.NameKey)
-	}
-	claim, err := item(keyAttrs{PK: to, SK: skAccountName, Entity: "account_name"}, accountName{a.ID})
-	if err != nil {
-		return 0, err
-	}
-	items := []types.TransactWriteItem{
-		{Update: &types.Update{
-			TableName:                 aws.String(s.table),
-			Key:                       key(accountPK(a.ID), skAccount),
-			UpdateExpression:          aws.String("SET name_key = :k"),
-			ConditionExpression:       aws.String(cond),
-			ExpressionAttributeValues: vals,
-		}},
-		{Put: &types.Put{
+	next.NameKey, next.NameSkeleton = wantKey, wantSkeleton
+	to := accountNamePKs(next)
+	vals := map[string]types.AttributeValue{":k": avStr(wantKey), ":sk": avStr(wantSkeleton), ":u": updated}
+	cond := "attribute_exists(PK) AND attribute_not_exists(deleting) AND updated = :u AND " + nameKeysAsRead(a.Account, vals)
+	items := []types.TransactWriteItem{{Update: &types.Update{
+		TableName:                 aws.String(s.table),
+		Key:                       key(accountPK(a.ID), skAccount),
+		UpdateExpression:          aws.String("SET name_key = :k, name_skeleton = :sk"),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeValues: vals,
+	}}}
+	// The claims (indexes 1 to len(to)), then the old claims given up.
+	for _, pk := range to {
+		claim, err := item(nameClaimKey(pk), accountName{a.ID})
+		if err != nil {
+			return 0, err
+		}
+		items = append(items, types.TransactWriteItem{Put: &types.Put{
 			TableName:                 aws.String(s.table),
 			Item:                      claim,
 			ConditionExpression:       aws.String("attribute_not_exists(PK) OR account = :id"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avStr(a.ID)},
-		}},
-	}
-	if from != to {
-		items = append(items, types.TransactWriteItem{Delete: &types.Delete{
-			TableName:                 aws.String(s.table),
-			Key:                       key(from, skAccountName),
-			ConditionExpression:       aws.String("attribute_not_exists(PK) OR account = :id"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":id": avStr(a.ID)},
 		}})
 	}
-	err = s.transact(ctx, "move name claim", items)
+	for _, pk := range from {
+		if !slices.Contains(to, pk) {
+			items = append(items, s.deleteNameClaim(pk, a.ID))
+		}
+	}
+	err := s.transact(ctx, "move name claim", items)
 	var tx *ddb.TxCanceledError
 	if errors.As(err, &tx) && tx.HasReason(ddb.ReasonConditionalCheckFailed) {
 		for _, r := range tx.Reasons {
 			if r.Code != ddb.ReasonConditionalCheckFailed {
 				continue
 			}
-			switch r.Index {
-			case 0:
+			switch {
+			case r.Index == 0:
 				return claimRaced, nil
-			case 1:
+			case r.Index <= len(to):
 				return claimTaken, nil
-			case 2:
+			default:
 				return claimOdd, nil
 			}
 		}

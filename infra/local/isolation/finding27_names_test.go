@@ -8,7 +8,8 @@ import (
 // finding27LookAlikeAccountNames replays finding 1 of issue 27: the owner
 // of an account renames it to another tenant's name written so that it
 // reads the same (a zero-width space, full-width letters, a Cyrillic
-// letter). Each is the 409 of a taken name, saying that names are
+// letter, a capital I for a small l). Each is the 409 of a taken name,
+// saying that names are
 // compared after normalisation and confusable folding, and naming
 // nothing of the other account.
 func finding27LookAlikeAccountNames(t *testing.T, w *isoWorld) {
@@ -16,6 +17,7 @@ func finding27LookAlikeAccountNames(t *testing.T, w *isoWorld) {
 	m, own := w.tenantRole("Name copier", "owner@f27a.example.com", func(string) map[string][]string { return map[string][]string{"GET": {"/v2/applications"}} })
 	// Another tenant's account, named as in the report.
 	other := w.must("account beta-906", 200, "POST", "/v2/accounts", w.op, map[string]any{"name": "beta-906"}).str("id")
+	pay := w.must("account PayPal-27", 200, "POST", "/v2/accounts", w.op, map[string]any{"name": "PayPal-27"}).str("id")
 	w.quiet()
 	before := w.snapshot()
 	for _, name := range []string{
@@ -26,12 +28,15 @@ func finding27LookAlikeAccountNames(t *testing.T, w *isoWorld) {
 		"\u0412\u0415TA-906",       // Cyrillic В and Е
 		"Tenant\u00a0B",            // another tenant's, with a no-break space
 		"T\u0435nant \u0412\u200d", // Cyrillic е and В, a zero-width joiner
+		"PayPaI-27",                // a capital I for the small l
+		"paypaI-27",                // the same, in other case
+		"\u0420ay\u0420a\u0399-27", // Cyrillic Р, Greek capital iota
 	} {
 		r := w.do("PATCH", acct(own), m.secret, map[string]any{"name": name})
 		if r.Status != 409 || !strings.Contains(r.Raw, "reads the same") || !strings.Contains(r.Raw, "confusables") {
 			t.Errorf("rename to %q: %d %s; want the 409 of a taken name", name, r.Status, excerpt(r.Raw, 300))
 		}
-		for _, id := range []string{other, w.b} {
+		for _, id := range []string{other, pay, w.b} {
 			if strings.Contains(r.Raw, id) {
 				t.Errorf("rename to %q: the refusal names the other account %s: %s", name, id, r.Raw)
 			}
