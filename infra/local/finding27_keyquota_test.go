@@ -174,4 +174,19 @@ func TestFinding27_KeyQuotas(t *testing.T) {
 	if r := c.do("POST", keys, op, map[string]any{"type": "bearer"}); r.Status != 409 {
 		t.Fatalf("create past the raised quota: %d %s", r.Status, r.Raw)
 	}
+
+	// On a sub-account a key quota would change nothing: the entitlement
+	// administrator gets a 400 saying where it is set, and nothing is
+	// recorded.
+	for _, kind := range []string{"access_keys", "session_keys"} {
+		r := c.do("POST", tenant+"/entitlements", op, map[string]any{"resource": kind, "quantity": 1000, "unit_price": 0})
+		if r.Status != 400 || !strings.Contains(r.Raw, "the root account's entitlements set it") {
+			t.Errorf("a %s entitlement on a sub-account: %d %s, want the 400 naming the root", kind, r.Status, r.Raw)
+		}
+	}
+	for _, e := range c.list(t, "GET", tenant+"/entitlements", op) {
+		if k := e["resource"]; k == "access_keys" || k == "session_keys" {
+			t.Errorf("a refused key quota entitlement was recorded on the sub-account: %v", e)
+		}
+	}
 }

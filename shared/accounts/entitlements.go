@@ -175,6 +175,18 @@ func (h *handler) createEntitlement(r *http.Request, _ caller.Principal) (int, a
 	if e, err = applyEntitlement(e, patch); err != nil {
 		return 0, nil, err
 	}
+	if d, ok := domain.DefaultQuota(e.Resource); ok && d.PerPrincipal {
+		// Users belong to the installation: only the root's entitlements
+		// set their key quotas, and one on a sub-account would be
+		// accepted and change nothing.
+		a, err := h.st.Accounts.GetAccountRecord(r.Context(), id)
+		if err != nil {
+			return 0, nil, domain.IfNotFound(err, "no account %s", accountHref(id))
+		}
+		if a.Parent != "" {
+			return 0, nil, domain.Errorf(domain.Invalid, "%s is a quota per user, and users belong to the installation: the root account's entitlements set it, not %s's", e.Resource, accountHref(id))
+		}
+	}
 	existing, err := h.st.Entitlements.ListEntitlements(r.Context(), id)
 	if err != nil {
 		return 0, nil, err
