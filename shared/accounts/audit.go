@@ -3,6 +3,7 @@ package accounts
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,7 +70,8 @@ func (f auditFilter) matches(ev audit.Event) bool {
 // listAuditEvents pages the audit events of the account and of its
 // sub-accounts, newest first: one partition, one Query per page. Events
 // of a sub-account are shown to whoever may read that sub-account's own
-// events (roles inherited from the account, as for any request there);
+// events (roles inherited from the account, as for any request there),
+// and every event to whoever may read its target, in the event's account;
 // the filters apply within the read budget like the permission filter.
 func (h *handler) listAuditEvents(r *http.Request, p caller.Principal) (int, any, error) {
 	id, err := accountID(r)
@@ -109,11 +111,20 @@ func (h *handler) listAuditEvents(r *http.Request, p caller.Principal) (int, any
 				if !f.matches(ev) {
 					return false, nil
 				}
-				if ev.AccountID == id {
+				in := domain.Account{ID: ev.AccountID, Ancestors: ev.Ancestors}
+				if ev.AccountID != id {
+					if ok, err := d.AllowsFor(ctx, http.MethodGet, accountHref(ev.AccountID)+"/audit-events", in); !ok || err != nil {
+						return false, err
+					}
+				}
+				if ev.Target == "" {
 					return true, nil
 				}
-				sub := domain.Account{ID: ev.AccountID, Ancestors: ev.Ancestors}
-				return d.AllowsFor(ctx, http.MethodGet, accountHref(ev.AccountID)+"/audit-events", sub)
+				// An event holds its target's content (the resource, the
+				// patch): it is shown to whoever may read the target,
+				// as a collection shows its members (docs/rbac.md,
+				// Audit events).
+				return d.AllowsFor(ctx, http.MethodGet, ev.Target, targetAccount(ev, in))
 			}, nil
 		},
 		Out: func(ev audit.Event) (audit.Event, error) { return ev, nil },
@@ -122,4 +133,22 @@ func (h *handler) listAuditEvents(r *http.Request, p caller.Principal) (int, any
 		return 0, nil, err
 	}
 	return http.StatusOK, list, nil
+}
+
+// targetAccount is the account a read of ev's target is decided in, as
+// the authorizer would decide it: the account an accounts path names, or
+// else the event's own (in). A change to an account or to what it holds
+// is recorded in that account; the one accounts path that names another
+// is a sub-account the event's account created or deleted, a child of
+// it.
+func targetAccount(ev audit.Event, in domain.Account) domain.Account {
+	rest, ok := strings.CutPrefix(ev.Target, accountHref(""))
+	if !ok {
+		return in
+	}
+	id, _, _ := strings.Cut(rest, "/")
+	if id == in.ID {
+		return in
+	}
+	return domain.Account{ID: id, Ancestors: append(slices.Clip(in.Ancestors), in.ID)}
 }

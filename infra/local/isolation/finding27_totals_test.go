@@ -191,6 +191,50 @@ func TestFinding27_TotalsLeaveOutWhatTheCallerMayNotRead(t *testing.T) {
 		})
 	}
 
+	// The audit trail holds each change's content (the resource created,
+	// the patch): an event is shown to whoever may read its target, so
+	// the Reader denied a set reads neither its events nor its entries
+	// there, while the owner does.
+	t.Run("GET /v2/accounts/{id}/audit-events", func(t *testing.T) {
+		w := w.on(t)
+		member := sets[1]
+		events := acct(account) + "/audit-events?limit=100"
+		targets := func(secret, query string) (map[string]int, string) {
+			r := w.must("audit events", 200, "GET", events+query, secret, nil)
+			var list []struct{ Target string }
+			if err := json.Unmarshal([]byte(r.Raw), &list); err != nil {
+				t.Fatalf("audit events: %v: %s", err, r.Raw)
+			}
+			out := map[string]int{}
+			for _, e := range list {
+				out[e.Target]++
+			}
+			return out, r.Raw
+		}
+		filter := "&" + url.Values{"target": {member}}.Encode()
+		if got, _ := targets(reader.secret, filter); got[member] == 0 {
+			t.Fatalf("the Reader before the deny: no event of %s (%v)", member, got)
+		}
+		setReader(t, append(append([]map[string]any{}, readerPerms...),
+			map[string]any{"method": "GET", "effect": "deny", "spec": []string{member + "**"}}))
+		t.Cleanup(func() { setReader(t, readerPerms) })
+		if r := w.do("GET", member, reader.secret, nil); r.Status != 403 {
+			t.Fatalf("the denied set as the Reader: %d, want 403", r.Status)
+		}
+		for _, query := range []string{"", filter} {
+			got, raw := targets(reader.secret, query)
+			if got[member] != 0 || strings.Contains(raw, "192.0.2.11") {
+				t.Errorf("the Reader denied %s reads its events (query %q): %d, entries shown: %v", member, query, got[member], strings.Contains(raw, "192.0.2.11"))
+			}
+			if query == "" && got[sets[2]] == 0 {
+				t.Errorf("the Reader lost the events of a set it may read (query %q): %v", query, got)
+			}
+		}
+		if got, raw := targets(owner.secret, filter); got[member] == 0 || !strings.Contains(raw, "192.0.2.11") {
+			t.Errorf("the owner with the Reader's deny: %d events of %s, want its create with its entries", got[member], member)
+		}
+	})
+
 	// A deleted set's history stays in the account's total (metrics.md):
 	// shown to whoever may read every set's metrics, and to nobody whose
 	// roles refuse a set no permission names, since a deleted set may be
@@ -264,6 +308,7 @@ var aggregateRoutes = map[string]string{
 	"GET /v2/accounts/{id}/billing":       "account",
 	"GET /v2/address-sets/{id}/metrics":   "member",
 	"GET /v2/applications/{id}/metrics":   "member",
+	"GET /v2/accounts/{id}/audit-events":  "table",
 }
 
 // TestFinding27_EveryAggregateIsClassed is the tripwire for the table: a
@@ -272,7 +317,7 @@ var aggregateRoutes = map[string]string{
 // denied one member, or documented as the account's own.
 func TestFinding27_EveryAggregateIsClassed(t *testing.T) {
 	words := map[string]bool{"metrics": true, "billing": true, "usage": true, "total": true, "totals": true, "count": true, "counts": true,
-		"summary": true, "stats": true, "statistics": true, "addresses": true, "report": true, "reports": true, "results": true}
+		"summary": true, "stats": true, "statistics": true, "addresses": true, "report": true, "reports": true, "results": true, "events": true}
 	seen := map[string]bool{}
 	for _, e := range apispec.Endpoints {
 		if e.Method != "GET" {
