@@ -13,7 +13,8 @@ import (
 
 // TestFinding27_Quotas replays issue 27's finding 4 through the gateway:
 // an account owner created roles (and could create groups, service users,
-// actions, page controls) without any bound. Now each collection has a
+// actions, page controls, stored tests, metric prototypes) without any
+// bound. Now each collection has a
 // quota: with the entitlement set to 3, 8 concurrent creates leave
 // exactly the remaining room created and answer the rest 409 naming the
 // quota; a delete frees one; the entitlement administrator raises the
@@ -65,7 +66,7 @@ func TestFinding27_Quotas(t *testing.T) {
 		return out
 	}
 	defaults := map[string]float64{"roles": 1000, "groups": 300, "service_users": 1000, "invitations": 5000, "group_invitations": 5000,
-		"actions": 100, "page_controls": 200}
+		"actions": 100, "page_controls": 200, "tests": 100, "metric_prototypes": 500}
 	qs := quotas()
 	for kind, d := range defaults {
 		if q := qs[kind]; q == nil || q["limit"] != d || q["default"] != d {
@@ -98,6 +99,7 @@ func TestFinding27_Quotas(t *testing.T) {
 	type quotaCase struct {
 		kind, per   string
 		path        string
+		putEach     bool // PUT path/quota-<i> (a test's id is the caller's) rather than POST path
 		body        func(i int) any
 		held        int // created before the race (Viewer is a role)
 		deletePath  func(created map[string]any) string
@@ -124,6 +126,19 @@ func TestFinding27_Quotas(t *testing.T) {
 			return map[string]any{"id": fmt.Sprintf("ping%d", i), "url": "https://ops.example.com/ping"}
 		}},
 		{kind: "page_controls", path: app + "/pagecontrols", body: func(int) any { return pageControl }},
+		{kind: "tests", path: "/v2/tests", putEach: true, usedInUsage: true, body: func(int) any {
+			return map[string]any{"probabilities": 1, "models": map[string]any{"home": map[string]any{"type": "user.StaticSession",
+				"requests": []any{map[string]any{"name": "home", "method": "GET", "url": "http://quota-shop.example.com/"}}}}}
+		}},
+		{kind: "metric_prototypes", path: "/v2/metric-prototypes", usedInUsage: true, body: func(i int) any {
+			return map[string]any{"default_name": fmt.Sprintf("slow_%d", i), "expression": "count()", "log_type": "proxy-logs", "filter": "elapsed > 2000"}
+		}},
+	}
+	create := func(tc quotaCase, i int) (int, map[string]any, string) {
+		if tc.putEach {
+			return sendJSON(c.base, "PUT", fmt.Sprintf("%s/quota-%d", tc.path, i), owner, tc.body(i))
+		}
+		return sendJSON(c.base, "POST", tc.path, owner, tc.body(i))
 	}
 	const limit, racers = 3, 8
 	for _, tc := range cases {
@@ -148,7 +163,7 @@ func TestFinding27_Quotas(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					st, body, raw := post(c.base, tc.path, owner, tc.body(i))
+					st, body, raw := create(tc, i)
 					mu.Lock()
 					defer mu.Unlock()
 					switch st {
@@ -182,10 +197,10 @@ func TestFinding27_Quotas(t *testing.T) {
 			if r := c.do("DELETE", created[0]["href"].(string), owner, nil); r.Status != 200 {
 				t.Fatalf("delete: %d %s", r.Status, r.Raw)
 			}
-			if st, _, raw := post(c.base, tc.path, owner, tc.body(100)); st != 200 {
+			if st, _, raw := create(tc, 100); st != 200 {
 				t.Fatalf("create after a delete: %d %s", st, raw)
 			}
-			if st, _, raw := post(c.base, tc.path, owner, tc.body(101)); st != 409 {
+			if st, _, raw := create(tc, 101); st != 409 {
 				t.Fatalf("create past the quota again: %d %s", st, raw)
 			}
 
@@ -193,10 +208,10 @@ func TestFinding27_Quotas(t *testing.T) {
 			if r := c.do("PATCH", ent, op, map[string]any{"quantity": limit + 1}); r.Status != 200 {
 				t.Fatalf("operator raises the entitlement: %d %s", r.Status, r.Raw)
 			}
-			if st, _, raw := post(c.base, tc.path, owner, tc.body(102)); st != 200 {
+			if st, _, raw := create(tc, 102); st != 200 {
 				t.Fatalf("create after the raise: %d %s", st, raw)
 			}
-			if st, _, raw := post(c.base, tc.path, owner, tc.body(103)); st != 409 {
+			if st, _, raw := create(tc, 103); st != 409 {
 				t.Fatalf("create past the raised quota: %d %s", st, raw)
 			}
 		})
@@ -259,8 +274,13 @@ func TestFinding27_Quotas(t *testing.T) {
 // post is a create that may run on any goroutine (client.do may stop the
 // test, which only the test's own goroutine may do).
 func post(base, path, secret string, body any) (int, map[string]any, string) {
+	return sendJSON(base, "POST", path, secret, body)
+}
+
+// sendJSON is post with another method.
+func sendJSON(base, method, path, secret string, body any) (int, map[string]any, string) {
 	b, _ := json.Marshal(body)
-	req, err := http.NewRequest("POST", base+path, bytes.NewReader(b))
+	req, err := http.NewRequest(method, base+path, bytes.NewReader(b))
 	if err != nil {
 		return 0, nil, err.Error()
 	}

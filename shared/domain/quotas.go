@@ -28,6 +28,12 @@ const (
 	// Web controls are the page controls in another shape (the same
 	// items): page_controls bounds both.
 
+	// ResourceTests: the account's stored application tests (their
+	// archives: runs are application_tests). ResourceMetricPrototypes:
+	// the account's metric prototypes.
+	ResourceTests            = "tests"
+	ResourceMetricPrototypes = "metric_prototypes"
+
 	// ResourceAccessKeys, ResourceSessionKeys: the live (unexpired)
 	// persistent and session keys of one user. Users belong to the
 	// installation, not to an account, so the root account's entitlements
@@ -70,7 +76,10 @@ type QuotaDefault struct {
 // per IAM user; 10 leaves room for rotation and per-tool keys. Session
 // keys live 12 hours, and 100 live at once is far more than a person
 // switching accounts uses while still bounding a script that mints them
-// in a loop.
+// in a loop. A stored test holds its archive (3.5 MB at most) and its
+// converted form (4 MB): 100 bound an account's tests under 750 MB; 500 metric prototypes is five times
+// CloudWatch Logs' 100 metric filters per log group, for an account's
+// every log type.
 var quotaDefaults = []QuotaDefault{
 	{Kind: ResourceRoles, Default: 1000},
 	{Kind: ResourceGroups, Default: 300},
@@ -79,6 +88,8 @@ var quotaDefaults = []QuotaDefault{
 	{Kind: ResourceGroupInvitations, Default: 5000},
 	{Kind: ResourceActions, Default: 100, PerApplication: true},
 	{Kind: ResourcePageControls, Default: 200, PerApplication: true},
+	{Kind: ResourceTests, Default: 100},
+	{Kind: ResourceMetricPrototypes, Default: 500},
 	{Kind: ResourceAccessKeys, Default: 10, PerPrincipal: true},
 	{Kind: ResourceSessionKeys, Default: 100, PerPrincipal: true},
 }

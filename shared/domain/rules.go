@@ -84,6 +84,10 @@ func kindNoun(kind string) string {
 		return "group invitations"
 	case ResourcePageControls:
 		return "page controls"
+	case ResourceTests:
+		return "stored application tests"
+	case ResourceMetricPrototypes:
+		return "metric prototypes"
 	}
 	return kind
 }

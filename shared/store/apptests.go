@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"cads/shared/ddb"
 	"cads/shared/domain"
@@ -71,8 +72,9 @@ func (s *Tests) chunkPuts(account, id, blob string, archive []byte) ([]types.Tra
 // existing test of that id is a *domain.Error, and so is an account that
 // is being deleted or gone: the transaction checks the account's
 // `deleting` mark and counts the test in the account's usage item, which
-// the account's deletion reads. The archive's size bounds the transaction
-// (4 MB).
+// the account's deletion reads, on the condition that the account's
+// tests quota has room (domain.QuotaReached otherwise). The archive's
+// size bounds the transaction (4 MB).
 func (s *Tests) CreateAppTest(ctx context.Context, t domain.AppTest, archive, converted []byte) error {
 	meta, err := s.put(appTestKey(t), t)
 	if err != nil {
@@ -82,14 +84,26 @@ func (s *Tests) CreateAppTest(ctx context.Context, t domain.AppTest, archive, co
 	if err != nil {
 		return err
 	}
-	if err := s.writeConverted(ctx, t, converted); err != nil {
+	// The quota's allowance beside the converted chunks: one sequential
+	// round trip before the transaction either way.
+	var (
+		g    errgroup.Group
+		q    domain.Quota
+		cErr error
+	)
+	g.Go(func() (err error) { q, err = s.quotaOf(ctx, t.Account, domain.ResourceTests); return err })
+	g.Go(func() error { cErr = s.writeConverted(ctx, t, converted); return nil })
+	if err := errors.Join(g.Wait(), cErr); err != nil {
+		if cErr == nil {
+			err = s.dropConverted(ctx, t, err)
+		}
 		return err
 	}
 	err = s.transact(ctx, "create application test", append([]types.TransactWriteItem{meta, {ConditionCheck: &types.ConditionCheck{
 		TableName:           aws.String(s.table),
 		Key:                 key(accountPK(t.Account), skAccount),
 		ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(deleting)"),
-	}}, s.usageOp(t.Account, domain.Quota{Kind: usageTests}, 1)}, chunks...))
+	}}, s.usageOp(t.Account, q, 1)}, chunks...))
 	if err != nil {
 		err = s.dropConverted(ctx, t, err)
 	}
@@ -98,6 +112,9 @@ func (s *Tests) CreateAppTest(ctx context.Context, t domain.AppTest, archive, co
 		return domain.DuplicateTest(t.ID)
 	case txConditionFailedAt(err, 1):
 		return domain.AccountGone(t.Account)
+	}
+	if qerr := quotaRefused(err, 2, t.Account, q); qerr != nil {
+		return qerr
 	}
 	return err
 }

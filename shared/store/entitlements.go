@@ -161,14 +161,13 @@ func (s *Entitlements) Allowance(ctx context.Context, account, kind string) (lim
 	return limit, limited, nil
 }
 
-// Kinds of usage items that count what an account holds without an
-// entitlement limiting it: the account's deletion reads them
-// (AccountLeftovers) because GSI1 may not show what was created a moment
-// ago.
+// Kinds of usage items the account's deletion reads (AccountLeftovers),
+// as GSI1 may not show what was created a moment ago: sub-accounts,
+// counted without a limit, and the tests and metric prototypes quotas.
 const (
 	usageSubAccounts      = "accounts"
-	usageTests            = "tests"
-	usageMetricPrototypes = "metric_prototypes"
+	usageTests            = domain.ResourceTests
+	usageMetricPrototypes = domain.ResourceMetricPrototypes
 )
 
 // usage is an account's count of one kind of resource, kept by the

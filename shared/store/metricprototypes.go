@@ -25,9 +25,15 @@ func metricProtoKey(p domain.MetricPrototype) keyAttrs {
 
 // CreateMetricPrototype writes a new prototype of p.Account, which must
 // exist and not be being deleted (a conflict otherwise), and counts it in
-// the account's usage item, which the account's deletion reads.
+// the account's usage item, which the account's deletion reads, on the
+// condition that the account's metric_prototypes quota has room
+// (domain.QuotaReached otherwise).
 func (s *Metrics) CreateMetricPrototype(ctx context.Context, p domain.MetricPrototype) error {
 	put, err := s.put(metricProtoKey(p), p)
+	if err != nil {
+		return err
+	}
+	q, err := s.quotaOf(ctx, p.Account, domain.ResourceMetricPrototypes)
 	if err != nil {
 		return err
 	}
@@ -35,12 +41,15 @@ func (s *Metrics) CreateMetricPrototype(ctx context.Context, p domain.MetricProt
 		TableName:           aws.String(s.table),
 		Key:                 key(accountPK(p.Account), skAccount),
 		ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(deleting)"),
-	}}, s.usageOp(p.Account, domain.Quota{Kind: usageMetricPrototypes}, 1)})
+	}}, s.usageOp(p.Account, q, 1)})
 	switch {
 	case txConditionFailedAt(err, 0):
 		return domain.Duplicate("metric prototype", p.ID, "")
 	case txConditionFailedAt(err, 1):
 		return domain.AccountGone(p.Account)
+	}
+	if qerr := quotaRefused(err, 2, p.Account, q); qerr != nil {
+		return qerr
 	}
 	return err
 }
