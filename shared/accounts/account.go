@@ -230,6 +230,9 @@ func accountName(s string) (string, error) {
 	if name == "" {
 		return "", domain.Errorf(domain.Invalid, "name must not be empty")
 	}
+	if names.Invisible(name) {
+		return "", domain.NameInvisible("name", name)
+	}
 	return name, nil
 }
 

@@ -31,6 +31,12 @@ func AliasTaken(alias string) *Error {
 // names are compared (shared/names.Same).
 const NamesCompared = "names are compared after Unicode NFKC normalisation, case folding, removal of invisible characters, collapsing of white space and folding of look-alike characters (Unicode confusables, UTS #39, also on the name as written, where a capital I reads as a small l)"
 
+// NameInvisible is the refusal of a name a reader would see nothing of
+// (shared/names.Invisible).
+func NameInvisible(field, name string) *Error {
+	return &Error{Code: Invalid, Message: field + " " + strconv.QuoteToASCII(name) + " has nothing visible: it is made only of characters that render as nothing (zero-width spaces and joiners, soft hyphens, fillers) and white space"}
+}
+
 // NameKeyMaxBytes bounds shared/names.Key, which hashes longer forms: the
 // account item and its name claim keep it.
 const NameKeyMaxBytes = 512

@@ -47,6 +47,11 @@ func Keys(name string) []string {
 	return []string{k, sk}
 }
 
+// Invisible reports whether a reader would see nothing of name: it is
+// made only of characters that render as nothing and white space (its Key
+// is empty). Such names would all read alike, as nothing.
+func Invisible(name string) bool { return Key(name) == "" }
+
 // Same reports whether a and b are the same name: a key in common.
 func Same(a, b string) bool {
 	for _, ka := range Keys(a) {

@@ -115,6 +115,19 @@ func TestKeyBounded(t *testing.T) {
 	}
 }
 
+// Invisible finds the names of nothing a reader sees, and only those.
+func TestInvisible(t *testing.T) {
+	for name, want := range map[string]bool{
+		"\u200b": true, "\u200b\u200b": true, "\u00ad": true, "\u3164": true, "\uffa0": true, "\u115f": true,
+		"\u2060 \u200d": true, "\U000e0001": true, "\ufe0f": true,
+		"x": false, "\u2060x": false, ".": false, "\u0600": false, "日": false, "\u00a0a": false,
+	} {
+		if got := Invisible(name); got != want {
+			t.Errorf("Invisible(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
 func TestDefaultIgnorable(t *testing.T) {
 	for r, want := range map[rune]bool{
 		0x00ad: true, 0x034f: true, 0x115f: true, 0x180e: true, 0x200b: true, 0x200c: true, 0x200d: true,

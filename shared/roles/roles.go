@@ -17,6 +17,7 @@ import (
 	"cads/shared/etag"
 	"cads/shared/ids"
 	"cads/shared/jsontext"
+	"cads/shared/names"
 	"cads/shared/store"
 )
 
@@ -83,6 +84,9 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *domain.Role) (
 	name, err := validText("name", *in.Name, maxNameLen, true)
 	if err != nil {
 		return domain.Role{}, err
+	}
+	if names.Invisible(name) {
+		return domain.Role{}, domain.NameInvisible("name", name)
 	}
 	r := domain.Role{AccountID: account, ID: id, Name: name}
 	if prev != nil {

@@ -42,6 +42,16 @@ func finding27LookAlikeAccountNames(t *testing.T, w *isoWorld) {
 			}
 		}
 	}
+	// A name of nothing visible reads as every other such name: refused,
+	// for an account and for a role.
+	for _, name := range []string{"\u200b", "\u200b\u200b", "\u3164", "\u00ad \u2060", "\U000e0001"} {
+		if r := w.do("PATCH", acct(own), m.secret, map[string]any{"name": name}); r.Status != 400 || !strings.Contains(r.Raw, "has nothing visible") {
+			t.Errorf("rename to %q: %d %s; want the 400 of an invisible name", name, r.Status, excerpt(r.Raw, 300))
+		}
+		if r := w.do("POST", acct(own)+"/roles", m.secret, map[string]any{"name": name, "permissions": []any{}}); r.Status != 400 || !strings.Contains(r.Raw, "has nothing visible") {
+			t.Errorf("role named %q: %d %s; want the 400 of an invisible name", name, r.Status, excerpt(r.Raw, 300))
+		}
+	}
 	t.Run("NoChange", func(t *testing.T) { w.unchanged(t, before, m.id) })
 }
 
