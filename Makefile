@@ -130,13 +130,13 @@ TEST_NO_RACE_FIRST := ./infra/local/costtour ./infra/local ./infra/clientgen ./i
 # the first only: a second seed draws other lags and conflicts for the same
 # code, which the unraced pass replays (both seeds), and it was about ten
 # seconds of this pass when it ran alone at the end of make test.
-TEST_RACE_GATEWAY := ^(TestConcurrentPatchesAllApply|TestFinding27_Quotas|TestFinding27_KeyQuotas|TestFlowsOnRealisticDynamoDB)$$
+TEST_RACE_GATEWAY := ^(TestConcurrentPatchesAllApply|TestFinding27_Quotas|TestFinding27_KeyQuotas|TestFinding27_TestRuns|TestFlowsOnRealisticDynamoDB)$$
 TEST_RACE_GATEWAY_SKIP := ^TestFlowsOnRealisticDynamoDB$$/^seed=2611$$
 # The gateway's concurrent-client tests that run with the race detector
 # only: on the plain stand-ins without it they would be the same requests
 # to the same code, and two passes racing eight clients at once on two
 # cores ran their functions out of time (a 429 at 5e88906).
-TEST_NO_RACE_SKIP := ^(TestConcurrentPatchesAllApply|TestFinding27_Quotas|TestFinding27_KeyQuotas)$$
+TEST_NO_RACE_SKIP := ^(TestConcurrentPatchesAllApply|TestFinding27_Quotas|TestFinding27_KeyQuotas|TestFinding27_TestRuns)$$
 # Pure packages whose property tests run a tenth of their cases with the
 # race detector (their raceEnabled constant, a //go:build race file) and
 # every case without it, here in pass 2: shared/authz's (about 9 of its

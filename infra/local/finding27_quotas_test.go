@@ -343,3 +343,61 @@ func (q quotaTenant) becomeOwner(t *testing.T, c client, op string) {
 		t.Fatalf("accept: %d %s", r.Status, r.Raw)
 	}
 }
+
+// TestFinding27_TestRuns: issue 27 took runs of application tests to be
+// bounded by the application_tests entitlement; nothing counted them.
+// With the entitlement at 3 runs a month, 8 concurrent runs (of 8 tests,
+// as a test runs once at a time) start exactly 3 and answer the rest 409
+// naming the entitlement; the owner cannot raise it, the entitlement
+// administrator does.
+func TestFinding27_TestRuns(t *testing.T) {
+	p, c := start(t)
+	op := p.Bootstrap.Secret
+	q := newQuotaTenant(t, c, op, "Run Quota Tenant", "run-quota@example.com")
+	q.becomeOwner(t, c, op)
+	r := c.do("POST", "/v2/users/self/authorization", q.key, map[string]any{"account": q.account})
+	if r.Status != 200 {
+		t.Fatalf("switch: %d %s", r.Status, r.Raw)
+	}
+	owner := r.Body["secret_key"].(string)
+	if r := c.do("POST", "/v2/applications", owner, map[string]any{"name": "Run shop", "aliases": []string{"run-shop.example.com"}}); r.Status != 200 {
+		t.Fatalf("create application: %d %s", r.Status, r.Raw)
+	}
+	const racers = 8
+	cfg := map[string]any{"probabilities": 1, "models": map[string]any{"home": map[string]any{"type": "user.StaticSession",
+		"requests": []any{map[string]any{"name": "home", "method": "GET", "url": "http://run-shop.example.com/"}}}}}
+	for i := range racers + 2 {
+		if r := c.do("PUT", fmt.Sprintf("/v2/tests/run-%d", i), owner, cfg); r.Status != 200 {
+			t.Fatalf("store test %d: %d %s", i, r.Status, r.Raw)
+		}
+	}
+	r = c.do("POST", q.account+"/entitlements", op, map[string]any{"resource": "application_tests", "quantity": 3, "unit_price": 0})
+	if r.Status != 200 {
+		t.Fatalf("entitlement: %d %s", r.Status, r.Raw)
+	}
+	ent := r.Body["href"].(string)
+	run := func(i int) any {
+		return map[string]any{"id": fmt.Sprintf("run-%d", i), "duration": 1, "virtualUsers": 1}
+	}
+	started, refused, other := race(c, racers, "/v2/tests", owner, run)
+	if len(started) != 3 || len(refused) != racers-3 || len(other) != 0 {
+		t.Fatalf("%d concurrent runs at 3 a month: %d started, %d refused, others %v", racers, len(started), len(refused), other)
+	}
+	for _, raw := range refused {
+		if !strings.Contains(raw, `"type":"conflict"`) || !strings.Contains(raw, "3 application test runs per month") {
+			t.Errorf("refusal does not name the entitlement: %s", raw)
+		}
+	}
+	if r := c.do("PATCH", ent, owner, map[string]any{"quantity": 1000}); r.Status != 403 {
+		t.Fatalf("owner raises its runs: %d %s, want 403", r.Status, r.Raw)
+	}
+	if r := c.do("PATCH", ent, op, map[string]any{"quantity": 4}); r.Status != 200 {
+		t.Fatalf("operator raises the runs: %d %s", r.Status, r.Raw)
+	}
+	if st, _, raw := post(c.base, "/v2/tests", owner, run(racers)); st != 200 {
+		t.Fatalf("a run after the raise: %d %s", st, raw)
+	}
+	if st, _, raw := post(c.base, "/v2/tests", owner, run(racers+1)); st != 409 {
+		t.Fatalf("a run past the raised entitlement: %d %s", st, raw)
+	}
+}

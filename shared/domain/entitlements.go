@@ -1,6 +1,9 @@
 package domain
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Resource kinds an entitlement allocates.
 const (
@@ -53,6 +56,42 @@ type Entitlement struct {
 // ActiveAt reports whether e allocates its resources at t.
 func (e Entitlement) ActiveAt(t time.Time) bool {
 	return !t.Before(e.Started) && (e.Expiry == nil || t.Before(*e.Expiry))
+}
+
+// RunAllowance is how many application test runs an account with
+// entitlements es may start in the calendar period (PeriodMonth or
+// PeriodYear, UTC) that holds now, and whether that period is limited at
+// all: the sum of the quantities of its active application_tests
+// entitlements of that period. As with Allowance, an account with no
+// such entitlement is not metered for the period, and one whose
+// entitlements of the period all expired may start none.
+func RunAllowance(es []Entitlement, period string, now time.Time) (limit int, limited bool) {
+	for _, e := range es {
+		if e.Resource != ResourceApplicationTests || e.Period != period {
+			continue
+		}
+		limited = true
+		if e.ActiveAt(now) {
+			limit += e.Quantity
+		}
+	}
+	return limit, limited
+}
+
+// RunPeriodKey names the calendar period (PeriodMonth or PeriodYear)
+// holding t, as runs are counted: "2026-11", "2026".
+func RunPeriodKey(period string, t time.Time) string {
+	if period == PeriodYear {
+		return t.UTC().Format("2006")
+	}
+	return t.UTC().Format("2006-01")
+}
+
+// TestRunsReached is the conflict of a run past the account's
+// application_tests entitlement of period.
+func TestRunsReached(account, period string, limit int) *Error {
+	return &Error{Code: Conflict, Message: fmt.Sprintf("account %s is entitled to %d application test runs per %s and has started them all this %s; wait for the next %s or ask the platform operator for a larger entitlement of \"application_tests\"",
+		account, limit, period, period, period)}
 }
 
 // MaxEntitlementsPerAccount bounds the entitlement items of one account, so

@@ -57,3 +57,28 @@ func TestQuotaReachedNamesTheQuota(t *testing.T) {
 		t.Errorf("QuotaReached = %s %q", err.Code, err.Message)
 	}
 }
+
+// Runs are allowed per period by the entitlements of that period only;
+// an expired one limits its period to none.
+func TestRunAllowance(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	past := now.Add(-time.Hour)
+	es := []domain.Entitlement{
+		{Resource: domain.ResourceApplicationTests, Period: domain.PeriodMonth, Quantity: 3, Started: past},
+		{Resource: domain.ResourceApplicationTests, Period: domain.PeriodMonth, Quantity: 2, Started: past},
+		{Resource: domain.ResourceApplicationTests, Period: domain.PeriodYear, Quantity: 7, Started: past, Expiry: &past},
+		{Resource: domain.ResourceApplications, Period: domain.PeriodYear, Quantity: 9, Started: past},
+	}
+	if l, ok := domain.RunAllowance(es, domain.PeriodMonth, now); l != 5 || !ok {
+		t.Errorf("month: %d %v, want 5 limited", l, ok)
+	}
+	if l, ok := domain.RunAllowance(es, domain.PeriodYear, now); l != 0 || !ok {
+		t.Errorf("year (its entitlement expired): %d %v, want 0 limited", l, ok)
+	}
+	if _, ok := domain.RunAllowance(es[3:], domain.PeriodMonth, now); ok {
+		t.Error("an account without application_tests entitlements is metered")
+	}
+	if domain.RunPeriodKey(domain.PeriodMonth, now) != "2026-11" || domain.RunPeriodKey(domain.PeriodYear, now) != "2026" {
+		t.Errorf("period keys %q %q", domain.RunPeriodKey(domain.PeriodMonth, now), domain.RunPeriodKey(domain.PeriodYear, now))
+	}
+}

@@ -352,13 +352,32 @@ func (s *Tests) DeleteAppTest(ctx context.Context, account, id string, pre ...fu
 // until activeUntil, or until UpdateAppTestRun ends it. A missing test is
 // domain.ErrNotFound. A transaction returns no values: the caller reads the test
 // back (GetAppTest) if it needs it.
+//
+// The run is counted in the account's runs of this calendar month and of
+// this year (USAGE#application_tests#<2026-11> and #<2026>), in the same
+// transaction, on the condition that each period its application_tests
+// entitlements limit has room (domain.RunAllowance;
+// domain.TestRunsReached otherwise): concurrent runs cannot overshoot.
 func (s *Tests) StartAppTestRun(ctx context.Context, account, id, runID, state, run string, activeUntil time.Time, m *OutboxMarker) error {
 	now := s.now()
 	mput, err := s.outboxPut(m, testRunOutboxPK(runID))
 	if err != nil {
 		return err
 	}
-	err = s.transact(ctx, "start application test run", []types.TransactWriteItem{{Update: &types.Update{
+	es, err := s.repos.Entitlements.ListEntitlements(ctx, account)
+	if err != nil {
+		return err
+	}
+	periods := []string{domain.PeriodMonth, domain.PeriodYear}
+	var counts []types.TransactWriteItem
+	quotas := map[string]domain.Quota{}
+	for _, p := range periods {
+		q := domain.Quota{Kind: domain.ResourceApplicationTests + "#" + domain.RunPeriodKey(p, now)}
+		q.Limit, q.Limited = domain.RunAllowance(es, p, now)
+		quotas[p] = q
+		counts = append(counts, s.usageOp(account, q, 1))
+	}
+	err = s.transact(ctx, "start application test run", append([]types.TransactWriteItem{{Update: &types.Update{
 		TableName:                aws.String(s.table),
 		Key:                      key(appTestPK(account, id), skAppTest),
 		UpdateExpression:         aws.String("SET #id = :id, #st = :st, #run = :run, #until = :until, #v = if_not_exists(#v, :zero) + :one"),
@@ -368,13 +387,18 @@ func (s *Tests) StartAppTestRun(ctx context.Context, account, id, runID, state, 
 			":id": avStr(runID), ":st": avStr(state), ":run": avStr(run),
 			":until": avNum(activeUntil.UnixMilli()), ":now": avNum(now.UnixMilli()), ":zero": avNum(0), ":one": avNum(1),
 		},
-	}}, mput})
+	}}, mput}, counts...))
 	if txConditionFailedAt(err, 0) {
 		cur, gerr := s.GetAppTest(ctx, account, id)
 		if gerr != nil {
 			return gerr
 		}
 		return domain.RunInProgress(id, cur.RunID, cur.RunState)
+	}
+	for i, p := range periods {
+		if txConditionFailedAt(err, 2+i) {
+			return domain.TestRunsReached(account, p, quotas[p].Limit)
+		}
 	}
 	return err
 }

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"cads/infra/testenv"
+	"cads/shared/clock"
 	"cads/shared/ddb"
 	"cads/shared/domain"
 	"cads/shared/store"
@@ -261,5 +265,78 @@ func TestAppTestRuns(t *testing.T) {
 	}
 	if err := st.Tests.UpdateAppTestRun(ctx, "acct1", "gone", "r3", "queued", "running", `{}`, until); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("run of a missing test: %v", err)
+	}
+}
+
+// Runs are counted per calendar month and year against the account's
+// application_tests entitlements of that period: concurrent starts never
+// overshoot, the refusal names the period, and a new month has room again
+// while the year's limit still holds.
+func TestAppTestRunsAreMetered(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC))
+	d := testenv.NewDynamo(t)
+	st := store.New(d.Client, d.Table, store.WithClock(clk.Now))
+	ctx := context.Background()
+	testAccounts(t, st, "acct1")
+	now := st.Now()
+	ent := func(id, period string, n int) {
+		t.Helper()
+		if err := st.Entitlements.CreateEntitlement(ctx, domain.Entitlement{ID: id, Account: "acct1", Resource: domain.ResourceApplicationTests,
+			Quantity: n, Period: period, Started: now.Add(-time.Hour), Version: 1, Created: now, Updated: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ent("e1", domain.PeriodMonth, 3)
+	const racers = 8
+	for i := range racers {
+		if err := st.Tests.CreateAppTest(ctx, newAppTest(st, "acct1", fmt.Sprintf("t%d", i), fmt.Sprintf("b%d", i), []byte("x")), []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		wg               sync.WaitGroup
+		mu               sync.Mutex
+		started, refused int
+		other            []error
+	)
+	for i := range racers {
+		wg.Go(func() {
+			run := fmt.Sprintf("r%d", i)
+			err := st.Tests.StartAppTestRun(ctx, "acct1", fmt.Sprintf("t%d", i), run, "queued", `{}`, now.Add(time.Hour), runMarker(run))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				started++
+			case domain.ErrorCode(err) == domain.Conflict && strings.Contains(domain.ErrorMessage(err), "3 application test runs per month"):
+				refused++
+			default:
+				other = append(other, err)
+			}
+		})
+	}
+	wg.Wait()
+	if started != 3 || refused != racers-3 || len(other) != 0 {
+		t.Fatalf("%d concurrent runs at 3 a month: %d started, %d refused, others %v", racers, started, refused, other)
+	}
+
+	// A year's entitlement adds its own limit: next month the month's 3
+	// have room again, and the year's 4, with March's 3 used, for one.
+	ent("e2", domain.PeriodYear, 4)
+	next := time.Date(2026, 4, 2, 0, 0, 0, 0, time.UTC)
+	clk.Set(next)
+	var ran []string
+	for i := range racers {
+		run := fmt.Sprintf("n%d", i)
+		if err := st.Tests.StartAppTestRun(ctx, "acct1", fmt.Sprintf("t%d", i), run, "queued", `{}`, next.Add(time.Hour), runMarker(run)); err == nil {
+			ran = append(ran, run)
+		} else if domain.ErrorCode(err) == domain.Conflict && strings.Contains(domain.ErrorMessage(err), "per year") {
+			break
+		} else if domain.ErrorCode(err) != domain.Conflict {
+			t.Fatal(err)
+		}
+	}
+	if len(ran) != 1 {
+		t.Errorf("runs next month with 3 of the year's 4 used: %v, want 1", ran)
 	}
 }

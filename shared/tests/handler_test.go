@@ -476,11 +476,12 @@ func TestRunAgainstALocalServer(t *testing.T) {
 	if r.Status != 200 {
 		t.Fatalf("POST: %d %s", r.Status, r.Raw)
 	}
-	// The run and its outbox marker in one transaction; then the
-	// answer's read of the test alongside the send, and the marker's
-	// delete once the send succeeded.
-	if n := e.dyn.Counter.Total(); n != 3 {
-		t.Fatalf("POST took %d round trips, want 3 (%v)", n, e.dyn.Counter.ByOperation())
+	// The account's entitlements (the runs it may start); the run, its
+	// outbox marker and its counts in one transaction; then the answer's
+	// read of the test alongside the send, and the marker's delete once
+	// the send succeeded.
+	if n := e.dyn.Counter.Total(); n != 4 {
+		t.Fatalf("POST took %d round trips, want 4 (%v)", n, e.dyn.Counter.ByOperation())
 	}
 	run := lastRun(t, r)
 	loadID, _ := run["load_id"].(string)
@@ -550,11 +551,12 @@ func TestRunAgainstALocalServer(t *testing.T) {
 	e.dyn.Counter.SetDelay(30 * time.Millisecond)
 	e.dyn.Counter.Reset()
 	r = post(`{"id":"shop","duration":1,"virtualUsers":2,"targets":"/v2/applications/app1"}`)
-	// The decision's data and the application in parallel, then the write
-	// (run and outbox marker), then the answer's read alongside the send
-	// and the marker's delete.
-	if n := e.dyn.Counter.Sequential(); n != 4 && !testenv.Realistic() {
-		t.Fatalf("POST with targets: %d sequential round trips, want 4 (%v)", n, e.dyn.Counter.ByOperation())
+	// The decision's data and the application in parallel, then the
+	// account's entitlements, then the write (run, outbox marker and
+	// counts), then the answer's read alongside the send and the marker's
+	// delete.
+	if n := e.dyn.Counter.Sequential(); n != 5 && !testenv.Realistic() {
+		t.Fatalf("POST with targets: %d sequential round trips, want 5 (%v)", n, e.dyn.Counter.ByOperation())
 	}
 	e.dyn.Counter.SetDelay(0)
 	if r.Status != 200 || lastRun(t, r)["load_id"] == loadID || lastRun(t, r)["targets"] != "/v2/applications/app1" {
