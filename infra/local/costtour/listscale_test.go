@@ -106,9 +106,34 @@ func TestCostListsAtScale(t *testing.T) {
 		return
 	}
 	began := time.Now()
-	lines := runScaleWorkers(t, runtime.GOMAXPROCS(0))
-	if t.Failed() {
+	table, ok := scaleTable(t, cases, runScaleWorkers(t, runtime.GOMAXPROCS(0)))
+	if !ok {
 		return
+	}
+	t.Logf("%d collections measured at two sizes in %v\n%s", len(cases), time.Since(began).Round(time.Second), table)
+	if have, _, _ := documentedTable(t, scaleBegin, scaleEnd); have != strings.TrimSpace(table) && !*costUpdate {
+		// A capacity unit can turn on a few bytes of one item (a page
+		// summed close to a 4 KB boundary), and a machine loaded by the
+		// rest of make test has moved one row (an audit events page, 15
+		// RCU for 16) that a second measuring did not: the table is
+		// measured once more, and only that measuring is compared. A
+		// real change differs both times.
+		t.Logf("the table differs from docs/performance.md (- documented, + measured); measuring again:\n%s",
+			lineDiff(strings.Split(have, "\n"), strings.Split(strings.TrimSpace(table), "\n")))
+		if table, ok = scaleTable(t, cases, runScaleWorkers(t, runtime.GOMAXPROCS(0))); !ok {
+			return
+		}
+	}
+	compareCostTable(t, table, scaleBegin, scaleEnd)
+}
+
+// scaleTable is the table of the workers' rows (lines, by job key), in
+// the contract's order; false when it is not whole (-run chose some
+// cases, or a worker failed).
+func scaleTable(t *testing.T, cases []scaleCase, lines map[string][]string) (string, bool) {
+	t.Helper()
+	if t.Failed() {
+		return "", false
 	}
 	authorizer, measured := lines[authorizerJob], 0
 	for _, sc := range cases {
@@ -118,7 +143,7 @@ func TestCostListsAtScale(t *testing.T) {
 	}
 	if measured != len(cases) || authorizer == nil {
 		t.Logf("%d of %d collections measured, the authorizer %v (-run chose some): the table is not compared", measured, len(cases), authorizer != nil)
-		return
+		return "", false
 	}
 	byEP := map[string]scaleCase{}
 	for _, sc := range cases {
@@ -158,8 +183,7 @@ func TestCostListsAtScale(t *testing.T) {
 	if len(missing) > 0 {
 		t.Fatalf("no 10 / 10,000 pair for %d list operations of the contract (add them to scaleCases):\n%s", len(missing), strings.Join(missing, "\n"))
 	}
-	t.Logf("%d collections measured at two sizes in %v\n%s", measured, time.Since(began).Round(time.Second), b.String())
-	compareCostTable(t, b.String(), scaleBegin, scaleEnd)
+	return b.String(), true
 }
 
 // authorizerJob is the key of the authorizer's rows among a worker's
