@@ -233,6 +233,9 @@ func accountName(s string) (string, error) {
 	if names.Invisible(name) {
 		return "", domain.NameInvisible("name", name)
 	}
+	if r, bad := names.Unreadable(name); bad {
+		return "", domain.NameUnreadable("name", r)
+	}
 	return name, nil
 }
 

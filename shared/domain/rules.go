@@ -37,6 +37,12 @@ func NameInvisible(field, name string) *Error {
 	return &Error{Code: Invalid, Message: field + " " + strconv.QuoteToASCII(name) + " has nothing visible: it is made only of characters that render as nothing (zero-width spaces and joiners, soft hyphens, fillers) and white space"}
 }
 
+// NameUnreadable is the refusal of a name holding r, a character whose
+// look is not what names are compared by (shared/names.Unreadable).
+func NameUnreadable(field string, r rune) *Error {
+	return &Error{Code: Invalid, Message: fmt.Sprintf("%s must not contain U+%04X: bidirectional controls, private-use characters and U+FFFC/U+FFFD show a reader something other than what is compared", field, r)}
+}
+
 // NameKeyMaxBytes bounds shared/names.Key, which hashes longer forms: the
 // account item and its name claim keep it.
 const NameKeyMaxBytes = 512

@@ -52,6 +52,21 @@ func Keys(name string) []string {
 // is empty). Such names would all read alike, as nothing.
 func Invisible(name string) bool { return Key(name) == "" }
 
+// Unreadable returns the first character of name that a name may not
+// hold, because what a reader sees is not what is compared: a
+// bidirectional control (U+202E reverses the text after it, so a name
+// spelled backwards displays as another's), a private-use character (its
+// look is the font's), or U+FFFC and U+FFFD, which stand for something
+// else. ok is false when there is none.
+func Unreadable(name string) (r rune, ok bool) {
+	for _, r := range name {
+		if unicode.In(r, unicode.Bidi_Control, unicode.Co) || r == '\ufffc' || r == '\ufffd' {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
 // Same reports whether a and b are the same name: a key in common.
 func Same(a, b string) bool {
 	for _, ka := range Keys(a) {
@@ -122,7 +137,11 @@ func plain(s string) string {
 		}
 		return r
 	}, s)
-	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.Is(unicode.White_Space, r) }), " ")
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool {
+		// U+2800, the Braille pattern without dots, renders as a space
+		// but is no White_Space.
+		return unicode.Is(unicode.White_Space, r) || r == '\u2800'
+	}), " ")
 }
 
 // bounded is s, or its hashed form when longer than MaxKeyBytes.

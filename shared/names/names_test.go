@@ -128,6 +128,22 @@ func TestInvisible(t *testing.T) {
 	}
 }
 
+// Unreadable finds the characters whose look is not what is compared.
+func TestUnreadable(t *testing.T) {
+	for name, want := range map[string]rune{
+		"\u202e91435 laPyaP\u202c": 0x202e, "a\u2066b": 0x2066, "Acme\ue000": 0xe000, "Acme\ufffc": 0xfffc, "x\U000F0000": 0xf0000,
+		"Acme": 0, "Café 日本": 0, "a\u200bb": 0,
+	} {
+		r, ok := Unreadable(name)
+		if ok != (want != 0) || r != want {
+			t.Errorf("Unreadable(%q) = U+%04X %v, want U+%04X", name, r, ok, want)
+		}
+	}
+	if !Same("PayPal Modern", "PayPal\u2800Modern") {
+		t.Error("the blank Braille pattern is not read as a space")
+	}
+}
+
 func TestDefaultIgnorable(t *testing.T) {
 	for r, want := range map[rune]bool{
 		0x00ad: true, 0x034f: true, 0x115f: true, 0x180e: true, 0x200b: true, 0x200c: true, 0x200d: true,

@@ -88,6 +88,9 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *domain.Role) (
 	if names.Invisible(name) {
 		return domain.Role{}, domain.NameInvisible("name", name)
 	}
+	if r, bad := names.Unreadable(name); bad {
+		return domain.Role{}, domain.NameUnreadable("name", r)
+	}
 	r := domain.Role{AccountID: account, ID: id, Name: name}
 	if prev != nil {
 		r.Control, r.EntitlementAdministrator = prev.Control, prev.EntitlementAdministrator

@@ -52,6 +52,16 @@ func finding27LookAlikeAccountNames(t *testing.T, w *isoWorld) {
 			t.Errorf("role named %q: %d %s; want the 400 of an invisible name", name, r.Status, excerpt(r.Raw, 300))
 		}
 	}
+	// A name spelled backwards behind a right-to-left override displays
+	// as the other's; private-use characters look as the font says.
+	for _, name := range []string{"\u202e72-laPyaP\u202c", "PayPal-27\ue000", "PayPal-27\ufffc"} {
+		if r := w.do("PATCH", acct(own), m.secret, map[string]any{"name": name}); r.Status != 400 || !strings.Contains(r.Raw, "must not contain U+") {
+			t.Errorf("rename to %q: %d %s; want the 400 of an unreadable name", name, r.Status, excerpt(r.Raw, 300))
+		}
+	}
+	if r := w.do("PATCH", acct(own), m.secret, map[string]any{"name": "Tenant\u2800B"}); r.Status != 409 {
+		t.Errorf("rename to Tenant B with a blank Braille pattern: %d %s; want the 409 of a taken name", r.Status, excerpt(r.Raw, 300))
+	}
 	t.Run("NoChange", func(t *testing.T) { w.unchanged(t, before, m.id) })
 }
 
