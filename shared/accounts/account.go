@@ -159,7 +159,7 @@ func (h *handler) createAccount(r *http.Request, p caller.Principal) (int, any, 
 	if a.Name, err = accountName(*in.Name); err != nil {
 		return 0, nil, err
 	}
-	a.NameKey, a.NameSkeleton = names.Key(a.Name), names.Skeleton(a.Name)
+	a.NameKey, a.NameSkeleton = names.KeyAndSkeleton(a.Name)
 	a.Keyword = domain.Keyword(a.Name)
 	if in.Keyword != nil {
 		if a.Keyword, err = keyword(*in.Keyword); err != nil {
@@ -230,11 +230,8 @@ func accountName(s string) (string, error) {
 	if name == "" {
 		return "", domain.Errorf(domain.Invalid, "name must not be empty")
 	}
-	if names.Invisible(name) {
-		return "", domain.NameInvisible("name", name)
-	}
-	if r, bad := names.Unreadable(name); bad {
-		return "", domain.NameUnreadable("name", r)
+	if err := names.Check("name", name); err != nil {
+		return "", err
 	}
 	return name, nil
 }
@@ -418,7 +415,7 @@ func (h *handler) patchAccount(r *http.Request, _ caller.Principal) (int, any, e
 		if name, err = accountName(*in.Name); err != nil {
 			return 0, nil, err
 		}
-		nameKey, nameSkeleton = names.Key(name), names.Skeleton(name)
+		nameKey, nameSkeleton = names.KeyAndSkeleton(name)
 	}
 	if in.Keyword != nil {
 		if kw, err = keyword(*in.Keyword); err != nil {

@@ -117,9 +117,6 @@ func (h *handler) listAuditEvents(r *http.Request, p caller.Principal) (int, any
 						return false, err
 					}
 				}
-				if ev.Target == "" {
-					return true, nil
-				}
 				// An event holds its target's content (the resource, the
 				// patch): it is shown to whoever may read the target,
 				// as a collection shows its members (docs/rbac.md,
@@ -138,9 +135,9 @@ func (h *handler) listAuditEvents(r *http.Request, p caller.Principal) (int, any
 // targetAccount is the account a read of ev's target is decided in, as
 // the authorizer would decide it: the account an accounts path names, or
 // else the event's own (in). A change to an account or to what it holds
-// is recorded in that account; the one accounts path that names another
-// is a sub-account the event's account created or deleted, a child of
-// it.
+// (its deletion too) is recorded in that account; the one accounts path
+// that names another is a sub-account the event's account created
+// (POST /v2/accounts), a child of it.
 func targetAccount(ev audit.Event, in domain.Account) domain.Account {
 	rest, ok := strings.CutPrefix(ev.Target, accountHref(""))
 	if !ok {

@@ -100,7 +100,8 @@ func Plan(clock func() time.Time, operatorEmail string) (domain.InstallPlan, str
 		return domain.InstallPlan{}, "", err
 	}
 	now := clock()
-	root := domain.Account{ID: ids.New(), Name: RootAccountName, NameKey: names.Key(RootAccountName), NameSkeleton: names.Skeleton(RootAccountName), Keyword: domain.Keyword(RootAccountName), Ancestors: []string{}, Created: now, Updated: now}
+	root := domain.Account{ID: ids.New(), Name: RootAccountName, Keyword: domain.Keyword(RootAccountName), Ancestors: []string{}, Created: now, Updated: now}
+	root.NameKey, root.NameSkeleton = names.KeyAndSkeleton(RootAccountName)
 	control, err := builtin.ControlRoles(root.ID)
 	if err != nil {
 		return domain.InstallPlan{}, "", err

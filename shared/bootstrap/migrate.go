@@ -79,7 +79,7 @@ func MigrateSchema(ctx context.Context, st *store.Store, log *slog.Logger, o Mig
 			res.Progress = prog
 			return res, nil
 		}
-		p, err := st.Installation.MigratePage(ctx, prog.AfterPK, prog.AfterSK, o.PageSize, nameKeys)
+		p, err := st.Installation.MigratePage(ctx, prog.AfterPK, prog.AfterSK, o.PageSize, names.KeyAndSkeleton)
 		res.Scanned += p.Scanned
 		res.Skipped += p.Skipped
 		for k, n := range p.Fixed {
@@ -117,6 +117,3 @@ func MigrateSchema(ctx context.Context, st *store.Store, log *slog.Logger, o Mig
 		}
 	}
 }
-
-// nameKeys are the keys an account's name is claimed under (shared/names).
-func nameKeys(name string) (key, skeleton string) { return names.Key(name), names.Skeleton(name) }

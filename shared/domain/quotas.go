@@ -77,9 +77,9 @@ type QuotaDefault struct {
 // keys live 12 hours, and 100 live at once is far more than a person
 // switching accounts uses while still bounding a script that mints them
 // in a loop. A stored test holds its archive (3.5 MB at most) and its
-// converted form (4 MB): 100 bound an account's tests under 750 MB; 500 metric prototypes is five times
-// CloudWatch Logs' 100 metric filters per log group, for an account's
-// every log type.
+// converted form (4 MB): 100 bound an account's tests at 750 MB. 500
+// metric prototypes is five times CloudWatch Logs' 100 metric filters per
+// log group, for all of an account's log types.
 var quotaDefaults = []QuotaDefault{
 	{Kind: ResourceRoles, Default: 1000},
 	{Kind: ResourceGroups, Default: 300},

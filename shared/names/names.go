@@ -40,11 +40,29 @@ const hashedPrefix = "SHA256:"
 // and, when it differs, its Skeleton. Two names are the same name when
 // they have a key in common (Same).
 func Keys(name string) []string {
-	k, sk := Key(name), Skeleton(name)
+	k, sk := KeyAndSkeleton(name)
 	if sk == k {
 		return []string{k}
 	}
 	return []string{k, sk}
+}
+
+// KeyAndSkeleton is a name's Key and Skeleton, as an account keeps them
+// (NameKey, NameSkeleton) and the schema migration gives them
+// (store.NameKeys).
+func KeyAndSkeleton(name string) (key, skeleton string) { return Key(name), Skeleton(name) }
+
+// Check refuses (a *domain.Error naming field) a name a reader would
+// misread: one of nothing visible (Invisible) or one holding a character
+// whose look is not what is compared (Unreadable).
+func Check(field, name string) error {
+	if Invisible(name) {
+		return domain.NameInvisible(field, name)
+	}
+	if r, bad := Unreadable(name); bad {
+		return domain.NameUnreadable(field, r)
+	}
+	return nil
 }
 
 // Invisible reports whether a reader would see nothing of name: it is

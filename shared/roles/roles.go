@@ -85,11 +85,8 @@ func (h *handler) buildRole(account, id string, in roleDoc, prev *domain.Role) (
 	if err != nil {
 		return domain.Role{}, err
 	}
-	if names.Invisible(name) {
-		return domain.Role{}, domain.NameInvisible("name", name)
-	}
-	if r, bad := names.Unreadable(name); bad {
-		return domain.Role{}, domain.NameUnreadable("name", r)
+	if err := names.Check("name", name); err != nil {
+		return domain.Role{}, err
 	}
 	r := domain.Role{AccountID: account, ID: id, Name: name}
 	if prev != nil {

@@ -115,7 +115,7 @@ type MigrationPage struct {
 	Done             bool
 }
 
-// NameKeys gives a name's two keys, shared/names.Key and names.Skeleton.
+// NameKeys gives a name's two keys (shared/names.KeyAndSkeleton).
 type NameKeys func(name string) (key, skeleton string)
 
 // MigratePage scans up to limit items after (afterPK, afterSK) ("" from

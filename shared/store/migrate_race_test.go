@@ -14,6 +14,7 @@ import (
 	"cads/infra/sam"
 	"cads/shared/ddb"
 	"cads/shared/domain"
+	"cads/shared/names"
 )
 
 // rawStore is a Store over the template's table on an embedded server
@@ -131,7 +132,7 @@ func TestMigrationLeavesAnItemNamingAnotherKey(t *testing.T) {
 	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: odd}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := s.Installation.MigratePage(ctx, "", "", 10, nameKeys)
+	p, err := s.Installation.MigratePage(ctx, "", "", 10, names.KeyAndSkeleton)
 	if err != nil || len(p.Odd) != 1 || len(p.Fixed) != 0 {
 		t.Fatalf("page: %+v %v", p, err)
 	}

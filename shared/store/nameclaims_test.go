@@ -45,8 +45,6 @@ func v3Account(t *testing.T, s *Store, id, name string) {
 func nameKeyPK(name string) string      { return "ACCOUNTNAME#" + names.Key(name) }
 func nameSkeletonPK(name string) string { return "ACCOUNTNAME#" + names.Skeleton(name) }
 
-func nameKeys(name string) (string, string) { return names.Key(name), names.Skeleton(name) }
-
 // Versions 3 and 4 move a legacy claim to the name key, add the claim of
 // a skeleton that differs, and record both keys on the account, once; an
 // account whose name reads as another's keeps its old claim and is
@@ -69,7 +67,7 @@ func TestMigrationMovesNameClaims(t *testing.T) {
 	var fixed, skipped int
 	var taken []string
 	for after := ""; ; {
-		p, err := s.Installation.MigratePage(ctx, after, "", 100, nameKeys)
+		p, err := s.Installation.MigratePage(ctx, after, "", 100, names.KeyAndSkeleton)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +128,7 @@ func TestMigrationMovesNameClaims(t *testing.T) {
 	}
 
 	// A second pass writes nothing.
-	p, err := s.Installation.MigratePage(ctx, "", "", 100, nameKeys)
+	p, err := s.Installation.MigratePage(ctx, "", "", 100, names.KeyAndSkeleton)
 	if err != nil || p.Fixed[FixedNameClaim] != 0 || p.Skipped != 0 || len(p.NamesTaken) != 1 || !p.Done {
 		t.Errorf("second pass: %+v %v", p, err)
 	}
